@@ -1,0 +1,270 @@
+/*
+ * vramtrace trace format — the one contract shared by the preload (writer)
+ * and the analyzer (reader). Nothing else is shared between the two sides.
+ *
+ * A run is a directory; each traced process writes one file named
+ * "<pid>.vtrace" (VRT_TRACE_SUFFIX) into it.
+ *
+ * File:   a sequence of independent zstd frames. A frame is closed at least
+ *         every ~100 ms or every few MiB, and at once after a failed
+ *         allocation, so a file cut by SIGKILL decodes up to its last
+ *         complete frame. Records never straddle two frames.
+ *
+ * Record: u8 type | uvarint payload_len | payload[payload_len]
+ *         The length lets a reader skip record types it does not know, and
+ *         fields appended to a known record in a later minor revision
+ *         (readers must ignore trailing bytes they do not understand).
+ *         VRT_TRACE_VERSION changes only for incompatible changes.
+ *
+ * Integers are little-endian base-128 varints (uvarint); signed values are
+ * zigzag-encoded (svarint). A "str" is uvarint length + bytes (no NUL).
+ * Timestamps are CLOCK_MONOTONIC nanoseconds, comparable across the
+ * processes of one host.
+ *
+ * Event records (ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO) only appear after a
+ * CHUNK record in the same frame. CHUNK sets the thread id and the absolute
+ * timestamp base; each event stores the delta (dts) from the previous event
+ * of the chunk (or from the CHUNK base for the first). Events inside one
+ * chunk come from one thread in time order; chunks of different threads
+ * interleave, so a reader orders events by timestamp. A WATERMARK record
+ * promises that every event with ts < watermark is already in the file.
+ *
+ * Thread safety: everything here is pure inline code over caller buffers,
+ * safe anywhere, including inside a hook.
+ */
+#ifndef VRAMTRACE_TRACE_FORMAT_H
+#define VRAMTRACE_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VRT_TRACE_MAGIC "VRAMTRC\x01" /* 8 bytes, first field of HEADER */
+#define VRT_TRACE_MAGIC_LEN 8
+#define VRT_TRACE_VERSION 1
+#define VRT_TRACE_SUFFIX ".vtrace"
+#define VRT_REC_MAX_PAYLOAD (64u * 1024u) /* writers never exceed this */
+
+/* Record types. Payload fields in order; (s) = svarint, (str) = string. */
+enum vrt_rec {
+	/* magic[8] raw, version, pid, ppid, start_wall_ns (CLOCK_REALTIME),
+	 * start_mono_ns, flags (unused, 0), host(str), exe(str), argc,
+	 * argv[argc](str) */
+	VRT_REC_HEADER = 1,
+	/* vendor (enum vrt_vendor), ordinal, total_bytes, name(str),
+	 * uuid(str: 16 raw bytes, or empty) */
+	VRT_REC_DEVICE = 2,
+	/* id, text(str) — interned strings (symbols, files) */
+	VRT_REC_STRING = 3,
+	/* reserved for stacks: FRAME and STACK edges */
+	VRT_REC_FRAME = 4,
+	VRT_REC_STACK = 5,
+	/* tid, ts_abs — opens a thread chunk */
+	VRT_REC_CHUNK = 6,
+	/* dts, api, device(s), addr, size, aux, stack, phase
+	 * aux: stream for stream-ordered calls, pool for pool calls, flags
+	 * for cuMemHostAlloc/Register/Managed/VMM; addr is the VMM handle for
+	 * cuMemCreate. */
+	VRT_REC_ALLOC = 7,
+	/* dts, api, device(s) (-1: take the allocation's), addr, aux, stack,
+	 * phase — addr is the VMM handle for cuMemRelease */
+	VRT_REC_FREE = 8,
+	/* dts, api, device(s), addr, size, offset, handle, stack, phase */
+	VRT_REC_MAP = 9,
+	/* dts, api, device(s), addr, size, stack, phase */
+	VRT_REC_UNMAP = 10,
+	/* dts, api, device(s), addr (the pointer a failed free/unmap named,
+	 * else 0), size (requested bytes, 0 for frees), aux, error (vendor
+	 * code), have_info (0/1), free_bytes, total_bytes (driver's
+	 * cuMemGetInfo right after the failure; 0 when have_info is 0),
+	 * stack, phase */
+	VRT_REC_FAIL = 11,
+	/* dts, device(s), free_bytes, total_bytes — the application's own
+	 * capacity probe (cuMemGetInfo / hipMemGetInfo) */
+	VRT_REC_MEMINFO = 12,
+	/* reserved: markers, samples, phase names */
+	VRT_REC_MARK = 13,
+	VRT_REC_SAMPLE = 14,
+	VRT_REC_PHASE = 15,
+	/* ts_abs — every event with ts < ts_abs is already written */
+	VRT_REC_WATERMARK = 16,
+	/* end_mono_ns, flags (VRT_TRAILER_*), events_written,
+	 * events_dropped, note(str: why capture stopped, or empty) */
+	VRT_REC_TRAILER = 17,
+};
+
+enum vrt_trailer_flag {
+	VRT_TRAILER_CLEAN_EXIT = 1,   /* written by the exit path */
+	VRT_TRAILER_CAPTURE_OFF = 2,  /* capture stopped early (see note) */
+};
+
+enum vrt_vendor { VRT_VENDOR_CUDA = 1, VRT_VENDOR_HIP = 2 };
+
+/* Memory families. Device families live in VRAM; host families are pinned
+ * or registered host memory; VA is reserved address space (not memory). */
+enum vrt_family {
+	VRT_FAM_DEVICE = 0,     /* cuMemAlloc/Pitch, hipMalloc... */
+	VRT_FAM_ASYNC = 1,      /* stream-ordered and pool allocations */
+	VRT_FAM_VMM = 2,        /* physical bytes of cuMemCreate handles */
+	VRT_FAM_MANAGED = 3,    /* cuMemAllocManaged */
+	VRT_FAM_PINNED = 4,     /* host: cuMemHostAlloc, cuMemAllocHost */
+	VRT_FAM_REGISTERED = 5, /* host: cuMemHostRegister */
+	VRT_FAM_VA = 6,         /* cuMemAddressReserve: address space only */
+	VRT_FAM_NONE = 7,       /* probes */
+	VRT_FAM_COUNT = 8
+};
+
+/* What a call does to the live set. */
+enum vrt_op {
+	VRT_OP_ALLOC = 0,
+	VRT_OP_FREE = 1,
+	VRT_OP_MAP = 2,
+	VRT_OP_UNMAP = 3,
+	VRT_OP_PROBE = 4,
+};
+
+/*
+ * Every recorded API, once: X(id, name, family, op). Ids are part of the
+ * format: never renumber, only append. Frees name the family whose address
+ * space they look up; the bytes freed count against the family that made
+ * the allocation (cuMemFree_v2 may free a cuMemAllocAsync pointer).
+ * Address spaces: DEVICE/ASYNC/MANAGED share device pointers; PINNED,
+ * REGISTERED, VA and VMM handles are each their own.
+ */
+#define VRT_API_LIST(X)                                                        \
+	X(1, cuMemAlloc_v2, VRT_FAM_DEVICE, VRT_OP_ALLOC)                      \
+	X(2, cuMemAllocPitch_v2, VRT_FAM_DEVICE, VRT_OP_ALLOC)                 \
+	X(3, cuMemFree_v2, VRT_FAM_DEVICE, VRT_OP_FREE)                        \
+	X(4, cuMemAllocAsync, VRT_FAM_ASYNC, VRT_OP_ALLOC)                     \
+	X(5, cuMemAllocAsync_ptsz, VRT_FAM_ASYNC, VRT_OP_ALLOC)                \
+	X(6, cuMemAllocFromPoolAsync, VRT_FAM_ASYNC, VRT_OP_ALLOC)             \
+	X(7, cuMemAllocFromPoolAsync_ptsz, VRT_FAM_ASYNC, VRT_OP_ALLOC)        \
+	X(8, cuMemFreeAsync, VRT_FAM_ASYNC, VRT_OP_FREE)                       \
+	X(9, cuMemFreeAsync_ptsz, VRT_FAM_ASYNC, VRT_OP_FREE)                  \
+	X(10, cuMemAddressReserve, VRT_FAM_VA, VRT_OP_ALLOC)                   \
+	X(11, cuMemAddressFree, VRT_FAM_VA, VRT_OP_FREE)                       \
+	X(12, cuMemCreate, VRT_FAM_VMM, VRT_OP_ALLOC)                          \
+	X(13, cuMemRelease, VRT_FAM_VMM, VRT_OP_FREE)                          \
+	X(14, cuMemMap, VRT_FAM_VMM, VRT_OP_MAP)                               \
+	X(15, cuMemUnmap, VRT_FAM_VMM, VRT_OP_UNMAP)                           \
+	X(16, cuMemAllocManaged, VRT_FAM_MANAGED, VRT_OP_ALLOC)                \
+	X(17, cuMemHostAlloc, VRT_FAM_PINNED, VRT_OP_ALLOC)                    \
+	X(18, cuMemAllocHost_v2, VRT_FAM_PINNED, VRT_OP_ALLOC)                 \
+	X(19, cuMemFreeHost, VRT_FAM_PINNED, VRT_OP_FREE)                      \
+	X(20, cuMemHostRegister_v2, VRT_FAM_REGISTERED, VRT_OP_ALLOC)          \
+	X(21, cuMemHostUnregister, VRT_FAM_REGISTERED, VRT_OP_FREE)            \
+	X(22, cuMemGetInfo_v2, VRT_FAM_NONE, VRT_OP_PROBE)
+
+enum vrt_api {
+#define VRT_X_ENUM(id, name, fam, op) VRT_API_##name = id,
+	VRT_API_LIST(VRT_X_ENUM)
+#undef VRT_X_ENUM
+	VRT_API_MAX = 255
+};
+
+/* Name of an api id, or NULL when unknown (a newer writer). */
+static inline const char *vrt_api_name(unsigned id)
+{
+	switch (id) {
+#define VRT_X_NAME(i, name, fam, op)                                           \
+	case i:                                                                \
+		return #name;
+		VRT_API_LIST(VRT_X_NAME)
+#undef VRT_X_NAME
+	}
+	return NULL;
+}
+
+/* Family and op of an api id; return -1 when unknown. */
+static inline int vrt_api_family(unsigned id)
+{
+	switch (id) {
+#define VRT_X_FAM(i, name, fam, op)                                            \
+	case i:                                                                \
+		return fam;
+		VRT_API_LIST(VRT_X_FAM)
+#undef VRT_X_FAM
+	}
+	return -1;
+}
+
+static inline int vrt_api_op(unsigned id)
+{
+	switch (id) {
+#define VRT_X_OP(i, name, fam, op)                                             \
+	case i:                                                                \
+		return op;
+		VRT_API_LIST(VRT_X_OP)
+#undef VRT_X_OP
+	}
+	return -1;
+}
+
+static inline int vrt_api_vendor(unsigned id)
+{
+	return id < 64 ? VRT_VENDOR_CUDA : VRT_VENDOR_HIP;
+}
+
+/* ---- varints ----------------------------------------------------------- */
+
+#define VRT_UVARINT_MAX 10
+
+/* Writes v at p (room for VRT_UVARINT_MAX bytes); returns bytes written. */
+static inline size_t vrt_put_uvarint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+static inline uint64_t vrt_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t vrt_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static inline size_t vrt_put_svarint(uint8_t *p, int64_t v)
+{
+	return vrt_put_uvarint(p, vrt_zigzag(v));
+}
+
+/* Reads a uvarint from [*p, end). On success advances *p and returns 0;
+ * returns -1 (and leaves *p alone) when the input ends or the varint is
+ * longer than 10 bytes. Never reads past end. */
+static inline int vrt_get_uvarint(const uint8_t **p, const uint8_t *end,
+				  uint64_t *out)
+{
+	const uint8_t *q = *p;
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		if (q >= end)
+			return -1;
+		uint8_t b = *q++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*p = q;
+			*out = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static inline int vrt_get_svarint(const uint8_t **p, const uint8_t *end,
+				  int64_t *out)
+{
+	uint64_t u;
+	if (vrt_get_uvarint(p, end, &u))
+		return -1;
+	*out = vrt_unzigzag(u);
+	return 0;
+}
+
+#endif /* VRAMTRACE_TRACE_FORMAT_H */
