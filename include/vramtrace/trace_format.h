@@ -65,8 +65,10 @@ enum vrt_rec {
 	 * for cuMemHostAlloc/Register/Managed/VMM; addr is the VMM handle for
 	 * cuMemCreate. */
 	VRT_REC_ALLOC = 7,
-	/* dts, api, device(s) (-1: take the allocation's), addr, aux, stack,
-	 * phase — addr is the VMM handle for cuMemRelease */
+	/* dts, api, device(s), addr, aux, stack, phase — addr is the VMM
+	 * handle for cuMemRelease. Readers charge a free to the device and
+	 * family of the allocation it ends; device here is informational
+	 * (the caller's current device, or VRT_DEVICE_UNKNOWN). */
 	VRT_REC_FREE = 8,
 	/* dts, api, device(s), addr, size, offset, handle, stack, phase */
 	VRT_REC_MAP = 9,
@@ -98,6 +100,11 @@ enum vrt_trailer_flag {
 };
 
 enum vrt_vendor { VRT_VENDOR_CUDA = 1, VRT_VENDOR_HIP = 2 };
+
+/* Special device values in event records (svarint "device" fields). */
+#define VRT_DEVICE_HOST (-1)    /* host memory: pinned, registered */
+#define VRT_DEVICE_UNKNOWN (-2) /* no current context: MAP takes its
+				 * handle's device, FREE its allocation's */
 
 /* Memory families. Device families live in VRAM; host families are pinned
  * or registered host memory; VA is reserved address space (not memory). */

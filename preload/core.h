@@ -1,0 +1,169 @@
+/*
+ * The capture core: events, threads, bytes — no vendor types.
+ *
+ *   options.c  VRAMTRACE_* variables, read once at start
+ *   tbuf.c     per-thread event buffers (chunks) and the chunk pool
+ *   writer.c   the writer thread: compresses chunks into zstd frames
+ *
+ * Interposition (hook_*.c) calls vrt_tbuf_event() from inside hooks; the
+ * lifecycle (entry.c) starts and stops everything. The core is a static
+ * library so unit tests drive it without any preload.
+ *
+ * Conventions: functions returning int give 0 on success or a negative
+ * errno; nothing here aborts, exits or prints on the hot path.
+ */
+#ifndef VRT_CORE_H
+#define VRT_CORE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define VRT_HIDDEN __attribute__((visibility("hidden")))
+#define VRT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define VRT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define VRT_TLS __attribute__((tls_model("initial-exec"))) __thread
+
+/* ---- options.c -------------------------------------------------------- */
+
+enum vrt_option_id {
+	VRT_OPT_ENABLE,     /* VRAMTRACE_ENABLE: 0 turns every hook into a
+			     * plain pass-through */
+	VRT_OPT_OUT,        /* VRAMTRACE_OUT: run directory */
+	VRT_OPT_FLUSH_MS,   /* VRAMTRACE_FLUSH_MS: frame interval */
+	VRT_OPT_ZSTD_LEVEL, /* VRAMTRACE_ZSTD_LEVEL */
+	VRT_OPT_BUFFER_MB,  /* VRAMTRACE_BUFFER_MB: cap of buffered events */
+	VRT_OPT_DEBUG,      /* VRAMTRACE_DEBUG: diagnostics on stderr */
+	VRT_OPT_COUNT
+};
+
+/* Reads every VRAMTRACE_* variable with secure_getenv (a setuid program
+ * sees none). A bad value keeps the default and prints one warning on
+ * stderr. Call once, from the constructor. Not thread-safe. */
+void vrt_options_init(void);
+long vrt_options_int(enum vrt_option_id id);
+/* The string value, or NULL when unset. */
+const char *vrt_options_str(enum vrt_option_id id);
+
+/* ---- capture state ---------------------------------------------------- */
+
+enum vrt_state {
+	VRT_STATE_INIT = 0, /* before the constructor: hooks pass through */
+	VRT_STATE_ON = 1,   /* recording */
+	VRT_STATE_OFF = 2,  /* stopped (sticky): an error or shutdown */
+};
+
+/* Read on every hooked call with a relaxed load. */
+extern _Atomic int vrt_state VRT_HIDDEN;
+
+static inline int vrt_capture_on(void)
+{
+	return atomic_load_explicit(&vrt_state, memory_order_relaxed) ==
+	       VRT_STATE_ON;
+}
+
+/* Stops capture for good and keeps the first reason (a static string) for
+ * the one warning printed at exit. Safe from any thread. */
+void vrt_capture_fail(const char *reason);
+const char *vrt_capture_fail_reason(void);
+
+/* ---- tbuf.c ----------------------------------------------------------- */
+
+/* One event as hooks describe it; tbuf encodes it per trace_format.h. */
+struct vrt_ev {
+	uint8_t rec; /* VRT_REC_ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO */
+	uint8_t api;
+	uint8_t have_info;
+	int32_t device;
+	uint32_t error;
+	uint64_t addr, size, aux, offset, handle;
+	uint64_t free_bytes, total_bytes;
+};
+
+/* Chunk of encoded events from one thread; handed to the writer whole. */
+struct vrt_chunk {
+	struct vrt_chunk *next;
+	uint32_t len; /* bytes used in data */
+	uint32_t cap;
+	uint8_t data[];
+};
+
+#define VRT_CHUNK_BYTES (64u * 1024u)
+
+/* Sets up the chunk pool; max_bytes caps the memory held by chunks waiting
+ * for the writer. 0 or -errno. */
+int vrt_tbuf_init(size_t max_bytes);
+
+/* Appends one event to the calling thread's chunk. Callable from inside a
+ * hook on any thread: no malloc, no stdio; takes only this thread's
+ * spinlock (and the queue mutex once per chunk). When the pool is
+ * exhausted it waits a bounded time for the writer, then drops the event
+ * and counts it. */
+void vrt_tbuf_event(const struct vrt_ev *ev);
+
+/* Moves every non-empty chunk (threads' current chunks, then full ones)
+ * to *out as a list in hand-off order. Writer thread only. */
+void vrt_tbuf_collect(struct vrt_chunk **out);
+
+/* Returns chunks to the pool. Writer thread only. */
+void vrt_tbuf_release(struct vrt_chunk *list);
+
+/* Flushes the calling thread's chunk to the full queue and lets a later
+ * thread reuse its buffer. From the thread-exit destructor. */
+void vrt_tbuf_thread_exit(void);
+
+/* In a forked child: forget other threads' buffers and the queued chunks
+ * (they belong to the parent's trace). */
+void vrt_tbuf_after_fork_child(void);
+void vrt_tbuf_before_fork(void);
+void vrt_tbuf_after_fork_parent(void);
+
+/* Writer side: sleeps until kicked or timeout_ms passes. */
+void vrt_tbuf_writer_wait(int timeout_ms);
+/* Wakes the writer now (a flush is due). Any thread, no lock held. */
+void vrt_tbuf_kick(void);
+
+uint64_t vrt_tbuf_events(void);  /* events encoded so far */
+uint64_t vrt_tbuf_dropped(void); /* events dropped */
+
+/* CLOCK_MONOTONIC in ns (vDSO). */
+uint64_t vrt_tbuf_now(void);
+
+/* ---- writer.c --------------------------------------------------------- */
+
+/* A device as the driver describes it; written once into the trace. */
+struct vrt_device_info {
+	int vendor; /* enum vrt_vendor */
+	int ordinal;
+	uint64_t total_bytes;
+	char name[96];
+	unsigned char uuid[16];
+	int have_uuid;
+};
+
+/* Creates "<dir>/<pid>.vtrace" (0600, O_EXCL|O_NOFOLLOW), writes the header
+ * and starts the writer thread (all signals blocked, named vramtrace-wr).
+ * 0 or -errno; on error nothing is left running. */
+int vrt_writer_start(const char *dir, int flush_ms, int zstd_level);
+
+/* Queues the device inventory for the trace (copied). Any thread. */
+void vrt_writer_devices(const struct vrt_device_info *devs, int n);
+
+/* Closes the current frame with everything recorded so far, syncs it to
+ * disk, and returns when done or after timeout_ms. Used after a failed
+ * allocation, so a host that dies next still leaves the event on disk.
+ * Call with no lock held. */
+void vrt_writer_sync(int timeout_ms);
+
+/* Final flush, trailer, close; waits at most timeout_ms for the writer.
+ * Idempotent. */
+void vrt_writer_stop(int timeout_ms);
+
+/* In a forked child: the parent's writer thread does not exist here;
+ * forget it (the child starts its own with vrt_writer_start). */
+void vrt_writer_after_fork_child(void);
+void vrt_writer_before_fork(void);
+void vrt_writer_after_fork_parent(void);
+
+#endif /* VRT_CORE_H */

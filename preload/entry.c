@@ -1,0 +1,169 @@
+/*
+ * entry.c — the lifecycle, and nowhere else: constructor, destructor,
+ * pthread_atfork handlers, thread exit.
+ *
+ * Constructor: reads the options, picks the run directory and arms
+ * capture. The trace file and the writer thread are only made at the
+ * first recorded event (vrt_entry_start, from a hook), so processes of a
+ * traced tree that never touch GPU memory (shells, tokenizer workers)
+ * leave no file behind.
+ *
+ * Destructor (run by exit after atexit handlers and the destructors of
+ * libraries loaded after us): switches capture off, lets the writer flush
+ * and write the trailer within a bounded time, then prints the one
+ * warning if capture had stopped early. Hooks pass straight through after.
+ *
+ * Fork: the prepare handler takes the core's mutexes so the child never
+ * inherits them held; the child forgets the parent's buffered events and
+ * writer, and is armed again: its first event starts its own trace file.
+ *
+ * start_mu serialises the lazy start; everything else is in the core.
+ */
+#include "hook.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STOP_TIMEOUT_MS 3000
+
+VRT_TLS int vrt_in_hook;
+
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t exit_key;
+static char run_dir[PATH_MAX];
+static char start_error[PATH_MAX + 64];
+
+static void thread_exit(void *arg)
+{
+	(void)arg;
+	vrt_tbuf_thread_exit();
+}
+
+int vrt_entry_start(void)
+{
+	pthread_mutex_lock(&start_mu);
+	if (atomic_load(&vrt_state) == VRT_STATE_ARMED) {
+		int err = vrt_writer_start(run_dir,
+					   (int)vrt_options_int(VRT_OPT_FLUSH_MS),
+					   (int)vrt_options_int(
+						   VRT_OPT_ZSTD_LEVEL));
+		if (err) {
+			snprintf(start_error, sizeof(start_error),
+				 "cannot create a trace in %s: %s", run_dir,
+				 strerror(-err));
+			vrt_capture_fail(start_error);
+		} else {
+			atomic_store(&vrt_state, VRT_STATE_ON);
+		}
+	}
+	int on = atomic_load(&vrt_state) == VRT_STATE_ON;
+	pthread_mutex_unlock(&start_mu);
+	/* The exit destructor only runs for threads with a key value set;
+	 * glibc keeps the first 32 keys' values inside the thread, so this
+	 * does not allocate. */
+	if (on)
+		pthread_setspecific(exit_key, (void *)1);
+	return on;
+}
+
+static void before_fork(void)
+{
+	pthread_mutex_lock(&start_mu);
+	vrt_writer_before_fork();
+	vrt_tbuf_before_fork();
+}
+
+static void after_fork_parent(void)
+{
+	vrt_tbuf_after_fork_parent();
+	vrt_writer_after_fork_parent();
+	pthread_mutex_unlock(&start_mu);
+}
+
+static void after_fork_child(void)
+{
+	vrt_tbuf_after_fork_child();
+	vrt_writer_after_fork_child();
+	pthread_mutex_init(&start_mu, NULL);
+	int on = VRT_STATE_ON;
+	atomic_compare_exchange_strong(&vrt_state, &on, VRT_STATE_ARMED);
+}
+
+/* The run directory, absolute: children that change directory still
+ * write next to their parent. Exported to the environment when we chose
+ * it, so the whole process tree shares one run. */
+static int choose_run_dir(void)
+{
+	const char *out = vrt_options_str(VRT_OPT_OUT);
+	char name[64];
+	if (!out) {
+		snprintf(name, sizeof(name), "vramtrace-run-%d", (int)getpid());
+		out = name;
+	}
+	if (out[0] == '/') {
+		if (strlen(out) >= sizeof(run_dir))
+			return -ENAMETOOLONG;
+		strcpy(run_dir, out);
+	} else {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)))
+			return -errno;
+		if ((size_t)snprintf(run_dir, sizeof(run_dir), "%s/%s", cwd,
+				     out) >= sizeof(run_dir))
+			return -ENAMETOOLONG;
+	}
+	if (!vrt_options_str(VRT_OPT_OUT))
+		setenv("VRAMTRACE_OUT", run_dir, 1);
+	return 0;
+}
+
+__attribute__((constructor)) static void vrt_entry_init(void)
+{
+	vrt_hook_libc_init();
+	vrt_options_init();
+	if (!vrt_options_int(VRT_OPT_ENABLE))
+		return;
+	int err = choose_run_dir();
+	if (err) {
+		fprintf(stderr,
+			"vramtrace: warning: no run directory (%s); not "
+			"recording\n",
+			strerror(-err));
+		return;
+	}
+	if (pthread_key_create(&exit_key, thread_exit) != 0 ||
+	    vrt_tbuf_init((size_t)vrt_options_int(VRT_OPT_BUFFER_MB) << 20)) {
+		fprintf(stderr, "vramtrace: warning: cannot set up capture; "
+				"not recording\n");
+		return;
+	}
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	atomic_store(&vrt_state, VRT_STATE_ARMED);
+	if (vrt_options_int(VRT_OPT_DEBUG))
+		fprintf(stderr, "vramtrace: pid %d armed, run directory %s\n",
+			(int)getpid(), run_dir);
+}
+
+__attribute__((destructor)) static void vrt_entry_fini(void)
+{
+	int was = atomic_exchange(&vrt_state, VRT_STATE_OFF);
+	if (was == VRT_STATE_ON)
+		vrt_writer_stop(STOP_TIMEOUT_MS);
+	const char *why = vrt_capture_fail_reason();
+	if (why)
+		fprintf(stderr,
+			"vramtrace: warning: pid %d: capture stopped early: "
+			"%s\n",
+			(int)getpid(), why);
+	if (vrt_options_int(VRT_OPT_DEBUG) && was == VRT_STATE_ON)
+		fprintf(stderr,
+			"vramtrace: pid %d: %llu events, %llu dropped\n",
+			(int)getpid(),
+			(unsigned long long)vrt_tbuf_events(),
+			(unsigned long long)vrt_tbuf_dropped());
+}

@@ -1,0 +1,49 @@
+/*
+ * Interposition layer internals shared by hook_*.c and entry.c.
+ *
+ * vrt_hook_enter() decides whether a hooked call is recorded: not when
+ * capture is off, and not when the thread is already inside a hook (a
+ * driver calling one of its own exports, a signal handler interrupting
+ * a hook); only the outermost call records. The flag lives in
+ * initial-exec TLS, so reading it never allocates.
+ */
+#ifndef VRT_HOOK_H
+#define VRT_HOOK_H
+
+#include "core.h"
+
+#define VRT_STATE_ARMED 3 /* options read; writer starts at first event */
+
+extern VRT_TLS int vrt_in_hook VRT_HIDDEN;
+
+/* entry.c: starts the writer when capture is armed; 1 if recording. */
+int vrt_entry_start(void);
+
+static inline int vrt_hook_enter(void)
+{
+	if (vrt_in_hook)
+		return 0;
+	int s = atomic_load_explicit(&vrt_state, memory_order_relaxed);
+	if (VRT_UNLIKELY(s != VRT_STATE_ON) &&
+	    (s != VRT_STATE_ARMED || !vrt_entry_start()))
+		return 0;
+	vrt_in_hook = 1;
+	return 1;
+}
+
+static inline void vrt_hook_leave(void)
+{
+	vrt_in_hook = 0;
+}
+
+/* hook_libc.c: the libc dlsym behind our interposed one. Never NULL after
+ * vrt_hook_libc_init(). */
+extern void *(*vrt_real_dlsym)(void *, const char *) VRT_HIDDEN;
+void vrt_hook_libc_init(void);
+
+/* hook_cuda.c: if symbol is a hooked driver export and addr is the
+ * driver's definition of it, returns our wrapper; else addr. Called by
+ * dlsym for every successful look-up of a name starting with "cu". */
+void *vrt_hook_cuda_dlsym(const char *symbol, void *addr);
+
+#endif /* VRT_HOOK_H */

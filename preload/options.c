@@ -1,0 +1,122 @@
+/*
+ * options.c — the one table of VRAMTRACE_* variables (name, default, kind,
+ * range), read once by the constructor with secure_getenv, so a setuid or
+ * setgid program ignores them all.
+ *
+ * Threads: vrt_options_init runs in the constructor before any other
+ * vramtrace thread exists; afterwards the table is read-only and the
+ * getters are safe from any thread, including inside hooks.
+ *
+ * A bad value never stops the host: it keeps the default and prints one
+ * "vramtrace: warning:" line on stderr (the constructor is not a hook, so
+ * stdio is allowed here).
+ */
+#include "core.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum vrt_option_kind { VRT_KIND_INT, VRT_KIND_BOOL, VRT_KIND_STR };
+
+struct vrt_option {
+	const char *name;
+	enum vrt_option_kind kind;
+	long def;
+	long min, max;
+	long value;
+	const char *str;
+};
+
+/* Order follows enum vrt_option_id. Keep README.md's table in step. */
+static struct vrt_option options[VRT_OPT_COUNT] = {
+	[VRT_OPT_ENABLE] = {"VRAMTRACE_ENABLE", VRT_KIND_BOOL, 1, 0, 1, 0, NULL},
+	[VRT_OPT_OUT] = {"VRAMTRACE_OUT", VRT_KIND_STR, 0, 0, 0, 0, NULL},
+	[VRT_OPT_FLUSH_MS] = {"VRAMTRACE_FLUSH_MS", VRT_KIND_INT, 100, 5, 10000,
+			      0, NULL},
+	[VRT_OPT_ZSTD_LEVEL] = {"VRAMTRACE_ZSTD_LEVEL", VRT_KIND_INT, 3, 1, 19,
+				0, NULL},
+	[VRT_OPT_BUFFER_MB] = {"VRAMTRACE_BUFFER_MB", VRT_KIND_INT, 64, 1, 4096,
+			       0, NULL},
+	[VRT_OPT_DEBUG] = {"VRAMTRACE_DEBUG", VRT_KIND_BOOL, 0, 0, 1, 0, NULL},
+};
+
+static int parse_long(const char *s, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_bool(const char *s, long *out)
+{
+	static const char *const yes[] = {"1", "yes", "true", "on"};
+	static const char *const no[] = {"0", "no", "false", "off"};
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = 1;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = 0;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+void vrt_options_init(void)
+{
+	for (int i = 0; i < VRT_OPT_COUNT; i++) {
+		struct vrt_option *o = &options[i];
+		o->value = o->def;
+		o->str = NULL;
+		const char *s = secure_getenv(o->name);
+		if (!s)
+			continue;
+		long v = 0;
+		int bad = 0;
+		switch (o->kind) {
+		case VRT_KIND_STR:
+			if (*s)
+				o->str = s;
+			continue;
+		case VRT_KIND_BOOL:
+			bad = parse_bool(s, &v) != 0;
+			break;
+		case VRT_KIND_INT:
+			bad = parse_long(s, &v) != 0 || v < o->min ||
+			      v > o->max;
+			break;
+		}
+		if (bad) {
+			if (o->kind == VRT_KIND_BOOL)
+				fprintf(stderr,
+					"vramtrace: warning: %s=%s is not a "
+					"boolean (0/1); using %ld\n",
+					o->name, s, o->def);
+			else
+				fprintf(stderr,
+					"vramtrace: warning: %s=%s is not an "
+					"integer in [%ld, %ld]; using %ld\n",
+					o->name, s, o->min, o->max, o->def);
+			continue;
+		}
+		o->value = v;
+	}
+}
+
+long vrt_options_int(enum vrt_option_id id)
+{
+	return options[id].value;
+}
+
+const char *vrt_options_str(enum vrt_option_id id)
+{
+	return options[id].str;
+}

@@ -1,0 +1,465 @@
+/*
+ * writer.c — the writer thread: takes every thread's chunks, compresses
+ * them into independent zstd frames and writes them to this process's
+ * trace file "<dir>/<pid>.vtrace".
+ *
+ * Threads: one writer thread ("vramtrace-wr", all signals blocked) does
+ * every compression and write(2). Hooks never wait for it, except
+ * vrt_writer_sync after a failed allocation (bounded). The lifecycle
+ * (entry.c) calls start/stop/fork handlers.
+ *
+ * Locks: w_mu guards the request/complete sequence numbers, the stop flag
+ * and the pending device inventory. The writer holds no lock while it
+ * compresses or writes, so nothing on the hot path ever waits on I/O.
+ * Writer-only state (fd, cctx, buffers) needs no lock.
+ *
+ * A frame is closed every pass: at least every flush interval (the writer
+ * wakes at half of it), when a chunk fills up, or on a sync request; a
+ * pass with more than FRAME_MAX input bytes is split into several frames
+ * at chunk boundaries. Each frame ends with a WATERMARK record.
+ *
+ * Any write error turns capture off for good (the host carries on); the
+ * reason is printed once at exit by entry.c.
+ */
+#include "core.h"
+
+#include <vramtrace/trace_format.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define FRAME_MAX (4u << 20)
+#define STAGE_BYTES (256u * 1024u)
+#define MAX_DEVICES 64
+
+static pthread_mutex_t w_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t w_cv = PTHREAD_COND_INITIALIZER;
+static uint64_t req_seq, done_seq;
+static int stop_req, stopped, running;
+static struct vrt_device_info known_devs[MAX_DEVICES];
+static int known_ndev;
+static int devs_pending; /* known_devs not yet in this trace */
+
+/* Writer-thread state. */
+static pthread_t thread;
+static int fd = -1;
+static int flush_ms = 100;
+static ZSTD_CCtx *cctx;
+static uint8_t *zout;
+static size_t zout_cap;
+static uint8_t *stage; /* writer-made records for the next frame */
+static size_t stage_len;
+static size_t frame_in; /* input bytes in the open frame */
+static int frame_open;
+static int failed;
+static char fail_msg[160];
+
+static int write_all(const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void fail(const char *what, int err)
+{
+	if (failed)
+		return;
+	failed = 1;
+	snprintf(fail_msg, sizeof(fail_msg), "%s: %s", what, strerror(err));
+	vrt_capture_fail(fail_msg);
+}
+
+/* Feeds src into the open frame (opening one as needed); end != 0 closes
+ * the frame. Output goes straight to the file. */
+static void zfeed(const void *src, size_t len, int end)
+{
+	if (failed)
+		return;
+	ZSTD_inBuffer in = {src, len, 0};
+	ZSTD_EndDirective mode = end ? ZSTD_e_end : ZSTD_e_continue;
+	for (;;) {
+		ZSTD_outBuffer out = {zout, zout_cap, 0};
+		size_t rem = ZSTD_compressStream2(cctx, &out, &in, mode);
+		if (ZSTD_isError(rem)) {
+			fail("zstd", EIO);
+			return;
+		}
+		if (out.pos) {
+			int err = write_all(zout, out.pos);
+			if (err) {
+				fail("write", -err);
+				return;
+			}
+		}
+		if (end ? rem == 0 : in.pos == in.size)
+			break;
+	}
+	frame_in += len;
+	frame_open = !end;
+	if (end)
+		frame_in = 0;
+}
+
+static size_t put_str(uint8_t *p, const char *s, size_t max)
+{
+	size_t len = strnlen(s, max);
+	size_t n = vrt_put_uvarint(p, len);
+	memcpy(p + n, s, len);
+	return n + len;
+}
+
+/* Appends one writer-made record to the stage (dropped if it cannot fit,
+ * which only a pathological command line could cause). */
+static void stage_record(unsigned type, const uint8_t *payload, size_t len)
+{
+	if (stage_len + len + 1 + VRT_UVARINT_MAX > STAGE_BYTES)
+		return;
+	stage[stage_len++] = (uint8_t)type;
+	stage_len += vrt_put_uvarint(stage + stage_len, len);
+	memcpy(stage + stage_len, payload, len);
+	stage_len += len;
+}
+
+static void stage_header(uint64_t wall_ns, uint64_t mono_ns)
+{
+	uint8_t *p = malloc(VRT_REC_MAX_PAYLOAD);
+	if (!p)
+		return;
+	size_t n = 0;
+	memcpy(p, VRT_TRACE_MAGIC, VRT_TRACE_MAGIC_LEN);
+	n += VRT_TRACE_MAGIC_LEN;
+	n += vrt_put_uvarint(p + n, VRT_TRACE_VERSION);
+	n += vrt_put_uvarint(p + n, (uint64_t)getpid());
+	n += vrt_put_uvarint(p + n, (uint64_t)getppid());
+	n += vrt_put_uvarint(p + n, wall_ns);
+	n += vrt_put_uvarint(p + n, mono_ns);
+	n += vrt_put_uvarint(p + n, 0);
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	n += put_str(p + n, host, 255);
+	char exe[4096];
+	ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[el > 0 ? el : 0] = 0;
+	n += put_str(p + n, exe, sizeof(exe));
+	/* The command line, as /proc shows it, cut to what fits. */
+	char *cmd = malloc(32768);
+	size_t clen = 0;
+	if (cmd) {
+		int cfd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+		if (cfd >= 0) {
+			ssize_t r;
+			while (clen < 32767 &&
+			       (r = read(cfd, cmd + clen, 32767 - clen)) > 0)
+				clen += (size_t)r;
+			close(cfd);
+		}
+	}
+	uint64_t argc = 0;
+	for (size_t i = 0; i < clen; i++)
+		argc += cmd[i] == 0;
+	if (clen && cmd[clen - 1] != 0)
+		argc++;
+	n += vrt_put_uvarint(p + n, argc);
+	for (size_t i = 0; i < clen && n < VRT_REC_MAX_PAYLOAD - 4200;) {
+		size_t len = strnlen(cmd + i, clen - i);
+		size_t take = len < 4096 ? len : 4096;
+		n += vrt_put_uvarint(p + n, take);
+		memcpy(p + n, cmd + i, take);
+		n += take;
+		i += len + 1;
+	}
+	stage_record(VRT_REC_HEADER, p, n);
+	free(cmd);
+	free(p);
+}
+
+static void stage_devices(void)
+{
+	pthread_mutex_lock(&w_mu);
+	int n = devs_pending ? known_ndev : 0;
+	struct vrt_device_info devs[MAX_DEVICES];
+	if (n > 0)
+		memcpy(devs, known_devs, (size_t)n * sizeof(devs[0]));
+	devs_pending = 0;
+	pthread_mutex_unlock(&w_mu);
+	for (int i = 0; i < n; i++) {
+		uint8_t p[256];
+		size_t k = 0;
+		k += vrt_put_uvarint(p + k, (uint64_t)devs[i].vendor);
+		k += vrt_put_uvarint(p + k, (uint64_t)devs[i].ordinal);
+		k += vrt_put_uvarint(p + k, devs[i].total_bytes);
+		k += put_str(p + k, devs[i].name, sizeof(devs[i].name) - 1);
+		k += vrt_put_uvarint(p + k, devs[i].have_uuid ? 16 : 0);
+		if (devs[i].have_uuid) {
+			memcpy(p + k, devs[i].uuid, 16);
+			k += 16;
+		}
+		stage_record(VRT_REC_DEVICE, p, k);
+	}
+}
+
+static void stage_trailer(int clean)
+{
+	uint8_t p[512];
+	size_t n = 0;
+	uint64_t flags = (clean ? VRT_TRAILER_CLEAN_EXIT : 0) |
+			 (failed ? VRT_TRAILER_CAPTURE_OFF : 0);
+	n += vrt_put_uvarint(p + n, vrt_tbuf_now());
+	n += vrt_put_uvarint(p + n, flags);
+	n += vrt_put_uvarint(p + n, vrt_tbuf_events());
+	n += vrt_put_uvarint(p + n, vrt_tbuf_dropped());
+	const char *note = vrt_capture_fail_reason();
+	n += put_str(p + n, note ? note : "", 400);
+	stage_record(VRT_REC_TRAILER, p, n);
+}
+
+/* One pass: stage + every chunk + watermark, closed as frame(s). */
+static void write_pass(uint64_t watermark, struct vrt_chunk *chunks)
+{
+	if (!chunks && !stage_len)
+		return;
+	if (stage_len)
+		zfeed(stage, stage_len, 0);
+	stage_len = 0;
+	for (struct vrt_chunk *c = chunks; c; c = c->next) {
+		zfeed(c->data, c->len, 0);
+		if (frame_in >= FRAME_MAX && c->next)
+			zfeed(NULL, 0, 1);
+	}
+	/* Last in the frame: it covers everything written so far. */
+	uint8_t wm[1 + 1 + VRT_UVARINT_MAX];
+	size_t n = vrt_put_uvarint(wm + 2, watermark);
+	wm[0] = VRT_REC_WATERMARK;
+	wm[1] = (uint8_t)n;
+	zfeed(wm, 2 + n, 1);
+}
+
+static void pass(int final)
+{
+	uint64_t watermark = vrt_tbuf_now();
+	struct vrt_chunk *chunks;
+	vrt_tbuf_collect(&chunks);
+	stage_devices();
+	if (final)
+		stage_trailer(1);
+	write_pass(watermark, chunks);
+	vrt_tbuf_release(chunks);
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		vrt_tbuf_writer_wait(flush_ms / 2 > 0 ? flush_ms / 2 : 1);
+		pthread_mutex_lock(&w_mu);
+		uint64_t seq = req_seq;
+		int stop = stop_req;
+		pthread_mutex_unlock(&w_mu);
+		pass(stop);
+		if (seq != done_seq && !failed && fdatasync(fd) < 0 &&
+		    errno != EINVAL && errno != EROFS)
+			fail("fdatasync", errno);
+		pthread_mutex_lock(&w_mu);
+		done_seq = seq;
+		if (stop)
+			stopped = 1;
+		pthread_cond_broadcast(&w_cv);
+		pthread_mutex_unlock(&w_mu);
+		if (stop)
+			break;
+	}
+	return NULL;
+}
+
+static int open_trace(const char *dir)
+{
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	int out = -1;
+	for (int i = 0; i < 100 && out < 0; i++) {
+		char name[64];
+		if (i == 0)
+			snprintf(name, sizeof(name), "%d%s", (int)getpid(),
+				 VRT_TRACE_SUFFIX);
+		else
+			snprintf(name, sizeof(name), "%d-%d%s", (int)getpid(),
+				 i, VRT_TRACE_SUFFIX);
+		out = openat(dfd, name,
+			     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				     O_CLOEXEC,
+			     0600);
+		if (out < 0 && errno != EEXIST)
+			break;
+	}
+	int err = out < 0 ? -errno : 0;
+	close(dfd);
+	return out < 0 ? err : out;
+}
+
+int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
+{
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	uint64_t mono = vrt_tbuf_now();
+	flush_ms = flush_interval_ms;
+	failed = 0;
+	stage_len = 0;
+	frame_open = 0;
+	frame_in = 0;
+	int err = -ENOMEM;
+	if (!stage)
+		stage = malloc(STAGE_BYTES);
+	zout_cap = ZSTD_CStreamOutSize();
+	if (!zout)
+		zout = malloc(zout_cap);
+	if (cctx)
+		ZSTD_freeCCtx(cctx);
+	cctx = ZSTD_createCCtx();
+	if (!stage || !zout || !cctx)
+		goto fail;
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+	fd = open_trace(dir);
+	if (fd < 0) {
+		err = fd;
+		goto fail;
+	}
+	stage_header((uint64_t)wall.tv_sec * 1000000000u +
+			     (uint64_t)wall.tv_nsec,
+		     mono);
+	req_seq = done_seq = 0;
+	stop_req = stopped = 0;
+	devs_pending = known_ndev > 0; /* a forked child repeats them */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		goto fail;
+	pthread_setname_np(thread, "vramtrace-wr");
+	running = 1;
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+	return err;
+}
+
+void vrt_writer_devices(const struct vrt_device_info *devs, int n)
+{
+	if (n > MAX_DEVICES)
+		n = MAX_DEVICES;
+	pthread_mutex_lock(&w_mu);
+	memcpy(known_devs, devs, (size_t)n * sizeof(devs[0]));
+	known_ndev = n;
+	devs_pending = 1;
+	pthread_mutex_unlock(&w_mu);
+}
+
+static void deadline_after(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+void vrt_writer_sync(int timeout_ms)
+{
+	struct timespec deadline;
+	deadline_after(&deadline, timeout_ms);
+	pthread_mutex_lock(&w_mu);
+	if (!running || stop_req) {
+		pthread_mutex_unlock(&w_mu);
+		return;
+	}
+	uint64_t mine = ++req_seq;
+	pthread_mutex_unlock(&w_mu);
+	vrt_tbuf_kick();
+	pthread_mutex_lock(&w_mu);
+	while (done_seq < mine && !stopped)
+		if (pthread_cond_timedwait(&w_cv, &w_mu, &deadline) ==
+		    ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&w_mu);
+}
+
+void vrt_writer_stop(int timeout_ms)
+{
+	struct timespec deadline;
+	deadline_after(&deadline, timeout_ms);
+	pthread_mutex_lock(&w_mu);
+	if (!running || stop_req) {
+		pthread_mutex_unlock(&w_mu);
+		return;
+	}
+	stop_req = 1;
+	pthread_mutex_unlock(&w_mu);
+	vrt_tbuf_kick();
+	pthread_mutex_lock(&w_mu);
+	while (!stopped)
+		if (pthread_cond_timedwait(&w_cv, &w_mu, &deadline) ==
+		    ETIMEDOUT)
+			break;
+	int done = stopped;
+	pthread_mutex_unlock(&w_mu);
+	if (done) {
+		pthread_join(thread, NULL);
+		close(fd);
+		fd = -1;
+		running = 0;
+	}
+	/* Otherwise the writer is stuck in I/O; the process is exiting and
+	 * the kernel closes the file. Waiting longer would hang the host. */
+}
+
+void vrt_writer_before_fork(void)
+{
+	pthread_mutex_lock(&w_mu);
+}
+
+void vrt_writer_after_fork_parent(void)
+{
+	pthread_mutex_unlock(&w_mu);
+}
+
+void vrt_writer_after_fork_child(void)
+{
+	pthread_mutex_init(&w_mu, NULL);
+	pthread_cond_init(&w_cv, NULL);
+	/* The parent's writer thread does not exist here and its compression
+	 * context may be mid-frame: drop both. The buffers are reused. */
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+	cctx = NULL;
+	running = 0;
+	stop_req = stopped = 0;
+	req_seq = done_seq = 0;
+}
