@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# build.sh — build vramtrace, installing what a fresh Debian machine lacks.
+#
+#   ./build.sh          build only
+#   ./build.sh demo     build, then record and analyse the example server
+#                       on the fake GPU (no GPU needed)
+#   ./build.sh test     build, then run the whole test suite
+#
+# Packages come from Debian; run as root (or with them already installed).
+# BUILD_DIR (default: build) picks the build directory.
+set -euo pipefail
+cd "$(dirname "$0")"
+build=${BUILD_DIR:-build}
+mode=${1:-build}
+
+case "$mode" in
+build|demo|test) ;;
+-h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+*) echo "build.sh: unknown mode '$mode' (build, demo or test)" >&2; exit 2 ;;
+esac
+
+packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev python3 zstd)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "build.sh: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+        exit 1
+    fi
+    echo "build.sh: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+[ -f "$build/build.ninja" ] || meson setup "$build" >/dev/null
+ninja -C "$build"
+
+case "$mode" in
+demo)
+    vt="$build/analyzer/vramtrace"
+    export LD_LIBRARY_PATH="$PWD/$build/tests/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export FAKECUDA_MEM=80G
+    out=$(mktemp -d "${TMPDIR:-/tmp}/vramtrace-demo.XXXXXX")
+    echo
+    echo "== 1. an example server that fits on a fake 80 GiB GPU"
+    "$vt" record -o "$out/fits" -- "$build/examples/sim_server" --max-num-seqs 4 || true
+    "$vt" analyze "$out/fits"
+    echo
+    echo "== 2. the same server with 8 concurrent sequences: CUDA out of memory"
+    "$vt" record -o "$out/oom" -- "$build/examples/sim_server" --max-num-seqs 8 || true
+    "$vt" analyze "$out/oom"
+    echo
+    echo "traces kept in $out (vramtrace analyze --format json $out/oom)"
+    ;;
+test)
+    meson test -C "$build" --print-errorlogs
+    ;;
+esac
