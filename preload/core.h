@@ -109,6 +109,11 @@ void vrt_tbuf_collect(struct vrt_chunk **out);
 /* Returns chunks to the pool. Writer thread only. */
 void vrt_tbuf_release(struct vrt_chunk *list);
 
+/* Called on a thread when it takes a buffer (its first event, or the
+ * first after vrt_tbuf_thread_exit), so the lifecycle can arrange for
+ * vrt_tbuf_thread_exit at thread exit. Must not allocate. */
+extern void (*vrt_tbuf_on_claim)(void) VRT_HIDDEN;
+
 /* Flushes the calling thread's chunk to the full queue and lets a later
  * thread reuse its buffer. From the thread-exit destructor. */
 void vrt_tbuf_thread_exit(void);

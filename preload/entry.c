@@ -13,6 +13,9 @@
  * and write the trailer within a bounded time, then prints the one
  * warning if capture had stopped early. Hooks pass straight through after.
  *
+ * _exit/_Exit (os._exit in Python, forked workers) skip the destructors, so
+ * they are interposed to do the same flush before the real exit.
+ *
  * Fork: the prepare handler takes the core's mutexes so the child never
  * inherits them held; the child forgets the parent's buffered events and
  * writer, and is armed again: its first event starts its own trace file.
@@ -21,12 +24,14 @@
  */
 #include "hook.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define STOP_TIMEOUT_MS 3000
@@ -63,12 +68,15 @@ int vrt_entry_start(void)
 	}
 	int on = atomic_load(&vrt_state) == VRT_STATE_ON;
 	pthread_mutex_unlock(&start_mu);
-	/* The exit destructor only runs for threads with a key value set;
-	 * glibc keeps the first 32 keys' values inside the thread, so this
-	 * does not allocate. */
-	if (on)
-		pthread_setspecific(exit_key, (void *)1);
 	return on;
+}
+
+/* The exit destructor only runs for threads with a key value set. glibc
+ * keeps the values of the first 32 keys inside the thread descriptor, so
+ * this does not allocate. */
+static void on_claim(void)
+{
+	pthread_setspecific(exit_key, (void *)1);
 }
 
 static void before_fork(void)
@@ -142,6 +150,7 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 				"not recording\n");
 		return;
 	}
+	vrt_tbuf_on_claim = on_claim;
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	atomic_store(&vrt_state, VRT_STATE_ARMED);
 	if (vrt_options_int(VRT_OPT_DEBUG))
@@ -166,4 +175,33 @@ __attribute__((destructor)) static void vrt_entry_fini(void)
 			(int)getpid(),
 			(unsigned long long)vrt_tbuf_events(),
 			(unsigned long long)vrt_tbuf_dropped());
+}
+
+/* The same as the destructor, for processes that leave through _exit. */
+static void flush_before_exit(void)
+{
+	vrt_entry_fini();
+}
+
+__attribute__((noreturn)) static void real_exit(int status)
+{
+	void (*real)(int) = NULL;
+	if (vrt_real_dlsym)
+		real = (void (*)(int))vrt_real_dlsym(RTLD_NEXT, "_exit");
+	if (real)
+		real(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+__attribute__((visibility("default"), noreturn)) void _exit(int status)
+{
+	flush_before_exit();
+	real_exit(status);
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status)
+{
+	flush_before_exit();
+	real_exit(status);
 }

@@ -342,6 +342,14 @@ static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
 
 #define PTR(p) ((uint64_t)(uintptr_t)(p))
 
+/* A successful free is charged to its allocation's device by the reader;
+ * a failed one names no known allocation, so it is charged to the device
+ * the caller was working on. */
+static int fail_device(int dev)
+{
+	return dev == VRT_DEVICE_UNKNOWN ? cur_device() : dev;
+}
+
 /* Shared body of the device-pointer allocators. */
 #define ALLOC_BODY(api, call, dev_expr, out_expr, size_expr, aux_expr)         \
 	do {                                                                   \
@@ -368,7 +376,8 @@ static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
 		if (r_ == CUDA_SUCCESS)                                        \
 			rec_free(api, dev_, (addr_expr), (aux_expr));          \
 		else                                                           \
-			rec_fail(api, dev_, (addr_expr), 0, (aux_expr), r_);   \
+			rec_fail(api, fail_device(dev_), (addr_expr), 0,       \
+				 (aux_expr), r_);                              \
 		vrt_hook_leave();                                              \
 		return r_;                                                     \
 	} while (0)
@@ -512,8 +521,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 				    .handle = handle};
 		vrt_tbuf_event(&ev);
 	} else {
-		rec_fail(VRT_API_cuMemMap, VRT_DEVICE_UNKNOWN, ptr, size,
-			 handle, r);
+		rec_fail(VRT_API_cuMemMap, cur_device(), ptr, size, handle, r);
 	}
 	vrt_hook_leave();
 	return r;
@@ -534,8 +542,7 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 				    .size = size};
 		vrt_tbuf_event(&ev);
 	} else {
-		rec_fail(VRT_API_cuMemUnmap, VRT_DEVICE_UNKNOWN, ptr, size, 0,
-			 r);
+		rec_fail(VRT_API_cuMemUnmap, cur_device(), ptr, size, 0, r);
 	}
 	vrt_hook_leave();
 	return r;

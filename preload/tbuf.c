@@ -67,6 +67,8 @@ static struct vrt_chunk *pool_free;
 static struct vrt_chunk *q_head, *q_tail;
 static size_t pool_made, pool_max;
 static _Atomic uint64_t dropped;
+
+void (*vrt_tbuf_on_claim)(void);
 static uint64_t exited_events; /* events of tbufs handed back; under mu */
 
 uint64_t vrt_tbuf_now(void)
@@ -237,6 +239,8 @@ static struct vrt_tbuf *tbuf_self(void)
 	t->cur = NULL;
 	t->last_ts = 0;
 	my_tb = t;
+	if (vrt_tbuf_on_claim)
+		vrt_tbuf_on_claim();
 	return t;
 }
 

@@ -348,6 +348,13 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 	stage_header((uint64_t)wall.tv_sec * 1000000000u +
 			     (uint64_t)wall.tv_nsec,
 		     mono);
+	/* The header goes out now, in a frame of its own, so the file names
+	 * its process even if the process dies before the first flush. */
+	write_pass(mono, NULL);
+	if (failed) {
+		err = -EIO;
+		goto fail;
+	}
 	req_seq = done_seq = 0;
 	stop_req = stopped = 0;
 	devs_pending = known_ndev > 0; /* a forked child repeats them */

@@ -1,0 +1,1299 @@
+/*
+ * fake_cuda.c — a fake libcuda.so.1 for the preload tests (no GPU needed).
+ *
+ * It answers the slice of the CUDA driver API that inference runtimes use
+ * for memory, and behaves like the real driver where vramtrace can tell:
+ *   - reached the way cudart 13 reaches it: dlopen + dlsym of
+ *     cuGetProcAddress_v2, then every other name through the resolver, which
+ *     maps a base name + cudaVersion + flags to a versioned export (flags 2
+ *     picks the _ptsz export) and answers CUDA_ERROR_NOT_FOUND otherwise;
+ *     linked -Wl,-Bsymbolic so the resolver's pointers are this library's
+ *     own functions even when a preload defines the same names;
+ *   - cuInit first, a per-thread current context, one primary context per
+ *     device, several devices (FAKECUDA_DEVICES) with configurable capacity
+ *     (FAKECUDA_MEM) and memory already used by "other processes"
+ *     (FAKECUDA_USED), CUDA_ERROR_OUT_OF_MEMORY past capacity, free/total
+ *     consistent with every allocation;
+ *   - device pointers are fake: per-device bump ranges at (ordinal+1) << 43,
+ *     512-byte aligned, never reused, never touched, so an "80 GiB" card
+ *     fits on a laptop; VMM address reservations come from their own range;
+ *   - pinned host memory is real malloc memory (callers may touch it),
+ *     counted with registered ranges against FAKECUDA_HOST_MEM;
+ *   - VMM physical memory is returned when its handle has been released
+ *     AND every mapping of it is unmapped, in either order.
+ * Environment (read once, on cuInit or first use): FAKECUDA_DEVICES (1),
+ * FAKECUDA_MEM ("80G"), FAKECUDA_USED ("0") — sizes with K/M/G/T suffix,
+ * or a comma list, one per device, the last repeating —, FAKECUDA_NAME
+ * ("Fake GPU"), FAKECUDA_HOST_MEM ("16G"), FAKECUDA_DEBUG (log calls to
+ * stderr; otherwise the library never prints).
+ *
+ * Threads: any thread may call anything. One mutex (g_lock) guards all
+ * mutable driver state: the allocation table, per-device live bytes and
+ * bump pointers, VMM reservations and mappings, pools and host bytes.
+ * The environment is parsed under pthread_once; g_inited is an atomic set
+ * once by cuInit. The current context is a thread-local pointer. Nothing
+ * here is async-signal-safe, like the real driver.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_api.h"
+#include "cuda_api_ext.h"
+
+#define FAKE_MAX_DEV 64
+#define FAKE_DEV_RANGE_SHIFT 43 /* 8 TiB of fake addresses per device */
+#define FAKE_DEV_ALIGN 512u
+#define FAKE_VA_BASE 0x780000000000ull
+#define FAKE_VA_LIMIT 0x7c0000000000ull
+#define FAKE_GRANULARITY (2ull << 20)
+#define FAKE_CTX_MAGIC 0xC7C7C7C7u
+#define FAKE_POOL_MAGIC 0x9001900Du
+#define FAKE_DRIVER_VERSION 13000
+
+/* ---- configuration ---------------------------------------------------- */
+
+struct fake_dev {
+	unsigned long long cap;  /* total bytes */
+	unsigned long long used; /* bytes used by "other processes" */
+	unsigned long long live; /* bytes this process holds (g_lock) */
+	unsigned long long bump; /* next fake address (g_lock) */
+	char name[64];
+	CUuuid uuid;
+};
+
+struct CUctx_st {
+	unsigned magic;
+	int ordinal;
+	int refs; /* primary-context retain count (g_lock) */
+};
+
+struct CUmemPoolHandle_st {
+	unsigned magic;
+	int ordinal;
+	int is_default;
+	int destroyed; /* pools are never freed: a stale handle stays readable */
+};
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int g_inited;
+static int g_ndev = 1;
+static int g_debug;
+static unsigned long long g_host_cap;
+static unsigned long long g_host_live; /* pinned + registered (g_lock) */
+static struct fake_dev g_dev[FAKE_MAX_DEV];
+static struct CUctx_st g_ctx[FAKE_MAX_DEV];
+static struct CUmemPoolHandle_st g_default_pool[FAKE_MAX_DEV];
+static _Thread_local CUcontext tls_ctx;
+
+static void dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void dbg(const char *fmt, ...)
+{
+	va_list ap;
+	if (!g_debug)
+		return;
+	va_start(ap, fmt);
+	fputs("fakecuda: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* Parses "80G", "512M", "1048576", "1.5G" (binary units). Returns 0 on
+ * success. */
+static int parse_size(const char *s, size_t len, unsigned long long *out)
+{
+	char buf[64];
+	char *end;
+	double v;
+	if (len == 0 || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	v = strtod(buf, &end);
+	if (end == buf || v < 0)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': v *= 1024.0; end++; break;
+	case 'm': case 'M': v *= 1024.0 * 1024; end++; break;
+	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': v *= 1024.0 * 1024 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (*end == 'i')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end != '\0')
+		return -1;
+	*out = (unsigned long long)v;
+	return 0;
+}
+
+/* Fills vals[0..n) from a comma list; the last value repeats. A malformed
+ * entry keeps the default, as a driver ignores a bad tuning variable. */
+static void parse_size_list(const char *env, unsigned long long dflt,
+			    unsigned long long *vals, int n)
+{
+	const char *s = getenv(env);
+	unsigned long long last = dflt;
+	int i = 0;
+	while (s && *s && i < n) {
+		const char *comma = strchr(s, ',');
+		size_t len = comma ? (size_t)(comma - s) : strlen(s);
+		unsigned long long v;
+		if (parse_size(s, len, &v) == 0)
+			last = v;
+		vals[i++] = last;
+		s = comma ? comma + 1 : NULL;
+	}
+	for (; i < n; i++)
+		vals[i] = last;
+}
+
+static void parse_env(void)
+{
+	unsigned long long caps[FAKE_MAX_DEV], used[FAKE_MAX_DEV], host;
+	const char *s = getenv("FAKECUDA_DEVICES");
+	const char *prefix = getenv("FAKECUDA_NAME");
+	g_debug = getenv("FAKECUDA_DEBUG") != NULL;
+	if (s && *s) {
+		long n = strtol(s, NULL, 10);
+		g_ndev = n < 0 ? 0 : n > FAKE_MAX_DEV ? FAKE_MAX_DEV : (int)n;
+	}
+	if (!prefix || !*prefix)
+		prefix = "Fake GPU";
+	parse_size_list("FAKECUDA_MEM", 80ull << 30, caps, FAKE_MAX_DEV);
+	parse_size_list("FAKECUDA_USED", 0, used, FAKE_MAX_DEV);
+	parse_size_list("FAKECUDA_HOST_MEM", 16ull << 30, &host, 1);
+	g_host_cap = host;
+	for (int i = 0; i < FAKE_MAX_DEV; i++) {
+		struct fake_dev *d = &g_dev[i];
+		d->cap = caps[i];
+		d->used = used[i] > caps[i] ? caps[i] : used[i];
+		d->bump = (unsigned long long)(i + 1) << FAKE_DEV_RANGE_SHIFT;
+		snprintf(d->name, sizeof(d->name), "%s %d", prefix, i);
+		for (int b = 0; b < 16; b++)
+			d->uuid.bytes[b] = (char)(0x5a ^ (b * 29 + i * 101 + 7));
+		g_ctx[i] = (struct CUctx_st){FAKE_CTX_MAGIC, i, 0};
+		g_default_pool[i] =
+			(struct CUmemPoolHandle_st){FAKE_POOL_MAGIC, i, 1, 0};
+	}
+	dbg("%d devices, cap[0]=%llu used[0]=%llu host=%llu", g_ndev,
+	    g_dev[0].cap, g_dev[0].used, g_host_cap);
+}
+
+static void ensure_env(void)
+{
+	pthread_once(&g_once, parse_env);
+}
+
+/* Every entry point but the resolver, the version and the error names. */
+static CUresult check_init(void)
+{
+	ensure_env();
+	return atomic_load(&g_inited) ? CUDA_SUCCESS
+				       : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+/* Device of the calling thread's current context. */
+static CUresult current_dev(int *ord)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*ord = tls_ctx->ordinal;
+	return CUDA_SUCCESS;
+}
+
+static int valid_dev(CUdevice dev)
+{
+	return dev >= 0 && dev < g_ndev;
+}
+
+/* ---- the allocation table (g_lock) ------------------------------------ */
+
+enum space {
+	SP_DEV = 1,    /* device pointers: device, pitch, async, managed */
+	SP_PINNED = 2, /* host pointers from cuMemHostAlloc/AllocHost */
+	SP_REG = 3,    /* registered host ranges, keyed by start */
+	SP_HANDLE = 4, /* VMM physical handles */
+	SP_VA = 5,     /* VMM address reservations, keyed by base */
+	SP_MAP = 6,    /* VMM mappings, keyed by mapped address */
+};
+
+enum kind { K_DEVICE, K_ASYNC, K_MANAGED, K_HOST, K_VMM, K_VA };
+
+struct entry {
+	struct entry *next;
+	unsigned long long key;
+	unsigned long long size;
+	unsigned long long aux; /* SP_MAP: handle; SP_HANDLE: live maps */
+	int space;
+	int dev;
+	int kind;
+	int released; /* SP_HANDLE: cuMemRelease seen */
+};
+
+static struct entry **g_buckets;
+static size_t g_nbuckets;
+static size_t g_nentries;
+static unsigned long long g_next_handle = 0x100001;
+
+static size_t bucket_of(int space, unsigned long long key, size_t n)
+{
+	unsigned long long h = (key ^ ((unsigned long long)space << 58)) *
+			       0x9E3779B97F4A7C15ull;
+	return (size_t)(h >> 20) & (n - 1);
+}
+
+static int table_grow(void)
+{
+	size_t n = g_nbuckets ? g_nbuckets * 2 : 4096;
+	struct entry **b = calloc(n, sizeof(*b));
+	if (!b)
+		return -1;
+	for (size_t i = 0; i < g_nbuckets; i++) {
+		struct entry *e = g_buckets[i], *next;
+		for (; e; e = next) {
+			size_t j = bucket_of(e->space, e->key, n);
+			next = e->next;
+			e->next = b[j];
+			b[j] = e;
+		}
+	}
+	free(g_buckets);
+	g_buckets = b;
+	g_nbuckets = n;
+	return 0;
+}
+
+static struct entry *table_find(int space, unsigned long long key)
+{
+	if (!g_nbuckets)
+		return NULL;
+	for (struct entry *e = g_buckets[bucket_of(space, key, g_nbuckets)];
+	     e; e = e->next)
+		if (e->space == space && e->key == key)
+			return e;
+	return NULL;
+}
+
+static struct entry *table_add(int space, unsigned long long key,
+			       unsigned long long size, int dev, int kind)
+{
+	struct entry *e;
+	size_t i;
+	if (g_nentries >= g_nbuckets && table_grow())
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->key = key;
+	e->size = size;
+	e->space = space;
+	e->dev = dev;
+	e->kind = kind;
+	i = bucket_of(space, key, g_nbuckets);
+	e->next = g_buckets[i];
+	g_buckets[i] = e;
+	g_nentries++;
+	return e;
+}
+
+static void table_del(struct entry *victim)
+{
+	struct entry **pp =
+		&g_buckets[bucket_of(victim->space, victim->key, g_nbuckets)];
+	for (; *pp; pp = &(*pp)->next) {
+		if (*pp == victim) {
+			*pp = victim->next;
+			free(victim);
+			g_nentries--;
+			return;
+		}
+	}
+}
+
+/* First entry of a space that match() accepts; a linear scan, used only
+ * for VMM entries, which are few. */
+static struct entry *table_scan(int space,
+				int (*match)(const struct entry *, void *),
+				void *arg)
+{
+	for (size_t i = 0; i < g_nbuckets; i++)
+		for (struct entry *e = g_buckets[i]; e; e = e->next)
+			if (e->space == space && match(e, arg))
+				return e;
+	return NULL;
+}
+
+/* ---- device allocations ----------------------------------------------- */
+
+static int fits(const struct fake_dev *d, unsigned long long bytes)
+{
+	return bytes <= d->cap && d->used + d->live <= d->cap - bytes;
+}
+
+/* Charges bytes on device ord and hands out a fresh fake address. */
+static CUresult dev_alloc(CUdeviceptr *dptr, unsigned long long bytes,
+			  int ord, int kind, const char *api)
+{
+	struct fake_dev *d = &g_dev[ord];
+	unsigned long long limit =
+		(unsigned long long)(ord + 2) << FAKE_DEV_RANGE_SHIFT;
+	unsigned long long step;
+	CUresult r = CUDA_SUCCESS;
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	*dptr = 0;
+	if (bytes == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	step = (bytes + FAKE_DEV_ALIGN - 1) & ~(unsigned long long)(FAKE_DEV_ALIGN - 1);
+	pthread_mutex_lock(&g_lock);
+	if (!fits(d, bytes) || step > limit - d->bump) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else if (!table_add(SP_DEV, d->bump, bytes, ord, kind)) {
+		r = CUDA_ERROR_OUT_OF_MEMORY; /* the fake's own malloc failed */
+	} else {
+		*dptr = d->bump;
+		d->bump += step;
+		d->live += bytes;
+	}
+	pthread_mutex_unlock(&g_lock);
+	dbg("%s(%llu) dev %d -> %d 0x%llx", api, bytes, ord, (int)r,
+	    (unsigned long long)*dptr);
+	return r;
+}
+
+static CUresult dev_free(CUdeviceptr dptr, const char *api)
+{
+	CUresult r = CUDA_SUCCESS;
+	struct entry *e;
+	pthread_mutex_lock(&g_lock);
+	e = table_find(SP_DEV, dptr);
+	if (!e) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		g_dev[e->dev].live -= e->size;
+		table_del(e);
+	}
+	pthread_mutex_unlock(&g_lock);
+	dbg("%s(0x%llx) -> %d", api, (unsigned long long)dptr, (int)r);
+	return r;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+	int ord;
+	CUresult r = current_dev(&ord);
+	if (r != CUDA_SUCCESS)
+		return r;
+	return dev_alloc(dptr, bytesize, ord, K_DEVICE, "cuMemAlloc_v2");
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
+			    size_t WidthInBytes, size_t Height,
+			    unsigned int ElementSizeBytes)
+{
+	int ord;
+	size_t pitch;
+	CUresult r = current_dev(&ord);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pPitch || WidthInBytes == 0 || Height == 0 ||
+	    (ElementSizeBytes != 4 && ElementSizeBytes != 8 &&
+	     ElementSizeBytes != 16))
+		return CUDA_ERROR_INVALID_VALUE;
+	pitch = (WidthInBytes + 511) & ~(size_t)511;
+	r = dev_alloc(dptr, (unsigned long long)pitch * Height, ord, K_DEVICE,
+		      "cuMemAllocPitch_v2");
+	if (r == CUDA_SUCCESS)
+		*pPitch = pitch;
+	return r;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (dptr == 0)
+		return CUDA_SUCCESS; /* cudaFree(0) idiom: nothing happens */
+	return dev_free(dptr, "cuMemFree_v2");
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
+			   unsigned int flags)
+{
+	int ord;
+	CUresult r = current_dev(&ord);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (flags != 1 && flags != 2) /* ATTACH_GLOBAL or ATTACH_HOST */
+		return CUDA_ERROR_INVALID_VALUE;
+	return dev_alloc(dptr, bytesize, ord, K_MANAGED, "cuMemAllocManaged");
+}
+
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+{
+	int ord;
+	struct fake_dev *d;
+	CUresult r = current_dev(&ord);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!free_bytes || !total)
+		return CUDA_ERROR_INVALID_VALUE;
+	d = &g_dev[ord];
+	pthread_mutex_lock(&g_lock);
+	*total = d->cap;
+	*free_bytes = d->used + d->live >= d->cap ? 0
+						  : d->cap - d->used - d->live;
+	pthread_mutex_unlock(&g_lock);
+	return CUDA_SUCCESS;
+}
+
+/* ---- stream-ordered allocations and pools ----------------------------- */
+
+static int valid_stream(CUstream s)
+{
+	return s == NULL || s == FAKECUDA_STREAM_LEGACY ||
+	       s == FAKECUDA_STREAM_PER_THREAD;
+}
+
+static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize,
+			    CUstream hStream, const char *api)
+{
+	int ord;
+	CUresult r = current_dev(&ord);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!valid_stream(hStream))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return dev_alloc(dptr, bytesize, ord, K_ASYNC, api);
+}
+
+static CUresult alloc_pool(CUdeviceptr *dptr, size_t bytesize,
+			   CUmemoryPool pool, CUstream hStream,
+			   const char *api)
+{
+	int ord;
+	CUresult r = current_dev(&ord);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!valid_stream(hStream))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!pool || pool->magic != FAKE_POOL_MAGIC || pool->destroyed)
+		return CUDA_ERROR_INVALID_VALUE;
+	return dev_alloc(dptr, bytesize, pool->ordinal, K_ASYNC, api);
+}
+
+static CUresult free_async(CUdeviceptr dptr, CUstream hStream,
+			   const char *api)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!valid_stream(hStream))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (dptr == 0)
+		return CUDA_SUCCESS; /* like cuMemFree_v2(0) */
+	return dev_free(dptr, api);
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+	return alloc_async(dptr, bytesize, hStream, "cuMemAllocAsync");
+}
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+			      CUstream hStream)
+{
+	return alloc_async(dptr, bytesize, hStream, "cuMemAllocAsync_ptsz");
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
+				 CUmemoryPool pool, CUstream hStream)
+{
+	return alloc_pool(dptr, bytesize, pool, hStream,
+			  "cuMemAllocFromPoolAsync");
+}
+
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+				      CUmemoryPool pool, CUstream hStream)
+{
+	return alloc_pool(dptr, bytesize, pool, hStream,
+			  "cuMemAllocFromPoolAsync_ptsz");
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+	return free_async(dptr, hStream, "cuMemFreeAsync");
+}
+
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+	return free_async(dptr, hStream, "cuMemFreeAsync_ptsz");
+}
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pool_out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*pool_out = &g_default_pool[dev];
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+{
+	struct CUmemPoolHandle_st *p;
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pool || !poolProps ||
+	    poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(poolProps->location.id))
+		return CUDA_ERROR_INVALID_DEVICE;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*p = (struct CUmemPoolHandle_st){FAKE_POOL_MAGIC,
+					 poolProps->location.id, 0, 0};
+	*pool = p;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pool || pool->magic != FAKE_POOL_MAGIC || pool->is_default ||
+	    pool->destroyed)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* Kept allocated so a stale handle is detected, not dereferenced
+	 * after free. */
+	pool->destroyed = 1;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return valid_stream(hStream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+	return cuStreamSynchronize(hStream);
+}
+
+CUresult cuCtxSynchronize(void)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	return tls_ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+/* ---- virtual memory management ---------------------------------------- */
+
+static unsigned long long g_va_bump = FAKE_VA_BASE; /* g_lock */
+
+struct range {
+	unsigned long long lo, hi;
+};
+
+static int va_covers(const struct entry *e, void *arg)
+{
+	const struct range *r = arg;
+	return r->lo >= e->key && r->hi <= e->key + e->size;
+}
+
+static int map_overlaps(const struct entry *e, void *arg)
+{
+	const struct range *r = arg;
+	return r->lo < e->key + e->size && e->key < r->hi;
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *granularity,
+				       const CUmemAllocationProp *prop,
+				       CUmemAllocationGranularity_flags option)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!granularity || !prop)
+		return CUDA_ERROR_INVALID_VALUE;
+	*granularity = FAKE_GRANULARITY;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+			     CUdeviceptr addr, unsigned long long flags)
+{
+	unsigned long long align, base;
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!ptr || size == 0 || size % FAKE_GRANULARITY || flags ||
+	    (alignment & (alignment - 1)))
+		return CUDA_ERROR_INVALID_VALUE;
+	*ptr = 0;
+	align = alignment > FAKE_GRANULARITY ? alignment : FAKE_GRANULARITY;
+	pthread_mutex_lock(&g_lock);
+	/* The address hint is only a hint; the fake never honours it. */
+	base = (g_va_bump + align - 1) & ~(align - 1);
+	if (base + size > FAKE_VA_LIMIT || base + size < base) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else if (!table_add(SP_VA, base, size, -1, K_VA)) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		g_va_bump = base + size;
+		*ptr = base;
+	}
+	pthread_mutex_unlock(&g_lock);
+	dbg("cuMemAddressReserve(%zu) -> %d 0x%llx", size, (int)r,
+	    (unsigned long long)*ptr);
+	return r;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+	struct entry *e;
+	struct range rg = {ptr, ptr + size};
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	pthread_mutex_lock(&g_lock);
+	e = table_find(SP_VA, ptr);
+	if (!e || e->size != size || table_scan(SP_MAP, map_overlaps, &rg))
+		r = CUDA_ERROR_INVALID_VALUE;
+	else
+		table_del(e);
+	pthread_mutex_unlock(&g_lock);
+	dbg("cuMemAddressFree(0x%llx, %zu) -> %d", (unsigned long long)ptr,
+	    size, (int)r);
+	return r;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+		     const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	struct fake_dev *d;
+	int ord;
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!handle || !prop || flags || size == 0 ||
+	    size % FAKE_GRANULARITY ||
+	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	ord = prop->location.id;
+	if (!valid_dev(ord))
+		return CUDA_ERROR_INVALID_DEVICE;
+	d = &g_dev[ord];
+	*handle = 0;
+	pthread_mutex_lock(&g_lock);
+	if (!fits(d, size)) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else if (!table_add(SP_HANDLE, g_next_handle, size, ord, K_VMM)) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		*handle = g_next_handle;
+		g_next_handle += 0x10;
+		d->live += size;
+	}
+	pthread_mutex_unlock(&g_lock);
+	dbg("cuMemCreate(%zu, dev %d) -> %d 0x%llx", size, ord, (int)r,
+	    (unsigned long long)*handle);
+	return r;
+}
+
+/* Returns the physical bytes of a handle once released and unmapped. */
+static void handle_maybe_drop(struct entry *h)
+{
+	if (h->released && h->aux == 0) {
+		g_dev[h->dev].live -= h->size;
+		table_del(h);
+	}
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+	struct entry *h;
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	pthread_mutex_lock(&g_lock);
+	h = table_find(SP_HANDLE, handle);
+	if (!h || h->released) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		h->released = 1;
+		handle_maybe_drop(h);
+	}
+	pthread_mutex_unlock(&g_lock);
+	dbg("cuMemRelease(0x%llx) -> %d", (unsigned long long)handle, (int)r);
+	return r;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+		  CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+	struct entry *h, *m;
+	struct range rg = {ptr, ptr + size};
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (size == 0 || flags || ptr % FAKE_GRANULARITY ||
+	    size % FAKE_GRANULARITY || offset % FAKE_GRANULARITY)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_lock);
+	h = table_find(SP_HANDLE, handle);
+	if (!h || h->released || offset > h->size || size > h->size - offset ||
+	    !table_scan(SP_VA, va_covers, &rg) ||
+	    table_scan(SP_MAP, map_overlaps, &rg)) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (!(m = table_add(SP_MAP, ptr, size, h->dev, K_VMM))) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		m->aux = handle;
+		h->aux++;
+	}
+	pthread_mutex_unlock(&g_lock);
+	dbg("cuMemMap(0x%llx, %zu, handle 0x%llx) -> %d",
+	    (unsigned long long)ptr, size, (unsigned long long)handle, (int)r);
+	return r;
+}
+
+/* Unmaps every mapping inside [ptr, ptr+size); a range that cuts a mapping
+ * or covers none is an error, and then nothing is unmapped. */
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	struct range rg = {ptr, ptr + size};
+	struct entry *m;
+	unsigned long long covered = 0;
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_lock);
+	for (size_t i = 0; i < g_nbuckets; i++)
+		for (m = g_buckets[i]; m; m = m->next)
+			if (m->space == SP_MAP && map_overlaps(m, &rg)) {
+				if (m->key < rg.lo || m->key + m->size > rg.hi)
+					r = CUDA_ERROR_INVALID_VALUE;
+				covered++;
+			}
+	if (covered == 0)
+		r = CUDA_ERROR_INVALID_VALUE;
+	while (r == CUDA_SUCCESS &&
+	       (m = table_scan(SP_MAP, map_overlaps, &rg))) {
+		struct entry *h = table_find(SP_HANDLE, m->aux);
+		table_del(m);
+		if (h) {
+			h->aux--;
+			handle_maybe_drop(h);
+		}
+	}
+	pthread_mutex_unlock(&g_lock);
+	dbg("cuMemUnmap(0x%llx, %zu) -> %d", (unsigned long long)ptr, size,
+	    (int)r);
+	return r;
+}
+
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
+			const CUmemAccessDesc *desc, size_t count)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	return desc && count ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- host memory ------------------------------------------------------ */
+
+static int host_fits(unsigned long long bytes)
+{
+	return bytes <= g_host_cap && g_host_live <= g_host_cap - bytes;
+}
+
+static CUresult host_alloc(void **pp, size_t bytesize, const char *api)
+{
+	void *p = NULL;
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!pp || bytesize == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pp = NULL;
+	pthread_mutex_lock(&g_lock);
+	if (!host_fits(bytesize) || !(p = malloc(bytesize))) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else if (!table_add(SP_PINNED, (uintptr_t)p, bytesize, -1, K_HOST)) {
+		free(p);
+		p = NULL;
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		g_host_live += bytesize;
+		*pp = p;
+	}
+	pthread_mutex_unlock(&g_lock);
+	dbg("%s(%zu) -> %d %p", api, bytesize, (int)r, p);
+	return r;
+}
+
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+	if (Flags & ~0xfu)
+		return CUDA_ERROR_INVALID_VALUE;
+	return host_alloc(pp, bytesize, "cuMemHostAlloc");
+}
+
+CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+	return host_alloc(pp, bytesize, "cuMemAllocHost_v2");
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+	struct entry *e;
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!p)
+		return CUDA_SUCCESS; /* like free(NULL) */
+	pthread_mutex_lock(&g_lock);
+	e = table_find(SP_PINNED, (uintptr_t)p);
+	if (!e) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		g_host_live -= e->size;
+		table_del(e);
+		free(p);
+	}
+	pthread_mutex_unlock(&g_lock);
+	dbg("cuMemFreeHost(%p) -> %d", p, (int)r);
+	return r;
+}
+
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!p || bytesize == 0 || (Flags & ~0xfu))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_lock);
+	if (table_find(SP_REG, (uintptr_t)p) ||
+	    table_find(SP_PINNED, (uintptr_t)p))
+		r = FAKECUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	else if (!host_fits(bytesize) ||
+		 !table_add(SP_REG, (uintptr_t)p, bytesize, -1, K_HOST))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	else
+		g_host_live += bytesize;
+	pthread_mutex_unlock(&g_lock);
+	dbg("cuMemHostRegister_v2(%p, %zu) -> %d", p, bytesize, (int)r);
+	return r;
+}
+
+CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+	return cuMemHostRegister_v2(p, bytesize, Flags);
+}
+
+CUresult cuMemHostUnregister(void *p)
+{
+	struct entry *e;
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&g_lock);
+	e = p ? table_find(SP_REG, (uintptr_t)p) : NULL;
+	if (!e) {
+		r = FAKECUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	} else {
+		g_host_live -= e->size;
+		table_del(e);
+	}
+	pthread_mutex_unlock(&g_lock);
+	dbg("cuMemHostUnregister(%p) -> %d", p, (int)r);
+	return r;
+}
+
+/* ---- init, devices, contexts ------------------------------------------ */
+
+CUresult cuInit(unsigned int Flags)
+{
+	ensure_env();
+	if (Flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (g_ndev == 0)
+		return CUDA_ERROR_NO_DEVICE;
+	atomic_store(&g_inited, 1);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *driverVersion)
+{
+	if (!driverVersion)
+		return CUDA_ERROR_INVALID_VALUE;
+	*driverVersion = FAKE_DRIVER_VERSION;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	*count = g_ndev;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(ordinal))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*device = ordinal;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!name || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	snprintf(name, (size_t)len, "%s", g_dev[dev].name);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*bytes = g_dev[dev].cap;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!uuid)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*uuid = g_dev[dev].uuid;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+	return cuDeviceGetUuid(uuid, dev);
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&g_lock);
+	g_ctx[dev].refs++;
+	pthread_mutex_unlock(&g_lock);
+	*pctx = &g_ctx[dev];
+	return CUDA_SUCCESS;
+}
+
+/* Drops one reference. The real driver destroys the context (and its
+ * memory) at zero; the fake keeps both, so a test that releases early still
+ * sees its allocations. */
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&g_lock);
+	if (g_ctx[dev].refs > 0)
+		g_ctx[dev].refs--;
+	else
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_unlock(&g_lock);
+	return r;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (ctx && (ctx < &g_ctx[0] || ctx >= &g_ctx[g_ndev] ||
+		    ctx->magic != FAKE_CTX_MAGIC))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	tls_ctx = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pctx = tls_ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device)
+{
+	int ord;
+	CUresult r = current_dev(&ord);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	*device = ord;
+	return CUDA_SUCCESS;
+}
+
+/* ---- errors ----------------------------------------------------------- */
+
+static const struct {
+	CUresult code;
+	const char *name;
+	const char *text;
+} g_errors[] = {
+	{CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+	{CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE",
+	 "invalid argument"},
+	{CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY",
+	 "out of memory"},
+	{CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED",
+	 "initialization error"},
+	{CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED",
+	 "driver shutting down"},
+	{CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE",
+	 "no CUDA-capable device is detected"},
+	{CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE",
+	 "invalid device ordinal"},
+	{CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT",
+	 "invalid device context"},
+	{CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE",
+	 "invalid resource handle"},
+	{CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	{FAKECUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+	 "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+	 "part or all of the requested memory range is already mapped"},
+	{FAKECUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+	 "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+	 "pointer does not correspond to a registered memory region"},
+	{CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED",
+	 "operation not supported"},
+	{CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static CUresult error_lookup(CUresult error, const char **pStr, int text)
+{
+	if (!pStr)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < sizeof(g_errors) / sizeof(g_errors[0]); i++) {
+		if (g_errors[i].code == error) {
+			*pStr = text ? g_errors[i].text : g_errors[i].name;
+			return CUDA_SUCCESS;
+		}
+	}
+	*pStr = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+	return error_lookup(error, pStr, 0);
+}
+
+CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+	return error_lookup(error, pStr, 1);
+}
+
+/* ---- the resolver ----------------------------------------------------- */
+
+/*
+ * One row per (base name, version that introduced this variant). For a
+ * base name the resolver takes the newest row whose version is <=
+ * cudaVersion; rows of one name are listed newest first. ptsz is the
+ * per-thread-default-stream export, chosen when flags has bit 2.
+ */
+#define FN(f) ((void *)(uintptr_t)&(f))
+static const struct proc {
+	const char *name;
+	int version;
+	void *fn;
+	void *ptsz;
+} g_procs[] = {
+	{"cuGetProcAddress", 12000, FN(cuGetProcAddress_v2), NULL},
+	{"cuGetProcAddress", 11030, FN(cuGetProcAddress), NULL},
+	{"cuInit", 2000, FN(cuInit), NULL},
+	{"cuDriverGetVersion", 2020, FN(cuDriverGetVersion), NULL},
+	{"cuDeviceGet", 2000, FN(cuDeviceGet), NULL},
+	{"cuDeviceGetCount", 2000, FN(cuDeviceGetCount), NULL},
+	{"cuDeviceGetName", 2000, FN(cuDeviceGetName), NULL},
+	{"cuDeviceTotalMem", 3020, FN(cuDeviceTotalMem_v2), NULL},
+	{"cuDeviceGetUuid", 11040, FN(cuDeviceGetUuid_v2), NULL},
+	{"cuDeviceGetUuid", 9020, FN(cuDeviceGetUuid), NULL},
+	{"cuDevicePrimaryCtxRetain", 7000, FN(cuDevicePrimaryCtxRetain), NULL},
+	{"cuDevicePrimaryCtxRelease", 11000, FN(cuDevicePrimaryCtxRelease_v2),
+	 NULL},
+	{"cuCtxSetCurrent", 4000, FN(cuCtxSetCurrent), NULL},
+	{"cuCtxGetCurrent", 4000, FN(cuCtxGetCurrent), NULL},
+	{"cuCtxGetDevice", 2000, FN(cuCtxGetDevice), NULL},
+	{"cuCtxSynchronize", 2000, FN(cuCtxSynchronize), NULL},
+	{"cuStreamSynchronize", 2000, FN(cuStreamSynchronize),
+	 FN(cuStreamSynchronize_ptsz)},
+	{"cuGetErrorName", 6000, FN(cuGetErrorName), NULL},
+	{"cuGetErrorString", 6000, FN(cuGetErrorString), NULL},
+	{"cuMemGetInfo", 3020, FN(cuMemGetInfo_v2), NULL},
+	{"cuMemAlloc", 3020, FN(cuMemAlloc_v2), NULL},
+	{"cuMemAllocPitch", 3020, FN(cuMemAllocPitch_v2), NULL},
+	{"cuMemFree", 3020, FN(cuMemFree_v2), NULL},
+	{"cuMemAllocManaged", 6000, FN(cuMemAllocManaged), NULL},
+	{"cuMemAllocAsync", 11020, FN(cuMemAllocAsync),
+	 FN(cuMemAllocAsync_ptsz)},
+	{"cuMemAllocFromPoolAsync", 11020, FN(cuMemAllocFromPoolAsync),
+	 FN(cuMemAllocFromPoolAsync_ptsz)},
+	{"cuMemFreeAsync", 11020, FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz)},
+	{"cuDeviceGetDefaultMemPool", 11020, FN(cuDeviceGetDefaultMemPool),
+	 NULL},
+	{"cuMemPoolCreate", 11020, FN(cuMemPoolCreate), NULL},
+	{"cuMemPoolDestroy", 11020, FN(cuMemPoolDestroy), NULL},
+	{"cuMemGetAllocationGranularity", 10020,
+	 FN(cuMemGetAllocationGranularity), NULL},
+	{"cuMemAddressReserve", 10020, FN(cuMemAddressReserve), NULL},
+	{"cuMemAddressFree", 10020, FN(cuMemAddressFree), NULL},
+	{"cuMemCreate", 10020, FN(cuMemCreate), NULL},
+	{"cuMemRelease", 10020, FN(cuMemRelease), NULL},
+	{"cuMemMap", 10020, FN(cuMemMap), NULL},
+	{"cuMemUnmap", 10020, FN(cuMemUnmap), NULL},
+	{"cuMemSetAccess", 10020, FN(cuMemSetAccess), NULL},
+	{"cuMemHostAlloc", 2020, FN(cuMemHostAlloc), NULL},
+	{"cuMemAllocHost", 3020, FN(cuMemAllocHost_v2), NULL},
+	{"cuMemFreeHost", 2000, FN(cuMemFreeHost), NULL},
+	{"cuMemHostRegister", 6050, FN(cuMemHostRegister_v2), NULL},
+	{"cuMemHostRegister", 4000, FN(cuMemHostRegister), NULL},
+	{"cuMemHostUnregister", 4000, FN(cuMemHostUnregister), NULL},
+};
+#undef FN
+
+static CUresult resolve(const char *symbol, void **pfn, int cudaVersion,
+			cuuint64_t flags,
+			CUdriverProcAddressQueryResult *status)
+{
+	const struct proc *hit = NULL;
+	int known = 0;
+	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	CUresult r = CUDA_ERROR_NOT_FOUND;
+	ensure_env();
+	if (pfn)
+		*pfn = NULL;
+	if (!symbol || !pfn || (flags & ~(cuuint64_t)3)) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(g_procs) / sizeof(g_procs[0]); i++) {
+		if (strcmp(g_procs[i].name, symbol))
+			continue;
+		known = 1;
+		if (g_procs[i].version <= cudaVersion) {
+			hit = &g_procs[i];
+			break;
+		}
+	}
+	if (hit) {
+		*pfn = (flags & VRT_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) &&
+				       hit->ptsz
+			       ? hit->ptsz
+			       : hit->fn;
+		st = CU_GET_PROC_ADDRESS_SUCCESS;
+		r = CUDA_SUCCESS;
+	} else if (known) {
+		st = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+	}
+out:
+	if (status)
+		*status = st;
+	dbg("cuGetProcAddress(%s, %d, %llu) -> %d %p",
+	    symbol ? symbol : "(null)", cudaVersion, (unsigned long long)flags,
+	    (int)r, pfn ? *pfn : NULL);
+	return r;
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+			  cuuint64_t flags)
+{
+	return resolve(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+			     cuuint64_t flags,
+			     CUdriverProcAddressQueryResult *symbolStatus)
+{
+	return resolve(symbol, pfn, cudaVersion, flags, symbolStatus);
+}
