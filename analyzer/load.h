@@ -1,0 +1,162 @@
+/*
+ * Loading traces: files, zstd frames and records in; a flat, time-ordered
+ * event array plus the process and device tables out.
+ *
+ * load.c is the only analyzer file that opens trace files or calls zstd.
+ * Everything it reads is untrusted: every length is bounds-checked, sizes
+ * announced by the input are never used to allocate, and no input can make
+ * it assert or crash. Single-threaded; no globals.
+ */
+#ifndef VRT_LOAD_H
+#define VRT_LOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Stable values: tests and callers may rely on them. */
+enum vrt_load_status {
+	VRT_LOAD_OK = 0,
+	VRT_LOAD_ERR_IO = 1,         /* cannot open or read a path */
+	VRT_LOAD_ERR_EMPTY = 2,      /* zero-byte file */
+	VRT_LOAD_ERR_NOT_ZSTD = 3,   /* bytes that are not a zstd frame */
+	VRT_LOAD_ERR_CORRUPT = 4,    /* a complete frame that fails to decode */
+	VRT_LOAD_ERR_NO_FRAME = 5,   /* not even one complete frame */
+	VRT_LOAD_ERR_NO_HEADER = 6,  /* first record is not a HEADER */
+	VRT_LOAD_ERR_BAD_MAGIC = 7,  /* HEADER magic mismatch */
+	VRT_LOAD_ERR_VERSION = 8,    /* format version newer than ours */
+	VRT_LOAD_ERR_RECORD = 9,     /* malformed record in a complete frame */
+	VRT_LOAD_ERR_NO_TRACES = 10, /* directory without *.vtrace files */
+	VRT_LOAD_ERR_NOMEM = 11,     /* out of memory */
+	VRT_LOAD_ERR_TOO_LARGE = 12, /* a frame decodes past the size cap */
+};
+
+/* Kinds of events (what record they came from). */
+enum vrt_ev_kind {
+	VRT_EV_ALLOC = 1,
+	VRT_EV_FREE = 2,
+	VRT_EV_MAP = 3,
+	VRT_EV_UNMAP = 4,
+	VRT_EV_FAIL = 5,
+	VRT_EV_MEMINFO = 6,
+};
+
+#define VRT_EV_HAVE_INFO 1 /* flags: FAIL carries the driver's free/total */
+
+/*
+ * One event, kept compact (56 bytes). Field use per kind:
+ *   ALLOC   addr, size, aux (stream/pool/flags; VMM handle is addr)
+ *   FREE    addr, aux; device -1 means "the allocation's"
+ *   MAP     addr, size, aux = VMM handle
+ *   UNMAP   addr, size
+ *   FAIL    addr, size, aux = error code, extra = index in fails[]
+ *   MEMINFO addr = free bytes, size = total bytes
+ * ts is absolute CLOCK_MONOTONIC ns, shifted onto the first host's clock
+ * when the run spans several hosts.
+ */
+struct vrt_event {
+	int64_t ts;
+	uint64_t addr;
+	uint64_t size;
+	uint64_t aux;
+	uint32_t proc; /* index into vrt_trace.procs */
+	uint32_t tid;
+	int32_t device; /* index into vrt_trace.devices, or -1 (host/none) */
+	uint32_t phase; /* phase id from the trace (0 = unattributed) */
+	uint32_t extra;
+	uint16_t api;  /* enum vrt_api */
+	uint8_t kind;  /* enum vrt_ev_kind */
+	uint8_t flags; /* VRT_EV_HAVE_INFO */
+};
+
+struct vrt_failinfo {
+	uint64_t free_bytes;
+	uint64_t total_bytes;
+};
+
+struct vrt_device {
+	char *host;      /* host of the first process that named it */
+	int vendor;      /* enum vrt_vendor, 0 when unknown */
+	int64_t ordinal; /* as the first process that named it saw it */
+	uint64_t total_bytes;
+	int have_total;
+	char *name;        /* NULL when no DEVICE record named it */
+	char uuid[64];     /* "GPU-xxxxxxxx-...", or "" */
+	unsigned host_idx; /* order of first appearance of its host */
+};
+
+enum vrt_exit_kind {
+	VRT_EXIT_NONE = 0,
+	VRT_EXIT_CODE = 1,
+	VRT_EXIT_SIGNAL = 2
+};
+
+struct vrt_process {
+	char *path; /* the trace file */
+	uint64_t pid, ppid;
+	char *host, *exe;
+	char **argv;
+	size_t argc;
+	int64_t start_wall_ns;
+	int64_t start_mono_ns; /* aligned like event timestamps */
+	int has_trailer;
+	int64_t end_mono_ns; /* aligned; valid when has_trailer */
+	uint64_t trailer_flags, events_written, events_dropped;
+	char *note;
+	int truncated; /* cut inside a frame, or no TRAILER */
+	int64_t trunc_offset;
+	char trunc_reason[160];
+	uint64_t events; /* events decoded from this file */
+	int exit_kind;   /* enum vrt_exit_kind, from "<pid>.exit" */
+	int exit_code;   /* exit status or signal number */
+};
+
+struct vrt_trace {
+	struct vrt_event *ev;
+	size_t nev, cap_ev;
+	struct vrt_failinfo *fails;
+	size_t nfails, cap_fails;
+	struct vrt_process *procs;
+	size_t nprocs, cap_procs;
+	struct vrt_device *devices;
+	size_t ndevices, cap_devices;
+	char **hosts; /* distinct hosts, order of first appearance */
+	size_t nhosts;
+	int64_t *host_shift; /* per host: ns added to its monotonic times */
+	int64_t start_ns;    /* earliest HEADER start_mono_ns (aligned) */
+	int64_t end_ns;      /* latest event, trailer or header time */
+};
+
+/* Filled on failure; msg holds "<what>: <reason>" (with "at byte N"). */
+struct vrt_load_error {
+	enum vrt_load_status status;
+	char path[4096];
+	char msg[512];
+};
+
+/*
+ * Loads every path (a run directory: all its *.vtrace files in name order;
+ * or one trace file) into *t, which must be zeroed. On success events are
+ * ordered by timestamp (stable: ties keep file order) and devices are
+ * ordered by (host, ordinal). On failure returns a status other than
+ * VRT_LOAD_OK, fills *err, and *t must still be released with
+ * vrt_load_free. Truncated files are not failures: see procs[].truncated.
+ */
+enum vrt_load_status vrt_load_paths(struct vrt_trace *t, char *const *paths,
+                                    size_t npaths, struct vrt_load_error *err);
+
+/* Decodes one in-memory trace (for tests and fuzzing); name is used in
+ * messages only. Same contract as vrt_load_paths, without sorting. */
+enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
+                                     const uint8_t *buf, size_t len,
+                                     struct vrt_load_error *err);
+
+/* Orders events and devices as vrt_load_paths does (call once, after the
+ * last vrt_load_buffer). Returns VRT_LOAD_OK or VRT_LOAD_ERR_NOMEM. */
+enum vrt_load_status vrt_load_finish(struct vrt_trace *t);
+
+void vrt_load_free(struct vrt_trace *t);
+
+/* Short name of a status ("corrupt frame", ...), never NULL. */
+const char *vrt_load_status_name(enum vrt_load_status s);
+
+#endif /* VRT_LOAD_H */

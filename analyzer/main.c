@@ -1,0 +1,235 @@
+/*
+ * main.c — the `vramtrace` command: the table of subcommands, the option
+ * parser they share, and dispatch. Work happens in cmd_<name>.c; main only
+ * maps a command line to one of them and returns its exit status.
+ * Single-threaded.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+
+#ifndef VRT_VERSION
+#define VRT_VERSION "unknown"
+#endif
+
+static const struct vrt_cmd commands[] = {
+        {"record", vrt_cmd_record_run,
+         "run a command with the preload and record its GPU memory calls",
+         "record [-o DIR] -- CMD [ARG...]",
+         "Runs CMD with libvramtrace.so preloaded; every process it starts\n"
+         "writes DIR/<pid>.vtrace. Exits with CMD's exit status (128+N if a\n"
+         "signal N killed it, 127 if CMD is not found).\n"
+         "\n"
+         "  -o, --output DIR  run directory (default: $VRAMTRACE_OUT, else\n"
+         "                    ./vramtrace-run-YYYYmmdd-HHMMSS)\n"
+         "  -h, --help        show this help\n"
+         "\n"
+         "Environment: VRAMTRACE_PRELOAD overrides the library to preload.\n"},
+        {"analyze", vrt_cmd_analyze_run,
+         "replay traces into a per-device memory budget and failure list",
+         "analyze PATH... [--format text|json] [-o FILE]",
+         "Each PATH is a run directory (all its *.vtrace files) or one\n"
+         ".vtrace file; several runs (hosts) merge into one report.\n"
+         "\n"
+         "  -f, --format FMT   text (default) or json (vramtrace-report/1)\n"
+         "  -o, --output FILE  write the report to FILE (atomically)\n"
+         "  -h, --help         show this help\n"},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void print_cmd_help(const struct vrt_cmd *c)
+{
+	printf("usage: vramtrace %s\n\n%s\n%s", c->usage, c->summary, c->help);
+}
+
+static void print_main_help(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: vramtrace [--version] [--help] COMMAND [ARGS]\n\n"
+	           "GPU memory tracer for inference servers.\n\ncommands:\n");
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name,
+		        commands[i].summary);
+	fprintf(f, "\nRun 'vramtrace help COMMAND' for its options.\n");
+}
+
+static const struct vrt_cmd *find_cmd(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+int vrt_main_usage_error(const struct vrt_cmd *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "vramtrace: error: %s%s", cmd ? cmd->name : "",
+	        cmd ? ": " : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (cmd)
+		fprintf(stderr,
+		        "\nusage: vramtrace %s\nTry 'vramtrace %s --help'.\n",
+		        cmd->usage, cmd->name);
+	else
+		fprintf(stderr, "\nusage: vramtrace [--version] [--help] "
+		                "COMMAND [ARGS]\nTry 'vramtrace --help'.\n");
+	return VRT_EXIT_USAGE;
+}
+
+static const struct vrt_option *find_long(const struct vrt_option *opts,
+                                          const char *name, size_t len)
+{
+	for (; opts->id; opts++)
+		if (opts->name && strlen(opts->name) == len &&
+		    !strncmp(opts->name, name, len))
+			return opts;
+	return NULL;
+}
+
+static const struct vrt_option *find_short(const struct vrt_option *opts,
+                                           char c)
+{
+	for (; opts->id; opts++)
+		if (opts->short_name == c)
+			return opts;
+	return NULL;
+}
+
+int vrt_main_getopt(struct vrt_optstate *st, const struct vrt_option *opts,
+                    const struct vrt_cmd *cmd)
+{
+	const struct vrt_option *o;
+	const char *a, *eq;
+
+	if (!st->pos) {
+		st->pos = calloc((size_t)st->argc + 1, sizeof(char *));
+		if (!st->pos) {
+			fprintf(stderr, "vramtrace: error: out of memory\n");
+			return VRT_OPT_ERROR;
+		}
+	}
+	while (st->ind < st->argc) {
+		a = st->argv[st->ind];
+		if (!strcmp(a, "--")) {
+			st->ind++;
+			if (st->stop_at_positional) {
+				st->rest = st->argv + st->ind;
+				st->nrest = st->argc - st->ind;
+				st->ind = st->argc;
+				return VRT_OPT_END;
+			}
+			while (st->ind < st->argc)
+				st->pos[st->npos++] = st->argv[st->ind++];
+			return VRT_OPT_END;
+		}
+		if (a[0] != '-' || a[1] == '\0') {
+			if (st->stop_at_positional) {
+				st->rest = st->argv + st->ind;
+				st->nrest = st->argc - st->ind;
+				st->ind = st->argc;
+				return VRT_OPT_END;
+			}
+			st->pos[st->npos++] = st->argv[st->ind++];
+			continue;
+		}
+		st->ind++;
+		st->arg = NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			print_cmd_help(cmd);
+			return VRT_OPT_HELP;
+		}
+		if (a[1] == '-') {
+			eq = strchr(a + 2, '=');
+			o = find_long(opts, a + 2,
+			              eq ? (size_t)(eq - a - 2)
+			                 : strlen(a + 2));
+			if (!o) {
+				vrt_main_usage_error(cmd, "unknown option '%s'",
+				                     a);
+				return VRT_OPT_ERROR;
+			}
+			if (!o->has_arg && eq) {
+				vrt_main_usage_error(
+				        cmd, "option '--%s' takes no value",
+				        o->name);
+				return VRT_OPT_ERROR;
+			}
+			if (o->has_arg)
+				st->arg = eq ? eq + 1
+				          : st->ind < st->argc
+				                  ? st->argv[st->ind++]
+				                  : NULL;
+		} else {
+			o = find_short(opts, a[1]);
+			if (!o) {
+				vrt_main_usage_error(cmd, "unknown option '%s'",
+				                     a);
+				return VRT_OPT_ERROR;
+			}
+			if (!o->has_arg && a[2]) {
+				vrt_main_usage_error(cmd, "unknown option '%s'",
+				                     a);
+				return VRT_OPT_ERROR;
+			}
+			if (o->has_arg)
+				st->arg = a[2] ? a + 2
+				          : st->ind < st->argc
+				                  ? st->argv[st->ind++]
+				                  : NULL;
+		}
+		if (o->has_arg && !st->arg) {
+			vrt_main_usage_error(cmd, "option '%s' needs a value",
+			                     a);
+			return VRT_OPT_ERROR;
+		}
+		return o->id;
+	}
+	return VRT_OPT_END;
+}
+
+int main(int argc, char **argv)
+{
+	const struct vrt_cmd *cmd;
+
+	if (argc < 2)
+		return vrt_main_usage_error(NULL, "no command given");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		print_main_help(stdout);
+		return VRT_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("vramtrace %s\n", VRT_VERSION);
+		return VRT_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help")) {
+		if (argc < 3) {
+			print_main_help(stdout);
+			return VRT_EXIT_OK;
+		}
+		cmd = find_cmd(argv[2]);
+		if (!cmd)
+			return vrt_main_usage_error(
+			        NULL, "unknown command '%s'", argv[2]);
+		print_cmd_help(cmd);
+		return VRT_EXIT_OK;
+	}
+	cmd = find_cmd(argv[1]);
+	if (!cmd)
+		return vrt_main_usage_error(NULL,
+		                            argv[1][0] == '-'
+		                                    ? "unknown option '%s'"
+		                                    : "unknown command '%s'",
+		                            argv[1]);
+	return cmd->run(cmd, argc - 2, argv + 2);
+}

@@ -1,0 +1,696 @@
+/*
+ * replay.c — turns the ordered event stream into budgets: live and peak
+ * bytes per device, family and phase, reserved address space, host pinned
+ * memory, and the list of failed calls. Pure: no I/O, no printing.
+ *
+ * Live allocations are kept in one open-addressing hash table (linear
+ * probing, backward-shift deletion, so no tombstones) keyed by
+ * (process, address space, address) and sized by the live set, never by
+ * the event count. Values are indexes into a pool of objects, so a VMM
+ * mapping can refer to its handle while the table moves entries around.
+ *
+ * Address spaces follow trace_format.h: device/async/managed pointers share
+ * one space; pinned, registered, reserved VA, VMM handles each have their
+ * own; VMM mappings (address -> handle) are a sixth. A VMM handle's bytes
+ * stay charged until it is released AND all its mappings are unmapped,
+ * whichever comes last.
+ */
+#include "replay.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum space {
+	SP_PTR = 0, /* device, async, managed */
+	SP_PINNED = 1,
+	SP_REG = 2,
+	SP_VA = 3,
+	SP_HANDLE = 4, /* VMM handles */
+	SP_MAP = 5,    /* VMM mappings: address -> handle */
+};
+
+#define NONE UINT32_MAX
+
+enum obj_kind { OBJ_ALLOC = 0, OBJ_HANDLE = 1, OBJ_MAPPING = 2 };
+
+struct obj {
+	uint64_t size;
+	int32_t device;
+	uint32_t slot;   /* phase slot */
+	uint32_t refs;   /* handle: live mappings */
+	uint32_t handle; /* mapping: object of its handle, or NONE */
+	uint32_t next;   /* free list */
+	uint8_t family;
+	uint8_t kind;
+	uint8_t released; /* handle: cuMemRelease seen */
+};
+
+struct slot {
+	uint64_t addr;
+	uint32_t proc;
+	uint32_t obj; /* NONE: empty slot */
+	uint8_t space;
+};
+
+struct state {
+	struct vrt_replay *r;
+	const struct vrt_trace *t;
+	struct slot *tab;
+	size_t cap, used; /* cap is a power of two */
+	struct obj *objs;
+	size_t nobjs, capobjs;
+	uint32_t free_obj;
+	size_t nmappings;
+};
+
+/* ---- names --------------------------------------------------------------- */
+
+static const char *const family_names[VRT_FAM_COUNT] = {
+        "device", "async",      "vmm", "managed",
+        "pinned", "registered", "va",  "none",
+};
+
+const char *vrt_replay_family_name(int family)
+{
+	if (family < 0 || family >= VRT_FAM_COUNT)
+		return NULL;
+	return family_names[family];
+}
+
+int vrt_replay_family_is_vram(int family)
+{
+	return family == VRT_FAM_DEVICE || family == VRT_FAM_ASYNC ||
+	       family == VRT_FAM_VMM || family == VRT_FAM_MANAGED;
+}
+
+unsigned vrt_replay_phase_slot(uint32_t phase)
+{
+	return phase < VRT_REPLAY_MAX_PHASES ? phase : 0;
+}
+
+const char *vrt_replay_phase_name(unsigned slot, char *buf, size_t bufsz)
+{
+	if (slot == 0)
+		return "unattributed";
+	snprintf(buf, bufsz, "phase-%u", slot);
+	return buf;
+}
+
+struct err_name {
+	int64_t code;
+	const char *cuda, *hip;
+};
+
+static const struct err_name err_names[] = {
+        {1, "CUDA_ERROR_INVALID_VALUE", "hipErrorInvalidValue"},
+        {2, "CUDA_ERROR_OUT_OF_MEMORY", "hipErrorOutOfMemory"},
+        {3, "CUDA_ERROR_NOT_INITIALIZED", "hipErrorNotInitialized"},
+        {4, "CUDA_ERROR_DEINITIALIZED", "hipErrorDeinitialized"},
+        {100, "CUDA_ERROR_NO_DEVICE", "hipErrorNoDevice"},
+        {101, "CUDA_ERROR_INVALID_DEVICE", "hipErrorInvalidDevice"},
+        {201, "CUDA_ERROR_INVALID_CONTEXT", "hipErrorInvalidContext"},
+        {400, "CUDA_ERROR_INVALID_HANDLE", "hipErrorInvalidHandle"},
+        {500, "CUDA_ERROR_NOT_FOUND", "hipErrorNotFound"},
+        {712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+         "hipErrorHostMemoryAlreadyRegistered"},
+        {713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+         "hipErrorHostMemoryNotRegistered"},
+        {801, "CUDA_ERROR_NOT_SUPPORTED", "hipErrorNotSupported"},
+        {999, "CUDA_ERROR_UNKNOWN", "hipErrorUnknown"},
+};
+
+const char *vrt_replay_error_name(unsigned api, int64_t code, char *buf,
+                                  size_t bufsz)
+{
+	size_t i;
+	int hip = vrt_api_vendor(api) == VRT_VENDOR_HIP;
+
+	for (i = 0; i < sizeof(err_names) / sizeof(err_names[0]); i++)
+		if (err_names[i].code == code)
+			return hip ? err_names[i].hip : err_names[i].cuda;
+	snprintf(buf, bufsz, "error %" PRId64, code);
+	return buf;
+}
+
+/* ---- the live table --------------------------------------------------- */
+
+static uint64_t hash_key(uint32_t proc, uint8_t space, uint64_t addr)
+{
+	uint64_t x = addr ^ ((uint64_t)proc << 32) ^ ((uint64_t)space << 58);
+	/* splitmix64 finalizer: addresses share their low and high bits. */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static int table_grow(struct state *s)
+{
+	size_t ncap = s->cap ? s->cap * 2 : 1024, i;
+	struct slot *nt = malloc(ncap * sizeof(*nt));
+
+	if (!nt)
+		return -1;
+	for (i = 0; i < ncap; i++)
+		nt[i].obj = NONE;
+	for (i = 0; i < s->cap; i++) {
+		struct slot *o = &s->tab[i];
+		size_t j;
+		if (o->obj == NONE)
+			continue;
+		j = hash_key(o->proc, o->space, o->addr) & (ncap - 1);
+		while (nt[j].obj != NONE)
+			j = (j + 1) & (ncap - 1);
+		nt[j] = *o;
+	}
+	free(s->tab);
+	s->tab = nt;
+	s->cap = ncap;
+	return 0;
+}
+
+/* Index of the slot holding the key, or of the empty slot ending its
+ * probe sequence. Requires cap > used. */
+static size_t table_find(const struct state *s, uint32_t proc, uint8_t space,
+                         uint64_t addr)
+{
+	size_t i = hash_key(proc, space, addr) & (s->cap - 1);
+
+	while (s->tab[i].obj != NONE) {
+		const struct slot *e = &s->tab[i];
+		if (e->addr == addr && e->proc == proc && e->space == space)
+			return i;
+		i = (i + 1) & (s->cap - 1);
+	}
+	return i;
+}
+
+static uint32_t table_get(const struct state *s, uint32_t proc, uint8_t space,
+                          uint64_t addr)
+{
+	if (!s->cap)
+		return NONE;
+	return s->tab[table_find(s, proc, space, addr)].obj;
+}
+
+/* Sets key -> obj and stores the object it replaced (or NONE) in *old.
+ * Returns 0, or -1 when out of memory. */
+static int table_put(struct state *s, uint32_t proc, uint8_t space,
+                     uint64_t addr, uint32_t obj, uint32_t *old)
+{
+	size_t i;
+
+	if ((s->used + 1) * 10 > s->cap * 7 && table_grow(s))
+		return -1;
+	i = table_find(s, proc, space, addr);
+	*old = s->tab[i].obj;
+	if (*old == NONE)
+		s->used++;
+	s->tab[i].addr = addr;
+	s->tab[i].proc = proc;
+	s->tab[i].space = space;
+	s->tab[i].obj = obj;
+	return 0;
+}
+
+/* Removes the entry at slot i, shifting later entries of its cluster back
+ * so lookups never stop at a hole. */
+static void table_remove_at(struct state *s, size_t i)
+{
+	size_t mask = s->cap - 1, j = i;
+
+	s->tab[i].obj = NONE;
+	s->used--;
+	for (;;) {
+		size_t home;
+		j = (j + 1) & mask;
+		if (s->tab[j].obj == NONE)
+			return;
+		home = hash_key(s->tab[j].proc, s->tab[j].space,
+		                s->tab[j].addr) &
+		       mask;
+		/* Move j into the hole i unless its home lies in (i, j]. */
+		if ((j > i && (home <= i || home > j)) ||
+		    (j < i && (home <= i && home > j))) {
+			s->tab[i] = s->tab[j];
+			s->tab[j].obj = NONE;
+			i = j;
+		}
+	}
+}
+
+/* Removes a key; returns its object or NONE. */
+static uint32_t table_take(struct state *s, uint32_t proc, uint8_t space,
+                           uint64_t addr)
+{
+	size_t i;
+	uint32_t o;
+
+	if (!s->cap)
+		return NONE;
+	i = table_find(s, proc, space, addr);
+	o = s->tab[i].obj;
+	if (o != NONE)
+		table_remove_at(s, i);
+	return o;
+}
+
+static uint32_t obj_new(struct state *s)
+{
+	uint32_t o;
+
+	if (s->free_obj != NONE) {
+		o = s->free_obj;
+		s->free_obj = s->objs[o].next;
+	} else {
+		if (s->nobjs == s->capobjs) {
+			size_t nc = s->capobjs ? s->capobjs * 2 : 1024;
+			struct obj *no;
+			if (nc >= NONE)
+				return NONE;
+			no = realloc(s->objs, nc * sizeof(*no));
+			if (!no)
+				return NONE;
+			s->objs = no;
+			s->capobjs = nc;
+		}
+		o = (uint32_t)s->nobjs++;
+	}
+	memset(&s->objs[o], 0, sizeof(s->objs[o]));
+	s->objs[o].handle = NONE;
+	return o;
+}
+
+static void obj_free(struct state *s, uint32_t o)
+{
+	s->objs[o].next = s->free_obj;
+	s->free_obj = o;
+}
+
+/* ---- accounting ------------------------------------------------------- */
+
+static void counters_add(struct vrt_counters *c, uint64_t bytes, int64_t ts)
+{
+	c->live_bytes += bytes;
+	if (c->live_bytes > c->peak_bytes) {
+		c->peak_bytes = c->live_bytes;
+		c->peak_ts = ts;
+	}
+}
+
+static void counters_sub(struct vrt_counters *c, uint64_t bytes)
+{
+	/* Cannot underflow for bytes we charged; clamp anyway. */
+	c->live_bytes = c->live_bytes >= bytes ? c->live_bytes - bytes : 0;
+}
+
+static int is_host_family(int fam)
+{
+	return fam == VRT_FAM_PINNED || fam == VRT_FAM_REGISTERED;
+}
+
+static void charge(struct state *s, const struct obj *o, int64_t ts)
+{
+	struct vrt_replay *r = s->r;
+	struct vrt_replay_device *d;
+	unsigned k;
+
+	if (is_host_family(o->family)) {
+		counters_add(&r->host[o->family], o->size, ts);
+		r->host_pinned_bytes += o->size;
+		if (r->host_pinned_bytes > r->host_pinned_peak) {
+			r->host_pinned_peak = r->host_pinned_bytes;
+			r->host_pinned_peak_ts = ts;
+		}
+		return;
+	}
+	if (o->device < 0 || (size_t)o->device >= r->ndevices)
+		return;
+	d = &r->dev[o->device];
+	counters_add(&d->fam[o->family], o->size, ts);
+	if (!vrt_replay_family_is_vram(o->family))
+		return;
+	counters_add(&d->phase[o->slot], o->size, ts);
+	d->tracked_bytes += o->size;
+	if (d->tracked_bytes > d->peak_bytes) {
+		d->peak_bytes = d->tracked_bytes;
+		d->peak_ts = ts;
+		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+			d->peak_by_phase[k] = d->phase[k].live_bytes;
+	}
+}
+
+static void discharge(struct state *s, const struct obj *o)
+{
+	struct vrt_replay *r = s->r;
+	struct vrt_replay_device *d;
+
+	if (is_host_family(o->family)) {
+		counters_sub(&r->host[o->family], o->size);
+		r->host_pinned_bytes -= r->host_pinned_bytes >= o->size
+		                                ? o->size
+		                                : r->host_pinned_bytes;
+		return;
+	}
+	if (o->device < 0 || (size_t)o->device >= r->ndevices)
+		return;
+	d = &r->dev[o->device];
+	counters_sub(&d->fam[o->family], o->size);
+	if (!vrt_replay_family_is_vram(o->family))
+		return;
+	counters_sub(&d->phase[o->slot], o->size);
+	d->tracked_bytes -=
+	        d->tracked_bytes >= o->size ? o->size : d->tracked_bytes;
+}
+
+/* Counts an alloc or free against the family (and phase) of o. */
+static void count(struct state *s, const struct obj *o, int is_free)
+{
+	struct vrt_replay *r = s->r;
+	struct vrt_replay_device *d;
+
+	if (is_host_family(o->family)) {
+		if (is_free)
+			r->host[o->family].frees++;
+		else
+			r->host[o->family].allocs++;
+		return;
+	}
+	if (o->device < 0 || (size_t)o->device >= r->ndevices)
+		return;
+	d = &r->dev[o->device];
+	if (is_free) {
+		d->fam[o->family].frees++;
+		if (vrt_replay_family_is_vram(o->family))
+			d->phase[o->slot].frees++;
+	} else {
+		d->fam[o->family].allocs++;
+		if (vrt_replay_family_is_vram(o->family))
+			d->phase[o->slot].allocs++;
+	}
+}
+
+static int space_of(int fam)
+{
+	switch (fam) {
+	case VRT_FAM_PINNED:
+		return SP_PINNED;
+	case VRT_FAM_REGISTERED:
+		return SP_REG;
+	case VRT_FAM_VA:
+		return SP_VA;
+	case VRT_FAM_VMM:
+		return SP_HANDLE;
+	default:
+		return SP_PTR;
+	}
+}
+
+/* Drops one mapping reference from handle h; returns its bytes once the
+ * handle is both released and unmapped everywhere. */
+static void handle_unref(struct state *s, uint32_t h)
+{
+	struct obj *o;
+
+	if (h == NONE)
+		return;
+	o = &s->objs[h];
+	if (o->refs)
+		o->refs--;
+	if (o->released && !o->refs) {
+		discharge(s, o);
+		obj_free(s, h);
+	}
+}
+
+static void mapping_drop(struct state *s, uint32_t m)
+{
+	uint32_t h = s->objs[m].handle;
+
+	obj_free(s, m);
+	s->nmappings--;
+	handle_unref(s, h);
+}
+
+static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
+{
+	uint32_t o = obj_new(s), old;
+	struct obj *ob;
+
+	if (o == NONE)
+		return -1;
+	ob = &s->objs[o];
+	ob->size = e->size;
+	ob->device = e->device;
+	ob->slot = vrt_replay_phase_slot(e->phase);
+	ob->family = (uint8_t)fam;
+	ob->kind = fam == VRT_FAM_VMM ? OBJ_HANDLE : OBJ_ALLOC;
+	if (table_put(s, e->proc, (uint8_t)space_of(fam), e->addr, o, &old))
+		return -1;
+	if (old != NONE) {
+		/* The same live address again: its free was not recorded
+		 * (dropped events). The new allocation replaces it; a handle
+		 * that is still mapped keeps its bytes until unmapped. */
+		struct obj *p = &s->objs[old];
+		if (p->kind == OBJ_HANDLE) {
+			p->released = 1;
+			if (p->refs == 0) {
+				discharge(s, p);
+				obj_free(s, old);
+			}
+		} else {
+			discharge(s, p);
+			obj_free(s, old);
+		}
+	}
+	ob = &s->objs[o];
+	count(s, ob, 0);
+	charge(s, ob, e->ts);
+	return 0;
+}
+
+static void on_free(struct state *s, const struct vrt_event *e, int fam)
+{
+	uint32_t o;
+	struct obj *ob;
+
+	/* cudaFree(0) reaches the driver as cuMemFree_v2(0): a no-op. */
+	if (e->addr == 0)
+		return;
+	o = table_take(s, e->proc, (uint8_t)space_of(fam), e->addr);
+	if (o == NONE) {
+		s->r->unmatched_frees++;
+		return;
+	}
+	ob = &s->objs[o];
+	count(s, ob, 1);
+	if (ob->kind == OBJ_HANDLE) {
+		ob->released = 1;
+		if (ob->refs)
+			return; /* bytes stay until the last unmap */
+	}
+	discharge(s, ob);
+	obj_free(s, o);
+}
+
+static int on_map(struct state *s, const struct vrt_event *e)
+{
+	uint32_t h = table_get(s, e->proc, SP_HANDLE, e->aux);
+	uint32_t m = obj_new(s), old;
+
+	if (m == NONE)
+		return -1;
+	s->objs[m].kind = OBJ_MAPPING;
+	s->objs[m].size = e->size;
+	s->objs[m].handle = h;
+	if (table_put(s, e->proc, SP_MAP, e->addr, m, &old))
+		return -1;
+	s->nmappings++;
+	if (h != NONE)
+		s->objs[h].refs++;
+	if (old != NONE)
+		mapping_drop(s, old); /* mapped twice: the unmap was lost */
+	return 0;
+}
+
+static void on_unmap(struct state *s, const struct vrt_event *e)
+{
+	uint64_t lo = e->addr, hi = e->addr + e->size, cur = lo;
+	size_t removed = 0, i;
+
+	if (hi < lo)
+		hi = UINT64_MAX; /* wrapped: to the end of the space */
+	/* Fast path: contiguous mappings from the start of the range. */
+	do {
+		uint32_t m = table_take(s, e->proc, SP_MAP, cur);
+		uint64_t sz;
+		if (m == NONE)
+			break;
+		sz = s->objs[m].size;
+		mapping_drop(s, m);
+		removed++;
+		if (!sz || cur + sz < cur)
+			break;
+		cur += sz;
+	} while (cur < hi);
+	/* Gaps: look at every mapping of the process. */
+	if (cur < hi && s->nmappings) {
+		for (i = 0; i < s->cap; i++) {
+			struct slot *sl = &s->tab[i];
+			if (sl->obj == NONE || sl->space != SP_MAP ||
+			    sl->proc != e->proc || sl->addr < lo ||
+			    sl->addr >= hi)
+				continue;
+			uint32_t m = sl->obj;
+			table_remove_at(s, i);
+			mapping_drop(s, m);
+			removed++;
+			/* Backward shift may have moved an unvisited entry
+			 * into slot i: look at it again. */
+			i--;
+		}
+	}
+	if (!removed)
+		s->r->unmatched_frees++;
+}
+
+static int on_fail(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay *r = s->r;
+	struct vrt_replay_failure *f;
+	int fam = vrt_api_family(e->api);
+
+	if (r->nfails % 64 == 0) {
+		void *p = realloc(r->fails, (r->nfails + 64) * sizeof(*f));
+		if (!p)
+			return -1;
+		r->fails = p;
+	}
+	f = &r->fails[r->nfails++];
+	memset(f, 0, sizeof(*f));
+	f->ts = e->ts;
+	f->proc = e->proc;
+	f->tid = e->tid;
+	f->device = e->device;
+	/* A failed free of a live pointer names no device (-1, as FREE
+	 * records do); the allocation knows it. */
+	if (f->device < 0 && e->addr && fam >= 0 && fam != VRT_FAM_NONE &&
+	    !is_host_family(fam) && vrt_api_op(e->api) == VRT_OP_FREE) {
+		uint32_t o =
+		        table_get(s, e->proc, (uint8_t)space_of(fam), e->addr);
+		if (o != NONE)
+			f->device = s->objs[o].device;
+	}
+	f->api = e->api;
+	f->family = fam;
+	f->requested_bytes = e->size;
+	f->addr = e->addr;
+	f->error = (int64_t)e->aux;
+	f->phase = e->phase;
+	f->oom = e->aux == 2 && vrt_api_op(e->api) == VRT_OP_ALLOC;
+	if (e->flags & VRT_EV_HAVE_INFO && e->extra < s->t->nfails) {
+		f->have_info = 1;
+		f->free_bytes = s->t->fails[e->extra].free_bytes;
+		f->total_bytes = s->t->fails[e->extra].total_bytes;
+	}
+	if (f->oom)
+		r->ooms++;
+	if (f->device >= 0 && (size_t)f->device < r->ndevices) {
+		unsigned k;
+		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+			f->live_by_phase[k] =
+			        r->dev[f->device].phase[k].live_bytes;
+	}
+	if (fam < 0 || fam == VRT_FAM_NONE)
+		return 0;
+	if (is_host_family(fam)) {
+		r->host[fam].failed++;
+	} else if (f->device >= 0 && (size_t)f->device < r->ndevices) {
+		r->dev[f->device].fam[fam].failed++;
+		if (vrt_replay_family_is_vram(fam))
+			r->dev[f->device]
+			        .phase[vrt_replay_phase_slot(e->phase)]
+			        .failed++;
+	}
+	return 0;
+}
+
+static void on_meminfo(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay_device *d;
+	uint64_t used;
+
+	if (e->device < 0 || (size_t)e->device >= s->r->ndevices)
+		return;
+	d = &s->r->dev[e->device];
+	if (d->have_baseline)
+		return;
+	d->have_baseline = 1;
+	d->baseline_ts = e->ts;
+	d->probe_total_bytes = e->size;
+	used = e->size >= e->addr ? e->size - e->addr : 0;
+	/* What the driver counts as used beyond our live bytes was there
+	 * before us (or is driver overhead); never negative. */
+	d->baseline_used_bytes =
+	        used > d->tracked_bytes ? used - d->tracked_bytes : 0;
+}
+
+int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t)
+{
+	struct state s;
+	size_t i;
+	int rc = 0;
+
+	memset(&s, 0, sizeof(s));
+	s.r = r;
+	s.t = t;
+	s.free_obj = NONE;
+	r->ndevices = t->ndevices;
+	r->dev = calloc(t->ndevices ? t->ndevices : 1, sizeof(*r->dev));
+	if (!r->dev || table_grow(&s))
+		rc = -1;
+	for (i = 0; i < t->nev && !rc; i++) {
+		const struct vrt_event *e = &t->ev[i];
+		int fam = vrt_api_family(e->api);
+
+		if (e->kind == VRT_EV_FAIL) {
+			rc = on_fail(&s, e);
+			continue;
+		}
+		if (e->kind == VRT_EV_MEMINFO) {
+			on_meminfo(&s, e);
+			continue;
+		}
+		/* Apis from a newer writer: their semantics are unknown. */
+		if (fam < 0 || fam == VRT_FAM_NONE)
+			continue;
+		switch (e->kind) {
+		case VRT_EV_ALLOC:
+			rc = on_alloc(&s, e, fam);
+			break;
+		case VRT_EV_FREE:
+			on_free(&s, e, fam);
+			break;
+		case VRT_EV_MAP:
+			rc = on_map(&s, e);
+			break;
+		case VRT_EV_UNMAP:
+			on_unmap(&s, e);
+			break;
+		}
+	}
+	free(s.tab);
+	free(s.objs);
+	return rc;
+}
+
+void vrt_replay_free(struct vrt_replay *r)
+{
+	free(r->dev);
+	free(r->fails);
+	memset(r, 0, sizeof(*r));
+}

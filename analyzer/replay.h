@@ -1,0 +1,102 @@
+/*
+ * Replay: the time-ordered events of a loaded trace in; per-device and
+ * per-family budgets, peaks and the list of failed calls out.
+ *
+ * Pure: no I/O, no printing, no globals. The result does not point into the
+ * trace except through indexes (proc, device), so a report needs both.
+ */
+#ifndef VRT_REPLAY_H
+#define VRT_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "load.h"
+#include "vramtrace/trace_format.h"
+
+/* Phase slots kept per device; phase ids at or above fold into slot 0. */
+#define VRT_REPLAY_MAX_PHASES 16
+
+/* The counters reported for a family, a phase, or reserved VA. */
+struct vrt_counters {
+	uint64_t allocs;
+	uint64_t frees;
+	uint64_t failed;
+	uint64_t live_bytes; /* live now; at the end: live_bytes_end */
+	uint64_t peak_bytes;
+	int64_t peak_ts; /* when peak_bytes was first reached */
+};
+
+struct vrt_replay_device {
+	struct vrt_counters fam[VRT_FAM_COUNT]; /* VRAM families + VA */
+	struct vrt_counters phase[VRT_REPLAY_MAX_PHASES];
+	uint64_t tracked_bytes; /* live sum of device/async/vmm/managed */
+	uint64_t peak_bytes;    /* max of tracked_bytes */
+	int64_t peak_ts;
+	uint64_t peak_by_phase[VRT_REPLAY_MAX_PHASES];
+	int have_baseline; /* a MEMINFO probe was seen */
+	uint64_t baseline_used_bytes;
+	int64_t baseline_ts;
+	uint64_t probe_total_bytes; /* total of the first probe */
+};
+
+struct vrt_replay_failure {
+	int64_t ts;
+	uint32_t proc;
+	uint32_t tid;
+	int32_t device; /* index into trace devices; -1: host, or
+	                   a free of an unknown pointer */
+	uint16_t api;
+	int family; /* enum vrt_family, -1 for unknown apis */
+	uint64_t requested_bytes;
+	uint64_t addr;
+	int64_t error;
+	int oom; /* out of memory on an allocating call */
+	int have_info;
+	uint64_t free_bytes, total_bytes;
+	uint32_t phase;
+	/* the device's live bytes by phase slot when the call failed */
+	uint64_t live_by_phase[VRT_REPLAY_MAX_PHASES];
+};
+
+struct vrt_replay {
+	size_t ndevices;
+	struct vrt_replay_device *dev;           /* one per trace device */
+	struct vrt_counters host[VRT_FAM_COUNT]; /* pinned, registered */
+	uint64_t host_pinned_bytes;              /* live pinned + registered */
+	uint64_t host_pinned_peak;
+	int64_t host_pinned_peak_ts;
+	struct vrt_replay_failure *fails;
+	size_t nfails;
+	uint64_t unmatched_frees; /* frees/releases/unmaps of unknown
+	                             addresses */
+	uint64_t ooms;
+};
+
+/*
+ * Replays t (ordered by vrt_load_finish) into *r, which must be zeroed.
+ * Returns 0, or -1 when out of memory (release *r with vrt_replay_free).
+ */
+int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t);
+
+void vrt_replay_free(struct vrt_replay *r);
+
+/* Slot of a phase id in the per-device phase arrays. */
+unsigned vrt_replay_phase_slot(uint32_t phase);
+
+/* Name of a phase slot: "unattributed" for 0; others are written into buf
+ * as "phase-N" until the trace names phases. */
+const char *vrt_replay_phase_name(unsigned slot, char *buf, size_t bufsz);
+
+/* Name of a family ("device", "async", ...), NULL out of range. */
+const char *vrt_replay_family_name(int family);
+
+/* 1 for the VRAM families summed into a device's tracked bytes. */
+int vrt_replay_family_is_vram(int family);
+
+/* Name of a driver error code ("CUDA_ERROR_OUT_OF_MEMORY"), or "error N"
+ * written into buf for codes without a name. */
+const char *vrt_replay_error_name(unsigned api, int64_t code, char *buf,
+                                  size_t bufsz);
+
+#endif /* VRT_REPLAY_H */

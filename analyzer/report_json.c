@@ -1,0 +1,348 @@
+/*
+ * report_json.c — the "vramtrace-report/1" document. The key structure is
+ * the contract of DESIGN.md; keys for data not collected yet are present
+ * with null or empty values so consumers can rely on them. Bytes are exact
+ * integers; times are seconds since the run's first HEADER.
+ */
+#include "report.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "json.h"
+
+static void counters(struct vrt_json *w, const char *key,
+                     const struct vrt_counters *c)
+{
+	vrt_json_key(w, key);
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "allocs");
+	vrt_json_uint(w, c->allocs);
+	vrt_json_key(w, "frees");
+	vrt_json_uint(w, c->frees);
+	vrt_json_key(w, "failed");
+	vrt_json_uint(w, c->failed);
+	vrt_json_key(w, "peak_bytes");
+	vrt_json_uint(w, c->peak_bytes);
+	vrt_json_key(w, "live_bytes_end");
+	vrt_json_uint(w, c->live_bytes);
+	vrt_json_end_object(w);
+}
+
+static int counters_used(const struct vrt_counters *c)
+{
+	return c->allocs || c->frees || c->failed || c->peak_bytes;
+}
+
+/* Phases with activity; "unattributed" always, so the key never vanishes. */
+static void phases(struct vrt_json *w, const struct vrt_replay_device *d)
+{
+	char buf[32];
+	unsigned k;
+
+	vrt_json_key(w, "phases");
+	vrt_json_begin_object(w);
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+		if (k == 0 || counters_used(&d->phase[k]))
+			counters(w, vrt_replay_phase_name(k, buf, sizeof(buf)),
+			         &d->phase[k]);
+	vrt_json_end_object(w);
+}
+
+static void by_phase(struct vrt_json *w, const char *key, const uint64_t *b)
+{
+	char buf[32];
+	unsigned k;
+
+	vrt_json_key(w, key);
+	vrt_json_begin_object(w);
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++) {
+		if (k == 0 || b[k]) {
+			vrt_json_key(
+			        w, vrt_replay_phase_name(k, buf, sizeof(buf)));
+			vrt_json_uint(w, b[k]);
+		}
+	}
+	vrt_json_end_object(w);
+}
+
+static const char *vendor_name(int v)
+{
+	return v == VRT_VENDOR_CUDA  ? "cuda"
+	       : v == VRT_VENDOR_HIP ? "hip"
+	                             : NULL;
+}
+
+static void seconds(struct vrt_json *w, const struct vrt_trace *t, int64_t ts)
+{
+	vrt_json_seconds(w, ts - t->start_ns);
+}
+
+static void run(struct vrt_json *w, const struct vrt_trace *t)
+{
+	size_t i, j;
+	int truncated = 0;
+
+	vrt_json_key(w, "run");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "processes");
+	vrt_json_begin_array(w);
+	for (i = 0; i < t->nprocs; i++) {
+		const struct vrt_process *p = &t->procs[i];
+		truncated |= p->truncated;
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "pid");
+		vrt_json_uint(w, p->pid);
+		vrt_json_key(w, "ppid");
+		vrt_json_uint(w, p->ppid);
+		vrt_json_key(w, "host");
+		vrt_json_string(w, p->host);
+		vrt_json_key(w, "exe");
+		vrt_json_string(w, p->exe);
+		vrt_json_key(w, "cmdline");
+		vrt_json_begin_array(w);
+		for (j = 0; j < p->argc; j++)
+			vrt_json_string(w, p->argv[j]);
+		vrt_json_end_array(w);
+		/* Shell convention: 128+N when killed by signal N. */
+		vrt_json_key(w, "exit_status");
+		if (p->exit_kind == VRT_EXIT_CODE)
+			vrt_json_int(w, p->exit_code);
+		else if (p->exit_kind == VRT_EXIT_SIGNAL)
+			vrt_json_int(w, 128 + (int64_t)p->exit_code);
+		else
+			vrt_json_null(w);
+		vrt_json_key(w, "exit_signal");
+		if (p->exit_kind == VRT_EXIT_SIGNAL)
+			vrt_json_int(w, p->exit_code);
+		else
+			vrt_json_null(w);
+		vrt_json_key(w, "complete");
+		vrt_json_bool(w, !p->truncated);
+		vrt_json_key(w, "truncated_reason");
+		if (p->truncated)
+			vrt_json_string(w, p->trunc_reason);
+		else
+			vrt_json_null(w);
+		vrt_json_key(w, "events");
+		vrt_json_uint(w, p->events);
+		vrt_json_key(w, "events_dropped");
+		vrt_json_uint(w, p->events_dropped);
+		vrt_json_key(w, "start_s");
+		seconds(w, t, p->start_mono_ns);
+		vrt_json_key(w, "end_s");
+		if (p->has_trailer)
+			seconds(w, t, p->end_mono_ns);
+		else
+			vrt_json_null(w);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
+	vrt_json_key(w, "hosts");
+	vrt_json_begin_array(w);
+	for (i = 0; i < t->nhosts; i++)
+		vrt_json_string(w, t->hosts[i]);
+	vrt_json_end_array(w);
+	vrt_json_key(w, "events");
+	vrt_json_uint(w, t->nev);
+	vrt_json_key(w, "duration_s");
+	vrt_json_seconds(w, t->end_ns - t->start_ns);
+	vrt_json_key(w, "truncated");
+	vrt_json_bool(w, truncated);
+	vrt_json_end_object(w);
+}
+
+static void device(struct vrt_json *w, const struct vrt_trace *t,
+                   const struct vrt_replay *r, size_t i)
+{
+	const struct vrt_device *dv = &t->devices[i];
+	const struct vrt_replay_device *d = &r->dev[i];
+	int fam;
+
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "id");
+	vrt_json_uint(w, i);
+	vrt_json_key(w, "ordinal");
+	vrt_json_int(w, dv->ordinal);
+	vrt_json_key(w, "host");
+	vrt_json_string(w, dv->host);
+	vrt_json_key(w, "vendor");
+	vrt_json_string(w, vendor_name(dv->vendor));
+	vrt_json_key(w, "name");
+	vrt_json_string(w, dv->name);
+	vrt_json_key(w, "uuid");
+	vrt_json_string(w, dv->uuid[0] ? dv->uuid : NULL);
+	vrt_json_key(w, "total_bytes");
+	if (dv->have_total)
+		vrt_json_uint(w, dv->total_bytes);
+	else if (d->have_baseline)
+		vrt_json_uint(w, d->probe_total_bytes);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "baseline_used_bytes");
+	if (d->have_baseline)
+		vrt_json_uint(w, d->baseline_used_bytes);
+	else
+		vrt_json_null(w);
+	phases(w, d);
+	vrt_json_key(w, "families");
+	vrt_json_begin_object(w);
+	for (fam = 0; fam < VRT_FAM_COUNT; fam++)
+		if (vrt_replay_family_is_vram(fam))
+			counters(w, vrt_replay_family_name(fam), &d->fam[fam]);
+	vrt_json_end_object(w);
+	counters(w, "reserved_va", &d->fam[VRT_FAM_VA]);
+	vrt_json_key(w, "peak");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "time_s");
+	if (d->peak_bytes)
+		seconds(w, t, d->peak_ts);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "tracked_bytes");
+	vrt_json_uint(w, d->peak_bytes);
+	by_phase(w, "by_phase", d->peak_by_phase);
+	vrt_json_end_object(w);
+	vrt_json_key(w, "live_bytes_end");
+	vrt_json_uint(w, d->tracked_bytes);
+	vrt_json_end_object(w);
+}
+
+static void host(struct vrt_json *w, const struct vrt_replay *r)
+{
+	vrt_json_key(w, "host");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "families");
+	vrt_json_begin_object(w);
+	counters(w, "pinned", &r->host[VRT_FAM_PINNED]);
+	counters(w, "registered", &r->host[VRT_FAM_REGISTERED]);
+	vrt_json_end_object(w);
+	vrt_json_key(w, "pinned_peak_bytes");
+	vrt_json_uint(w, r->host_pinned_peak);
+	vrt_json_key(w, "rss_peak_bytes");
+	vrt_json_null(w);
+	vrt_json_end_object(w);
+}
+
+static void api_name(struct vrt_json *w, unsigned api)
+{
+	const char *n = vrt_api_name(api);
+	char buf[32];
+
+	if (!n) {
+		snprintf(buf, sizeof(buf), "api-%u", api);
+		n = buf;
+	}
+	vrt_json_string(w, n);
+}
+
+static void failure(struct vrt_json *w, const struct vrt_trace *t,
+                    const struct vrt_replay_failure *f, int oom_form)
+{
+	char buf[32];
+
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "time_s");
+	seconds(w, t, f->ts);
+	vrt_json_key(w, "pid");
+	vrt_json_uint(w, t->procs[f->proc].pid);
+	if (!oom_form) {
+		vrt_json_key(w, "tid");
+		vrt_json_uint(w, f->tid);
+	}
+	vrt_json_key(w, "device"); /* -1: host, or not known */
+	vrt_json_int(w, f->device >= 0 ? f->device : -1);
+	vrt_json_key(w, "api");
+	api_name(w, f->api);
+	if (!oom_form) {
+		vrt_json_key(w, "family");
+		vrt_json_string(w, vrt_replay_family_name(f->family));
+	}
+	vrt_json_key(w, "requested_bytes");
+	vrt_json_uint(w, f->requested_bytes);
+	if (!oom_form) {
+		vrt_json_key(w, "addr");
+		vrt_json_uint(w, f->addr);
+		vrt_json_key(w, "error");
+		vrt_json_int(w, f->error);
+		vrt_json_key(w, "error_name");
+		vrt_json_string(w, vrt_replay_error_name(f->api, f->error, buf,
+		                                         sizeof(buf)));
+		vrt_json_key(w, "oom");
+		vrt_json_bool(w, f->oom);
+	}
+	vrt_json_key(w, "free_bytes");
+	if (f->have_info)
+		vrt_json_uint(w, f->free_bytes);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "total_bytes");
+	if (f->have_info)
+		vrt_json_uint(w, f->total_bytes);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "phase");
+	vrt_json_string(w,
+	                vrt_replay_phase_name(vrt_replay_phase_slot(f->phase),
+	                                      buf, sizeof(buf)));
+	if (oom_form) {
+		/* Stage needs the server-ready time, not recorded yet. */
+		vrt_json_key(w, "stage");
+		vrt_json_null(w);
+		vrt_json_key(w, "inflight");
+		vrt_json_uint(w, 0);
+		by_phase(w, "live_by_phase", f->live_by_phase);
+	}
+	vrt_json_end_object(w);
+}
+
+void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
+                           const struct vrt_replay *r)
+{
+	struct vrt_json w;
+	size_t i;
+
+	vrt_json_init(&w, f);
+	vrt_json_begin_object(&w);
+	vrt_json_key(&w, "schema");
+	vrt_json_string(&w, "vramtrace-report/1");
+	run(&w, t);
+	vrt_json_key(&w, "server_ready_s");
+	vrt_json_null(&w);
+	vrt_json_key(&w, "devices");
+	vrt_json_begin_array(&w);
+	for (i = 0; i < t->ndevices && i < r->ndevices; i++)
+		device(&w, t, r, i);
+	vrt_json_end_array(&w);
+	host(&w, r);
+	vrt_json_key(&w, "requests");
+	vrt_json_begin_object(&w);
+	vrt_json_key(&w, "max_inflight");
+	vrt_json_uint(&w, 0);
+	vrt_json_key(&w, "single_request_peak_bytes");
+	vrt_json_null(&w);
+	vrt_json_end_object(&w);
+	vrt_json_key(&w, "ooms");
+	vrt_json_begin_array(&w);
+	for (i = 0; i < r->nfails; i++)
+		if (r->fails[i].oom)
+			failure(&w, t, &r->fails[i], 1);
+	vrt_json_end_array(&w);
+	vrt_json_key(&w, "failures");
+	vrt_json_begin_array(&w);
+	for (i = 0; i < r->nfails; i++)
+		failure(&w, t, &r->fails[i], 0);
+	vrt_json_end_array(&w);
+	vrt_json_key(&w, "unmatched_frees");
+	vrt_json_uint(&w, r->unmatched_frees);
+	vrt_json_key(&w, "marks");
+	vrt_json_begin_array(&w);
+	vrt_json_end_array(&w);
+	vrt_json_key(&w, "windows");
+	vrt_json_begin_array(&w);
+	vrt_json_end_array(&w);
+	vrt_json_key(&w, "diagnosis");
+	vrt_json_null(&w);
+	vrt_json_end_object(&w);
+	vrt_json_finish(&w);
+}

@@ -1,0 +1,267 @@
+/*
+ * report_text.c — the summary a person reads in ten seconds: the run, one
+ * table per device, host page-locked memory, then every failed call on its
+ * own line. Sizes are binary units with two decimals; times are seconds
+ * since the run's first HEADER. Strings from the trace (exe, argv, device
+ * names) are untrusted: control bytes are printed as '?' so a trace cannot
+ * drive the terminal.
+ */
+#include "report.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static void put_safe(FILE *f, const char *s, size_t max)
+{
+	size_t i;
+
+	for (i = 0; s && s[i] && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+		fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
+	}
+	if (s && i == max && s[i])
+		fputs("...", f);
+}
+
+static const char *human(char *buf, size_t n, uint64_t b)
+{
+	static const char *const unit[] = {"KiB", "MiB", "GiB",
+	                                   "TiB", "PiB", "EiB"};
+	double v = (double)b;
+	int u = -1;
+
+	if (b < 1024) {
+		snprintf(buf, n, "%" PRIu64 " B", b);
+		return buf;
+	}
+	while (v >= 1024.0 && u < 5) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(buf, n, "%.2f %s", v, unit[u]);
+	return buf;
+}
+
+static const char *secs(char *buf, size_t n, const struct vrt_trace *t,
+                        int64_t ts)
+{
+	int64_t d = ts - t->start_ns;
+	uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
+
+	snprintf(buf, n, "%s%" PRIu64 ".%03" PRIu64 "s", d < 0 ? "-" : "",
+	         a / 1000000000u, a / 1000000u % 1000u);
+	return buf;
+}
+
+static void run_summary(FILE *f, const struct vrt_trace *t)
+{
+	char b[32];
+	size_t i, j, ntrunc = 0;
+
+	fprintf(f, "run: %zu process%s, %zu event%s over %s", t->nprocs,
+	        t->nprocs == 1 ? "" : "es", t->nev, t->nev == 1 ? "" : "s",
+	        secs(b, sizeof(b), t, t->end_ns));
+	if (t->nhosts > 1)
+		fprintf(f, ", %zu hosts", t->nhosts);
+	fputc('\n', f);
+	for (i = 0; i < t->nprocs; i++) {
+		const struct vrt_process *p = &t->procs[i];
+		fprintf(f, "  pid %-7" PRIu64 " ", p->pid);
+		if (t->nhosts > 1) {
+			put_safe(f, p->host, 24);
+			fputc(' ', f);
+		}
+		if (p->exit_kind == VRT_EXIT_CODE)
+			snprintf(b, sizeof(b), "exit %d", p->exit_code);
+		else if (p->exit_kind == VRT_EXIT_SIGNAL)
+			snprintf(b, sizeof(b), "signal %d", p->exit_code);
+		else
+			snprintf(b, sizeof(b), "exit ?");
+		fprintf(f, "%-10s %8" PRIu64 " event%s  ", b, p->events,
+		        p->events == 1 ? " " : "s");
+		for (j = 0; j < p->argc; j++) {
+			if (j)
+				fputc(' ', f);
+			put_safe(f, p->argv[j], 60);
+		}
+		if (!p->argc)
+			put_safe(f, p->exe, 60);
+		if (p->events_dropped)
+			fprintf(f, "  (%" PRIu64 " events dropped)",
+			        p->events_dropped);
+		if (p->truncated) {
+			fputs("  [truncated: ", f);
+			put_safe(f, p->trunc_reason, 160);
+			fputc(']', f);
+			ntrunc++;
+		}
+		fputc('\n', f);
+	}
+	if (ntrunc)
+		fprintf(f,
+		        "TRUNCATED: %zu of %zu processes did not end cleanly; "
+		        "numbers cover what was recorded.\n",
+		        ntrunc, t->nprocs);
+}
+
+static void table_head(FILE *f)
+{
+	fprintf(f, "  %-11s %8s %8s %7s %12s %10s %12s\n", "family", "allocs",
+	        "frees", "failed", "peak", "at", "live at end");
+}
+
+static void table_row(FILE *f, const struct vrt_trace *t, const char *name,
+                      const struct vrt_counters *c)
+{
+	char b1[32], b2[32], b3[32];
+
+	fprintf(f,
+	        "  %-11s %8" PRIu64 " %8" PRIu64 " %7" PRIu64
+	        " %12s %10s %12s\n",
+	        name, c->allocs, c->frees, c->failed,
+	        human(b1, sizeof(b1), c->peak_bytes),
+	        c->peak_bytes ? secs(b2, sizeof(b2), t, c->peak_ts) : "-",
+	        human(b3, sizeof(b3), c->live_bytes));
+}
+
+static int used(const struct vrt_counters *c)
+{
+	return c->allocs || c->frees || c->failed || c->peak_bytes;
+}
+
+static void device(FILE *f, const struct vrt_trace *t,
+                   const struct vrt_replay *r, size_t i)
+{
+	const struct vrt_device *dv = &t->devices[i];
+	const struct vrt_replay_device *d = &r->dev[i];
+	char b1[32], b2[32];
+	int fam, any = 0;
+	unsigned k;
+
+	fprintf(f, "\ndevice %zu: ", i);
+	put_safe(f, dv->name ? dv->name : "(unnamed)", 80);
+	fprintf(f, " (");
+	if (t->nhosts > 1) {
+		put_safe(f, dv->host, 40);
+		fputs(", ", f);
+	}
+	fprintf(f, "ordinal %" PRId64, dv->ordinal);
+	if (dv->have_total)
+		fprintf(f, ", %s", human(b1, sizeof(b1), dv->total_bytes));
+	if (dv->uuid[0])
+		fprintf(f, ", %s", dv->uuid);
+	fprintf(f, ")\n");
+	for (fam = 0; fam < VRT_FAM_COUNT; fam++) {
+		if (!vrt_replay_family_is_vram(fam) || !used(&d->fam[fam]))
+			continue;
+		if (!any++)
+			table_head(f);
+		table_row(f, t, vrt_replay_family_name(fam), &d->fam[fam]);
+	}
+	if (!any)
+		fprintf(f, "  no device memory allocated\n");
+	if (d->peak_bytes) {
+		fprintf(f, "  peak %s at %s:",
+		        human(b1, sizeof(b1), d->peak_bytes),
+		        secs(b2, sizeof(b2), t, d->peak_ts));
+		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++) {
+			char pb[32];
+			if (!d->peak_by_phase[k])
+				continue;
+			fprintf(f, " %s %s",
+			        vrt_replay_phase_name(k, pb, sizeof(pb)),
+			        human(b1, sizeof(b1), d->peak_by_phase[k]));
+		}
+		fprintf(f, "; live at end %s\n",
+		        human(b1, sizeof(b1), d->tracked_bytes));
+	}
+	if (d->have_baseline)
+		fprintf(f, "  used before this run: %s (first probe at %s)\n",
+		        human(b1, sizeof(b1), d->baseline_used_bytes),
+		        secs(b2, sizeof(b2), t, d->baseline_ts));
+	if (used(&d->fam[VRT_FAM_VA])) {
+		const struct vrt_counters *c = &d->fam[VRT_FAM_VA];
+		fprintf(f,
+		        "  reserved VA (address space, not memory): %" PRIu64
+		        " reserved, %" PRIu64 " freed, %" PRIu64
+		        " failed, peak %s, at end %s\n",
+		        c->allocs, c->frees, c->failed,
+		        human(b1, sizeof(b1), c->peak_bytes),
+		        human(b2, sizeof(b2), c->live_bytes));
+	}
+}
+
+static void host(FILE *f, const struct vrt_trace *t, const struct vrt_replay *r)
+{
+	char b[32];
+
+	if (!used(&r->host[VRT_FAM_PINNED]) &&
+	    !used(&r->host[VRT_FAM_REGISTERED]))
+		return;
+	fprintf(f, "\nhost page-locked memory\n");
+	table_head(f);
+	if (used(&r->host[VRT_FAM_PINNED]))
+		table_row(f, t, "pinned", &r->host[VRT_FAM_PINNED]);
+	if (used(&r->host[VRT_FAM_REGISTERED]))
+		table_row(f, t, "registered", &r->host[VRT_FAM_REGISTERED]);
+	fprintf(f, "  pinned + registered peak %s\n",
+	        human(b, sizeof(b), r->host_pinned_peak));
+}
+
+static void failures(FILE *f, const struct vrt_trace *t,
+                     const struct vrt_replay *r)
+{
+	size_t i;
+
+	if (!r->nfails) {
+		fprintf(f, "\nno failed calls\n");
+		return;
+	}
+	fprintf(f, "\nfailed calls: %zu (%" PRIu64 " out of memory)\n",
+	        r->nfails, r->ooms);
+	for (i = 0; i < r->nfails; i++) {
+		const struct vrt_replay_failure *x = &r->fails[i];
+		const char *api = vrt_api_name(x->api);
+		char b1[32], b2[32], b3[32], dev[16];
+
+		if (x->device >= 0)
+			snprintf(dev, sizeof(dev), "dev %d", x->device);
+		else if (x->family == VRT_FAM_PINNED ||
+		         x->family == VRT_FAM_REGISTERED)
+			snprintf(dev, sizeof(dev), "host");
+		else
+			snprintf(dev, sizeof(dev), "dev ?");
+		if (x->requested_bytes)
+			human(b2, sizeof(b2), x->requested_bytes);
+		else if (x->addr)
+			snprintf(b2, sizeof(b2), "ptr 0x%" PRIx64, x->addr);
+		else
+			snprintf(b2, sizeof(b2), "-");
+		fprintf(f, "  %s  pid %" PRIu64 "  %-6s %-26s %s",
+		        secs(b1, sizeof(b1), t, x->ts), t->procs[x->proc].pid,
+		        dev, api ? api : "(unknown api)", b2);
+		fprintf(f, "  %s",
+		        vrt_replay_error_name(x->api, x->error, b3,
+		                              sizeof(b3)));
+		if (x->have_info)
+			fprintf(f, "  driver: %s free of %s",
+			        human(b1, sizeof(b1), x->free_bytes),
+			        human(b2, sizeof(b2), x->total_bytes));
+		fputc('\n', f);
+	}
+}
+
+void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
+                           const struct vrt_replay *r)
+{
+	size_t i;
+
+	run_summary(f, t);
+	for (i = 0; i < t->ndevices && i < r->ndevices; i++)
+		device(f, t, r, i);
+	host(f, t, r);
+	failures(f, t, r);
+	if (r->unmatched_frees)
+		fprintf(f, "\nfrees of unknown addresses: %" PRIu64 "\n",
+		        r->unmatched_frees);
+}

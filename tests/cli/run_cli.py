@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""cli tests of the vramtrace command (suite 'cli').
+
+    run_cli.py --vramtrace EXE --mktrace EXE --src DIR [--noop SO] GROUP
+
+GROUP is one of golden, bad, usage, record. Traces are built at test time
+by mktrace from the scripts in traces/, in a fresh temporary directory that
+is also the cwd of every command, so outputs hold only relative paths.
+
+golden: each case's exit status, stdout and stderr are compared with
+golden/<case>; VRAMTRACE_REGEN=1 rewrites those files instead.
+Output is TAP.
+"""
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+GOLDEN_CASES = [
+    # name, script, vramtrace arguments
+    ("basic.text", "basic.mkt", ["analyze", "run"]),
+    ("basic.json", "basic.mkt", ["analyze", "--format", "json", "run"]),
+    ("multi.text", "multi.mkt", ["analyze", "run"]),
+    ("multi.json", "multi.mkt", ["analyze", "-f", "json", "run"]),
+    ("truncated.text", "truncated.mkt", ["analyze", "run"]),
+    ("truncated.json", "truncated.mkt", ["analyze", "--format=json", "run"]),
+    ("multihost.text", "multihost.mkt", ["analyze", "runA", "runB"]),
+    ("multihost.json", "multihost.mkt",
+     ["analyze", "--format", "json", "runA", "runB/500.vtrace"]),
+]
+
+# Bad inputs: file (made by bad.mkt or below) -> expected text in the error.
+BAD_CASES = [
+    ("bad/empty.vtrace", "not a trace: empty file"),
+    ("bad/random.vtrace", "not a trace: not a zstd frame at byte 0"),
+    ("bad/nocomplete.vtrace", "no complete frame: file ends inside its "
+     "first frame (truncated at byte 0)"),
+    ("bad/corrupt.vtrace", "corrupt frame: at byte "),
+    ("bad/newer.vtrace", "unsupported trace: format version 2 is newer "
+     "than this vramtrace supports (1)"),
+    ("bad/magic.vtrace", "not a trace: bad magic in HEADER"),
+    ("bad/noheader.vtrace", "not a trace: first record is type 6, not a "
+     "HEADER"),
+    ("bad/nochunk.vtrace", "corrupt record: event before any CHUNK in "
+     "frame at byte "),
+    ("bad/garbage.vtrace", "corrupt frame: bytes that are not a zstd frame "
+     "at byte "),
+    ("bad/emptydir", "no traces: no *.vtrace files in this directory"),
+    ("bad/missing.vtrace", "cannot read: No such file or directory"),
+]
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, name, detail=""):
+        self.n += 1
+        if cond:
+            print(f"ok {self.n} - {name}")
+        else:
+            self.failed += 1
+            print(f"not ok {self.n} - {name}")
+            for line in str(detail).splitlines():
+                print(f"# {line}")
+        sys.stdout.flush()
+
+    def done(self):
+        print(f"1..{self.n}")
+        return 1 if self.failed else 0
+
+
+def run(args, cwd, env=None, timeout=30):
+    p = subprocess.run(args, cwd=cwd, env=env, capture_output=True,
+                       timeout=timeout)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), \
+        p.stderr.decode("utf-8", "replace")
+
+
+def mktrace(opts, script, cwd):
+    rc, out, err = run([opts.mktrace, os.path.join(opts.src, "traces",
+                                                    script)], cwd)
+    if rc != 0:
+        raise RuntimeError(f"mktrace {script} failed: {err}")
+
+
+def sanitizer_report(err):
+    # ASan exits 1 like a data error: look at what it printed.
+    return "Sanitizer" in err or "runtime error:" in err
+
+
+def transcript(rc, out, err):
+    s = f"exit {rc}\n--- stdout\n{out}"
+    if err:
+        s += f"--- stderr\n{err}"
+    return s
+
+
+def group_golden(opts, tap):
+    regen = os.environ.get("VRAMTRACE_REGEN") == "1"
+    for name, script, args in GOLDEN_CASES:
+        with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+            mktrace(opts, script, tmp)
+            rc, out, err = run([opts.vramtrace] + args, tmp)
+        got = transcript(rc, out, err)
+        path = os.path.join(opts.src, "golden", name)
+        if regen:
+            with open(path, "w") as f:
+                f.write(got)
+            tap.ok(True, f"golden {name} (regenerated)")
+            continue
+        try:
+            with open(path) as f:
+                want = f.read()
+        except FileNotFoundError:
+            want = None
+        if want == got:
+            tap.ok(True, f"golden {name}")
+        else:
+            import difflib
+            diff = "".join(difflib.unified_diff(
+                (want or "").splitlines(True), got.splitlines(True),
+                "golden/" + name, "actual"))
+            tap.ok(False, f"golden {name}",
+                   diff or "missing golden file (VRAMTRACE_REGEN=1)")
+        if name.endswith(".json") and rc == 0:
+            import json
+            try:
+                doc = json.loads(out)
+                good = doc.get("schema") == "vramtrace-report/1"
+            except ValueError as e:
+                good, doc = False, e
+            tap.ok(good, f"golden {name} parses as vramtrace-report/1", doc)
+
+
+def group_bad(opts, tap):
+    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+        mktrace(opts, "bad.mkt", tmp)
+        open(os.path.join(tmp, "bad/empty.vtrace"), "wb").close()
+        with open(os.path.join(tmp, "bad/random.vtrace"), "wb") as f:
+            f.write(bytes((i * 97 + 13) % 256 for i in range(4096)))
+        os.mkdir(os.path.join(tmp, "bad/emptydir"))
+        with open(os.path.join(tmp, "bad/emptydir/notes.txt"), "w") as f:
+            f.write("no traces here\n")
+        for path, want in BAD_CASES:
+            for fmt in ("text", "json"):
+                rc, out, err = run([opts.vramtrace, "analyze", "--format",
+                                    fmt, path], tmp)
+                lines = err.splitlines()
+                good = (rc == 1 and out == "" and len(lines) == 1 and
+                        lines[0].startswith(
+                            f"vramtrace: error: {path}: ") and
+                        want in lines[0])
+                tap.ok(good, f"bad input {path} ({fmt})",
+                       f"exit {rc}\nstdout: {out!r}\nstderr: {err!r}\n"
+                       f"want: {want!r}")
+        # A bad file among good ones still fails the whole analysis, and
+        # names the bad file.
+        mktrace(opts, "multi.mkt", tmp)
+        rc, out, err = run([opts.vramtrace, "analyze", "run",
+                            "bad/corrupt.vtrace"], tmp)
+        tap.ok(rc == 1 and err.startswith(
+            "vramtrace: error: bad/corrupt.vtrace: corrupt frame"),
+            "bad file after a good run", err)
+        # Every prefix of a good trace: exit 0 or 1, never a crash.
+        mktrace(opts, "basic.mkt", tmp)
+        data = open(os.path.join(tmp, "run/100.vtrace"), "rb").read()
+        crashes = []
+        for cut in range(0, len(data), max(1, len(data) // 97)):
+            p = os.path.join(tmp, "bad/prefix.vtrace")
+            with open(p, "wb") as f:
+                f.write(data[:cut])
+            rc, out, err = run([opts.vramtrace, "analyze",
+                                "bad/prefix.vtrace"], tmp)
+            if rc not in (0, 1) or sanitizer_report(err):
+                crashes.append((cut, rc, err))
+        tap.ok(not crashes, "every prefix of a trace: exit 0 or 1", crashes)
+        # Flipped bytes: never a crash.
+        crashes = []
+        for i in range(0, len(data), max(1, len(data) // 61)):
+            mutated = bytearray(data)
+            mutated[i] ^= 0xff
+            p = os.path.join(tmp, "bad/flip.vtrace")
+            with open(p, "wb") as f:
+                f.write(mutated)
+            rc, out, err = run([opts.vramtrace, "analyze", "-f", "json",
+                                "bad/flip.vtrace"], tmp)
+            if rc not in (0, 1) or sanitizer_report(err):
+                crashes.append((i, rc, err))
+        tap.ok(not crashes, "flipped bytes: exit 0 or 1", crashes)
+
+
+def group_usage(opts, tap):
+    exe = opts.vramtrace
+    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+        for args, want_rc, stream in [
+            ([], 2, "err"),
+            (["bogus"], 2, "err"),
+            (["--bogus"], 2, "err"),
+            (["analyze"], 2, "err"),
+            (["analyze", "--format", "xml", "x"], 2, "err"),
+            (["analyze", "--format"], 2, "err"),
+            (["analyze", "--nope", "x"], 2, "err"),
+            (["record"], 2, "err"),
+            (["record", "-o"], 2, "err"),
+            (["help", "bogus"], 2, "err"),
+        ]:
+            rc, out, err = run([exe] + args, tmp)
+            lines = err.splitlines()
+            good = (rc == want_rc and out == "" and len(lines) >= 2 and
+                    lines[0].startswith("vramtrace: error: ") and
+                    any(l.startswith("usage: vramtrace") for l in lines))
+            tap.ok(good, f"usage error: vramtrace {' '.join(args)}",
+                   f"exit {rc}\nstdout: {out!r}\nstderr: {err!r}")
+        for args in (["--help"], ["-h"], ["help"], ["help", "analyze"],
+                     ["help", "record"], ["analyze", "--help"],
+                     ["record", "--help"], ["record", "-h", "--", "x"]):
+            rc, out, err = run([exe] + args, tmp)
+            tap.ok(rc == 0 and out.startswith("usage: vramtrace") and
+                   err == "", f"help: vramtrace {' '.join(args)}",
+                   f"exit {rc}\nstdout: {out!r}\nstderr: {err!r}")
+        rc, out, err = run([exe, "--version"], tmp)
+        tap.ok(rc == 0 and out.startswith("vramtrace ") and err == "",
+               "--version", out + err)
+
+
+def group_record(opts, tap):
+    exe = opts.vramtrace
+    env = dict(os.environ)
+    env.pop("VRAMTRACE_OUT", None)
+    env.pop("LD_PRELOAD", None)
+    env["VRAMTRACE_PRELOAD"] = opts.noop
+    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+        def exitfile(d):
+            files = [f for f in os.listdir(os.path.join(tmp, d))
+                     if f.endswith(".exit")]
+            if len(files) != 1:
+                return None
+            return open(os.path.join(tmp, d, files[0])).read()
+
+        rc, out, err = run([exe, "record", "-o", "r1", "--", "sh", "-c",
+                            "exit 3"], tmp, env)
+        tap.ok(rc == 3, "record: exit status passes through", err)
+        tap.ok(exitfile("r1") == "exit 3\n", "record: .exit file",
+               exitfile("r1"))
+        tap.ok(err == "vramtrace: trace in r1 (analyze with: vramtrace "
+               "analyze r1)\n", "record: trace message", err)
+        st = os.stat(os.path.join(tmp, "r1"))
+        tap.ok(st.st_mode & 0o777 == 0o700, "record: run dir mode 0700",
+               oct(st.st_mode))
+        ef = [f for f in os.listdir(os.path.join(tmp, "r1"))
+              if f.endswith(".exit")][0]
+        tap.ok(os.stat(os.path.join(tmp, "r1", ef)).st_mode & 0o777 == 0o600,
+               "record: .exit mode 0600")
+
+        rc, out, err = run([exe, "record", "-o", "r2", "sh", "-c",
+                            "kill -TERM $$"], tmp, env)
+        tap.ok(rc == 128 + signal.SIGTERM, "record: killed by signal -> "
+               "128+n", f"exit {rc}: {err}")
+        tap.ok(exitfile("r2") == f"signal {int(signal.SIGTERM)}\n",
+               "record: .exit file for a signal", exitfile("r2"))
+
+        rc, out, err = run([exe, "record", "-o", "r3", "--",
+                            "vramtrace-no-such-command"], tmp, env)
+        tap.ok(rc == 127 and "command not found" in err,
+               "record: command not found -> 127", f"exit {rc}: {err}")
+        tap.ok(not os.path.exists(os.path.join(tmp, "r3")),
+               "record: no run dir left when nothing ran")
+
+        env2 = dict(env, LD_PRELOAD="/previous.so")
+        rc, out, err = run([exe, "record", "-o", "r4", "--", "sh", "-c",
+                            'printf "%s|%s" "$LD_PRELOAD" "$VRAMTRACE_OUT"'
+                            ' > env.txt'], tmp, env2)
+        got = open(os.path.join(tmp, "env.txt")).read() if rc == 0 else ""
+        want = (os.path.realpath(opts.noop) + ":/previous.so|" +
+                os.path.realpath(os.path.join(tmp, "r4")))
+        tap.ok(got == want, "record: LD_PRELOAD and VRAMTRACE_OUT exported",
+               f"got {got!r}\nwant {want!r}")
+
+        env3 = dict(env, VRAMTRACE_OUT="r5")
+        rc, out, err = run([exe, "record", "true"], tmp, env3)
+        tap.ok(rc == 0 and exitfile("r5") == "exit 0\n",
+               "record: VRAMTRACE_OUT names the run dir", err)
+
+        open(os.path.join(tmp, "r5", "123.vtrace"), "w").close()
+        rc, out, err = run([exe, "record", "-o", "r5", "true"], tmp, env)
+        tap.ok(rc == 1 and err.startswith("vramtrace: error: r5: ") and
+               "-o" in err, "record: dir with traces refused", err)
+
+        sub = os.path.join(tmp, "defaults")
+        os.mkdir(sub)
+        rc1, _, err1 = run([exe, "record", "true"], sub, env)
+        rc2, _, err2 = run([exe, "record", "true"], sub, env)
+        dirs = sorted(os.listdir(sub))
+        tap.ok(rc1 == 0 and rc2 == 0 and len(dirs) == 2 and
+               all(d.startswith("vramtrace-run-") for d in dirs),
+               "record: default run dir names, never reused",
+               f"{dirs} {err1} {err2}")
+
+        rc, out, err = run([exe, "record", "-o", "r6", "true"], tmp,
+                           dict(env, VRAMTRACE_PRELOAD="/nonexistent.so"))
+        tap.ok(rc == 1 and err.startswith(
+            "vramtrace: error: /nonexistent.so: ") and len(
+                err.splitlines()) == 1, "record: missing preload", err)
+
+        # SIGTERM to vramtrace reaches the command; SIGINT does not kill
+        # vramtrace itself (the command gets it from the terminal).
+        p = subprocess.Popen([exe, "record", "-o", "r7", "--", "sleep",
+                              "20"], cwd=tmp, env=env,
+                             stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+        alive = p.poll() is None
+        p.send_signal(signal.SIGTERM)
+        try:
+            rc = p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = None
+        p.stderr.close()
+        tap.ok(alive, "record: SIGINT ignored by vramtrace")
+        tap.ok(rc == 128 + signal.SIGTERM and
+               exitfile("r7") == f"signal {int(signal.SIGTERM)}\n",
+               "record: SIGTERM forwarded to the command", f"exit {rc}")
+
+        # With the real preload (when it is built): CMD runs under it. The
+        # preload writes a trace only at a process's first GPU event, so a
+        # shell leaves just the .exit file (the preload suite covers
+        # traces of programs that use the fake drivers).
+        real = os.path.join(os.path.dirname(os.path.dirname(exe)),
+                            "preload", "libvramtrace.so")
+        sanitized = os.path.exists(real) and \
+            b"__asan_init" in open(real, "rb").read()
+        if sanitized:
+            # An ASan-built preload cannot go into an uninstrumented sh.
+            tap.ok(True, "record with the real preload "
+                   "# SKIP preload built with ASan")
+        elif os.path.exists(real):
+            env4 = dict(env)
+            env4.pop("VRAMTRACE_PRELOAD")
+            rc, out, err = run([exe, "record", "-o", "r8", "--", "sh", "-c",
+                                "exit 4"], tmp, env4)
+            tap.ok(rc == 4 and exitfile("r8") == "exit 4\n",
+                   "record with the real preload", err)
+        else:
+            tap.ok(True, "record with the real preload "
+                   "# SKIP preload not built")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vramtrace", required=True)
+    ap.add_argument("--mktrace", required=True)
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--noop")
+    ap.add_argument("group", choices=["golden", "bad", "usage", "record"])
+    opts = ap.parse_args()
+    opts.vramtrace = os.path.abspath(opts.vramtrace)
+    opts.mktrace = os.path.abspath(opts.mktrace)
+    if opts.noop:
+        opts.noop = os.path.abspath(opts.noop)
+    tap = Tap()
+    globals()["group_" + opts.group](opts, tap)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
