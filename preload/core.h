@@ -15,10 +15,12 @@
 #ifndef VRT_CORE_H
 #define VRT_CORE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define VRT_HIDDEN __attribute__((visibility("hidden")))
 #define VRT_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -134,6 +136,12 @@ uint64_t vrt_tbuf_dropped(void); /* events dropped */
 
 /* CLOCK_MONOTONIC in ns (vDSO). */
 uint64_t vrt_tbuf_now(void);
+
+/* Condition variables of the core wait on CLOCK_MONOTONIC (a wall clock
+ * step must not stretch a bounded wait): init one, and compute the
+ * absolute deadline ms from now. */
+void vrt_tbuf_cond_init(pthread_cond_t *cv);
+void vrt_tbuf_deadline(struct timespec *ts, int ms);
 
 /* ---- writer.c --------------------------------------------------------- */
 

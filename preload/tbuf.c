@@ -69,6 +69,7 @@ static size_t pool_made, pool_max;
 static _Atomic uint64_t dropped;
 
 void (*vrt_tbuf_on_claim)(void);
+static pthread_condattr_t mono_attr;
 static uint64_t exited_events; /* events of tbufs handed back; under mu */
 
 uint64_t vrt_tbuf_now(void)
@@ -106,8 +107,6 @@ static void spin_unlock(_Atomic int *l)
 	atomic_store_explicit(l, 0, memory_order_release);
 }
 
-static pthread_condattr_t mono_attr;
-
 int vrt_tbuf_init(size_t max_bytes)
 {
 	pthread_condattr_init(&mono_attr);
@@ -120,7 +119,12 @@ int vrt_tbuf_init(size_t max_bytes)
 	return 0;
 }
 
-static void deadline_after(struct timespec *ts, int ms)
+void vrt_tbuf_cond_init(pthread_cond_t *cv)
+{
+	pthread_cond_init(cv, &mono_attr);
+}
+
+void vrt_tbuf_deadline(struct timespec *ts, int ms)
 {
 	clock_gettime(CLOCK_MONOTONIC, ts);
 	ts->tv_sec += ms / 1000;
@@ -167,7 +171,7 @@ static struct vrt_chunk *pool_get(void)
 		if (!vrt_capture_on())
 			break;
 		if (!have_deadline) {
-			deadline_after(&deadline, POOL_WAIT_MS);
+			vrt_tbuf_deadline(&deadline, POOL_WAIT_MS);
 			have_deadline = 1;
 		}
 		writer_kicked = 1;
@@ -399,7 +403,7 @@ void vrt_tbuf_release(struct vrt_chunk *list)
 void vrt_tbuf_writer_wait(int timeout_ms)
 {
 	struct timespec deadline;
-	deadline_after(&deadline, timeout_ms);
+	vrt_tbuf_deadline(&deadline, timeout_ms);
 	pthread_mutex_lock(&mu);
 	while (!writer_kicked) {
 		if (pthread_cond_timedwait(&writer_cv, &mu, &deadline) ==

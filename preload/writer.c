@@ -42,7 +42,7 @@
 #define MAX_DEVICES 64
 
 static pthread_mutex_t w_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t w_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t w_cv; /* CLOCK_MONOTONIC, set up by start */
 static uint64_t req_seq, done_seq;
 static int stop_req, stopped, running;
 static struct vrt_device_info known_devs[MAX_DEVICES];
@@ -357,6 +357,7 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 	}
 	req_seq = done_seq = 0;
 	stop_req = stopped = 0;
+	vrt_tbuf_cond_init(&w_cv);
 	devs_pending = known_ndev > 0; /* a forked child repeats them */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -386,27 +387,19 @@ void vrt_writer_devices(const struct vrt_device_info *devs, int n)
 	pthread_mutex_unlock(&w_mu);
 }
 
-static void deadline_after(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
-void vrt_writer_sync(int timeout_ms)
+/* Asks the writer for a pass (stop: the final one) and waits until it is
+ * done or timeout_ms has passed. Returns 1 when the writer answered. */
+static int request(int stop, int timeout_ms)
 {
 	struct timespec deadline;
-	deadline_after(&deadline, timeout_ms);
+	vrt_tbuf_deadline(&deadline, timeout_ms);
 	pthread_mutex_lock(&w_mu);
 	if (!running || stop_req) {
 		pthread_mutex_unlock(&w_mu);
-		return;
+		return 0;
 	}
 	uint64_t mine = ++req_seq;
+	stop_req = stop;
 	pthread_mutex_unlock(&w_mu);
 	vrt_tbuf_kick();
 	pthread_mutex_lock(&w_mu);
@@ -414,28 +407,19 @@ void vrt_writer_sync(int timeout_ms)
 		if (pthread_cond_timedwait(&w_cv, &w_mu, &deadline) ==
 		    ETIMEDOUT)
 			break;
+	int answered = stop ? stopped : done_seq >= mine;
 	pthread_mutex_unlock(&w_mu);
+	return answered;
+}
+
+void vrt_writer_sync(int timeout_ms)
+{
+	request(0, timeout_ms);
 }
 
 void vrt_writer_stop(int timeout_ms)
 {
-	struct timespec deadline;
-	deadline_after(&deadline, timeout_ms);
-	pthread_mutex_lock(&w_mu);
-	if (!running || stop_req) {
-		pthread_mutex_unlock(&w_mu);
-		return;
-	}
-	stop_req = 1;
-	pthread_mutex_unlock(&w_mu);
-	vrt_tbuf_kick();
-	pthread_mutex_lock(&w_mu);
-	while (!stopped)
-		if (pthread_cond_timedwait(&w_cv, &w_mu, &deadline) ==
-		    ETIMEDOUT)
-			break;
-	int done = stopped;
-	pthread_mutex_unlock(&w_mu);
+	int done = request(1, timeout_ms);
 	if (done) {
 		pthread_join(thread, NULL);
 		close(fd);
@@ -459,7 +443,7 @@ void vrt_writer_after_fork_parent(void)
 void vrt_writer_after_fork_child(void)
 {
 	pthread_mutex_init(&w_mu, NULL);
-	pthread_cond_init(&w_cv, NULL);
+	vrt_tbuf_cond_init(&w_cv);
 	/* The parent's writer thread does not exist here and its compression
 	 * context may be mid-frame: drop both. The buffers are reused. */
 	if (fd >= 0)

@@ -2,8 +2,10 @@
  * vramtrace trace format — the one contract shared by the preload (writer)
  * and the analyzer (reader). Nothing else is shared between the two sides.
  *
- * A run is a directory; each traced process writes one file named
- * "<pid>.vtrace" (VRT_TRACE_SUFFIX) into it.
+ * A run is a directory; each traced process that makes a GPU memory call
+ * writes one file named "<pid>.vtrace" (VRT_TRACE_SUFFIX; "<pid>-<n>.vtrace"
+ * if that name is taken) into it. `vramtrace record` adds "<pid>.exit" for
+ * the command it started: one line, "exit N" or "signal N".
  *
  * File:   a sequence of independent zstd frames. A frame is closed at least
  *         every ~100 ms or every few MiB, and at once after a failed
@@ -46,12 +48,14 @@
 
 /* Record types. Payload fields in order; (s) = svarint, (str) = string. */
 enum vrt_rec {
-	/* magic[8] raw, version, pid, ppid, start_wall_ns (CLOCK_REALTIME),
+	/* The first record of the file, exactly once.
+	 * magic[8] raw, version, pid, ppid, start_wall_ns (CLOCK_REALTIME),
 	 * start_mono_ns, flags (unused, 0), host(str), exe(str), argc,
 	 * argv[argc](str) */
 	VRT_REC_HEADER = 1,
 	/* vendor (enum vrt_vendor), ordinal, total_bytes, name(str),
-	 * uuid(str: 16 raw bytes, or empty) */
+	 * uuid(str: 16 raw bytes, or empty). Readers show a CUDA uuid as
+	 * nvidia-smi does: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx. */
 	VRT_REC_DEVICE = 2,
 	/* id, text(str) — interned strings (symbols, files) */
 	VRT_REC_STRING = 3,
@@ -78,7 +82,8 @@ enum vrt_rec {
 	 * else 0), size (requested bytes, 0 for frees), aux, error (vendor
 	 * code), have_info (0/1), free_bytes, total_bytes (driver's
 	 * cuMemGetInfo right after the failure; 0 when have_info is 0),
-	 * stack, phase */
+	 * stack, phase. device: the one the call named (VMM location), else
+	 * the caller's current device; VRT_DEVICE_HOST for host families. */
 	VRT_REC_FAIL = 11,
 	/* dts, device(s), free_bytes, total_bytes — the application's own
 	 * capacity probe (cuMemGetInfo / hipMemGetInfo) */
