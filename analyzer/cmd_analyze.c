@@ -158,6 +158,11 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		        err->msg);
 		goto out;
 	}
+	for (i = 0; i < t.nskipped; i++)
+		fprintf(stderr,
+		        "vramtrace: warning: %s; skipped (the process died "
+		        "before its first flush)\n",
+		        t.skipped[i]);
 	for (i = 0; i < t.nprocs; i++)
 		if (t.procs[i].truncated)
 			fprintf(stderr,

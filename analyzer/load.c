@@ -928,8 +928,33 @@ static enum vrt_load_status load_dir(struct vrt_trace *t, const char *path,
 	}
 	/* Name order, so reports do not depend on readdir order. */
 	qsort(names, n, sizeof(*names), cmp_str);
-	for (i = 0; i < n && !s; i++)
+	size_t loaded = 0, procs_before = t->nprocs;
+	struct vrt_load_error first = {0};
+	for (i = 0; i < n && !s; i++) {
 		s = load_file(t, names[i], err);
+		if (s == VRT_LOAD_ERR_EMPTY || s == VRT_LOAD_ERR_NO_FRAME) {
+			/* A process that died before its first flush: nothing
+			 * of it can be read, the rest of the run can. */
+			char *note;
+			if (!first.status)
+				first = *err;
+			if (asprintf(&note, "%s: %s", err->path, err->msg) < 0 ||
+			    grow((void **)&t->skipped, &t->cap_skipped,
+				 t->nskipped + 1, sizeof(*t->skipped))) {
+				s = fail(err, VRT_LOAD_ERR_NOMEM, path,
+					 "listing");
+				goto out;
+			}
+			t->skipped[t->nskipped++] = note;
+			s = VRT_LOAD_OK;
+			continue;
+		}
+		loaded += !s;
+	}
+	if (!s && !loaded && first.status && t->nprocs == procs_before) {
+		*err = first;
+		s = first.status;
+	}
 out:
 	for (i = 0; i < n; i++)
 		free(names[i]);
@@ -1157,6 +1182,9 @@ void vrt_load_free(struct vrt_trace *t)
 		free(t->devices[i].host);
 		free(t->devices[i].name);
 	}
+	for (i = 0; i < t->nskipped; i++)
+		free(t->skipped[i]);
+	free(t->skipped);
 	for (i = 0; i < t->nhosts; i++)
 		free(t->hosts[i]);
 	free(t->hosts);

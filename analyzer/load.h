@@ -122,6 +122,9 @@ struct vrt_trace {
 	char **hosts; /* distinct hosts, order of first appearance */
 	size_t nhosts;
 	int64_t *host_shift; /* per host: ns added to its monotonic times */
+	char **skipped; /* "<file>: <reason>" of files a directory held that
+			 * died before their first frame (not loaded) */
+	size_t nskipped, cap_skipped;
 	int64_t start_ns;    /* earliest HEADER start_mono_ns (aligned) */
 	int64_t end_ns;      /* latest event, trailer or header time */
 };
@@ -140,6 +143,9 @@ struct vrt_load_error {
  * ordered by (host, ordinal). On failure returns a status other than
  * VRT_LOAD_OK, fills *err, and *t must still be released with
  * vrt_load_free. Truncated files are not failures: see procs[].truncated.
+ * Inside a directory, a file that is empty or holds no complete frame (its
+ * process died before the first flush) is listed in skipped[] instead, as
+ * long as another file of the directory loads.
  */
 enum vrt_load_status vrt_load_paths(struct vrt_trace *t, char *const *paths,
                                     size_t npaths, struct vrt_load_error *err);

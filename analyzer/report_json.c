@@ -148,7 +148,12 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 	vrt_json_key(w, "duration_s");
 	vrt_json_seconds(w, t->end_ns - t->start_ns);
 	vrt_json_key(w, "truncated");
-	vrt_json_bool(w, truncated);
+	vrt_json_bool(w, truncated || t->nskipped);
+	vrt_json_key(w, "skipped_files");
+	vrt_json_begin_array(w);
+	for (i = 0; i < t->nskipped; i++)
+		vrt_json_string(w, t->skipped[i]);
+	vrt_json_end_array(w);
 	vrt_json_end_object(w);
 }
 

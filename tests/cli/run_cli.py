@@ -12,6 +12,7 @@ golden/<case>; VRAMTRACE_REGEN=1 rewrites those files instead.
 Output is TAP.
 """
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -167,6 +168,30 @@ def group_bad(opts, tap):
         tap.ok(rc == 1 and err.startswith(
             "vramtrace: error: bad/corrupt.vtrace: corrupt frame"),
             "bad file after a good run", err)
+        # Inside a run directory, a file whose process died before its
+        # first flush (empty, or no complete frame) is skipped with a
+        # warning; the rest of the run is analysed.
+        shutil.copytree(os.path.join(tmp, "run"), os.path.join(tmp, "mixed"))
+        open(os.path.join(tmp, "mixed/999.vtrace"), "wb").close()
+        with open(os.path.join(tmp, "mixed/998.vtrace"), "wb") as f:
+            f.write(b"\x28\xb5\x2f\xfd\x04")
+        rc, out, err = run([opts.vramtrace, "analyze", "-f", "json",
+                            "mixed"], tmp)
+        warned = [l for l in err.splitlines() if "skipped" in l]
+        report = json.loads(out) if rc == 0 else {}
+        tap.ok(rc == 0 and len(warned) == 2 and
+               report["run"]["truncated"] is True and
+               len(report["run"]["skipped_files"]) == 2 and
+               len(report["run"]["processes"]) >= 1,
+               "dead-before-first-flush files skipped in a run directory",
+               f"exit {rc}\nstderr: {err!r}")
+        # ... but a directory of nothing else is still an error.
+        os.mkdir(os.path.join(tmp, "onlydead"))
+        open(os.path.join(tmp, "onlydead/1.vtrace"), "wb").close()
+        rc, out, err = run([opts.vramtrace, "analyze", "onlydead"], tmp)
+        tap.ok(rc == 1 and err.startswith(
+            "vramtrace: error: onlydead/1.vtrace: not a trace: empty file"),
+            "a directory with only dead files is an error", err)
         # Every prefix of a good trace: exit 0 or 1, never a crash.
         mktrace(opts, "basic.mkt", tmp)
         data = open(os.path.join(tmp, "run/100.vtrace"), "rb").read()
