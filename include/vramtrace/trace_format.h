@@ -23,7 +23,8 @@
  * Timestamps are CLOCK_MONOTONIC nanoseconds, comparable across the
  * processes of one host.
  *
- * Event records (ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO) only appear after a
+ * Event records (ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO, MARK, NET, PROC,
+ * REQUEST) only appear after a
  * CHUNK record in the same frame. CHUNK sets the thread id and the absolute
  * timestamp base; each event stores the delta (dts) from the previous event
  * of the chunk (or from the CHUNK base for the first). Events inside one
@@ -57,10 +58,26 @@ enum vrt_rec {
 	 * uuid(str: 16 raw bytes, or empty). Readers show a CUDA uuid as
 	 * nvidia-smi does: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx. */
 	VRT_REC_DEVICE = 2,
-	/* id, text(str) — interned strings (symbols, files) */
+	/* id, text(str) — interned strings (symbols, modules, files,
+	 * function names). Ids are per file, from 1; 0 means "none". */
 	VRT_REC_STRING = 3,
-	/* reserved for stacks: FRAME and STACK edges */
+	/* id, kind (enum vrt_frame_kind), then
+	 *   native: ip, module(string id), symbol(string id, 0 unknown),
+	 *           offset (ip - symbol start, 0 unknown)
+	 *   python: file(string id), function(string id: qualified name),
+	 *           line
+	 * Frame ids are per file, from 1. */
 	VRT_REC_FRAME = 4,
+	/* id, parent(stack id, 0 = root), frame(frame id), phase — one node
+	 * of the trie of call paths, root = outermost frame. An event's stack
+	 * id names its innermost node; the call path is read by following
+	 * parents. Python frames (outer → inner) come first, then native
+	 * frames (outer → inner). phase: the preload's default tag for events
+	 * with this stack (VRT_PHASE_* encoding below, source RULE), computed
+	 * from every frame on the path; a reader may re-classify with other
+	 * rules. Stack ids are per file, from 1. STRING, FRAME and STACK
+	 * records may come after the events that use them (but in the same
+	 * file); readers resolve stacks once everything is read. */
 	VRT_REC_STACK = 5,
 	/* tid, ts_abs — opens a thread chunk */
 	VRT_REC_CHUNK = 6,
@@ -88,16 +105,101 @@ enum vrt_rec {
 	/* dts, device(s), free_bytes, total_bytes — the application's own
 	 * capacity probe (cuMemGetInfo / hipMemGetInfo) */
 	VRT_REC_MEMINFO = 12,
-	/* reserved: markers, samples, phase names */
+	/* chunk event: dts, label(str) — vramtrace_mark() or `ctl mark` */
 	VRT_REC_MARK = 13,
+	/* reserved: sampler (device used bytes, host memory) */
 	VRT_REC_SAMPLE = 14,
+	/* id, name(str) — a phase id's name. Ids 0..VRT_PHASE_BUILTIN_MAX
+	 * are fixed (below) and need no record; others (custom phases from
+	 * user rules or the annotation API) are declared before or after use
+	 * in the same file. */
 	VRT_REC_PHASE = 15,
 	/* ts_abs — every event with ts < ts_abs is already written */
 	VRT_REC_WATERMARK = 16,
 	/* end_mono_ns, flags (VRT_TRAILER_*), events_written,
 	 * events_dropped, note(str: why capture stopped, or empty) */
 	VRT_REC_TRAILER = 17,
+	/* chunk event: dts, op (enum vrt_net_op), fd, arg
+	 *   LISTEN: arg = port (0 for a non-inet socket) — the server is ready
+	 *   ACCEPT: arg = the listening fd — a request connection opens
+	 *   CLOSE:  arg = 0 — an accepted connection closes */
+	VRT_REC_NET = 18,
+	/* chunk event: dts, op (enum vrt_proc_op), pid, text(str)
+	 *   FORK: pid = the child;  SPAWN: pid = the child, text = path;
+	 *   EXEC: pid = 0, text = path (written just before exec) */
+	VRT_REC_PROC = 19,
+	/* chunk event: dts, op (1 begin, 2 end), request id —
+	 * vramtrace_request_begin/end() */
+	VRT_REC_REQUEST = 20,
 };
+
+enum vrt_frame_kind { VRT_FRAME_NATIVE = 0, VRT_FRAME_PYTHON = 1 };
+
+enum vrt_net_op { VRT_NET_LISTEN = 1, VRT_NET_ACCEPT = 2, VRT_NET_CLOSE = 3 };
+
+enum vrt_proc_op { VRT_PROC_FORK = 1, VRT_PROC_EXEC = 2, VRT_PROC_SPAWN = 3 };
+
+/*
+ * Phases. The "phase" field of events and STACK records holds
+ * phase_id * 4 + source. Ids below are fixed; higher ids are named by
+ * PHASE records. A source says who decided:
+ *   RULE       a rule over the call stack (the preload's default; STACK)
+ *   ANNOTATION the application said so (vramtrace_phase_push); wins over
+ *              rules, a reader never re-classifies it
+ *   INFERRED   evidence, not a rule (analyzer only, reported as such)
+ * Phase id 0 is "unattributed" whatever the source.
+ */
+#define VRT_PHASE_LIST(X)                                                      \
+	X(0, unattributed)                                                     \
+	X(1, weights)                                                          \
+	X(2, kv_cache)                                                         \
+	X(3, forward)                                                          \
+	X(4, profile)                                                          \
+	X(5, cuda_graph)                                                       \
+	X(6, comm)                                                             \
+	X(7, workspace)
+
+enum vrt_phase_id {
+#define VRT_X_PHASE(id, name) VRT_PHASE_##name = id,
+	VRT_PHASE_LIST(VRT_X_PHASE)
+#undef VRT_X_PHASE
+	VRT_PHASE_BUILTIN_MAX = 7,
+	VRT_PHASE_FIRST_CUSTOM = 16
+};
+
+enum vrt_phase_source {
+	VRT_SRC_RULE = 0,
+	VRT_SRC_ANNOTATION = 1,
+	VRT_SRC_INFERRED = 2
+};
+
+static inline uint64_t vrt_phase_encode(unsigned id, unsigned source)
+{
+	return (uint64_t)id * 4 + source;
+}
+
+static inline unsigned vrt_phase_id(uint64_t field)
+{
+	return (unsigned)(field / 4);
+}
+
+static inline unsigned vrt_phase_source(uint64_t field)
+{
+	return (unsigned)(field % 4);
+}
+
+/* Name of a fixed phase id, or NULL. */
+static inline const char *vrt_phase_builtin_name(unsigned id)
+{
+	switch (id) {
+#define VRT_X_PNAME(i, name)                                                   \
+	case i:                                                                \
+		return #name;
+		VRT_PHASE_LIST(VRT_X_PNAME)
+#undef VRT_X_PNAME
+	}
+	return NULL;
+}
 
 enum vrt_trailer_flag {
 	VRT_TRAILER_CLEAN_EXIT = 1,   /* written by the exit path */
@@ -164,7 +266,28 @@ enum vrt_op {
 	X(19, cuMemFreeHost, VRT_FAM_PINNED, VRT_OP_FREE)                      \
 	X(20, cuMemHostRegister_v2, VRT_FAM_REGISTERED, VRT_OP_ALLOC)          \
 	X(21, cuMemHostUnregister, VRT_FAM_REGISTERED, VRT_OP_FREE)            \
-	X(22, cuMemGetInfo_v2, VRT_FAM_NONE, VRT_OP_PROBE)
+	X(22, cuMemGetInfo_v2, VRT_FAM_NONE, VRT_OP_PROBE)                     \
+	X(64, hipMalloc, VRT_FAM_DEVICE, VRT_OP_ALLOC)                         \
+	X(65, hipExtMallocWithFlags, VRT_FAM_DEVICE, VRT_OP_ALLOC)             \
+	X(66, hipMallocPitch, VRT_FAM_DEVICE, VRT_OP_ALLOC)                    \
+	X(67, hipFree, VRT_FAM_DEVICE, VRT_OP_FREE)                            \
+	X(68, hipMallocAsync, VRT_FAM_ASYNC, VRT_OP_ALLOC)                     \
+	X(69, hipMallocFromPoolAsync, VRT_FAM_ASYNC, VRT_OP_ALLOC)             \
+	X(70, hipFreeAsync, VRT_FAM_ASYNC, VRT_OP_FREE)                        \
+	X(71, hipMemAddressReserve, VRT_FAM_VA, VRT_OP_ALLOC)                  \
+	X(72, hipMemAddressFree, VRT_FAM_VA, VRT_OP_FREE)                      \
+	X(73, hipMemCreate, VRT_FAM_VMM, VRT_OP_ALLOC)                         \
+	X(74, hipMemRelease, VRT_FAM_VMM, VRT_OP_FREE)                         \
+	X(75, hipMemMap, VRT_FAM_VMM, VRT_OP_MAP)                              \
+	X(76, hipMemUnmap, VRT_FAM_VMM, VRT_OP_UNMAP)                          \
+	X(77, hipMallocManaged, VRT_FAM_MANAGED, VRT_OP_ALLOC)                 \
+	X(78, hipHostMalloc, VRT_FAM_PINNED, VRT_OP_ALLOC)                     \
+	X(79, hipMallocHost, VRT_FAM_PINNED, VRT_OP_ALLOC)                     \
+	X(80, hipHostFree, VRT_FAM_PINNED, VRT_OP_FREE)                        \
+	X(81, hipFreeHost, VRT_FAM_PINNED, VRT_OP_FREE)                        \
+	X(82, hipHostRegister, VRT_FAM_REGISTERED, VRT_OP_ALLOC)               \
+	X(83, hipHostUnregister, VRT_FAM_REGISTERED, VRT_OP_FREE)              \
+	X(84, hipMemGetInfo, VRT_FAM_NONE, VRT_OP_PROBE)
 
 enum vrt_api {
 #define VRT_X_ENUM(id, name, fam, op) VRT_API_##name = id,
@@ -211,6 +334,7 @@ static inline int vrt_api_op(unsigned id)
 	return -1;
 }
 
+/* Ids below 64 are CUDA driver calls, 64 and up HIP runtime calls. */
 static inline int vrt_api_vendor(unsigned id)
 {
 	return id < 64 ? VRT_VENDOR_CUDA : VRT_VENDOR_HIP;

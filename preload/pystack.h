@@ -1,0 +1,58 @@
+/*
+ * pystack.c — the calling thread's Python frames, read without the GIL.
+ *
+ * PyTorch's bindings and ctypes release the GIL around native calls, so a
+ * hook cannot take it (that can deadlock against the caller's locks) and
+ * must not call any Python API. Instead the thread's own frame chain is
+ * walked read-only, as py-spy and austin do from outside: its frames cannot
+ * change while the thread sits in our hook. Struct layouts come from
+ * _Py_DebugOffsets (3.13+, at the start of _PyRuntime) or from built-in
+ * tables (3.9–3.12). Unknown versions, no interpreter in the process, or a
+ * thread without a Python thread state: 0 frames, never a crash.
+ *
+ * No libpython link: symbols are found with dlsym(RTLD_DEFAULT, ...).
+ */
+#ifndef VRT_PYSTACK_H
+#define VRT_PYSTACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One frame as captured: the code object and where in it the thread is.
+ * The pair identifies the frame for interning; names and line come from
+ * vrt_pystack_describe on first sight. */
+struct vrt_pyframe {
+	const void *code;
+	int64_t lasti; /* instruction offset in code units (version-specific
+			* meaning; only describe() interprets it) */
+};
+
+/* Looks for an interpreter in the process and picks the layout. Cheap to
+ * call again (returns the cached answer once an interpreter was found; a
+ * process that loads libpython later is seen at a later call). Returns 1
+ * if Python frames can be read, 0 if not. Not for the hot path before it
+ * returned 1 once; thread-safe. */
+int vrt_pystack_init(void);
+
+/* Python version found, as 0xMMmm (0x030b for 3.11), or 0. */
+unsigned vrt_pystack_version(void);
+
+/*
+ * Fills out[] with up to max frames of the calling thread, INNERMOST
+ * first; returns the count (0 when unavailable). Hot path: no malloc, no
+ * lock, no Python API, no reference counts; bounded work (max frames).
+ */
+int vrt_pystack_capture(struct vrt_pyframe *out, int max);
+
+/*
+ * Names of a captured frame: the code object's file name and qualified
+ * function name as UTF-8 (cut to fit, always NUL-terminated) and the line
+ * number for lasti (the code object's first line if the line table cannot
+ * be read). Reads the code object only (no API calls), so it is valid
+ * while the frame is live: call it on the capturing thread before the hook
+ * returns. Returns 0, or -1 if the object does not look like a code object.
+ */
+int vrt_pystack_describe(const struct vrt_pyframe *f, char *file,
+			 size_t filelen, char *func, size_t funclen, int *line);
+
+#endif /* VRT_PYSTACK_H */
