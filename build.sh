@@ -19,7 +19,10 @@ build|demo|test) ;;
 *) echo "build.sh: unknown mode '$mode' (build, demo or test)" >&2; exit 2 ;;
 esac
 
-packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev python3 zstd)
+# libamdhip64-5: the real HIP runtime, for the test that runs it under the
+# preload (it needs no AMD GPU; the test is skipped without the package).
+packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev python3 zstd
+          libamdhip64-5)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

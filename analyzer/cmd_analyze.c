@@ -1,8 +1,11 @@
 /*
- * cmd_analyze.c — `vramtrace analyze PATH... [--format text|json] [-o FILE]`
+ * cmd_analyze.c — `vramtrace analyze PATH... [--format text|json] [-o FILE]
+ * [--rules FILE]`
  *
- * Parses its arguments into struct settings, then loads (load.c), replays
- * (replay.c) and formats (report_*.c). Prints the one-line error of a
+ * Parses its arguments into struct settings, then reads the rules (if
+ * any), loads (load.c), attributes phases (attrib.c), replays (replay.c)
+ * and formats (report_*.c). A rules file that does not parse is a data
+ * error (exit 1) reported as "FILE:LINE: message". Prints the one-line error of a
  * failed load and one warning per truncated trace; writes the report to
  * stdout, or to FILE through FILE.tmp + fsync + rename so a reader never
  * sees half a report. Single-threaded.
@@ -13,25 +16,29 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attrib.h"
 #include "cmd.h"
 #include "load.h"
 #include "replay.h"
 #include "report.h"
+#include "rules.h"
 
 enum format { FMT_TEXT, FMT_JSON };
 
 struct settings {
 	enum format format;
 	const char *output; /* NULL: stdout */
+	const char *rules;  /* --rules FILE, or NULL */
 	char **paths;
 	int npaths;
 };
 
-enum { OPT_FORMAT = 1, OPT_OUTPUT };
+enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_RULES };
 
 static const struct vrt_option options[] = {
         {"format", 'f', 1, OPT_FORMAT},
         {"output", 'o', 1, OPT_OUTPUT},
+        {"rules", 0, 1, OPT_RULES},
         {NULL, 0, 0, 0},
 };
 
@@ -116,6 +123,9 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 		case OPT_OUTPUT:
 			s->output = st->arg;
 			break;
+		case OPT_RULES:
+			s->rules = st->arg;
+			break;
 		}
 	}
 	if (id == VRT_OPT_HELP)
@@ -129,9 +139,41 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 	return VRT_EXIT_OK;
 }
 
+/* The built-in rules with the rules file in front; NULL after printing
+ * the error (unreadable file, syntax error, out of memory). */
+static struct vrt_rules *read_rules(const char *path,
+                                    struct vrt_load_error *err)
+{
+	struct vrt_rules *rules = NULL;
+	char *text = NULL, msg[512];
+	size_t len = 0;
+
+	if (vrt_load_text(path, &text, &len, err)) {
+		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
+		        err->msg);
+		return NULL;
+	}
+	rules = vrt_rules_new_builtin();
+	if (!rules) {
+		fprintf(stderr, "vramtrace: error: %s: out of memory\n", path);
+		goto out;
+	}
+	msg[0] = '\0';
+	if (vrt_rules_parse(rules, text, len, path, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "vramtrace: error: %s\n",
+		        msg[0] ? msg : "rules file does not parse");
+		vrt_rules_free(rules);
+		rules = NULL;
+	}
+out:
+	free(text);
+	return rules;
+}
+
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {FMT_TEXT, NULL, NULL, 0};
+	struct settings s = {FMT_TEXT, NULL, NULL, NULL, 0};
+	struct vrt_rules *rules = NULL;
 	struct vrt_optstate st;
 	struct vrt_trace t;
 	struct vrt_replay r;
@@ -153,6 +195,8 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
+	if (s.rules && !(rules = read_rules(s.rules, err)))
+		goto out;
 	if (vrt_load_paths(&t, s.paths, (size_t)s.npaths, err)) {
 		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
 		        err->msg);
@@ -171,7 +215,7 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 			        t.procs[i].path,
 			        (long long)t.procs[i].trunc_offset,
 			        t.procs[i].trunc_reason);
-	if (vrt_replay_run(&r, &t)) {
+	if (vrt_attrib_run(&t, rules) || vrt_replay_run(&r, &t)) {
 		fprintf(stderr,
 		        "vramtrace: error: %s: out of memory while "
 		        "replaying\n",
@@ -182,6 +226,8 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 out:
 	vrt_replay_free(&r);
 	vrt_load_free(&t);
+	if (rules)
+		vrt_rules_free(rules);
 	free(err);
 	free(st.pos);
 	return rc;

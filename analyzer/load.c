@@ -14,7 +14,13 @@
  * read past the end; every field read below checks their result. Event
  * devices are stored as raw ordinals while a file is parsed and mapped to
  * the device table at the end of the file, so DEVICE records may come in
- * any order. Single-threaded, no globals.
+ * any order. STRING, FRAME, STACK and PHASE records are collected per file
+ * (their ids are per file) and resolved once the whole file is read, since
+ * a writer may emit them after the events that use them; frames and call
+ * paths are then interned into tables shared by all files, keyed by names,
+ * so the same call path in two processes is one stack. An id nothing
+ * declares resolves to "no stack" (or the unknown frame): never an error.
+ * Single-threaded, no globals.
  */
 #include "load.h"
 
@@ -38,6 +44,8 @@
 #define VRT_LOAD_FRAME_CAP (256u * 1024u * 1024u)
 /* More distinct devices than this in one file is corrupt input. */
 #define VRT_LOAD_MAX_FILE_DEVICES 256
+/* Longer call paths are cut at this depth (writers cap far below). */
+#define VRT_LOAD_MAX_DEPTH 4096
 
 static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
 
@@ -164,11 +172,379 @@ static char *dup_bytes(const uint8_t *p, size_t n)
 	return s;
 }
 
+/* ---- tables shared by the files of one load ------------------------------ */
+
+/* Open addressing, linear probing; a slot holds a hash and an index + 1
+ * (0 = empty). Entries are never removed. */
+struct itab {
+	struct islot {
+		uint64_t h;
+		uint32_t v;
+	} *s;
+	size_t cap, n;
+};
+
+struct intern {
+	struct itab strs, frames, stacks;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static uint64_t hash_bytes(const char *p)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	while (*p)
+		h = (h ^ (uint8_t)*p++) * 0x100000001b3ull;
+	return mix64(h);
+}
+
+static int itab_grow(struct itab *it)
+{
+	size_t ncap = it->cap ? it->cap * 2 : 256, i;
+	struct islot *ns = calloc(ncap, sizeof(*ns));
+
+	if (!ns)
+		return -1;
+	for (i = 0; i < it->cap; i++) {
+		size_t j;
+		if (!it->s[i].v)
+			continue;
+		j = it->s[i].h & (ncap - 1);
+		while (ns[j].v)
+			j = (j + 1) & (ncap - 1);
+		ns[j] = it->s[i];
+	}
+	free(it->s);
+	it->s = ns;
+	it->cap = ncap;
+	return 0;
+}
+
+/* Index of the slot for hash h whose entry eq() accepts, or of the empty
+ * slot ending the probe; requires cap > n. */
+static size_t itab_find(const struct itab *it, uint64_t h,
+                        int (*eq)(const void *ctx, uint32_t v),
+                        const void *ctx)
+{
+	size_t i = h & (it->cap - 1);
+
+	while (it->s[i].v) {
+		if (it->s[i].h == h && eq(ctx, it->s[i].v - 1))
+			return i;
+		i = (i + 1) & (it->cap - 1);
+	}
+	return i;
+}
+
+/* Prepares room for one more entry. */
+static int itab_reserve(struct itab *it)
+{
+	if ((it->n + 1) * 10 > it->cap * 7)
+		return itab_grow(it);
+	return 0;
+}
+
+static void itab_set(struct itab *it, size_t slot, uint64_t h, uint32_t v)
+{
+	it->s[slot].h = h;
+	it->s[slot].v = v + 1;
+	it->n++;
+}
+
+struct str_key {
+	const struct vrt_trace *t;
+	const char *s;
+};
+
+static int str_eq(const void *ctx, uint32_t v)
+{
+	const struct str_key *k = ctx;
+	return !strcmp(k->t->strs[v], k->s);
+}
+
+/* Interns a NUL-terminated string; returns its index (> 0) or 0 when out
+ * of memory (callers check with *oom). */
+static uint32_t intern_str(struct vrt_trace *t, const char *s, int *oom)
+{
+	struct intern *in = t->intern;
+	struct str_key k = {t, s};
+	uint64_t h = hash_bytes(s);
+	size_t slot;
+	char *d;
+
+	if (itab_reserve(&in->strs))
+		goto nomem;
+	slot = itab_find(&in->strs, h, str_eq, &k);
+	if (in->strs.s[slot].v)
+		return in->strs.s[slot].v - 1;
+	if (t->nstrs >= UINT32_MAX - 1 ||
+	    grow((void **)&t->strs, &t->cap_strs, t->nstrs + 1,
+	         sizeof(*t->strs)))
+		goto nomem;
+	d = strdup(s);
+	if (!d)
+		goto nomem;
+	t->strs[t->nstrs] = d;
+	itab_set(&in->strs, slot, h, (uint32_t)t->nstrs);
+	return (uint32_t)t->nstrs++;
+nomem:
+	*oom = 1;
+	return 0;
+}
+
+/* intern_str for bytes from a record (not NUL-terminated). */
+static uint32_t intern_bytes(struct vrt_trace *t, const uint8_t *p, size_t n,
+                             int *oom)
+{
+	char *s = dup_bytes(p, n);
+	uint32_t v;
+
+	if (!s) {
+		*oom = 1;
+		return 0;
+	}
+	v = intern_str(t, s, oom);
+	free(s);
+	return v;
+}
+
+static uint64_t frame_hash(const struct vrt_frame *f)
+{
+	uint64_t h = mix64(f->kind + 0x9e3779b97f4a7c15ull);
+	h = mix64(h ^ f->function);
+	h = mix64(h ^ ((uint64_t)f->file << 1));
+	h = mix64(h ^ f->line);
+	h = mix64(h ^ f->offset);
+	return mix64(h ^ f->ip);
+}
+
+struct frame_key {
+	const struct vrt_trace *t;
+	const struct vrt_frame *f;
+};
+
+static int frame_eq(const void *ctx, uint32_t v)
+{
+	const struct frame_key *k = ctx;
+	const struct vrt_frame *a = &k->t->frames[v], *b = k->f;
+	return a->kind == b->kind && a->function == b->function &&
+	       a->file == b->file && a->line == b->line &&
+	       a->offset == b->offset && a->ip == b->ip;
+}
+
+/* Returns the frame's index, or 0 (the unknown frame) with *oom set. */
+static uint32_t intern_frame(struct vrt_trace *t, const struct vrt_frame *f,
+                             int *oom)
+{
+	struct intern *in = t->intern;
+	struct frame_key k = {t, f};
+	uint64_t h = frame_hash(f);
+	size_t slot;
+
+	if (itab_reserve(&in->frames))
+		goto nomem;
+	slot = itab_find(&in->frames, h, frame_eq, &k);
+	if (in->frames.s[slot].v)
+		return in->frames.s[slot].v - 1;
+	if (t->nframes >= UINT32_MAX - 1 ||
+	    grow((void **)&t->frames, &t->cap_frames, t->nframes + 1,
+	         sizeof(*t->frames)))
+		goto nomem;
+	t->frames[t->nframes] = *f;
+	itab_set(&in->frames, slot, h, (uint32_t)t->nframes);
+	return (uint32_t)t->nframes++;
+nomem:
+	*oom = 1;
+	return 0;
+}
+
+struct stack_key {
+	const struct vrt_trace *t;
+	uint32_t parent, frame;
+};
+
+static int stack_eq(const void *ctx, uint32_t v)
+{
+	const struct stack_key *k = ctx;
+	return k->t->stacks[v].parent == k->parent &&
+	       k->t->stacks[v].frame == k->frame;
+}
+
+/* The stack (parent, frame); parent must exist. 0 with *oom set. */
+static uint32_t intern_stack(struct vrt_trace *t, uint32_t parent,
+                             uint32_t frame, int *oom)
+{
+	struct intern *in = t->intern;
+	struct stack_key k = {t, parent, frame};
+	uint64_t h = mix64(((uint64_t)parent << 32 | frame) ^ 0x5bd1e995ull);
+	size_t slot;
+	struct vrt_stack *st;
+
+	if (itab_reserve(&in->stacks))
+		goto nomem;
+	slot = itab_find(&in->stacks, h, stack_eq, &k);
+	if (in->stacks.s[slot].v)
+		return in->stacks.s[slot].v - 1;
+	if (t->nstacks >= UINT32_MAX - 1 ||
+	    grow((void **)&t->stacks, &t->cap_stacks, t->nstacks + 1,
+	         sizeof(*t->stacks)))
+		goto nomem;
+	st = &t->stacks[t->nstacks];
+	st->parent = parent;
+	st->frame = frame;
+	st->depth = t->stacks[parent].depth + 1;
+	itab_set(&in->stacks, slot, h, (uint32_t)t->nstacks);
+	return (uint32_t)t->nstacks++;
+nomem:
+	*oom = 1;
+	return 0;
+}
+
+static const char *const inferred_kv_name = "kv_cache (inferred)";
+
+/* The fixed names: 0..VRT_PHASE_BUILTIN_MAX and the inferred kv_cache. */
+static int phases_init(struct vrt_trace *t)
+{
+	unsigned i;
+
+	for (i = (unsigned)t->nphases; i <= VRT_LOAD_PHASE_INFERRED_KV; i++) {
+		const char *n = i == VRT_LOAD_PHASE_INFERRED_KV
+		                        ? inferred_kv_name
+		                        : vrt_phase_builtin_name(i);
+		t->phases[i] = strdup(n ? n : "reserved");
+		if (!t->phases[i])
+			return -1;
+		t->nphases = i + 1;
+	}
+	return 0;
+}
+
+int vrt_load_phase_intern(struct vrt_trace *t, const char *name)
+{
+	size_t i;
+
+	if (phases_init(t))
+		return -1;
+	for (i = 0; i < t->nphases; i++)
+		if (!strcmp(t->phases[i], name))
+			return (int)i;
+	if (t->nphases == VRT_LOAD_MAX_PHASES - 1) {
+		/* Full: every further name shares one last entry. */
+		t->phases[t->nphases] = strdup("other");
+		if (!t->phases[t->nphases])
+			return -1;
+		t->nphases++;
+	}
+	if (t->nphases == VRT_LOAD_MAX_PHASES)
+		return VRT_LOAD_MAX_PHASES - 1;
+	t->phases[t->nphases] = strdup(name);
+	if (!t->phases[t->nphases])
+		return -1;
+	return (int)t->nphases++;
+}
+
+/* Creates the shared tables with their fixed first entries. */
+static int tables_init(struct vrt_trace *t)
+{
+	if (t->intern)
+		return 0;
+	t->intern = calloc(1, sizeof(struct intern));
+	if (!t->intern ||
+	    grow((void **)&t->strs, &t->cap_strs, 1, sizeof(*t->strs)) ||
+	    grow((void **)&t->frames, &t->cap_frames, 1, sizeof(*t->frames)) ||
+	    grow((void **)&t->stacks, &t->cap_stacks, 1, sizeof(*t->stacks)))
+		return -1;
+	t->strs[0] = NULL;
+	t->nstrs = 1;
+	memset(&t->frames[0], 0, sizeof(t->frames[0]));
+	t->nframes = 1;
+	memset(&t->stacks[0], 0, sizeof(t->stacks[0]));
+	t->nstacks = 1;
+	return phases_init(t);
+}
+
+const char *vrt_load_str(const struct vrt_trace *t, uint32_t idx)
+{
+	return idx < t->nstrs ? t->strs[idx] : NULL;
+}
+
+const char *vrt_load_phase_name(const struct vrt_trace *t, unsigned phase,
+                                char *buf, size_t bufsz)
+{
+	const char *n;
+
+	if (phase < t->nphases && t->phases[phase])
+		return t->phases[phase];
+	if (phase == VRT_LOAD_PHASE_INFERRED_KV)
+		return inferred_kv_name;
+	n = vrt_phase_builtin_name(phase);
+	if (n)
+		return n;
+	snprintf(buf, bufsz, "phase-%u", phase);
+	return buf;
+}
+
+size_t vrt_load_stack_frames(const struct vrt_trace *t, uint32_t stack,
+                             uint32_t *frames, size_t max)
+{
+	size_t n = 0;
+
+	/* Parents have smaller indexes, so this ends even on bad input. */
+	while (stack && stack < t->nstacks && n < max) {
+		frames[n++] = t->stacks[stack].frame;
+		if (t->stacks[stack].parent >= stack)
+			break;
+		stack = t->stacks[stack].parent;
+	}
+	return n;
+}
+
 /* ---- per-file state --------------------------------------------------- */
 
+/* A process numbers CUDA and HIP devices separately: CUDA ordinal 0 and
+ * HIP ordinal 0 are two cards, so a file's device is (vendor, ordinal). An
+ * event's vendor is its api's (vrt_api_vendor). */
 struct file_dev {
+	int vendor; /* enum vrt_vendor */
 	int64_t ordinal;
 	int32_t global; /* index in t->devices */
+};
+
+/* Records of one file, resolved at its end (ids are per file). */
+struct file_str {
+	uint64_t id;
+	uint32_t g; /* index in t->strs */
+	uint32_t seq;
+};
+
+struct file_frame {
+	uint64_t id;
+	uint64_t ip, a, b, c; /* native: module, symbol, offset;
+	                         python: file, function, line */
+	uint32_t g;           /* index in t->frames, once resolved */
+	uint32_t seq;
+	uint8_t kind;
+};
+
+struct file_stack {
+	uint64_t id, parent, frame, phase;
+	uint32_t g; /* index in t->stacks, once resolved */
+	uint32_t seq;
+	uint8_t state; /* 0 unresolved, 1 on the current path, 2 done */
+};
+
+struct file_phase {
+	uint64_t id;
+	uint32_t g; /* index in t->phases */
+	uint32_t seq;
 };
 
 struct file_state {
@@ -180,6 +556,14 @@ struct file_state {
 	size_t first_ev;
 	struct file_dev devs[VRT_LOAD_MAX_FILE_DEVICES];
 	size_t ndevs;
+	struct file_str *fstr;
+	size_t nfstr, capfstr;
+	struct file_frame *ffr;
+	size_t nffr, capffr;
+	struct file_stack *fst;
+	size_t nfst, capfst;
+	struct file_phase *fph;
+	size_t nfph, capfph;
 	/* current frame */
 	uint64_t frame_off;
 	int have_chunk;
@@ -231,9 +615,10 @@ static void format_uuid(char *out, size_t outsz, int vendor, const uint8_t *u,
 		o += (size_t)snprintf(out + o, outsz - o, "%02x", u[i]);
 }
 
-/* Finds or creates the global device for (uuid, or host+ordinal). */
+/* Finds or creates the global device for (uuid, or host+vendor+ordinal);
+ * vendor 0 (unknown) matches any. */
 static int32_t global_device(struct vrt_trace *t, const char *host,
-                             int64_t ordinal, const char *uuid)
+                             int vendor, int64_t ordinal, const char *uuid)
 {
 	size_t i;
 	unsigned hidx;
@@ -243,6 +628,7 @@ static int32_t global_device(struct vrt_trace *t, const char *host,
 		d = &t->devices[i];
 		if (uuid[0] ? !strcmp(d->uuid, uuid)
 		            : (!d->uuid[0] && d->ordinal == ordinal &&
+		               (!vendor || !d->vendor || d->vendor == vendor) &&
 		               !strcmp(d->host, host)))
 			return (int32_t)i;
 	}
@@ -257,6 +643,7 @@ static int32_t global_device(struct vrt_trace *t, const char *host,
 	if (!d->host)
 		return -1;
 	d->ordinal = ordinal;
+	d->vendor = vendor;
 	d->host_idx = hidx;
 	snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
 	return (int32_t)t->ndevices++;
@@ -356,7 +743,8 @@ static enum vrt_load_status parse_device(struct file_state *fs,
 	if (c->bad || ordinal > INT32_MAX)
 		return rec_error(fs, roff, "malformed DEVICE");
 	format_uuid(ustr, sizeof(ustr), (int)vendor, uuid, nuuid);
-	g = global_device(fs->t, pr->host, (int64_t)ordinal, ustr);
+	g = global_device(fs->t, pr->host, vendor <= 255 ? (int)vendor : 0,
+	                  (int64_t)ordinal, ustr);
 	if (g < 0)
 		return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "device");
 	d = &fs->t->devices[g];
@@ -370,13 +758,15 @@ static enum vrt_load_status parse_device(struct file_state *fs,
 		d->have_total = 1;
 	}
 	for (i = 0; i < fs->ndevs; i++) {
-		if (fs->devs[i].ordinal == (int64_t)ordinal) {
+		if (fs->devs[i].ordinal == (int64_t)ordinal &&
+		    (uint64_t)fs->devs[i].vendor == vendor) {
 			fs->devs[i].global = g;
 			return VRT_LOAD_OK;
 		}
 	}
 	if (fs->ndevs == VRT_LOAD_MAX_FILE_DEVICES)
 		return rec_error(fs, roff, "too many devices");
+	fs->devs[fs->ndevs].vendor = vendor <= 255 ? (int)vendor : 0;
 	fs->devs[fs->ndevs].ordinal = (int64_t)ordinal;
 	fs->devs[fs->ndevs].global = g;
 	fs->ndevs++;
@@ -388,6 +778,27 @@ static enum vrt_load_status parse_device(struct file_state *fs,
 static int32_t raw_device(int64_t d)
 {
 	return (d < -1 || d > INT32_MAX) ? -1 : (int32_t)d;
+}
+
+/* Stamps e with the chunk's time, thread and process and appends it. */
+static enum vrt_load_status push_event(struct file_state *fs,
+                                       struct vrt_event *e, uint64_t dts)
+{
+	struct vrt_trace *t = fs->t;
+
+	/* Wrapping timestamps would be corrupt input; saturate instead. */
+	if (dts > (uint64_t)(INT64_MAX - fs->ts))
+		fs->ts = INT64_MAX;
+	else
+		fs->ts += (int64_t)dts;
+	e->ts = fs->ts;
+	e->tid = fs->tid;
+	e->proc = (uint32_t)fs->proc;
+	if (grow((void **)&t->ev, &t->cap_ev, t->nev + 1, sizeof(*t->ev)))
+		return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "events");
+	t->ev[t->nev++] = *e;
+	t->procs[fs->proc].events++;
+	return VRT_LOAD_OK;
 }
 
 static enum vrt_load_status parse_event(struct file_state *fs, unsigned type,
@@ -442,26 +853,27 @@ static enum vrt_load_status parse_event(struct file_state *fs, unsigned type,
 		e.kind = VRT_EV_MEMINFO;
 		e.addr = get_u(c);
 		e.size = get_u(c);
+		/* Appended fields, absent from older writers: the probe's
+		 * stack (not used), then its api (none: a CUDA probe). */
+		if (c->p < c->end)
+			(void)get_u(c);
+		if (c->p < c->end)
+			api = get_u(c);
 		break;
 	}
 	if (type != VRT_REC_MEMINFO) {
-		(void)get_u(c); /* stack id: stacks are not decoded yet */
-		uint64_t ph = get_u(c);
+		/* Both stay file ids (the raw phase field) until the file
+		 * ends: resolve_stacks() maps them. An id too large to be a
+		 * stack is no stack. */
+		uint64_t sid = get_u(c), ph = get_u(c);
+		e.stack = sid > UINT32_MAX ? 0 : (uint32_t)sid;
 		e.phase = ph > UINT32_MAX ? UINT32_MAX : (uint32_t)ph;
 	}
 	if (c->bad)
 		return rec_error(fs, roff, "short event record");
 	if (api > VRT_API_MAX)
 		return rec_error(fs, roff, "api id out of range");
-	/* Wrapping timestamps would be corrupt input; saturate instead. */
-	if (dts > (uint64_t)(INT64_MAX - fs->ts))
-		fs->ts = INT64_MAX;
-	else
-		fs->ts += (int64_t)dts;
-	e.ts = fs->ts;
 	e.api = (uint16_t)api;
-	e.tid = fs->tid;
-	e.proc = (uint32_t)fs->proc;
 	if (type == VRT_REC_FAIL) {
 		e.aux = error;
 		if (have_info)
@@ -477,11 +889,151 @@ static enum vrt_load_status parse_event(struct file_state *fs, unsigned type,
 			return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name,
 			            "too many failures");
 	}
-	if (grow((void **)&t->ev, &t->cap_ev, t->nev + 1, sizeof(*t->ev)))
-		return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "events");
-	t->ev[t->nev++] = e;
-	t->procs[fs->proc].events++;
-	return VRT_LOAD_OK;
+	return push_event(fs, &e, dts);
+}
+
+/* MARK, NET, PROC, REQUEST: chunk events that change no memory. */
+static enum vrt_load_status parse_chunk_event(struct file_state *fs,
+                                              unsigned type, struct cursor *c,
+                                              uint64_t roff)
+{
+	struct vrt_event e;
+	const uint8_t *s = NULL;
+	size_t n = 0;
+	uint64_t dts;
+	int oom = 0;
+
+	if (!fs->have_chunk)
+		return rec_error(fs, roff, "event before any CHUNK");
+	memset(&e, 0, sizeof(e));
+	dts = get_u(c);
+	switch (type) {
+	case VRT_REC_MARK:
+		e.kind = VRT_EV_MARK;
+		n = get_str(c, &s);
+		break;
+	case VRT_REC_NET:
+		e.kind = VRT_EV_NET;
+		e.aux = get_u(c);
+		e.addr = get_u(c);
+		e.size = get_u(c);
+		break;
+	case VRT_REC_PROC:
+		e.kind = VRT_EV_PROC;
+		e.aux = get_u(c);
+		e.addr = get_u(c);
+		n = get_str(c, &s);
+		break;
+	case VRT_REC_REQUEST:
+		e.kind = VRT_EV_REQUEST;
+		e.aux = get_u(c);
+		e.addr = get_u(c);
+		break;
+	}
+	if (c->bad)
+		return rec_error(fs, roff, "short event record");
+	if (type == VRT_REC_MARK || type == VRT_REC_PROC) {
+		e.extra = intern_bytes(fs->t, s, n, &oom);
+		if (oom)
+			return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name,
+			            "strings");
+	}
+	e.device = -1;
+	return push_event(fs, &e, dts);
+}
+
+/* STRING, FRAME, STACK, PHASE: kept per file, resolved at its end. */
+static enum vrt_load_status parse_symbolic(struct file_state *fs,
+                                           unsigned type, struct cursor *c,
+                                           uint64_t roff)
+{
+	struct vrt_trace *t = fs->t;
+	const uint8_t *s;
+	size_t n;
+	uint64_t id = get_u(c);
+	int oom = 0;
+
+	switch (type) {
+	case VRT_REC_STRING: {
+		struct file_str *fsr;
+		n = get_str(c, &s);
+		if (c->bad)
+			return rec_error(fs, roff, "malformed STRING");
+		if (grow((void **)&fs->fstr, &fs->capfstr, fs->nfstr + 1,
+		         sizeof(*fs->fstr)))
+			break;
+		fsr = &fs->fstr[fs->nfstr];
+		fsr->id = id;
+		fsr->seq = (uint32_t)fs->nfstr;
+		fsr->g = intern_bytes(t, s, n, &oom);
+		if (oom)
+			break;
+		fs->nfstr++;
+		return VRT_LOAD_OK;
+	}
+	case VRT_REC_FRAME: {
+		struct file_frame f;
+		memset(&f, 0, sizeof(f));
+		f.id = id;
+		f.kind = (uint8_t)get_u(c);
+		if (f.kind == VRT_FRAME_NATIVE)
+			f.ip = get_u(c);
+		f.a = get_u(c);
+		f.b = get_u(c);
+		f.c = get_u(c);
+		if (c->bad || f.kind > VRT_FRAME_PYTHON)
+			return rec_error(fs, roff, "malformed FRAME");
+		if (grow((void **)&fs->ffr, &fs->capffr, fs->nffr + 1,
+		         sizeof(*fs->ffr)))
+			break;
+		f.seq = (uint32_t)fs->nffr;
+		fs->ffr[fs->nffr++] = f;
+		return VRT_LOAD_OK;
+	}
+	case VRT_REC_STACK: {
+		struct file_stack st;
+		memset(&st, 0, sizeof(st));
+		st.id = id;
+		st.parent = get_u(c);
+		st.frame = get_u(c);
+		st.phase = get_u(c);
+		if (c->bad || id == 0)
+			return rec_error(fs, roff, "malformed STACK");
+		if (grow((void **)&fs->fst, &fs->capfst, fs->nfst + 1,
+		         sizeof(*fs->fst)))
+			break;
+		st.seq = (uint32_t)fs->nfst;
+		fs->fst[fs->nfst++] = st;
+		return VRT_LOAD_OK;
+	}
+	case VRT_REC_PHASE: {
+		char *name;
+		int g;
+		n = get_str(c, &s);
+		if (c->bad)
+			return rec_error(fs, roff, "malformed PHASE");
+		/* Fixed ids keep their names whatever a record says. */
+		if (id <= VRT_PHASE_BUILTIN_MAX)
+			return VRT_LOAD_OK;
+		name = dup_bytes(s, n);
+		if (!name ||
+		    grow((void **)&fs->fph, &fs->capfph, fs->nfph + 1,
+		         sizeof(*fs->fph))) {
+			free(name);
+			break;
+		}
+		g = vrt_load_phase_intern(t, name[0] ? name : "(unnamed)");
+		free(name);
+		if (g < 0)
+			break;
+		fs->fph[fs->nfph].id = id;
+		fs->fph[fs->nfph].g = (uint32_t)g;
+		fs->fph[fs->nfph].seq = (uint32_t)fs->nfph;
+		fs->nfph++;
+		return VRT_LOAD_OK;
+	}
+	}
+	return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "stacks");
 }
 
 /* Parses the records of one decoded frame. */
@@ -546,6 +1098,22 @@ static enum vrt_load_status parse_frame(struct file_state *fs,
 			if (st)
 				return st;
 			break;
+		case VRT_REC_MARK:
+		case VRT_REC_NET:
+		case VRT_REC_PROC:
+		case VRT_REC_REQUEST:
+			st = parse_chunk_event(fs, type, &c, roff);
+			if (st)
+				return st;
+			break;
+		case VRT_REC_STRING:
+		case VRT_REC_FRAME:
+		case VRT_REC_STACK:
+		case VRT_REC_PHASE:
+			st = parse_symbolic(fs, type, &c, roff);
+			if (st)
+				return st;
+			break;
 		case VRT_REC_TRAILER: {
 			struct vrt_process *pr = &fs->t->procs[fs->proc];
 			const uint8_t *s;
@@ -568,9 +1136,9 @@ static enum vrt_load_status parse_frame(struct file_state *fs,
 			break;
 		}
 		default:
-			/* STRING, FRAME, STACK, MARK, SAMPLE, PHASE,
-			 * WATERMARK and types from newer writers: not used
-			 * by this analyzer yet, skipped by their length. */
+			/* SAMPLE, WATERMARK and types from newer writers:
+			 * not used by this analyzer, skipped by their
+			 * length. */
 			break;
 		}
 	}
@@ -587,12 +1155,14 @@ static enum vrt_load_status resolve_devices(struct file_state *fs)
 	for (i = fs->first_ev; i < t->nev; i++) {
 		struct vrt_event *e = &t->ev[i];
 		int32_t g = -1;
+		int vendor = vrt_api_vendor(e->api);
 		if (e->device < 0) {
 			e->device = -1;
 			continue;
 		}
 		for (j = 0; j < fs->ndevs; j++) {
-			if (fs->devs[j].ordinal == e->device) {
+			if (fs->devs[j].ordinal == e->device &&
+			    fs->devs[j].vendor == vendor) {
 				g = fs->devs[j].global;
 				break;
 			}
@@ -602,10 +1172,11 @@ static enum vrt_load_status resolve_devices(struct file_state *fs)
 			if (fs->ndevs == VRT_LOAD_MAX_FILE_DEVICES)
 				return fail(fs->err, VRT_LOAD_ERR_RECORD,
 				            fs->name, "too many devices");
-			g = global_device(t, host, e->device, "");
+			g = global_device(t, host, vendor, e->device, "");
 			if (g < 0)
 				return fail(fs->err, VRT_LOAD_ERR_NOMEM,
 				            fs->name, "devices");
+			fs->devs[fs->ndevs].vendor = vendor;
 			fs->devs[fs->ndevs].ordinal = e->device;
 			fs->devs[fs->ndevs].global = g;
 			fs->ndevs++;
@@ -613,6 +1184,201 @@ static enum vrt_load_status resolve_devices(struct file_state *fs)
 		e->device = g;
 	}
 	return VRT_LOAD_OK;
+}
+
+/* ---- stacks: per-file ids to shared indexes ----------------------------- */
+
+/* Sorting by (id, order of appearance): the first declaration of an id
+ * wins when a corrupt file repeats one. */
+#define VRT_CMP_ID(name, type)                                                 \
+	static int name(const void *pa, const void *pb)                        \
+	{                                                                      \
+		const type *a = pa, *b = pb;                                   \
+		if (a->id != b->id)                                            \
+			return a->id < b->id ? -1 : 1;                         \
+		return a->seq < b->seq ? -1 : a->seq > b->seq;                 \
+	}
+VRT_CMP_ID(cmp_fstr, struct file_str)
+VRT_CMP_ID(cmp_ffr, struct file_frame)
+VRT_CMP_ID(cmp_fst, struct file_stack)
+VRT_CMP_ID(cmp_fph, struct file_phase)
+#undef VRT_CMP_ID
+
+/* Binary search over an array sorted by id (first of equal ids); returns
+ * the index or -1. Every file_* struct starts with its uint64_t id. */
+static ptrdiff_t find_id(const void *arr, size_t n, size_t sz, uint64_t id)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t v;
+		memcpy(&v, (const char *)arr + mid * sz, sizeof(v));
+		if (v < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n) {
+		uint64_t v;
+		memcpy(&v, (const char *)arr + lo * sz, sizeof(v));
+		if (v == id)
+			return (ptrdiff_t)lo;
+	}
+	return -1;
+}
+
+static uint32_t file_string(const struct file_state *fs, uint64_t id)
+{
+	ptrdiff_t i;
+
+	if (!id)
+		return 0;
+	i = find_id(fs->fstr, fs->nfstr, sizeof(*fs->fstr), id);
+	return i < 0 ? 0 : fs->fstr[i].g;
+}
+
+/* The shared phase index of a file's phase id; an undeclared custom id
+ * becomes "phase-N". -1 on ENOMEM. */
+static int file_phase(struct file_state *fs, unsigned id)
+{
+	ptrdiff_t i;
+	char name[32];
+
+	if (id <= VRT_PHASE_BUILTIN_MAX)
+		return (int)id;
+	i = find_id(fs->fph, fs->nfph, sizeof(*fs->fph), id);
+	if (i >= 0)
+		return (int)fs->fph[i].g;
+	snprintf(name, sizeof(name), "phase-%u", id);
+	return vrt_load_phase_intern(fs->t, name);
+}
+
+/* Shared stack index of file stack k, interning its path outermost
+ * first. A parent nothing declares, a cycle, or a path deeper than
+ * VRT_LOAD_MAX_DEPTH ends the path there (as if at the root). */
+static int resolve_stack(struct file_state *fs, size_t k, size_t *chain)
+{
+	struct vrt_trace *t = fs->t;
+	size_t len = 0, j = k;
+	uint32_t base = 0;
+	int oom = 0;
+
+	for (;;) {
+		struct file_stack *st = &fs->fst[j];
+		ptrdiff_t p;
+		if (st->state == 2) {
+			base = st->g;
+			break;
+		}
+		if (st->state == 1 || len == VRT_LOAD_MAX_DEPTH)
+			break;
+		st->state = 1;
+		chain[len++] = j;
+		if (!st->parent)
+			break;
+		p = find_id(fs->fst, fs->nfst, sizeof(*fs->fst), st->parent);
+		if (p < 0)
+			break;
+		j = (size_t)p;
+	}
+	while (len) {
+		struct file_stack *st = &fs->fst[chain[--len]];
+		ptrdiff_t f = find_id(fs->ffr, fs->nffr, sizeof(*fs->ffr),
+		                      st->frame);
+		uint32_t frame = f < 0 ? 0 : fs->ffr[f].g;
+		base = intern_stack(t, base, frame, &oom);
+		if (oom)
+			return -1;
+		st->g = base;
+		st->state = 2;
+	}
+	return 0;
+}
+
+/*
+ * Runs once the whole file is read: interns its frames and stacks, then
+ * gives each of its events a shared stack index and its phase: an
+ * annotation stands; otherwise the STACK record's phase (the writer's
+ * rules); otherwise the event's own field; else unattributed. cmd_analyze
+ * may re-classify later (attrib.c).
+ */
+static enum vrt_load_status resolve_stacks(struct file_state *fs)
+{
+	struct vrt_trace *t = fs->t;
+	size_t i, *chain = NULL;
+	int oom = 0;
+
+	qsort(fs->fstr, fs->nfstr, sizeof(*fs->fstr), cmp_fstr);
+	qsort(fs->ffr, fs->nffr, sizeof(*fs->ffr), cmp_ffr);
+	qsort(fs->fst, fs->nfst, sizeof(*fs->fst), cmp_fst);
+	qsort(fs->fph, fs->nfph, sizeof(*fs->fph), cmp_fph);
+	for (i = 0; i < fs->nffr; i++) {
+		struct file_frame *ff = &fs->ffr[i];
+		struct vrt_frame f;
+		memset(&f, 0, sizeof(f));
+		f.kind = ff->kind;
+		if (ff->kind == VRT_FRAME_PYTHON) {
+			f.file = file_string(fs, ff->a);
+			f.function = file_string(fs, ff->b);
+			f.line = ff->c;
+		} else {
+			f.file = file_string(fs, ff->a);
+			f.function = file_string(fs, ff->b);
+			f.offset = ff->c;
+			/* Without a symbol the address is all there is
+			 * (and it only matches within one process). */
+			if (!f.function)
+				f.ip = ff->ip;
+		}
+		ff->g = intern_frame(t, &f, &oom);
+		if (oom)
+			goto nomem;
+	}
+	if (fs->nfst) {
+		chain = malloc((fs->nfst < VRT_LOAD_MAX_DEPTH
+		                        ? fs->nfst
+		                        : VRT_LOAD_MAX_DEPTH) *
+		               sizeof(*chain));
+		if (!chain)
+			goto nomem;
+	}
+	for (i = 0; i < fs->nfst; i++)
+		if (fs->fst[i].state != 2 && resolve_stack(fs, i, chain))
+			goto nomem;
+	free(chain);
+	chain = NULL;
+	for (i = fs->first_ev; i < t->nev; i++) {
+		struct vrt_event *e = &t->ev[i];
+		const struct file_stack *st = NULL;
+		unsigned src = vrt_phase_source(e->phase);
+		unsigned id = vrt_phase_id(e->phase);
+		int g;
+
+		if (e->kind > VRT_EV_FAIL)
+			continue; /* MEMINFO and later kinds carry neither */
+		if (e->stack) {
+			ptrdiff_t k = find_id(fs->fst, fs->nfst,
+			                      sizeof(*fs->fst), e->stack);
+			st = k < 0 ? NULL : &fs->fst[k];
+		}
+		e->stack = st ? st->g : 0;
+		if (src != VRT_SRC_ANNOTATION) {
+			if (st && vrt_phase_id(st->phase)) {
+				id = vrt_phase_id(st->phase);
+			}
+			src = VRT_SRC_RULE;
+		}
+		g = id ? file_phase(fs, id) : 0;
+		if (g < 0)
+			goto nomem;
+		e->phase = (uint32_t)g;
+		e->phase_src = (uint8_t)(g ? src : VRT_SRC_RULE);
+	}
+	return VRT_LOAD_OK;
+nomem:
+	free(chain);
+	return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "stacks");
 }
 
 /* Decodes one frame of [src, src+n) into *out (grown, capped). */
@@ -680,6 +1446,10 @@ enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
 	fs->name = name;
 	fs->err = err;
 	fs->first_ev = t->nev;
+	if (tables_init(t)) {
+		st = fail(err, VRT_LOAD_ERR_NOMEM, name, "tables");
+		goto out;
+	}
 	if (len == 0) {
 		st = fail(err, VRT_LOAD_ERR_EMPTY, name, "empty file");
 		goto out;
@@ -774,9 +1544,17 @@ enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
 		         "cleanly)");
 	}
 	st = resolve_devices(fs);
+	if (!st)
+		st = resolve_stacks(fs);
 out:
 	free(out);
 	ZSTD_freeDCtx(dctx);
+	if (fs) {
+		free(fs->fstr);
+		free(fs->ffr);
+		free(fs->fst);
+		free(fs->fph);
+	}
 	free(fs);
 	return st;
 }
@@ -838,6 +1616,28 @@ out:
 		return s;
 	}
 	*buf = b;
+	*len = n;
+	return VRT_LOAD_OK;
+}
+
+enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
+                                   struct vrt_load_error *err)
+{
+	uint8_t *b = NULL;
+	size_t n = 0;
+	enum vrt_load_status s = read_file(path, &b, &n, err);
+	char *nb;
+
+	if (s)
+		return s;
+	nb = realloc(b, n + 1);
+	if (!nb) {
+		free(b);
+		return fail(err, VRT_LOAD_ERR_NOMEM, path, "file of %zu bytes",
+		            n);
+	}
+	nb[n] = '\0';
+	*text = nb;
 	*len = n;
 	return VRT_LOAD_OK;
 }
@@ -1009,6 +1809,8 @@ static int cmp_dev(const struct vrt_device *a, const struct vrt_device *b)
 {
 	if (a->host_idx != b->host_idx)
 		return a->host_idx < b->host_idx ? -1 : 1;
+	if (a->vendor != b->vendor) /* CUDA's devices, then HIP's */
+		return a->vendor < b->vendor ? -1 : 1;
 	if (a->ordinal != b->ordinal)
 		return a->ordinal < b->ordinal ? -1 : 1;
 	return strcmp(a->uuid, b->uuid);
@@ -1181,6 +1983,20 @@ void vrt_load_free(struct vrt_trace *t)
 	for (i = 0; i < t->ndevices; i++) {
 		free(t->devices[i].host);
 		free(t->devices[i].name);
+	}
+	for (i = 1; i < t->nstrs; i++)
+		free(t->strs[i]);
+	free(t->strs);
+	free(t->frames);
+	free(t->stacks);
+	for (i = 0; i < t->nphases; i++)
+		free(t->phases[i]);
+	if (t->intern) {
+		struct intern *in = t->intern;
+		free(in->strs.s);
+		free(in->frames.s);
+		free(in->stacks.s);
+		free(in);
 	}
 	for (i = 0; i < t->nskipped; i++)
 		free(t->skipped[i]);

@@ -38,12 +38,18 @@ enum vrt_ev_kind {
 	VRT_EV_UNMAP = 4,
 	VRT_EV_FAIL = 5,
 	VRT_EV_MEMINFO = 6,
+	VRT_EV_MARK = 7,    /* extra = label (string index) */
+	VRT_EV_NET = 8,     /* aux = enum vrt_net_op, addr = fd, size = arg */
+	VRT_EV_PROC = 9,    /* aux = enum vrt_proc_op, addr = pid,
+	                       extra = text (string index) */
+	VRT_EV_REQUEST = 10, /* aux = 1 begin / 2 end, addr = request id */
 };
 
 #define VRT_EV_HAVE_INFO 1 /* flags: FAIL carries the driver's free/total */
 
 /*
- * One event, kept compact (56 bytes). Field use per kind:
+ * One event, kept compact (64 bytes). Field use per kind (and above for
+ * MARK, NET, PROC, REQUEST):
  *   ALLOC   addr, size, aux (stream/pool/flags; VMM handle is addr)
  *   FREE    addr, aux; device -1 means "the allocation's"
  *   MAP     addr, size, aux = VMM handle
@@ -61,12 +67,47 @@ struct vrt_event {
 	uint32_t proc; /* index into vrt_trace.procs */
 	uint32_t tid;
 	int32_t device; /* index into vrt_trace.devices, or -1 (host/none) */
-	uint32_t phase; /* phase id from the trace (0 = unattributed) */
+	uint32_t phase; /* index into vrt_trace.phases (0 = unattributed) */
 	uint32_t extra;
-	uint16_t api;  /* enum vrt_api */
-	uint8_t kind;  /* enum vrt_ev_kind */
-	uint8_t flags; /* VRT_EV_HAVE_INFO */
+	uint32_t stack; /* index into vrt_trace.stacks (0 = no stack) */
+	uint16_t api;   /* enum vrt_api */
+	uint8_t kind;   /* enum vrt_ev_kind */
+	uint8_t flags;  /* VRT_EV_HAVE_INFO */
+	uint8_t phase_src; /* enum vrt_phase_source of phase */
 };
+
+/*
+ * Stacks, shared by every file of a load: frames with the same names
+ * (python: file, function, line; native: module, symbol, offset) are one
+ * frame, and call paths made of the same frames are one stack, whatever
+ * process recorded them. stacks[0] is the empty path; a stack's parent
+ * always has a smaller index, so a forward loop sees parents first.
+ */
+struct vrt_frame {
+	uint8_t kind;      /* enum vrt_frame_kind */
+	uint32_t function; /* string index: python qualified name or native
+	                      symbol; 0 unknown */
+	uint32_t file;     /* string index: python file or native module */
+	uint64_t line;     /* python line; 0 for native frames */
+	uint64_t offset;   /* native: ip - symbol start */
+	uint64_t ip;       /* native: kept only when the symbol is unknown */
+};
+
+struct vrt_stack {
+	uint32_t parent; /* 0 = root */
+	uint32_t frame;  /* index into vrt_trace.frames */
+	uint32_t depth;  /* frames on the path, 1 for a root's child */
+};
+
+/*
+ * Phases as the analyzer names them: index 0..VRT_PHASE_BUILTIN_MAX are
+ * the fixed ids of trace_format.h, VRT_LOAD_PHASE_INFERRED_KV is kv_cache
+ * tagged by evidence (reported "kv_cache (inferred)"), custom names from
+ * PHASE records or rules follow. At most VRT_LOAD_MAX_PHASES; names past
+ * that share the last index, "other".
+ */
+#define VRT_LOAD_PHASE_INFERRED_KV 8
+#define VRT_LOAD_MAX_PHASES 32
 
 struct vrt_failinfo {
 	uint64_t free_bytes;
@@ -122,6 +163,15 @@ struct vrt_trace {
 	char **hosts; /* distinct hosts, order of first appearance */
 	size_t nhosts;
 	int64_t *host_shift; /* per host: ns added to its monotonic times */
+	char **strs; /* interned strings; strs[0] is NULL ("none") */
+	size_t nstrs, cap_strs;
+	struct vrt_frame *frames; /* frames[0]: the unknown frame */
+	size_t nframes, cap_frames;
+	struct vrt_stack *stacks; /* stacks[0]: the empty path */
+	size_t nstacks, cap_stacks;
+	char *phases[VRT_LOAD_MAX_PHASES]; /* names; see VRT_LOAD_PHASE_* */
+	size_t nphases;
+	void *intern; /* load.c's lookup tables (opaque) */
 	char **skipped; /* "<file>: <reason>" of files a directory held that
 			 * died before their first frame (not loaded) */
 	size_t nskipped, cap_skipped;
@@ -161,6 +211,29 @@ enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
 enum vrt_load_status vrt_load_finish(struct vrt_trace *t);
 
 void vrt_load_free(struct vrt_trace *t);
+
+/* Reads a whole small text file (a rules file) into a NUL-terminated
+ * malloc'd buffer. Same error convention as the trace loaders. */
+enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
+                                   struct vrt_load_error *err);
+
+/* A string of the trace by index, NULL for 0 or out of range. */
+const char *vrt_load_str(const struct vrt_trace *t, uint32_t idx);
+
+/* Name of a phase index: the trace's table, else the fixed names of
+ * trace_format.h (hand-made traces in tests), else "phase-N" in buf.
+ * Never NULL. "kv_cache (inferred)" for VRT_LOAD_PHASE_INFERRED_KV. */
+const char *vrt_load_phase_name(const struct vrt_trace *t, unsigned phase,
+                                char *buf, size_t bufsz);
+
+/* The phase index named name, added to t's table when new (the last
+ * index, "other", once the table is full). Returns -1 on ENOMEM. */
+int vrt_load_phase_intern(struct vrt_trace *t, const char *name);
+
+/* Frame indexes of a stack, innermost first; returns how many were
+ * written (at most max). Safe for any stack index (0 frames if bad). */
+size_t vrt_load_stack_frames(const struct vrt_trace *t, uint32_t stack,
+                             uint32_t *frames, size_t max);
 
 /* Short name of a status ("corrupt frame", ...), never NULL. */
 const char *vrt_load_status_name(enum vrt_load_status s);

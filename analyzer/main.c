@@ -30,12 +30,15 @@ static const struct vrt_cmd commands[] = {
          "Environment: VRAMTRACE_PRELOAD overrides the library to preload.\n"},
         {"analyze", vrt_cmd_analyze_run,
          "replay traces into a per-device memory budget and failure list",
-         "analyze PATH... [--format text|json] [-o FILE]",
+         "analyze PATH... [--format text|json] [-o FILE] [--rules FILE]",
          "Each PATH is a run directory (all its *.vtrace files) or one\n"
          ".vtrace file; several runs (hosts) merge into one report.\n"
          "\n"
          "  -f, --format FMT   text (default) or json (vramtrace-report/1)\n"
          "  -o, --output FILE  write the report to FILE (atomically)\n"
+         "      --rules FILE   re-classify stacks into phases with the\n"
+         "                     built-in rules plus FILE (FILE's rules\n"
+         "                     first); annotations still win\n"
          "  -h, --help         show this help\n"},
 };
 

@@ -14,6 +14,12 @@
  * own; VMM mappings (address -> handle) are a sixth. A VMM handle's bytes
  * stay charged until it is released AND all its mappings are unmapped,
  * whichever comes last.
+ *
+ * Requests in flight are two more key spaces of the same table (accepted
+ * connections by fd, annotated requests by id). The allocation sites live
+ * at a device's peak need the live set at that moment, which is only known
+ * once the peak is: a second pass replays the events again and takes the
+ * live objects of each device right after the event of its peak.
  */
 #include "replay.h"
 
@@ -29,6 +35,8 @@ enum space {
 	SP_VA = 3,
 	SP_HANDLE = 4, /* VMM handles */
 	SP_MAP = 5,    /* VMM mappings: address -> handle */
+	SP_CONN = 6,   /* accepted connections: fd -> nothing */
+	SP_REQ = 7,    /* annotated requests: id -> nothing */
 };
 
 #define NONE UINT32_MAX
@@ -42,9 +50,11 @@ struct obj {
 	uint32_t refs;   /* handle: live mappings */
 	uint32_t handle; /* mapping: object of its handle, or NONE */
 	uint32_t next;   /* free list */
+	uint32_t stack;  /* the allocating call's stack */
 	uint8_t family;
 	uint8_t kind;
 	uint8_t released; /* handle: cuMemRelease seen */
+	uint8_t charged;  /* its bytes count in a device's tracked bytes */
 };
 
 struct slot {
@@ -63,6 +73,8 @@ struct state {
 	size_t nobjs, capobjs;
 	uint32_t free_obj;
 	size_t nmappings;
+	size_t cur;             /* index of the event being replayed */
+	uint8_t *uses_requests; /* per process: REQUEST events exist */
 };
 
 /* ---- names --------------------------------------------------------------- */
@@ -88,14 +100,6 @@ int vrt_replay_family_is_vram(int family)
 unsigned vrt_replay_phase_slot(uint32_t phase)
 {
 	return phase < VRT_REPLAY_MAX_PHASES ? phase : 0;
-}
-
-const char *vrt_replay_phase_name(unsigned slot, char *buf, size_t bufsz)
-{
-	if (slot == 0)
-		return "unattributed";
-	snprintf(buf, bufsz, "phase-%u", slot);
-	return buf;
 }
 
 struct err_name {
@@ -313,7 +317,24 @@ static int is_host_family(int fam)
 	return fam == VRT_FAM_PINNED || fam == VRT_FAM_REGISTERED;
 }
 
-static void charge(struct state *s, const struct obj *o, int64_t ts)
+/* While exactly one request is in flight, its forward bytes on device i
+ * are a candidate for the single-request peak. */
+static void sample_single(struct state *s, size_t i, int64_t ts)
+{
+	struct vrt_replay *r = s->r;
+	uint64_t b = r->dev[i].phase[VRT_PHASE_forward].live_bytes;
+
+	if (r->inflight != 1)
+		return;
+	if (!r->have_single_request || b > r->single_request_peak_bytes) {
+		r->have_single_request = 1;
+		r->single_request_peak_bytes = b;
+		r->single_request_peak_device = (int32_t)i;
+		r->single_request_peak_ts = ts;
+	}
+}
+
+static void charge(struct state *s, struct obj *o, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
 	struct vrt_replay_device *d;
@@ -335,16 +356,20 @@ static void charge(struct state *s, const struct obj *o, int64_t ts)
 	if (!vrt_replay_family_is_vram(o->family))
 		return;
 	counters_add(&d->phase[o->slot], o->size, ts);
+	o->charged = 1;
 	d->tracked_bytes += o->size;
 	if (d->tracked_bytes > d->peak_bytes) {
 		d->peak_bytes = d->tracked_bytes;
 		d->peak_ts = ts;
+		d->peak_ev = s->cur;
 		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 			d->peak_by_phase[k] = d->phase[k].live_bytes;
 	}
+	if (o->slot == VRT_PHASE_forward)
+		sample_single(s, (size_t)o->device, ts);
 }
 
-static void discharge(struct state *s, const struct obj *o)
+static void discharge(struct state *s, struct obj *o)
 {
 	struct vrt_replay *r = s->r;
 	struct vrt_replay_device *d;
@@ -363,6 +388,7 @@ static void discharge(struct state *s, const struct obj *o)
 	if (!vrt_replay_family_is_vram(o->family))
 		return;
 	counters_sub(&d->phase[o->slot], o->size);
+	o->charged = 0;
 	d->tracked_bytes -=
 	        d->tracked_bytes >= o->size ? o->size : d->tracked_bytes;
 }
@@ -447,6 +473,7 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 	ob->size = e->size;
 	ob->device = e->device;
 	ob->slot = vrt_replay_phase_slot(e->phase);
+	ob->stack = e->stack;
 	ob->family = (uint8_t)fam;
 	ob->kind = fam == VRT_FAM_VMM ? OBJ_HANDLE : OBJ_ALLOC;
 	if (table_put(s, e->proc, (uint8_t)space_of(fam), e->addr, o, &old))
@@ -590,7 +617,10 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 	f->requested_bytes = e->size;
 	f->addr = e->addr;
 	f->error = (int64_t)e->aux;
-	f->phase = e->phase;
+	f->phase = vrt_replay_phase_slot(e->phase);
+	f->stack = e->stack;
+	f->after_ready = r->have_server_ready;
+	f->inflight = r->inflight;
 	f->oom = e->aux == 2 && vrt_api_op(e->api) == VRT_OP_ALLOC;
 	if (e->flags & VRT_EV_HAVE_INFO && e->extra < s->t->nfails) {
 		f->have_info = 1;
@@ -639,16 +669,177 @@ static void on_meminfo(struct state *s, const struct vrt_event *e)
 	        used > d->tracked_bytes ? used - d->tracked_bytes : 0;
 }
 
-int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t)
+static void inflight_changed(struct state *s, int64_t ts)
+{
+	struct vrt_replay *r = s->r;
+	size_t i;
+
+	if (r->inflight > r->max_inflight) {
+		r->max_inflight = r->inflight;
+		r->max_inflight_ts = ts;
+	}
+	for (i = 0; i < r->ndevices; i++)
+		sample_single(s, i, ts);
+}
+
+/* Opens (or closes) one request in key space sp; duplicates and unknown
+ * closes (lost events) change nothing. */
+static int request_edge(struct state *s, const struct vrt_event *e,
+                        uint8_t sp, int open)
+{
+	struct vrt_replay *r = s->r;
+	uint32_t old;
+
+	if (open) {
+		/* The value is never read: any non-NONE object index. */
+		if (table_put(s, e->proc, sp, e->addr, 0, &old))
+			return -1;
+		if (old != NONE)
+			return 0;
+		r->inflight++;
+		if (sp == SP_CONN)
+			r->connections++;
+		else
+			r->requests++;
+	} else {
+		if (table_take(s, e->proc, sp, e->addr) == NONE)
+			return 0;
+		r->inflight--;
+	}
+	inflight_changed(s, e->ts);
+	return 0;
+}
+
+static int on_net(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay *r = s->r;
+	int by_conn = !s->uses_requests[e->proc];
+
+	switch (e->aux) {
+	case VRT_NET_LISTEN:
+		if (!r->have_server_ready) {
+			r->have_server_ready = 1;
+			r->server_ready_ts = e->ts;
+			r->server_ready_proc = e->proc;
+			r->server_port = e->size;
+		}
+		return 0;
+	case VRT_NET_ACCEPT:
+		return by_conn ? request_edge(s, e, SP_CONN, 1) : 0;
+	case VRT_NET_CLOSE:
+		return by_conn ? request_edge(s, e, SP_CONN, 0) : 0;
+	}
+	return 0; /* an op from a newer writer */
+}
+
+static int on_mark(struct state *s)
+{
+	struct vrt_replay *r = s->r;
+
+	if (r->nmarks % 64 == 0) {
+		void *p = realloc(r->marks, (r->nmarks + 64) * sizeof(size_t));
+		if (!p)
+			return -1;
+		r->marks = p;
+	}
+	r->marks[r->nmarks++] = s->cur;
+	return 0;
+}
+
+static int cmp_site(const void *pa, const void *pb)
+{
+	const struct vrt_replay_site *a = pa, *b = pb;
+
+	if (a->phase != b->phase)
+		return a->phase < b->phase ? -1 : 1;
+	if (a->stack != b->stack)
+		return a->stack < b->stack ? -1 : 1;
+	return 0;
+}
+
+static int cmp_site_bytes(const void *pa, const void *pb)
+{
+	const struct vrt_replay_site *a = pa, *b = pb;
+
+	if (a->phase != b->phase)
+		return a->phase < b->phase ? -1 : 1;
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/* Appends to out the largest call paths live on device dev now (the
+ * moment of its peak), VRT_REPLAY_TOP_SITES per phase. */
+static int snapshot_sites(struct state *s, struct vrt_replay *out,
+                          int32_t dev)
+{
+	struct vrt_replay_site *v = NULL, *nv;
+	size_t n = 0, m = 0, i, kept = 0;
+	uint32_t phase = NONE;
+
+	for (i = 0; i < s->nobjs; i++)
+		n += s->objs[i].charged && s->objs[i].device == dev;
+	if (!n)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return -1;
+	for (i = 0; i < s->nobjs; i++) {
+		const struct obj *o = &s->objs[i];
+		if (!o->charged || o->device != dev)
+			continue;
+		v[m].device = dev;
+		v[m].phase = o->slot;
+		v[m].stack = o->stack;
+		v[m].bytes = o->size;
+		v[m].allocs = 1;
+		m++;
+	}
+	qsort(v, m, sizeof(*v), cmp_site);
+	for (i = 1, n = m ? 1 : 0; i < m; i++) {
+		if (!cmp_site(&v[n - 1], &v[i])) {
+			v[n - 1].bytes += v[i].bytes;
+			v[n - 1].allocs++;
+		} else {
+			v[n++] = v[i];
+		}
+	}
+	qsort(v, n, sizeof(*v), cmp_site_bytes);
+	nv = realloc(out->sites, (out->nsites + n) * sizeof(*nv));
+	if (!nv) {
+		free(v);
+		return -1;
+	}
+	out->sites = nv;
+	for (i = 0; i < n; i++) {
+		if (v[i].phase != phase) {
+			phase = v[i].phase;
+			kept = 0;
+		}
+		if (kept++ < VRT_REPLAY_TOP_SITES)
+			out->sites[out->nsites++] = v[i];
+	}
+	free(v);
+	return 0;
+}
+
+/*
+ * One replay of every event into r. With sites set (the second pass), r is
+ * scratch and, right after each device's peak event (from the first pass,
+ * in sites->dev[].peak_ev), the live call paths are added to sites.
+ */
+static int replay_pass(struct vrt_replay *r, const struct vrt_trace *t,
+                       uint8_t *uses_requests, struct vrt_replay *sites)
 {
 	struct state s;
-	size_t i;
+	size_t i, j;
 	int rc = 0;
 
 	memset(&s, 0, sizeof(s));
 	s.r = r;
 	s.t = t;
 	s.free_obj = NONE;
+	s.uses_requests = uses_requests;
 	r->ndevices = t->ndevices;
 	r->dev = calloc(t->ndevices ? t->ndevices : 1, sizeof(*r->dev));
 	if (!r->dev || table_grow(&s))
@@ -657,6 +848,30 @@ int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t)
 		const struct vrt_event *e = &t->ev[i];
 		int fam = vrt_api_family(e->api);
 
+		s.cur = i;
+		if (sites) {
+			for (j = 0; j < sites->ndevices && i; j++)
+				if (sites->dev[j].peak_bytes &&
+				    sites->dev[j].peak_ev == i - 1)
+					rc |= snapshot_sites(&s, sites,
+					                     (int32_t)j);
+			if (rc)
+				break;
+		}
+		switch (e->kind) {
+		case VRT_EV_NET:
+			rc = on_net(&s, e);
+			continue;
+		case VRT_EV_REQUEST:
+			if (e->aux == 1 || e->aux == 2)
+				rc = request_edge(&s, e, SP_REQ, e->aux == 1);
+			continue;
+		case VRT_EV_MARK:
+			rc = on_mark(&s);
+			continue;
+		case VRT_EV_PROC:
+			continue;
+		}
 		if (e->kind == VRT_EV_FAIL) {
 			rc = on_fail(&s, e);
 			continue;
@@ -683,8 +898,39 @@ int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t)
 			break;
 		}
 	}
+	if (sites && !rc && t->nev)
+		for (j = 0; j < sites->ndevices && !rc; j++)
+			if (sites->dev[j].peak_bytes &&
+			    sites->dev[j].peak_ev == t->nev - 1)
+				rc = snapshot_sites(&s, sites, (int32_t)j);
 	free(s.tab);
 	free(s.objs);
+	return rc;
+}
+
+int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t)
+{
+	struct vrt_replay scratch;
+	uint8_t *uses_requests;
+	size_t i;
+	int rc, peaks = 0;
+
+	uses_requests = calloc(t->nprocs ? t->nprocs : 1, 1);
+	if (!uses_requests)
+		return -1;
+	for (i = 0; i < t->nev; i++)
+		if (t->ev[i].kind == VRT_EV_REQUEST &&
+		    t->ev[i].proc < t->nprocs)
+			uses_requests[t->ev[i].proc] = 1;
+	rc = replay_pass(r, t, uses_requests, NULL);
+	for (i = 0; i < r->ndevices && !rc; i++)
+		peaks |= r->dev[i].peak_bytes != 0;
+	if (!rc && peaks) {
+		memset(&scratch, 0, sizeof(scratch));
+		rc = replay_pass(&scratch, t, uses_requests, r);
+		vrt_replay_free(&scratch);
+	}
+	free(uses_requests);
 	return rc;
 }
 
@@ -692,5 +938,7 @@ void vrt_replay_free(struct vrt_replay *r)
 {
 	free(r->dev);
 	free(r->fails);
+	free(r->marks);
+	free(r->sites);
 	memset(r, 0, sizeof(*r));
 }

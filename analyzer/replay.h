@@ -1,6 +1,8 @@
 /*
- * Replay: the time-ordered events of a loaded trace in; per-device and
- * per-family budgets, peaks and the list of failed calls out.
+ * Replay: the time-ordered events of a loaded trace in; per-device, per-
+ * family and per-phase budgets, peaks, requests in flight, marks, the
+ * allocation sites live at each device's peak, and the list of failed
+ * calls out.
  *
  * Pure: no I/O, no printing, no globals. The result does not point into the
  * trace except through indexes (proc, device), so a report needs both.
@@ -14,8 +16,11 @@
 #include "load.h"
 #include "vramtrace/trace_format.h"
 
-/* Phase slots kept per device; phase ids at or above fold into slot 0. */
-#define VRT_REPLAY_MAX_PHASES 16
+/* Phase slots kept per device: the trace's phase indexes (load.h);
+ * anything at or above folds into slot 0. */
+#define VRT_REPLAY_MAX_PHASES VRT_LOAD_MAX_PHASES
+/* Allocation sites kept per (device, phase) at the device's peak. */
+#define VRT_REPLAY_TOP_SITES 5
 
 /* The counters reported for a family, a phase, or reserved VA. */
 struct vrt_counters {
@@ -38,6 +43,17 @@ struct vrt_replay_device {
 	uint64_t baseline_used_bytes;
 	int64_t baseline_ts;
 	uint64_t probe_total_bytes; /* total of the first probe */
+	size_t peak_ev; /* index of the event that reached peak_bytes */
+};
+
+/* One call path's share of a device's peak (heaptrack's "peak memory
+ * consumers"): its live bytes and allocations at that moment. */
+struct vrt_replay_site {
+	int32_t device;
+	uint32_t phase; /* phase slot */
+	uint32_t stack; /* index into the trace's stacks (0: none) */
+	uint64_t bytes;
+	uint64_t allocs;
 };
 
 struct vrt_replay_failure {
@@ -54,7 +70,10 @@ struct vrt_replay_failure {
 	int oom; /* out of memory on an allocating call */
 	int have_info;
 	uint64_t free_bytes, total_bytes;
-	uint32_t phase;
+	uint32_t phase; /* phase slot of the failed call */
+	uint32_t stack;
+	int after_ready; /* a server was listening: stage "request" */
+	uint32_t inflight; /* requests in flight at that moment */
 	/* the device's live bytes by phase slot when the call failed */
 	uint64_t live_by_phase[VRT_REPLAY_MAX_PHASES];
 };
@@ -71,6 +90,32 @@ struct vrt_replay {
 	uint64_t unmatched_frees; /* frees/releases/unmaps of unknown
 	                             addresses */
 	uint64_t ooms;
+	/* server readiness: the run's first NET LISTEN */
+	int have_server_ready;
+	int64_t server_ready_ts;
+	uint32_t server_ready_proc;
+	uint64_t server_port;
+	/* Requests in flight: per process, open REQUEST begin/end pairs when
+	 * the process annotates requests, else open accepted connections
+	 * (never both, so an annotated server is not counted twice). */
+	uint32_t inflight; /* at the end */
+	uint32_t max_inflight;
+	int64_t max_inflight_ts;
+	uint64_t connections; /* accepted connections seen */
+	uint64_t requests;    /* annotated requests begun */
+	/* largest live "forward" bytes on one device while exactly one
+	 * request was in flight */
+	int have_single_request;
+	uint64_t single_request_peak_bytes;
+	int32_t single_request_peak_device;
+	int64_t single_request_peak_ts;
+	size_t *marks; /* indexes of MARK events in the trace */
+	size_t nmarks;
+	/* sites live at each device's peak: by device, then phase slot,
+	 * then bytes (largest first); at most VRT_REPLAY_TOP_SITES per
+	 * (device, phase) */
+	struct vrt_replay_site *sites;
+	size_t nsites;
 };
 
 /*
@@ -84,9 +129,6 @@ void vrt_replay_free(struct vrt_replay *r);
 /* Slot of a phase id in the per-device phase arrays. */
 unsigned vrt_replay_phase_slot(uint32_t phase);
 
-/* Name of a phase slot: "unattributed" for 0; others are written into buf
- * as "phase-N" until the trace names phases. */
-const char *vrt_replay_phase_name(unsigned slot, char *buf, size_t bufsz);
 
 /* Name of a family ("device", "async", ...), NULL out of range. */
 const char *vrt_replay_family_name(int family);

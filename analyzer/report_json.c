@@ -34,8 +34,10 @@ static int counters_used(const struct vrt_counters *c)
 	return c->allocs || c->frees || c->failed || c->peak_bytes;
 }
 
-/* Phases with activity; "unattributed" always, so the key never vanishes. */
-static void phases(struct vrt_json *w, const struct vrt_replay_device *d)
+/* Phases with activity; "unattributed" always, so the key never vanishes.
+ * Evidence-based tags have their own key, "kv_cache (inferred)". */
+static void phases(struct vrt_json *w, const struct vrt_trace *t,
+                   const struct vrt_replay_device *d)
 {
 	char buf[32];
 	unsigned k;
@@ -44,12 +46,13 @@ static void phases(struct vrt_json *w, const struct vrt_replay_device *d)
 	vrt_json_begin_object(w);
 	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 		if (k == 0 || counters_used(&d->phase[k]))
-			counters(w, vrt_replay_phase_name(k, buf, sizeof(buf)),
+			counters(w, vrt_load_phase_name(t, k, buf, sizeof(buf)),
 			         &d->phase[k]);
 	vrt_json_end_object(w);
 }
 
-static void by_phase(struct vrt_json *w, const char *key, const uint64_t *b)
+static void by_phase(struct vrt_json *w, const struct vrt_trace *t,
+                     const char *key, const uint64_t *b)
 {
 	char buf[32];
 	unsigned k;
@@ -59,7 +62,7 @@ static void by_phase(struct vrt_json *w, const char *key, const uint64_t *b)
 	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++) {
 		if (k == 0 || b[k]) {
 			vrt_json_key(
-			        w, vrt_replay_phase_name(k, buf, sizeof(buf)));
+			        w, vrt_load_phase_name(t, k, buf, sizeof(buf)));
 			vrt_json_uint(w, b[k]);
 		}
 	}
@@ -189,7 +192,7 @@ static void device(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_uint(w, d->baseline_used_bytes);
 	else
 		vrt_json_null(w);
-	phases(w, d);
+	phases(w, t, d);
 	vrt_json_key(w, "families");
 	vrt_json_begin_object(w);
 	for (fam = 0; fam < VRT_FAM_COUNT; fam++)
@@ -206,7 +209,7 @@ static void device(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_null(w);
 	vrt_json_key(w, "tracked_bytes");
 	vrt_json_uint(w, d->peak_bytes);
-	by_phase(w, "by_phase", d->peak_by_phase);
+	by_phase(w, t, "by_phase", d->peak_by_phase);
 	vrt_json_end_object(w);
 	vrt_json_key(w, "live_bytes_end");
 	vrt_json_uint(w, d->tracked_bytes);
@@ -287,18 +290,131 @@ static void failure(struct vrt_json *w, const struct vrt_trace *t,
 	else
 		vrt_json_null(w);
 	vrt_json_key(w, "phase");
-	vrt_json_string(w,
-	                vrt_replay_phase_name(vrt_replay_phase_slot(f->phase),
-	                                      buf, sizeof(buf)));
+	vrt_json_string(w, vrt_load_phase_name(t, f->phase, buf, sizeof(buf)));
 	if (oom_form) {
-		/* Stage needs the server-ready time, not recorded yet. */
+		/* "load" until the first listen() of the run. */
 		vrt_json_key(w, "stage");
-		vrt_json_null(w);
+		vrt_json_string(w, f->after_ready ? "request" : "load");
 		vrt_json_key(w, "inflight");
-		vrt_json_uint(w, 0);
-		by_phase(w, "live_by_phase", f->live_by_phase);
+		vrt_json_uint(w, f->inflight);
+		by_phase(w, t, "live_by_phase", f->live_by_phase);
 	}
 	vrt_json_end_object(w);
+}
+
+static void requests(struct vrt_json *w, const struct vrt_trace *t,
+                     const struct vrt_replay *r)
+{
+	vrt_json_key(w, "requests");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "max_inflight");
+	vrt_json_uint(w, r->max_inflight);
+	vrt_json_key(w, "max_inflight_s");
+	if (r->max_inflight)
+		seconds(w, t, r->max_inflight_ts);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "single_request_peak_bytes");
+	if (r->have_single_request)
+		vrt_json_uint(w, r->single_request_peak_bytes);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "single_request_peak_device");
+	if (r->have_single_request)
+		vrt_json_int(w, r->single_request_peak_device);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "connections");
+	vrt_json_uint(w, r->connections);
+	vrt_json_key(w, "annotated");
+	vrt_json_uint(w, r->requests);
+	vrt_json_end_object(w);
+}
+
+static void marks(struct vrt_json *w, const struct vrt_trace *t,
+                  const struct vrt_replay *r)
+{
+	size_t i;
+
+	vrt_json_key(w, "marks");
+	vrt_json_begin_array(w);
+	for (i = 0; i < r->nmarks; i++) {
+		const struct vrt_event *e = &t->ev[r->marks[i]];
+		const char *label = vrt_load_str(t, e->extra);
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "time_s");
+		seconds(w, t, e->ts);
+		vrt_json_key(w, "pid");
+		vrt_json_uint(w, t->procs[e->proc].pid);
+		vrt_json_key(w, "label");
+		vrt_json_string(w, label ? label : "");
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
+}
+
+/* Frames innermost first, as heaptrack prints a backtrace. */
+#define JSON_SITE_FRAMES 64
+
+static void frames(struct vrt_json *w, const struct vrt_trace *t,
+                   uint32_t stack)
+{
+	uint32_t fr[JSON_SITE_FRAMES];
+	size_t n = vrt_load_stack_frames(t, stack, fr, JSON_SITE_FRAMES), i;
+
+	vrt_json_key(w, "frames");
+	vrt_json_begin_array(w);
+	for (i = 0; i < n; i++) {
+		const struct vrt_frame *x = &t->frames[fr[i]];
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "function");
+		vrt_json_string(w, vrt_load_str(t, x->function));
+		vrt_json_key(w, "file");
+		vrt_json_string(w, vrt_load_str(t, x->file));
+		vrt_json_key(w, "line");
+		if (x->kind == VRT_FRAME_PYTHON && x->line)
+			vrt_json_uint(w, x->line);
+		else
+			vrt_json_null(w);
+		vrt_json_key(w, "kind");
+		vrt_json_string(w, x->kind == VRT_FRAME_PYTHON ? "python"
+		                                               : "native");
+		if (x->kind == VRT_FRAME_NATIVE && !x->function && x->ip) {
+			vrt_json_key(w, "ip");
+			vrt_json_uint(w, x->ip);
+		}
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
+	vrt_json_key(w, "depth");
+	vrt_json_uint(w, stack < t->nstacks ? t->stacks[stack].depth : 0);
+}
+
+static void top_sites(struct vrt_json *w, const struct vrt_trace *t,
+                      const struct vrt_replay *r)
+{
+	size_t i;
+
+	vrt_json_key(w, "top_sites");
+	vrt_json_begin_array(w);
+	for (i = 0; i < r->nsites; i++) {
+		const struct vrt_replay_site *x = &r->sites[i];
+		char buf[32];
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "device");
+		vrt_json_int(w, x->device);
+		vrt_json_key(w, "phase");
+		vrt_json_string(w,
+		                vrt_load_phase_name(t, x->phase, buf,
+		                                    sizeof(buf)));
+		vrt_json_key(w, "bytes");
+		vrt_json_uint(w, x->bytes);
+		vrt_json_key(w, "allocs");
+		vrt_json_uint(w, x->allocs);
+		frames(w, t, x->stack);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
 }
 
 void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
@@ -313,20 +429,17 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 	vrt_json_string(&w, "vramtrace-report/1");
 	run(&w, t);
 	vrt_json_key(&w, "server_ready_s");
-	vrt_json_null(&w);
+	if (r->have_server_ready)
+		seconds(&w, t, r->server_ready_ts);
+	else
+		vrt_json_null(&w);
 	vrt_json_key(&w, "devices");
 	vrt_json_begin_array(&w);
 	for (i = 0; i < t->ndevices && i < r->ndevices; i++)
 		device(&w, t, r, i);
 	vrt_json_end_array(&w);
 	host(&w, r);
-	vrt_json_key(&w, "requests");
-	vrt_json_begin_object(&w);
-	vrt_json_key(&w, "max_inflight");
-	vrt_json_uint(&w, 0);
-	vrt_json_key(&w, "single_request_peak_bytes");
-	vrt_json_null(&w);
-	vrt_json_end_object(&w);
+	requests(&w, t, r);
 	vrt_json_key(&w, "ooms");
 	vrt_json_begin_array(&w);
 	for (i = 0; i < r->nfails; i++)
@@ -340,9 +453,8 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 	vrt_json_end_array(&w);
 	vrt_json_key(&w, "unmatched_frees");
 	vrt_json_uint(&w, r->unmatched_frees);
-	vrt_json_key(&w, "marks");
-	vrt_json_begin_array(&w);
-	vrt_json_end_array(&w);
+	marks(&w, t, r);
+	top_sites(&w, t, r);
 	vrt_json_key(&w, "windows");
 	vrt_json_begin_array(&w);
 	vrt_json_end_array(&w);

@@ -1,7 +1,9 @@
 /*
- * report_text.c — the summary a person reads in ten seconds: the run, one
- * table per device, host page-locked memory, then every failed call on its
- * own line. Sizes are binary units with two decimals; times are seconds
+ * report_text.c — the summary a person reads in ten seconds: the run, the
+ * server's readiness and requests in flight, one block per device (families,
+ * phases, the peak split by phase), host page-locked memory, the call paths
+ * holding each device's peak, marks, then every failed call on its own
+ * line. Sizes are binary units with two decimals; times are seconds
  * since the run's first HEADER. Strings from the trace (exe, argv, device
  * names) are untrusted: control bytes are printed as '?' so a trace cannot
  * drive the terminal.
@@ -104,6 +106,47 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 		        ntrunc, t->nprocs);
 }
 
+/* The last path component: modules and source files are long paths. */
+static const char *base_name(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+	return s && s[1] ? s + 1 : p;
+}
+
+static void server(FILE *f, const struct vrt_trace *t,
+                   const struct vrt_replay *r)
+{
+	char b[32], b2[32];
+
+	if (r->have_server_ready)
+		fprintf(f, "server ready: %s (pid %" PRIu64 ", port %" PRIu64
+		           ")\n",
+		        secs(b, sizeof(b), t, r->server_ready_ts),
+		        t->procs[r->server_ready_proc].pid, r->server_port);
+	else
+		fprintf(f, "server ready: never (no listen() recorded)\n");
+	if (!r->connections && !r->requests) {
+		fprintf(f, "requests: none recorded\n");
+		return;
+	}
+	fprintf(f, "requests: at most %" PRIu32 " in flight", r->max_inflight);
+	if (r->max_inflight)
+		fprintf(f, " (at %s)", secs(b, sizeof(b), t, r->max_inflight_ts));
+	fprintf(f, "; %" PRIu64 " connection%s, %" PRIu64
+	           " annotated request%s\n",
+	        r->connections, r->connections == 1 ? "" : "s", r->requests,
+	        r->requests == 1 ? "" : "s");
+	if (r->have_single_request)
+		fprintf(f,
+		        "single-request forward peak: %s on device %d at %s\n",
+		        human(b, sizeof(b), r->single_request_peak_bytes),
+		        r->single_request_peak_device,
+		        secs(b2, sizeof(b2), t, r->single_request_peak_ts));
+	else
+		fprintf(f, "single-request forward peak: never exactly one "
+		           "request in flight\n");
+}
+
 static void table_head(FILE *f)
 {
 	fprintf(f, "  %-11s %8s %8s %7s %12s %10s %12s\n", "family", "allocs",
@@ -127,6 +170,36 @@ static void table_row(FILE *f, const struct vrt_trace *t, const char *name,
 static int used(const struct vrt_counters *c)
 {
 	return c->allocs || c->frees || c->failed || c->peak_bytes;
+}
+
+/* The phase table: as the family table, with room for longer names. */
+static void phase_table(FILE *f, const struct vrt_trace *t,
+                        const struct vrt_replay_device *d)
+{
+	char b1[32], b2[32], b3[32], pb[32];
+	unsigned k;
+
+	fprintf(f, "  %-20s %8s %8s %7s %12s %10s %12s\n", "phase", "allocs",
+	        "frees", "failed", "peak", "at", "live at end");
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++) {
+		const struct vrt_counters *c = &d->phase[k];
+		const char *name;
+		size_t w;
+		if (!used(c))
+			continue;
+		name = vrt_load_phase_name(t, k, pb, sizeof(pb));
+		w = strnlen(name, 20);
+		fputs("  ", f);
+		put_safe(f, name, 20);
+		fprintf(f,
+		        "%*s %8" PRIu64 " %8" PRIu64 " %7" PRIu64
+		        " %12s %10s %12s\n",
+		        (int)(20 - w), "", c->allocs, c->frees, c->failed,
+		        human(b1, sizeof(b1), c->peak_bytes),
+		        c->peak_bytes ? secs(b2, sizeof(b2), t, c->peak_ts)
+		                      : "-",
+		        human(b3, sizeof(b3), c->live_bytes));
+	}
 }
 
 static void device(FILE *f, const struct vrt_trace *t,
@@ -160,6 +233,8 @@ static void device(FILE *f, const struct vrt_trace *t,
 	}
 	if (!any)
 		fprintf(f, "  no device memory allocated\n");
+	else
+		phase_table(f, t, d);
 	if (d->peak_bytes) {
 		fprintf(f, "  peak %s at %s:",
 		        human(b1, sizeof(b1), d->peak_bytes),
@@ -168,8 +243,10 @@ static void device(FILE *f, const struct vrt_trace *t,
 			char pb[32];
 			if (!d->peak_by_phase[k])
 				continue;
-			fprintf(f, " %s %s",
-			        vrt_replay_phase_name(k, pb, sizeof(pb)),
+			fputc(' ', f);
+			put_safe(f, vrt_load_phase_name(t, k, pb, sizeof(pb)),
+			         40);
+			fprintf(f, " %s",
 			        human(b1, sizeof(b1), d->peak_by_phase[k]));
 		}
 		fprintf(f, "; live at end %s\n",
@@ -206,6 +283,110 @@ static void host(FILE *f, const struct vrt_trace *t, const struct vrt_replay *r)
 		table_row(f, t, "registered", &r->host[VRT_FAM_REGISTERED]);
 	fprintf(f, "  pinned + registered peak %s\n",
 	        human(b, sizeof(b), r->host_pinned_peak));
+}
+
+/* Frames shown per site: python frames first (they name the engine's
+ * step), then native ones, each innermost first. */
+#define SITE_FRAMES 4
+
+static void frame_line(FILE *f, const struct vrt_trace *t,
+                       const struct vrt_frame *fr)
+{
+	const char *fn = vrt_load_str(t, fr->function);
+	const char *file = base_name(vrt_load_str(t, fr->file));
+
+	fputs("      ", f);
+	if (fn)
+		put_safe(f, fn, 100);
+	else if (fr->kind == VRT_FRAME_NATIVE && fr->ip)
+		fprintf(f, "0x%" PRIx64, fr->ip);
+	else
+		fputs("??", f);
+	if (file) {
+		fputs("  ", f);
+		put_safe(f, file, 60);
+		if (fr->kind == VRT_FRAME_PYTHON && fr->line)
+			fprintf(f, ":%" PRIu64, fr->line);
+	}
+	fputc('\n', f);
+}
+
+static void site_frames(FILE *f, const struct vrt_trace *t, uint32_t stack)
+{
+	uint32_t fr[256];
+	size_t n = vrt_load_stack_frames(t, stack, fr, 256), i, shown = 0;
+	int pass;
+
+	if (!n) {
+		fputs("      (no stack recorded)\n", f);
+		return;
+	}
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < n && shown < SITE_FRAMES; i++) {
+			const struct vrt_frame *x = &t->frames[fr[i]];
+			int py = x->kind == VRT_FRAME_PYTHON;
+			if (py != (pass == 0))
+				continue;
+			frame_line(f, t, x);
+			shown++;
+		}
+	}
+	if (n > shown)
+		fprintf(f, "      ... %zu more frame%s\n", n - shown,
+		        n - shown == 1 ? "" : "s");
+}
+
+/* heaptrack_print's "peak memory consumers", per device and phase. */
+static void sites(FILE *f, const struct vrt_trace *t,
+                  const struct vrt_replay *r)
+{
+	size_t i;
+	int32_t dev = -1;
+	int any = 0;
+
+	for (i = 0; i < r->nsites; i++)
+		any |= r->sites[i].stack != 0;
+	if (!any)
+		return;
+	fprintf(f, "\ntop allocation sites at each device's peak (largest "
+	           "first, %d per phase)\n",
+	        VRT_REPLAY_TOP_SITES);
+	for (i = 0; i < r->nsites; i++) {
+		const struct vrt_replay_site *x = &r->sites[i];
+		char b1[32], b2[32], pb[32];
+		if (x->device != dev) {
+			const struct vrt_replay_device *d = &r->dev[x->device];
+			dev = x->device;
+			fprintf(f, "device %d: peak %s at %s\n", dev,
+			        human(b1, sizeof(b1), d->peak_bytes),
+			        secs(b2, sizeof(b2), t, d->peak_ts));
+		}
+		fputs("  ", f);
+		put_safe(f, vrt_load_phase_name(t, x->phase, pb, sizeof(pb)),
+		         40);
+		fprintf(f, "  %s in %" PRIu64 " allocation%s\n",
+		        human(b1, sizeof(b1), x->bytes), x->allocs,
+		        x->allocs == 1 ? "" : "s");
+		site_frames(f, t, x->stack);
+	}
+}
+
+static void marks(FILE *f, const struct vrt_trace *t,
+                  const struct vrt_replay *r)
+{
+	size_t i;
+
+	if (!r->nmarks)
+		return;
+	fprintf(f, "\nmarks\n");
+	for (i = 0; i < r->nmarks; i++) {
+		const struct vrt_event *e = &t->ev[r->marks[i]];
+		char b[32];
+		fprintf(f, "  %s  pid %" PRIu64 "  ",
+		        secs(b, sizeof(b), t, e->ts), t->procs[e->proc].pid);
+		put_safe(f, vrt_load_str(t, e->extra), 120);
+		fputc('\n', f);
+	}
 }
 
 static void failures(FILE *f, const struct vrt_trace *t,
@@ -247,6 +428,15 @@ static void failures(FILE *f, const struct vrt_trace *t,
 			fprintf(f, "  driver: %s free of %s",
 			        human(b1, sizeof(b1), x->free_bytes),
 			        human(b2, sizeof(b2), x->total_bytes));
+		if (x->oom) {
+			char pb[32];
+			fprintf(f, "  [%s stage, phase ",
+			        x->after_ready ? "request" : "load");
+			put_safe(f, vrt_load_phase_name(t, x->phase, pb,
+			                                sizeof(pb)),
+			         40);
+			fprintf(f, ", %" PRIu32 " in flight]", x->inflight);
+		}
 		fputc('\n', f);
 	}
 }
@@ -257,9 +447,12 @@ void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
 	size_t i;
 
 	run_summary(f, t);
+	server(f, t, r);
 	for (i = 0; i < t->ndevices && i < r->ndevices; i++)
 		device(f, t, r, i);
 	host(f, t, r);
+	sites(f, t, r);
+	marks(f, t, r);
 	failures(f, t, r);
 	if (r->unmatched_frees)
 		fprintf(f, "\nfrees of unknown addresses: %" PRIu64 "\n",

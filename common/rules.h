@@ -35,17 +35,44 @@ struct vrt_rules *vrt_rules_new_empty(void);
 void vrt_rules_free(struct vrt_rules *r);
 
 /*
- * Parses a rules file's text and puts its rules IN FRONT of those already
- * in r (user rules win over built-in ones), in file order. On a syntax
- * error returns -1, adds nothing, and writes "<name>:<line>: <message>" to
- * err. Returns the number of rules added on success.
+ * Parses a rules file's text (syntax: docs/rules.md) and puts its rules IN
+ * FRONT of those already in r (user rules win over built-in ones), in file
+ * order. text need not be NUL-terminated and may hold any bytes; NULL is
+ * accepted when len is 0. name labels messages and vrt_rules_origin()
+ * (NULL reads "<rules>"). On error returns -1, leaves r unchanged, and
+ * writes one line "<name>:<line>: <message>" (no newline, truncated to
+ * errlen) to err unless err is NULL. Returns the number of rules added on
+ * success.
  */
 int vrt_rules_parse(struct vrt_rules *r, const char *text, size_t len,
 		    const char *name, char *err, size_t errlen);
 
-/* Index of the first rule matching f, or VRT_RULE_NONE. */
+/* Longest line the parser accepts, in bytes (without the newline). */
+#define VRT_RULES_LINE_MAX 4096
+
+/*
+ * Index of the first rule matching f, or VRT_RULE_NONE. A frame's NULL
+ * function or file reads as "". Read-only: one rule set may be matched
+ * from several threads at once as long as none modifies it.
+ */
 #define VRT_RULE_NONE 0x7fffffff
 int vrt_rules_match(const struct vrt_rules *r, const struct vrt_rule_frame *f);
+
+/*
+ * Index of the first rule below limit that matches f, or VRT_RULE_NONE: the
+ * incremental form for a trie of call paths, where a node's rule is
+ * min(parent's rule, vrt_rules_match_before(r, frame, parent's rule)), so
+ * each new node costs one frame against the rules that could still win.
+ */
+int vrt_rules_match_before(const struct vrt_rules *r,
+			   const struct vrt_rule_frame *f, int limit);
+
+/*
+ * The first rule matching any of frames[0..n) (the minimum over frames of
+ * vrt_rules_match, computed with early cut-off), or VRT_RULE_NONE.
+ */
+int vrt_rules_match_stack(const struct vrt_rules *r,
+			  const struct vrt_rule_frame *frames, size_t n);
 
 /* The phase a matching rule assigns, as a phase id: fixed ids of
  * trace_format.h (VRT_PHASE_weights, ...) or a custom id >=
@@ -57,8 +84,17 @@ unsigned vrt_rules_phase(const struct vrt_rules *r, int rule);
 const char *vrt_rules_phase_name(const struct vrt_rules *r, unsigned id);
 
 /* Number of rules (for diagnostics) and a rule's text, e.g.
- * "kv_cache py:*.initialize_kv_cache" (for "why this phase" output). */
+ * "kv_cache py:*.initialize_kv_cache in gpu_model_runner.py" (for "why this phase"
+ * output); NULL for an index out of range. */
 int vrt_rules_count(const struct vrt_rules *r);
 const char *vrt_rules_describe(const struct vrt_rules *r, int rule);
+
+/* Where a rule was written: "<name>:<line>" ("builtin:<line>" for a
+ * built-in rule); NULL for an index out of range. */
+const char *vrt_rules_origin(const struct vrt_rules *r, int rule);
+
+/* The built-in rules as rules-file text (what vrt_rules_new_builtin
+ * parses), for `--help`-style listings and documentation. */
+const char *vrt_rules_builtin_text(void);
 
 #endif /* VRT_RULES_H */

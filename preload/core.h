@@ -23,6 +23,7 @@
 #include <time.h>
 
 #define VRT_HIDDEN __attribute__((visibility("hidden")))
+#define VRT_EXPORT __attribute__((visibility("default")))
 #define VRT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define VRT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define VRT_TLS __attribute__((tls_model("initial-exec"))) __thread
@@ -37,6 +38,9 @@ enum vrt_option_id {
 	VRT_OPT_ZSTD_LEVEL, /* VRAMTRACE_ZSTD_LEVEL */
 	VRT_OPT_BUFFER_MB,  /* VRAMTRACE_BUFFER_MB: cap of buffered events */
 	VRT_OPT_DEBUG,      /* VRAMTRACE_DEBUG: diagnostics on stderr */
+	VRT_OPT_STACKS,     /* VRAMTRACE_STACKS: VRT_STACKS_* bits */
+	VRT_OPT_STACK_DEPTH, /* VRAMTRACE_STACK_DEPTH */
+	VRT_OPT_RULES,      /* VRAMTRACE_RULES: a phase rules file */
 	VRT_OPT_COUNT
 };
 
@@ -74,14 +78,21 @@ const char *vrt_capture_fail_reason(void);
 
 /* One event as hooks describe it; tbuf encodes it per trace_format.h. */
 struct vrt_ev {
-	uint8_t rec; /* VRT_REC_ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO */
+	uint8_t rec; /* VRT_REC_ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO, MARK,
+		      * NET, PROC, REQUEST */
 	uint8_t api;
 	uint8_t have_info;
+	uint8_t op; /* NET, PROC, REQUEST */
 	int32_t device;
 	uint32_t error;
+	uint32_t stack;  /* stack id (stack.c), 0 none */
+	uint64_t phase;  /* encoded phase (trace_format.h), 0 unattributed */
 	uint64_t addr, size, aux, offset, handle;
 	uint64_t free_bytes, total_bytes;
+	const char *text; /* MARK label, PROC path; cut to VRT_EV_TEXT_MAX */
 };
+
+#define VRT_EV_TEXT_MAX 256
 
 /* Chunk of encoded events from one thread; handed to the writer whole. */
 struct vrt_chunk {
@@ -103,6 +114,12 @@ int vrt_tbuf_init(size_t max_bytes);
  * exhausted it waits a bounded time for the writer, then drops the event
  * and counts it. */
 void vrt_tbuf_event(const struct vrt_ev *ev);
+
+/* A per-thread area of VRT_TBUF_SCRATCH bytes (zeroed when first made,
+ * kept across thread reuse), or NULL if no buffer could be made. Owner
+ * thread only; hot-path safe. */
+#define VRT_TBUF_SCRATCH 2048
+void *vrt_tbuf_scratch(void);
 
 /* Moves every non-empty chunk (threads' current chunks, then full ones)
  * to *out as a list in hand-off order. Writer thread only. */
@@ -143,6 +160,48 @@ uint64_t vrt_tbuf_now(void);
 void vrt_tbuf_cond_init(pthread_cond_t *cv);
 void vrt_tbuf_deadline(struct timespec *ts, int ms);
 
+/* ---- stack.c ---------------------------------------------------------- */
+
+#define VRT_STACKS_NATIVE 1
+#define VRT_STACKS_PYTHON 2
+
+/* From the constructor: which stacks to capture (VRT_STACKS_* bits, 0 for
+ * none) and how many frames of each at most. */
+void vrt_stack_init(int mode, int max_depth);
+
+/* The calling thread's stack id (0 when stacks are off or nothing could
+ * be captured). From inside a hook: unwinds first, then takes stack_mu
+ * only when this call site is not in the thread's cache. */
+uint32_t vrt_stack_capture(void);
+
+/* Writer thread: writes STRING/FRAME/STACK/PHASE records for every frame
+ * and stack made since the last call, through emit. */
+typedef void (*vrt_stack_emit_fn)(unsigned type, const uint8_t *payload,
+				  size_t len);
+void vrt_stack_emit(vrt_stack_emit_fn emit);
+
+/* The rules that tag new stacks (owned by the caller; NULL: none). Set
+ * before the writer starts. */
+struct vrt_rules;
+void vrt_stack_set_rules(struct vrt_rules *rules);
+
+void vrt_stack_before_fork(void);
+void vrt_stack_after_fork_parent(void);
+void vrt_stack_after_fork_child(void);
+
+/* ---- phase.c ---------------------------------------------------------- */
+
+/* The annotation stack of the calling thread (vramtrace_phase_push/pop).
+ * push/pop are for the application's own calls, not for hooks. */
+void vrt_phase_push(const char *name);
+void vrt_phase_pop(void);
+/* Encoded phase (trace_format.h) the thread announced, or 0. Hot path:
+ * one TLS read. */
+uint64_t vrt_phase_current(void);
+/* Writer thread: PHASE records for custom names not yet declared. */
+void vrt_phase_emit(vrt_stack_emit_fn emit);
+void vrt_phase_after_fork_child(void);
+
 /* ---- writer.c --------------------------------------------------------- */
 
 /* A device as the driver describes it; written once into the trace. */
@@ -160,7 +219,9 @@ struct vrt_device_info {
  * 0 or -errno; on error nothing is left running. */
 int vrt_writer_start(const char *dir, int flush_ms, int zstd_level);
 
-/* Queues the device inventory for the trace (copied). Any thread. */
+/* Queues the device inventory of one vendor for the trace (copied; every
+ * entry has the vendor of devs[0]): it replaces that vendor's earlier
+ * list and keeps the other vendor's. Any thread. */
 void vrt_writer_devices(const struct vrt_device_info *devs, int n);
 
 /* Closes the current frame with everything recorded so far, syncs it to

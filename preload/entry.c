@@ -23,6 +23,7 @@
  * start_mu serialises the lazy start; everything else is in the core.
  */
 #include "hook.h"
+#include "rules.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -42,6 +43,7 @@ static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 static char run_dir[PATH_MAX];
 static char start_error[PATH_MAX + 64];
+static int exec_pending;
 
 static void thread_exit(void *arg)
 {
@@ -79,16 +81,45 @@ static void on_claim(void)
 	pthread_setspecific(exit_key, (void *)1);
 }
 
+static pid_t self_pid;
+
+int vrt_entry_is_self(void)
+{
+	return getpid() == self_pid;
+}
+
+void vrt_entry_before_exec(void)
+{
+	pthread_mutex_lock(&start_mu);
+	int was = atomic_exchange(&vrt_state, VRT_STATE_OFF);
+	pthread_mutex_unlock(&start_mu);
+	if (was == VRT_STATE_ON)
+		vrt_writer_stop(STOP_TIMEOUT_MS);
+	exec_pending = was;
+}
+
+void vrt_entry_exec_failed(void)
+{
+	/* Still this image: go on as before; after a closed trace, into a
+	 * new file at the next event. */
+	if ((exec_pending == VRT_STATE_ON || exec_pending == VRT_STATE_ARMED) &&
+	    !vrt_capture_fail_reason())
+		atomic_store(&vrt_state, VRT_STATE_ARMED);
+	exec_pending = 0;
+}
+
 static void before_fork(void)
 {
 	pthread_mutex_lock(&start_mu);
 	vrt_writer_before_fork();
+	vrt_stack_before_fork();
 	vrt_tbuf_before_fork();
 }
 
 static void after_fork_parent(void)
 {
 	vrt_tbuf_after_fork_parent();
+	vrt_stack_after_fork_parent();
 	vrt_writer_after_fork_parent();
 	pthread_mutex_unlock(&start_mu);
 }
@@ -96,8 +127,11 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
 	vrt_tbuf_after_fork_child();
+	vrt_stack_after_fork_child();
+	vrt_phase_after_fork_child();
 	vrt_writer_after_fork_child();
 	pthread_mutex_init(&start_mu, NULL);
+	self_pid = getpid();
 	int on = VRT_STATE_ON;
 	atomic_compare_exchange_strong(&vrt_state, &on, VRT_STATE_ARMED);
 }
@@ -130,9 +164,44 @@ static int choose_run_dir(void)
 	return 0;
 }
 
+/* The rules that tag stacks: the built-in sets, with VRAMTRACE_RULES in
+ * front. A bad file keeps the built-ins and warns once. */
+static void load_rules(void)
+{
+	struct vrt_rules *rules = vrt_rules_new_builtin();
+	const char *path = vrt_options_str(VRT_OPT_RULES);
+	if (rules && path) {
+		char err[512];
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = fopen(path, "re");
+		if (f) {
+			text = malloc(1u << 20);
+			if (text)
+				len = fread(text, 1, (1u << 20) - 1, f);
+			fclose(f);
+		}
+		if (!text) {
+			fprintf(stderr,
+				"vramtrace: warning: VRAMTRACE_RULES=%s: %s; "
+				"using the built-in rules\n",
+				path, f ? "out of memory" : strerror(errno));
+		} else if (vrt_rules_parse(rules, text, len, path, err,
+					   sizeof(err)) < 0) {
+			fprintf(stderr,
+				"vramtrace: warning: %s; using the built-in "
+				"rules\n",
+				err);
+		}
+		free(text);
+	}
+	vrt_stack_set_rules(rules);
+}
+
 __attribute__((constructor)) static void vrt_entry_init(void)
 {
 	vrt_hook_libc_init();
+	self_pid = getpid();
 	vrt_options_init();
 	if (!vrt_options_int(VRT_OPT_ENABLE))
 		return;
@@ -150,6 +219,9 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 				"not recording\n");
 		return;
 	}
+	vrt_stack_init((int)vrt_options_int(VRT_OPT_STACKS),
+		       (int)vrt_options_int(VRT_OPT_STACK_DEPTH));
+	load_rules();
 	vrt_tbuf_on_claim = on_claim;
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	atomic_store(&vrt_state, VRT_STATE_ARMED);

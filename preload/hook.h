@@ -19,6 +19,14 @@ extern VRT_TLS int vrt_in_hook VRT_HIDDEN;
 /* entry.c: starts the writer when capture is armed; 1 if recording. */
 int vrt_entry_start(void);
 
+/* entry.c: 1 in the process the preload initialised (or a fork child of
+ * it), 0 in a vfork child, which shares our memory but is not us. */
+int vrt_entry_is_self(void);
+/* entry.c: flush and close the trace before an exec replaces the image;
+ * after a failed exec, arm capture again (a new file). */
+void vrt_entry_before_exec(void);
+void vrt_entry_exec_failed(void);
+
 static inline int vrt_hook_enter(void)
 {
 	if (vrt_in_hook)
@@ -26,6 +34,17 @@ static inline int vrt_hook_enter(void)
 	int s = atomic_load_explicit(&vrt_state, memory_order_relaxed);
 	if (VRT_UNLIKELY(s != VRT_STATE_ON) &&
 	    (s != VRT_STATE_ARMED || !vrt_entry_start()))
+		return 0;
+	vrt_in_hook = 1;
+	return 1;
+}
+
+/* Like vrt_hook_enter, but never starts the writer: for events that only
+ * matter in a process that is recording anyway (fork, exec), so that
+ * shells and wrappers of a traced tree leave no file. */
+static inline int vrt_hook_enter_if_on(void)
+{
+	if (vrt_in_hook || !vrt_capture_on())
 		return 0;
 	vrt_in_hook = 1;
 	return 1;
@@ -45,5 +64,11 @@ void vrt_hook_libc_init(void);
  * driver's definition of it, returns our wrapper; else addr. Called by
  * dlsym for every successful look-up of a name starting with "cu". */
 void *vrt_hook_cuda_dlsym(const char *symbol, void *addr);
+
+/* hook_hip.c: the same for the HIP runtime: our wrapper when symbol is a
+ * hooked export and addr is libamdhip64's definition of it; else addr.
+ * Called by dlsym for every successful look-up of a name starting with
+ * "hip". */
+void *vrt_hook_hip_dlsym(const char *symbol, void *addr);
 
 #endif /* VRT_HOOK_H */

@@ -304,7 +304,9 @@ static void rec_alloc(int api, int dev, uint64_t addr, uint64_t size,
 			    .device = dev,
 			    .addr = addr,
 			    .size = size,
-			    .aux = aux_v};
+			    .aux = aux_v,
+			    .stack = vrt_stack_capture(),
+			    .phase = vrt_phase_current()};
 	vrt_tbuf_event(&ev);
 }
 
@@ -314,7 +316,8 @@ static void rec_free(int api, int dev, uint64_t addr, uint64_t aux_v)
 			    .api = (uint8_t)api,
 			    .device = dev,
 			    .addr = addr,
-			    .aux = aux_v};
+			    .aux = aux_v,
+			    .phase = vrt_phase_current()};
 	vrt_tbuf_event(&ev);
 }
 
@@ -330,7 +333,9 @@ static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
 			    .addr = addr,
 			    .size = size,
 			    .aux = aux_v,
-			    .error = (uint32_t)err};
+			    .error = (uint32_t)err,
+			    .stack = vrt_stack_capture(),
+			    .phase = vrt_phase_current()};
 	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
 	if (allocating && dev >= 0 && dev == cur_device())
 		ev.have_info = (uint8_t)mem_info(&ev.free_bytes,
@@ -518,7 +523,9 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 				    .addr = ptr,
 				    .size = size,
 				    .offset = offset,
-				    .handle = handle};
+				    .handle = handle,
+				    .stack = vrt_stack_capture(),
+				    .phase = vrt_phase_current()};
 		vrt_tbuf_event(&ev);
 	} else {
 		rec_fail(VRT_API_cuMemMap, cur_device(), ptr, size, handle, r);
@@ -539,7 +546,8 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 				    .api = VRT_API_cuMemUnmap,
 				    .device = VRT_DEVICE_UNKNOWN,
 				    .addr = ptr,
-				    .size = size};
+				    .size = size,
+				    .phase = vrt_phase_current()};
 		vrt_tbuf_event(&ev);
 	} else {
 		rec_fail(VRT_API_cuMemUnmap, cur_device(), ptr, size, 0, r);
@@ -612,9 +620,11 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
 	if (r == CUDA_SUCCESS && free && total) {
 		inventory();
 		struct vrt_ev ev = {.rec = VRT_REC_MEMINFO,
+				    .api = VRT_API_cuMemGetInfo_v2,
 				    .device = cur_device(),
 				    .free_bytes = *free,
-				    .total_bytes = *total};
+				    .total_bytes = *total,
+				    .stack = vrt_stack_capture()};
 		vrt_tbuf_event(&ev);
 	}
 	vrt_hook_leave();

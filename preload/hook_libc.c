@@ -4,7 +4,8 @@
  * Runtimes reach the CUDA driver by dlopen + dlsym, never by linking it:
  * libcudart looks up exactly one name, "cuGetProcAddress_v2", and Python
  * ctypes, NCCL and Triton look up each function on the driver's handle.
- * So dlsym is where our wrappers get handed out (hook_cuda.c decides).
+ * So dlsym is where our wrappers get handed out (hook_cuda.c decides; for
+ * the HIP runtime's names, hook_hip.c).
  *
  * glibc's dlsym looks at its return address to know who is asking: for
  * RTLD_NEXT ("the next object after the caller") and RTLD_DEFAULT (the
@@ -57,6 +58,9 @@ VRT_HIDDEN void *vrt_libc_dlsym_handle(void *handle, const char *symbol)
 	void *r = vrt_real_dlsym(handle, symbol);
 	if (r && symbol && symbol[0] == 'c' && symbol[1] == 'u')
 		return vrt_hook_cuda_dlsym(symbol, r);
+	if (r && symbol && symbol[0] == 'h' && symbol[1] == 'i' &&
+	    symbol[2] == 'p')
+		return vrt_hook_hip_dlsym(symbol, r);
 	return r;
 }
 
@@ -109,3 +113,276 @@ void *dlsym(void *handle, const char *symbol)
 	return vrt_libc_dlsym_handle(handle, symbol);
 }
 #endif
+
+/* ---- server readiness and requests in flight ---------------------------
+ *
+ * listen() says the server is ready; an accepted connection is a request
+ * in flight until it is closed. Accepted fds are remembered in a bitmap
+ * so close(), which every program calls all the time, costs one bit test
+ * for the fds that are not ours. The CLOSE event is recorded before the
+ * real close, so a racing accept() that reuses the number is always
+ * stamped after it. Connections closed by other means (dup2 over them,
+ * close_range, exit) are not seen; the report says so.
+ */
+
+#include <vramtrace/trace_format.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/syscall.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_TRACKED_FD 65536
+
+static _Atomic uint64_t accepted[MAX_TRACKED_FD / 64];
+
+static void *next_fn(const char *name)
+{
+	vrt_hook_libc_init();
+	return vrt_real_dlsym ? vrt_real_dlsym(RTLD_NEXT, name) : NULL;
+}
+
+/* The next definition of a libc function, looked up once (a race only
+ * stores the same pointer twice). */
+#define NEXT(fn)                                                               \
+	static __typeof__(&fn) real_##fn;                                      \
+	if (VRT_UNLIKELY(!real_##fn))                                          \
+		real_##fn = (__typeof__(&fn))next_fn(#fn)
+
+static void net_event(int op, int fd, uint64_t arg)
+{
+	struct vrt_ev ev = {.rec = VRT_REC_NET,
+			    .op = (uint8_t)op,
+			    .addr = (uint64_t)fd,
+			    .aux = arg};
+	vrt_tbuf_event(&ev);
+}
+
+static int port_of(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
+VRT_EXPORT int listen(int fd, int backlog)
+{
+	NEXT(listen);
+	int r = real_listen(fd, backlog);
+	if (r == 0 && vrt_hook_enter()) {
+		net_event(VRT_NET_LISTEN, fd, (uint64_t)port_of(fd));
+		vrt_hook_leave();
+	}
+	return r;
+}
+
+static void accepted_fd(int fd, int listener)
+{
+	if (fd < 0 || fd >= MAX_TRACKED_FD || !vrt_hook_enter())
+		return;
+	atomic_fetch_or(&accepted[fd / 64], 1ull << (fd % 64));
+	net_event(VRT_NET_ACCEPT, fd, (uint64_t)listener);
+	vrt_hook_leave();
+}
+
+VRT_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
+{
+	NEXT(accept);
+	int r = real_accept(fd, addr, addrlen);
+	accepted_fd(r, fd);
+	return r;
+}
+
+VRT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
+{
+	NEXT(accept4);
+	int r = real_accept4(fd, addr, addrlen, flags);
+	accepted_fd(r, fd);
+	return r;
+}
+
+VRT_EXPORT int close(int fd)
+{
+	NEXT(close);
+	if (VRT_UNLIKELY(!real_close))
+		return (int)syscall(SYS_close, fd);
+	if (fd >= 0 && fd < MAX_TRACKED_FD &&
+	    VRT_UNLIKELY(atomic_load_explicit(&accepted[fd / 64],
+					      memory_order_relaxed) &
+			 (1ull << (fd % 64)))) {
+		uint64_t bit = 1ull << (fd % 64);
+		if ((atomic_fetch_and(&accepted[fd / 64], ~bit) & bit) &&
+		    vrt_hook_enter()) {
+			net_event(VRT_NET_CLOSE, fd, 0);
+			vrt_hook_leave();
+		}
+	}
+	return real_close(fd);
+}
+
+/* ---- children: fork, exec, posix_spawn ----------------------------------
+ *
+ * A forked child gets its own trace (entry.c's fork handler); the parent
+ * records which pid it made. Before an exec replaces the image, the trace
+ * is flushed and closed (entry.c); if the exec fails, recording goes on
+ * in a new file. vfork is not interposed: a wrapper returning in a vfork
+ * child would clobber the parent's stack. A vfork child that execs is
+ * recognised (its pid is not ours) and passes straight through, since it
+ * shares the parent's memory and must not touch the parent's trace.
+ */
+
+static void proc_event(int op, pid_t pid, const char *path)
+{
+	if (!vrt_hook_enter_if_on())
+		return;
+	struct vrt_ev ev = {.rec = VRT_REC_PROC,
+			    .op = (uint8_t)op,
+			    .addr = (uint64_t)(pid > 0 ? pid : 0),
+			    .text = path};
+	vrt_tbuf_event(&ev);
+	vrt_hook_leave();
+}
+
+VRT_EXPORT pid_t fork(void)
+{
+	NEXT(fork);
+	pid_t pid = real_fork();
+	if (pid > 0)
+		proc_event(VRT_PROC_FORK, pid, NULL);
+	return pid;
+}
+
+VRT_EXPORT int posix_spawn(pid_t *pid, const char *path,
+		const posix_spawn_file_actions_t *fa,
+		const posix_spawnattr_t *attr, char *const argv[],
+		char *const envp[])
+{
+	NEXT(posix_spawn);
+	int r = real_posix_spawn(pid, path, fa, attr, argv, envp);
+	if (r == 0 && pid)
+		proc_event(VRT_PROC_SPAWN, *pid, path);
+	return r;
+}
+
+VRT_EXPORT int posix_spawnp(pid_t *pid, const char *file,
+		 const posix_spawn_file_actions_t *fa,
+		 const posix_spawnattr_t *attr, char *const argv[],
+		 char *const envp[])
+{
+	NEXT(posix_spawnp);
+	int r = real_posix_spawnp(pid, file, fa, attr, argv, envp);
+	if (r == 0 && pid)
+		proc_event(VRT_PROC_SPAWN, *pid, file);
+	return r;
+}
+
+/* Records the exec and closes the trace; returns whether it did. */
+static int before_exec(const char *path)
+{
+	if (!vrt_entry_is_self())
+		return 0;
+	proc_event(VRT_PROC_EXEC, 0, path);
+	vrt_entry_before_exec();
+	return 1;
+}
+
+#define EXEC_BODY(call, path)                                                  \
+	do {                                                                   \
+		int closed_ = before_exec(path);                               \
+		int r_ = call;                                                 \
+		int err_ = errno;                                              \
+		if (closed_)                                                   \
+			vrt_entry_exec_failed();                               \
+		errno = err_;                                                  \
+		return r_;                                                     \
+	} while (0)
+
+VRT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	NEXT(execve);
+	EXEC_BODY(real_execve(path, argv, envp), path);
+}
+
+VRT_EXPORT int execv(const char *path, char *const argv[])
+{
+	NEXT(execv);
+	EXEC_BODY(real_execv(path, argv), path);
+}
+
+VRT_EXPORT int execvp(const char *file, char *const argv[])
+{
+	NEXT(execvp);
+	EXEC_BODY(real_execvp(file, argv), file);
+}
+
+VRT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	NEXT(execvpe);
+	EXEC_BODY(real_execvpe(file, argv, envp), file);
+}
+
+VRT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	NEXT(fexecve);
+	EXEC_BODY(real_fexecve(fd, argv, envp), "(fexecve)");
+}
+
+/* The execl family calls execve inside libc, where we cannot see it, so
+ * each is rebuilt here over the vector forms above. */
+#define EXECL_MAX_ARGS 4096
+#define COLLECT_ARGS(first, ap, argv, n)                                       \
+	do {                                                                   \
+		argv[0] = (char *)(first);                                     \
+		n = 1;                                                         \
+		while (argv[n - 1] && n < EXECL_MAX_ARGS)                      \
+			argv[n++] = va_arg(ap, char *);                        \
+		if (argv[n - 1]) {                                             \
+			va_end(ap);                                            \
+			errno = E2BIG;                                         \
+			return -1;                                             \
+		}                                                              \
+	} while (0)
+
+VRT_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	char *argv[EXECL_MAX_ARGS];
+	int n;
+	va_list ap;
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv, n);
+	va_end(ap);
+	return execv(path, argv);
+}
+
+VRT_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	char *argv[EXECL_MAX_ARGS];
+	int n;
+	va_list ap;
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv, n);
+	va_end(ap);
+	return execvp(file, argv);
+}
+
+VRT_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char *argv[EXECL_MAX_ARGS];
+	int n;
+	va_list ap;
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv, n);
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, argv, envp);
+}

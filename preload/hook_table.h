@@ -1,5 +1,5 @@
 /*
- * The one table of hooked CUDA driver functions.
+ * The one table of hooked functions: CUDA driver, then HIP runtime.
  *
  * X(export, base, min_version, ptsz)
  *   export       the driver's exported name; our wrapper has this name too
@@ -47,6 +47,45 @@ enum vrt_hook_id {
 	VRT_CUDA_HOOKS(VRT_X_HOOK_ENUM)
 #undef VRT_X_HOOK_ENUM
 	VRT_HOOK_COUNT
+};
+
+/*
+ * The hooked HIP runtime functions: X(export). HIP exports plain names and
+ * hipGetProcAddress answers a name with the export of that name (or its
+ * "_spt" export for the per-thread default stream, which we do not wrap),
+ * so one column suffices. Every entry except the two resolvers is a row of
+ * VRT_API_LIST with the same name.
+ */
+#define VRT_HIP_HOOKS(X)                                                       \
+	X(hipMalloc)                                                           \
+	X(hipExtMallocWithFlags)                                               \
+	X(hipMallocPitch)                                                      \
+	X(hipFree)                                                             \
+	X(hipMallocAsync)                                                      \
+	X(hipMallocFromPoolAsync)                                              \
+	X(hipFreeAsync)                                                        \
+	X(hipMemAddressReserve)                                                \
+	X(hipMemAddressFree)                                                   \
+	X(hipMemCreate)                                                        \
+	X(hipMemRelease)                                                       \
+	X(hipMemMap)                                                           \
+	X(hipMemUnmap)                                                         \
+	X(hipMallocManaged)                                                    \
+	X(hipHostMalloc)                                                       \
+	X(hipMallocHost)                                                       \
+	X(hipHostFree)                                                         \
+	X(hipFreeHost)                                                         \
+	X(hipHostRegister)                                                     \
+	X(hipHostUnregister)                                                   \
+	X(hipMemGetInfo)                                                       \
+	X(hipGetProcAddress)                                                   \
+	X(hipGetProcAddress_spt)
+
+enum vrt_hip_hook_id {
+#define VRT_X_HIP_ENUM(exp) VRT_HIP_HOOK_##exp,
+	VRT_HIP_HOOKS(VRT_X_HIP_ENUM)
+#undef VRT_X_HIP_ENUM
+	VRT_HIP_HOOK_COUNT
 };
 
 #endif /* VRT_HOOK_TABLE_H */

@@ -18,7 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum vrt_option_kind { VRT_KIND_INT, VRT_KIND_BOOL, VRT_KIND_STR };
+enum vrt_option_kind {
+	VRT_KIND_INT,
+	VRT_KIND_BOOL,
+	VRT_KIND_STR,
+	VRT_KIND_STACKS /* none | native | python | native,python */
+};
 
 struct vrt_option {
 	const char *name;
@@ -40,7 +45,33 @@ static struct vrt_option options[VRT_OPT_COUNT] = {
 	[VRT_OPT_BUFFER_MB] = {"VRAMTRACE_BUFFER_MB", VRT_KIND_INT, 64, 1, 4096,
 			       0, NULL},
 	[VRT_OPT_DEBUG] = {"VRAMTRACE_DEBUG", VRT_KIND_BOOL, 0, 0, 1, 0, NULL},
+	[VRT_OPT_STACKS] = {"VRAMTRACE_STACKS", VRT_KIND_STACKS,
+			    VRT_STACKS_NATIVE | VRT_STACKS_PYTHON, 0, 3, 0,
+			    NULL},
+	[VRT_OPT_STACK_DEPTH] = {"VRAMTRACE_STACK_DEPTH", VRT_KIND_INT, 64, 1,
+				 256, 0, NULL},
+	[VRT_OPT_RULES] = {"VRAMTRACE_RULES", VRT_KIND_STR, 0, 0, 0, 0, NULL},
 };
+
+static int parse_stacks(const char *s, long *out)
+{
+	static const struct {
+		const char *name;
+		long bits;
+	} modes[] = {
+		{"none", 0},
+		{"native", VRT_STACKS_NATIVE},
+		{"python", VRT_STACKS_PYTHON},
+		{"native,python", VRT_STACKS_NATIVE | VRT_STACKS_PYTHON},
+		{"python,native", VRT_STACKS_NATIVE | VRT_STACKS_PYTHON},
+	};
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(s, modes[i].name)) {
+			*out = modes[i].bits;
+			return 0;
+		}
+	return -1;
+}
 
 static int parse_long(const char *s, long *out)
 {
@@ -89,13 +120,22 @@ void vrt_options_init(void)
 		case VRT_KIND_BOOL:
 			bad = parse_bool(s, &v) != 0;
 			break;
+		case VRT_KIND_STACKS:
+			bad = parse_stacks(s, &v) != 0;
+			break;
 		case VRT_KIND_INT:
 			bad = parse_long(s, &v) != 0 || v < o->min ||
 			      v > o->max;
 			break;
 		}
 		if (bad) {
-			if (o->kind == VRT_KIND_BOOL)
+			if (o->kind == VRT_KIND_STACKS)
+				fprintf(stderr,
+					"vramtrace: warning: %s=%s is not one of "
+					"none, native, python, native,python; "
+					"using native,python\n",
+					o->name, s);
+			else if (o->kind == VRT_KIND_BOOL)
 				fprintf(stderr,
 					"vramtrace: warning: %s=%s is not a "
 					"boolean (0/1); using %ld\n",

@@ -31,7 +31,10 @@ struct vrt_pyframe {
  * call again (returns the cached answer once an interpreter was found; a
  * process that loads libpython later is seen at a later call). Returns 1
  * if Python frames can be read, 0 if not. Not for the hot path before it
- * returned 1 once; thread-safe. */
+ * returned 1 once: until then each call repeats a few dlsym() lookups
+ * (and dlopen(RTLD_NOLOAD) probes for a libpython loaded RTLD_LOCAL), so
+ * callers rate-limit it. Thread-safe and lock-free: while one thread is
+ * looking, another gets 0. */
 int vrt_pystack_init(void);
 
 /* Python version found, as 0xMMmm (0x030b for 3.11), or 0. */
@@ -39,8 +42,11 @@ unsigned vrt_pystack_version(void);
 
 /*
  * Fills out[] with up to max frames of the calling thread, INNERMOST
- * first; returns the count (0 when unavailable). Hot path: no malloc, no
- * lock, no Python API, no reference counts; bounded work (max frames).
+ * first; returns the count (0 when unavailable, e.g. a thread that has no
+ * Python thread state or runs no Python code). The thread need not hold
+ * the GIL. Hot path: no malloc, no lock, no Python API, no reference
+ * counts; bounded work (max frames plus a few skipped entry frames).
+ * Callable from inside a hook.
  */
 int vrt_pystack_capture(struct vrt_pyframe *out, int max);
 
@@ -50,7 +56,10 @@ int vrt_pystack_capture(struct vrt_pyframe *out, int max);
  * number for lasti (the code object's first line if the line table cannot
  * be read). Reads the code object only (no API calls), so it is valid
  * while the frame is live: call it on the capturing thread before the hook
- * returns. Returns 0, or -1 if the object does not look like a code object.
+ * returns. Names are co_qualname from 3.11 on, co_name before ("load_model"
+ * rather than "Worker.load_model"). No allocation, no lock. Returns 0, or
+ * -1 if the object does not look like a code object (then both names are
+ * "?" and *line is 0). A name that is not a readable str becomes "?".
  */
 int vrt_pystack_describe(const struct vrt_pyframe *f, char *file,
 			 size_t filelen, char *func, size_t funclen, int *line);

@@ -41,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VRT_EV_MAX 192 /* room one encoded record may take in a chunk */
+#define VRT_EV_MAX (192 + VRT_EV_TEXT_MAX) /* room one record may take */
 #define TBUF_BLOCK 64  /* tbufs made per mmap */
 #define POOL_WAIT_MS 1000
 
@@ -53,6 +53,10 @@ struct vrt_tbuf {
 	struct vrt_chunk *cur;
 	_Atomic uint64_t events; /* written by the owner only */
 	struct vrt_tbuf *next;
+	/* Owner-only scratch for other modules (stack.c's cache of recent
+	 * stacks); survives reuse by a later thread, which is harmless for
+	 * a cache of global ids. */
+	_Alignas(64) uint8_t scratch[VRT_TBUF_SCRATCH];
 };
 
 static struct vrt_tbuf *_Atomic tbuf_list;
@@ -269,14 +273,41 @@ static size_t put_record(uint8_t *dst, unsigned type, const uint8_t *payload,
 	return n + len;
 }
 
+static size_t put_text(uint8_t *p, const char *s)
+{
+	size_t len = s ? strnlen(s, VRT_EV_TEXT_MAX) : 0;
+	size_t n = put_u(p, len);
+	if (len)
+		memcpy(p + n, s, len);
+	return n + len;
+}
+
 static size_t encode_event(uint8_t *p, const struct vrt_ev *ev, uint64_t dts)
 {
 	size_t n = 0;
 	n += put_u(p + n, dts);
-	if (ev->rec == VRT_REC_MEMINFO) {
+	switch (ev->rec) {
+	case VRT_REC_MEMINFO:
 		n += put_s(p + n, ev->device);
 		n += put_u(p + n, ev->free_bytes);
 		n += put_u(p + n, ev->total_bytes);
+		n += put_u(p + n, ev->stack);
+		n += put_u(p + n, ev->api);
+		return n;
+	case VRT_REC_MARK:
+		return n + put_text(p + n, ev->text);
+	case VRT_REC_NET:
+		n += put_u(p + n, ev->op);
+		n += put_u(p + n, ev->addr);
+		n += put_u(p + n, ev->aux);
+		return n;
+	case VRT_REC_PROC:
+		n += put_u(p + n, ev->op);
+		n += put_u(p + n, ev->addr);
+		return n + put_text(p + n, ev->text);
+	case VRT_REC_REQUEST:
+		n += put_u(p + n, ev->op);
+		n += put_u(p + n, ev->addr);
 		return n;
 	}
 	n += put_u(p + n, ev->api);
@@ -307,9 +338,15 @@ static size_t encode_event(uint8_t *p, const struct vrt_ev *ev, uint64_t dts)
 		n += put_u(p + n, ev->total_bytes);
 		break;
 	}
-	n += put_u(p + n, 0); /* stack id: none yet */
-	n += put_u(p + n, 0); /* phase id: unattributed */
+	n += put_u(p + n, ev->stack);
+	n += put_u(p + n, ev->phase);
 	return n;
+}
+
+void *vrt_tbuf_scratch(void)
+{
+	struct vrt_tbuf *t = tbuf_self();
+	return t ? t->scratch : NULL;
 }
 
 void vrt_tbuf_event(const struct vrt_ev *ev)

@@ -231,7 +231,20 @@ static void stage_trailer(int clean)
 	stage_record(VRT_REC_TRAILER, p, n);
 }
 
-/* One pass: stage + every chunk + watermark, closed as frame(s). */
+/* Feeds one record straight into the open frame (stack definitions,
+ * which can be many at start-up: they bypass the stage). */
+static void emit_record(unsigned type, const uint8_t *payload, size_t len)
+{
+	uint8_t hdr[1 + VRT_UVARINT_MAX];
+	hdr[0] = (uint8_t)type;
+	size_t n = 1 + vrt_put_uvarint(hdr + 1, len);
+	zfeed(hdr, n, 0);
+	zfeed(payload, len, 0);
+}
+
+/* One pass: stage + definitions + every chunk + watermark, closed as
+ * frame(s). Definitions are taken after the chunks were collected, so
+ * every stack a collected event names is among them. */
 static void write_pass(uint64_t watermark, struct vrt_chunk *chunks)
 {
 	if (!chunks && !stage_len)
@@ -239,6 +252,10 @@ static void write_pass(uint64_t watermark, struct vrt_chunk *chunks)
 	if (stage_len)
 		zfeed(stage, stage_len, 0);
 	stage_len = 0;
+	if (chunks) {
+		vrt_stack_emit(emit_record);
+		vrt_phase_emit(emit_record);
+	}
 	for (struct vrt_chunk *c = chunks; c; c = c->next) {
 		zfeed(c->data, c->len, 0);
 		if (frame_in >= FRAME_MAX && c->next)
@@ -378,11 +395,21 @@ fail:
 
 void vrt_writer_devices(const struct vrt_device_info *devs, int n)
 {
-	if (n > MAX_DEVICES)
-		n = MAX_DEVICES;
+	if (n <= 0)
+		return;
 	pthread_mutex_lock(&w_mu);
-	memcpy(known_devs, devs, (size_t)n * sizeof(devs[0]));
-	known_ndev = n;
+	/* One inventory per vendor: a process using both CUDA and HIP keeps
+	 * both lists; a vendor's new list replaces only its own. Every
+	 * device is staged again, and readers take a repeated DEVICE record
+	 * as the same device. */
+	int keep = 0;
+	for (int i = 0; i < known_ndev; i++)
+		if (known_devs[i].vendor != devs[0].vendor)
+			known_devs[keep++] = known_devs[i];
+	if (n > MAX_DEVICES - keep)
+		n = MAX_DEVICES - keep;
+	memcpy(known_devs + keep, devs, (size_t)n * sizeof(devs[0]));
+	known_ndev = keep + n;
 	devs_pending = 1;
 	pthread_mutex_unlock(&w_mu);
 }

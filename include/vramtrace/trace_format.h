@@ -102,8 +102,10 @@ enum vrt_rec {
 	 * stack, phase. device: the one the call named (VMM location), else
 	 * the caller's current device; VRT_DEVICE_HOST for host families. */
 	VRT_REC_FAIL = 11,
-	/* dts, device(s), free_bytes, total_bytes — the application's own
-	 * capacity probe (cuMemGetInfo / hipMemGetInfo) */
+	/* dts, device(s), free_bytes, total_bytes, stack, api — the
+	 * application's own capacity probe (cuMemGetInfo / hipMemGetInfo).
+	 * Older writers end the record early: no stack means none, no api
+	 * means a CUDA probe. */
 	VRT_REC_MEMINFO = 12,
 	/* chunk event: dts, label(str) — vramtrace_mark() or `ctl mark` */
 	VRT_REC_MARK = 13,

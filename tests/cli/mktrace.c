@@ -21,14 +21,28 @@
  *   unmap DTS API DEV ADDR SIZE
  *   fail DTS API DEV ADDR SIZE ERROR [FREE TOTAL]
  *   meminfo DTS DEV FREE TOTAL
+ *       alloc, free, map, unmap and fail also take s=STACK (a stack id)
+ *       and p=PHASE anywhere after the directive. PHASE is NAME[/SRC]:
+ *       NAME a fixed phase name (weights, kv_cache, ...) or an id, SRC
+ *       rule (default), ann or inf; or =N for the raw field.
+ *   string ID TEXT                 STRING record
+ *   frame ID py FILE FUNC LINE     FRAME record (FILE, FUNC: string ids)
+ *   frame ID native IP MODULE SYMBOL OFFSET   (MODULE, SYMBOL: string ids)
+ *   stack ID PARENT FRAME [PHASE]  STACK record (PHASE as above)
+ *   phase ID NAME                  PHASE record
+ *   mark DTS LABEL
+ *   net DTS listen|accept|close|N FD ARG
+ *   proc DTS fork|exec|spawn|N PID [TEXT]
+ *   request DTS begin|end|N ID
  *   watermark TS
  *   trailer END [FLAGS WRITTEN DROPPED NOTE]
  *   raw TYPE HEX                   any record
- *   frame                          close the current zstd frame
+ *   frame                          (no fields) close the current zstd frame
  *   corrupt                        the current frame gets a bad checksum
  *   bytes HEX                      raw bytes after the current frame
  *   cut N                          drop the file's last N bytes at the end
  *   write PATH TEXT...             a plain text file (e.g. PID.exit)
+ *   append PATH TEXT...            one more line of a text file (rules)
  */
 #include <ctype.h>
 #include <errno.h>
@@ -155,6 +169,53 @@ static unsigned api(const char *s)
 	die("unknown api '%s'", s);
 }
 
+/* A phase field: NAME[/SRC] or =RAW (see the header comment). */
+static uint64_t phase_spec(const char *s)
+{
+	char name[64], *slash;
+	unsigned id, src = VRT_SRC_RULE, i;
+
+	if (s[0] == '=')
+		return (uint64_t)num(s + 1);
+	snprintf(name, sizeof(name), "%s", s);
+	slash = strchr(name, '/');
+	if (slash) {
+		*slash++ = '\0';
+		if (!strcmp(slash, "rule"))
+			src = VRT_SRC_RULE;
+		else if (!strcmp(slash, "ann"))
+			src = VRT_SRC_ANNOTATION;
+		else if (!strcmp(slash, "inf"))
+			src = VRT_SRC_INFERRED;
+		else
+			die("unknown phase source '%s'", slash);
+	}
+	if (isdigit((unsigned char)name[0])) {
+		id = (unsigned)num(name);
+	} else {
+		for (i = 0; i <= VRT_PHASE_BUILTIN_MAX; i++)
+			if (!strcmp(vrt_phase_builtin_name(i), name))
+				break;
+		if (i > VRT_PHASE_BUILTIN_MAX)
+			die("unknown phase '%s'", name);
+		id = i;
+	}
+	return vrt_phase_encode(id, src);
+}
+
+/* An op by name (names[i] is op i + 1) or number. */
+static uint64_t op(const char *s, const char *const *names, unsigned n)
+{
+	unsigned i;
+
+	if (isdigit((unsigned char)s[0]))
+		return (uint64_t)num(s);
+	for (i = 0; i < n; i++)
+		if (!strcmp(names[i], s))
+			return i + 1;
+	die("unknown op '%s'", s);
+}
+
 /* Creates the directories leading to path (like mkdir -p). */
 static void parents(const char *p)
 {
@@ -245,9 +306,25 @@ static void need(int have, int lo, int hi, const char *what)
 
 static void line(char **tok, int ntok)
 {
+	static const char *const net_ops[] = {"listen", "accept", "close"};
+	static const char *const proc_ops[] = {"fork", "exec", "spawn"};
+	static const char *const req_ops[] = {"begin", "end"};
 	struct buf p = {0}, extra = {0};
 	const char *d = tok[0];
-	int n = fields(tok, ntok, &extra), i;
+	uint64_t stack = 0, phase = 0;
+	int n, i, j;
+
+	/* s=STACK and p=PHASE options, anywhere after the directive */
+	for (i = j = 1; i < ntok; i++) {
+		if (!strncmp(tok[i], "s=", 2))
+			stack = (uint64_t)num(tok[i] + 2);
+		else if (!strncmp(tok[i], "p=", 2))
+			phase = phase_spec(tok[i] + 2);
+		else
+			tok[j++] = tok[i];
+	}
+	ntok = j;
+	n = fields(tok, ntok, &extra);
 
 	if (!strcmp(d, "file")) {
 		need(n, 2, 2, d);
@@ -307,8 +384,8 @@ static void line(char **tok, int ntok)
 		put_u(&p, (uint64_t)num(tok[4]));
 		put_u(&p, (uint64_t)num(tok[5]));
 		put_u(&p, n > 6 ? (uint64_t)num(tok[6]) : 0);
-		put_u(&p, 0);
-		put_u(&p, n > 7 ? (uint64_t)num(tok[7]) : 0);
+		put_u(&p, stack);
+		put_u(&p, n > 7 ? (uint64_t)num(tok[7]) : phase);
 		put(&p, extra.p, extra.n);
 		record(VRT_REC_ALLOC, &p);
 	} else if (!strcmp(d, "free")) {
@@ -318,8 +395,8 @@ static void line(char **tok, int ntok)
 		put_s(&p, num(tok[3]));
 		put_u(&p, (uint64_t)num(tok[4]));
 		put_u(&p, n > 5 ? (uint64_t)num(tok[5]) : 0);
-		put_u(&p, 0);
-		put_u(&p, 0);
+		put_u(&p, stack);
+		put_u(&p, phase);
 		put(&p, extra.p, extra.n);
 		record(VRT_REC_FREE, &p);
 	} else if (!strcmp(d, "map")) {
@@ -329,8 +406,8 @@ static void line(char **tok, int ntok)
 		put_s(&p, num(tok[3]));
 		for (i = 4; i < 8; i++)
 			put_u(&p, (uint64_t)num(tok[i]));
-		put_u(&p, 0);
-		put_u(&p, 0);
+		put_u(&p, stack);
+		put_u(&p, phase);
 		put(&p, extra.p, extra.n);
 		record(VRT_REC_MAP, &p);
 	} else if (!strcmp(d, "unmap")) {
@@ -340,8 +417,8 @@ static void line(char **tok, int ntok)
 		put_s(&p, num(tok[3]));
 		put_u(&p, (uint64_t)num(tok[4]));
 		put_u(&p, (uint64_t)num(tok[5]));
-		put_u(&p, 0);
-		put_u(&p, 0);
+		put_u(&p, stack);
+		put_u(&p, phase);
 		put(&p, extra.p, extra.n);
 		record(VRT_REC_UNMAP, &p);
 	} else if (!strcmp(d, "fail")) {
@@ -358,8 +435,8 @@ static void line(char **tok, int ntok)
 		put_u(&p, n == 9);
 		put_u(&p, n == 9 ? (uint64_t)num(tok[7]) : 0);
 		put_u(&p, n == 9 ? (uint64_t)num(tok[8]) : 0);
-		put_u(&p, 0);
-		put_u(&p, 0);
+		put_u(&p, stack);
+		put_u(&p, phase);
 		put(&p, extra.p, extra.n);
 		record(VRT_REC_FAIL, &p);
 	} else if (!strcmp(d, "meminfo")) {
@@ -370,6 +447,72 @@ static void line(char **tok, int ntok)
 		put_u(&p, (uint64_t)num(tok[4]));
 		put(&p, extra.p, extra.n);
 		record(VRT_REC_MEMINFO, &p);
+	} else if (!strcmp(d, "string")) {
+		need(n, 3, 3, d);
+		put_u(&p, (uint64_t)num(tok[1]));
+		put_str(&p, tok[2]);
+		put(&p, extra.p, extra.n);
+		record(VRT_REC_STRING, &p);
+	} else if (!strcmp(d, "frame") && n > 1) {
+		put_u(&p, (uint64_t)num(tok[1]));
+		if (n > 2 && !strcmp(tok[2], "py")) {
+			need(n, 6, 6, "frame py");
+			put_u(&p, VRT_FRAME_PYTHON);
+			for (i = 3; i < 6; i++)
+				put_u(&p, (uint64_t)num(tok[i]));
+		} else if (n > 2 && !strcmp(tok[2], "native")) {
+			need(n, 7, 7, "frame native");
+			put_u(&p, VRT_FRAME_NATIVE);
+			for (i = 3; i < 7; i++)
+				put_u(&p, (uint64_t)num(tok[i]));
+		} else {
+			die("frame ID py|native ...");
+		}
+		put(&p, extra.p, extra.n);
+		record(VRT_REC_FRAME, &p);
+	} else if (!strcmp(d, "stack")) {
+		need(n, 4, 5, d);
+		put_u(&p, (uint64_t)num(tok[1]));
+		put_u(&p, (uint64_t)num(tok[2]));
+		put_u(&p, (uint64_t)num(tok[3]));
+		put_u(&p, n > 4 ? phase_spec(tok[4]) : phase);
+		put(&p, extra.p, extra.n);
+		record(VRT_REC_STACK, &p);
+	} else if (!strcmp(d, "phase")) {
+		need(n, 3, 3, d);
+		put_u(&p, (uint64_t)num(tok[1]));
+		put_str(&p, tok[2]);
+		put(&p, extra.p, extra.n);
+		record(VRT_REC_PHASE, &p);
+	} else if (!strcmp(d, "mark")) {
+		need(n, 3, 3, d);
+		put_u(&p, (uint64_t)num(tok[1]));
+		put_str(&p, tok[2]);
+		put(&p, extra.p, extra.n);
+		record(VRT_REC_MARK, &p);
+	} else if (!strcmp(d, "net")) {
+		need(n, 5, 5, d);
+		put_u(&p, (uint64_t)num(tok[1]));
+		put_u(&p, op(tok[2], net_ops, 3));
+		put_u(&p, (uint64_t)num(tok[3]));
+		put_u(&p, (uint64_t)num(tok[4]));
+		put(&p, extra.p, extra.n);
+		record(VRT_REC_NET, &p);
+	} else if (!strcmp(d, "proc")) {
+		need(n, 4, 5, d);
+		put_u(&p, (uint64_t)num(tok[1]));
+		put_u(&p, op(tok[2], proc_ops, 3));
+		put_u(&p, (uint64_t)num(tok[3]));
+		put_str(&p, n > 4 ? tok[4] : "");
+		put(&p, extra.p, extra.n);
+		record(VRT_REC_PROC, &p);
+	} else if (!strcmp(d, "request")) {
+		need(n, 4, 4, d);
+		put_u(&p, (uint64_t)num(tok[1]));
+		put_u(&p, op(tok[2], req_ops, 2));
+		put_u(&p, (uint64_t)num(tok[3]));
+		put(&p, extra.p, extra.n);
+		record(VRT_REC_REQUEST, &p);
 	} else if (!strcmp(d, "watermark")) {
 		need(n, 2, 2, d);
 		put_u(&p, (uint64_t)num(tok[1]));
@@ -388,7 +531,7 @@ static void line(char **tok, int ntok)
 		need(n, 3, 3, d);
 		put_hex(&p, tok[2]);
 		record((unsigned)num(tok[1]), &p);
-	} else if (!strcmp(d, "frame")) {
+	} else if (!strcmp(d, "frame")) { /* no fields: see above */
 		close_frame();
 	} else if (!strcmp(d, "corrupt")) {
 		corrupt_frame = 1;
@@ -399,11 +542,11 @@ static void line(char **tok, int ntok)
 	} else if (!strcmp(d, "cut")) {
 		need(n, 2, 2, d);
 		cut_bytes = (size_t)num(tok[1]);
-	} else if (!strcmp(d, "write")) {
+	} else if (!strcmp(d, "write") || !strcmp(d, "append")) {
 		FILE *f;
 		need(n, 2, MAXTOK, d);
 		parents(tok[1]);
-		f = fopen(tok[1], "w");
+		f = fopen(tok[1], d[0] == 'w' ? "w" : "a");
 		if (!f)
 			die("%s: %s", tok[1], strerror(errno));
 		for (i = 2; i < n; i++)

@@ -32,6 +32,15 @@ GOLDEN_CASES = [
     ("multihost.text", "multihost.mkt", ["analyze", "runA", "runB"]),
     ("multihost.json", "multihost.mkt",
      ["analyze", "--format", "json", "runA", "runB/500.vtrace"]),
+    ("phases.text", "phases.mkt", ["analyze", "run"]),
+    ("phases.json", "phases.mkt", ["analyze", "-f", "json", "run"]),
+    ("rules.text", "rules.mkt", ["analyze", "run"]),
+    ("rules-reclass.text", "rules.mkt",
+     ["analyze", "--rules", "rules/user.rules", "run"]),
+    ("rules-reclass.json", "rules.mkt",
+     ["analyze", "--rules=rules/user.rules", "-f", "json", "run"]),
+    ("inferred.text", "inferred.mkt", ["analyze", "run"]),
+    ("inferred.json", "inferred.mkt", ["analyze", "-f", "json", "run"]),
 ]
 
 # Bad inputs: file (made by bad.mkt or below) -> expected text in the error.
@@ -52,6 +61,8 @@ BAD_CASES = [
      "at byte "),
     ("bad/emptydir", "no traces: no *.vtrace files in this directory"),
     ("bad/missing.vtrace", "cannot read: No such file or directory"),
+    ("bad/badstack.vtrace", "corrupt record: malformed STACK in frame at "
+     "byte "),
 ]
 
 
@@ -192,6 +203,41 @@ def group_bad(opts, tap):
         tap.ok(rc == 1 and err.startswith(
             "vramtrace: error: onlydead/1.vtrace: not a trace: empty file"),
             "a directory with only dead files is an error", err)
+        # A rules file that does not parse is a data error naming its
+        # line; one that cannot be read names the file.
+        mktrace(opts, "rules.mkt", tmp)
+        for rules, want in (("rules/bad.rules",
+                             "vramtrace: error: rules/bad.rules:2: "),
+                            ("rules/none.rules",
+                             "vramtrace: error: rules/none.rules: cannot "
+                             "read: ")):
+            rc, out, err = run([opts.vramtrace, "analyze", "--rules", rules,
+                                "run"], tmp)
+            lines = err.splitlines()
+            tap.ok(rc == 1 and out == "" and len(lines) == 1 and
+                   lines[0].startswith(want), f"bad rules file {rules}",
+                   f"exit {rc}\nstdout: {out!r}\nstderr: {err!r}")
+        # Every prefix (and flipped bytes) of a trace with stacks, phases,
+        # marks and requests: exit 0 or 1, never a crash.
+        mktrace(opts, "phases.mkt", tmp)
+        data = open(os.path.join(tmp, "run/700.vtrace"), "rb").read()
+        crashes = []
+        for cut in range(0, len(data), max(1, len(data) // 97)):
+            for i, mode in ((cut, "cut"), (cut, "flip")):
+                p = os.path.join(tmp, "bad/stacks.vtrace")
+                with open(p, "wb") as f:
+                    if mode == "cut":
+                        f.write(data[:cut])
+                    else:
+                        m = bytearray(data)
+                        m[i] ^= 0xff
+                        f.write(m)
+                rc, out, err = run([opts.vramtrace, "analyze", "-f", "json",
+                                    "bad/stacks.vtrace"], tmp)
+                if rc not in (0, 1) or sanitizer_report(err):
+                    crashes.append((mode, i, rc, err))
+        tap.ok(not crashes, "prefixes and flipped bytes of a trace with "
+               "stacks: exit 0 or 1", crashes)
         # Every prefix of a good trace: exit 0 or 1, never a crash.
         mktrace(opts, "basic.mkt", tmp)
         data = open(os.path.join(tmp, "run/100.vtrace"), "rb").read()

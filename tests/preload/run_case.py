@@ -14,7 +14,9 @@ workload kind:
   3. with --vramtrace: `vramtrace record -o RUN -- CLIENT ARGS --expect
      rec.json` (the client must pass and expect the same under the preload:
      the preload is transparent), then `vramtrace analyze RUN --format json`,
-     compared exactly with the expectation: per device and family allocs,
+     compared exactly with the expectation (one file, or {"parts": [...]}
+     merged: see load_expectation): per device (and vendor, where the
+     expectation names it) and family allocs,
      frees, failed, peak_bytes, live_bytes_end (-1 = not checked), host
      families, device totals, the ooms (api, device, requested_bytes, and
      free_bytes: present, and equal where the expectation knows it), the
@@ -77,6 +79,33 @@ def load_json(path, what):
         raise CaseFailure(f"{what}: {path}: {e}")
 
 
+def load_expectation(path, what):
+    """An expectation, or {"parts": [FILE...]} merged into one (a process
+    running two workloads at once, CUDA and HIP): devices and ooms are
+    concatenated, counters and failures summed; a host peak is checked
+    only when a single part touched that family (overlapping peaks depend
+    on scheduling)."""
+    want = load_json(path, what)
+    if "parts" not in want:
+        return want
+    parts = [load_json(p, what) for p in want["parts"]]
+    merged = {"devices": [], "host": {"families": {}}, "ooms": [],
+              "failures": 0, "truncated": False}
+    for part in parts:
+        merged["devices"] += part["devices"]
+        merged["ooms"] += part["ooms"]
+        merged["failures"] += part["failures"]
+        merged["truncated"] = merged["truncated"] or part.get("truncated")
+    for fam in HOST_FAMS:
+        cs = [p["host"]["families"][fam] for p in parts]
+        busy = [c for c in cs if c["allocs"] or c["failed"]]
+        m = {k: sum(c[k] for c in cs) for k in COUNTERS}
+        m["peak_bytes"] = busy[0]["peak_bytes"] if len(busy) == 1 else (
+            0 if not busy else -1)
+        merged["host"]["families"][fam] = m
+    return merged
+
+
 # ---- comparison ---------------------------------------------------------
 
 def compare_counters(where, want, got, diffs):
@@ -106,6 +135,9 @@ def compare(want, rep):
             diffs.append(f"devices[id={i}]: missing from the report "
                          f"(report ids: {sorted(rep_devs, key=str)})")
             continue
+        if "vendor" in wd and rd.get("vendor") != wd["vendor"]:
+            diffs.append(f"devices[id={i}].vendor: expected "
+                         f"{wd['vendor']}, got {rd.get('vendor')}")
         if rd.get("total_bytes") != wd["total_bytes"]:
             diffs.append(f"devices[id={i}].total_bytes: expected "
                          f"{wd['total_bytes']}, got {rd.get('total_bytes')}")
@@ -166,12 +198,12 @@ def compare(want, rep):
 def workload_case(a, env, tmp):
     bare = os.path.join(tmp, "bare.json")
     run(a.client + ["--expect", bare], env, "client without the preload")
-    want = load_json(bare, "expectation")
+    want = load_expectation(bare, "expectation")
     if a.reference:
         ref = os.path.join(tmp, "reference.json")
         run([a.reference] + a.client_args + ["--expect", ref], env,
             "reference client")
-        if load_json(ref, "reference expectation") != want:
+        if load_expectation(ref, "reference expectation") != want:
             raise CaseFailure(f"expectation differs from the reference "
                               f"program's: {bare} vs {ref}")
         log("expectation identical to the reference client's")
@@ -182,7 +214,7 @@ def workload_case(a, env, tmp):
     rec = os.path.join(tmp, "rec.json")
     run([a.vramtrace, "record", "-o", rundir, "--"] + a.client +
         ["--expect", rec], env, "vramtrace record")
-    rec_want = load_json(rec, "expectation under the preload")
+    rec_want = load_expectation(rec, "expectation under the preload")
     if rec_want != want:
         raise CaseFailure(f"the client saw different results under the "
                           f"preload: {bare} vs {rec}")

@@ -1,13 +1,16 @@
 /*
  * Unit tests of replay.c (and the JSON writer) on hand-made event arrays:
  * peaks and their times, family attribution of frees, VMM handle/mapping
- * reference semantics, unmatched frees, baseline, failures. TAP output.
+ * reference semantics, unmatched frees, baseline, failures, phases, requests
+ * in flight, the sites live at the peak; and attrib.c's inference. TAP
+ * output.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attrib.h"
 #include "json.h"
 #include "load.h"
 #include "replay.h"
@@ -71,6 +74,13 @@ static void ev(int kind, unsigned api, int dev, uint64_t addr, uint64_t size,
 	e->size = size;
 	e->aux = aux;
 	t.nev++;
+}
+
+/* The last event gets a phase and a stack. */
+static void tag(uint32_t phase, uint32_t stack)
+{
+	t.ev[t.nev - 1].phase = phase;
+	t.ev[t.nev - 1].stack = stack;
 }
 
 static void replay(void)
@@ -299,6 +309,155 @@ static void test_json_escape(void)
 	free(out);
 }
 
+static void test_phases_and_requests(void)
+{
+	const struct vrt_replay_device *d;
+	const struct vrt_replay_failure *f;
+	size_t i;
+
+	setup(1);
+	t.nstacks = 4; /* stacks 1..3 exist (frames are not looked at) */
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 4 * GiB, 0);
+	tag(VRT_PHASE_weights, 1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x2000, 2 * GiB, 0);
+	tag(VRT_PHASE_weights, 1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x3000, 3 * GiB, 0);
+	tag(VRT_PHASE_kv_cache, 2);
+	/* an OOM before any listen(): stage load */
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 70 * GiB, 2);
+	tag(VRT_PHASE_kv_cache, 2);
+	ev(VRT_EV_NET, 0, -1, 5, 8000, VRT_NET_LISTEN);
+	ev(VRT_EV_NET, 0, -1, 9, 5, VRT_NET_ACCEPT); /* 1 in flight */
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x4000, 1 * GiB, 0);
+	tag(VRT_PHASE_forward, 3);
+	ev(VRT_EV_NET, 0, -1, 10, 5, VRT_NET_ACCEPT); /* 2 */
+	ev(VRT_EV_NET, 0, -1, 10, 5, VRT_NET_ACCEPT); /* lost close: 2 */
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x5000, 2 * GiB, 0);
+	tag(VRT_PHASE_forward, 3);                    /* the peak: 12 GiB */
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+	tag(VRT_PHASE_forward, 3);
+	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x4000, 0, 0);
+	ev(VRT_EV_NET, 0, -1, 9, 0, VRT_NET_CLOSE); /* 1: forward 2 GiB */
+	ev(VRT_EV_NET, 0, -1, 77, 0, VRT_NET_CLOSE); /* unknown fd */
+	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x5000, 0, 0);
+	ev(VRT_EV_NET, 0, -1, 10, 0, VRT_NET_CLOSE); /* 0 */
+	ev(VRT_EV_MARK, 0, -1, 0, 0, 0);
+	replay();
+	d = &r.dev[0];
+	EQ(d->phase[VRT_PHASE_weights].allocs, 2, "weights allocs");
+	EQ(d->phase[VRT_PHASE_weights].peak_bytes, 6 * GiB, "weights peak");
+	EQ(d->phase[VRT_PHASE_kv_cache].failed, 1, "kv_cache failed");
+	EQ(d->phase[VRT_PHASE_forward].peak_bytes, 3 * GiB, "forward peak");
+	EQ(d->phase[VRT_PHASE_forward].live_bytes, 0, "forward live at end");
+	EQ(d->phase[VRT_PHASE_forward].frees, 2, "forward frees");
+	EQ(d->peak_bytes, 12 * GiB, "device peak");
+	EQ(d->peak_by_phase[VRT_PHASE_forward], 3 * GiB, "peak split forward");
+	EQ(d->peak_by_phase[VRT_PHASE_weights], 6 * GiB, "peak split weights");
+	ok(r.have_server_ready && r.server_ready_ts == 4000 &&
+	           r.server_port == 8000,
+	   "server ready at the listen");
+	EQ(r.max_inflight, 2, "max in flight (a repeated accept counts once)");
+	EQ(r.inflight, 0, "none in flight at the end");
+	EQ(r.connections, 2, "two connections");
+	ok(r.have_single_request, "one request alone at some point");
+	EQ(r.single_request_peak_bytes, 2 * GiB,
+	   "single-request forward peak: after the first close");
+	EQ(r.nfails, 2, "two failures");
+	f = &r.fails[0];
+	ok(!f->after_ready && f->inflight == 0 &&
+	           f->phase == VRT_PHASE_kv_cache,
+	   "first OOM: load stage, kv_cache, none in flight");
+	f = &r.fails[1];
+	ok(f->after_ready && f->inflight == 2 &&
+	           f->phase == VRT_PHASE_forward &&
+	           f->live_by_phase[VRT_PHASE_forward] == 3 * GiB,
+	   "second OOM: request stage, forward, two in flight");
+	EQ(r.nmarks, 1, "one mark");
+	/* sites at the peak: weights (stack 1, 2 allocs), kv (2), fwd (3) */
+	EQ(r.nsites, 3, "three sites at the peak");
+	for (i = 0; i < r.nsites; i++) {
+		const struct vrt_replay_site *x = &r.sites[i];
+		if (x->phase == VRT_PHASE_weights)
+			ok(x->stack == 1 && x->bytes == 6 * GiB &&
+			           x->allocs == 2,
+			   "weights site: stack 1, 6 GiB, 2 allocations");
+		else if (x->phase == VRT_PHASE_forward)
+			ok(x->stack == 3 && x->bytes == 3 * GiB &&
+			           x->allocs == 2,
+			   "forward site: stack 3, 3 GiB, 2 allocations");
+		else
+			ok(x->phase == VRT_PHASE_kv_cache && x->stack == 2 &&
+			           x->bytes == 3 * GiB,
+			   "kv_cache site");
+	}
+	teardown();
+}
+
+static void test_request_annotations(void)
+{
+	setup(1);
+	/* annotated requests: connections of the same process are ignored */
+	ev(VRT_EV_REQUEST, 0, -1, 1, 0, 1);
+	ev(VRT_EV_NET, 0, -1, 9, 5, VRT_NET_ACCEPT);
+	ev(VRT_EV_NET, 0, -1, 10, 5, VRT_NET_ACCEPT);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 1 * GiB, 0);
+	tag(VRT_PHASE_forward, 0);
+	ev(VRT_EV_REQUEST, 0, -1, 2, 0, 1);
+	ev(VRT_EV_REQUEST, 0, -1, 1, 0, 2);
+	ev(VRT_EV_REQUEST, 0, -1, 2, 0, 2);
+	ev(VRT_EV_REQUEST, 0, -1, 2, 0, 2); /* end twice: ignored */
+	replay();
+	EQ(r.max_inflight, 2, "two annotated requests at once");
+	EQ(r.connections, 0, "connections not counted");
+	EQ(r.requests, 2, "two requests");
+	EQ(r.single_request_peak_bytes, 1 * GiB, "single-request peak");
+	ok(!r.have_server_ready, "no listen: not ready");
+	teardown();
+	setup(1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 1 * GiB, 0);
+	replay();
+	ok(!r.have_single_request, "never one request: no single peak");
+	teardown();
+}
+
+static void test_inference(void)
+{
+	setup(1);
+	t.nprocs = 1;
+	/* probe: 40 GiB free */
+	ev(VRT_EV_MEMINFO, VRT_API_cuMemGetInfo_v2, 0, 40 * GiB, 48 * GiB, 0);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 12 * GiB, 0);
+	/* under a quarter of the probe's free bytes */
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x2000, 9 * GiB, 0);
+	/* another thread */
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x3000, 12 * GiB, 0);
+	t.ev[t.nev - 1].tid = 2;
+	/* a rule said so already */
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x4000, 12 * GiB, 0);
+	tag(VRT_PHASE_weights, 0);
+	/* pinned host memory is no KV reserve */
+	ev(VRT_EV_ALLOC, VRT_API_cuMemHostAlloc, 0, 0x5000, 12 * GiB, 0);
+	/* after the window */
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x6000, 12 * GiB, 0);
+	t.ev[t.nev - 1].ts = 2000000000;
+	/* a failed reserve right after a probe */
+	ev(VRT_EV_MEMINFO, VRT_API_cuMemGetInfo_v2, 0, 4 * GiB, 48 * GiB, 0);
+	t.ev[t.nev - 1].ts = 3000000000;
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 6 * GiB, 2);
+	t.ev[t.nev - 1].ts = 3000000001;
+	ok(vrt_attrib_run(&t, NULL) == 0, "attrib runs");
+	ok(t.ev[1].phase == VRT_LOAD_PHASE_INFERRED_KV &&
+	           t.ev[1].phase_src == VRT_SRC_INFERRED,
+	   "large allocation after a probe: kv_cache (inferred)");
+	EQ(t.ev[2].phase, 0, "small: not inferred");
+	EQ(t.ev[3].phase, 0, "other thread: not inferred");
+	EQ(t.ev[4].phase, VRT_PHASE_weights, "rule phase kept");
+	EQ(t.ev[5].phase, 0, "host memory: not inferred");
+	EQ(t.ev[6].phase, 0, "after the window: not inferred");
+	EQ(t.ev[8].phase, VRT_LOAD_PHASE_INFERRED_KV, "failed reserve tagged");
+	teardown();
+}
+
 int main(void)
 {
 	test_peaks();
@@ -307,6 +466,9 @@ int main(void)
 	test_unmatched_and_noise();
 	test_baseline_and_failures();
 	test_many_live();
+	test_phases_and_requests();
+	test_request_annotations();
+	test_inference();
 	test_json_escape();
 	printf("1..%d\n", ntests);
 	return nfailed ? 1 : 0;

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""run_phases.py — phase attribution end to end (python3 stdlib only).
+
+Each scenario records a program under `vramtrace record` against the fake
+driver and checks `vramtrace analyze --format json` exactly:
+
+native      phase_native (llama.cpp function names, exported symbols):
+            weights 3 allocs / 288 MiB, kv_cache 2 allocs (1 GiB by rule +
+            32 MiB announced with the annotation API, which wins over the
+            forward rule around it), forward 4 allocs / peak 64 MiB,
+            unattributed 1 / 8 MiB, custom phase "scratch" 1 / 16 MiB, and
+            the mark "serving".
+user-rules  the same program with VRAMTRACE_RULES naming plain_helper as
+            workspace: those 8 MiB move from unattributed to workspace,
+            nothing else changes.
+re-classify `analyze --rules FILE` on the first trace gives the same answer
+            as recording with the file.
+python      phase_python.py (vLLM's GPUModelRunner names and module path,
+            ctypes; the GIL is released while the hooks run): weights 2 /
+            400 MiB, profile 1 / 300 MiB, kv_cache 1 / 2 GiB, forward 4 /
+            peak 150 MiB; server ready before the first request; at most 3
+            requests in flight; one request's forward peak 50 MiB.
+
+Usage: run_phases.py --vramtrace EXE --preload LIB --fake-dir DIR
+                     --native EXE --python-client PY --tmp-root DIR
+Exit 0 pass, 1 fail (what differed is printed).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+MIB = 1 << 20
+failures = []
+
+
+def check(cond, what):
+    print(("ok     " if cond else "FAILED ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def run(cmd, env, timeout=100):
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=timeout, text=True)
+    if p.returncode != 0:
+        print(p.stdout + p.stderr)
+        raise SystemExit(f"command failed with exit {p.returncode}")
+    return p.stdout
+
+
+def record_and_analyze(args, tmp, name, prog, extra_env=None, rules=None):
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
+        "LD_LIBRARY_PATH", "")
+    env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
+    env.pop("VRAMTRACE_OUT", None)
+    env.update(extra_env or {})
+    out = os.path.join(tmp, name)
+    run([args.vramtrace, "record", "-o", out, "--"] + prog, env)
+    cmd = [args.vramtrace, "analyze", "--format", "json", out]
+    if rules:
+        cmd += ["--rules", rules]
+    return json.loads(run(cmd, env)), out
+
+
+def phases(report):
+    dev = [d for d in report["devices"] if d.get("id") == 0]
+    return dev[0]["phases"] if dev else {}
+
+
+def expect_phase(ph, name, allocs, peak, label):
+    got = ph.get(name, {})
+    check(got.get("allocs") == allocs and got.get("peak_bytes") == peak,
+          f"{label}: {name} allocs={allocs} peak={peak} "
+          f"(got allocs={got.get('allocs')} peak={got.get('peak_bytes')})")
+
+
+def native(args, tmp):
+    rep, run_dir = record_and_analyze(args, tmp, "native", [args.native])
+    ph = phases(rep)
+    expect_phase(ph, "weights", 3, 288 * MIB, "native")
+    expect_phase(ph, "kv_cache", 2, 1056 * MIB, "native")
+    expect_phase(ph, "forward", 4, 64 * MIB, "native")
+    expect_phase(ph, "unattributed", 1, 8 * MIB, "native")
+    expect_phase(ph, "scratch", 1, 16 * MIB, "native")
+    check([m.get("label") for m in rep.get("marks", [])] == ["serving"],
+          "native: the mark 'serving' is reported")
+
+    rules = os.path.join(tmp, "rules.txt")
+    with open(rules, "w") as f:
+        f.write("# user rules come before the built-in ones\n"
+                "workspace native:plain_helper\n")
+    rep2, _ = record_and_analyze(args, tmp, "native-rules", [args.native],
+                                 {"VRAMTRACE_RULES": rules})
+    ph2 = phases(rep2)
+    expect_phase(ph2, "workspace", 1, 8 * MIB, "user rules")
+    check("unattributed" not in ph2 or ph2["unattributed"]["allocs"] == 0,
+          "user rules: nothing left unattributed")
+    expect_phase(ph2, "weights", 3, 288 * MIB, "user rules")
+
+    rep3 = json.loads(run([args.vramtrace, "analyze", "--format", "json",
+                           "--rules", rules, run_dir], dict(os.environ)))
+    ph3 = phases(rep3)
+    expect_phase(ph3, "workspace", 1, 8 * MIB, "analyze --rules")
+    expect_phase(ph3, "kv_cache", 2, 1056 * MIB, "analyze --rules")
+
+
+def python(args, tmp):
+    rep, _ = record_and_analyze(args, tmp, "python",
+                                [sys.executable, args.python_client])
+    ph = phases(rep)
+    expect_phase(ph, "weights", 2, 400 * MIB, "python")
+    expect_phase(ph, "profile", 1, 300 * MIB, "python")
+    expect_phase(ph, "kv_cache", 1, 2048 * MIB, "python")
+    expect_phase(ph, "forward", 4, 150 * MIB, "python")
+    ready = rep.get("server_ready_s")
+    check(isinstance(ready, (int, float)) and ready >= 0,
+          f"python: server_ready_s is a time (got {ready!r})")
+    req = rep.get("requests", {})
+    check(req.get("max_inflight") == 3,
+          f"python: max_inflight 3 (got {req.get('max_inflight')!r})")
+    check(req.get("single_request_peak_bytes") == 50 * MIB,
+          "python: single request forward peak 50 MiB (got "
+          f"{req.get('single_request_peak_bytes')!r})")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for o in ("--vramtrace", "--preload", "--fake-dir", "--native",
+              "--python-client", "--tmp-root"):
+        ap.add_argument(o, required=True)
+    args = ap.parse_args()
+    os.makedirs(args.tmp_root, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="phases-", dir=args.tmp_root)
+    try:
+        native(args, tmp)
+        python(args, tmp)
+    finally:
+        if failures or os.environ.get("VRT_TEST_KEEP"):
+            print("files kept in " + tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
