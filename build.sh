@@ -21,7 +21,7 @@ esac
 
 # libamdhip64-5: the real HIP runtime, for the test that runs it under the
 # preload (it needs no AMD GPU; the test is skipped without the package).
-packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev python3 zstd
+packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev python3 python3-dev zstd
           libamdhip64-5)
 missing=()
 for p in "${packages[@]}"; do

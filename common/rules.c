@@ -586,9 +586,10 @@ static long phase_id(struct parse *ps, const struct token *t)
 /* Appends "tok" to the canonical text, quoted when it holds a blank. */
 static size_t put_token(char *out, const char *s, size_t n)
 {
-	int quote = 0;
+	int quote = (n == 2 && memcmp(s, "in", 2) == 0) ||
+		    (n > 0 && (s[0] == '#' || s[0] == '"'));
 	for (size_t i = 0; i < n; i++)
-		quote |= is_blank(s[i]) || (i == 0 && s[i] == '#');
+		quote |= is_blank(s[i]);
 	size_t k = 0;
 	if (quote)
 		out[k++] = '"';

@@ -6,9 +6,11 @@
  * Shared by both sides as pure code, like trace_format.h is shared as
  * data: the preload's writer thread tags each new stack with the built-in
  * rules plus VRAMTRACE_RULES, and `vramtrace analyze --rules FILE`
- * re-classifies a recorded trace with the same engine. No I/O, no global
- * state; an object is not thread-safe, distinct objects are independent.
- * Functions may allocate: never call them from inside a hook.
+ * re-classifies a recorded trace with the same engine. Syntax and
+ * built-in rules: docs/rules.md. No I/O, no global state. Building a rule
+ * set (new, parse, free) is single-threaded; matching and the lookups only
+ * read it, so a finished set may be shared by threads. Functions may
+ * allocate: never call them from inside a hook.
  */
 #ifndef VRT_RULES_H
 #define VRT_RULES_H
@@ -76,8 +78,10 @@ int vrt_rules_match_stack(const struct vrt_rules *r,
 
 /* The phase a matching rule assigns, as a phase id: fixed ids of
  * trace_format.h (VRT_PHASE_weights, ...) or a custom id >=
- * VRT_PHASE_FIRST_CUSTOM for a phase name the rules file introduced.
- * VRT_PHASE_unattributed for VRT_RULE_NONE. */
+ * VRT_PHASE_FIRST_CUSTOM for a phase name a rules file introduced (ids
+ * follow first appearance, per rule set: another rule set may number the
+ * same name differently, so a writer declares them with PHASE records).
+ * VRT_PHASE_unattributed for VRT_RULE_NONE or an index out of range. */
 unsigned vrt_rules_phase(const struct vrt_rules *r, int rule);
 
 /* Name of a phase id known to r (fixed or custom), or NULL. */

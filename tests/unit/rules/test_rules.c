@@ -193,24 +193,27 @@ static void test_syntax(void)
 			   "kv_cache   py:*.initialize_kv_cache   in vllm/*\n"
 			   "forward \"native:foo bar*\"  # trailing comment\n"
 			   "weights native:{lambda()#1}::operator()\r\n"
-			   "tokenizer py:*.encode";
+			   "tokenizer py:*.encode\n"
+			   "forward \"in\" in \"a b/*\"";
 	int n = vrt_rules_parse(r, text, strlen(text), "u.rules", err,
 				sizeof(err));
-	ok(n == 4, "four rules, comments and blank lines skipped");
-	if (n != 4)
+	ok(n == 5, "five rules, comments and blank lines skipped");
+	if (n != 5)
 		printf("#   %s\n", err);
 	is_str(vrt_rules_describe(r, 0),
 	       "kv_cache py:*.initialize_kv_cache in vllm/*",
 	       "describe normalizes blanks");
 	is_str(vrt_rules_origin(r, 0), "u.rules:4", "origin names the line");
 	is_str(vrt_rules_describe(r, 1), "forward \"native:foo bar*\"",
-	       "a quoted pattern is quoted back (and takes no kind prefix)");
+	       "a quoted pattern is quoted back with its kind prefix");
 	is_str(vrt_rules_describe(r, 2),
 	       "weights native:{lambda()#1}::operator()",
 	       "'#' inside a token is not a comment");
 	is_str(vrt_rules_describe(r, 3), "tokenizer py:*.encode",
 	       "last line without a newline");
-	ok(vrt_rules_describe(r, 4) == NULL && vrt_rules_describe(r, -1) == NULL,
+	is_str(vrt_rules_describe(r, 4), "forward \"in\" in \"a b/*\"",
+	       "a quoted 'in' and a file glob with blanks stay quoted");
+	ok(vrt_rules_describe(r, 5) == NULL && vrt_rules_describe(r, -1) == NULL,
 	   "describe out of range is NULL");
 	ok(vrt_rules_phase(r, VRT_RULE_NONE) == VRT_PHASE_unattributed,
 	   "no rule -> unattributed");
