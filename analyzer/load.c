@@ -1309,10 +1309,15 @@ static enum vrt_load_status resolve_stacks(struct file_state *fs)
 	size_t i, *chain = NULL;
 	int oom = 0;
 
-	qsort(fs->fstr, fs->nfstr, sizeof(*fs->fstr), cmp_fstr);
-	qsort(fs->ffr, fs->nffr, sizeof(*fs->ffr), cmp_ffr);
-	qsort(fs->fst, fs->nfst, sizeof(*fs->fst), cmp_fst);
-	qsort(fs->fph, fs->nfph, sizeof(*fs->fph), cmp_fph);
+	/* qsort's base must not be NULL, even for no elements. */
+	if (fs->nfstr)
+		qsort(fs->fstr, fs->nfstr, sizeof(*fs->fstr), cmp_fstr);
+	if (fs->nffr)
+		qsort(fs->ffr, fs->nffr, sizeof(*fs->ffr), cmp_ffr);
+	if (fs->nfst)
+		qsort(fs->fst, fs->nfst, sizeof(*fs->fst), cmp_fst);
+	if (fs->nfph)
+		qsort(fs->fph, fs->nfph, sizeof(*fs->fph), cmp_fph);
 	for (i = 0; i < fs->nffr; i++) {
 		struct file_frame *ff = &fs->ffr[i];
 		struct vrt_frame f;

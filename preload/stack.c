@@ -47,7 +47,7 @@
 #define BLOCK_SIZE (1u << BLOCK_SHIFT)
 #define MAX_BLOCKS 4096
 #define ARENA_BLOCK (1u << 20)
-#define PY_RECHECK 4096 /* captures between looks for a late interpreter */
+#define PY_RECHECK_NS 1000000000ull
 
 struct frame {
 	uint8_t kind;
@@ -82,7 +82,7 @@ static int mode; /* VRT_STACKS_* bits */
 static int depth = 64;
 static uintptr_t self_lo, self_hi; /* our own text, skipped */
 static _Atomic int py_state;       /* 0 unknown, 1 found, 2 none yet */
-static _Atomic unsigned py_countdown;
+static _Atomic uint64_t py_checked; /* when we last looked, ns */
 
 static pthread_mutex_t stack_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct map native_map, py_map, trie;
@@ -228,16 +228,21 @@ void vrt_stack_init(int stacks_mode, int max_depth)
 
 /* ---- capture ----------------------------------------------------------- */
 
+/* Whether Python frames can be read. Looking for an interpreter costs
+ * dlsym and dlopen probes, so a process without one looks again at most
+ * once per PY_RECHECK_NS (it may load libpython later). */
 static int python_ready(void)
 {
 	int s = atomic_load_explicit(&py_state, memory_order_relaxed);
 	if (VRT_LIKELY(s == 1))
 		return 1;
-	if (s == 2 && atomic_fetch_sub_explicit(&py_countdown, 1,
-						memory_order_relaxed) > 1)
+	uint64_t now = vrt_tbuf_now();
+	if (s == 2 && now - atomic_load_explicit(&py_checked,
+						 memory_order_relaxed) <
+			      PY_RECHECK_NS)
 		return 0;
+	atomic_store(&py_checked, now);
 	int found = vrt_pystack_init();
-	atomic_store(&py_countdown, PY_RECHECK);
 	atomic_store(&py_state, found ? 1 : 2);
 	return found;
 }
