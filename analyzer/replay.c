@@ -713,7 +713,7 @@ static int request_edge(struct state *s, const struct vrt_event *e,
 static int on_net(struct state *s, const struct vrt_event *e)
 {
 	struct vrt_replay *r = s->r;
-	int by_conn = !s->uses_requests[e->proc];
+	int by_conn = e->proc >= s->t->nprocs || !s->uses_requests[e->proc];
 
 	switch (e->aux) {
 	case VRT_NET_LISTEN:

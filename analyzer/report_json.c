@@ -379,6 +379,10 @@ static void frames(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_key(w, "kind");
 		vrt_json_string(w, x->kind == VRT_FRAME_PYTHON ? "python"
 		                                               : "native");
+		if (x->kind == VRT_FRAME_NATIVE) {
+			vrt_json_key(w, "offset");
+			vrt_json_uint(w, x->offset);
+		}
 		if (x->kind == VRT_FRAME_NATIVE && !x->function && x->ip) {
 			vrt_json_key(w, "ip");
 			vrt_json_uint(w, x->ip);

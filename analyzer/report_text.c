@@ -296,9 +296,12 @@ static void frame_line(FILE *f, const struct vrt_trace *t,
 	const char *file = base_name(vrt_load_str(t, fr->file));
 
 	fputs("      ", f);
-	if (fn)
+	if (fn) {
 		put_safe(f, fn, 100);
-	else if (fr->kind == VRT_FRAME_NATIVE && fr->ip)
+		/* Call sites in one function differ only by offset. */
+		if (fr->kind == VRT_FRAME_NATIVE && fr->offset)
+			fprintf(f, "+0x%" PRIx64, fr->offset);
+	} else if (fr->kind == VRT_FRAME_NATIVE && fr->ip)
 		fprintf(f, "0x%" PRIx64, fr->ip);
 	else
 		fputs("??", f);

@@ -6,8 +6,8 @@ placed like vLLM's), then listens on 127.0.0.1 and serves requests: first
 one alone, then three at once (all three connections open together), each
 request holding 50 MiB of activations while its connection is open.
 Expected (checked by run_phases.py): weights 2 allocs / 400 MiB,
-profile 1 / 300 MiB, kv_cache 1 / 2 GiB, forward 4 allocs with a peak of
-150 MiB, server ready before the first request, at most 3 in flight, one
+profile 2 / 300 MiB (the second under recursion 200 deep), kv_cache 1 /
+2 GiB, cuda_graph 1 / 24 MiB, forward 4 allocs with a peak of 150 MiB, server ready before the first request, at most 3 in flight, one
 request's forward peak 50 MiB, a mark "concurrency=3".
 """
 import ctypes
@@ -26,10 +26,19 @@ assert cuda.cuInit(0) == 0
 assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
 assert cuda.cuCtxSetCurrent(ctx) == 0
 
+
+
+def deep(n):
+    """Recursion far past the stack depth cap, then a profile run."""
+    return runner.profile_run() if n == 0 else deep(n - 1)
+
+
 runner = GPUModelRunner(cuda)
 runner.load_model()
 runner.profile_run()
+deep(200)
 runner.initialize_kv_cache()
+runner.capture_model()
 
 srv = socket.socket()
 srv.bind(("127.0.0.1", 0))
