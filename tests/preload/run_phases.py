@@ -15,6 +15,16 @@ user-rules  the same program with VRAMTRACE_RULES naming plain_helper as
             nothing else changes.
 re-classify `analyze --rules FILE` on the first trace gives the same answer
             as recording with the file.
+llama       examples/llama_sim (llama.cpp's names, resolver path, real
+            connections on 127.0.0.1 from 5 client threads): weights 24 /
+            240 MiB, kv_cache 1 / 320 MiB, forward 6 / peak 240 MiB, nothing
+            unattributed, at most 5 in flight, one request's peak 48 MiB.
+inferred    examples/sim_server (no rule names its functions): the KV
+            reserve made right after a free-memory probe is reported as
+            "kv_cache (inferred)", 56 GiB.
+tree        proc_tree: a fork child without exec (own file) and a
+            posix_spawn'd child (exec, same run): 3 processes linked by
+            ppid, 3 allocations, 15 MiB, every trace complete.
 stress      stack_stress: 4 x 1 MiB weights through a library without frame
             pointers, 5 MiB forward under recursion 300 deep (past the
             cap), allocating signal handlers (synchronous and a storm):
@@ -116,6 +126,58 @@ def native(args, tmp):
     expect_phase(ph3, "kv_cache", 2, 1056 * MIB, "analyze --rules")
 
 
+def llama(args, tmp):
+    rep, _ = record_and_analyze(args, tmp, "llama",
+                                [args.llama, "-ngl", "24", "--layer-mib",
+                                 "10", "-c", "2048", "--kv-kib-per-token",
+                                 "160", "--act-mib", "48", "-np", "5"])
+    ph = phases(rep)
+    expect_phase(ph, "weights", 24, 240 * MIB, "llama_sim")
+    expect_phase(ph, "kv_cache", 1, 320 * MIB, "llama_sim")
+    expect_phase(ph, "forward", 6, 5 * 48 * MIB, "llama_sim")
+    check("unattributed" not in ph or ph["unattributed"]["allocs"] == 0,
+          "llama_sim: nothing unattributed")
+    req = rep.get("requests", {})
+    check(req.get("max_inflight") == 5,
+          f"llama_sim: max_inflight 5 (got {req.get('max_inflight')!r})")
+    check(req.get("single_request_peak_bytes") == 48 * MIB,
+          "llama_sim: single request forward peak 48 MiB (got "
+          f"{req.get('single_request_peak_bytes')!r})")
+    check(isinstance(rep.get("server_ready_s"), (int, float)),
+          "llama_sim: server ready time reported")
+
+
+def inferred(args, tmp):
+    rep, _ = record_and_analyze(args, tmp, "inferred", [args.sim_server])
+    ph = phases(rep)
+    got = ph.get("kv_cache (inferred)", {})
+    # 90% of 80 GiB minus 14 GiB of weights (cut into 130 tensors, so a
+    # few bytes less) and 2 GiB of activations: 56 GiB and a little.
+    check(got.get("allocs") == 1 and
+          56 << 30 <= got.get("peak_bytes", 0) < (56 << 30) + MIB,
+          "sim_server: the KV reserve after a free-memory probe is "
+          f"'kv_cache (inferred)', 56 GiB (got {got!r})")
+    check("kv_cache" not in ph, "sim_server: nothing claims a rule's kv_cache")
+
+
+def tree(args, tmp):
+    rep, _ = record_and_analyze(args, tmp, "tree", [args.proc_tree])
+    procs = rep["run"]["processes"]
+    check(len(procs) == 3, f"proc_tree: 3 processes traced (got "
+          f"{len(procs)})")
+    pids = {p["pid"] for p in procs}
+    parent = [p for p in procs if p["ppid"] not in pids]
+    check(len(parent) == 1 and all(p["ppid"] == parent[0]["pid"]
+                                   for p in procs if p is not parent[0]),
+          "proc_tree: both children name the parent as ppid")
+    dev = [d for d in rep["devices"] if d.get("id") == 0][0]
+    fam = dev["families"]["device"]
+    check(fam["allocs"] == 3 and fam["live_bytes_end"] == 15 * MIB,
+          f"proc_tree: 3 allocations, 15 MiB across the tree (got {fam})")
+    check(not rep["run"]["truncated"],
+          "proc_tree: every trace ends cleanly (_exit flushes too)")
+
+
 def stress(args, tmp):
     rep, _ = record_and_analyze(args, tmp, "stress", [args.stress])
     ph = phases(rep)
@@ -156,13 +218,17 @@ def python(args, tmp):
 def main():
     ap = argparse.ArgumentParser()
     for o in ("--vramtrace", "--preload", "--fake-dir", "--native",
-              "--stress", "--python-client", "--tmp-root"):
+              "--llama", "--proc-tree", "--sim-server", "--stress",
+              "--python-client", "--tmp-root"):
         ap.add_argument(o, required=True)
     args = ap.parse_args()
     os.makedirs(args.tmp_root, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="phases-", dir=args.tmp_root)
     try:
         native(args, tmp)
+        llama(args, tmp)
+        inferred(args, tmp)
+        tree(args, tmp)
         stress(args, tmp)
         python(args, tmp)
     finally:
