@@ -2,8 +2,9 @@
 # build.sh — build vramtrace, installing what a fresh Debian machine lacks.
 #
 #   ./build.sh          build only
-#   ./build.sh demo     build, then record and analyse the example server
-#                       on the fake GPU (no GPU needed)
+#   ./build.sh demo     build, then record and analyse the example
+#                       llama.cpp-shaped server on the fake GPU (no GPU
+#                       needed): once fitting, once out of memory
 #   ./build.sh test     build, then run the whole test suite
 #
 # Packages come from Debian; run as root (or with them already installed).
@@ -48,12 +49,14 @@ demo)
     export FAKECUDA_MEM=80G
     out=$(mktemp -d "${TMPDIR:-/tmp}/vramtrace-demo.XXXXXX")
     echo
-    echo "== 1. an example server that fits on a fake 80 GiB GPU"
-    "$vt" record -o "$out/fits" -- "$build/examples/sim_server" --max-num-seqs 4 || true
+    echo "== 1. a llama.cpp-shaped server on a fake 80 GiB GPU: 32 GiB of weights, 32 GiB of KV cache, 4 requests at once"
+    "$vt" record -o "$out/fits" -- "$build/examples/llama_sim" -ngl 32 --layer-mib 1024 \
+        -c 8192 --kv-kib-per-token 4096 --act-mib 2048 -np 4 || true
     "$vt" analyze "$out/fits"
     echo
-    echo "== 2. the same server with 8 concurrent sequences: CUDA out of memory"
-    "$vt" record -o "$out/oom" -- "$build/examples/sim_server" --max-num-seqs 8 || true
+    echo "== 2. the same server with 12 requests at once: CUDA out of memory"
+    "$vt" record -o "$out/oom" -- "$build/examples/llama_sim" -ngl 32 --layer-mib 1024 \
+        -c 8192 --kv-kib-per-token 4096 --act-mib 2048 -np 12 || true
     "$vt" analyze "$out/oom"
     echo
     echo "traces kept in $out (vramtrace analyze --format json $out/oom)"
