@@ -189,6 +189,14 @@ void vrt_stack_before_fork(void);
 void vrt_stack_after_fork_parent(void);
 void vrt_stack_after_fork_child(void);
 
+/* ---- symbols.c -------------------------------------------------------- */
+
+/* Name of the function containing ip in the module loaded from path at
+ * base, from the file's .symtab (for what dladdr cannot name); sets
+ * *offset. NULL when unknown. Writer thread only. */
+const char *vrt_symbols_lookup(const char *path, uintptr_t base,
+			       uintptr_t ip, uint64_t *offset);
+
 /* ---- phase.c ---------------------------------------------------------- */
 
 /* The annotation stack of the calling thread (vramtrace_phase_push/pop).

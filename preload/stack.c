@@ -486,11 +486,19 @@ static void emit_frame(uint32_t id, vrt_stack_emit_fn emit)
 		 * its function: look up the byte before it. */
 		if (dladdr((void *)(uintptr_t)(f->ip - 1), &info)) {
 			mod = info.dli_fname;
-			if (info.dli_sname) {
-				sym = demangled(info.dli_sname, buf,
-						sizeof(buf));
+			const char *raw = info.dli_sname;
+			if (raw) {
 				off = f->ip - (uint64_t)(uintptr_t)info.dli_saddr;
+			} else {
+				/* Static, hidden or not exported: the
+				 * file's own symbol table may know. */
+				raw = vrt_symbols_lookup(
+					mod, (uintptr_t)info.dli_fbase,
+					(uintptr_t)(f->ip - 1), &off);
+				off += 1;
 			}
+			if (raw)
+				sym = demangled(raw, buf, sizeof(buf));
 		}
 		rf.function = sym;
 		rf.file = mod;

@@ -145,6 +145,11 @@ def llama(args, tmp):
           f"{req.get('single_request_peak_bytes')!r})")
     check(isinstance(rep.get("server_ready_s"), (int, float)),
           "llama_sim: server ready time reported")
+    # serve() is static: only the executable's .symtab names it.
+    fwd = [t for t in rep.get("top_sites", []) if t.get("phase") == "forward"]
+    names = [f.get("function") for t in fwd for f in t.get("frames", [])]
+    check(names[:2] == ["llama_decode", "serve"],
+          f"llama_sim: forward site is llama_decode <- serve (got {names[:3]})")
 
 
 def inferred(args, tmp):
