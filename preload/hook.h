@@ -60,6 +60,49 @@ static inline void vrt_hook_leave(void)
 extern void *(*vrt_real_dlsym)(void *, const char *) VRT_HIDDEN;
 void vrt_hook_libc_init(void);
 
+/* ---- hook_lib.c: a runtime library whose exports we wrap --------------- */
+
+struct vrt_hook {
+	const char *name; /* the library's export, and our wrapper's name */
+	void *wrapper;
+	const char *base; /* CUDA: the name a resolver is asked for */
+	int min_version;  /* CUDA: lowest cudaVersion answered with it */
+	int ptsz;         /* CUDA: the per-thread-default-stream variant */
+};
+
+struct vrt_hooklib {
+	const char *file_prefix;     /* "libcuda.so": how dladdr names it */
+	const char *const *sonames;  /* NULL-terminated, for RTLD_NOLOAD */
+	const struct vrt_hook *hooks; /* by hook id */
+	_Atomic(void *) *real;       /* real functions, by hook id */
+	int count;
+	_Atomic(void *) base; /* load address, once seen */
+	_Atomic int path_set;
+	char path[512];
+};
+
+/* Whether addr lies in the library (recognised by file name, then by
+ * load address). Calls dladdr: not for the per-call hot path. */
+int vrt_hooklib_owns(struct vrt_hooklib *l, void *addr);
+/* The library's own definition of name, never ours; NULL if none. */
+void *vrt_hooklib_sym(struct vrt_hooklib *l, const char *name);
+void *vrt_hooklib_real_slow(struct vrt_hooklib *l, int idx);
+/* Our wrapper for hook idx if real may be recorded as its real function
+ * (first answer, or the same again), else real itself. */
+void *vrt_hooklib_substitute(struct vrt_hooklib *l, int idx, void *real);
+/* Hook id of an export name, or -1. */
+int vrt_hooklib_find(const struct vrt_hooklib *l, const char *symbol);
+/* dlsym's answer for symbol, with our wrapper when the library gave it. */
+void *vrt_hooklib_dlsym(struct vrt_hooklib *l, const char *symbol,
+			void *addr);
+
+/* The real function behind hook idx (looked up on first use). */
+static inline void *vrt_hooklib_real(struct vrt_hooklib *l, int idx)
+{
+	void *p = atomic_load_explicit(&l->real[idx], memory_order_relaxed);
+	return VRT_LIKELY(p != NULL) ? p : vrt_hooklib_real_slow(l, idx);
+}
+
 /* hook_cuda.c: if symbol is a hooked driver export and addr is the
  * driver's definition of it, returns our wrapper; else addr. Called by
  * dlsym for every successful look-up of a name starting with "cu". */

@@ -39,116 +39,31 @@
 #include <dlfcn.h>
 #include <string.h>
 
-struct hook {
-	const char *name;
-	const char *base;
-	int min_version;
-	int ptsz;
-	void *wrapper;
-};
-
-static const struct hook hooks[VRT_HOOK_COUNT] = {
-#define VRT_X_HOOK_ROW(exp, b, minv, p) [VRT_HOOK_##exp] = {#exp, #b, minv, p, (void *)&exp},
+static const struct vrt_hook hooks[VRT_HOOK_COUNT] = {
+#define VRT_X_HOOK_ROW(exp, b, minv, p)                                        \
+	[VRT_HOOK_##exp] = {#exp, (void *)&exp, #b, minv, p},
 	VRT_CUDA_HOOKS(VRT_X_HOOK_ROW)
 #undef VRT_X_HOOK_ROW
 };
 
 static _Atomic(void *) real_ptr[VRT_HOOK_COUNT];
+static const char *const driver_names[] = {"libcuda.so.1", NULL};
+static struct vrt_hooklib driver = {.file_prefix = "libcuda.so",
+				    .sonames = driver_names,
+				    .hooks = hooks,
+				    .real = real_ptr,
+				    .count = VRT_HOOK_COUNT};
 
-/* ---- finding the driver ----------------------------------------------- */
+#define REAL(name) ((__typeof__(&name))vrt_hooklib_real(&driver, VRT_HOOK_##name))
 
-static _Atomic(void *) driver_base; /* load address of the driver */
-static char driver_path[512];
-static _Atomic int driver_path_set;
-
-static int is_driver_addr(void *addr)
-{
-	Dl_info info;
-	if (!dladdr(addr, &info) || !info.dli_fname)
-		return 0;
-	void *base = atomic_load(&driver_base);
-	if (base)
-		return info.dli_fbase == base;
-	const char *slash = strrchr(info.dli_fname, '/');
-	const char *file = slash ? slash + 1 : info.dli_fname;
-	if (strncmp(file, "libcuda.so", 10) != 0)
-		return 0;
-	int zero = 0;
-	if (atomic_compare_exchange_strong(&driver_path_set, &zero, 1)) {
-		strncpy(driver_path, info.dli_fname, sizeof(driver_path) - 1);
-		atomic_store(&driver_base, info.dli_fbase);
-	}
-	return 1;
-}
-
-/* The driver's own definition of name, never ours. */
 static void *driver_sym(const char *name)
 {
-	vrt_hook_libc_init();
-	if (!vrt_real_dlsym)
-		return NULL;
-	void *p = vrt_real_dlsym(RTLD_NEXT, name);
-	if (p)
-		return p;
-	/* RTLD_NEXT misses a driver loaded RTLD_LOCAL; its own handle
-	 * searches only the driver and its dependencies. */
-	const char *path =
-		atomic_load(&driver_path_set) ? driver_path : "libcuda.so.1";
-	void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-	if (!h && path != (const char *)"libcuda.so.1")
-		h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	if (!h)
-		return NULL;
-	p = vrt_real_dlsym(h, name);
-	dlclose(h); /* NOLOAD took a reference; give it back */
-	return p;
-}
-
-static void *real_slow(int idx)
-{
-	void *p = driver_sym(hooks[idx].name);
-	if (!p || p == hooks[idx].wrapper)
-		return NULL;
-	void *expected = NULL;
-	atomic_compare_exchange_strong(&real_ptr[idx], &expected, p);
-	return atomic_load(&real_ptr[idx]);
-}
-
-static inline void *real_get(int idx)
-{
-	void *p = atomic_load_explicit(&real_ptr[idx], memory_order_relaxed);
-	return VRT_LIKELY(p != NULL) ? p : real_slow(idx);
-}
-
-#define REAL(name) ((__typeof__(&name))real_get(VRT_HOOK_##name))
-
-/* Returns the wrapper for idx if real may be recorded as its real
- * function, else real itself (see the rule in the header comment). */
-static void *substitute(int idx, void *real)
-{
-	if (real == hooks[idx].wrapper)
-		return real;
-	void *expected = NULL;
-	if (atomic_compare_exchange_strong(&real_ptr[idx], &expected, real) ||
-	    expected == real)
-		return hooks[idx].wrapper;
-	return real;
-}
-
-static int find_export(const char *symbol)
-{
-	for (int i = 0; i < VRT_HOOK_COUNT; i++)
-		if (!strcmp(hooks[i].name, symbol))
-			return i;
-	return -1;
+	return vrt_hooklib_sym(&driver, name);
 }
 
 void *vrt_hook_cuda_dlsym(const char *symbol, void *addr)
 {
-	int idx = find_export(symbol);
-	if (idx < 0 || !is_driver_addr(addr))
-		return addr;
-	return substitute(idx, addr);
+	return vrt_hooklib_dlsym(&driver, symbol, addr);
 }
 
 /* The entry a resolver answer for (base, version, flags) belongs to, or -1
@@ -157,7 +72,7 @@ static int resolver_entry(const char *base, int version, cuuint64_t flags)
 {
 	int best = -1;
 	for (int i = 0; i < VRT_HOOK_COUNT; i++) {
-		const struct hook *h = &hooks[i];
+		const struct vrt_hook *h = &hooks[i];
 		if (h->ptsz || strcmp(h->base, base) != 0 ||
 		    version < h->min_version)
 			continue;
@@ -180,7 +95,7 @@ static void resolved(const char *symbol, void **pfn, int version,
 		return;
 	int idx = resolver_entry(symbol, version, flags);
 	if (idx >= 0)
-		*pfn = substitute(idx, *pfn);
+		*pfn = vrt_hooklib_substitute(&driver, idx, *pfn);
 }
 
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
@@ -237,7 +152,7 @@ static int cur_device(void)
  * function is called directly, so the app's probe counters stay exact. */
 static int mem_info(uint64_t *free_b, uint64_t *total_b)
 {
-	__typeof__(&cuMemGetInfo_v2) f = real_get(VRT_HOOK_cuMemGetInfo_v2);
+	__typeof__(&cuMemGetInfo_v2) f = vrt_hooklib_real(&driver, VRT_HOOK_cuMemGetInfo_v2);
 	size_t fr, to;
 	if (!f || f(&fr, &to) != CUDA_SUCCESS)
 		return 0;

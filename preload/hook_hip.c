@@ -46,127 +46,41 @@
 #include <dlfcn.h>
 #include <string.h>
 
-struct hip_hook {
-	const char *name;
-	void *wrapper;
-};
-
-static const struct hip_hook hooks[VRT_HIP_HOOK_COUNT] = {
-#define VRT_X_HIP_ROW(exp) [VRT_HIP_HOOK_##exp] = {#exp, (void *)&exp},
+static const struct vrt_hook hooks[VRT_HIP_HOOK_COUNT] = {
+#define VRT_X_HIP_ROW(exp) [VRT_HIP_HOOK_##exp] = {#exp, (void *)&exp, NULL, 0, 0},
 	VRT_HIP_HOOKS(VRT_X_HIP_ROW)
 #undef VRT_X_HIP_ROW
 };
 
 static _Atomic(void *) real_ptr[VRT_HIP_HOOK_COUNT];
 
-/* ---- finding the runtime ------------------------------------------------ */
-
-static _Atomic(void *) runtime_base; /* load address of libamdhip64 */
-static char runtime_path[512];
-static _Atomic int runtime_path_set;
-
 /* Sonames of the runtime, newest first: ROCm 7, 6, 5, and the dev link. */
 static const char *const runtime_names[] = {
 	"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5",
-	"libamdhip64.so",
+	"libamdhip64.so", NULL,
 };
+static struct vrt_hooklib runtime = {.file_prefix = "libamdhip64.so",
+				     .sonames = runtime_names,
+				     .hooks = hooks,
+				     .real = real_ptr,
+				     .count = VRT_HIP_HOOK_COUNT};
 
-static int is_runtime_addr(void *addr)
-{
-	Dl_info info;
-	if (!dladdr(addr, &info) || !info.dli_fname)
-		return 0;
-	void *base = atomic_load(&runtime_base);
-	if (base)
-		return info.dli_fbase == base;
-	const char *slash = strrchr(info.dli_fname, '/');
-	const char *file = slash ? slash + 1 : info.dli_fname;
-	if (strncmp(file, "libamdhip64.so", 14) != 0)
-		return 0;
-	int zero = 0;
-	if (atomic_compare_exchange_strong(&runtime_path_set, &zero, 1)) {
-		strncpy(runtime_path, info.dli_fname, sizeof(runtime_path) - 1);
-		atomic_store(&runtime_base, info.dli_fbase);
-	}
-	return 1;
-}
+#define REAL(name)                                                             \
+	((__typeof__(&name))vrt_hooklib_real(&runtime, VRT_HIP_HOOK_##name))
 
-static void *handle_sym(const char *path, const char *name)
-{
-	void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-	if (!h)
-		return NULL;
-	void *p = vrt_real_dlsym(h, name);
-	dlclose(h); /* NOLOAD took a reference; give it back */
-	return p;
-}
-
-/* The runtime's own definition of name, never ours. */
 static void *runtime_sym(const char *name)
 {
-	vrt_hook_libc_init();
-	if (!vrt_real_dlsym)
-		return NULL;
-	void *p = vrt_real_dlsym(RTLD_NEXT, name);
-	if (p)
-		return p;
-	/* RTLD_NEXT misses a runtime loaded RTLD_LOCAL (ctypes, plugins);
-	 * its own handle searches only the runtime and its dependencies. */
-	if (atomic_load(&runtime_path_set) &&
-	    (p = handle_sym(runtime_path, name)))
-		return p;
-	for (size_t i = 0; i < sizeof(runtime_names) / sizeof(runtime_names[0]);
-	     i++)
-		if ((p = handle_sym(runtime_names[i], name)))
-			return p;
-	return NULL;
+	return vrt_hooklib_sym(&runtime, name);
 }
 
-static void *real_slow(int idx)
+static void *real_get(int idx)
 {
-	void *p = runtime_sym(hooks[idx].name);
-	if (!p || p == hooks[idx].wrapper)
-		return NULL;
-	void *expected = NULL;
-	atomic_compare_exchange_strong(&real_ptr[idx], &expected, p);
-	return atomic_load(&real_ptr[idx]);
-}
-
-static inline void *real_get(int idx)
-{
-	void *p = atomic_load_explicit(&real_ptr[idx], memory_order_relaxed);
-	return VRT_LIKELY(p != NULL) ? p : real_slow(idx);
-}
-
-#define REAL(name) ((__typeof__(&name))real_get(VRT_HIP_HOOK_##name))
-
-/* Returns the wrapper for idx if real may be recorded as its real
- * function, else real itself. */
-static void *substitute(int idx, void *real)
-{
-	if (real == hooks[idx].wrapper)
-		return real;
-	void *expected = NULL;
-	if (atomic_compare_exchange_strong(&real_ptr[idx], &expected, real) ||
-	    expected == real)
-		return hooks[idx].wrapper;
-	return real;
-}
-
-static int find_export(const char *symbol)
-{
-	for (int i = 0; i < VRT_HIP_HOOK_COUNT; i++)
-		if (!strcmp(hooks[i].name, symbol))
-			return i;
-	return -1;
+	return vrt_hooklib_real(&runtime, idx);
 }
 
 void *vrt_hook_hip_dlsym(const char *symbol, void *addr)
 {
-	int idx = find_export(symbol);
-	if (idx < 0 || !is_runtime_addr(addr))
-		return addr;
-	return substitute(idx, addr);
+	return vrt_hooklib_dlsym(&runtime, symbol, addr);
 }
 
 /* A resolver answered symbol with *pfn: wrap it when it is the runtime's
@@ -177,7 +91,7 @@ static void resolved(const char *symbol, void **pfn)
 {
 	if (!symbol || !pfn || !*pfn)
 		return;
-	int idx = find_export(symbol);
+	int idx = vrt_hooklib_find(&runtime, symbol);
 	if (idx < 0 || *pfn == hooks[idx].wrapper)
 		return;
 	if (*pfn == real_get(idx))

@@ -1,0 +1,102 @@
+/*
+ * hook_lib.c — what the CUDA and HIP interposition layers share: knowing
+ * a runtime library when dlsym answers from it, finding the runtime's own
+ * definition of a name, and keeping the real function behind each wrapper.
+ *
+ * A real pointer is set once per hook and only ever confirmed with the same
+ * value: if a resolver later answers a hooked name with another function,
+ * that answer passes through unwrapped rather than risk calling the wrong
+ * variant (per-thread-stream versions and the like).
+ *
+ * Threads: any. The library's path and base are published once (CAS);
+ * real pointers are atomics.
+ */
+#include "hook.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+int vrt_hooklib_owns(struct vrt_hooklib *l, void *addr)
+{
+	Dl_info info;
+	if (!dladdr(addr, &info) || !info.dli_fname)
+		return 0;
+	void *base = atomic_load(&l->base);
+	if (base)
+		return info.dli_fbase == base;
+	const char *slash = strrchr(info.dli_fname, '/');
+	const char *file = slash ? slash + 1 : info.dli_fname;
+	if (strncmp(file, l->file_prefix, strlen(l->file_prefix)) != 0)
+		return 0;
+	int zero = 0;
+	if (atomic_compare_exchange_strong(&l->path_set, &zero, 1)) {
+		strncpy(l->path, info.dli_fname, sizeof(l->path) - 1);
+		atomic_store(&l->base, info.dli_fbase);
+	}
+	return 1;
+}
+
+static void *handle_sym(const char *path, const char *name)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return NULL;
+	void *p = vrt_real_dlsym(h, name);
+	dlclose(h); /* NOLOAD took a reference; give it back */
+	return p;
+}
+
+void *vrt_hooklib_sym(struct vrt_hooklib *l, const char *name)
+{
+	vrt_hook_libc_init();
+	if (!vrt_real_dlsym)
+		return NULL;
+	void *p = vrt_real_dlsym(RTLD_NEXT, name);
+	if (p)
+		return p;
+	/* RTLD_NEXT misses a library loaded RTLD_LOCAL (cudart, ctypes,
+	 * plugins); its own handle searches only it and its dependencies. */
+	if (atomic_load(&l->path_set) && (p = handle_sym(l->path, name)))
+		return p;
+	for (const char *const *so = l->sonames; *so; so++)
+		if ((p = handle_sym(*so, name)))
+			return p;
+	return NULL;
+}
+
+void *vrt_hooklib_real_slow(struct vrt_hooklib *l, int idx)
+{
+	void *p = vrt_hooklib_sym(l, l->hooks[idx].name);
+	if (!p || p == l->hooks[idx].wrapper)
+		return NULL;
+	void *expected = NULL;
+	atomic_compare_exchange_strong(&l->real[idx], &expected, p);
+	return atomic_load(&l->real[idx]);
+}
+
+void *vrt_hooklib_substitute(struct vrt_hooklib *l, int idx, void *real)
+{
+	if (real == l->hooks[idx].wrapper)
+		return real;
+	void *expected = NULL;
+	if (atomic_compare_exchange_strong(&l->real[idx], &expected, real) ||
+	    expected == real)
+		return l->hooks[idx].wrapper;
+	return real;
+}
+
+int vrt_hooklib_find(const struct vrt_hooklib *l, const char *symbol)
+{
+	for (int i = 0; i < l->count; i++)
+		if (!strcmp(l->hooks[i].name, symbol))
+			return i;
+	return -1;
+}
+
+void *vrt_hooklib_dlsym(struct vrt_hooklib *l, const char *symbol, void *addr)
+{
+	int idx = vrt_hooklib_find(l, symbol);
+	if (idx < 0 || !vrt_hooklib_owns(l, addr))
+		return addr;
+	return vrt_hooklib_substitute(l, idx, addr);
+}
