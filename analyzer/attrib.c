@@ -25,8 +25,8 @@ static int is_attributable(const struct vrt_event *e)
 }
 
 /* Phase index of rule k (interned in t's table), cached per rule. */
-static int rule_phase(struct vrt_trace *t, const struct vrt_rules *rules,
-                      int k, int *cache, int ncache)
+static int rule_phase(struct vrt_trace *t, const struct vrt_rules *rules, int k,
+                      int *cache, int ncache)
 {
 	unsigned id;
 	const char *name;

@@ -33,7 +33,7 @@
 struct vrt_rules;
 
 #define VRT_ATTRIB_PROBE_WINDOW_NS 1000000000ll /* 1 s */
-#define VRT_ATTRIB_LARGE_BYTES (1ull << 30)    /* 1 GiB */
+#define VRT_ATTRIB_LARGE_BYTES     (1ull << 30) /* 1 GiB */
 
 /*
  * Re-classifies t's events (ordered by vrt_load_finish) as above; rules may

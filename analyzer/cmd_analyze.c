@@ -5,8 +5,8 @@
  * Parses its arguments into struct settings, then reads the rules (if
  * any), loads (load.c), attributes phases (attrib.c), replays (replay.c)
  * and formats (report_*.c). A rules file that does not parse is a data
- * error (exit 1) reported as "FILE:LINE: message". Prints the one-line error of a
- * failed load and one warning per truncated trace; writes the report to
+ * error (exit 1) reported as "FILE:LINE: message". Prints the one-line error of
+ * a failed load and one warning per truncated trace; writes the report to
  * stdout, or to FILE through FILE.tmp + fsync + rename so a reader never
  * sees half a report. Single-threaded.
  */

@@ -180,7 +180,7 @@ struct itab {
 	struct islot {
 		uint64_t h;
 		uint32_t v;
-	} *s;
+	} * s;
 	size_t cap, n;
 };
 
@@ -231,8 +231,7 @@ static int itab_grow(struct itab *it)
 /* Index of the slot for hash h whose entry eq() accepts, or of the empty
  * slot ending the probe; requires cap > n. */
 static size_t itab_find(const struct itab *it, uint64_t h,
-                        int (*eq)(const void *ctx, uint32_t v),
-                        const void *ctx)
+                        int (*eq)(const void *ctx, uint32_t v), const void *ctx)
 {
 	size_t i = h & (it->cap - 1);
 
@@ -285,9 +284,8 @@ static uint32_t intern_str(struct vrt_trace *t, const char *s, int *oom)
 	slot = itab_find(&in->strs, h, str_eq, &k);
 	if (in->strs.s[slot].v)
 		return in->strs.s[slot].v - 1;
-	if (t->nstrs >= UINT32_MAX - 1 ||
-	    grow((void **)&t->strs, &t->cap_strs, t->nstrs + 1,
-	         sizeof(*t->strs)))
+	if (t->nstrs >= UINT32_MAX - 1 || grow((void **)&t->strs, &t->cap_strs,
+	                                       t->nstrs + 1, sizeof(*t->strs)))
 		goto nomem;
 	d = strdup(s);
 	if (!d)
@@ -617,8 +615,8 @@ static void format_uuid(char *out, size_t outsz, int vendor, const uint8_t *u,
 
 /* Finds or creates the global device for (uuid, or host+vendor+ordinal);
  * vendor 0 (unknown) matches any. */
-static int32_t global_device(struct vrt_trace *t, const char *host,
-                             int vendor, int64_t ordinal, const char *uuid)
+static int32_t global_device(struct vrt_trace *t, const char *host, int vendor,
+                             int64_t ordinal, const char *uuid)
 {
 	size_t i;
 	unsigned hidx;
@@ -943,9 +941,8 @@ static enum vrt_load_status parse_chunk_event(struct file_state *fs,
 }
 
 /* STRING, FRAME, STACK, PHASE: kept per file, resolved at its end. */
-static enum vrt_load_status parse_symbolic(struct file_state *fs,
-                                           unsigned type, struct cursor *c,
-                                           uint64_t roff)
+static enum vrt_load_status parse_symbolic(struct file_state *fs, unsigned type,
+                                           struct cursor *c, uint64_t roff)
 {
 	struct vrt_trace *t = fs->t;
 	const uint8_t *s;
@@ -1016,9 +1013,8 @@ static enum vrt_load_status parse_symbolic(struct file_state *fs,
 		if (id <= VRT_PHASE_BUILTIN_MAX)
 			return VRT_LOAD_OK;
 		name = dup_bytes(s, n);
-		if (!name ||
-		    grow((void **)&fs->fph, &fs->capfph, fs->nfph + 1,
-		         sizeof(*fs->fph))) {
+		if (!name || grow((void **)&fs->fph, &fs->capfph, fs->nfph + 1,
+		                  sizeof(*fs->fph))) {
 			free(name);
 			break;
 		}
@@ -1284,8 +1280,8 @@ static int resolve_stack(struct file_state *fs, size_t k, size_t *chain)
 	}
 	while (len) {
 		struct file_stack *st = &fs->fst[chain[--len]];
-		ptrdiff_t f = find_id(fs->ffr, fs->nffr, sizeof(*fs->ffr),
-		                      st->frame);
+		ptrdiff_t f =
+		        find_id(fs->ffr, fs->nffr, sizeof(*fs->ffr), st->frame);
 		uint32_t frame = f < 0 ? 0 : fs->ffr[f].g;
 		base = intern_stack(t, base, frame, &oom);
 		if (oom)
@@ -1743,11 +1739,12 @@ static enum vrt_load_status load_dir(struct vrt_trace *t, const char *path,
 			char *note;
 			if (!first.status)
 				first = *err;
-			if (asprintf(&note, "%s: %s", err->path, err->msg) < 0 ||
+			if (asprintf(&note, "%s: %s", err->path, err->msg) <
+			            0 ||
 			    grow((void **)&t->skipped, &t->cap_skipped,
-				 t->nskipped + 1, sizeof(*t->skipped))) {
+			         t->nskipped + 1, sizeof(*t->skipped))) {
 				s = fail(err, VRT_LOAD_ERR_NOMEM, path,
-					 "listing");
+				         "listing");
 				goto out;
 			}
 			t->skipped[t->nskipped++] = note;

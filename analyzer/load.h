@@ -38,10 +38,10 @@ enum vrt_ev_kind {
 	VRT_EV_UNMAP = 4,
 	VRT_EV_FAIL = 5,
 	VRT_EV_MEMINFO = 6,
-	VRT_EV_MARK = 7,    /* extra = label (string index) */
-	VRT_EV_NET = 8,     /* aux = enum vrt_net_op, addr = fd, size = arg */
-	VRT_EV_PROC = 9,    /* aux = enum vrt_proc_op, addr = pid,
-	                       extra = text (string index) */
+	VRT_EV_MARK = 7,     /* extra = label (string index) */
+	VRT_EV_NET = 8,      /* aux = enum vrt_net_op, addr = fd, size = arg */
+	VRT_EV_PROC = 9,     /* aux = enum vrt_proc_op, addr = pid,
+	                        extra = text (string index) */
 	VRT_EV_REQUEST = 10, /* aux = 1 begin / 2 end, addr = request id */
 };
 
@@ -69,10 +69,10 @@ struct vrt_event {
 	int32_t device; /* index into vrt_trace.devices, or -1 (host/none) */
 	uint32_t phase; /* index into vrt_trace.phases (0 = unattributed) */
 	uint32_t extra;
-	uint32_t stack; /* index into vrt_trace.stacks (0 = no stack) */
-	uint16_t api;   /* enum vrt_api */
-	uint8_t kind;   /* enum vrt_ev_kind */
-	uint8_t flags;  /* VRT_EV_HAVE_INFO */
+	uint32_t stack;    /* index into vrt_trace.stacks (0 = no stack) */
+	uint16_t api;      /* enum vrt_api */
+	uint8_t kind;      /* enum vrt_ev_kind */
+	uint8_t flags;     /* VRT_EV_HAVE_INFO */
 	uint8_t phase_src; /* enum vrt_phase_source of phase */
 };
 
@@ -107,7 +107,7 @@ struct vrt_stack {
  * that share the last index, "other".
  */
 #define VRT_LOAD_PHASE_INFERRED_KV 8
-#define VRT_LOAD_MAX_PHASES 32
+#define VRT_LOAD_MAX_PHASES        32
 
 struct vrt_failinfo {
 	uint64_t free_bytes;
@@ -163,7 +163,7 @@ struct vrt_trace {
 	char **hosts; /* distinct hosts, order of first appearance */
 	size_t nhosts;
 	int64_t *host_shift; /* per host: ns added to its monotonic times */
-	char **strs; /* interned strings; strs[0] is NULL ("none") */
+	char **strs;         /* interned strings; strs[0] is NULL ("none") */
 	size_t nstrs, cap_strs;
 	struct vrt_frame *frames; /* frames[0]: the unknown frame */
 	size_t nframes, cap_frames;
@@ -171,12 +171,12 @@ struct vrt_trace {
 	size_t nstacks, cap_stacks;
 	char *phases[VRT_LOAD_MAX_PHASES]; /* names; see VRT_LOAD_PHASE_* */
 	size_t nphases;
-	void *intern; /* load.c's lookup tables (opaque) */
+	void *intern;   /* load.c's lookup tables (opaque) */
 	char **skipped; /* "<file>: <reason>" of files a directory held that
-			 * died before their first frame (not loaded) */
+	                 * died before their first frame (not loaded) */
 	size_t nskipped, cap_skipped;
-	int64_t start_ns;    /* earliest HEADER start_mono_ns (aligned) */
-	int64_t end_ns;      /* latest event, trailer or header time */
+	int64_t start_ns; /* earliest HEADER start_mono_ns (aligned) */
+	int64_t end_ns;   /* latest event, trailer or header time */
 };
 
 /* Filled on failure; msg holds "<what>: <reason>" (with "at byte N"). */

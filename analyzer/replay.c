@@ -684,8 +684,8 @@ static void inflight_changed(struct state *s, int64_t ts)
 
 /* Opens (or closes) one request in key space sp; duplicates and unknown
  * closes (lost events) change nothing. */
-static int request_edge(struct state *s, const struct vrt_event *e,
-                        uint8_t sp, int open)
+static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
+                        int open)
 {
 	struct vrt_replay *r = s->r;
 	uint32_t old;
@@ -770,8 +770,7 @@ static int cmp_site_bytes(const void *pa, const void *pb)
 
 /* Appends to out the largest call paths live on device dev now (the
  * moment of its peak), VRT_REPLAY_TOP_SITES per phase. */
-static int snapshot_sites(struct state *s, struct vrt_replay *out,
-                          int32_t dev)
+static int snapshot_sites(struct state *s, struct vrt_replay *out, int32_t dev)
 {
 	struct vrt_replay_site *v = NULL, *nv;
 	size_t n = 0, m = 0, i, kept = 0;

@@ -72,7 +72,7 @@ struct vrt_replay_failure {
 	uint64_t free_bytes, total_bytes;
 	uint32_t phase; /* phase slot of the failed call */
 	uint32_t stack;
-	int after_ready; /* a server was listening: stage "request" */
+	int after_ready;   /* a server was listening: stage "request" */
 	uint32_t inflight; /* requests in flight at that moment */
 	/* the device's live bytes by phase slot when the call failed */
 	uint64_t live_by_phase[VRT_REPLAY_MAX_PHASES];
@@ -128,7 +128,6 @@ void vrt_replay_free(struct vrt_replay *r);
 
 /* Slot of a phase id in the per-device phase arrays. */
 unsigned vrt_replay_phase_slot(uint32_t phase);
-
 
 /* Name of a family ("device", "async", ...), NULL out of range. */
 const char *vrt_replay_family_name(int family);

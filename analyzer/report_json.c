@@ -408,9 +408,8 @@ static void top_sites(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_key(w, "device");
 		vrt_json_int(w, x->device);
 		vrt_json_key(w, "phase");
-		vrt_json_string(w,
-		                vrt_load_phase_name(t, x->phase, buf,
-		                                    sizeof(buf)));
+		vrt_json_string(
+		        w, vrt_load_phase_name(t, x->phase, buf, sizeof(buf)));
 		vrt_json_key(w, "bytes");
 		vrt_json_uint(w, x->bytes);
 		vrt_json_key(w, "allocs");

@@ -119,8 +119,9 @@ static void server(FILE *f, const struct vrt_trace *t,
 	char b[32], b2[32];
 
 	if (r->have_server_ready)
-		fprintf(f, "server ready: %s (pid %" PRIu64 ", port %" PRIu64
-		           ")\n",
+		fprintf(f,
+		        "server ready: %s (pid %" PRIu64 ", port %" PRIu64
+		        ")\n",
 		        secs(b, sizeof(b), t, r->server_ready_ts),
 		        t->procs[r->server_ready_proc].pid, r->server_port);
 	else
@@ -131,9 +132,10 @@ static void server(FILE *f, const struct vrt_trace *t,
 	}
 	fprintf(f, "requests: at most %" PRIu32 " in flight", r->max_inflight);
 	if (r->max_inflight)
-		fprintf(f, " (at %s)", secs(b, sizeof(b), t, r->max_inflight_ts));
-	fprintf(f, "; %" PRIu64 " connection%s, %" PRIu64
-	           " annotated request%s\n",
+		fprintf(f, " (at %s)",
+		        secs(b, sizeof(b), t, r->max_inflight_ts));
+	fprintf(f,
+	        "; %" PRIu64 " connection%s, %" PRIu64 " annotated request%s\n",
 	        r->connections, r->connections == 1 ? "" : "s", r->requests,
 	        r->requests == 1 ? "" : "s");
 	if (r->have_single_request)
@@ -351,8 +353,9 @@ static void sites(FILE *f, const struct vrt_trace *t,
 		any |= r->sites[i].stack != 0;
 	if (!any)
 		return;
-	fprintf(f, "\ntop allocation sites at each device's peak (largest "
-	           "first, %d per phase)\n",
+	fprintf(f,
+	        "\ntop allocation sites at each device's peak (largest "
+	        "first, %d per phase)\n",
 	        VRT_REPLAY_TOP_SITES);
 	for (i = 0; i < r->nsites; i++) {
 		const struct vrt_replay_site *x = &r->sites[i];
@@ -435,8 +438,9 @@ static void failures(FILE *f, const struct vrt_trace *t,
 			char pb[32];
 			fprintf(f, "  [%s stage, phase ",
 			        x->after_ready ? "request" : "load");
-			put_safe(f, vrt_load_phase_name(t, x->phase, pb,
-			                                sizeof(pb)),
+			put_safe(f,
+			         vrt_load_phase_name(t, x->phase, pb,
+			                             sizeof(pb)),
 			         40);
 			fprintf(f, ", %" PRIu32 " in flight]", x->inflight);
 		}

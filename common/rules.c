@@ -63,22 +63,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PHASE_NAME_MAX 63
+#define PHASE_NAME_MAX    63
 #define CUSTOM_PHASES_MAX 4096
-#define RULES_MAX 1000000
+#define RULES_MAX         1000000
 
 enum { KIND_ANY = -1 };
 
 /* A compiled glob: the pattern text with runs of '*' collapsed. */
 struct glob {
-	char *pat;	   /* NUL-terminated, owned */
+	char *pat; /* NUL-terminated, owned */
 	size_t len;
 	size_t prefix_len; /* leading bytes free of '*' and '?' */
 	size_t suffix_len; /* trailing bytes free of '*' and '?' (star only) */
-	size_t min_len;	   /* bytes a matching name has at least */
+	size_t min_len;    /* bytes a matching name has at least */
 	int has_star;
-	int star_end;	   /* the last byte is '*' */
-	int has_slash;	   /* file globs: match path tails, not base name */
+	int star_end;  /* the last byte is '*' */
+	int has_slash; /* file globs: match path tails, not base name */
 	/* For Python names without '.': the part after the last '.' of the
 	 * pattern, compiled, or NULL when there is none or it is just '*'. */
 	struct glob *tail;
@@ -89,8 +89,8 @@ struct rule {
 	int kind; /* KIND_ANY or enum vrt_frame_kind */
 	struct glob fn;
 	struct glob file; /* pat == NULL: no file restriction */
-	char *text;	  /* canonical text for vrt_rules_describe */
-	char *origin;	  /* "name:line" */
+	char *text;       /* canonical text for vrt_rules_describe */
+	char *origin;     /* "name:line" */
 };
 
 struct vrt_rules {
@@ -143,11 +143,11 @@ static int glob_match(const struct glob *g, const char *s, size_t sl)
 	if (memcmp(s, g->pat, g->prefix_len) != 0)
 		return 0;
 	if (memcmp(s + sl - g->suffix_len, g->pat + g->len - g->suffix_len,
-		   g->suffix_len) != 0)
+	           g->suffix_len) != 0)
 		return 0;
 	return glob_core(g->pat + g->prefix_len,
-			 g->len - g->prefix_len - g->suffix_len,
-			 s + g->prefix_len, sl - g->prefix_len - g->suffix_len);
+	                 g->len - g->prefix_len - g->suffix_len,
+	                 s + g->prefix_len, sl - g->prefix_len - g->suffix_len);
 }
 
 static void glob_free(struct glob *g)
@@ -202,7 +202,7 @@ static int glob_compile(struct glob *g, const char *s, size_t n, int python)
 			g->tail = malloc(sizeof(*g->tail));
 			if (!g->tail ||
 			    glob_compile(g->tail, dot + 1,
-					 (size_t)(g->pat + len - dot - 1), 0)) {
+			                 (size_t)(g->pat + len - dot - 1), 0)) {
 				free(g->tail);
 				g->tail = NULL;
 				glob_free(g);
@@ -264,7 +264,8 @@ struct frame_view {
 	size_t base_len;
 };
 
-static void frame_view_init(struct frame_view *v, const struct vrt_rule_frame *f)
+static void frame_view_init(struct frame_view *v,
+                            const struct vrt_rule_frame *f)
 {
 	v->kind = f->kind;
 	v->fn = f->function ? f->function : "";
@@ -313,7 +314,7 @@ static int rule_match(const struct rule *ru, const struct frame_view *v)
 }
 
 int vrt_rules_match_before(const struct vrt_rules *r,
-			   const struct vrt_rule_frame *f, int limit)
+                           const struct vrt_rule_frame *f, int limit)
 {
 	if (!r || !f)
 		return VRT_RULE_NONE;
@@ -334,7 +335,7 @@ int vrt_rules_match(const struct vrt_rules *r, const struct vrt_rule_frame *f)
 }
 
 int vrt_rules_match_stack(const struct vrt_rules *r,
-			  const struct vrt_rule_frame *frames, size_t n)
+                          const struct vrt_rule_frame *frames, size_t n)
 {
 	int best = VRT_RULE_NONE;
 	if (!frames)
@@ -441,7 +442,7 @@ struct parse {
 };
 
 static int parse_error(struct parse *ps, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+        __attribute__((format(printf, 2, 3)));
 
 static int parse_error(struct parse *ps, const char *fmt, ...)
 {
@@ -493,7 +494,7 @@ static int is_blank(char c)
 /* Splits line[0..len) into at most 5 tokens (one more than a rule can
  * have, to report the extra one). Returns the count, or -1 on error. */
 static int tokenize(struct parse *ps, const char *line, size_t len,
-		    struct token *tok)
+                    struct token *tok)
 {
 	int nt = 0;
 	size_t i = 0;
@@ -513,8 +514,8 @@ static int tokenize(struct parse *ps, const char *line, size_t len,
 			i = (size_t)(q - line) + 1;
 			if (i < len && !is_blank(line[i]))
 				return parse_error(
-					ps, "expected a blank after a quoted "
-					    "token");
+				        ps, "expected a blank after a quoted "
+				            "token");
 		} else {
 			while (i < len && !is_blank(line[i]))
 				i++;
@@ -540,7 +541,7 @@ static long phase_id(struct parse *ps, const struct token *t)
 			return id;
 	}
 	int ok = t->n > 0 && t->n <= PHASE_NAME_MAX && t->s[0] >= 'a' &&
-		 t->s[0] <= 'z';
+	         t->s[0] <= 'z';
 	for (size_t i = 0; ok && i < t->n; i++) {
 		char c = t->s[i];
 		ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -548,9 +549,9 @@ static long phase_id(struct parse *ps, const struct token *t)
 	}
 	if (!ok)
 		return parse_error(ps,
-				   "bad phase name '%s': use a built-in phase "
-				   "or [a-z][a-z0-9_]* (at most %d bytes)",
-				   show(t->s, t->n).s, PHASE_NAME_MAX);
+		                   "bad phase name '%s': use a built-in phase "
+		                   "or [a-z][a-z0-9_]* (at most %d bytes)",
+		                   show(t->s, t->n).s, PHASE_NAME_MAX);
 	if (tok_is(t, "in"))
 		return parse_error(ps, "missing phase before 'in'");
 
@@ -567,7 +568,7 @@ static long phase_id(struct parse *ps, const struct token *t)
 	}
 	if (r->ncustom + ps->ncustom >= CUSTOM_PHASES_MAX)
 		return parse_error(ps, "too many custom phases (at most %d)",
-				   CUSTOM_PHASES_MAX);
+		                   CUSTOM_PHASES_MAX);
 	if (ps->ncustom == ps->custom_cap) {
 		unsigned cap = ps->custom_cap ? ps->custom_cap * 2 : 8;
 		char **p = realloc(ps->custom, cap * sizeof(*p));
@@ -587,7 +588,7 @@ static long phase_id(struct parse *ps, const struct token *t)
 static size_t put_token(char *out, const char *s, size_t n)
 {
 	int quote = (n == 2 && memcmp(s, "in", 2) == 0) ||
-		    (n > 0 && (s[0] == '#' || s[0] == '"'));
+	            (n > 0 && (s[0] == '#' || s[0] == '"'));
 	for (size_t i = 0; i < n; i++)
 		quote |= is_blank(s[i]);
 	size_t k = 0;
@@ -612,7 +613,7 @@ static int parse_line(struct parse *ps, const char *line, size_t len)
 		return -1;
 	if (nt < 2)
 		return parse_error(ps, "missing pattern after phase '%s'",
-				   show(tok[0].s, tok[0].n).s);
+		                   show(tok[0].s, tok[0].n).s);
 	if (tok_is(&tok[1], "in"))
 		return parse_error(ps, "missing pattern before 'in'");
 
@@ -635,9 +636,9 @@ static int parse_line(struct parse *ps, const char *line, size_t len)
 		if (k > 0 && k < pat.n && pat.s[k] == ':' &&
 		    (k + 1 == pat.n || pat.s[k + 1] != ':'))
 			return parse_error(ps,
-					   "unknown frame kind '%s:' (use "
-					   "py: or native:)",
-					   show(pat.s, k).s);
+			                   "unknown frame kind '%s:' (use "
+			                   "py: or native:)",
+			                   show(pat.s, k).s);
 	}
 	if (pat.n == 0)
 		return parse_error(ps, "empty pattern");
@@ -646,27 +647,27 @@ static int parse_line(struct parse *ps, const char *line, size_t len)
 	if (nt >= 3) {
 		if (!tok_is(&tok[2], "in"))
 			return parse_error(
-				ps,
-				"unknown keyword '%s' (expected 'in "
-				"FILE_GLOB'; quote a pattern that holds "
-				"blanks)",
-				show(tok[2].s, tok[2].n).s);
+			        ps,
+			        "unknown keyword '%s' (expected 'in "
+			        "FILE_GLOB'; quote a pattern that holds "
+			        "blanks)",
+			        show(tok[2].s, tok[2].n).s);
 		if (nt < 4)
 			return parse_error(ps,
-					   "missing file pattern after 'in'");
+			                   "missing file pattern after 'in'");
 		file = tok[3];
 		if (file.n == 0)
 			return parse_error(ps, "empty file pattern");
 		if (nt > 4)
 			return parse_error(ps,
-					   "unexpected '%s' after the file "
-					   "pattern",
-					   show(tok[4].s, tok[4].n).s);
+			                   "unexpected '%s' after the file "
+			                   "pattern",
+			                   show(tok[4].s, tok[4].n).s);
 	}
 
 	if (ps->r->n + ps->n >= RULES_MAX)
 		return parse_error(ps, "too many rules (at most %d)",
-				   RULES_MAX);
+		                   RULES_MAX);
 	if (ps->n == ps->cap) {
 		int cap = ps->cap ? ps->cap * 2 : 32;
 		struct rule *p = realloc(ps->rules, (size_t)cap * sizeof(*p));
@@ -685,10 +686,10 @@ static int parse_line(struct parse *ps, const char *line, size_t len)
 	ru->text = malloc(tlen);
 	size_t olen = strlen(ps->name) + 12;
 	ru->origin = malloc(olen);
-	int bad = !ru->text || !ru->origin ||
-		  glob_compile(&ru->fn, pat.s, pat.n,
-			       kind != VRT_FRAME_NATIVE) ||
-		  (file.s && glob_compile(&ru->file, file.s, file.n, 0));
+	int bad =
+	        !ru->text || !ru->origin ||
+	        glob_compile(&ru->fn, pat.s, pat.n, kind != VRT_FRAME_NATIVE) ||
+	        (file.s && glob_compile(&ru->file, file.s, file.n, 0));
 	if (bad) {
 		rule_free(ru);
 		return parse_error(ps, "out of memory");
@@ -710,12 +711,12 @@ static int parse_line(struct parse *ps, const char *line, size_t len)
 }
 
 int vrt_rules_parse(struct vrt_rules *r, const char *text, size_t len,
-		    const char *name, char *err, size_t errlen)
+                    const char *name, char *err, size_t errlen)
 {
 	struct parse ps = {.r = r,
-			   .name = name ? name : "<rules>",
-			   .err = err,
-			   .errlen = errlen};
+	                   .name = name ? name : "<rules>",
+	                   .err = err,
+	                   .errlen = errlen};
 	int ret = -1;
 
 	if (err && errlen)
@@ -735,8 +736,9 @@ int vrt_rules_parse(struct vrt_rules *r, const char *text, size_t len,
 		if (n > 0 && line[n - 1] == '\r')
 			n--;
 		if (n > VRT_RULES_LINE_MAX) {
-			parse_error(&ps, "line too long (%zu bytes, at most %d)",
-				    n, VRT_RULES_LINE_MAX);
+			parse_error(&ps,
+			            "line too long (%zu bytes, at most %d)", n,
+			            VRT_RULES_LINE_MAX);
 			goto out;
 		}
 		if (memchr(line, '\0', n)) {
@@ -749,8 +751,8 @@ int vrt_rules_parse(struct vrt_rules *r, const char *text, size_t len,
 
 	/* Commit: new custom names after r's, new rules in front of r's. */
 	if (ps.ncustom) {
-		char **p = realloc(r->custom, (r->ncustom + ps.ncustom) *
-						      sizeof(*p));
+		char **p = realloc(r->custom,
+		                   (r->ncustom + ps.ncustom) * sizeof(*p));
 		if (!p) {
 			parse_error(&ps, "out of memory");
 			goto out;
@@ -775,7 +777,7 @@ int vrt_rules_parse(struct vrt_rules *r, const char *text, size_t len,
 	}
 	if (ps.n) {
 		memmove(r->rules + ps.n, r->rules,
-			(size_t)r->n * sizeof(*r->rules));
+		        (size_t)r->n * sizeof(*r->rules));
 		memcpy(r->rules, ps.rules, (size_t)ps.n * sizeof(*ps.rules));
 		r->n += ps.n;
 	}

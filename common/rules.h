@@ -23,9 +23,9 @@ struct vrt_rules;
 struct vrt_rule_frame {
 	int kind;             /* enum vrt_frame_kind (trace_format.h) */
 	const char *function; /* python: qualified name ("Worker.load_model");
-			       * native: demangled symbol; NULL if unknown */
+	                       * native: demangled symbol; NULL if unknown */
 	const char *file;     /* python: source file path; native: module
-			       * path (shared object); NULL if unknown */
+	                       * path (shared object); NULL if unknown */
 };
 
 /* A rule set holding the built-in rules (all engines). NULL on ENOMEM. */
@@ -47,7 +47,7 @@ void vrt_rules_free(struct vrt_rules *r);
  * success.
  */
 int vrt_rules_parse(struct vrt_rules *r, const char *text, size_t len,
-		    const char *name, char *err, size_t errlen);
+                    const char *name, char *err, size_t errlen);
 
 /* Longest line the parser accepts, in bytes (without the newline). */
 #define VRT_RULES_LINE_MAX 4096
@@ -67,14 +67,14 @@ int vrt_rules_match(const struct vrt_rules *r, const struct vrt_rule_frame *f);
  * each new node costs one frame against the rules that could still win.
  */
 int vrt_rules_match_before(const struct vrt_rules *r,
-			   const struct vrt_rule_frame *f, int limit);
+                           const struct vrt_rule_frame *f, int limit);
 
 /*
  * The first rule matching any of frames[0..n) (the minimum over frames of
  * vrt_rules_match, computed with early cut-off), or VRT_RULE_NONE.
  */
 int vrt_rules_match_stack(const struct vrt_rules *r,
-			  const struct vrt_rule_frame *frames, size_t n);
+                          const struct vrt_rule_frame *frames, size_t n);
 
 /* The phase a matching rule assigns, as a phase id: fixed ids of
  * trace_format.h (VRT_PHASE_weights, ...) or a custom id >=
@@ -88,8 +88,8 @@ unsigned vrt_rules_phase(const struct vrt_rules *r, int rule);
 const char *vrt_rules_phase_name(const struct vrt_rules *r, unsigned id);
 
 /* Number of rules (for diagnostics) and a rule's text, e.g.
- * "kv_cache py:*.initialize_kv_cache in gpu_model_runner.py" (for "why this phase"
- * output); NULL for an index out of range. */
+ * "kv_cache py:*.initialize_kv_cache in gpu_model_runner.py" (for "why this
+ * phase" output); NULL for an index out of range. */
 int vrt_rules_count(const struct vrt_rules *r);
 const char *vrt_rules_describe(const struct vrt_rules *r, int rule);
 

@@ -31,8 +31,8 @@ typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st *CUcontext;
 typedef CUresult (*proc_fn)(const char *, void **, int, uint64_t, int *);
 
-#define MIB (1024ull * 1024ull)
-#define NOINLINE __attribute__((noinline, noclone, used))
+#define MIB         (1024ull * 1024ull)
+#define NOINLINE    __attribute__((noinline, noclone, used))
 #define MAX_CLIENTS 64
 
 static struct {
@@ -91,7 +91,7 @@ static void *client(void *arg)
 	int port = (int)(intptr_t)arg;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons((uint16_t)port)};
+	                        .sin_port = htons((uint16_t)port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	char c;
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
@@ -133,9 +133,9 @@ static int resolve(void)
 		return -1;
 	return get("cuInit", (void **)&cu.init, 12000, 0, NULL) ||
 	       get("cuDevicePrimaryCtxRetain", (void **)&cu.retain, 12000, 0,
-		   NULL) ||
+	           NULL) ||
 	       get("cuCtxSetCurrent", (void **)&cu.set_current, 12000, 0,
-		   NULL) ||
+	           NULL) ||
 	       get("cuMemAlloc", (void **)&cu.alloc, 12000, 0, NULL) ||
 	       get("cuMemFree", (void **)&cu.free_, 12000, 0, NULL);
 }
@@ -143,9 +143,9 @@ static int resolve(void)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: llama_sim [-ngl N] [--layer-mib M] [-c|--ctx-size T]\n"
-		"                 [--kv-kib-per-token K] [--act-mib M] "
-		"[-np|--parallel N] [--port P]\n");
+	        "usage: llama_sim [-ngl N] [--layer-mib M] [-c|--ctx-size T]\n"
+	        "                 [--kv-kib-per-token K] [--act-mib M] "
+	        "[-np|--parallel N] [--port P]\n");
 	return 2;
 }
 
@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 
 	int srv = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons((uint16_t)o.port)};
+	                        .sin_port = htons((uint16_t)o.port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	socklen_t len = sizeof(a);
 	if (srv < 0 || bind(srv, (struct sockaddr *)&a, sizeof(a)) < 0 ||
@@ -206,6 +206,7 @@ int main(int argc, char **argv)
 	if (o.clients > 1)
 		serve(srv, port, o.clients);
 	close(srv);
-	printf("llama_sim: served %d requests\n", 1 + (o.clients > 1 ? o.clients : 0));
+	printf("llama_sim: served %d requests\n",
+	       1 + (o.clients > 1 ? o.clients : 0));
 	return 0;
 }

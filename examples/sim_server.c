@@ -49,12 +49,12 @@ struct opts {
 static int usage(const char *msg)
 {
 	fprintf(stderr,
-		"sim_server: %s\n"
-		"usage: sim_server [--model-size-gib G] "
-		"[--gpu-memory-utilization F]\n"
-		"                  [--max-num-seqs N] [--max-model-len T] "
-		"[--requests N]\n",
-		msg);
+	        "sim_server: %s\n"
+	        "usage: sim_server [--model-size-gib G] "
+	        "[--gpu-memory-utilization F]\n"
+	        "                  [--max-num-seqs N] [--max-model-len T] "
+	        "[--requests N]\n",
+	        msg);
 	return 2;
 }
 
@@ -104,14 +104,14 @@ static int resolve(void)
 		const char *name;
 		void **slot;
 	} names[] = {
-		{"cuInit", (void **)&cu.init},
-		{"cuDevicePrimaryCtxRetain", (void **)&cu.retain},
-		{"cuCtxSetCurrent", (void **)&cu.set_current},
-		{"cuMemAlloc", (void **)&cu.alloc},
-		{"cuMemFree", (void **)&cu.free_},
-		{"cuMemAllocAsync", (void **)&cu.alloc_async},
-		{"cuMemFreeAsync", (void **)&cu.free_async},
-		{"cuMemGetInfo", (void **)&cu.mem_info},
+	        {"cuInit", (void **)&cu.init},
+	        {"cuDevicePrimaryCtxRetain", (void **)&cu.retain},
+	        {"cuCtxSetCurrent", (void **)&cu.set_current},
+	        {"cuMemAlloc", (void **)&cu.alloc},
+	        {"cuMemFree", (void **)&cu.free_},
+	        {"cuMemAllocAsync", (void **)&cu.alloc_async},
+	        {"cuMemFreeAsync", (void **)&cu.free_async},
+	        {"cuMemGetInfo", (void **)&cu.mem_info},
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (get(names[i].name, names[i].slot, 12000, 0, NULL) ||
@@ -125,10 +125,10 @@ static int resolve(void)
 int main(int argc, char **argv)
 {
 	struct opts o = {.weights_gib = 14,
-			 .util = 0.9,
-			 .max_num_seqs = 4,
-			 .requests = 16,
-			 .max_model_len = 8192};
+	                 .util = 0.9,
+	                 .max_num_seqs = 4,
+	                 .requests = 16,
+	                 .max_model_len = 8192};
 	if (parse(argc, argv, &o))
 		return 2;
 	CUcontext ctx;
@@ -145,9 +145,10 @@ int main(int argc, char **argv)
 		CUresult r = cu.alloc(&p, per_tensor);
 		if (r) {
 			fprintf(stderr,
-				"sim_server: CUDA out of memory loading weights "
-				"(tensor %d, error %d)\n",
-				t, r);
+			        "sim_server: CUDA out of memory loading "
+			        "weights "
+			        "(tensor %d, error %d)\n",
+			        t, r);
 			return 3;
 		}
 	}
@@ -164,7 +165,7 @@ int main(int argc, char **argv)
 	CUdeviceptr kv_ptr;
 	if (cu.alloc(&kv_ptr, (size_t)kv)) {
 		fprintf(stderr, "sim_server: CUDA out of memory reserving the "
-				"KV cache\n");
+		                "KV cache\n");
 		return 3;
 	}
 	printf("sim_server: weights %.2f GiB, KV cache %.2f GiB, ready\n",
@@ -178,9 +179,10 @@ int main(int argc, char **argv)
 		for (int i = 0; i < batch; i++)
 			if (cu.alloc_async(&live[i], act, NULL)) {
 				fprintf(stderr,
-					"sim_server: CUDA out of memory with %d "
-					"requests in flight\n",
-					i + 1);
+				        "sim_server: CUDA out of memory with "
+				        "%d "
+				        "requests in flight\n",
+				        i + 1);
 				return 3;
 			}
 		for (int i = 0; i < batch; i++)

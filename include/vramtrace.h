@@ -3,7 +3,7 @@
  * doing, in words no rule can guess.
  *
  *   VRAMTRACE_PHASE_PUSH("kv_cache");   ...allocate...   VRAMTRACE_PHASE_POP();
- *   VRAMTRACE_REQUEST_BEGIN(id);        ...serve...      VRAMTRACE_REQUEST_END(id);
+ *   VRAMTRACE_REQUEST_BEGIN(id);        ...serve... VRAMTRACE_REQUEST_END(id);
  *   VRAMTRACE_MARK("concurrency=8");
  *
  * Phases pushed by the application win over every rule (the report marks

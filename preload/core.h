@@ -22,25 +22,25 @@
 #include <sys/types.h>
 #include <time.h>
 
-#define VRT_HIDDEN __attribute__((visibility("hidden")))
-#define VRT_EXPORT __attribute__((visibility("default")))
-#define VRT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define VRT_HIDDEN      __attribute__((visibility("hidden")))
+#define VRT_EXPORT      __attribute__((visibility("default")))
+#define VRT_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define VRT_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define VRT_TLS __attribute__((tls_model("initial-exec"))) __thread
+#define VRT_TLS         __attribute__((tls_model("initial-exec"))) __thread
 
 /* ---- options.c -------------------------------------------------------- */
 
 enum vrt_option_id {
-	VRT_OPT_ENABLE,     /* VRAMTRACE_ENABLE: 0 turns every hook into a
-			     * plain pass-through */
-	VRT_OPT_OUT,        /* VRAMTRACE_OUT: run directory */
-	VRT_OPT_FLUSH_MS,   /* VRAMTRACE_FLUSH_MS: frame interval */
-	VRT_OPT_ZSTD_LEVEL, /* VRAMTRACE_ZSTD_LEVEL */
-	VRT_OPT_BUFFER_MB,  /* VRAMTRACE_BUFFER_MB: cap of buffered events */
-	VRT_OPT_DEBUG,      /* VRAMTRACE_DEBUG: diagnostics on stderr */
-	VRT_OPT_STACKS,     /* VRAMTRACE_STACKS: VRT_STACKS_* bits */
+	VRT_OPT_ENABLE,      /* VRAMTRACE_ENABLE: 0 turns every hook into a
+	                      * plain pass-through */
+	VRT_OPT_OUT,         /* VRAMTRACE_OUT: run directory */
+	VRT_OPT_FLUSH_MS,    /* VRAMTRACE_FLUSH_MS: frame interval */
+	VRT_OPT_ZSTD_LEVEL,  /* VRAMTRACE_ZSTD_LEVEL */
+	VRT_OPT_BUFFER_MB,   /* VRAMTRACE_BUFFER_MB: cap of buffered events */
+	VRT_OPT_DEBUG,       /* VRAMTRACE_DEBUG: diagnostics on stderr */
+	VRT_OPT_STACKS,      /* VRAMTRACE_STACKS: VRT_STACKS_* bits */
 	VRT_OPT_STACK_DEPTH, /* VRAMTRACE_STACK_DEPTH */
-	VRT_OPT_RULES,      /* VRAMTRACE_RULES: a phase rules file */
+	VRT_OPT_RULES,       /* VRAMTRACE_RULES: a phase rules file */
 	VRT_OPT_COUNT
 };
 
@@ -79,14 +79,14 @@ const char *vrt_capture_fail_reason(void);
 /* One event as hooks describe it; tbuf encodes it per trace_format.h. */
 struct vrt_ev {
 	uint8_t rec; /* VRT_REC_ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO, MARK,
-		      * NET, PROC, REQUEST */
+	              * NET, PROC, REQUEST */
 	uint8_t api;
 	uint8_t have_info;
 	uint8_t op; /* NET, PROC, REQUEST */
 	int32_t device;
 	uint32_t error;
-	uint32_t stack;  /* stack id (stack.c), 0 none */
-	uint64_t phase;  /* encoded phase (trace_format.h), 0 unattributed */
+	uint32_t stack; /* stack id (stack.c), 0 none */
+	uint64_t phase; /* encoded phase (trace_format.h), 0 unattributed */
 	uint64_t addr, size, aux, offset, handle;
 	uint64_t free_bytes, total_bytes;
 	const char *text; /* MARK label, PROC path; cut to VRT_EV_TEXT_MAX */
@@ -177,7 +177,7 @@ uint32_t vrt_stack_capture(void);
 /* Writer thread: writes STRING/FRAME/STACK/PHASE records for every frame
  * and stack made since the last call, through emit. */
 typedef void (*vrt_stack_emit_fn)(unsigned type, const uint8_t *payload,
-				  size_t len);
+                                  size_t len);
 void vrt_stack_emit(vrt_stack_emit_fn emit);
 
 /* The rules that tag new stacks (owned by the caller; NULL: none). Set
@@ -194,8 +194,8 @@ void vrt_stack_after_fork_child(void);
 /* Name of the function containing ip in the module loaded from path at
  * base, from the file's .symtab (for what dladdr cannot name); sets
  * *offset. NULL when unknown. Writer thread only. */
-const char *vrt_symbols_lookup(const char *path, uintptr_t base,
-			       uintptr_t ip, uint64_t *offset);
+const char *vrt_symbols_lookup(const char *path, uintptr_t base, uintptr_t ip,
+                               uint64_t *offset);
 
 /* ---- phase.c ---------------------------------------------------------- */
 

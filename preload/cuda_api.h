@@ -85,36 +85,37 @@ typedef struct CUmemPoolProps_st {
 #endif /* VRT_HAVE_CUDA_H */
 
 /* cuGetProcAddress flags */
-#define VRT_CU_GET_PROC_ADDRESS_DEFAULT 0
-#define VRT_CU_GET_PROC_ADDRESS_LEGACY_STREAM 1
+#define VRT_CU_GET_PROC_ADDRESS_DEFAULT                   0
+#define VRT_CU_GET_PROC_ADDRESS_LEGACY_STREAM             1
 #define VRT_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
 
 /* ---- hooked (recorded) ---------------------------------------------- */
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
-			    size_t WidthInBytes, size_t Height,
-			    unsigned int ElementSizeBytes);
+                            size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes);
 CUresult cuMemFree_v2(CUdeviceptr dptr);
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-			      CUstream hStream);
+                              CUstream hStream);
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
-				 CUmemoryPool pool, CUstream hStream);
+                                 CUmemoryPool pool, CUstream hStream);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-				      CUmemoryPool pool, CUstream hStream);
+                                      CUmemoryPool pool, CUstream hStream);
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
-			     CUdeviceptr addr, unsigned long long flags);
+                             CUdeviceptr addr, unsigned long long flags);
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-		     const CUmemAllocationProp *prop, unsigned long long flags);
+                     const CUmemAllocationProp *prop, unsigned long long flags);
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-		  CUmemGenericAllocationHandle handle, unsigned long long flags);
+                  CUmemGenericAllocationHandle handle,
+                  unsigned long long flags);
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
-			   unsigned int flags);
+                           unsigned int flags);
 CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
 CUresult cuMemAllocHost_v2(void **pp, size_t bytesize);
 CUresult cuMemFreeHost(void *p);
@@ -127,11 +128,11 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total);
  * four-argument signature. */
 #ifndef VRT_HAVE_CUDA_H
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-			  cuuint64_t flags);
+                          cuuint64_t flags);
 #endif
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-			     cuuint64_t flags,
-			     CUdriverProcAddressQueryResult *symbolStatus);
+                             cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus);
 
 /* ---- called by vramtrace for context (not hooked) ------------------- */
 CUresult cuInit(unsigned int Flags);

@@ -55,14 +55,13 @@ int vrt_entry_start(void)
 {
 	pthread_mutex_lock(&start_mu);
 	if (atomic_load(&vrt_state) == VRT_STATE_ARMED) {
-		int err = vrt_writer_start(run_dir,
-					   (int)vrt_options_int(VRT_OPT_FLUSH_MS),
-					   (int)vrt_options_int(
-						   VRT_OPT_ZSTD_LEVEL));
+		int err = vrt_writer_start(
+		        run_dir, (int)vrt_options_int(VRT_OPT_FLUSH_MS),
+		        (int)vrt_options_int(VRT_OPT_ZSTD_LEVEL));
 		if (err) {
 			snprintf(start_error, sizeof(start_error),
-				 "cannot create a trace in %s: %s", run_dir,
-				 strerror(-err));
+			         "cannot create a trace in %s: %s", run_dir,
+			         strerror(-err));
 			vrt_capture_fail(start_error);
 		} else {
 			atomic_store(&vrt_state, VRT_STATE_ON);
@@ -156,7 +155,7 @@ static int choose_run_dir(void)
 		if (!getcwd(cwd, sizeof(cwd)))
 			return -errno;
 		if ((size_t)snprintf(run_dir, sizeof(run_dir), "%s/%s", cwd,
-				     out) >= sizeof(run_dir))
+		                     out) >= sizeof(run_dir))
 			return -ENAMETOOLONG;
 	}
 	if (!vrt_options_str(VRT_OPT_OUT))
@@ -183,15 +182,15 @@ static void load_rules(void)
 		}
 		if (!text) {
 			fprintf(stderr,
-				"vramtrace: warning: VRAMTRACE_RULES=%s: %s; "
-				"using the built-in rules\n",
-				path, f ? "out of memory" : strerror(errno));
+			        "vramtrace: warning: VRAMTRACE_RULES=%s: %s; "
+			        "using the built-in rules\n",
+			        path, f ? "out of memory" : strerror(errno));
 		} else if (vrt_rules_parse(rules, text, len, path, err,
-					   sizeof(err)) < 0) {
+		                           sizeof(err)) < 0) {
 			fprintf(stderr,
-				"vramtrace: warning: %s; using the built-in "
-				"rules\n",
-				err);
+			        "vramtrace: warning: %s; using the built-in "
+			        "rules\n",
+			        err);
 		}
 		free(text);
 	}
@@ -208,26 +207,26 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 	int err = choose_run_dir();
 	if (err) {
 		fprintf(stderr,
-			"vramtrace: warning: no run directory (%s); not "
-			"recording\n",
-			strerror(-err));
+		        "vramtrace: warning: no run directory (%s); not "
+		        "recording\n",
+		        strerror(-err));
 		return;
 	}
 	if (pthread_key_create(&exit_key, thread_exit) != 0 ||
 	    vrt_tbuf_init((size_t)vrt_options_int(VRT_OPT_BUFFER_MB) << 20)) {
 		fprintf(stderr, "vramtrace: warning: cannot set up capture; "
-				"not recording\n");
+		                "not recording\n");
 		return;
 	}
 	vrt_stack_init((int)vrt_options_int(VRT_OPT_STACKS),
-		       (int)vrt_options_int(VRT_OPT_STACK_DEPTH));
+	               (int)vrt_options_int(VRT_OPT_STACK_DEPTH));
 	load_rules();
 	vrt_tbuf_on_claim = on_claim;
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	atomic_store(&vrt_state, VRT_STATE_ARMED);
 	if (vrt_options_int(VRT_OPT_DEBUG))
 		fprintf(stderr, "vramtrace: pid %d armed, run directory %s\n",
-			(int)getpid(), run_dir);
+		        (int)getpid(), run_dir);
 }
 
 __attribute__((destructor)) static void vrt_entry_fini(void)
@@ -238,15 +237,14 @@ __attribute__((destructor)) static void vrt_entry_fini(void)
 	const char *why = vrt_capture_fail_reason();
 	if (why)
 		fprintf(stderr,
-			"vramtrace: warning: pid %d: capture stopped early: "
-			"%s\n",
-			(int)getpid(), why);
+		        "vramtrace: warning: pid %d: capture stopped early: "
+		        "%s\n",
+		        (int)getpid(), why);
 	if (vrt_options_int(VRT_OPT_DEBUG) && was == VRT_STATE_ON)
 		fprintf(stderr,
-			"vramtrace: pid %d: %llu events, %llu dropped\n",
-			(int)getpid(),
-			(unsigned long long)vrt_tbuf_events(),
-			(unsigned long long)vrt_tbuf_dropped());
+		        "vramtrace: pid %d: %llu events, %llu dropped\n",
+		        (int)getpid(), (unsigned long long)vrt_tbuf_events(),
+		        (unsigned long long)vrt_tbuf_dropped());
 }
 
 /* The same as the destructor, for processes that leave through _exit. */

@@ -93,8 +93,8 @@ typedef enum hipDriverProcAddressQueryResult {
 #endif /* VRT_HAVE_HIP_H */
 
 /* hipGetProcAddress flags */
-#define VRT_HIP_GET_PROC_ADDRESS_DEFAULT 0
-#define VRT_HIP_GET_PROC_ADDRESS_LEGACY_STREAM 1
+#define VRT_HIP_GET_PROC_ADDRESS_DEFAULT                   0
+#define VRT_HIP_GET_PROC_ADDRESS_LEGACY_STREAM             1
 #define VRT_HIP_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
 
 /*
@@ -114,9 +114,11 @@ static inline int vrt_hip_prop_device(const void *prop)
 	if (!prop)
 		return -1;
 	memcpy(w, prop, sizeof(w));
-	if (w[1] == hipMemLocationTypeDevice && w[4] == hipMemAllocationTypePinned)
+	if (w[1] == hipMemLocationTypeDevice &&
+	    w[4] == hipMemAllocationTypePinned)
 		return (int)w[2];
-	if (w[0] == hipMemAllocationTypePinned && w[2] == hipMemLocationTypeDevice)
+	if (w[0] == hipMemAllocationTypePinned &&
+	    w[2] == hipMemLocationTypeDevice)
 		return (int)w[3];
 	return -1;
 }
@@ -124,42 +126,41 @@ static inline int vrt_hip_prop_device(const void *prop)
 /* ---- hooked (recorded) ---------------------------------------------- */
 hipError_t hipMalloc(void **ptr, size_t size);
 hipError_t hipExtMallocWithFlags(void **ptr, size_t sizeBytes,
-				 unsigned int flags);
+                                 unsigned int flags);
 hipError_t hipMallocPitch(void **ptr, size_t *pitch, size_t width,
-			  size_t height);
+                          size_t height);
 hipError_t hipFree(void *ptr);
 hipError_t hipMallocAsync(void **dev_ptr, size_t size, hipStream_t stream);
 hipError_t hipMallocFromPoolAsync(void **dev_ptr, size_t size,
-				  hipMemPool_t mem_pool, hipStream_t stream);
+                                  hipMemPool_t mem_pool, hipStream_t stream);
 hipError_t hipFreeAsync(void *dev_ptr, hipStream_t stream);
 hipError_t hipMemAddressReserve(void **ptr, size_t size, size_t alignment,
-				void *addr, unsigned long long flags);
+                                void *addr, unsigned long long flags);
 hipError_t hipMemAddressFree(void *devPtr, size_t size);
 hipError_t hipMemCreate(hipMemGenericAllocationHandle_t *handle, size_t size,
-			const hipMemAllocationProp *prop,
-			unsigned long long flags);
+                        const hipMemAllocationProp *prop,
+                        unsigned long long flags);
 hipError_t hipMemRelease(hipMemGenericAllocationHandle_t handle);
 hipError_t hipMemMap(void *ptr, size_t size, size_t offset,
-		     hipMemGenericAllocationHandle_t handle,
-		     unsigned long long flags);
+                     hipMemGenericAllocationHandle_t handle,
+                     unsigned long long flags);
 hipError_t hipMemUnmap(void *ptr, size_t size);
 hipError_t hipMallocManaged(void **dev_ptr, size_t size, unsigned int flags);
 hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags);
 hipError_t hipMallocHost(void **ptr, size_t size);
 hipError_t hipHostFree(void *ptr);
 hipError_t hipFreeHost(void *ptr);
-hipError_t hipHostRegister(void *hostPtr, size_t sizeBytes,
-			   unsigned int flags);
+hipError_t hipHostRegister(void *hostPtr, size_t sizeBytes, unsigned int flags);
 hipError_t hipHostUnregister(void *hostPtr);
 hipError_t hipMemGetInfo(size_t *free, size_t *total);
 
 /* ---- resolvers (wrapped, not recorded; HIP 6.2 and later) ----------- */
 hipError_t hipGetProcAddress(const char *symbol, void **pfn, int hipVersion,
-			     uint64_t flags,
-			     hipDriverProcAddressQueryResult *symbolStatus);
-hipError_t hipGetProcAddress_spt(const char *symbol, void **pfn,
-				 int hipVersion, uint64_t flags,
-				 hipDriverProcAddressQueryResult *symbolStatus);
+                             uint64_t flags,
+                             hipDriverProcAddressQueryResult *symbolStatus);
+hipError_t hipGetProcAddress_spt(const char *symbol, void **pfn, int hipVersion,
+                                 uint64_t flags,
+                                 hipDriverProcAddressQueryResult *symbolStatus);
 
 /* ---- called by vramtrace for context (not hooked) ------------------- */
 hipError_t hipInit(unsigned int flags);

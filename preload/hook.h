@@ -57,7 +57,7 @@ static inline void vrt_hook_leave(void)
 
 /* hook_libc.c: the libc dlsym behind our interposed one. Never NULL after
  * vrt_hook_libc_init(). */
-extern void *(*vrt_real_dlsym)(void *, const char *) VRT_HIDDEN;
+extern void *(*vrt_real_dlsym)(void *, const char *)VRT_HIDDEN;
 void vrt_hook_libc_init(void);
 
 /* ---- hook_lib.c: a runtime library whose exports we wrap --------------- */
@@ -71,10 +71,10 @@ struct vrt_hook {
 };
 
 struct vrt_hooklib {
-	const char *file_prefix;     /* "libcuda.so": how dladdr names it */
-	const char *const *sonames;  /* NULL-terminated, for RTLD_NOLOAD */
+	const char *file_prefix;      /* "libcuda.so": how dladdr names it */
+	const char *const *sonames;   /* NULL-terminated, for RTLD_NOLOAD */
 	const struct vrt_hook *hooks; /* by hook id */
-	_Atomic(void *) *real;       /* real functions, by hook id */
+	_Atomic(void *) *real;        /* real functions, by hook id */
 	int count;
 	_Atomic(void *) base; /* load address, once seen */
 	_Atomic int path_set;
@@ -93,8 +93,7 @@ void *vrt_hooklib_substitute(struct vrt_hooklib *l, int idx, void *real);
 /* Hook id of an export name, or -1. */
 int vrt_hooklib_find(const struct vrt_hooklib *l, const char *symbol);
 /* dlsym's answer for symbol, with our wrapper when the library gave it. */
-void *vrt_hooklib_dlsym(struct vrt_hooklib *l, const char *symbol,
-			void *addr);
+void *vrt_hooklib_dlsym(struct vrt_hooklib *l, const char *symbol, void *addr);
 
 /* The real function behind hook idx (looked up on first use). */
 static inline void *vrt_hooklib_real(struct vrt_hooklib *l, int idx)

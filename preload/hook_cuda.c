@@ -42,19 +42,20 @@
 static const struct vrt_hook hooks[VRT_HOOK_COUNT] = {
 #define VRT_X_HOOK_ROW(exp, b, minv, p)                                        \
 	[VRT_HOOK_##exp] = {#exp, (void *)&exp, #b, minv, p},
-	VRT_CUDA_HOOKS(VRT_X_HOOK_ROW)
+        VRT_CUDA_HOOKS(VRT_X_HOOK_ROW)
 #undef VRT_X_HOOK_ROW
 };
 
 static _Atomic(void *) real_ptr[VRT_HOOK_COUNT];
 static const char *const driver_names[] = {"libcuda.so.1", NULL};
 static struct vrt_hooklib driver = {.file_prefix = "libcuda.so",
-				    .sonames = driver_names,
-				    .hooks = hooks,
-				    .real = real_ptr,
-				    .count = VRT_HOOK_COUNT};
+                                    .sonames = driver_names,
+                                    .hooks = hooks,
+                                    .real = real_ptr,
+                                    .count = VRT_HOOK_COUNT};
 
-#define REAL(name) ((__typeof__(&name))vrt_hooklib_real(&driver, VRT_HOOK_##name))
+#define REAL(name)                                                             \
+	((__typeof__(&name))vrt_hooklib_real(&driver, VRT_HOOK_##name))
 
 static void *driver_sym(const char *name)
 {
@@ -89,7 +90,7 @@ static int resolver_entry(const char *base, int version, cuuint64_t flags)
 }
 
 static void resolved(const char *symbol, void **pfn, int version,
-		     cuuint64_t flags)
+                     cuuint64_t flags)
 {
 	if (!symbol || !pfn || !*pfn || symbol[0] != 'c' || symbol[1] != 'u')
 		return;
@@ -99,7 +100,7 @@ static void resolved(const char *symbol, void **pfn, int version,
 }
 
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-			  cuuint64_t flags)
+                          cuuint64_t flags)
 {
 	__typeof__(&cuGetProcAddress) real = REAL(cuGetProcAddress);
 	if (!real)
@@ -111,8 +112,8 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
 }
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-			     cuuint64_t flags,
-			     CUdriverProcAddressQueryResult *symbolStatus)
+                             cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus)
 {
 	__typeof__(&cuGetProcAddress_v2) real = REAL(cuGetProcAddress_v2);
 	if (!real)
@@ -141,7 +142,7 @@ static void *aux(_Atomic(void *) *slot, const char *name)
 static int cur_device(void)
 {
 	__typeof__(&cuCtxGetDevice) f =
-		aux(&aux_ctx_get_device, "cuCtxGetDevice");
+	        aux(&aux_ctx_get_device, "cuCtxGetDevice");
 	CUdevice d;
 	if (f && f(&d) == CUDA_SUCCESS)
 		return d;
@@ -152,7 +153,8 @@ static int cur_device(void)
  * function is called directly, so the app's probe counters stay exact. */
 static int mem_info(uint64_t *free_b, uint64_t *total_b)
 {
-	__typeof__(&cuMemGetInfo_v2) f = vrt_hooklib_real(&driver, VRT_HOOK_cuMemGetInfo_v2);
+	__typeof__(&cuMemGetInfo_v2) f =
+	        vrt_hooklib_real(&driver, VRT_HOOK_cuMemGetInfo_v2);
 	size_t fr, to;
 	if (!f || f(&fr, &to) != CUDA_SUCCESS)
 		return 0;
@@ -176,7 +178,7 @@ static void inventory(void)
 	__typeof__(&cuDeviceGet) get = driver_sym("cuDeviceGet");
 	__typeof__(&cuDeviceGetName) name = driver_sym("cuDeviceGetName");
 	__typeof__(&cuDeviceTotalMem_v2) total =
-		driver_sym("cuDeviceTotalMem_v2");
+	        driver_sym("cuDeviceTotalMem_v2");
 	__typeof__(&cuDeviceGetUuid) uuid = driver_sym("cuDeviceGetUuid");
 	int n = 0;
 	if (!count || !get || count(&n) != CUDA_SUCCESS || n <= 0) {
@@ -211,28 +213,28 @@ static void inventory(void)
 /* ---- recording --------------------------------------------------------- */
 
 static void rec_alloc(int api, int dev, uint64_t addr, uint64_t size,
-		      uint64_t aux_v)
+                      uint64_t aux_v)
 {
 	inventory();
 	struct vrt_ev ev = {.rec = VRT_REC_ALLOC,
-			    .api = (uint8_t)api,
-			    .device = dev,
-			    .addr = addr,
-			    .size = size,
-			    .aux = aux_v,
-			    .stack = vrt_stack_capture(),
-			    .phase = vrt_phase_current()};
+	                    .api = (uint8_t)api,
+	                    .device = dev,
+	                    .addr = addr,
+	                    .size = size,
+	                    .aux = aux_v,
+	                    .stack = vrt_stack_capture(),
+	                    .phase = vrt_phase_current()};
 	vrt_tbuf_event(&ev);
 }
 
 static void rec_free(int api, int dev, uint64_t addr, uint64_t aux_v)
 {
 	struct vrt_ev ev = {.rec = VRT_REC_FREE,
-			    .api = (uint8_t)api,
-			    .device = dev,
-			    .addr = addr,
-			    .aux = aux_v,
-			    .phase = vrt_phase_current()};
+	                    .api = (uint8_t)api,
+	                    .device = dev,
+	                    .addr = addr,
+	                    .aux = aux_v,
+	                    .phase = vrt_phase_current()};
 	vrt_tbuf_event(&ev);
 }
 
@@ -240,21 +242,21 @@ static void rec_free(int api, int dev, uint64_t addr, uint64_t aux_v)
  * right now go with it, and the frame is closed and synced before the
  * host sees the error: a host that dies next still leaves this on disk. */
 static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
-		     uint64_t aux_v, CUresult err)
+                     uint64_t aux_v, CUresult err)
 {
 	struct vrt_ev ev = {.rec = VRT_REC_FAIL,
-			    .api = (uint8_t)api,
-			    .device = dev,
-			    .addr = addr,
-			    .size = size,
-			    .aux = aux_v,
-			    .error = (uint32_t)err,
-			    .stack = vrt_stack_capture(),
-			    .phase = vrt_phase_current()};
+	                    .api = (uint8_t)api,
+	                    .device = dev,
+	                    .addr = addr,
+	                    .size = size,
+	                    .aux = aux_v,
+	                    .error = (uint32_t)err,
+	                    .stack = vrt_stack_capture(),
+	                    .phase = vrt_phase_current()};
 	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
 	if (allocating && dev >= 0 && dev == cur_device())
-		ev.have_info = (uint8_t)mem_info(&ev.free_bytes,
-						 &ev.total_bytes);
+		ev.have_info =
+		        (uint8_t)mem_info(&ev.free_bytes, &ev.total_bytes);
 	vrt_tbuf_event(&ev);
 	if (allocating)
 		vrt_writer_sync(1000);
@@ -279,7 +281,7 @@ static int fail_device(int dev)
 		int dev_ = (dev_expr);                                         \
 		if (r_ == CUDA_SUCCESS)                                        \
 			rec_alloc(api, dev_, (out_expr), (size_expr),          \
-				  (aux_expr));                                 \
+			          (aux_expr));                                 \
 		else                                                           \
 			rec_fail(api, dev_, 0, (size_expr), (aux_expr), r_);   \
 		vrt_hook_leave();                                              \
@@ -297,7 +299,7 @@ static int fail_device(int dev)
 			rec_free(api, dev_, (addr_expr), (aux_expr));          \
 		else                                                           \
 			rec_fail(api, fail_device(dev_), (addr_expr), 0,       \
-				 (aux_expr), r_);                              \
+			         (aux_expr), r_);                              \
 		vrt_hook_leave();                                              \
 		return r_;                                                     \
 	} while (0)
@@ -313,26 +315,26 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	__typeof__(&cuMemAlloc_v2) real = REAL(cuMemAlloc_v2);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_cuMemAlloc_v2, real(dptr, bytesize), cur_device(),
-		   *dptr, bytesize, 0);
+	           *dptr, bytesize, 0);
 }
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
-			    size_t WidthInBytes, size_t Height,
-			    unsigned int ElementSizeBytes)
+                            size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes)
 {
 	__typeof__(&cuMemAllocPitch_v2) real = REAL(cuMemAllocPitch_v2);
 	CHECK_REAL(real);
 	if (!vrt_hook_enter())
 		return real(dptr, pPitch, WidthInBytes, Height,
-			    ElementSizeBytes);
+		            ElementSizeBytes);
 	CUresult r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
 	int dev = cur_device();
 	if (r == CUDA_SUCCESS)
 		rec_alloc(VRT_API_cuMemAllocPitch_v2, dev, *dptr,
-			  (uint64_t)*pPitch * Height, 0);
+		          (uint64_t)*pPitch * Height, 0);
 	else
 		rec_fail(VRT_API_cuMemAllocPitch_v2, dev, 0,
-			 (uint64_t)WidthInBytes * Height, 0, r);
+		         (uint64_t)WidthInBytes * Height, 0, r);
 	vrt_hook_leave();
 	return r;
 }
@@ -342,7 +344,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 	__typeof__(&cuMemFree_v2) real = REAL(cuMemFree_v2);
 	CHECK_REAL(real);
 	FREE_BODY(VRT_API_cuMemFree_v2, real(dptr), VRT_DEVICE_UNKNOWN, dptr,
-		  0);
+	          0);
 }
 
 /* ---- stream-ordered and pools ------------------------------------------ */
@@ -353,20 +355,20 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 		__typeof__(&name) real = REAL(name);                           \
 		CHECK_REAL(real);                                              \
 		ALLOC_BODY(VRT_API_##name, real(dptr, bytesize, hStream),      \
-			   cur_device(), *dptr, bytesize, PTR(hStream));       \
+		           cur_device(), *dptr, bytesize, PTR(hStream));       \
 	}
 ASYNC_ALLOC(cuMemAllocAsync)
 ASYNC_ALLOC(cuMemAllocAsync_ptsz)
 
 #define POOL_ALLOC(name)                                                       \
 	CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,   \
-		      CUstream hStream)                                        \
+	              CUstream hStream)                                        \
 	{                                                                      \
 		__typeof__(&name) real = REAL(name);                           \
 		CHECK_REAL(real);                                              \
 		ALLOC_BODY(VRT_API_##name,                                     \
-			   real(dptr, bytesize, pool, hStream), cur_device(),  \
-			   *dptr, bytesize, PTR(pool));                        \
+		           real(dptr, bytesize, pool, hStream), cur_device(),  \
+		           *dptr, bytesize, PTR(pool));                        \
 	}
 POOL_ALLOC(cuMemAllocFromPoolAsync)
 POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz)
@@ -377,7 +379,7 @@ POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz)
 		__typeof__(&name) real = REAL(name);                           \
 		CHECK_REAL(real);                                              \
 		FREE_BODY(VRT_API_##name, real(dptr, hStream),                 \
-			  VRT_DEVICE_UNKNOWN, dptr, PTR(hStream));             \
+		          VRT_DEVICE_UNKNOWN, dptr, PTR(hStream));             \
 	}
 ASYNC_FREE(cuMemFreeAsync)
 ASYNC_FREE(cuMemFreeAsync_ptsz)
@@ -385,34 +387,34 @@ ASYNC_FREE(cuMemFreeAsync_ptsz)
 /* ---- virtual memory ---------------------------------------------------- */
 
 CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
-			     CUdeviceptr addr, unsigned long long flags)
+                             CUdeviceptr addr, unsigned long long flags)
 {
 	__typeof__(&cuMemAddressReserve) real = REAL(cuMemAddressReserve);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_cuMemAddressReserve,
-		   real(ptr, size, alignment, addr, flags), cur_device(), *ptr,
-		   size, 0);
+	           real(ptr, size, alignment, addr, flags), cur_device(), *ptr,
+	           size, 0);
 }
 
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
 	__typeof__(&cuMemAddressFree) real = REAL(cuMemAddressFree);
 	CHECK_REAL(real);
-	FREE_BODY(VRT_API_cuMemAddressFree, real(ptr, size),
-		  VRT_DEVICE_UNKNOWN, ptr, size);
+	FREE_BODY(VRT_API_cuMemAddressFree, real(ptr, size), VRT_DEVICE_UNKNOWN,
+	          ptr, size);
 }
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-		     const CUmemAllocationProp *prop, unsigned long long flags)
+                     const CUmemAllocationProp *prop, unsigned long long flags)
 {
 	__typeof__(&cuMemCreate) real = REAL(cuMemCreate);
 	CHECK_REAL(real);
 	/* The physical memory's device is the one the call names. */
 	ALLOC_BODY(VRT_API_cuMemCreate, real(handle, size, prop, flags),
-		   prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
-			   ? prop->location.id
-			   : cur_device(),
-		   *handle, size, flags);
+	           prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
+	                   ? prop->location.id
+	                   : cur_device(),
+	           *handle, size, flags);
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
@@ -420,11 +422,11 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 	__typeof__(&cuMemRelease) real = REAL(cuMemRelease);
 	CHECK_REAL(real);
 	FREE_BODY(VRT_API_cuMemRelease, real(handle), VRT_DEVICE_UNKNOWN,
-		  handle, 0);
+	          handle, 0);
 }
 
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-		  CUmemGenericAllocationHandle handle, unsigned long long flags)
+                  CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
 	__typeof__(&cuMemMap) real = REAL(cuMemMap);
 	CHECK_REAL(real);
@@ -433,14 +435,14 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	CUresult r = real(ptr, size, offset, handle, flags);
 	if (r == CUDA_SUCCESS) {
 		struct vrt_ev ev = {.rec = VRT_REC_MAP,
-				    .api = VRT_API_cuMemMap,
-				    .device = VRT_DEVICE_UNKNOWN,
-				    .addr = ptr,
-				    .size = size,
-				    .offset = offset,
-				    .handle = handle,
-				    .stack = vrt_stack_capture(),
-				    .phase = vrt_phase_current()};
+		                    .api = VRT_API_cuMemMap,
+		                    .device = VRT_DEVICE_UNKNOWN,
+		                    .addr = ptr,
+		                    .size = size,
+		                    .offset = offset,
+		                    .handle = handle,
+		                    .stack = vrt_stack_capture(),
+		                    .phase = vrt_phase_current()};
 		vrt_tbuf_event(&ev);
 	} else {
 		rec_fail(VRT_API_cuMemMap, cur_device(), ptr, size, handle, r);
@@ -458,11 +460,11 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 	CUresult r = real(ptr, size);
 	if (r == CUDA_SUCCESS) {
 		struct vrt_ev ev = {.rec = VRT_REC_UNMAP,
-				    .api = VRT_API_cuMemUnmap,
-				    .device = VRT_DEVICE_UNKNOWN,
-				    .addr = ptr,
-				    .size = size,
-				    .phase = vrt_phase_current()};
+		                    .api = VRT_API_cuMemUnmap,
+		                    .device = VRT_DEVICE_UNKNOWN,
+		                    .addr = ptr,
+		                    .size = size,
+		                    .phase = vrt_phase_current()};
 		vrt_tbuf_event(&ev);
 	} else {
 		rec_fail(VRT_API_cuMemUnmap, cur_device(), ptr, size, 0, r);
@@ -474,12 +476,12 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 /* ---- managed ----------------------------------------------------------- */
 
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
-			   unsigned int flags)
+                           unsigned int flags)
 {
 	__typeof__(&cuMemAllocManaged) real = REAL(cuMemAllocManaged);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_cuMemAllocManaged, real(dptr, bytesize, flags),
-		   cur_device(), *dptr, bytesize, flags);
+	           cur_device(), *dptr, bytesize, flags);
 }
 
 /* ---- pinned and registered host memory ---------------------------------- */
@@ -489,7 +491,7 @@ CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 	__typeof__(&cuMemHostAlloc) real = REAL(cuMemHostAlloc);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_cuMemHostAlloc, real(pp, bytesize, Flags),
-		   VRT_DEVICE_HOST, PTR(*pp), bytesize, Flags);
+	           VRT_DEVICE_HOST, PTR(*pp), bytesize, Flags);
 }
 
 CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
@@ -497,7 +499,7 @@ CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 	__typeof__(&cuMemAllocHost_v2) real = REAL(cuMemAllocHost_v2);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_cuMemAllocHost_v2, real(pp, bytesize),
-		   VRT_DEVICE_HOST, PTR(*pp), bytesize, 0);
+	           VRT_DEVICE_HOST, PTR(*pp), bytesize, 0);
 }
 
 CUresult cuMemFreeHost(void *p)
@@ -512,15 +514,15 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 	__typeof__(&cuMemHostRegister_v2) real = REAL(cuMemHostRegister_v2);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_cuMemHostRegister_v2, real(p, bytesize, Flags),
-		   VRT_DEVICE_HOST, PTR(p), bytesize, Flags);
+	           VRT_DEVICE_HOST, PTR(p), bytesize, Flags);
 }
 
 CUresult cuMemHostUnregister(void *p)
 {
 	__typeof__(&cuMemHostUnregister) real = REAL(cuMemHostUnregister);
 	CHECK_REAL(real);
-	FREE_BODY(VRT_API_cuMemHostUnregister, real(p), VRT_DEVICE_HOST,
-		  PTR(p), 0);
+	FREE_BODY(VRT_API_cuMemHostUnregister, real(p), VRT_DEVICE_HOST, PTR(p),
+	          0);
 }
 
 /* ---- capacity probe ---------------------------------------------------- */
@@ -535,11 +537,11 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
 	if (r == CUDA_SUCCESS && free && total) {
 		inventory();
 		struct vrt_ev ev = {.rec = VRT_REC_MEMINFO,
-				    .api = VRT_API_cuMemGetInfo_v2,
-				    .device = cur_device(),
-				    .free_bytes = *free,
-				    .total_bytes = *total,
-				    .stack = vrt_stack_capture()};
+		                    .api = VRT_API_cuMemGetInfo_v2,
+		                    .device = cur_device(),
+		                    .free_bytes = *free,
+		                    .total_bytes = *total,
+		                    .stack = vrt_stack_capture()};
 		vrt_tbuf_event(&ev);
 	}
 	vrt_hook_leave();

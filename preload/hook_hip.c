@@ -47,8 +47,9 @@
 #include <string.h>
 
 static const struct vrt_hook hooks[VRT_HIP_HOOK_COUNT] = {
-#define VRT_X_HIP_ROW(exp) [VRT_HIP_HOOK_##exp] = {#exp, (void *)&exp, NULL, 0, 0},
-	VRT_HIP_HOOKS(VRT_X_HIP_ROW)
+#define VRT_X_HIP_ROW(exp)                                                     \
+	[VRT_HIP_HOOK_##exp] = {#exp, (void *)&exp, NULL, 0, 0},
+        VRT_HIP_HOOKS(VRT_X_HIP_ROW)
 #undef VRT_X_HIP_ROW
 };
 
@@ -56,14 +57,17 @@ static _Atomic(void *) real_ptr[VRT_HIP_HOOK_COUNT];
 
 /* Sonames of the runtime, newest first: ROCm 7, 6, 5, and the dev link. */
 static const char *const runtime_names[] = {
-	"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5",
-	"libamdhip64.so", NULL,
+        "libamdhip64.so.7",
+        "libamdhip64.so.6",
+        "libamdhip64.so.5",
+        "libamdhip64.so",
+        NULL,
 };
 static struct vrt_hooklib runtime = {.file_prefix = "libamdhip64.so",
-				     .sonames = runtime_names,
-				     .hooks = hooks,
-				     .real = real_ptr,
-				     .count = VRT_HIP_HOOK_COUNT};
+                                     .sonames = runtime_names,
+                                     .hooks = hooks,
+                                     .real = real_ptr,
+                                     .count = VRT_HIP_HOOK_COUNT};
 
 #define REAL(name)                                                             \
 	((__typeof__(&name))vrt_hooklib_real(&runtime, VRT_HIP_HOOK_##name))
@@ -103,8 +107,8 @@ static void resolved(const char *symbol, void **pfn)
 	return hipErrorNotInitialized
 
 hipError_t hipGetProcAddress(const char *symbol, void **pfn, int hipVersion,
-			     uint64_t flags,
-			     hipDriverProcAddressQueryResult *symbolStatus)
+                             uint64_t flags,
+                             hipDriverProcAddressQueryResult *symbolStatus)
 {
 	__typeof__(&hipGetProcAddress) real = REAL(hipGetProcAddress);
 	CHECK_REAL(real);
@@ -114,9 +118,9 @@ hipError_t hipGetProcAddress(const char *symbol, void **pfn, int hipVersion,
 	return r;
 }
 
-hipError_t hipGetProcAddress_spt(const char *symbol, void **pfn,
-				 int hipVersion, uint64_t flags,
-				 hipDriverProcAddressQueryResult *symbolStatus)
+hipError_t hipGetProcAddress_spt(const char *symbol, void **pfn, int hipVersion,
+                                 uint64_t flags,
+                                 hipDriverProcAddressQueryResult *symbolStatus)
 {
 	__typeof__(&hipGetProcAddress_spt) real = REAL(hipGetProcAddress_spt);
 	CHECK_REAL(real);
@@ -224,25 +228,25 @@ static void emit(struct vrt_ev *ev)
 }
 
 static void rec_alloc(int api, int dev, uint64_t addr, uint64_t size,
-		      uint64_t aux_v)
+                      uint64_t aux_v)
 {
 	inventory();
 	struct vrt_ev ev = {.rec = VRT_REC_ALLOC,
-			    .api = (uint8_t)api,
-			    .device = dev,
-			    .addr = addr,
-			    .size = size,
-			    .aux = aux_v};
+	                    .api = (uint8_t)api,
+	                    .device = dev,
+	                    .addr = addr,
+	                    .size = size,
+	                    .aux = aux_v};
 	emit(&ev);
 }
 
 static void rec_free(int api, int dev, uint64_t addr, uint64_t aux_v)
 {
 	struct vrt_ev ev = {.rec = VRT_REC_FREE,
-			    .api = (uint8_t)api,
-			    .device = dev,
-			    .addr = addr,
-			    .aux = aux_v};
+	                    .api = (uint8_t)api,
+	                    .device = dev,
+	                    .addr = addr,
+	                    .aux = aux_v};
 	emit(&ev);
 }
 
@@ -250,19 +254,19 @@ static void rec_free(int api, int dev, uint64_t addr, uint64_t aux_v)
  * free/total right now go with it, and the frame is closed and synced
  * before the host sees the error. */
 static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
-		     uint64_t aux_v, hipError_t err)
+                     uint64_t aux_v, hipError_t err)
 {
 	struct vrt_ev ev = {.rec = VRT_REC_FAIL,
-			    .api = (uint8_t)api,
-			    .device = dev,
-			    .addr = addr,
-			    .size = size,
-			    .aux = aux_v,
-			    .error = (uint32_t)err};
+	                    .api = (uint8_t)api,
+	                    .device = dev,
+	                    .addr = addr,
+	                    .size = size,
+	                    .aux = aux_v,
+	                    .error = (uint32_t)err};
 	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
 	if (allocating && dev >= 0 && dev == cur_device())
-		ev.have_info = (uint8_t)mem_info(&ev.free_bytes,
-						 &ev.total_bytes);
+		ev.have_info =
+		        (uint8_t)mem_info(&ev.free_bytes, &ev.total_bytes);
 	emit(&ev);
 	if (allocating)
 		vrt_writer_sync(1000);
@@ -305,7 +309,7 @@ static int fail_device(int dev)
 			rec_free(api, dev_, (addr_expr), (aux_expr));          \
 		else                                                           \
 			rec_fail(api, fail_device(dev_), (addr_expr), 0,       \
-				 (aux_expr), r_);                              \
+			         (aux_expr), r_);                              \
 		vrt_hook_leave();                                              \
 		return r_;                                                     \
 	} while (0)
@@ -320,20 +324,20 @@ hipError_t hipMalloc(void **ptr, size_t size)
 	__typeof__(&hipMalloc) real = REAL(hipMalloc);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_hipMalloc, real(ptr, size), cur_device(), OUT(ptr),
-		   size, 0);
+	           size, 0);
 }
 
 hipError_t hipExtMallocWithFlags(void **ptr, size_t sizeBytes,
-				 unsigned int flags)
+                                 unsigned int flags)
 {
 	__typeof__(&hipExtMallocWithFlags) real = REAL(hipExtMallocWithFlags);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_hipExtMallocWithFlags, real(ptr, sizeBytes, flags),
-		   cur_device(), OUT(ptr), sizeBytes, flags);
+	           cur_device(), OUT(ptr), sizeBytes, flags);
 }
 
 hipError_t hipMallocPitch(void **ptr, size_t *pitch, size_t width,
-			  size_t height)
+                          size_t height)
 {
 	__typeof__(&hipMallocPitch) real = REAL(hipMallocPitch);
 	CHECK_REAL(real);
@@ -343,10 +347,10 @@ hipError_t hipMallocPitch(void **ptr, size_t *pitch, size_t width,
 	int dev = cur_device();
 	if (r == hipSuccess && OUT(ptr))
 		rec_alloc(VRT_API_hipMallocPitch, dev, OUT(ptr),
-			  (uint64_t)(pitch ? *pitch : width) * height, 0);
+		          (uint64_t)(pitch ? *pitch : width) * height, 0);
 	else if (r != hipSuccess)
 		rec_fail(VRT_API_hipMallocPitch, dev, 0,
-			 (uint64_t)width * height, 0, r);
+		         (uint64_t)width * height, 0, r);
 	vrt_hook_leave();
 	return r;
 }
@@ -365,17 +369,17 @@ hipError_t hipMallocAsync(void **dev_ptr, size_t size, hipStream_t stream)
 	__typeof__(&hipMallocAsync) real = REAL(hipMallocAsync);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_hipMallocAsync, real(dev_ptr, size, stream),
-		   cur_device(), OUT(dev_ptr), size, PTR(stream));
+	           cur_device(), OUT(dev_ptr), size, PTR(stream));
 }
 
 hipError_t hipMallocFromPoolAsync(void **dev_ptr, size_t size,
-				  hipMemPool_t mem_pool, hipStream_t stream)
+                                  hipMemPool_t mem_pool, hipStream_t stream)
 {
 	__typeof__(&hipMallocFromPoolAsync) real = REAL(hipMallocFromPoolAsync);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_hipMallocFromPoolAsync,
-		   real(dev_ptr, size, mem_pool, stream), cur_device(),
-		   OUT(dev_ptr), size, PTR(mem_pool));
+	           real(dev_ptr, size, mem_pool, stream), cur_device(),
+	           OUT(dev_ptr), size, PTR(mem_pool));
 }
 
 hipError_t hipFreeAsync(void *dev_ptr, hipStream_t stream)
@@ -383,19 +387,19 @@ hipError_t hipFreeAsync(void *dev_ptr, hipStream_t stream)
 	__typeof__(&hipFreeAsync) real = REAL(hipFreeAsync);
 	CHECK_REAL(real);
 	FREE_BODY(VRT_API_hipFreeAsync, real(dev_ptr, stream),
-		  VRT_DEVICE_UNKNOWN, PTR(dev_ptr), PTR(stream));
+	          VRT_DEVICE_UNKNOWN, PTR(dev_ptr), PTR(stream));
 }
 
 /* ---- virtual memory ---------------------------------------------------- */
 
 hipError_t hipMemAddressReserve(void **ptr, size_t size, size_t alignment,
-				void *addr, unsigned long long flags)
+                                void *addr, unsigned long long flags)
 {
 	__typeof__(&hipMemAddressReserve) real = REAL(hipMemAddressReserve);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_hipMemAddressReserve,
-		   real(ptr, size, alignment, addr, flags), cur_device(),
-		   OUT(ptr), size, 0);
+	           real(ptr, size, alignment, addr, flags), cur_device(),
+	           OUT(ptr), size, 0);
 }
 
 hipError_t hipMemAddressFree(void *devPtr, size_t size)
@@ -403,7 +407,7 @@ hipError_t hipMemAddressFree(void *devPtr, size_t size)
 	__typeof__(&hipMemAddressFree) real = REAL(hipMemAddressFree);
 	CHECK_REAL(real);
 	FREE_BODY(VRT_API_hipMemAddressFree, real(devPtr, size),
-		  VRT_DEVICE_UNKNOWN, PTR(devPtr), size);
+	          VRT_DEVICE_UNKNOWN, PTR(devPtr), size);
 }
 
 /* The physical memory's device is the one the prop names (either HIP
@@ -415,13 +419,13 @@ static int create_device(const hipMemAllocationProp *prop)
 }
 
 hipError_t hipMemCreate(hipMemGenericAllocationHandle_t *handle, size_t size,
-			const hipMemAllocationProp *prop,
-			unsigned long long flags)
+                        const hipMemAllocationProp *prop,
+                        unsigned long long flags)
 {
 	__typeof__(&hipMemCreate) real = REAL(hipMemCreate);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_hipMemCreate, real(handle, size, prop, flags),
-		   create_device(prop), OUT(handle), size, flags);
+	           create_device(prop), OUT(handle), size, flags);
 }
 
 hipError_t hipMemRelease(hipMemGenericAllocationHandle_t handle)
@@ -429,12 +433,12 @@ hipError_t hipMemRelease(hipMemGenericAllocationHandle_t handle)
 	__typeof__(&hipMemRelease) real = REAL(hipMemRelease);
 	CHECK_REAL(real);
 	FREE_BODY(VRT_API_hipMemRelease, real(handle), VRT_DEVICE_UNKNOWN,
-		  PTR(handle), 0);
+	          PTR(handle), 0);
 }
 
 hipError_t hipMemMap(void *ptr, size_t size, size_t offset,
-		     hipMemGenericAllocationHandle_t handle,
-		     unsigned long long flags)
+                     hipMemGenericAllocationHandle_t handle,
+                     unsigned long long flags)
 {
 	__typeof__(&hipMemMap) real = REAL(hipMemMap);
 	CHECK_REAL(real);
@@ -443,16 +447,16 @@ hipError_t hipMemMap(void *ptr, size_t size, size_t offset,
 	hipError_t r = real(ptr, size, offset, handle, flags);
 	if (r == hipSuccess) {
 		struct vrt_ev ev = {.rec = VRT_REC_MAP,
-				    .api = VRT_API_hipMemMap,
-				    .device = VRT_DEVICE_UNKNOWN,
-				    .addr = PTR(ptr),
-				    .size = size,
-				    .offset = offset,
-				    .handle = PTR(handle)};
+		                    .api = VRT_API_hipMemMap,
+		                    .device = VRT_DEVICE_UNKNOWN,
+		                    .addr = PTR(ptr),
+		                    .size = size,
+		                    .offset = offset,
+		                    .handle = PTR(handle)};
 		emit(&ev);
 	} else {
 		rec_fail(VRT_API_hipMemMap, cur_device(), PTR(ptr), size,
-			 PTR(handle), r);
+		         PTR(handle), r);
 	}
 	vrt_hook_leave();
 	return r;
@@ -467,14 +471,14 @@ hipError_t hipMemUnmap(void *ptr, size_t size)
 	hipError_t r = real(ptr, size);
 	if (r == hipSuccess) {
 		struct vrt_ev ev = {.rec = VRT_REC_UNMAP,
-				    .api = VRT_API_hipMemUnmap,
-				    .device = VRT_DEVICE_UNKNOWN,
-				    .addr = PTR(ptr),
-				    .size = size};
+		                    .api = VRT_API_hipMemUnmap,
+		                    .device = VRT_DEVICE_UNKNOWN,
+		                    .addr = PTR(ptr),
+		                    .size = size};
 		emit(&ev);
 	} else {
 		rec_fail(VRT_API_hipMemUnmap, cur_device(), PTR(ptr), size, 0,
-			 r);
+		         r);
 	}
 	vrt_hook_leave();
 	return r;
@@ -487,7 +491,7 @@ hipError_t hipMallocManaged(void **dev_ptr, size_t size, unsigned int flags)
 	__typeof__(&hipMallocManaged) real = REAL(hipMallocManaged);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_hipMallocManaged, real(dev_ptr, size, flags),
-		   cur_device(), OUT(dev_ptr), size, flags);
+	           cur_device(), OUT(dev_ptr), size, flags);
 }
 
 /* ---- pinned and registered host memory ---------------------------------- */
@@ -497,7 +501,7 @@ hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags)
 	__typeof__(&hipHostMalloc) real = REAL(hipHostMalloc);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_hipHostMalloc, real(ptr, size, flags),
-		   VRT_DEVICE_HOST, OUT(ptr), size, flags);
+	           VRT_DEVICE_HOST, OUT(ptr), size, flags);
 }
 
 hipError_t hipMallocHost(void **ptr, size_t size)
@@ -505,7 +509,7 @@ hipError_t hipMallocHost(void **ptr, size_t size)
 	__typeof__(&hipMallocHost) real = REAL(hipMallocHost);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_hipMallocHost, real(ptr, size), VRT_DEVICE_HOST,
-		   OUT(ptr), size, 0);
+	           OUT(ptr), size, 0);
 }
 
 hipError_t hipHostFree(void *ptr)
@@ -527,7 +531,7 @@ hipError_t hipHostRegister(void *hostPtr, size_t sizeBytes, unsigned int flags)
 	__typeof__(&hipHostRegister) real = REAL(hipHostRegister);
 	CHECK_REAL(real);
 	ALLOC_BODY(VRT_API_hipHostRegister, real(hostPtr, sizeBytes, flags),
-		   VRT_DEVICE_HOST, PTR(hostPtr), sizeBytes, flags);
+	           VRT_DEVICE_HOST, PTR(hostPtr), sizeBytes, flags);
 }
 
 hipError_t hipHostUnregister(void *hostPtr)
@@ -535,7 +539,7 @@ hipError_t hipHostUnregister(void *hostPtr)
 	__typeof__(&hipHostUnregister) real = REAL(hipHostUnregister);
 	CHECK_REAL(real);
 	FREE_BODY(VRT_API_hipHostUnregister, real(hostPtr), VRT_DEVICE_HOST,
-		  PTR(hostPtr), 0);
+	          PTR(hostPtr), 0);
 }
 
 /* ---- capacity probe ---------------------------------------------------- */
@@ -550,10 +554,10 @@ hipError_t hipMemGetInfo(size_t *free, size_t *total)
 	if (r == hipSuccess && free && total) {
 		inventory();
 		struct vrt_ev ev = {.rec = VRT_REC_MEMINFO,
-				    .api = VRT_API_hipMemGetInfo,
-				    .device = cur_device(),
-				    .free_bytes = *free,
-				    .total_bytes = *total};
+		                    .api = VRT_API_hipMemGetInfo,
+		                    .device = cur_device(),
+		                    .free_bytes = *free,
+		                    .total_bytes = *total};
 		emit(&ev);
 	}
 	vrt_hook_leave();

@@ -76,35 +76,35 @@ VRT_HIDDEN void *vrt_libc_dlsym_slow(void *handle, const char *symbol)
 /* RTLD_DEFAULT is 0 and RTLD_NEXT is -1 in glibc. */
 #if defined(__x86_64__)
 __asm__(".text\n"
-	".globl dlsym\n"
-	".type dlsym, @function\n"
-	"dlsym:\n"
-	"	testq %rdi, %rdi\n"
-	"	je 1f\n"
-	"	cmpq $-1, %rdi\n"
-	"	je 1f\n"
-	"	jmp vrt_libc_dlsym_handle\n"
-	"1:	movq vrt_real_dlsym(%rip), %rax\n"
-	"	testq %rax, %rax\n"
-	"	je 2f\n"
-	"	jmp *%rax\n"
-	"2:	jmp vrt_libc_dlsym_slow\n"
-	".size dlsym, .-dlsym\n");
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        "dlsym:\n"
+        "	testq %rdi, %rdi\n"
+        "	je 1f\n"
+        "	cmpq $-1, %rdi\n"
+        "	je 1f\n"
+        "	jmp vrt_libc_dlsym_handle\n"
+        "1:	movq vrt_real_dlsym(%rip), %rax\n"
+        "	testq %rax, %rax\n"
+        "	je 2f\n"
+        "	jmp *%rax\n"
+        "2:	jmp vrt_libc_dlsym_slow\n"
+        ".size dlsym, .-dlsym\n");
 #elif defined(__aarch64__)
 __asm__(".text\n"
-	".globl dlsym\n"
-	".type dlsym, %function\n"
-	"dlsym:\n"
-	"	cbz x0, 1f\n"
-	"	cmn x0, #1\n"
-	"	b.eq 1f\n"
-	"	b vrt_libc_dlsym_handle\n"
-	"1:	adrp x16, vrt_real_dlsym\n"
-	"	ldr x16, [x16, :lo12:vrt_real_dlsym]\n"
-	"	cbz x16, 2f\n"
-	"	br x16\n"
-	"2:	b vrt_libc_dlsym_slow\n"
-	".size dlsym, .-dlsym\n");
+        ".globl dlsym\n"
+        ".type dlsym, %function\n"
+        "dlsym:\n"
+        "	cbz x0, 1f\n"
+        "	cmn x0, #1\n"
+        "	b.eq 1f\n"
+        "	b vrt_libc_dlsym_handle\n"
+        "1:	adrp x16, vrt_real_dlsym\n"
+        "	ldr x16, [x16, :lo12:vrt_real_dlsym]\n"
+        "	cbz x16, 2f\n"
+        "	br x16\n"
+        "2:	b vrt_libc_dlsym_slow\n"
+        ".size dlsym, .-dlsym\n");
 #else
 void *dlsym(void *handle, const char *symbol)
 {
@@ -151,14 +151,14 @@ static void *next_fn(const char *name)
 #define NEXT(fn)                                                               \
 	static __typeof__(&fn) real_##fn;                                      \
 	if (VRT_UNLIKELY(!real_##fn))                                          \
-		real_##fn = (__typeof__(&fn))next_fn(#fn)
+	real_##fn = (__typeof__(&fn))next_fn(#fn)
 
 static void net_event(int op, int fd, uint64_t arg)
 {
 	struct vrt_ev ev = {.rec = VRT_REC_NET,
-			    .op = (uint8_t)op,
-			    .addr = (uint64_t)fd,
-			    .aux = arg};
+	                    .op = (uint8_t)op,
+	                    .addr = (uint64_t)fd,
+	                    .aux = arg};
 	vrt_tbuf_event(&ev);
 }
 
@@ -203,7 +203,8 @@ VRT_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
 	return r;
 }
 
-VRT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
+VRT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen,
+                       int flags)
 {
 	NEXT(accept4);
 	int r = real_accept4(fd, addr, addrlen, flags);
@@ -218,8 +219,8 @@ VRT_EXPORT int close(int fd)
 		return (int)syscall(SYS_close, fd);
 	if (fd >= 0 && fd < MAX_TRACKED_FD &&
 	    VRT_UNLIKELY(atomic_load_explicit(&accepted[fd / 64],
-					      memory_order_relaxed) &
-			 (1ull << (fd % 64)))) {
+	                                      memory_order_relaxed) &
+	                 (1ull << (fd % 64)))) {
 		uint64_t bit = 1ull << (fd % 64);
 		if ((atomic_fetch_and(&accepted[fd / 64], ~bit) & bit) &&
 		    vrt_hook_enter()) {
@@ -246,9 +247,9 @@ static void proc_event(int op, pid_t pid, const char *path)
 	if (!vrt_hook_enter_if_on())
 		return;
 	struct vrt_ev ev = {.rec = VRT_REC_PROC,
-			    .op = (uint8_t)op,
-			    .addr = (uint64_t)(pid > 0 ? pid : 0),
-			    .text = path};
+	                    .op = (uint8_t)op,
+	                    .addr = (uint64_t)(pid > 0 ? pid : 0),
+	                    .text = path};
 	vrt_tbuf_event(&ev);
 	vrt_hook_leave();
 }
@@ -263,9 +264,9 @@ VRT_EXPORT pid_t fork(void)
 }
 
 VRT_EXPORT int posix_spawn(pid_t *pid, const char *path,
-		const posix_spawn_file_actions_t *fa,
-		const posix_spawnattr_t *attr, char *const argv[],
-		char *const envp[])
+                           const posix_spawn_file_actions_t *fa,
+                           const posix_spawnattr_t *attr, char *const argv[],
+                           char *const envp[])
 {
 	NEXT(posix_spawn);
 	int r = real_posix_spawn(pid, path, fa, attr, argv, envp);
@@ -275,9 +276,9 @@ VRT_EXPORT int posix_spawn(pid_t *pid, const char *path,
 }
 
 VRT_EXPORT int posix_spawnp(pid_t *pid, const char *file,
-		 const posix_spawn_file_actions_t *fa,
-		 const posix_spawnattr_t *attr, char *const argv[],
-		 char *const envp[])
+                            const posix_spawn_file_actions_t *fa,
+                            const posix_spawnattr_t *attr, char *const argv[],
+                            char *const envp[])
 {
 	NEXT(posix_spawnp);
 	int r = real_posix_spawnp(pid, file, fa, attr, argv, envp);

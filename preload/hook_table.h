@@ -46,7 +46,7 @@ enum vrt_hook_id {
 #define VRT_X_HOOK_ENUM(exp, base, minv, ptsz) VRT_HOOK_##exp,
 	VRT_CUDA_HOOKS(VRT_X_HOOK_ENUM)
 #undef VRT_X_HOOK_ENUM
-	VRT_HOOK_COUNT
+	        VRT_HOOK_COUNT
 };
 
 /*
@@ -85,7 +85,7 @@ enum vrt_hip_hook_id {
 #define VRT_X_HIP_ENUM(exp) VRT_HIP_HOOK_##exp,
 	VRT_HIP_HOOKS(VRT_X_HIP_ENUM)
 #undef VRT_X_HIP_ENUM
-	VRT_HIP_HOOK_COUNT
+	        VRT_HIP_HOOK_COUNT
 };
 
 #endif /* VRT_HOOK_TABLE_H */

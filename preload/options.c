@@ -36,21 +36,22 @@ struct vrt_option {
 
 /* Order follows enum vrt_option_id. Keep README.md's table in step. */
 static struct vrt_option options[VRT_OPT_COUNT] = {
-	[VRT_OPT_ENABLE] = {"VRAMTRACE_ENABLE", VRT_KIND_BOOL, 1, 0, 1, 0, NULL},
-	[VRT_OPT_OUT] = {"VRAMTRACE_OUT", VRT_KIND_STR, 0, 0, 0, 0, NULL},
-	[VRT_OPT_FLUSH_MS] = {"VRAMTRACE_FLUSH_MS", VRT_KIND_INT, 100, 5, 10000,
-			      0, NULL},
-	[VRT_OPT_ZSTD_LEVEL] = {"VRAMTRACE_ZSTD_LEVEL", VRT_KIND_INT, 3, 1, 19,
-				0, NULL},
-	[VRT_OPT_BUFFER_MB] = {"VRAMTRACE_BUFFER_MB", VRT_KIND_INT, 64, 1, 4096,
-			       0, NULL},
-	[VRT_OPT_DEBUG] = {"VRAMTRACE_DEBUG", VRT_KIND_BOOL, 0, 0, 1, 0, NULL},
-	[VRT_OPT_STACKS] = {"VRAMTRACE_STACKS", VRT_KIND_STACKS,
-			    VRT_STACKS_NATIVE | VRT_STACKS_PYTHON, 0, 3, 0,
-			    NULL},
-	[VRT_OPT_STACK_DEPTH] = {"VRAMTRACE_STACK_DEPTH", VRT_KIND_INT, 64, 1,
-				 256, 0, NULL},
-	[VRT_OPT_RULES] = {"VRAMTRACE_RULES", VRT_KIND_STR, 0, 0, 0, 0, NULL},
+        [VRT_OPT_ENABLE] = {"VRAMTRACE_ENABLE", VRT_KIND_BOOL, 1, 0, 1, 0,
+                            NULL},
+        [VRT_OPT_OUT] = {"VRAMTRACE_OUT", VRT_KIND_STR, 0, 0, 0, 0, NULL},
+        [VRT_OPT_FLUSH_MS] = {"VRAMTRACE_FLUSH_MS", VRT_KIND_INT, 100, 5, 10000,
+                              0, NULL},
+        [VRT_OPT_ZSTD_LEVEL] = {"VRAMTRACE_ZSTD_LEVEL", VRT_KIND_INT, 3, 1, 19,
+                                0, NULL},
+        [VRT_OPT_BUFFER_MB] = {"VRAMTRACE_BUFFER_MB", VRT_KIND_INT, 64, 1, 4096,
+                               0, NULL},
+        [VRT_OPT_DEBUG] = {"VRAMTRACE_DEBUG", VRT_KIND_BOOL, 0, 0, 1, 0, NULL},
+        [VRT_OPT_STACKS] = {"VRAMTRACE_STACKS", VRT_KIND_STACKS,
+                            VRT_STACKS_NATIVE | VRT_STACKS_PYTHON, 0, 3, 0,
+                            NULL},
+        [VRT_OPT_STACK_DEPTH] = {"VRAMTRACE_STACK_DEPTH", VRT_KIND_INT, 64, 1,
+                                 256, 0, NULL},
+        [VRT_OPT_RULES] = {"VRAMTRACE_RULES", VRT_KIND_STR, 0, 0, 0, 0, NULL},
 };
 
 static int parse_stacks(const char *s, long *out)
@@ -59,11 +60,11 @@ static int parse_stacks(const char *s, long *out)
 		const char *name;
 		long bits;
 	} modes[] = {
-		{"none", 0},
-		{"native", VRT_STACKS_NATIVE},
-		{"python", VRT_STACKS_PYTHON},
-		{"native,python", VRT_STACKS_NATIVE | VRT_STACKS_PYTHON},
-		{"python,native", VRT_STACKS_NATIVE | VRT_STACKS_PYTHON},
+	        {"none", 0},
+	        {"native", VRT_STACKS_NATIVE},
+	        {"python", VRT_STACKS_PYTHON},
+	        {"native,python", VRT_STACKS_NATIVE | VRT_STACKS_PYTHON},
+	        {"python,native", VRT_STACKS_NATIVE | VRT_STACKS_PYTHON},
 	};
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(s, modes[i].name)) {
@@ -131,20 +132,21 @@ void vrt_options_init(void)
 		if (bad) {
 			if (o->kind == VRT_KIND_STACKS)
 				fprintf(stderr,
-					"vramtrace: warning: %s=%s is not one of "
-					"none, native, python, native,python; "
-					"using native,python\n",
-					o->name, s);
+				        "vramtrace: warning: %s=%s is not one "
+				        "of "
+				        "none, native, python, native,python; "
+				        "using native,python\n",
+				        o->name, s);
 			else if (o->kind == VRT_KIND_BOOL)
 				fprintf(stderr,
-					"vramtrace: warning: %s=%s is not a "
-					"boolean (0/1); using %ld\n",
-					o->name, s, o->def);
+				        "vramtrace: warning: %s=%s is not a "
+				        "boolean (0/1); using %ld\n",
+				        o->name, s, o->def);
 			else
 				fprintf(stderr,
-					"vramtrace: warning: %s=%s is not an "
-					"integer in [%ld, %ld]; using %ld\n",
-					o->name, s, o->min, o->max, o->def);
+				        "vramtrace: warning: %s=%s is not an "
+				        "integer in [%ld, %ld]; using %ld\n",
+				        o->name, s, o->min, o->max, o->def);
 			continue;
 		}
 		o->value = v;

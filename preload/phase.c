@@ -22,8 +22,8 @@
 
 #define PHASE_STACK_MAX 16
 #define VRT_ANNOT_FIRST 128
-#define VRT_ANNOT_LAST 239
-#define NAME_MAX_LEN 63
+#define VRT_ANNOT_LAST  239
+#define NAME_MAX_LEN    63
 
 static VRT_TLS uint16_t pstack[PHASE_STACK_MAX];
 static VRT_TLS int pdepth;
@@ -85,7 +85,8 @@ void vrt_phase_emit(vrt_stack_emit_fn emit)
 	int n = atomic_load(&nnames);
 	for (; emitted < n; emitted++) {
 		uint8_t p[VRT_UVARINT_MAX * 2 + NAME_MAX_LEN + 1];
-		size_t k = vrt_put_uvarint(p, VRT_ANNOT_FIRST + (unsigned)emitted);
+		size_t k =
+		        vrt_put_uvarint(p, VRT_ANNOT_FIRST + (unsigned)emitted);
 		size_t len = strnlen(names[emitted], NAME_MAX_LEN);
 		k += vrt_put_uvarint(p + k, len);
 		memcpy(p + k, names[emitted], len);

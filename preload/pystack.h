@@ -24,7 +24,7 @@
 struct vrt_pyframe {
 	const void *code;
 	int64_t lasti; /* instruction offset in code units (version-specific
-			* meaning; only describe() interprets it) */
+	                * meaning; only describe() interprets it) */
 };
 
 /* Looks for an interpreter in the process and picks the layout. Cheap to
@@ -62,6 +62,6 @@ int vrt_pystack_capture(struct vrt_pyframe *out, int max);
  * "?" and *line is 0). A name that is not a readable str becomes "?".
  */
 int vrt_pystack_describe(const struct vrt_pyframe *f, char *file,
-			 size_t filelen, char *func, size_t funclen, int *line);
+                         size_t filelen, char *func, size_t funclen, int *line);
 
 #endif /* VRT_PYSTACK_H */

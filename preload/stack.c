@@ -40,13 +40,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define MAX_NATIVE 256
-#define MAX_PY 128
-#define CACHE_SLOTS 64
-#define BLOCK_SHIFT 12
-#define BLOCK_SIZE (1u << BLOCK_SHIFT)
-#define MAX_BLOCKS 4096
-#define ARENA_BLOCK (1u << 20)
+#define MAX_NATIVE    256
+#define MAX_PY        128
+#define CACHE_SLOTS   64
+#define BLOCK_SHIFT   12
+#define BLOCK_SIZE    (1u << BLOCK_SHIFT)
+#define MAX_BLOCKS    4096
+#define ARENA_BLOCK   (1u << 20)
 #define PY_RECHECK_NS 1000000000ull
 
 struct frame {
@@ -76,12 +76,12 @@ struct cache {
 	uint32_t id[CACHE_SLOTS];
 };
 _Static_assert(sizeof(struct cache) <= VRT_TBUF_SCRATCH,
-	       "stack cache must fit the tbuf scratch area");
+               "stack cache must fit the tbuf scratch area");
 
 static int mode; /* VRT_STACKS_* bits */
 static int depth = 64;
-static uintptr_t self_lo, self_hi; /* our own text, skipped */
-static _Atomic int py_state;       /* 0 unknown, 1 found, 2 none yet */
+static uintptr_t self_lo, self_hi;  /* our own text, skipped */
+static _Atomic int py_state;        /* 0 unknown, 1 found, 2 none yet */
 static _Atomic uint64_t py_checked; /* when we last looked, ns */
 
 static pthread_mutex_t stack_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -97,7 +97,7 @@ static size_t arena_left;
 static void *map_pages(size_t bytes)
 {
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -149,7 +149,7 @@ static int map_reserve(struct map *m)
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->slots[i].val)
 			map_insert(&bigger, m->slots[i].a, m->slots[i].b,
-				   m->slots[i].val);
+			           m->slots[i].val);
 	if (m->slots)
 		munmap(m->slots, m->cap * sizeof(struct slot));
 	*m = bigger;
@@ -221,8 +221,9 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 void vrt_stack_init(int stacks_mode, int max_depth)
 {
 	mode = stacks_mode;
-	depth = max_depth < 1 ? 1 : max_depth > MAX_NATIVE ? MAX_NATIVE
-							  : max_depth;
+	depth = max_depth < 1            ? 1
+	        : max_depth > MAX_NATIVE ? MAX_NATIVE
+	                                 : max_depth;
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&vrt_stack_init);
 }
 
@@ -237,9 +238,9 @@ static int python_ready(void)
 	if (VRT_LIKELY(s == 1))
 		return 1;
 	uint64_t now = vrt_tbuf_now();
-	if (s == 2 && now - atomic_load_explicit(&py_checked,
-						 memory_order_relaxed) <
-			      PY_RECHECK_NS)
+	if (s == 2 &&
+	    now - atomic_load_explicit(&py_checked, memory_order_relaxed) <
+	            PY_RECHECK_NS)
 		return 0;
 	atomic_store(&py_checked, now);
 	int found = vrt_pystack_init();
@@ -250,14 +251,15 @@ static int python_ready(void)
 /* Frame id for a native ip or a Python frame; 0 on exhaustion. Called
  * with stack_mu held. */
 static uint32_t intern_frame(int kind, uint64_t a, uint64_t b,
-			     const struct vrt_pyframe *pf)
+                             const struct vrt_pyframe *pf)
 {
 	struct map *m = kind == VRT_FRAME_NATIVE ? &native_map : &py_map;
 	uint32_t id = map_get(m, a, b);
 	if (id)
 		return id;
 	uint32_t n = atomic_load_explicit(&nframes, memory_order_relaxed);
-	if (map_reserve(m) || block_reserve((void **)fblk, n, sizeof(struct frame)))
+	if (map_reserve(m) ||
+	    block_reserve((void **)fblk, n, sizeof(struct frame)))
 		return 0;
 	struct frame *f = frame_at(n + 1);
 	memset(f, 0, sizeof(*f));
@@ -267,7 +269,7 @@ static uint32_t intern_frame(int kind, uint64_t a, uint64_t b,
 		char file[512], func[256];
 		int line = 0;
 		if (vrt_pystack_describe(pf, file, sizeof(file), func,
-					 sizeof(func), &line) == 0) {
+		                         sizeof(func), &line) == 0) {
 			f->file = arena_copy(file);
 			f->func = arena_copy(func);
 			f->line = line;
@@ -322,7 +324,7 @@ uint32_t vrt_stack_capture(void)
 	uint64_t h = 0x84222325cbf29ce4ull;
 	for (int i = 0; i < npy; i++)
 		h = mix(h, mix((uint64_t)(uintptr_t)py[i].code,
-			       (uint64_t)py[i].lasti));
+		               (uint64_t)py[i].lasti));
 	for (int i = 0; i < nat; i++)
 		h = mix(h, (uint64_t)(uintptr_t)ips[i]);
 	h |= 1;
@@ -336,8 +338,8 @@ uint32_t vrt_stack_capture(void)
 	pthread_mutex_lock(&stack_mu);
 	for (int i = npy - 1; i >= 0; i--) {
 		uint32_t f = intern_frame(VRT_FRAME_PYTHON,
-					  (uint64_t)(uintptr_t)py[i].code,
-					  (uint64_t)py[i].lasti + 1, &py[i]);
+		                          (uint64_t)(uintptr_t)py[i].code,
+		                          (uint64_t)py[i].lasti + 1, &py[i]);
 		uint32_t next = f ? intern_node(node, f) : 0;
 		if (!next)
 			break;
@@ -345,7 +347,7 @@ uint32_t vrt_stack_capture(void)
 	}
 	for (int i = nat - 1; i >= 0; i--) {
 		uint32_t f = intern_frame(VRT_FRAME_NATIVE,
-					  (uint64_t)(uintptr_t)ips[i], 0, NULL);
+		                          (uint64_t)(uintptr_t)ips[i], 0, NULL);
 		uint32_t next = f ? intern_node(node, f) : 0;
 		if (!next)
 			break;
@@ -455,8 +457,9 @@ static const char *demangled(const char *sym, char *buf, size_t len)
 {
 	if (!em.demangle_looked) {
 		em.demangle_looked = 1;
-		em.demangle = (char *(*)(const char *, char *, size_t *, int *))
-			dlsym(RTLD_DEFAULT, "__cxa_demangle");
+		em.demangle =
+		        (char *(*)(const char *, char *, size_t *, int *))dlsym(
+		                RTLD_DEFAULT, "__cxa_demangle");
 	}
 	if (!em.demangle || sym[0] != '_' || sym[1] != 'Z')
 		return sym;
@@ -488,13 +491,14 @@ static void emit_frame(uint32_t id, vrt_stack_emit_fn emit)
 			mod = info.dli_fname;
 			const char *raw = info.dli_sname;
 			if (raw) {
-				off = f->ip - (uint64_t)(uintptr_t)info.dli_saddr;
+				off = f->ip -
+				      (uint64_t)(uintptr_t)info.dli_saddr;
 			} else {
 				/* Static, hidden or not exported: the
 				 * file's own symbol table may know. */
 				raw = vrt_symbols_lookup(
-					mod, (uintptr_t)info.dli_fbase,
-					(uintptr_t)(f->ip - 1), &off);
+				        mod, (uintptr_t)info.dli_fbase,
+				        (uintptr_t)(f->ip - 1), &off);
 				off += 1;
 			}
 			if (raw)
@@ -515,12 +519,13 @@ static void emit_frame(uint32_t id, vrt_stack_emit_fn emit)
 		uint32_t sid = string_id(f->func, emit);
 		n += vrt_put_uvarint(p + n, fid);
 		n += vrt_put_uvarint(p + n, sid);
-		n += vrt_put_uvarint(p + n, (uint64_t)(f->line > 0 ? f->line : 0));
+		n += vrt_put_uvarint(p + n,
+		                     (uint64_t)(f->line > 0 ? f->line : 0));
 	}
 	emit(VRT_REC_FRAME, p, n);
 	if (!grow_ints(&em.frame_rule, &em.frame_cap, id))
-		em.frame_rule[id] =
-			em.rules ? vrt_rules_match(em.rules, &rf) : VRT_RULE_NONE;
+		em.frame_rule[id] = em.rules ? vrt_rules_match(em.rules, &rf)
+		                             : VRT_RULE_NONE;
 }
 
 static void emit_phase_name(unsigned phase, vrt_stack_emit_fn emit)
@@ -549,8 +554,8 @@ static void emit_node(uint32_t id, vrt_stack_emit_fn emit)
 	if (!grow_ints(&em.node_rule, &em.node_cap, id))
 		em.node_rule[id] = rule;
 	unsigned phase = em.rules && rule != VRT_RULE_NONE
-				 ? vrt_rules_phase(em.rules, rule)
-				 : VRT_PHASE_unattributed;
+	                         ? vrt_rules_phase(em.rules, rule)
+	                         : VRT_PHASE_unattributed;
 	emit_phase_name(phase, emit);
 	uint8_t p[VRT_UVARINT_MAX * 4];
 	size_t n = vrt_put_uvarint(p, id);

@@ -44,7 +44,7 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off)
 	size_t done = 0;
 	while (done < len) {
 		ssize_t r = pread(fd, (char *)buf + done, len - done,
-				  (off_t)(off + done));
+		                  (off_t)(off + done));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -72,7 +72,7 @@ static void load(struct module *m, int fd)
 	    eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
 	    eh.e_shnum > 4096 ||
 	    eh.e_shoff + (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr) >
-		    (uint64_t)st.st_size)
+	            (uint64_t)st.st_size)
 		return;
 	m->is_exec = eh.e_type == ET_EXEC;
 	Elf64_Shdr *sh = malloc(eh.e_shnum * sizeof(Elf64_Shdr));
@@ -112,8 +112,9 @@ static void load(struct module *m, int fd)
 			    raw[k].st_shndx == SHN_UNDEF || !raw[k].st_value ||
 			    raw[k].st_name >= m->strtab_len)
 				continue;
-			m->syms[m->nsyms++] = (struct sym){
-				raw[k].st_value, raw[k].st_size, raw[k].st_name};
+			m->syms[m->nsyms++] =
+			        (struct sym){raw[k].st_value, raw[k].st_size,
+			                     raw[k].st_name};
 		}
 		free(raw);
 		qsort(m->syms, m->nsyms, sizeof(struct sym), cmp_sym);
@@ -151,8 +152,8 @@ static struct module *module_for(const char *path, uintptr_t base)
 	return m;
 }
 
-const char *vrt_symbols_lookup(const char *path, uintptr_t base,
-			       uintptr_t ip, uint64_t *offset)
+const char *vrt_symbols_lookup(const char *path, uintptr_t base, uintptr_t ip,
+                               uint64_t *offset)
 {
 	if (!path || !*path)
 		return NULL;

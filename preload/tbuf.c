@@ -41,8 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VRT_EV_MAX (192 + VRT_EV_TEXT_MAX) /* room one record may take */
-#define TBUF_BLOCK 64  /* tbufs made per mmap */
+#define VRT_EV_MAX   (192 + VRT_EV_TEXT_MAX) /* room one record may take */
+#define TBUF_BLOCK   64                      /* tbufs made per mmap */
 #define POOL_WAIT_MS 1000
 
 struct vrt_tbuf {
@@ -158,9 +158,9 @@ static struct vrt_chunk *pool_get(void)
 		if (pool_made < pool_max) {
 			pool_made++;
 			pthread_mutex_unlock(&mu);
-			struct vrt_chunk *c =
-				mmap(NULL, VRT_CHUNK_BYTES, PROT_READ | PROT_WRITE,
-				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			struct vrt_chunk *c = mmap(
+			        NULL, VRT_CHUNK_BYTES, PROT_READ | PROT_WRITE,
+			        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 			if (c == MAP_FAILED) {
 				pthread_mutex_lock(&mu);
 				pool_made--;
@@ -216,14 +216,14 @@ static struct vrt_tbuf *tbuf_claim(void)
 	for (struct vrt_tbuf *t = atomic_load(&tbuf_list); t; t = t->next) {
 		int free_ = 0;
 		if (atomic_load_explicit(&t->in_use, memory_order_relaxed) ==
-			    0 &&
+		            0 &&
 		    atomic_compare_exchange_strong(&t->in_use, &free_, 1))
 			return t;
 	}
 	pthread_mutex_lock(&create_mu);
-	struct vrt_tbuf *block =
-		mmap(NULL, TBUF_BLOCK * sizeof(struct vrt_tbuf),
-		     PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct vrt_tbuf *block = mmap(
+	        NULL, TBUF_BLOCK * sizeof(struct vrt_tbuf),
+	        PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (block == MAP_FAILED) {
 		pthread_mutex_unlock(&create_mu);
 		return NULL;
@@ -264,7 +264,7 @@ static size_t put_s(uint8_t *p, int64_t v)
 
 /* Encodes type | len | payload at dst; returns bytes used. */
 static size_t put_record(uint8_t *dst, unsigned type, const uint8_t *payload,
-			 size_t len)
+                         size_t len)
 {
 	size_t n = 0;
 	dst[n++] = (uint8_t)type;
@@ -369,7 +369,7 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 		c = pool_get();
 		if (!c) {
 			atomic_fetch_add_explicit(&dropped, 1,
-						  memory_order_relaxed);
+			                          memory_order_relaxed);
 			return;
 		}
 		spin_lock(&t->lock);
@@ -383,18 +383,17 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 		n += put_u(payload + n, (uint64_t)t->tid);
 		n += put_u(payload + n, now);
 		c->len += (uint32_t)put_record(c->data + c->len, VRT_REC_CHUNK,
-					       payload, n);
+		                               payload, n);
 		t->last_ts = now;
 	}
 	uint64_t dts = now >= t->last_ts ? now - t->last_ts : 0;
 	t->last_ts = now;
 	size_t n = encode_event(payload, ev, dts);
 	c->len += (uint32_t)put_record(c->data + c->len, ev->rec, payload, n);
-	atomic_store_explicit(&t->events,
-			      atomic_load_explicit(&t->events,
-						   memory_order_relaxed) +
-				      1,
-			      memory_order_relaxed);
+	atomic_store_explicit(
+	        &t->events,
+	        atomic_load_explicit(&t->events, memory_order_relaxed) + 1,
+	        memory_order_relaxed);
 	spin_unlock(&t->lock);
 }
 

@@ -37,7 +37,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#define FRAME_MAX (4u << 20)
+#define FRAME_MAX   (4u << 20)
 #define STAGE_BYTES (256u * 1024u)
 #define MAX_DEVICES 64
 
@@ -221,7 +221,7 @@ static void stage_trailer(int clean)
 	uint8_t p[512];
 	size_t n = 0;
 	uint64_t flags = (clean ? VRT_TRAILER_CLEAN_EXIT : 0) |
-			 (failed ? VRT_TRAILER_CAPTURE_OFF : 0);
+	                 (failed ? VRT_TRAILER_CAPTURE_OFF : 0);
 	n += vrt_put_uvarint(p + n, vrt_tbuf_now());
 	n += vrt_put_uvarint(p + n, flags);
 	n += vrt_put_uvarint(p + n, vrt_tbuf_events());
@@ -318,14 +318,14 @@ static int open_trace(const char *dir)
 		char name[64];
 		if (i == 0)
 			snprintf(name, sizeof(name), "%d%s", (int)getpid(),
-				 VRT_TRACE_SUFFIX);
+			         VRT_TRACE_SUFFIX);
 		else
 			snprintf(name, sizeof(name), "%d-%d%s", (int)getpid(),
-				 i, VRT_TRACE_SUFFIX);
+			         i, VRT_TRACE_SUFFIX);
 		out = openat(dfd, name,
-			     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-				     O_CLOEXEC,
-			     0600);
+		             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		                     O_CLOEXEC,
+		             0600);
 		if (out < 0 && errno != EEXIST)
 			break;
 	}
@@ -363,8 +363,8 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 		goto fail;
 	}
 	stage_header((uint64_t)wall.tv_sec * 1000000000u +
-			     (uint64_t)wall.tv_nsec,
-		     mono);
+	                     (uint64_t)wall.tv_nsec,
+	             mono);
 	/* The header goes out now, in a frame of its own, so the file names
 	 * its process even if the process dies before the first flush. */
 	write_pass(mono, NULL);

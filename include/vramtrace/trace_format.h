@@ -41,10 +41,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VRT_TRACE_MAGIC "VRAMTRC\x01" /* 8 bytes, first field of HEADER */
+#define VRT_TRACE_MAGIC     "VRAMTRC\x01" /* 8 bytes, first field of HEADER */
 #define VRT_TRACE_MAGIC_LEN 8
-#define VRT_TRACE_VERSION 1
-#define VRT_TRACE_SUFFIX ".vtrace"
+#define VRT_TRACE_VERSION   1
+#define VRT_TRACE_SUFFIX    ".vtrace"
 #define VRT_REC_MAX_PAYLOAD (64u * 1024u) /* writers never exceed this */
 
 /* Record types. Payload fields in order; (s) = svarint, (str) = string. */
@@ -165,7 +165,7 @@ enum vrt_phase_id {
 #define VRT_X_PHASE(id, name) VRT_PHASE_##name = id,
 	VRT_PHASE_LIST(VRT_X_PHASE)
 #undef VRT_X_PHASE
-	VRT_PHASE_BUILTIN_MAX = 7,
+	        VRT_PHASE_BUILTIN_MAX = 7,
 	VRT_PHASE_FIRST_CUSTOM = 16
 };
 
@@ -204,16 +204,17 @@ static inline const char *vrt_phase_builtin_name(unsigned id)
 }
 
 enum vrt_trailer_flag {
-	VRT_TRAILER_CLEAN_EXIT = 1,   /* written by the exit path */
-	VRT_TRAILER_CAPTURE_OFF = 2,  /* capture stopped early (see note) */
+	VRT_TRAILER_CLEAN_EXIT = 1,  /* written by the exit path */
+	VRT_TRAILER_CAPTURE_OFF = 2, /* capture stopped early (see note) */
 };
 
 enum vrt_vendor { VRT_VENDOR_CUDA = 1, VRT_VENDOR_HIP = 2 };
 
 /* Special device values in event records (svarint "device" fields). */
-#define VRT_DEVICE_HOST (-1)    /* host memory: pinned, registered */
-#define VRT_DEVICE_UNKNOWN (-2) /* no current context: MAP takes its
-				 * handle's device, FREE its allocation's */
+#define VRT_DEVICE_HOST (-1) /* host memory: pinned, registered */
+#define VRT_DEVICE_UNKNOWN                                                     \
+	(-2) /* no current context: MAP takes its                              \
+	      * handle's device, FREE its allocation's */
 
 /* Memory families. Device families live in VRAM; host families are pinned
  * or registered host memory; VA is reserved address space (not memory). */
@@ -295,7 +296,7 @@ enum vrt_api {
 #define VRT_X_ENUM(id, name, fam, op) VRT_API_##name = id,
 	VRT_API_LIST(VRT_X_ENUM)
 #undef VRT_X_ENUM
-	VRT_API_MAX = 255
+	        VRT_API_MAX = 255
 };
 
 /* Name of an api id, or NULL when unknown (a newer writer). */
@@ -377,7 +378,7 @@ static inline size_t vrt_put_svarint(uint8_t *p, int64_t v)
  * returns -1 (and leaves *p alone) when the input ends or the varint is
  * longer than 10 bytes. Never reads past end. */
 static inline int vrt_get_uvarint(const uint8_t **p, const uint8_t *end,
-				  uint64_t *out)
+                                  uint64_t *out)
 {
 	const uint8_t *q = *p;
 	uint64_t v = 0;
@@ -396,7 +397,7 @@ static inline int vrt_get_uvarint(const uint8_t **p, const uint8_t *end,
 }
 
 static inline int vrt_get_svarint(const uint8_t **p, const uint8_t *end,
-				  int64_t *out)
+                                  int64_t *out)
 {
 	uint64_t u;
 	if (vrt_get_uvarint(p, end, &u))

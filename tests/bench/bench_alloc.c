@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 	}
 	if (threads < 1 || threads > 256 || pairs < 1 || depth < 1) {
 		fprintf(stderr, "usage: bench_alloc [--threads N] [--pairs N] "
-				"[--depth N]\n");
+		                "[--depth N]\n");
 		return 2;
 	}
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -87,11 +87,11 @@ int main(int argc, char **argv)
 	if (!get || get("cuGetProcAddress", (void **)&get, 12000, 0, NULL) ||
 	    get("cuInit", (void **)&cu_init, 12000, 0, NULL) ||
 	    get("cuDevicePrimaryCtxRetain", (void **)&cu_retain, 12000, 0,
-		NULL) ||
+	        NULL) ||
 	    get("cuCtxSetCurrent", (void **)&cu_set, 12000, 0, NULL) ||
 	    get("cuMemAlloc", (void **)&cu_alloc, 12000, 0, NULL) ||
-	    get("cuMemFree", (void **)&cu_free, 12000, 0, NULL) ||
-	    cu_init(0) || cu_retain(&ctx, 0)) {
+	    get("cuMemFree", (void **)&cu_free, 12000, 0, NULL) || cu_init(0) ||
+	    cu_retain(&ctx, 0)) {
 		fprintf(stderr, "bench_alloc: no CUDA driver\n");
 		return 1;
 	}

@@ -13,10 +13,10 @@
 
 /* Codes the fake returns that cuda_api.h does not name. */
 #define FAKECUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED ((CUresult)712)
-#define FAKECUDA_ERROR_HOST_MEMORY_NOT_REGISTERED ((CUresult)713)
+#define FAKECUDA_ERROR_HOST_MEMORY_NOT_REGISTERED     ((CUresult)713)
 
 /* Special stream handles, as cuda.h defines them. */
-#define FAKECUDA_STREAM_LEGACY ((CUstream)0x1)
+#define FAKECUDA_STREAM_LEGACY     ((CUstream)0x1)
 #define FAKECUDA_STREAM_PER_THREAD ((CUstream)0x2)
 
 /* cuMemAllocManaged flags */
@@ -46,10 +46,10 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
 CUresult cuMemPoolDestroy(CUmemoryPool pool);
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
-			const CUmemAccessDesc *desc, size_t count);
+                        const CUmemAccessDesc *desc, size_t count);
 CUresult cuMemGetAllocationGranularity(size_t *granularity,
-				       const CUmemAllocationProp *prop,
-				       CUmemAllocationGranularity_flags option);
+                                       const CUmemAllocationProp *prop,
+                                       CUmemAllocationGranularity_flags option);
 CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags);
 CUresult cuGetErrorName(CUresult error, const char **pStr);
 CUresult cuGetErrorString(CUresult error, const char **pStr);

@@ -45,15 +45,15 @@
 #include "cuda_api.h"
 #include "cuda_api_ext.h"
 
-#define FAKE_MAX_DEV 64
+#define FAKE_MAX_DEV         64
 #define FAKE_DEV_RANGE_SHIFT 43 /* 8 TiB of fake addresses per device */
-#define FAKE_DEV_ALIGN 512u
-#define FAKE_VA_BASE 0x780000000000ull
-#define FAKE_VA_LIMIT 0x7c0000000000ull
-#define FAKE_GRANULARITY (2ull << 20)
-#define FAKE_CTX_MAGIC 0xC7C7C7C7u
-#define FAKE_POOL_MAGIC 0x9001900Du
-#define FAKE_DRIVER_VERSION 13000
+#define FAKE_DEV_ALIGN       512u
+#define FAKE_VA_BASE         0x780000000000ull
+#define FAKE_VA_LIMIT        0x7c0000000000ull
+#define FAKE_GRANULARITY     (2ull << 20)
+#define FAKE_CTX_MAGIC       0xC7C7C7C7u
+#define FAKE_POOL_MAGIC      0x9001900Du
+#define FAKE_DRIVER_VERSION  13000
 
 /* ---- configuration ---------------------------------------------------- */
 
@@ -76,7 +76,8 @@ struct CUmemPoolHandle_st {
 	unsigned magic;
 	int ordinal;
 	int is_default;
-	int destroyed; /* pools are never freed: a stale handle stays readable */
+	int destroyed; /* pools are never freed: a stale handle stays readable
+	                */
 };
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -119,11 +120,28 @@ static int parse_size(const char *s, size_t len, unsigned long long *out)
 	if (end == buf || v < 0)
 		return -1;
 	switch (*end) {
-	case 'k': case 'K': v *= 1024.0; end++; break;
-	case 'm': case 'M': v *= 1024.0 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	case 't': case 'T': v *= 1024.0 * 1024 * 1024 * 1024; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		v *= 1024.0;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v *= 1024.0 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v *= 1024.0 * 1024 * 1024;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		v *= 1024.0 * 1024 * 1024 * 1024;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end == 'i')
 		end++;
@@ -138,7 +156,7 @@ static int parse_size(const char *s, size_t len, unsigned long long *out)
 /* Fills vals[0..n) from a comma list; the last value repeats. A malformed
  * entry keeps the default, as a driver ignores a bad tuning variable. */
 static void parse_size_list(const char *env, unsigned long long dflt,
-			    unsigned long long *vals, int n)
+                            unsigned long long *vals, int n)
 {
 	const char *s = getenv(env);
 	unsigned long long last = dflt;
@@ -179,10 +197,11 @@ static void parse_env(void)
 		d->bump = (unsigned long long)(i + 1) << FAKE_DEV_RANGE_SHIFT;
 		snprintf(d->name, sizeof(d->name), "%s %d", prefix, i);
 		for (int b = 0; b < 16; b++)
-			d->uuid.bytes[b] = (char)(0x5a ^ (b * 29 + i * 101 + 7));
+			d->uuid.bytes[b] =
+			        (char)(0x5a ^ (b * 29 + i * 101 + 7));
 		g_ctx[i] = (struct CUctx_st){FAKE_CTX_MAGIC, i, 0};
 		g_default_pool[i] =
-			(struct CUmemPoolHandle_st){FAKE_POOL_MAGIC, i, 1, 0};
+		        (struct CUmemPoolHandle_st){FAKE_POOL_MAGIC, i, 1, 0};
 	}
 	dbg("%d devices, cap[0]=%llu used[0]=%llu host=%llu", g_ndev,
 	    g_dev[0].cap, g_dev[0].used, g_host_cap);
@@ -198,7 +217,7 @@ static CUresult check_init(void)
 {
 	ensure_env();
 	return atomic_load(&g_inited) ? CUDA_SUCCESS
-				       : CUDA_ERROR_NOT_INITIALIZED;
+	                              : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 /* Device of the calling thread's current context. */
@@ -250,7 +269,7 @@ static unsigned long long g_next_handle = 0x100001;
 static size_t bucket_of(int space, unsigned long long key, size_t n)
 {
 	unsigned long long h = (key ^ ((unsigned long long)space << 58)) *
-			       0x9E3779B97F4A7C15ull;
+	                       0x9E3779B97F4A7C15ull;
 	return (size_t)(h >> 20) & (n - 1);
 }
 
@@ -279,15 +298,15 @@ static struct entry *table_find(int space, unsigned long long key)
 {
 	if (!g_nbuckets)
 		return NULL;
-	for (struct entry *e = g_buckets[bucket_of(space, key, g_nbuckets)];
-	     e; e = e->next)
+	for (struct entry *e = g_buckets[bucket_of(space, key, g_nbuckets)]; e;
+	     e = e->next)
 		if (e->space == space && e->key == key)
 			return e;
 	return NULL;
 }
 
 static struct entry *table_add(int space, unsigned long long key,
-			       unsigned long long size, int dev, int kind)
+                               unsigned long long size, int dev, int kind)
 {
 	struct entry *e;
 	size_t i;
@@ -311,7 +330,7 @@ static struct entry *table_add(int space, unsigned long long key,
 static void table_del(struct entry *victim)
 {
 	struct entry **pp =
-		&g_buckets[bucket_of(victim->space, victim->key, g_nbuckets)];
+	        &g_buckets[bucket_of(victim->space, victim->key, g_nbuckets)];
 	for (; *pp; pp = &(*pp)->next) {
 		if (*pp == victim) {
 			*pp = victim->next;
@@ -324,9 +343,8 @@ static void table_del(struct entry *victim)
 
 /* First entry of a space that match() accepts; a linear scan, used only
  * for VMM entries, which are few. */
-static struct entry *table_scan(int space,
-				int (*match)(const struct entry *, void *),
-				void *arg)
+static struct entry *
+table_scan(int space, int (*match)(const struct entry *, void *), void *arg)
 {
 	for (size_t i = 0; i < g_nbuckets; i++)
 		for (struct entry *e = g_buckets[i]; e; e = e->next)
@@ -343,12 +361,12 @@ static int fits(const struct fake_dev *d, unsigned long long bytes)
 }
 
 /* Charges bytes on device ord and hands out a fresh fake address. */
-static CUresult dev_alloc(CUdeviceptr *dptr, unsigned long long bytes,
-			  int ord, int kind, const char *api)
+static CUresult dev_alloc(CUdeviceptr *dptr, unsigned long long bytes, int ord,
+                          int kind, const char *api)
 {
 	struct fake_dev *d = &g_dev[ord];
-	unsigned long long limit =
-		(unsigned long long)(ord + 2) << FAKE_DEV_RANGE_SHIFT;
+	unsigned long long limit = (unsigned long long)(ord + 2)
+	                           << FAKE_DEV_RANGE_SHIFT;
 	unsigned long long step;
 	CUresult r = CUDA_SUCCESS;
 	if (!dptr)
@@ -356,7 +374,8 @@ static CUresult dev_alloc(CUdeviceptr *dptr, unsigned long long bytes,
 	*dptr = 0;
 	if (bytes == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	step = (bytes + FAKE_DEV_ALIGN - 1) & ~(unsigned long long)(FAKE_DEV_ALIGN - 1);
+	step = (bytes + FAKE_DEV_ALIGN - 1) &
+	       ~(unsigned long long)(FAKE_DEV_ALIGN - 1);
 	pthread_mutex_lock(&g_lock);
 	if (!fits(d, bytes) || step > limit - d->bump) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -400,8 +419,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 }
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
-			    size_t WidthInBytes, size_t Height,
-			    unsigned int ElementSizeBytes)
+                            size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes)
 {
 	int ord;
 	size_t pitch;
@@ -414,7 +433,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
 		return CUDA_ERROR_INVALID_VALUE;
 	pitch = (WidthInBytes + 511) & ~(size_t)511;
 	r = dev_alloc(dptr, (unsigned long long)pitch * Height, ord, K_DEVICE,
-		      "cuMemAllocPitch_v2");
+	              "cuMemAllocPitch_v2");
 	if (r == CUDA_SUCCESS)
 		*pPitch = pitch;
 	return r;
@@ -433,7 +452,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
-			   unsigned int flags)
+                           unsigned int flags)
 {
 	int ord;
 	CUresult r = current_dev(&ord);
@@ -456,8 +475,8 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 	d = &g_dev[ord];
 	pthread_mutex_lock(&g_lock);
 	*total = d->cap;
-	*free_bytes = d->used + d->live >= d->cap ? 0
-						  : d->cap - d->used - d->live;
+	*free_bytes =
+	        d->used + d->live >= d->cap ? 0 : d->cap - d->used - d->live;
 	pthread_mutex_unlock(&g_lock);
 	return CUDA_SUCCESS;
 }
@@ -471,7 +490,7 @@ static int valid_stream(CUstream s)
 }
 
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize,
-			    CUstream hStream, const char *api)
+                            CUstream hStream, const char *api)
 {
 	int ord;
 	CUresult r = current_dev(&ord);
@@ -483,8 +502,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize,
 }
 
 static CUresult alloc_pool(CUdeviceptr *dptr, size_t bytesize,
-			   CUmemoryPool pool, CUstream hStream,
-			   const char *api)
+                           CUmemoryPool pool, CUstream hStream, const char *api)
 {
 	int ord;
 	CUresult r = current_dev(&ord);
@@ -497,8 +515,7 @@ static CUresult alloc_pool(CUdeviceptr *dptr, size_t bytesize,
 	return dev_alloc(dptr, bytesize, pool->ordinal, K_ASYNC, api);
 }
 
-static CUresult free_async(CUdeviceptr dptr, CUstream hStream,
-			   const char *api)
+static CUresult free_async(CUdeviceptr dptr, CUstream hStream, const char *api)
 {
 	CUresult r = check_init();
 	if (r != CUDA_SUCCESS)
@@ -518,23 +535,23 @@ CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-			      CUstream hStream)
+                              CUstream hStream)
 {
 	return alloc_async(dptr, bytesize, hStream, "cuMemAllocAsync_ptsz");
 }
 
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
-				 CUmemoryPool pool, CUstream hStream)
+                                 CUmemoryPool pool, CUstream hStream)
 {
 	return alloc_pool(dptr, bytesize, pool, hStream,
-			  "cuMemAllocFromPoolAsync");
+	                  "cuMemAllocFromPoolAsync");
 }
 
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-				      CUmemoryPool pool, CUstream hStream)
+                                      CUmemoryPool pool, CUstream hStream)
 {
 	return alloc_pool(dptr, bytesize, pool, hStream,
-			  "cuMemAllocFromPoolAsync_ptsz");
+	                  "cuMemAllocFromPoolAsync_ptsz");
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
@@ -576,7 +593,7 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 	if (!p)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*p = (struct CUmemPoolHandle_st){FAKE_POOL_MAGIC,
-					 poolProps->location.id, 0, 0};
+	                                 poolProps->location.id, 0, 0};
 	*pool = p;
 	return CUDA_SUCCESS;
 }
@@ -639,8 +656,8 @@ static int map_overlaps(const struct entry *e, void *arg)
 }
 
 CUresult cuMemGetAllocationGranularity(size_t *granularity,
-				       const CUmemAllocationProp *prop,
-				       CUmemAllocationGranularity_flags option)
+                                       const CUmemAllocationProp *prop,
+                                       CUmemAllocationGranularity_flags option)
 {
 	CUresult r = check_init();
 	if (r != CUDA_SUCCESS)
@@ -652,7 +669,7 @@ CUresult cuMemGetAllocationGranularity(size_t *granularity,
 }
 
 CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
-			     CUdeviceptr addr, unsigned long long flags)
+                             CUdeviceptr addr, unsigned long long flags)
 {
 	unsigned long long align, base;
 	CUresult r = check_init();
@@ -700,15 +717,14 @@ CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 }
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-		     const CUmemAllocationProp *prop, unsigned long long flags)
+                     const CUmemAllocationProp *prop, unsigned long long flags)
 {
 	struct fake_dev *d;
 	int ord;
 	CUresult r = check_init();
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (!handle || !prop || flags || size == 0 ||
-	    size % FAKE_GRANULARITY ||
+	if (!handle || !prop || flags || size == 0 || size % FAKE_GRANULARITY ||
 	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
 	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -762,7 +778,7 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 }
 
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-		  CUmemGenericAllocationHandle handle, unsigned long long flags)
+                  CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
 	struct entry *h, *m;
 	struct range rg = {ptr, ptr + size};
@@ -828,7 +844,7 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 }
 
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
-			const CUmemAccessDesc *desc, size_t count)
+                        const CUmemAccessDesc *desc, size_t count)
 {
 	CUresult r = check_init();
 	if (r != CUDA_SUCCESS)
@@ -920,7 +936,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 	    table_find(SP_PINNED, (uintptr_t)p))
 		r = FAKECUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
 	else if (!host_fits(bytesize) ||
-		 !table_add(SP_REG, (uintptr_t)p, bytesize, -1, K_HOST))
+	         !table_add(SP_REG, (uintptr_t)p, bytesize, -1, K_HOST))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	else
 		g_host_live += bytesize;
@@ -1085,7 +1101,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (ctx && (ctx < &g_ctx[0] || ctx >= &g_ctx[g_ndev] ||
-		    ctx->magic != FAKE_CTX_MAGIC))
+	            ctx->magic != FAKE_CTX_MAGIC))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	tls_ctx = ctx;
 	return CUDA_SUCCESS;
@@ -1121,33 +1137,33 @@ static const struct {
 	const char *name;
 	const char *text;
 } g_errors[] = {
-	{CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
-	{CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE",
-	 "invalid argument"},
-	{CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY",
-	 "out of memory"},
-	{CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED",
-	 "initialization error"},
-	{CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED",
-	 "driver shutting down"},
-	{CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE",
-	 "no CUDA-capable device is detected"},
-	{CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE",
-	 "invalid device ordinal"},
-	{CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT",
-	 "invalid device context"},
-	{CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE",
-	 "invalid resource handle"},
-	{CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
-	{FAKECUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-	 "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
-	 "part or all of the requested memory range is already mapped"},
-	{FAKECUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
-	 "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
-	 "pointer does not correspond to a registered memory region"},
-	{CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED",
-	 "operation not supported"},
-	{CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+        {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+        {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE",
+         "invalid argument"},
+        {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+        {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED",
+         "initialization error"},
+        {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED",
+         "driver shutting down"},
+        {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE",
+         "no CUDA-capable device is detected"},
+        {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE",
+         "invalid device ordinal"},
+        {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT",
+         "invalid device context"},
+        {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE",
+         "invalid resource handle"},
+        {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND",
+         "named symbol not found"},
+        {FAKECUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+         "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+         "part or all of the requested memory range is already mapped"},
+        {FAKECUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+         "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+         "pointer does not correspond to a registered memory region"},
+        {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED",
+         "operation not supported"},
+        {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
 static CUresult error_lookup(CUresult error, const char **pStr, int text)
@@ -1182,73 +1198,74 @@ CUresult cuGetErrorString(CUresult error, const char **pStr)
  * cudaVersion; rows of one name are listed newest first. ptsz is the
  * per-thread-default-stream export, chosen when flags has bit 2.
  */
-#define FN(f) ((void *)(uintptr_t)&(f))
+#define FN(f) ((void *)(uintptr_t) & (f))
 static const struct proc {
 	const char *name;
 	int version;
 	void *fn;
 	void *ptsz;
 } g_procs[] = {
-	{"cuGetProcAddress", 12000, FN(cuGetProcAddress_v2), NULL},
-	{"cuGetProcAddress", 11030, FN(cuGetProcAddress), NULL},
-	{"cuInit", 2000, FN(cuInit), NULL},
-	{"cuDriverGetVersion", 2020, FN(cuDriverGetVersion), NULL},
-	{"cuDeviceGet", 2000, FN(cuDeviceGet), NULL},
-	{"cuDeviceGetCount", 2000, FN(cuDeviceGetCount), NULL},
-	{"cuDeviceGetName", 2000, FN(cuDeviceGetName), NULL},
-	{"cuDeviceTotalMem", 3020, FN(cuDeviceTotalMem_v2), NULL},
-	{"cuDeviceGetUuid", 11040, FN(cuDeviceGetUuid_v2), NULL},
-	{"cuDeviceGetUuid", 9020, FN(cuDeviceGetUuid), NULL},
-	{"cuDevicePrimaryCtxRetain", 7000, FN(cuDevicePrimaryCtxRetain), NULL},
-	{"cuDevicePrimaryCtxRelease", 11000, FN(cuDevicePrimaryCtxRelease_v2),
-	 NULL},
-	{"cuCtxSetCurrent", 4000, FN(cuCtxSetCurrent), NULL},
-	{"cuCtxGetCurrent", 4000, FN(cuCtxGetCurrent), NULL},
-	{"cuCtxGetDevice", 2000, FN(cuCtxGetDevice), NULL},
-	{"cuCtxSynchronize", 2000, FN(cuCtxSynchronize), NULL},
-	{"cuStreamSynchronize", 2000, FN(cuStreamSynchronize),
-	 FN(cuStreamSynchronize_ptsz)},
-	{"cuGetErrorName", 6000, FN(cuGetErrorName), NULL},
-	{"cuGetErrorString", 6000, FN(cuGetErrorString), NULL},
-	{"cuMemGetInfo", 3020, FN(cuMemGetInfo_v2), NULL},
-	{"cuMemAlloc", 3020, FN(cuMemAlloc_v2), NULL},
-	{"cuMemAllocPitch", 3020, FN(cuMemAllocPitch_v2), NULL},
-	{"cuMemFree", 3020, FN(cuMemFree_v2), NULL},
-	{"cuMemAllocManaged", 6000, FN(cuMemAllocManaged), NULL},
-	{"cuMemAllocAsync", 11020, FN(cuMemAllocAsync),
-	 FN(cuMemAllocAsync_ptsz)},
-	{"cuMemAllocFromPoolAsync", 11020, FN(cuMemAllocFromPoolAsync),
-	 FN(cuMemAllocFromPoolAsync_ptsz)},
-	{"cuMemFreeAsync", 11020, FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz)},
-	{"cuDeviceGetDefaultMemPool", 11020, FN(cuDeviceGetDefaultMemPool),
-	 NULL},
-	{"cuMemPoolCreate", 11020, FN(cuMemPoolCreate), NULL},
-	{"cuMemPoolDestroy", 11020, FN(cuMemPoolDestroy), NULL},
-	{"cuMemGetAllocationGranularity", 10020,
-	 FN(cuMemGetAllocationGranularity), NULL},
-	{"cuMemAddressReserve", 10020, FN(cuMemAddressReserve), NULL},
-	{"cuMemAddressFree", 10020, FN(cuMemAddressFree), NULL},
-	{"cuMemCreate", 10020, FN(cuMemCreate), NULL},
-	{"cuMemRelease", 10020, FN(cuMemRelease), NULL},
-	{"cuMemMap", 10020, FN(cuMemMap), NULL},
-	{"cuMemUnmap", 10020, FN(cuMemUnmap), NULL},
-	{"cuMemSetAccess", 10020, FN(cuMemSetAccess), NULL},
-	{"cuMemHostAlloc", 2020, FN(cuMemHostAlloc), NULL},
-	{"cuMemAllocHost", 3020, FN(cuMemAllocHost_v2), NULL},
-	{"cuMemFreeHost", 2000, FN(cuMemFreeHost), NULL},
-	{"cuMemHostRegister", 6050, FN(cuMemHostRegister_v2), NULL},
-	{"cuMemHostRegister", 4000, FN(cuMemHostRegister), NULL},
-	{"cuMemHostUnregister", 4000, FN(cuMemHostUnregister), NULL},
+        {"cuGetProcAddress", 12000, FN(cuGetProcAddress_v2), NULL},
+        {"cuGetProcAddress", 11030, FN(cuGetProcAddress), NULL},
+        {"cuInit", 2000, FN(cuInit), NULL},
+        {"cuDriverGetVersion", 2020, FN(cuDriverGetVersion), NULL},
+        {"cuDeviceGet", 2000, FN(cuDeviceGet), NULL},
+        {"cuDeviceGetCount", 2000, FN(cuDeviceGetCount), NULL},
+        {"cuDeviceGetName", 2000, FN(cuDeviceGetName), NULL},
+        {"cuDeviceTotalMem", 3020, FN(cuDeviceTotalMem_v2), NULL},
+        {"cuDeviceGetUuid", 11040, FN(cuDeviceGetUuid_v2), NULL},
+        {"cuDeviceGetUuid", 9020, FN(cuDeviceGetUuid), NULL},
+        {"cuDevicePrimaryCtxRetain", 7000, FN(cuDevicePrimaryCtxRetain), NULL},
+        {"cuDevicePrimaryCtxRelease", 11000, FN(cuDevicePrimaryCtxRelease_v2),
+         NULL},
+        {"cuCtxSetCurrent", 4000, FN(cuCtxSetCurrent), NULL},
+        {"cuCtxGetCurrent", 4000, FN(cuCtxGetCurrent), NULL},
+        {"cuCtxGetDevice", 2000, FN(cuCtxGetDevice), NULL},
+        {"cuCtxSynchronize", 2000, FN(cuCtxSynchronize), NULL},
+        {"cuStreamSynchronize", 2000, FN(cuStreamSynchronize),
+         FN(cuStreamSynchronize_ptsz)},
+        {"cuGetErrorName", 6000, FN(cuGetErrorName), NULL},
+        {"cuGetErrorString", 6000, FN(cuGetErrorString), NULL},
+        {"cuMemGetInfo", 3020, FN(cuMemGetInfo_v2), NULL},
+        {"cuMemAlloc", 3020, FN(cuMemAlloc_v2), NULL},
+        {"cuMemAllocPitch", 3020, FN(cuMemAllocPitch_v2), NULL},
+        {"cuMemFree", 3020, FN(cuMemFree_v2), NULL},
+        {"cuMemAllocManaged", 6000, FN(cuMemAllocManaged), NULL},
+        {"cuMemAllocAsync", 11020, FN(cuMemAllocAsync),
+         FN(cuMemAllocAsync_ptsz)},
+        {"cuMemAllocFromPoolAsync", 11020, FN(cuMemAllocFromPoolAsync),
+         FN(cuMemAllocFromPoolAsync_ptsz)},
+        {"cuMemFreeAsync", 11020, FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz)},
+        {"cuDeviceGetDefaultMemPool", 11020, FN(cuDeviceGetDefaultMemPool),
+         NULL},
+        {"cuMemPoolCreate", 11020, FN(cuMemPoolCreate), NULL},
+        {"cuMemPoolDestroy", 11020, FN(cuMemPoolDestroy), NULL},
+        {"cuMemGetAllocationGranularity", 10020,
+         FN(cuMemGetAllocationGranularity), NULL},
+        {"cuMemAddressReserve", 10020, FN(cuMemAddressReserve), NULL},
+        {"cuMemAddressFree", 10020, FN(cuMemAddressFree), NULL},
+        {"cuMemCreate", 10020, FN(cuMemCreate), NULL},
+        {"cuMemRelease", 10020, FN(cuMemRelease), NULL},
+        {"cuMemMap", 10020, FN(cuMemMap), NULL},
+        {"cuMemUnmap", 10020, FN(cuMemUnmap), NULL},
+        {"cuMemSetAccess", 10020, FN(cuMemSetAccess), NULL},
+        {"cuMemHostAlloc", 2020, FN(cuMemHostAlloc), NULL},
+        {"cuMemAllocHost", 3020, FN(cuMemAllocHost_v2), NULL},
+        {"cuMemFreeHost", 2000, FN(cuMemFreeHost), NULL},
+        {"cuMemHostRegister", 6050, FN(cuMemHostRegister_v2), NULL},
+        {"cuMemHostRegister", 4000, FN(cuMemHostRegister), NULL},
+        {"cuMemHostUnregister", 4000, FN(cuMemHostUnregister), NULL},
 };
 #undef FN
 
 static CUresult resolve(const char *symbol, void **pfn, int cudaVersion,
-			cuuint64_t flags,
-			CUdriverProcAddressQueryResult *status)
+                        cuuint64_t flags,
+                        CUdriverProcAddressQueryResult *status)
 {
 	const struct proc *hit = NULL;
 	int known = 0;
-	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	CUdriverProcAddressQueryResult st =
+	        CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 	CUresult r = CUDA_ERROR_NOT_FOUND;
 	ensure_env();
 	if (pfn)
@@ -1267,10 +1284,11 @@ static CUresult resolve(const char *symbol, void **pfn, int cudaVersion,
 		}
 	}
 	if (hit) {
-		*pfn = (flags & VRT_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) &&
-				       hit->ptsz
-			       ? hit->ptsz
-			       : hit->fn;
+		*pfn = (flags &
+		        VRT_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) &&
+		                       hit->ptsz
+		               ? hit->ptsz
+		               : hit->fn;
 		st = CU_GET_PROC_ADDRESS_SUCCESS;
 		r = CUDA_SUCCESS;
 	} else if (known) {
@@ -1286,14 +1304,14 @@ out:
 }
 
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-			  cuuint64_t flags)
+                          cuuint64_t flags)
 {
 	return resolve(symbol, pfn, cudaVersion, flags, NULL);
 }
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-			     cuuint64_t flags,
-			     CUdriverProcAddressQueryResult *symbolStatus)
+                             cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus)
 {
 	return resolve(symbol, pfn, cudaVersion, flags, symbolStatus);
 }

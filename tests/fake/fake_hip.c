@@ -48,15 +48,15 @@
 #include "hip_api.h"
 #include "hip_api_ext.h"
 
-#define FAKE_MAX_DEV 64
-#define FAKE_DEV_BASE (1ull << 54)
+#define FAKE_MAX_DEV         64
+#define FAKE_DEV_BASE        (1ull << 54)
 #define FAKE_DEV_RANGE_SHIFT 43 /* 8 TiB of fake addresses per device */
-#define FAKE_DEV_ALIGN 512u
-#define FAKE_VA_BASE (1ull << 55)
-#define FAKE_VA_LIMIT ((1ull << 55) + (1ull << 50))
-#define FAKE_HANDLE_BASE 0x7e0000001000ull
-#define FAKE_GRANULARITY (2ull << 20)
-#define FAKE_POOL_MAGIC 0x41D9001Du
+#define FAKE_DEV_ALIGN       512u
+#define FAKE_VA_BASE         (1ull << 55)
+#define FAKE_VA_LIMIT        ((1ull << 55) + (1ull << 50))
+#define FAKE_HANDLE_BASE     0x7e0000001000ull
+#define FAKE_GRANULARITY     (2ull << 20)
+#define FAKE_POOL_MAGIC      0x41D9001Du
 
 /* ---- configuration ---------------------------------------------------- */
 
@@ -73,7 +73,8 @@ struct ihipMemPoolHandle_t {
 	unsigned magic;
 	int ordinal;
 	int is_default;
-	int destroyed; /* pools are never freed: a stale handle stays readable */
+	int destroyed; /* pools are never freed: a stale handle stays readable
+	                */
 };
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -114,11 +115,28 @@ static int parse_size(const char *s, size_t len, unsigned long long *out)
 	if (end == buf || v < 0)
 		return -1;
 	switch (*end) {
-	case 'k': case 'K': v *= 1024.0; end++; break;
-	case 'm': case 'M': v *= 1024.0 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	case 't': case 'T': v *= 1024.0 * 1024 * 1024 * 1024; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		v *= 1024.0;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v *= 1024.0 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v *= 1024.0 * 1024 * 1024;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		v *= 1024.0 * 1024 * 1024 * 1024;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end == 'i')
 		end++;
@@ -133,7 +151,7 @@ static int parse_size(const char *s, size_t len, unsigned long long *out)
 /* Fills vals[0..n) from a comma list; the last value repeats. A malformed
  * entry keeps the default, as a driver ignores a bad tuning variable. */
 static void parse_size_list(const char *env, unsigned long long dflt,
-			    unsigned long long *vals, int n)
+                            unsigned long long *vals, int n)
 {
 	const char *s = getenv(env);
 	unsigned long long last = dflt;
@@ -172,14 +190,14 @@ static void parse_env(void)
 		d->cap = caps[i];
 		d->used = used[i] > caps[i] ? caps[i] : used[i];
 		d->bump = FAKE_DEV_BASE +
-			  ((unsigned long long)i << FAKE_DEV_RANGE_SHIFT);
+		          ((unsigned long long)i << FAKE_DEV_RANGE_SHIFT);
 		snprintf(d->name, sizeof(d->name), "%s %d", prefix, i);
 		/* Not the fake CUDA driver's uuids: a mixed process has two
 		 * sets of cards. */
 		for (int b = 0; b < 16; b++)
 			d->uuid.bytes[b] = (char)(0xa7 ^ (b * 31 + i * 97 + 3));
 		g_default_pool[i] =
-			(struct ihipMemPoolHandle_t){FAKE_POOL_MAGIC, i, 1, 0};
+		        (struct ihipMemPoolHandle_t){FAKE_POOL_MAGIC, i, 1, 0};
 	}
 	dbg("%d devices, cap[0]=%llu used[0]=%llu host=%llu", g_ndev,
 	    g_dev[0].cap, g_dev[0].used, g_host_cap);
@@ -228,7 +246,7 @@ static size_t g_nentries;
 static size_t bucket_of(int space, unsigned long long key, size_t n)
 {
 	unsigned long long h = (key ^ ((unsigned long long)space << 58)) *
-			       0x9E3779B97F4A7C15ull;
+	                       0x9E3779B97F4A7C15ull;
 	return (size_t)(h >> 20) & (n - 1);
 }
 
@@ -257,15 +275,15 @@ static struct entry *table_find(int space, unsigned long long key)
 {
 	if (!g_nbuckets)
 		return NULL;
-	for (struct entry *e = g_buckets[bucket_of(space, key, g_nbuckets)];
-	     e; e = e->next)
+	for (struct entry *e = g_buckets[bucket_of(space, key, g_nbuckets)]; e;
+	     e = e->next)
 		if (e->space == space && e->key == key)
 			return e;
 	return NULL;
 }
 
 static struct entry *table_add(int space, unsigned long long key,
-			       unsigned long long size, int dev, int kind)
+                               unsigned long long size, int dev, int kind)
 {
 	struct entry *e;
 	size_t i;
@@ -289,7 +307,7 @@ static struct entry *table_add(int space, unsigned long long key,
 static void table_del(struct entry *victim)
 {
 	struct entry **pp =
-		&g_buckets[bucket_of(victim->space, victim->key, g_nbuckets)];
+	        &g_buckets[bucket_of(victim->space, victim->key, g_nbuckets)];
 	for (; *pp; pp = &(*pp)->next) {
 		if (*pp == victim) {
 			*pp = victim->next;
@@ -302,9 +320,8 @@ static void table_del(struct entry *victim)
 
 /* First entry of a space that match() accepts; a linear scan, used only
  * for VMM entries, which are few. */
-static struct entry *table_scan(int space,
-				int (*match)(const struct entry *, void *),
-				void *arg)
+static struct entry *
+table_scan(int space, int (*match)(const struct entry *, void *), void *arg)
 {
 	for (size_t i = 0; i < g_nbuckets; i++)
 		for (struct entry *e = g_buckets[i]; e; e = e->next)
@@ -323,11 +340,12 @@ static int fits(const struct fake_dev *d, unsigned long long bytes)
 /* Charges bytes on device ord and hands out a fresh fake address. A
  * zero-byte request succeeds with NULL and charges nothing. */
 static hipError_t dev_alloc(void **ptr, unsigned long long bytes, int ord,
-			    int kind, const char *api)
+                            int kind, const char *api)
 {
 	struct fake_dev *d = &g_dev[ord];
-	unsigned long long limit = FAKE_DEV_BASE + ((unsigned long long)(ord + 1)
-						    << FAKE_DEV_RANGE_SHIFT);
+	unsigned long long limit =
+	        FAKE_DEV_BASE +
+	        ((unsigned long long)(ord + 1) << FAKE_DEV_RANGE_SHIFT);
 	unsigned long long step;
 	hipError_t r = hipSuccess;
 	if (!ptr)
@@ -378,7 +396,7 @@ hipError_t hipMalloc(void **ptr, size_t size)
 }
 
 hipError_t hipExtMallocWithFlags(void **ptr, size_t sizeBytes,
-				 unsigned int flags)
+                                 unsigned int flags)
 {
 	hipError_t r = check_init();
 	if (r != hipSuccess)
@@ -386,11 +404,11 @@ hipError_t hipExtMallocWithFlags(void **ptr, size_t sizeBytes,
 	if (flags > 3) /* default, fine-grained, signal, uncached */
 		return hipErrorInvalidValue;
 	return dev_alloc(ptr, sizeBytes, tls_dev, K_DEVICE,
-			 "hipExtMallocWithFlags");
+	                 "hipExtMallocWithFlags");
 }
 
 hipError_t hipMallocPitch(void **ptr, size_t *pitch, size_t width,
-			  size_t height)
+                          size_t height)
 {
 	size_t p;
 	hipError_t r = check_init();
@@ -400,7 +418,7 @@ hipError_t hipMallocPitch(void **ptr, size_t *pitch, size_t width,
 		return hipErrorInvalidValue;
 	p = (width + 511) & ~(size_t)511;
 	r = dev_alloc(ptr, (unsigned long long)p * height, tls_dev, K_DEVICE,
-		      "hipMallocPitch");
+	              "hipMallocPitch");
 	if (r == hipSuccess)
 		*pitch = p;
 	return r;
@@ -424,8 +442,7 @@ hipError_t hipMallocManaged(void **dev_ptr, size_t size, unsigned int flags)
 	if (flags != FAKEHIP_MEM_ATTACH_GLOBAL &&
 	    flags != FAKEHIP_MEM_ATTACH_HOST)
 		return hipErrorInvalidValue;
-	return dev_alloc(dev_ptr, size, tls_dev, K_MANAGED,
-			 "hipMallocManaged");
+	return dev_alloc(dev_ptr, size, tls_dev, K_MANAGED, "hipMallocManaged");
 }
 
 hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total)
@@ -439,8 +456,8 @@ hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total)
 	d = &g_dev[tls_dev];
 	pthread_mutex_lock(&g_lock);
 	*total = d->cap;
-	*free_bytes = d->used + d->live >= d->cap ? 0
-						  : d->cap - d->used - d->live;
+	*free_bytes =
+	        d->used + d->live >= d->cap ? 0 : d->cap - d->used - d->live;
 	pthread_mutex_unlock(&g_lock);
 	return hipSuccess;
 }
@@ -463,7 +480,7 @@ hipError_t hipMallocAsync(void **dev_ptr, size_t size, hipStream_t stream)
 }
 
 hipError_t hipMallocFromPoolAsync(void **dev_ptr, size_t size,
-				  hipMemPool_t mem_pool, hipStream_t stream)
+                                  hipMemPool_t mem_pool, hipStream_t stream)
 {
 	hipError_t r = check_init();
 	if (r != hipSuccess)
@@ -474,7 +491,7 @@ hipError_t hipMallocFromPoolAsync(void **dev_ptr, size_t size,
 	    mem_pool->destroyed)
 		return hipErrorInvalidValue;
 	return dev_alloc(dev_ptr, size, mem_pool->ordinal, K_ASYNC,
-			 "hipMallocFromPoolAsync");
+	                 "hipMallocFromPoolAsync");
 }
 
 hipError_t hipFreeAsync(void *dev_ptr, hipStream_t stream)
@@ -503,7 +520,7 @@ hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t *mem_pool, int device)
 }
 
 hipError_t hipMemPoolCreate(hipMemPool_t *mem_pool,
-			    const hipMemPoolProps *pool_props)
+                            const hipMemPoolProps *pool_props)
 {
 	struct ihipMemPoolHandle_t *p;
 	hipError_t r = check_init();
@@ -519,7 +536,7 @@ hipError_t hipMemPoolCreate(hipMemPool_t *mem_pool,
 	if (!p)
 		return hipErrorOutOfMemory;
 	*p = (struct ihipMemPoolHandle_t){FAKE_POOL_MAGIC,
-					  pool_props->location.id, 0, 0};
+	                                  pool_props->location.id, 0, 0};
 	*mem_pool = p;
 	return hipSuccess;
 }
@@ -558,7 +575,7 @@ hipError_t hipDeviceSynchronize(void)
 
 /* ---- virtual memory management ---------------------------------------- */
 
-static unsigned long long g_va_bump = FAKE_VA_BASE;        /* g_lock */
+static unsigned long long g_va_bump = FAKE_VA_BASE;         /* g_lock */
 static unsigned long long g_next_handle = FAKE_HANDLE_BASE; /* g_lock */
 
 struct range {
@@ -577,9 +594,10 @@ static int map_overlaps(const struct entry *e, void *arg)
 	return r->lo < e->key + e->size && e->key < r->hi;
 }
 
-hipError_t hipMemGetAllocationGranularity(
-	size_t *granularity, const hipMemAllocationProp *prop,
-	hipMemAllocationGranularity_flags option)
+hipError_t
+hipMemGetAllocationGranularity(size_t *granularity,
+                               const hipMemAllocationProp *prop,
+                               hipMemAllocationGranularity_flags option)
 {
 	hipError_t r = check_init();
 	(void)option;
@@ -592,7 +610,7 @@ hipError_t hipMemGetAllocationGranularity(
 }
 
 hipError_t hipMemAddressReserve(void **ptr, size_t size, size_t alignment,
-				void *addr, unsigned long long flags)
+                                void *addr, unsigned long long flags)
 {
 	unsigned long long align, base;
 	hipError_t r = check_init();
@@ -639,16 +657,16 @@ hipError_t hipMemAddressFree(void *devPtr, size_t size)
 }
 
 hipError_t hipMemCreate(hipMemGenericAllocationHandle_t *handle, size_t size,
-			const hipMemAllocationProp *prop,
-			unsigned long long flags)
+                        const hipMemAllocationProp *prop,
+                        unsigned long long flags)
 {
 	struct fake_dev *d;
 	int ord;
 	hipError_t r = check_init();
 	if (r != hipSuccess)
 		return r;
-	if (!handle || !prop || flags || size == 0 ||
-	    size % FAKE_GRANULARITY || prop->type != hipMemAllocationTypePinned ||
+	if (!handle || !prop || flags || size == 0 || size % FAKE_GRANULARITY ||
+	    prop->type != hipMemAllocationTypePinned ||
 	    prop->location.type != hipMemLocationTypeDevice)
 		return hipErrorInvalidValue;
 	ord = prop->location.id;
@@ -663,7 +681,7 @@ hipError_t hipMemCreate(hipMemGenericAllocationHandle_t *handle, size_t size,
 		r = hipErrorOutOfMemory;
 	} else {
 		*handle = (hipMemGenericAllocationHandle_t)(uintptr_t)
-			g_next_handle;
+		        g_next_handle;
 		g_next_handle += 0x40;
 		d->live += size;
 	}
@@ -702,8 +720,8 @@ hipError_t hipMemRelease(hipMemGenericAllocationHandle_t handle)
 }
 
 hipError_t hipMemMap(void *ptr, size_t size, size_t offset,
-		     hipMemGenericAllocationHandle_t handle,
-		     unsigned long long flags)
+                     hipMemGenericAllocationHandle_t handle,
+                     unsigned long long flags)
 {
 	struct entry *h, *m;
 	unsigned long long p = (uintptr_t)ptr;
@@ -755,8 +773,7 @@ hipError_t hipMemUnmap(void *ptr, size_t size)
 			}
 	if (covered == 0)
 		r = hipErrorInvalidValue;
-	while (r == hipSuccess &&
-	       (m = table_scan(SP_MAP, map_overlaps, &rg))) {
+	while (r == hipSuccess && (m = table_scan(SP_MAP, map_overlaps, &rg))) {
 		struct entry *h = table_find(SP_HANDLE, m->aux);
 		table_del(m);
 		if (h) {
@@ -770,7 +787,7 @@ hipError_t hipMemUnmap(void *ptr, size_t size)
 }
 
 hipError_t hipMemSetAccess(void *ptr, size_t size, const hipMemAccessDesc *desc,
-			   size_t count)
+                           size_t count)
 {
 	hipError_t r = check_init();
 	(void)ptr;
@@ -870,7 +887,7 @@ hipError_t hipHostRegister(void *hostPtr, size_t sizeBytes, unsigned int flags)
 	    table_find(SP_PINNED, (uintptr_t)hostPtr))
 		r = hipErrorHostMemoryAlreadyRegistered;
 	else if (!host_fits(sizeBytes) ||
-		 !table_add(SP_REG, (uintptr_t)hostPtr, sizeBytes, -1, K_HOST))
+	         !table_add(SP_REG, (uintptr_t)hostPtr, sizeBytes, -1, K_HOST))
 		r = hipErrorOutOfMemory;
 	else
 		g_host_live += sizeBytes;
@@ -1014,25 +1031,26 @@ static const struct {
 	const char *name;
 	const char *text;
 } g_errors[] = {
-	{hipSuccess, "hipSuccess", "no error"},
-	{hipErrorInvalidValue, "hipErrorInvalidValue", "invalid argument"},
-	{hipErrorOutOfMemory, "hipErrorOutOfMemory", "out of memory"},
-	{hipErrorNotInitialized, "hipErrorNotInitialized",
-	 "initialization error"},
-	{hipErrorNoDevice, "hipErrorNoDevice", "no ROCm-capable device is detected"},
-	{hipErrorInvalidDevice, "hipErrorInvalidDevice",
-	 "invalid device ordinal"},
-	{hipErrorInvalidHandle, "hipErrorInvalidHandle",
-	 "invalid resource handle"},
-	{hipErrorNotFound, "hipErrorNotFound", "named symbol not found"},
-	{hipErrorHostMemoryAlreadyRegistered,
-	 "hipErrorHostMemoryAlreadyRegistered",
-	 "part or all of the requested memory range is already mapped"},
-	{hipErrorHostMemoryNotRegistered, "hipErrorHostMemoryNotRegistered",
-	 "pointer does not correspond to a registered memory region"},
-	{hipErrorNotSupported, "hipErrorNotSupported",
-	 "operation not supported"},
-	{hipErrorUnknown, "hipErrorUnknown", "unknown error"},
+        {hipSuccess, "hipSuccess", "no error"},
+        {hipErrorInvalidValue, "hipErrorInvalidValue", "invalid argument"},
+        {hipErrorOutOfMemory, "hipErrorOutOfMemory", "out of memory"},
+        {hipErrorNotInitialized, "hipErrorNotInitialized",
+         "initialization error"},
+        {hipErrorNoDevice, "hipErrorNoDevice",
+         "no ROCm-capable device is detected"},
+        {hipErrorInvalidDevice, "hipErrorInvalidDevice",
+         "invalid device ordinal"},
+        {hipErrorInvalidHandle, "hipErrorInvalidHandle",
+         "invalid resource handle"},
+        {hipErrorNotFound, "hipErrorNotFound", "named symbol not found"},
+        {hipErrorHostMemoryAlreadyRegistered,
+         "hipErrorHostMemoryAlreadyRegistered",
+         "part or all of the requested memory range is already mapped"},
+        {hipErrorHostMemoryNotRegistered, "hipErrorHostMemoryNotRegistered",
+         "pointer does not correspond to a registered memory region"},
+        {hipErrorNotSupported, "hipErrorNotSupported",
+         "operation not supported"},
+        {hipErrorUnknown, "hipErrorUnknown", "unknown error"},
 };
 
 static const char *error_lookup(hipError_t error, int text)
@@ -1061,61 +1079,61 @@ const char *hipGetErrorString(hipError_t hip_error)
  * exists. Other flags are invalid; an unknown name is hipErrorInvalidValue
  * with status SYMBOL_NOT_FOUND, as in the real runtime.
  */
-#define FN(f) ((void *)(uintptr_t)&(f))
+#define FN(f) ((void *)(uintptr_t) & (f))
 static const struct proc {
 	const char *name;
 	void *fn;
 	void *spt;
 } g_procs[] = {
-	{"hipGetProcAddress", FN(hipGetProcAddress), NULL},
-	{"hipInit", FN(hipInit), NULL},
-	{"hipDriverGetVersion", FN(hipDriverGetVersion), NULL},
-	{"hipRuntimeGetVersion", FN(hipRuntimeGetVersion), NULL},
-	{"hipGetDeviceCount", FN(hipGetDeviceCount), NULL},
-	{"hipDeviceGet", FN(hipDeviceGet), NULL},
-	{"hipSetDevice", FN(hipSetDevice), NULL},
-	{"hipGetDevice", FN(hipGetDevice), NULL},
-	{"hipDeviceGetName", FN(hipDeviceGetName), NULL},
-	{"hipDeviceTotalMem", FN(hipDeviceTotalMem), NULL},
-	{"hipDeviceGetUuid", FN(hipDeviceGetUuid), NULL},
-	{"hipDeviceSynchronize", FN(hipDeviceSynchronize), NULL},
-	{"hipStreamSynchronize", FN(hipStreamSynchronize),
-	 FN(hipStreamSynchronize_spt)},
-	{"hipGetErrorName", FN(hipGetErrorName), NULL},
-	{"hipGetErrorString", FN(hipGetErrorString), NULL},
-	{"hipMemGetInfo", FN(hipMemGetInfo), NULL},
-	{"hipMalloc", FN(hipMalloc), NULL},
-	{"hipExtMallocWithFlags", FN(hipExtMallocWithFlags), NULL},
-	{"hipMallocPitch", FN(hipMallocPitch), NULL},
-	{"hipFree", FN(hipFree), NULL},
-	{"hipMallocManaged", FN(hipMallocManaged), NULL},
-	{"hipMallocAsync", FN(hipMallocAsync), NULL},
-	{"hipMallocFromPoolAsync", FN(hipMallocFromPoolAsync), NULL},
-	{"hipFreeAsync", FN(hipFreeAsync), NULL},
-	{"hipDeviceGetDefaultMemPool", FN(hipDeviceGetDefaultMemPool), NULL},
-	{"hipMemPoolCreate", FN(hipMemPoolCreate), NULL},
-	{"hipMemPoolDestroy", FN(hipMemPoolDestroy), NULL},
-	{"hipMemGetAllocationGranularity", FN(hipMemGetAllocationGranularity),
-	 NULL},
-	{"hipMemAddressReserve", FN(hipMemAddressReserve), NULL},
-	{"hipMemAddressFree", FN(hipMemAddressFree), NULL},
-	{"hipMemCreate", FN(hipMemCreate), NULL},
-	{"hipMemRelease", FN(hipMemRelease), NULL},
-	{"hipMemMap", FN(hipMemMap), NULL},
-	{"hipMemUnmap", FN(hipMemUnmap), NULL},
-	{"hipMemSetAccess", FN(hipMemSetAccess), NULL},
-	{"hipHostMalloc", FN(hipHostMalloc), NULL},
-	{"hipMallocHost", FN(hipMallocHost), NULL},
-	{"hipHostFree", FN(hipHostFree), NULL},
-	{"hipFreeHost", FN(hipFreeHost), NULL},
-	{"hipHostRegister", FN(hipHostRegister), NULL},
-	{"hipHostUnregister", FN(hipHostUnregister), NULL},
+        {"hipGetProcAddress", FN(hipGetProcAddress), NULL},
+        {"hipInit", FN(hipInit), NULL},
+        {"hipDriverGetVersion", FN(hipDriverGetVersion), NULL},
+        {"hipRuntimeGetVersion", FN(hipRuntimeGetVersion), NULL},
+        {"hipGetDeviceCount", FN(hipGetDeviceCount), NULL},
+        {"hipDeviceGet", FN(hipDeviceGet), NULL},
+        {"hipSetDevice", FN(hipSetDevice), NULL},
+        {"hipGetDevice", FN(hipGetDevice), NULL},
+        {"hipDeviceGetName", FN(hipDeviceGetName), NULL},
+        {"hipDeviceTotalMem", FN(hipDeviceTotalMem), NULL},
+        {"hipDeviceGetUuid", FN(hipDeviceGetUuid), NULL},
+        {"hipDeviceSynchronize", FN(hipDeviceSynchronize), NULL},
+        {"hipStreamSynchronize", FN(hipStreamSynchronize),
+         FN(hipStreamSynchronize_spt)},
+        {"hipGetErrorName", FN(hipGetErrorName), NULL},
+        {"hipGetErrorString", FN(hipGetErrorString), NULL},
+        {"hipMemGetInfo", FN(hipMemGetInfo), NULL},
+        {"hipMalloc", FN(hipMalloc), NULL},
+        {"hipExtMallocWithFlags", FN(hipExtMallocWithFlags), NULL},
+        {"hipMallocPitch", FN(hipMallocPitch), NULL},
+        {"hipFree", FN(hipFree), NULL},
+        {"hipMallocManaged", FN(hipMallocManaged), NULL},
+        {"hipMallocAsync", FN(hipMallocAsync), NULL},
+        {"hipMallocFromPoolAsync", FN(hipMallocFromPoolAsync), NULL},
+        {"hipFreeAsync", FN(hipFreeAsync), NULL},
+        {"hipDeviceGetDefaultMemPool", FN(hipDeviceGetDefaultMemPool), NULL},
+        {"hipMemPoolCreate", FN(hipMemPoolCreate), NULL},
+        {"hipMemPoolDestroy", FN(hipMemPoolDestroy), NULL},
+        {"hipMemGetAllocationGranularity", FN(hipMemGetAllocationGranularity),
+         NULL},
+        {"hipMemAddressReserve", FN(hipMemAddressReserve), NULL},
+        {"hipMemAddressFree", FN(hipMemAddressFree), NULL},
+        {"hipMemCreate", FN(hipMemCreate), NULL},
+        {"hipMemRelease", FN(hipMemRelease), NULL},
+        {"hipMemMap", FN(hipMemMap), NULL},
+        {"hipMemUnmap", FN(hipMemUnmap), NULL},
+        {"hipMemSetAccess", FN(hipMemSetAccess), NULL},
+        {"hipHostMalloc", FN(hipHostMalloc), NULL},
+        {"hipMallocHost", FN(hipMallocHost), NULL},
+        {"hipHostFree", FN(hipHostFree), NULL},
+        {"hipFreeHost", FN(hipFreeHost), NULL},
+        {"hipHostRegister", FN(hipHostRegister), NULL},
+        {"hipHostUnregister", FN(hipHostUnregister), NULL},
 };
 #undef FN
 
 hipError_t hipGetProcAddress(const char *symbol, void **pfn, int hipVersion,
-			     uint64_t flags,
-			     hipDriverProcAddressQueryResult *symbolStatus)
+                             uint64_t flags,
+                             hipDriverProcAddressQueryResult *symbolStatus)
 {
 	hipError_t r = hipErrorInvalidValue;
 	(void)hipVersion; /* every export of the fake exists since 6.0 */
@@ -1127,16 +1145,16 @@ hipError_t hipGetProcAddress(const char *symbol, void **pfn, int hipVersion,
 		if (strcmp(g_procs[i].name, symbol))
 			continue;
 		*pfn = flags == VRT_HIP_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM &&
-				       g_procs[i].spt
-			       ? g_procs[i].spt
-			       : g_procs[i].fn;
+		                       g_procs[i].spt
+		               ? g_procs[i].spt
+		               : g_procs[i].fn;
 		r = hipSuccess;
 		break;
 	}
 	if (symbolStatus)
 		*symbolStatus = r == hipSuccess
-					? HIP_GET_PROC_ADDRESS_SUCCESS
-					: HIP_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+		                        ? HIP_GET_PROC_ADDRESS_SUCCESS
+		                        : HIP_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 out:
 	dbg("hipGetProcAddress(%s, %d, %llu) -> %d %p",
 	    symbol ? symbol : "(null)", hipVersion, (unsigned long long)flags,
@@ -1144,9 +1162,9 @@ out:
 	return r;
 }
 
-hipError_t hipGetProcAddress_spt(const char *symbol, void **pfn,
-				 int hipVersion, uint64_t flags,
-				 hipDriverProcAddressQueryResult *symbolStatus)
+hipError_t hipGetProcAddress_spt(const char *symbol, void **pfn, int hipVersion,
+                                 uint64_t flags,
+                                 hipDriverProcAddressQueryResult *symbolStatus)
 {
 	if (flags == VRT_HIP_GET_PROC_ADDRESS_DEFAULT)
 		flags = VRT_HIP_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;

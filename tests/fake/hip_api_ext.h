@@ -16,14 +16,14 @@
 
 /* hipMallocManaged flags */
 #define FAKEHIP_MEM_ATTACH_GLOBAL 0x1
-#define FAKEHIP_MEM_ATTACH_HOST 0x2
+#define FAKEHIP_MEM_ATTACH_HOST   0x2
 
 /* hipExtMallocWithFlags flags */
-#define FAKEHIP_DEVICE_MALLOC_DEFAULT 0x0
+#define FAKEHIP_DEVICE_MALLOC_DEFAULT     0x0
 #define FAKEHIP_DEVICE_MALLOC_FINEGRAINED 0x1
 
 /* hipHostMalloc flags */
-#define FAKEHIP_HOST_MALLOC_DEFAULT 0x0
+#define FAKEHIP_HOST_MALLOC_DEFAULT  0x0
 #define FAKEHIP_HOST_MALLOC_PORTABLE 0x1
 
 /* The runtime version the fake reports (HIP_VERSION of 6.2.41134). */
@@ -50,13 +50,14 @@ hipError_t hipStreamSynchronize(hipStream_t stream);
 hipError_t hipStreamSynchronize_spt(hipStream_t stream);
 hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t *mem_pool, int device);
 hipError_t hipMemPoolCreate(hipMemPool_t *mem_pool,
-			    const hipMemPoolProps *pool_props);
+                            const hipMemPoolProps *pool_props);
 hipError_t hipMemPoolDestroy(hipMemPool_t mem_pool);
 hipError_t hipMemSetAccess(void *ptr, size_t size, const hipMemAccessDesc *desc,
-			   size_t count);
-hipError_t hipMemGetAllocationGranularity(
-	size_t *granularity, const hipMemAllocationProp *prop,
-	hipMemAllocationGranularity_flags option);
+                           size_t count);
+hipError_t
+hipMemGetAllocationGranularity(size_t *granularity,
+                               const hipMemAllocationProp *prop,
+                               hipMemAllocationGranularity_flags option);
 const char *hipGetErrorName(hipError_t hip_error);
 const char *hipGetErrorString(hipError_t hip_error);
 

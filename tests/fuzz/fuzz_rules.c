@@ -20,29 +20,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct vrt_rule_frame frames[] = {
-		{1, "GPUModelRunner.load_model",
-		 "/x/vllm/v1/worker/gpu_model_runner.py"},
-		{1, "load_model", "/x/a.py"},
-		{0, "llama_context::decode(llama_batch const&)", "/l/libllama.so"},
-		{0, "at::cuda::(anonymous namespace)::getNewWorkspace()", NULL},
-		{0, NULL, NULL},
+	        {1, "GPUModelRunner.load_model",
+	         "/x/vllm/v1/worker/gpu_model_runner.py"},
+	        {1, "load_model", "/x/a.py"},
+	        {0, "llama_context::decode(llama_batch const&)",
+	         "/l/libllama.so"},
+	        {0, "at::cuda::(anonymous namespace)::getNewWorkspace()", NULL},
+	        {0, NULL, NULL},
 	};
 	struct vrt_rules *r = vrt_rules_new_builtin();
 	if (!r)
 		return 0;
 	char err[256];
 	int n = vrt_rules_parse(r, (const char *)data, size, "fuzz", err,
-				sizeof(err));
+	                        sizeof(err));
 	if (n < 0) {
 		if (strncmp(err, "fuzz:", 5) != 0 || strchr(err, '\n'))
 			abort();
 	} else {
-		int m = vrt_rules_match_stack(r, frames,
-					      sizeof(frames) / sizeof(frames[0]));
+		int m = vrt_rules_match_stack(
+		        r, frames, sizeof(frames) / sizeof(frames[0]));
 		if (!vrt_rules_phase_name(r, vrt_rules_phase(r, m)))
 			abort();
 		for (int i = 0; i < n; i++) {
-			if (!vrt_rules_describe(r, i) || !vrt_rules_origin(r, i))
+			if (!vrt_rules_describe(r, i) ||
+			    !vrt_rules_origin(r, i))
 				abort();
 		}
 	}
@@ -56,7 +58,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		FILE *f = fopen(argv[i], "rb");
 		if (!f) {
-			fprintf(stderr, "fuzz_rules: %s: cannot open\n", argv[i]);
+			fprintf(stderr, "fuzz_rules: %s: cannot open\n",
+			        argv[i]);
 			return 1;
 		}
 		static uint8_t buf[1 << 20];

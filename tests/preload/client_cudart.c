@@ -19,7 +19,7 @@
 #include "workload.h"
 
 typedef CUresult (*getproc_v2_fn)(const char *, void **, int, cuuint64_t,
-				  CUdriverProcAddressQueryResult *);
+                                  CUdriverProcAddressQueryResult *);
 typedef CUresult (*getproc_v1_fn)(const char *, void **, int, cuuint64_t);
 
 #define CUDART_VERSION 12000
@@ -27,10 +27,10 @@ typedef CUresult (*getproc_v1_fn)(const char *, void **, int, cuuint64_t);
 static getproc_v2_fn getproc;
 
 static int fail(const char *what, const char *name, CUresult r,
-		CUdriverProcAddressQueryResult st)
+                CUdriverProcAddressQueryResult st)
 {
 	fprintf(stderr, "client_cudart: %s %s: result %d, status %d\n", what,
-		name, (int)r, (int)st);
+	        name, (int)r, (int)st);
 	return -1;
 }
 
@@ -41,7 +41,8 @@ static int resolve_all(struct cu_fns *fns, cuuint64_t flags)
 	void *p;
 	CUresult r;
 	memset(fns, 0, sizeof(*fns));
-	fns->ptsz = (flags & VRT_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	fns->ptsz = (flags &
+	             VRT_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
 #define RESOLVE(field, base, has_ptsz)                                         \
 	p = NULL;                                                              \
 	st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;                             \
@@ -55,8 +56,8 @@ static int resolve_all(struct cu_fns *fns, cuuint64_t flags)
 }
 
 static const char *const extra[] = {
-	"cuDevicePrimaryCtxRelease", "cuGetErrorString", "cuGetProcAddress",
-	"cuCtxGetCurrent", "cuDeviceGetUuid",
+        "cuDevicePrimaryCtxRelease", "cuGetErrorString", "cuGetProcAddress",
+        "cuCtxGetCurrent",           "cuDeviceGetUuid",
 };
 
 /* The resolver's answers for what it must (not) find. */
@@ -113,7 +114,8 @@ static int check_resolver(void)
 int main(int argc, char **argv)
 {
 	struct cu_fns f0, f2;
-	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	CUdriverProcAddressQueryResult st =
+	        CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 	void *handle, *p = NULL;
 	getproc_v2_fn boot;
 	CUresult r;
@@ -141,10 +143,10 @@ int main(int argc, char **argv)
 	if ((void *)f0.cuMemAllocAsync == (void *)f2.cuMemAllocAsync ||
 	    (void *)f0.cuMemFreeAsync == (void *)f2.cuMemFreeAsync ||
 	    (void *)f0.cuMemAllocFromPoolAsync ==
-		    (void *)f2.cuMemAllocFromPoolAsync ||
+	            (void *)f2.cuMemAllocFromPoolAsync ||
 	    (void *)f0.cuMemAlloc_v2 != (void *)f2.cuMemAlloc_v2) {
 		fprintf(stderr, "client_cudart: flags 2 did not select the "
-				"_ptsz functions (and only them)\n");
+		                "_ptsz functions (and only them)\n");
 		return 1;
 	}
 	return wl_main(argc, argv, &f0, &f2);

@@ -11,7 +11,7 @@ int main(int argc, char **argv)
 {
 	struct hip_fns fns = {
 #define FILL(name) .name = name,
-		HWL_FN_LIST(FILL)
+	        HWL_FN_LIST(FILL)
 #undef FILL
 	};
 	return hwl_main(argc, argv, &fns, &fns);

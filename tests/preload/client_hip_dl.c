@@ -25,20 +25,20 @@
 #define HIP_VERSION_ASKED 602
 
 typedef hipError_t (*getproc_fn)(const char *, void **, int, uint64_t,
-				 hipDriverProcAddressQueryResult *);
+                                 hipDriverProcAddressQueryResult *);
 
 static void *rt;
 static getproc_fn getproc;
 
 static const char *const hooked[] = {
-	"hipMalloc",      "hipExtMallocWithFlags", "hipMallocPitch",
-	"hipFree",        "hipMallocAsync",        "hipMallocFromPoolAsync",
-	"hipFreeAsync",   "hipMemAddressReserve",  "hipMemAddressFree",
-	"hipMemCreate",   "hipMemRelease",         "hipMemMap",
-	"hipMemUnmap",    "hipMallocManaged",      "hipHostMalloc",
-	"hipMallocHost",  "hipHostFree",           "hipFreeHost",
-	"hipHostRegister", "hipHostUnregister",    "hipMemGetInfo",
-	"hipGetProcAddress",
+        "hipMalloc",         "hipExtMallocWithFlags", "hipMallocPitch",
+        "hipFree",           "hipMallocAsync",        "hipMallocFromPoolAsync",
+        "hipFreeAsync",      "hipMemAddressReserve",  "hipMemAddressFree",
+        "hipMemCreate",      "hipMemRelease",         "hipMemMap",
+        "hipMemUnmap",       "hipMallocManaged",      "hipHostMalloc",
+        "hipMallocHost",     "hipHostFree",           "hipFreeHost",
+        "hipHostRegister",   "hipHostUnregister",     "hipMemGetInfo",
+        "hipGetProcAddress",
 };
 
 static int is_hooked(const char *name)
@@ -71,7 +71,7 @@ static int check_owner(const char *name, void *p)
 	if (want_preload != in_preload ||
 	    (!in_preload && strncmp(lib, "libamdhip64", 11) != 0)) {
 		fprintf(stderr, "client_hip_dl: %s resolved into %s\n", name,
-			lib);
+		        lib);
 		return -1;
 	}
 	return 0;
@@ -79,22 +79,25 @@ static int check_owner(const char *name, void *p)
 
 static int resolve(const char *name, uint64_t flags, void **out)
 {
-	hipDriverProcAddressQueryResult st = HIP_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	hipDriverProcAddressQueryResult st =
+	        HIP_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 	*out = NULL;
 	if (!getproc) {
 		*out = dlsym(rt, name);
 		if (!*out) {
 			fprintf(stderr, "client_hip_dl: dlsym %s: %s\n", name,
-				dlerror());
+			        dlerror());
 			return -1;
 		}
 	} else {
-		hipError_t r = getproc(name, out, HIP_VERSION_ASKED, flags, &st);
-		if (r != hipSuccess || !*out || st != HIP_GET_PROC_ADDRESS_SUCCESS) {
+		hipError_t r =
+		        getproc(name, out, HIP_VERSION_ASKED, flags, &st);
+		if (r != hipSuccess || !*out ||
+		    st != HIP_GET_PROC_ADDRESS_SUCCESS) {
 			fprintf(stderr,
-				"client_hip_dl: hipGetProcAddress(%s): %d, "
-				"status %d\n",
-				name, (int)r, (int)st);
+			        "client_hip_dl: hipGetProcAddress(%s): %d, "
+			        "status %d\n",
+			        name, (int)r, (int)st);
 			return -1;
 		}
 	}
@@ -119,11 +122,12 @@ static int check_resolver(void)
 {
 	hipDriverProcAddressQueryResult st = HIP_GET_PROC_ADDRESS_SUCCESS;
 	void *p = (void *)1, *spt = NULL, *self = NULL;
-	hipError_t r = getproc("hipNoSuchFunction", &p, HIP_VERSION_ASKED, 0, &st);
+	hipError_t r =
+	        getproc("hipNoSuchFunction", &p, HIP_VERSION_ASKED, 0, &st);
 	if (r != hipErrorInvalidValue || p ||
 	    st != HIP_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND) {
 		fprintf(stderr, "client_hip_dl: unknown name: %d %p %d\n",
-			(int)r, p, (int)st);
+		        (int)r, p, (int)st);
 		return -1;
 	}
 	/* flags 2 answers the _spt export, never wrapped. */
@@ -135,7 +139,8 @@ static int check_resolver(void)
 	/* The resolver through itself, as a loader asks for it. */
 	r = getproc("hipGetProcAddress", &self, HIP_VERSION_ASKED, 0, &st);
 	if (r != hipSuccess || !self) {
-		fprintf(stderr, "client_hip_dl: hipGetProcAddress: %d\n", (int)r);
+		fprintf(stderr, "client_hip_dl: hipGetProcAddress: %d\n",
+		        (int)r);
 		return -1;
 	}
 	getproc = (getproc_fn)(uintptr_t)self;
@@ -164,7 +169,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(route, "getproc")) {
 		getproc = (getproc_fn)(uintptr_t)dlsym(rt, "hipGetProcAddress");
-		if (!getproc || check_owner("hipGetProcAddress", (void *)(uintptr_t)getproc) ||
+		if (!getproc ||
+		    check_owner("hipGetProcAddress",
+		                (void *)(uintptr_t)getproc) ||
 		    check_resolver())
 			return 1;
 	} else if (strcmp(route, "dlsym") != 0) {

@@ -10,10 +10,9 @@
 
 int main(int argc, char **argv)
 {
-	struct cu_fns f0 = {
-		.ptsz = 0,
+	struct cu_fns f0 = {.ptsz = 0,
 #define DIRECT(field, base, has_ptsz) .field = field,
-		WL_FN_LIST(DIRECT)
+	                    WL_FN_LIST(DIRECT)
 #undef DIRECT
 	};
 	struct cu_fns f2 = f0;

@@ -29,7 +29,7 @@ static void *cuda_main(void *arg)
 	struct job *j = arg;
 	struct cu_fns fns = {.ptsz = 0,
 #define FILL_CU(field, base, has_ptsz) .field = field,
-			     WL_FN_LIST(FILL_CU)
+	                     WL_FN_LIST(FILL_CU)
 #undef FILL_CU
 	};
 	j->rc = wl_main(j->argc, j->argv, &fns, &fns);
@@ -41,7 +41,7 @@ static void *hip_main(void *arg)
 	struct job *j = arg;
 	struct hip_fns fns = {
 #define FILL_HIP(name) .name = name,
-		HWL_FN_LIST(FILL_HIP)
+	        HWL_FN_LIST(FILL_HIP)
 #undef FILL_HIP
 	};
 	j->rc = hwl_main(j->argc, j->argv, &fns, &fns);
@@ -68,12 +68,14 @@ int main(int argc, char **argv)
 	}
 	if (argc % 2 == 0)
 		goto usage;
-	snprintf(ecuda, sizeof(ecuda), "%s.cuda", expect ? expect : "/dev/null");
+	snprintf(ecuda, sizeof(ecuda), "%s.cuda",
+	         expect ? expect : "/dev/null");
 	snprintf(ehip, sizeof(ehip), "%s.hip", expect ? expect : "/dev/null");
 	cj = (struct job){{argv[0], "--devices", (char *)ncuda}, 3, 1};
 	hj = (struct job){{argv[0], "--devices", (char *)nhip, "--id-base",
-			   (char *)ncuda},
-			  5, 1};
+	                   (char *)ncuda},
+	                  5,
+	                  1};
 	if (expect) {
 		cj.argv[cj.argc++] = "--expect";
 		cj.argv[cj.argc++] = ecuda;
@@ -88,20 +90,23 @@ int main(int argc, char **argv)
 	pthread_join(ct, NULL);
 	pthread_join(ht, NULL);
 	if (cj.rc || hj.rc) {
-		fprintf(stderr, "client_mixed: cuda %d, hip %d\n", cj.rc, hj.rc);
+		fprintf(stderr, "client_mixed: cuda %d, hip %d\n", cj.rc,
+		        hj.rc);
 		return 1;
 	}
 	if (!expect)
 		return 0;
 	f = fopen(expect, "w");
-	if (!f || fprintf(f, "{\"parts\": [\"%s\", \"%s\"]}\n", ecuda, ehip) < 0 ||
+	if (!f ||
+	    fprintf(f, "{\"parts\": [\"%s\", \"%s\"]}\n", ecuda, ehip) < 0 ||
 	    fclose(f)) {
 		perror(expect);
 		return 1;
 	}
 	return 0;
 usage:
-	fprintf(stderr, "usage: client_mixed [--expect FILE] [--cuda-devices N] "
-			"[--hip-devices N]\n");
+	fprintf(stderr,
+	        "usage: client_mixed [--expect FILE] [--cuda-devices N] "
+	        "[--hip-devices N]\n");
 	return 2;
 }

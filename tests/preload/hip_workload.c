@@ -29,12 +29,12 @@
 
 #define HWL_MAX_DEV 64
 #define HWL_MAX_OOM 256
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
+#define MiB         (1ull << 20)
+#define GiB         (1ull << 30)
 
 enum fam { F_DEVICE, F_ASYNC, F_VMM, F_MANAGED, F_PINNED, F_REGISTERED, F_N };
 static const char *const fam_name[F_N] = {"device",  "async",  "vmm",
-					  "managed", "pinned", "registered"};
+                                          "managed", "pinned", "registered"};
 
 struct counters {
 	long long allocs, frees, failed, peak, live;
@@ -90,7 +90,7 @@ static void note_fail(int dev, enum fam f)
 }
 
 static void note_oom(const char *api, int dev, unsigned long long req,
-		     long long free_bytes)
+                     long long free_bytes)
 {
 	if (S.nooms < HWL_MAX_OOM)
 		S.ooms[S.nooms++] = (struct oom){api, dev, req, free_bytes};
@@ -117,10 +117,10 @@ static const char *errname(hipError_t r)
 		hipError_t r_ = (call);                                        \
 		if (r_ != (want)) {                                            \
 			fprintf(stderr,                                        \
-				"hip_workload: %s:%d: %s returned %d (%s), "   \
-				"expected %d (%s)\n",                          \
-				__FILE__, __LINE__, #call, (int)r_,            \
-				errname(r_), (int)(want), errname(want));      \
+			        "hip_workload: %s:%d: %s returned %d (%s), "   \
+			        "expected %d (%s)\n",                          \
+			        __FILE__, __LINE__, #call, (int)r_,            \
+			        errname(r_), (int)(want), errname(want));      \
 			return -1;                                             \
 		}                                                              \
 	} while (0)
@@ -129,8 +129,8 @@ static const char *errname(hipError_t r)
 	do {                                                                   \
 		if (!(cond)) {                                                 \
 			fprintf(stderr,                                        \
-				"hip_workload: %s:%d: check failed: %s\n",     \
-				__FILE__, __LINE__, #cond);                    \
+			        "hip_workload: %s:%d: check failed: %s\n",     \
+			        __FILE__, __LINE__, #cond);                    \
 			return -1;                                             \
 		}                                                              \
 	} while (0)
@@ -144,9 +144,9 @@ static int probe(int d, size_t *free_out)
 	if ((long long)(tot - fr) !=
 	    (long long)S.baseline_used[d] + dev_live(d)) {
 		fprintf(stderr,
-			"hip_workload: device %d: runtime says %zu bytes used, "
-			"bookkeeping says %zu + %lld\n",
-			d, tot - fr, S.baseline_used[d], dev_live(d));
+		        "hip_workload: device %d: runtime says %zu bytes used, "
+		        "bookkeeping says %zu + %lld\n",
+		        d, tot - fr, S.baseline_used[d], dev_live(d));
 		return -1;
 	}
 	if (free_out)
@@ -179,8 +179,9 @@ static int setup(int want_ndev)
 	EXPECT(hipSuccess, F->hipGetDeviceCount(&n));
 	REQUIRE(n >= 1 && n <= HWL_MAX_DEV);
 	if (want_ndev > 0 && n != want_ndev) {
-		fprintf(stderr, "hip_workload: runtime has %d devices, want %d\n",
-			n, want_ndev);
+		fprintf(stderr,
+		        "hip_workload: runtime has %d devices, want %d\n", n,
+		        want_ndev);
 		return -1;
 	}
 	S.ndev = n;
@@ -191,7 +192,8 @@ static int setup(int want_ndev)
 		hipUUID uuid;
 		size_t fr, tot;
 		EXPECT(hipSuccess, F->hipDeviceGet(&dev, d));
-		EXPECT(hipSuccess, F->hipDeviceGetName(name, sizeof(name), dev));
+		EXPECT(hipSuccess,
+		       F->hipDeviceGetName(name, sizeof(name), dev));
 		EXPECT(hipSuccess, F->hipDeviceGetUuid(&uuid, dev));
 		EXPECT(hipSuccess, F->hipDeviceTotalMem(&S.total[d], dev));
 		if (use_dev(d))
@@ -211,8 +213,8 @@ static int device_family(int d, unsigned k)
 	void *unknown = (void *)(uintptr_t)(0xdead0000ull + 512 * d);
 	size_t pitch = 0;
 	unsigned long long s1 = 64 * MiB + 1000 + 7 * k, s2 = 3 * MiB + 17 + k,
-			   s3 = 128 * MiB + 5 + 3 * k, se = 9 * MiB + 99 + k,
-			   w = 1000 + 8 * d + S.pass, h = 300 + k;
+	                   s3 = 128 * MiB + 5 + 3 * k, se = 9 * MiB + 99 + k,
+	                   w = 1000 + 8 * d + S.pass, h = 300 + k;
 
 	EXPECT(hipSuccess, F->hipMalloc(&a1, s1));
 	note_alloc(d, F_DEVICE, s1);
@@ -220,7 +222,7 @@ static int device_family(int d, unsigned k)
 	note_alloc(d, F_DEVICE, s2);
 	REQUIRE(a1 && a2 && a1 != a2 && P(a1) % 512 == 0);
 	EXPECT(hipSuccess, F->hipExtMallocWithFlags(
-				   &e1, se, FAKEHIP_DEVICE_MALLOC_FINEGRAINED));
+	                           &e1, se, FAKEHIP_DEVICE_MALLOC_FINEGRAINED));
 	note_alloc(d, F_DEVICE, se);
 	EXPECT(hipSuccess, F->hipMallocPitch(&p1, &pitch, w, h));
 	REQUIRE(pitch == ((w + 511) & ~511ull));
@@ -255,7 +257,7 @@ static int async_family(int d, unsigned k)
 	hipMemPool_t defpool = NULL, pool = NULL;
 	hipMemPoolProps props;
 	unsigned long long s1 = 48 * MiB + 123 + k, s2 = 5 * MiB + 9 + k,
-			   s3 = 7 * MiB + 11 + k, s4 = 9 * MiB + 1 + k;
+	                   s3 = 7 * MiB + 11 + k, s4 = 9 * MiB + 1 + k;
 
 	memset(&props, 0, sizeof(props));
 	props.allocType = hipMemAllocationTypePinned;
@@ -271,7 +273,7 @@ static int async_family(int d, unsigned k)
 	note_alloc(d, F_ASYNC, s3);
 	EXPECT(hipSuccess, F->hipMemPoolCreate(&pool, &props));
 	EXPECT(hipSuccess, F->hipMallocFromPoolAsync(
-				   &b4, s4, pool, FAKEHIP_STREAM_PER_THREAD));
+	                           &b4, s4, pool, FAKEHIP_STREAM_PER_THREAD));
 	note_alloc(d, F_ASYNC, s4);
 	if (probe(d, NULL))
 		return -1;
@@ -312,15 +314,17 @@ static int vmm_family(int d, unsigned k)
 	memset(&access, 0, sizeof(access));
 	access.location = prop.location;
 	access.flags = hipMemAccessFlagsProtReadWrite;
-	EXPECT(hipSuccess, F->hipMemGetAllocationGranularity(
-				   &g, &prop, hipMemAllocationGranularityMinimum));
+	EXPECT(hipSuccess,
+	       F->hipMemGetAllocationGranularity(
+	               &g, &prop, hipMemAllocationGranularityMinimum));
 	REQUIRE(g > 0);
 	s1 = (4 + S.pass) * g;
 	s2 = (6 + d) * g;
 	s3 = (3 + S.pass + d) * g;
 	s4 = (5 + k % 3) * g;
 
-	EXPECT(hipSuccess, F->hipMemAddressReserve(&va1, s1 + s2 + s3, 0, NULL, 0));
+	EXPECT(hipSuccess,
+	       F->hipMemAddressReserve(&va1, s1 + s2 + s3, 0, NULL, 0));
 	v = va1;
 	EXPECT(hipSuccess, F->hipMemCreate(&h1, s1, &prop, 0));
 	note_alloc(d, F_VMM, s1);
@@ -415,12 +419,13 @@ static int host_families(void)
 	char *not_pinned, *rb1, *rb2;
 	unsigned p = (unsigned)S.pass;
 	unsigned long long s1 = 6 * MiB + 33 + p, s2 = MiB + 21 + p,
-			   s3 = 300000 + p, huge = (1ull << 40) + 7 + p,
-			   r1 = 2 * MiB + 100 + p, r2 = 700000 + p;
+	                   s3 = 300000 + p, huge = (1ull << 40) + 7 + p,
+	                   r1 = 2 * MiB + 100 + p, r2 = 700000 + p;
 
 	if (use_dev(0))
 		return -1;
-	EXPECT(hipSuccess, F->hipHostMalloc(&hp1, s1, FAKEHIP_HOST_MALLOC_DEFAULT));
+	EXPECT(hipSuccess,
+	       F->hipHostMalloc(&hp1, s1, FAKEHIP_HOST_MALLOC_DEFAULT));
 	note_alloc(-1, F_PINNED, s1);
 	EXPECT(hipSuccess, F->hipMallocHost(&hp2, s2));
 	note_alloc(-1, F_PINNED, s2);
@@ -491,7 +496,7 @@ static int run_oom(void)
 	void *blocks[256];
 	int d = S.ndev - 1, n = 0;
 	unsigned long long sz =
-		(S.total[d] / 40 > 100 * MiB ? S.total[d] / 40 : 100 * MiB) + 3;
+	        (S.total[d] / 40 > 100 * MiB ? S.total[d] / 40 : 100 * MiB) + 3;
 	size_t fr;
 	hipError_t r;
 
@@ -526,9 +531,9 @@ static int run_oom(void)
 static void put_counters(FILE *f, const struct counters *c)
 {
 	fprintf(f,
-		"{\"allocs\": %lld, \"frees\": %lld, \"failed\": %lld, "
-		"\"peak_bytes\": %lld, \"live_bytes_end\": %lld}",
-		c->allocs, c->frees, c->failed, c->peak, c->live);
+	        "{\"allocs\": %lld, \"frees\": %lld, \"failed\": %lld, "
+	        "\"peak_bytes\": %lld, \"live_bytes_end\": %lld}",
+	        c->allocs, c->frees, c->failed, c->peak, c->live);
 }
 
 static int write_expect(const char *path)
@@ -545,12 +550,12 @@ static int write_expect(const char *path)
 	fprintf(f, "{\n  \"devices\": [\n");
 	for (int d = 0; d < S.ndev; d++) {
 		fprintf(f,
-			"    {\"id\": %d, \"vendor\": \"hip\", "
-			"\"total_bytes\": %zu, \"families\": {",
-			S.id_base + d, S.total[d]);
+		        "    {\"id\": %d, \"vendor\": \"hip\", "
+		        "\"total_bytes\": %zu, \"families\": {",
+		        S.id_base + d, S.total[d]);
 		for (int fa = 0; fa < F_PINNED; fa++) {
 			fprintf(f, "%s\n      \"%s\": ", fa ? "," : "",
-				fam_name[fa]);
+			        fam_name[fa]);
 			put_counters(f, &S.dev[d][fa]);
 			failures += S.dev[d][fa].failed;
 		}
@@ -559,22 +564,24 @@ static int write_expect(const char *path)
 	fprintf(f, "  ],\n  \"host\": {\"families\": {");
 	for (int fa = F_PINNED; fa < F_N; fa++) {
 		fprintf(f, "%s\n    \"%s\": ", fa > F_PINNED ? "," : "",
-			fam_name[fa]);
+		        fam_name[fa]);
 		put_counters(f, &S.host[fa - F_PINNED]);
 		failures += S.host[fa - F_PINNED].failed;
 	}
 	fprintf(f, "}},\n  \"ooms\": [");
 	for (int i = 0; i < S.nooms; i++)
 		fprintf(f,
-			"%s\n    {\"api\": \"%s\", \"device\": %d, "
-			"\"requested_bytes\": %llu, \"free_bytes\": %lld}",
-			i ? "," : "", S.ooms[i].api,
-			S.ooms[i].device < 0 ? -1 : S.id_base + S.ooms[i].device,
-			S.ooms[i].requested, S.ooms[i].free_bytes);
+		        "%s\n    {\"api\": \"%s\", \"device\": %d, "
+		        "\"requested_bytes\": %llu, \"free_bytes\": %lld}",
+		        i ? "," : "", S.ooms[i].api,
+		        S.ooms[i].device < 0 ? -1
+		                             : S.id_base + S.ooms[i].device,
+		        S.ooms[i].requested, S.ooms[i].free_bytes);
 	fprintf(f, "\n  ],\n  \"failures\": %lld,\n  \"truncated\": false\n}\n",
-		failures);
+	        failures);
 	if (fclose(f) || rename(tmp, path)) {
-		fprintf(stderr, "hip_workload: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "hip_workload: %s: %s\n", path,
+		        strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -585,12 +592,12 @@ static int write_expect(const char *path)
 static int usage(void)
 {
 	fprintf(stderr, "usage: client [--expect FILE] [--devices N] "
-			"[--id-base N] [--mode workload|oom]\n");
+	                "[--id-base N] [--mode workload|oom]\n");
 	return 2;
 }
 
 int hwl_main(int argc, char **argv, const struct hip_fns *pass0,
-	     const struct hip_fns *pass1)
+             const struct hip_fns *pass1)
 {
 	const char *expect = NULL, *mode = "workload";
 	int ndev = 0, rc;

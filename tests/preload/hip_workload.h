@@ -78,6 +78,6 @@ struct hip_fns {
  * 0 ok, 1 a check failed (message on stderr), 2 usage.
  */
 int hwl_main(int argc, char **argv, const struct hip_fns *pass0,
-	     const struct hip_fns *pass1);
+             const struct hip_fns *pass1);
 
 #endif /* VRT_TEST_HIP_WORKLOAD_H */

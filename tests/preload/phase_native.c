@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define MIB (1024ull * 1024ull)
+#define MIB      (1024ull * 1024ull)
 #define NOINLINE __attribute__((noinline, noclone))
 
 static void check(CUresult r, const char *what)

@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 	printf("proc_tree: parent %d, forked %d, spawned %d\n", (int)getpid(),
 	       (int)child, (int)spawned);
 	return WIFEXITED(st) && WIFEXITED(st2) && !WEXITSTATUS(st) &&
-			       !WEXITSTATUS(st2)
-		       ? 0
-		       : 1;
+	                       !WEXITSTATUS(st2)
+	               ? 0
+	               : 1;
 }

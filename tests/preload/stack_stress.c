@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define MIB (1024ull * 1024ull)
+#define MIB      (1024ull * 1024ull)
 #define NOINLINE __attribute__((noinline, noclone))
 
 /* Exported (not static) so dladdr names them in the trace. */

@@ -39,12 +39,12 @@
 
 #define WL_MAX_DEV 64
 #define WL_MAX_OOM 256
-#define MiB (1ull << 20)
-#define GiB (1ull << 30)
+#define MiB        (1ull << 20)
+#define GiB        (1ull << 30)
 
 enum fam { F_DEVICE, F_ASYNC, F_VMM, F_MANAGED, F_PINNED, F_REGISTERED, F_N };
 static const char *const fam_name[F_N] = {"device",  "async",  "vmm",
-					  "managed", "pinned", "registered"};
+                                          "managed", "pinned", "registered"};
 
 struct counters {
 	long long allocs, frees, failed, peak, live;
@@ -102,7 +102,7 @@ static void note_fail(int dev, enum fam f)
 }
 
 static void note_oom(const char *api, int dev, unsigned long long req,
-		     long long free_bytes)
+                     long long free_bytes)
 {
 	if (S.nooms < WL_MAX_OOM)
 		S.ooms[S.nooms++] = (struct oom){api, dev, req, free_bytes};
@@ -124,8 +124,8 @@ static const struct cu_fns *F;
 static const char *errname(CUresult r)
 {
 	const char *s = NULL;
-	if (F && F->cuGetErrorName && F->cuGetErrorName(r, &s) == CUDA_SUCCESS &&
-	    s)
+	if (F && F->cuGetErrorName &&
+	    F->cuGetErrorName(r, &s) == CUDA_SUCCESS && s)
 		return s;
 	return "?";
 }
@@ -136,10 +136,10 @@ static const char *errname(CUresult r)
 		CUresult r_ = (call);                                          \
 		if (r_ != (want)) {                                            \
 			fprintf(stderr,                                        \
-				"workload: %s:%d: %s returned %d (%s), "       \
-				"expected %d (%s)\n",                          \
-				__FILE__, __LINE__, #call, (int)r_,            \
-				errname(r_), (int)(want), errname(want));      \
+			        "workload: %s:%d: %s returned %d (%s), "       \
+			        "expected %d (%s)\n",                          \
+			        __FILE__, __LINE__, #call, (int)r_,            \
+			        errname(r_), (int)(want), errname(want));      \
 			return -1;                                             \
 		}                                                              \
 	} while (0)
@@ -148,7 +148,7 @@ static const char *errname(CUresult r)
 	do {                                                                   \
 		if (!(cond)) {                                                 \
 			fprintf(stderr, "workload: %s:%d: check failed: %s\n", \
-				__FILE__, __LINE__, #cond);                    \
+			        __FILE__, __LINE__, #cond);                    \
 			return -1;                                             \
 		}                                                              \
 	} while (0)
@@ -160,11 +160,12 @@ static int probe(int d, size_t *free_out)
 	size_t fr = 0, tot = 0;
 	EXPECT(CUDA_SUCCESS, F->cuMemGetInfo_v2(&fr, &tot));
 	REQUIRE(tot == S.total[d]);
-	if ((long long)(tot - fr) != (long long)S.baseline_used[d] + dev_live(d)) {
+	if ((long long)(tot - fr) !=
+	    (long long)S.baseline_used[d] + dev_live(d)) {
 		fprintf(stderr,
-			"workload: device %d: driver says %zu bytes used, "
-			"bookkeeping says %zu + %lld\n",
-			d, tot - fr, S.baseline_used[d], dev_live(d));
+		        "workload: device %d: driver says %zu bytes used, "
+		        "bookkeeping says %zu + %lld\n",
+		        d, tot - fr, S.baseline_used[d], dev_live(d));
 		return -1;
 	}
 	if (free_out)
@@ -197,7 +198,7 @@ static int setup(int want_ndev)
 	REQUIRE(n >= 1 && n <= WL_MAX_DEV);
 	if (want_ndev > 0 && n != want_ndev) {
 		fprintf(stderr, "workload: driver has %d devices, want %d\n", n,
-			want_ndev);
+		        want_ndev);
 		return -1;
 	}
 	S.ndev = n;
@@ -208,10 +209,12 @@ static int setup(int want_ndev)
 		CUuuid uuid;
 		size_t fr, tot;
 		EXPECT(CUDA_SUCCESS, F->cuDeviceGet(&dev, d));
-		EXPECT(CUDA_SUCCESS, F->cuDeviceGetName(name, sizeof(name), dev));
+		EXPECT(CUDA_SUCCESS,
+		       F->cuDeviceGetName(name, sizeof(name), dev));
 		EXPECT(CUDA_SUCCESS, F->cuDeviceGetUuid_v2(&uuid, dev));
 		EXPECT(CUDA_SUCCESS, F->cuDeviceTotalMem_v2(&S.total[d], dev));
-		EXPECT(CUDA_SUCCESS, F->cuDevicePrimaryCtxRetain(&S.ctx[d], dev));
+		EXPECT(CUDA_SUCCESS,
+		       F->cuDevicePrimaryCtxRetain(&S.ctx[d], dev));
 		if (use_dev(d))
 			return -1;
 		EXPECT(CUDA_SUCCESS, F->cuMemGetInfo_v2(&fr, &tot));
@@ -228,8 +231,8 @@ static int device_family(int d, unsigned k)
 	CUdeviceptr a1, a2, a3, p1, unknown = 0xdead0000ull + d;
 	size_t pitch = 0;
 	unsigned long long s1 = 64 * MiB + 1000 + 7 * k, s2 = 3 * MiB + 17 + k,
-			   s3 = 128 * MiB + 5 + 3 * k, w = 1000 + 8 * d + S.pass,
-			   h = 300 + k;
+	                   s3 = 128 * MiB + 5 + 3 * k,
+	                   w = 1000 + 8 * d + S.pass, h = 300 + k;
 
 	EXPECT(CUDA_SUCCESS, F->cuMemAlloc_v2(&a1, s1));
 	note_alloc(d, F_DEVICE, s1);
@@ -264,7 +267,7 @@ static int async_family(int d, unsigned k)
 	CUmemoryPool defpool = NULL, pool = NULL;
 	CUmemPoolProps props;
 	unsigned long long s1 = 48 * MiB + 123 + k, s2 = 5 * MiB + 9 + k,
-			   s3 = 7 * MiB + 11 + k, s4 = 9 * MiB + 1 + k;
+	                   s3 = 7 * MiB + 11 + k, s4 = 9 * MiB + 1 + k;
 
 	memset(&props, 0, sizeof(props));
 	props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -276,12 +279,13 @@ static int async_family(int d, unsigned k)
 	       F->cuMemAllocAsync(&b2, s2, FAKECUDA_STREAM_PER_THREAD));
 	note_alloc(d, F_ASYNC, s2);
 	EXPECT(CUDA_SUCCESS, F->cuDeviceGetDefaultMemPool(&defpool, d));
-	EXPECT(CUDA_SUCCESS, F->cuMemAllocFromPoolAsync(&b3, s3, defpool,
-							FAKECUDA_STREAM_LEGACY));
+	EXPECT(CUDA_SUCCESS, F->cuMemAllocFromPoolAsync(
+	                             &b3, s3, defpool, FAKECUDA_STREAM_LEGACY));
 	note_alloc(d, F_ASYNC, s3);
 	EXPECT(CUDA_SUCCESS, F->cuMemPoolCreate(&pool, &props));
-	EXPECT(CUDA_SUCCESS, F->cuMemAllocFromPoolAsync(
-				     &b4, s4, pool, FAKECUDA_STREAM_PER_THREAD));
+	EXPECT(CUDA_SUCCESS,
+	       F->cuMemAllocFromPoolAsync(&b4, s4, pool,
+	                                  FAKECUDA_STREAM_PER_THREAD));
 	note_alloc(d, F_ASYNC, s4);
 	if (probe(d, NULL))
 		return -1;
@@ -295,7 +299,8 @@ static int async_family(int d, unsigned k)
 	EXPECT(CUDA_ERROR_INVALID_VALUE, F->cuMemFreeAsync(unknown, NULL));
 	note_fail(d, F_ASYNC);
 	EXPECT(CUDA_SUCCESS, F->cuStreamSynchronize(NULL));
-	EXPECT(CUDA_SUCCESS, F->cuStreamSynchronize(FAKECUDA_STREAM_PER_THREAD));
+	EXPECT(CUDA_SUCCESS,
+	       F->cuStreamSynchronize(FAKECUDA_STREAM_PER_THREAD));
 	EXPECT(CUDA_SUCCESS, F->cuMemPoolDestroy(pool));
 	return probe(d, NULL); /* b1 stays live */
 }
@@ -316,15 +321,17 @@ static int vmm_family(int d, unsigned k)
 	memset(&access, 0, sizeof(access));
 	access.location = prop.location;
 	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	EXPECT(CUDA_SUCCESS, F->cuMemGetAllocationGranularity(
-				     &g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	EXPECT(CUDA_SUCCESS,
+	       F->cuMemGetAllocationGranularity(
+	               &g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
 	REQUIRE(g > 0);
 	s1 = (4 + S.pass) * g;
 	s2 = (6 + d) * g;
 	s3 = (3 + S.pass + d) * g;
 	s4 = (5 + k % 3) * g;
 
-	EXPECT(CUDA_SUCCESS, F->cuMemAddressReserve(&va1, s1 + s2 + s3, 0, 0, 0));
+	EXPECT(CUDA_SUCCESS,
+	       F->cuMemAddressReserve(&va1, s1 + s2 + s3, 0, 0, 0));
 	EXPECT(CUDA_SUCCESS, F->cuMemCreate(&h1, s1, &prop, 0));
 	note_alloc(d, F_VMM, s1);
 	EXPECT(CUDA_SUCCESS, F->cuMemCreate(&h2, s2, &prop, 0));
@@ -381,7 +388,7 @@ static int managed_family(int d, unsigned k)
 static int device_ooms(int d)
 {
 	const char *async_api =
-		F->ptsz ? "cuMemAllocAsync_ptsz" : "cuMemAllocAsync";
+	        F->ptsz ? "cuMemAllocAsync_ptsz" : "cuMemAllocAsync";
 	CUdeviceptr p = 1;
 	size_t fr;
 	unsigned long long req;
@@ -395,7 +402,8 @@ static int device_ooms(int d)
 	note_oom("cuMemAlloc_v2", d, req, (long long)fr);
 	if (d == 0) {
 		req = fr + 3 * GiB + 99 + S.pass;
-		EXPECT(CUDA_ERROR_OUT_OF_MEMORY, F->cuMemAllocAsync(&p, req, NULL));
+		EXPECT(CUDA_ERROR_OUT_OF_MEMORY,
+		       F->cuMemAllocAsync(&p, req, NULL));
 		note_fail(d, F_ASYNC);
 		note_oom(async_api, d, req, (long long)fr);
 	}
@@ -407,7 +415,8 @@ static int device_ooms(int d)
 		prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 		prop.location.id = d;
 		req = ((fr + 2 * GiB) / (2 * MiB) + 1 + S.pass) * (2 * MiB);
-		EXPECT(CUDA_ERROR_OUT_OF_MEMORY, F->cuMemCreate(&h, req, &prop, 0));
+		EXPECT(CUDA_ERROR_OUT_OF_MEMORY,
+		       F->cuMemCreate(&h, req, &prop, 0));
 		note_fail(d, F_VMM);
 		note_oom("cuMemCreate", d, req, (long long)fr);
 	}
@@ -420,8 +429,8 @@ static int host_families(void)
 	char *not_pinned, *rb1, *rb2;
 	unsigned p = (unsigned)S.pass;
 	unsigned long long s1 = 6 * MiB + 33 + p, s2 = MiB + 21 + p,
-			   s3 = 300000 + p, huge = (1ull << 40) + 7 + p,
-			   r1 = 2 * MiB + 100 + p, r2 = 700000 + p;
+	                   s3 = 300000 + p, huge = (1ull << 40) + 7 + p,
+	                   r1 = 2 * MiB + 100 + p, r2 = 700000 + p;
 
 	if (use_dev(0))
 		return -1;
@@ -497,9 +506,10 @@ static void *thread_main(void *arg)
 	CUresult r = F->cuCtxSetCurrent(S.ctx[th->dev]);
 	for (int i = 0; i < th->iters && r == CUDA_SUCCESS; i++) {
 		unsigned long long sz =
-			512ull * (1 + ((unsigned)i * 2654435761u +
-				       (unsigned)th->t * 40503u) % 4096) +
-			(unsigned)(i % 7);
+		        512ull * (1 + ((unsigned)i * 2654435761u +
+		                       (unsigned)th->t * 40503u) %
+		                              4096) +
+		        (unsigned)(i % 7);
 		r = F->cuMemAlloc_v2(&p, sz);
 		if (r == CUDA_SUCCESS)
 			r = F->cuMemFree_v2(p);
@@ -532,8 +542,8 @@ static int run_threads(int nthreads, int iters)
 		struct counters *c = &S.dev[th[t].dev][F_DEVICE];
 		pthread_join(th[t].id, NULL);
 		if (th[t].err != CUDA_SUCCESS) {
-			fprintf(stderr, "workload: thread %d: error %d (%s)\n", t,
-				th[t].err, errname(th[t].err));
+			fprintf(stderr, "workload: thread %d: error %d (%s)\n",
+			        t, th[t].err, errname(th[t].err));
 			rc = -1;
 		}
 		c->allocs += iters + 1;
@@ -560,8 +570,8 @@ static int run_threads(int nthreads, int iters)
 static int run_oom(void)
 {
 	CUdeviceptr blocks[256];
-	unsigned long long sz = S.total[0] / 40 > 100 * MiB ? S.total[0] / 40
-							   : 100 * MiB;
+	unsigned long long sz =
+	        S.total[0] / 40 > 100 * MiB ? S.total[0] / 40 : 100 * MiB;
 	int n = 0;
 	size_t fr;
 	CUresult r;
@@ -623,7 +633,8 @@ static int run_until_killed(const char *pidfile)
 	if (use_dev(0))
 		return -1;
 	for (int i = 0; i < 64; i++) {
-		EXPECT(CUDA_SUCCESS, F->cuMemAlloc_v2(&keep[i], MiB + 512ull * i));
+		EXPECT(CUDA_SUCCESS,
+		       F->cuMemAlloc_v2(&keep[i], MiB + 512ull * i));
 		note_alloc(0, F_DEVICE, MiB + 512ull * i);
 	}
 	/* A failed allocation makes the preload close and sync its current
@@ -634,7 +645,8 @@ static int run_until_killed(const char *pidfile)
 	if (!pidfile || write_pidfile(pidfile))
 		return -1;
 	for (long i = 0; i < 60000; i++) {
-		EXPECT(CUDA_SUCCESS, F->cuMemAlloc_v2(&p, 4096 + 512ull * (i % 100)));
+		EXPECT(CUDA_SUCCESS,
+		       F->cuMemAlloc_v2(&p, 4096 + 512ull * (i % 100)));
 		if (i % 3)
 			EXPECT(CUDA_SUCCESS, F->cuMemFree_v2(p));
 		nanosleep(&pause, NULL);
@@ -648,10 +660,10 @@ static int run_until_killed(const char *pidfile)
 static void put_counters(FILE *f, const struct counters *c, int peak_known)
 {
 	fprintf(f,
-		"{\"allocs\": %lld, \"frees\": %lld, \"failed\": %lld, "
-		"\"peak_bytes\": %lld, \"live_bytes_end\": %lld}",
-		c->allocs, c->frees, c->failed, peak_known ? c->peak : -1,
-		c->live);
+	        "{\"allocs\": %lld, \"frees\": %lld, \"failed\": %lld, "
+	        "\"peak_bytes\": %lld, \"live_bytes_end\": %lld}",
+	        c->allocs, c->frees, c->failed, peak_known ? c->peak : -1,
+	        c->live);
 }
 
 static int write_expect(const char *path)
@@ -667,11 +679,13 @@ static int write_expect(const char *path)
 	}
 	fprintf(f, "{\n  \"devices\": [\n");
 	for (int d = 0; d < S.ndev; d++) {
-		fprintf(f, "    {\"id\": %d, \"total_bytes\": %zu, \"families\": {",
-			d, S.total[d]);
+		fprintf(f,
+		        "    {\"id\": %d, \"total_bytes\": %zu, \"families\": "
+		        "{",
+		        d, S.total[d]);
 		for (int fa = 0; fa < F_PINNED; fa++) {
 			fprintf(f, "%s\n      \"%s\": ", fa ? "," : "",
-				fam_name[fa]);
+			        fam_name[fa]);
 			put_counters(f, &S.dev[d][fa], !S.peaks_unknown);
 			failures += S.dev[d][fa].failed;
 		}
@@ -680,19 +694,19 @@ static int write_expect(const char *path)
 	fprintf(f, "  ],\n  \"host\": {\"families\": {");
 	for (int fa = F_PINNED; fa < F_N; fa++) {
 		fprintf(f, "%s\n    \"%s\": ", fa > F_PINNED ? "," : "",
-			fam_name[fa]);
+		        fam_name[fa]);
 		put_counters(f, &S.host[fa - F_PINNED], 1);
 		failures += S.host[fa - F_PINNED].failed;
 	}
 	fprintf(f, "}},\n  \"ooms\": [");
 	for (int i = 0; i < S.nooms; i++)
 		fprintf(f,
-			"%s\n    {\"api\": \"%s\", \"device\": %d, "
-			"\"requested_bytes\": %llu, \"free_bytes\": %lld}",
-			i ? "," : "", S.ooms[i].api, S.ooms[i].device,
-			S.ooms[i].requested, S.ooms[i].free_bytes);
+		        "%s\n    {\"api\": \"%s\", \"device\": %d, "
+		        "\"requested_bytes\": %llu, \"free_bytes\": %lld}",
+		        i ? "," : "", S.ooms[i].api, S.ooms[i].device,
+		        S.ooms[i].requested, S.ooms[i].free_bytes);
 	fprintf(f, "\n  ],\n  \"failures\": %lld,\n  \"truncated\": %s\n}\n",
-		failures, S.truncated ? "true" : "false");
+	        failures, S.truncated ? "true" : "false");
 	if (fclose(f) || rename(tmp, path)) {
 		fprintf(stderr, "workload: %s: %s\n", path, strerror(errno));
 		return -1;
@@ -704,15 +718,14 @@ static int write_expect(const char *path)
 
 static int usage(void)
 {
-	fprintf(stderr,
-		"usage: client [--expect FILE] [--devices N] "
-		"[--mode workload|threads|oom|sigkill] [--threads N] "
-		"[--iters N] [--pidfile FILE]\n");
+	fprintf(stderr, "usage: client [--expect FILE] [--devices N] "
+	                "[--mode workload|threads|oom|sigkill] [--threads N] "
+	                "[--iters N] [--pidfile FILE]\n");
 	return 2;
 }
 
 int wl_main(int argc, char **argv, const struct cu_fns *flags0,
-	    const struct cu_fns *flags2)
+            const struct cu_fns *flags2)
 {
 	const char *expect = NULL, *mode = "workload", *pidfile = NULL;
 	int ndev = 0, nthreads = 16, iters = 100000, rc;

@@ -85,6 +85,6 @@ struct cu_fns {
  * 0 ok, 1 a check failed (message on stderr), 2 usage.
  */
 int wl_main(int argc, char **argv, const struct cu_fns *flags0,
-	    const struct cu_fns *flags2);
+            const struct cu_fns *flags2);
 
 #endif /* VRT_TEST_WORKLOAD_H */

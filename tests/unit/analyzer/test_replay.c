@@ -333,11 +333,11 @@ static void test_phases_and_requests(void)
 	ev(VRT_EV_NET, 0, -1, 10, 5, VRT_NET_ACCEPT); /* 2 */
 	ev(VRT_EV_NET, 0, -1, 10, 5, VRT_NET_ACCEPT); /* lost close: 2 */
 	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x5000, 2 * GiB, 0);
-	tag(VRT_PHASE_forward, 3);                    /* the peak: 12 GiB */
+	tag(VRT_PHASE_forward, 3); /* the peak: 12 GiB */
 	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
 	tag(VRT_PHASE_forward, 3);
 	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x4000, 0, 0);
-	ev(VRT_EV_NET, 0, -1, 9, 0, VRT_NET_CLOSE); /* 1: forward 2 GiB */
+	ev(VRT_EV_NET, 0, -1, 9, 0, VRT_NET_CLOSE);  /* 1: forward 2 GiB */
 	ev(VRT_EV_NET, 0, -1, 77, 0, VRT_NET_CLOSE); /* unknown fd */
 	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x5000, 0, 0);
 	ev(VRT_EV_NET, 0, -1, 10, 0, VRT_NET_CLOSE); /* 0 */

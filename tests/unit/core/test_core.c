@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#define THREADS 8
+#define THREADS    8
 #define PER_THREAD 50000
 
 static int test_no;
@@ -37,15 +37,15 @@ static void *worker(void *arg)
 	uintptr_t id = (uintptr_t)arg;
 	for (uint64_t i = 0; i < PER_THREAD; i++) {
 		struct vrt_ev ev = {.rec = VRT_REC_ALLOC,
-				    .api = VRT_API_cuMemAlloc_v2,
-				    .device = (int)(id % 3),
-				    .addr = (id << 40) | (i << 9),
-				    .size = 512 + i % 4096};
+		                    .api = VRT_API_cuMemAlloc_v2,
+		                    .device = (int)(id % 3),
+		                    .addr = (id << 40) | (i << 9),
+		                    .size = 512 + i % 4096};
 		vrt_tbuf_event(&ev);
 		struct vrt_ev fr = {.rec = VRT_REC_FREE,
-				    .api = VRT_API_cuMemFree_v2,
-				    .device = VRT_DEVICE_UNKNOWN,
-				    .addr = ev.addr};
+		                    .api = VRT_API_cuMemFree_v2,
+		                    .device = VRT_DEVICE_UNKNOWN,
+		                    .addr = ev.addr};
 		vrt_tbuf_event(&fr);
 	}
 	/* Threads that exit hand their buffer over (thread-exit path). */
@@ -61,7 +61,7 @@ struct decoded {
 };
 
 static void parse(const uint8_t *p, size_t n, struct decoded *d,
-		  uint64_t *last_wm)
+                  uint64_t *last_wm)
 {
 	const uint8_t *end = p + n;
 	uint64_t ts = 0;
@@ -79,7 +79,7 @@ static void parse(const uint8_t *p, size_t n, struct decoded *d,
 		switch (type) {
 		case VRT_REC_HEADER:
 			d->have_header =
-				len > 8 && !memcmp(q, VRT_TRACE_MAGIC, 8);
+			        len > 8 && !memcmp(q, VRT_TRACE_MAGIC, 8);
 			break;
 		case VRT_REC_CHUNK:
 			vrt_get_uvarint(&q, qe, &v);
@@ -157,7 +157,7 @@ static int decode_file(const char *path, struct decoded *d)
 	uint64_t last_wm = 0;
 	while (off < (size_t)size) {
 		size_t fsz = ZSTD_findFrameCompressedSize(buf + off,
-							  (size_t)size - off);
+		                                          (size_t)size - off);
 		if (ZSTD_isError(fsz)) {
 			d->bad = 1;
 			break;
@@ -201,7 +201,7 @@ int main(void)
 
 	char path[256];
 	snprintf(path, sizeof(path), "%s/%d%s", dir, (int)getpid(),
-		 VRT_TRACE_SUFFIX);
+	         VRT_TRACE_SUFFIX);
 	struct stat st;
 	ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600,
 	   "trace file exists with mode 0600");

@@ -19,21 +19,22 @@
 int main(void)
 {
 	struct vrt_layout theirs = {
-		.prop_size = sizeof(CUmemAllocationProp),
-		.prop_location_type = offsetof(CUmemAllocationProp, location.type),
-		.prop_location_id = offsetof(CUmemAllocationProp, location.id),
-		.pool_props_size = sizeof(CUmemPoolProps),
-		.pool_location_id = offsetof(CUmemPoolProps, location.id),
-		.deviceptr_size = sizeof(CUdeviceptr),
-		.handle_size = sizeof(CUmemGenericAllocationHandle),
-		.uuid_size = sizeof(CUuuid),
-		.location_type_device = CU_MEM_LOCATION_TYPE_DEVICE,
-		.err_oom = CUDA_ERROR_OUT_OF_MEMORY,
-		.err_invalid_value = CUDA_ERROR_INVALID_VALUE,
-		.err_not_found = CUDA_ERROR_NOT_FOUND,
-		.err_invalid_context = CUDA_ERROR_INVALID_CONTEXT,
-		.ptds_flag = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
-		.symbol_not_found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
+	        .prop_size = sizeof(CUmemAllocationProp),
+	        .prop_location_type =
+	                offsetof(CUmemAllocationProp, location.type),
+	        .prop_location_id = offsetof(CUmemAllocationProp, location.id),
+	        .pool_props_size = sizeof(CUmemPoolProps),
+	        .pool_location_id = offsetof(CUmemPoolProps, location.id),
+	        .deviceptr_size = sizeof(CUdeviceptr),
+	        .handle_size = sizeof(CUmemGenericAllocationHandle),
+	        .uuid_size = sizeof(CUuuid),
+	        .location_type_device = CU_MEM_LOCATION_TYPE_DEVICE,
+	        .err_oom = CUDA_ERROR_OUT_OF_MEMORY,
+	        .err_invalid_value = CUDA_ERROR_INVALID_VALUE,
+	        .err_not_found = CUDA_ERROR_NOT_FOUND,
+	        .err_invalid_context = CUDA_ERROR_INVALID_CONTEXT,
+	        .ptds_flag = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+	        .symbol_not_found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
 	};
 	struct vrt_layout ours;
 	vrt_layout_ours(&ours);
@@ -41,8 +42,9 @@ int main(void)
 #define CHECK(f)                                                               \
 	do {                                                                   \
 		int same = theirs.f == ours.f;                                 \
-		printf("%sok - %s (cuda.h %zu, ours %zu)\n", same ? "" : "not ",  \
-		       #f, (size_t)theirs.f, (size_t)ours.f);                  \
+		printf("%sok - %s (cuda.h %zu, ours %zu)\n",                   \
+		       same ? "" : "not ", #f, (size_t)theirs.f,               \
+		       (size_t)ours.f);                                        \
 		bad |= !same;                                                  \
 	} while (0)
 	printf("1..15\n");
