@@ -33,6 +33,14 @@ static void check(CUresult r, const char *what)
 	}
 }
 
+/* Exported (not static) so dladdr names them in the trace. */
+void keep_frame(void);
+CUdeviceptr alloc_bytes(size_t n);
+void llama_model_load_from_file(void);
+void llama_kv_cache_init(void);
+void llama_decode(int step);
+void plain_helper(void);
+
 /* An opaque call after the allocation keeps the caller's frame from
  * becoming a tail call. */
 volatile int sink;
