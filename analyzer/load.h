@@ -151,7 +151,33 @@ struct vrt_process {
 	int exit_code;   /* exit status or signal number */
 };
 
+/*
+ * Sampler readings (SAMPLE records), in time order after loading.
+ * DEVICE: device is an index into vrt_trace.devices; used/total are the
+ *   whole device's bytes (every process); the processes on the device are
+ *   sample_pids[first_pid .. first_pid + npids) as (pid, used_bytes).
+ * HOST: device is -1; used = the process's RSS, total = MemAvailable,
+ *   swap_total / swap_free as read.
+ */
+struct vrt_sample {
+	int64_t ts;
+	uint32_t proc;  /* index into vrt_trace.procs (who sampled) */
+	uint8_t kind;   /* enum vrt_sample_kind */
+	int32_t device; /* index into vrt_trace.devices, -1 for HOST */
+	uint64_t used, total;
+	uint64_t swap_total, swap_free;
+	uint32_t first_pid, npids;
+};
+
+struct vrt_sample_pid {
+	uint64_t pid, used_bytes;
+};
+
 struct vrt_trace {
+	struct vrt_sample *samples;
+	size_t nsamples, cap_samples;
+	struct vrt_sample_pid *sample_pids;
+	size_t nsample_pids, cap_sample_pids;
 	struct vrt_event *ev;
 	size_t nev, cap_ev;
 	struct vrt_failinfo *fails;

@@ -109,7 +109,13 @@ enum vrt_rec {
 	VRT_REC_MEMINFO = 12,
 	/* chunk event: dts, label(str) — vramtrace_mark() or `ctl mark` */
 	VRT_REC_MARK = 13,
-	/* reserved: sampler (device used bytes, host memory) */
+	/* chunk event from the sampler thread (every VRAMTRACE_SAMPLE_MS):
+	 * dts, kind (enum vrt_sample_kind), then
+	 *   DEVICE: device(s) (ordinal as the process sees it), used_bytes,
+	 *           total_bytes (NVML: whole device, every process), nprocs,
+	 *           nprocs x (pid, used_bytes) — the processes on the device
+	 *   HOST:   rss_bytes (this process), mem_available_bytes,
+	 *           swap_total_bytes, swap_free_bytes (the machine) */
 	VRT_REC_SAMPLE = 14,
 	/* id, name(str) — a phase id's name. Ids 0..VRT_PHASE_BUILTIN_MAX
 	 * are fixed (below) and need no record; others (custom phases from
@@ -138,6 +144,8 @@ enum vrt_rec {
 enum vrt_frame_kind { VRT_FRAME_NATIVE = 0, VRT_FRAME_PYTHON = 1 };
 
 enum vrt_net_op { VRT_NET_LISTEN = 1, VRT_NET_ACCEPT = 2, VRT_NET_CLOSE = 3 };
+
+enum vrt_sample_kind { VRT_SAMPLE_DEVICE = 1, VRT_SAMPLE_HOST = 2 };
 
 enum vrt_proc_op { VRT_PROC_FORK = 1, VRT_PROC_EXEC = 2, VRT_PROC_SPAWN = 3 };
 
