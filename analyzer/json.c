@@ -230,6 +230,50 @@ void vrt_json_seconds(struct vrt_json *w, int64_t ns)
 	        frac);
 }
 
+/* RFC 8259 number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static int is_number(const char *s)
+{
+	const char *p = s;
+
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (*p >= '1' && *p <= '9')
+		while (*p >= '0' && *p <= '9')
+			p++;
+	else
+		return 0;
+	if (*p == '.') {
+		if (!(*++p >= '0' && *p <= '9'))
+			return 0;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return 0;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	return *p == '\0' && p - s < 64;
+}
+
+void vrt_json_number_text(struct vrt_json *w, const char *s)
+{
+	if (!s) {
+		vrt_json_null(w);
+	} else if (is_number(s)) {
+		before_value(w);
+		fputs(s, w->f);
+	} else {
+		vrt_json_string(w, s);
+	}
+}
+
 void vrt_json_finish(struct vrt_json *w)
 {
 	fputc('\n', w->f);

@@ -37,6 +37,9 @@ void vrt_json_bool(struct vrt_json *w, int v);
 void vrt_json_null(struct vrt_json *w);
 /* Seconds from nanoseconds, printed exactly with 9 decimals trimmed. */
 void vrt_json_seconds(struct vrt_json *w, int64_t ns);
+/* A number given as text (a flag's value, "0.9"), written verbatim when it
+ * follows JSON's number grammar, else as a string; NULL writes null. */
+void vrt_json_number_text(struct vrt_json *w, const char *s);
 /* Ends the document with a newline. */
 void vrt_json_finish(struct vrt_json *w);
 

@@ -890,6 +890,61 @@ static enum vrt_load_status parse_event(struct file_state *fs, unsigned type,
 	return push_event(fs, &e, dts);
 }
 
+/* A sampler reading: kept in t->samples, and as an event (so it is timed,
+ * its device mapped and ordered like every event; replay skips it). */
+static enum vrt_load_status parse_sample(struct file_state *fs,
+                                         struct cursor *c, uint64_t roff,
+                                         uint64_t dts)
+{
+	struct vrt_trace *t = fs->t;
+	struct vrt_sample smp;
+	struct vrt_event e;
+
+	memset(&smp, 0, sizeof(smp));
+	memset(&e, 0, sizeof(e));
+	smp.kind = (uint8_t)get_u(c);
+	if (smp.kind == VRT_SAMPLE_DEVICE) {
+		e.device = raw_device(get_s(c));
+		smp.used = get_u(c);
+		smp.total = get_u(c);
+		uint64_t np = get_u(c);
+		if (c->bad || np > 4096)
+			return rec_error(fs, roff, "malformed SAMPLE");
+		smp.first_pid = (uint32_t)t->nsample_pids;
+		for (uint64_t k = 0; k < np; k++) {
+			struct vrt_sample_pid sp;
+			sp.pid = get_u(c);
+			sp.used_bytes = get_u(c);
+			if (c->bad)
+				return rec_error(fs, roff, "malformed SAMPLE");
+			if (grow((void **)&t->sample_pids, &t->cap_sample_pids,
+			         t->nsample_pids + 1, sizeof(sp)))
+				return fail(fs->err, VRT_LOAD_ERR_NOMEM,
+				            fs->name, "samples");
+			t->sample_pids[t->nsample_pids++] = sp;
+		}
+		smp.npids = (uint32_t)np;
+	} else if (smp.kind == VRT_SAMPLE_HOST) {
+		e.device = -1;
+		smp.used = get_u(c);
+		smp.total = get_u(c);
+		smp.swap_total = get_u(c);
+		smp.swap_free = get_u(c);
+	} else {
+		return VRT_LOAD_OK; /* a newer kind: skipped */
+	}
+	if (c->bad)
+		return rec_error(fs, roff, "malformed SAMPLE");
+	if (grow((void **)&t->samples, &t->cap_samples, t->nsamples + 1,
+	         sizeof(smp)) ||
+	    t->nsamples >= UINT32_MAX)
+		return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "samples");
+	t->samples[t->nsamples] = smp;
+	e.kind = VRT_EV_SAMPLE;
+	e.extra = (uint32_t)t->nsamples++;
+	return push_event(fs, &e, dts);
+}
+
 /* MARK, NET, PROC, REQUEST: chunk events that change no memory. */
 static enum vrt_load_status parse_chunk_event(struct file_state *fs,
                                               unsigned type, struct cursor *c,
@@ -927,6 +982,8 @@ static enum vrt_load_status parse_chunk_event(struct file_state *fs,
 		e.aux = get_u(c);
 		e.addr = get_u(c);
 		break;
+	case VRT_REC_SAMPLE:
+		return parse_sample(fs, c, roff, dts);
 	}
 	if (c->bad)
 		return rec_error(fs, roff, "short event record");
@@ -1098,6 +1155,7 @@ static enum vrt_load_status parse_frame(struct file_state *fs,
 		case VRT_REC_NET:
 		case VRT_REC_PROC:
 		case VRT_REC_REQUEST:
+		case VRT_REC_SAMPLE:
 			st = parse_chunk_event(fs, type, &c, roff);
 			if (st)
 				return st;
@@ -1180,6 +1238,34 @@ static enum vrt_load_status resolve_devices(struct file_state *fs)
 		e->device = g;
 	}
 	return VRT_LOAD_OK;
+}
+
+/* Puts the samples in event order (time) with their events' final time,
+ * process and device, once clocks are aligned and devices sorted. */
+static int order_samples(struct vrt_trace *t)
+{
+	struct vrt_sample *sorted;
+	size_t i, n = 0;
+
+	if (!t->nsamples)
+		return 0;
+	sorted = malloc(t->nsamples * sizeof(*sorted));
+	if (!sorted)
+		return -1;
+	for (i = 0; i < t->nev; i++) {
+		struct vrt_event *e = &t->ev[i];
+		if (e->kind != VRT_EV_SAMPLE || e->extra >= t->nsamples)
+			continue;
+		sorted[n] = t->samples[e->extra];
+		sorted[n].ts = e->ts;
+		sorted[n].proc = e->proc;
+		sorted[n].device = e->device;
+		e->extra = (uint32_t)n++;
+	}
+	free(t->samples);
+	t->samples = sorted;
+	t->nsamples = t->cap_samples = n;
+	return 0;
 }
 
 /* ---- stacks: per-file ids to shared indexes ----------------------------- */
@@ -1929,7 +2015,8 @@ enum vrt_load_status vrt_load_finish(struct vrt_trace *t)
 	for (i = 0; i < t->nprocs; i++)
 		if (host_index(t, t->procs[i].host, &h))
 			return VRT_LOAD_ERR_NOMEM;
-	if (align_clocks(t) || sort_devices(t) || sort_events(t->ev, t->nev))
+	if (align_clocks(t) || sort_devices(t) || sort_events(t->ev, t->nev) ||
+	    order_samples(t))
 		return VRT_LOAD_ERR_NOMEM;
 	t->start_ns = t->end_ns = 0;
 	for (i = 0; i < t->nprocs; i++) {
@@ -2000,6 +2087,8 @@ void vrt_load_free(struct vrt_trace *t)
 		free(in->stacks.s);
 		free(in);
 	}
+	free(t->samples);
+	free(t->sample_pids);
 	for (i = 0; i < t->nskipped; i++)
 		free(t->skipped[i]);
 	free(t->skipped);

@@ -43,6 +43,7 @@ enum vrt_ev_kind {
 	VRT_EV_PROC = 9,     /* aux = enum vrt_proc_op, addr = pid,
 	                        extra = text (string index) */
 	VRT_EV_REQUEST = 10, /* aux = 1 begin / 2 end, addr = request id */
+	VRT_EV_SAMPLE = 11,  /* extra = index into vrt_trace.samples */
 };
 
 #define VRT_EV_HAVE_INFO 1 /* flags: FAIL carries the driver's free/total */

@@ -774,6 +774,7 @@ static int snapshot_sites(struct state *s, struct vrt_replay *out, int32_t dev)
 {
 	struct vrt_replay_site *v = NULL, *nv;
 	size_t n = 0, m = 0, i, kept = 0;
+	size_t limit = out->top_sites ? out->top_sites : VRT_REPLAY_TOP_SITES;
 	uint32_t phase = NONE;
 
 	for (i = 0; i < s->nobjs; i++)
@@ -815,7 +816,7 @@ static int snapshot_sites(struct state *s, struct vrt_replay *out, int32_t dev)
 			phase = v[i].phase;
 			kept = 0;
 		}
-		if (kept++ < VRT_REPLAY_TOP_SITES)
+		if (kept++ < limit)
 			out->sites[out->nsites++] = v[i];
 	}
 	free(v);

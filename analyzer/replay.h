@@ -116,10 +116,14 @@ struct vrt_replay {
 	 * (device, phase) */
 	struct vrt_replay_site *sites;
 	size_t nsites;
+	/* In (set before vrt_replay_run): sites kept per (device, phase);
+	 * 0 means VRT_REPLAY_TOP_SITES, SIZE_MAX every site (compare). */
+	size_t top_sites;
 };
 
 /*
- * Replays t (ordered by vrt_load_finish) into *r, which must be zeroed.
+ * Replays t (ordered by vrt_load_finish) into *r, which must be zeroed
+ * (top_sites may be set).
  * Returns 0, or -1 when out of memory (release *r with vrt_replay_free).
  */
 int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t);

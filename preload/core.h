@@ -41,6 +41,8 @@ enum vrt_option_id {
 	VRT_OPT_STACKS,      /* VRAMTRACE_STACKS: VRT_STACKS_* bits */
 	VRT_OPT_STACK_DEPTH, /* VRAMTRACE_STACK_DEPTH */
 	VRT_OPT_RULES,       /* VRAMTRACE_RULES: a phase rules file */
+	VRT_OPT_SAMPLE_MS,   /* VRAMTRACE_SAMPLE_MS: sampler period, 0 off */
+	VRT_OPT_NVML,        /* VRAMTRACE_NVML: device memory from NVML */
 	VRT_OPT_COUNT
 };
 
@@ -90,9 +92,12 @@ struct vrt_ev {
 	uint64_t addr, size, aux, offset, handle;
 	uint64_t free_bytes, total_bytes;
 	const char *text; /* MARK label, PROC path; cut to VRT_EV_TEXT_MAX */
+	const uint8_t *blob; /* SAMPLE: the encoded payload after dts */
+	uint32_t blob_len;   /* at most VRT_EV_BLOB_MAX (longer: dropped) */
 };
 
 #define VRT_EV_TEXT_MAX 256
+#define VRT_EV_BLOB_MAX 1024
 
 /* Chunk of encoded events from one thread; handed to the writer whole. */
 struct vrt_chunk {
@@ -189,6 +194,17 @@ void vrt_stack_before_fork(void);
 void vrt_stack_after_fork_parent(void);
 void vrt_stack_after_fork_child(void);
 
+/* ---- sampler.c -------------------------------------------------------- */
+
+/* Starts the sampler thread ("vramtrace-smp", all signals blocked): every
+ * interval_ms a HOST sample, and with use_nvml a DEVICE sample per device
+ * of this process that NVML also lists (matched by uuid). 0 or -errno. */
+int vrt_sampler_start(int interval_ms, int use_nvml);
+/* Stops it, waiting at most one interval. Idempotent. */
+void vrt_sampler_stop(void);
+/* In a forked child: the thread does not exist here. */
+void vrt_sampler_after_fork_child(void);
+
 /* ---- symbols.c -------------------------------------------------------- */
 
 /* Name of the function containing ip in the module loaded from path at
@@ -226,6 +242,10 @@ struct vrt_device_info {
  * and starts the writer thread (all signals blocked, named vramtrace-wr).
  * 0 or -errno; on error nothing is left running. */
 int vrt_writer_start(const char *dir, int flush_ms, int zstd_level);
+
+/* Copies the known device inventory (all vendors) into out; returns the
+ * count. Any thread. */
+int vrt_writer_known_devices(struct vrt_device_info *out, int max);
 
 /* Queues the device inventory of one vendor for the trace (copied; every
  * entry has the vendor of devs[0]): it replaces that vendor's earlier

@@ -65,6 +65,12 @@ int vrt_entry_start(void)
 			vrt_capture_fail(start_error);
 		} else {
 			atomic_store(&vrt_state, VRT_STATE_ON);
+			/* Without samples the trace still holds every call:
+			 * a sampler that cannot start is not worth a warning
+			 * that would read like lost data. */
+			vrt_sampler_start(
+			        (int)vrt_options_int(VRT_OPT_SAMPLE_MS),
+			        (int)vrt_options_int(VRT_OPT_NVML));
 		}
 	}
 	int on = atomic_load(&vrt_state) == VRT_STATE_ON;
@@ -92,8 +98,10 @@ void vrt_entry_before_exec(void)
 	pthread_mutex_lock(&start_mu);
 	int was = atomic_exchange(&vrt_state, VRT_STATE_OFF);
 	pthread_mutex_unlock(&start_mu);
-	if (was == VRT_STATE_ON)
+	if (was == VRT_STATE_ON) {
+		vrt_sampler_stop();
 		vrt_writer_stop(STOP_TIMEOUT_MS);
+	}
 	exec_pending = was;
 }
 
@@ -129,6 +137,7 @@ static void after_fork_child(void)
 	vrt_stack_after_fork_child();
 	vrt_phase_after_fork_child();
 	vrt_writer_after_fork_child();
+	vrt_sampler_after_fork_child();
 	pthread_mutex_init(&start_mu, NULL);
 	self_pid = getpid();
 	int on = VRT_STATE_ON;
@@ -232,8 +241,10 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 __attribute__((destructor)) static void vrt_entry_fini(void)
 {
 	int was = atomic_exchange(&vrt_state, VRT_STATE_OFF);
-	if (was == VRT_STATE_ON)
+	if (was == VRT_STATE_ON) {
+		vrt_sampler_stop();
 		vrt_writer_stop(STOP_TIMEOUT_MS);
+	}
 	const char *why = vrt_capture_fail_reason();
 	if (why)
 		fprintf(stderr,

@@ -52,6 +52,9 @@ static struct vrt_option options[VRT_OPT_COUNT] = {
         [VRT_OPT_STACK_DEPTH] = {"VRAMTRACE_STACK_DEPTH", VRT_KIND_INT, 64, 1,
                                  256, 0, NULL},
         [VRT_OPT_RULES] = {"VRAMTRACE_RULES", VRT_KIND_STR, 0, 0, 0, 0, NULL},
+        [VRT_OPT_SAMPLE_MS] = {"VRAMTRACE_SAMPLE_MS", VRT_KIND_INT, 500, 0,
+                               60000, 0, NULL},
+        [VRT_OPT_NVML] = {"VRAMTRACE_NVML", VRT_KIND_BOOL, 1, 0, 1, 0, NULL},
 };
 
 static int parse_stacks(const char *s, long *out)

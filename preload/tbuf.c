@@ -41,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VRT_EV_MAX   (192 + VRT_EV_TEXT_MAX) /* room one record may take */
+#define VRT_EV_MAX   (192 + VRT_EV_BLOB_MAX) /* room one record may take */
 #define TBUF_BLOCK   64                      /* tbufs made per mmap */
 #define POOL_WAIT_MS 1000
 
@@ -305,6 +305,9 @@ static size_t encode_event(uint8_t *p, const struct vrt_ev *ev, uint64_t dts)
 		n += put_u(p + n, ev->op);
 		n += put_u(p + n, ev->addr);
 		return n + put_text(p + n, ev->text);
+	case VRT_REC_SAMPLE:
+		memcpy(p + n, ev->blob, ev->blob_len);
+		return n + ev->blob_len;
 	case VRT_REC_REQUEST:
 		n += put_u(p + n, ev->op);
 		n += put_u(p + n, ev->addr);
@@ -351,6 +354,8 @@ void *vrt_tbuf_scratch(void)
 
 void vrt_tbuf_event(const struct vrt_ev *ev)
 {
+	if (VRT_UNLIKELY(ev->blob_len > VRT_EV_BLOB_MAX))
+		return;
 	struct vrt_tbuf *t = tbuf_self();
 	if (VRT_UNLIKELY(!t)) {
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);

@@ -393,6 +393,15 @@ fail:
 	return err;
 }
 
+int vrt_writer_known_devices(struct vrt_device_info *out, int max)
+{
+	pthread_mutex_lock(&w_mu);
+	int n = known_ndev < max ? known_ndev : max;
+	memcpy(out, known_devs, (size_t)n * sizeof(out[0]));
+	pthread_mutex_unlock(&w_mu);
+	return n;
+}
+
 void vrt_writer_devices(const struct vrt_device_info *devs, int n)
 {
 	if (n <= 0)

@@ -463,6 +463,35 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 	return dev_alloc(dptr, bytesize, ord, K_MANAGED, "cuMemAllocManaged");
 }
 
+/* For the fake NVML only (not a CUDA call): the state of a device. */
+int fakecuda_device_count(void);
+int fakecuda_device_state(int ordinal, unsigned long long *cap,
+                          unsigned long long *used_by_others,
+                          unsigned long long *live, unsigned char uuid[16]);
+
+int fakecuda_device_count(void)
+{
+	ensure_env();
+	return g_ndev;
+}
+
+int fakecuda_device_state(int ordinal, unsigned long long *cap,
+                          unsigned long long *used_by_others,
+                          unsigned long long *live, unsigned char uuid[16])
+{
+	ensure_env();
+	if (ordinal < 0 || ordinal >= g_ndev)
+		return -1;
+	struct fake_dev *d = &g_dev[ordinal];
+	pthread_mutex_lock(&g_lock);
+	*cap = d->cap;
+	*used_by_others = d->used;
+	*live = d->live;
+	memcpy(uuid, d->uuid.bytes, 16);
+	pthread_mutex_unlock(&g_lock);
+	return 0;
+}
+
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
 	int ord;

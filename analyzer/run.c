@@ -1,0 +1,160 @@
+/*
+ * run.c — load, attribute and replay one run for the commands that put
+ * several runs side by side (compare, table), and write a report file
+ * atomically. The steps and messages are analyze's: a file that fails to
+ * load is a data error naming the file and byte; skipped and truncated
+ * files are warnings, and the rest of the run is still reported.
+ * Single-threaded; no globals.
+ */
+#include "run.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attrib.h"
+#include "cmd.h"
+#include "rules.h"
+
+int vrt_run_open(struct vrt_run *run, const char *path,
+                 const struct vrt_rules *rules, size_t top_sites)
+{
+	struct vrt_load_error *err = calloc(1, sizeof(*err));
+	char *paths[1];
+	size_t i;
+	int rc = -1;
+
+	run->label = path;
+	if (!err) {
+		fprintf(stderr, "vramtrace: error: %s: out of memory\n", path);
+		return -1;
+	}
+	/* vrt_load_paths takes char *const *: it never writes the strings. */
+	paths[0] = (char *)path;
+	if (vrt_load_paths(&run->t, paths, 1, err)) {
+		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
+		        err->msg);
+		goto out;
+	}
+	for (i = 0; i < run->t.nskipped; i++)
+		fprintf(stderr,
+		        "vramtrace: warning: %s; skipped (the process died "
+		        "before its first flush)\n",
+		        run->t.skipped[i]);
+	for (i = 0; i < run->t.nprocs; i++)
+		if (run->t.procs[i].truncated)
+			fprintf(stderr,
+			        "vramtrace: warning: %s: truncated at byte "
+			        "%lld: %s\n",
+			        run->t.procs[i].path,
+			        (long long)run->t.procs[i].trunc_offset,
+			        run->t.procs[i].trunc_reason);
+	run->r.top_sites = top_sites;
+	if (vrt_attrib_run(&run->t, rules) || vrt_replay_run(&run->r, &run->t)) {
+		fprintf(stderr,
+		        "vramtrace: error: %s: out of memory while "
+		        "replaying\n",
+		        path);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(err);
+	return rc;
+}
+
+void vrt_run_close(struct vrt_run *run)
+{
+	vrt_replay_free(&run->r);
+	vrt_load_free(&run->t);
+}
+
+struct vrt_rules *vrt_run_read_rules(const char *path)
+{
+	struct vrt_load_error *err = calloc(1, sizeof(*err));
+	struct vrt_rules *rules = NULL;
+	char *text = NULL, msg[512];
+	size_t len = 0;
+
+	if (!err) {
+		fprintf(stderr, "vramtrace: error: %s: out of memory\n", path);
+		return NULL;
+	}
+	if (vrt_load_text(path, &text, &len, err)) {
+		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
+		        err->msg);
+		goto out;
+	}
+	rules = vrt_rules_new_builtin();
+	if (!rules) {
+		fprintf(stderr, "vramtrace: error: %s: out of memory\n", path);
+		goto out;
+	}
+	msg[0] = '\0';
+	if (vrt_rules_parse(rules, text, len, path, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "vramtrace: error: %s\n",
+		        msg[0] ? msg : "rules file does not parse");
+		vrt_rules_free(rules);
+		rules = NULL;
+	}
+out:
+	free(text);
+	free(err);
+	return rules;
+}
+
+int vrt_run_write(const char *output, void (*fn)(FILE *f, const void *ctx),
+                  const void *ctx)
+{
+	FILE *f = stdout;
+	char *tmp = NULL;
+	int rc = VRT_EXIT_FAIL, saved;
+
+	if (output) {
+		if (asprintf(&tmp, "%s.tmp", output) < 0) {
+			tmp = NULL;
+			fprintf(stderr, "vramtrace: error: %s: out of memory\n",
+			        output);
+			goto out;
+		}
+		f = fopen(tmp, "we");
+		if (!f) {
+			fprintf(stderr,
+			        "vramtrace: error: %s: cannot create: %s\n",
+			        tmp, strerror(errno));
+			goto out;
+		}
+	}
+	fn(f, ctx);
+	if (fflush(f) || ferror(f)) {
+		saved = errno;
+		fprintf(stderr, "vramtrace: error: %s: cannot write: %s\n",
+		        output ? tmp : "stdout", strerror(saved));
+		goto out;
+	}
+	if (!output) {
+		rc = VRT_EXIT_OK;
+		goto out;
+	}
+	if (fsync(fileno(f))) {
+		fprintf(stderr, "vramtrace: error: %s: cannot sync: %s\n", tmp,
+		        strerror(errno));
+		goto out;
+	}
+	saved = fclose(f);
+	f = NULL;
+	if (saved || rename(tmp, output)) {
+		fprintf(stderr, "vramtrace: error: %s: cannot write: %s\n",
+		        output, strerror(errno));
+		goto out;
+	}
+	rc = VRT_EXIT_OK;
+out:
+	if (output && f)
+		fclose(f);
+	if (tmp && rc)
+		unlink(tmp); /* best effort: a stale .tmp is harmless */
+	free(tmp);
+	return rc;
+}

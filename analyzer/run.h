@@ -1,0 +1,54 @@
+/*
+ * One recorded run, ready to report on: its trace loaded (load.c), phases
+ * attributed (attrib.c) and replayed (replay.c). For the commands that
+ * handle several runs side by side (compare, table); analyze does the same
+ * steps for its merged run.
+ *
+ * These helpers print the analyzer's messages themselves ("vramtrace:
+ * error: FILE: what: reason", one warning per skipped or truncated file),
+ * so a command only maps their result to an exit status. Single-threaded.
+ */
+#ifndef VRT_RUN_H
+#define VRT_RUN_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "load.h"
+#include "replay.h"
+
+struct vrt_rules;
+
+struct vrt_run {
+	const char *label; /* the path as given, for messages and reports */
+	struct vrt_trace t;
+	struct vrt_replay r;
+};
+
+/*
+ * Loads the run at path (a run directory or one trace file), classifies
+ * its stacks with rules (NULL: the recorded phases) and replays it keeping
+ * top_sites sites per (device, phase) at each peak (0: the default, see
+ * replay.h). *run must be zeroed. Returns 0, or -1 after printing the
+ * error; release *run with vrt_run_close either way.
+ */
+int vrt_run_open(struct vrt_run *run, const char *path,
+                 const struct vrt_rules *rules, size_t top_sites);
+
+void vrt_run_close(struct vrt_run *run);
+
+/* The built-in rules with the rules file at path in front; NULL after
+ * printing the error (unreadable file, syntax error "FILE:LINE: ...", out
+ * of memory). */
+struct vrt_rules *vrt_run_read_rules(const char *path);
+
+/*
+ * Writes a report with fn(f, ctx) to stdout, or to output (not NULL)
+ * through output.tmp + fsync + rename so a reader never sees half a file.
+ * Returns the exit status: VRT_EXIT_OK, or VRT_EXIT_FAIL after printing
+ * the error.
+ */
+int vrt_run_write(const char *output, void (*fn)(FILE *f, const void *ctx),
+                  const void *ctx);
+
+#endif /* VRT_RUN_H */
