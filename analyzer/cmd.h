@@ -66,5 +66,10 @@ int vrt_main_usage_error(const struct vrt_cmd *cmd, const char *fmt, ...)
 
 int vrt_cmd_record_run(const struct vrt_cmd *self, int argc, char **argv);
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv);
+int vrt_cmd_demo_run(const struct vrt_cmd *self, int argc, char **argv);
+int vrt_cmd_ctl_run(const struct vrt_cmd *self, int argc, char **argv);
+int vrt_cmd_live_run(const struct vrt_cmd *self, int argc, char **argv);
+int vrt_cmd_compare_run(const struct vrt_cmd *self, int argc, char **argv);
+int vrt_cmd_table_run(const struct vrt_cmd *self, int argc, char **argv);
 
 #endif /* VRT_CMD_H */

@@ -1,6 +1,6 @@
 /*
- * cmd_analyze.c — `vramtrace analyze PATH... [--format text|json] [-o FILE]
- * [--rules FILE]`
+ * cmd_analyze.c — `vramtrace analyze PATH... [--format text|json|html|
+ * perfetto|folded] [-o FILE] [--rules FILE]`
  *
  * Parses its arguments into struct settings, then reads the rules (if
  * any), loads (load.c), attributes phases (attrib.c), replays (replay.c)
@@ -11,6 +11,7 @@
  * sees half a report. Single-threaded.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,32 +19,40 @@
 
 #include "attrib.h"
 #include "cmd.h"
+#include "diagnose.h"
 #include "load.h"
+#include "modelcfg.h"
+#include "progress.h"
 #include "replay.h"
 #include "report.h"
 #include "rules.h"
 
-enum format { FMT_TEXT, FMT_JSON };
+enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_PERFETTO, FMT_FOLDED };
 
 struct settings {
 	enum format format;
 	const char *output; /* NULL: stdout */
 	const char *rules;  /* --rules FILE, or NULL */
+	const char *model_config; /* --model-config FILE, or NULL */
+	const char *kv_dtype;     /* --kv-dtype NAME, or NULL */
 	char **paths;
 	int npaths;
 };
 
-enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_RULES };
+enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_RULES, OPT_MODEL_CONFIG, OPT_KV_DTYPE };
 
 static const struct vrt_option options[] = {
         {"format", 'f', 1, OPT_FORMAT},
         {"output", 'o', 1, OPT_OUTPUT},
         {"rules", 0, 1, OPT_RULES},
+        {"model-config", 0, 1, OPT_MODEL_CONFIG},
+        {"kv-dtype", 0, 1, OPT_KV_DTYPE},
         {NULL, 0, 0, 0},
 };
 
 static int write_report(const struct settings *s, const struct vrt_trace *t,
-                        const struct vrt_replay *r)
+                        const struct vrt_replay *r,
+                        const struct vrt_diagnosis *dg)
 {
 	FILE *f = stdout;
 	char *tmp = NULL;
@@ -65,9 +74,18 @@ static int write_report(const struct settings *s, const struct vrt_trace *t,
 		}
 	}
 	if (s->format == FMT_JSON)
-		vrt_report_json_write(f, t, r);
-	else
-		vrt_report_text_write(f, t, r);
+		vrt_report_json_write(f, t, r, dg);
+	else if (s->format == FMT_HTML)
+		vrt_report_html_write(f, t, r, dg);
+	else if (s->format == FMT_PERFETTO)
+		vrt_report_perfetto_write(f, t, r);
+	else if (s->format == FMT_FOLDED &&
+	         vrt_report_folded_write(f, t, r)) {
+		fprintf(stderr, "vramtrace: error: %s: out of memory\n",
+		        s->output ? tmp : "stdout");
+		goto out;
+	} else if (s->format == FMT_TEXT)
+		vrt_report_text_write(f, t, r, dg);
 	if (fflush(f) || ferror(f)) {
 		saved = errno;
 		fprintf(stderr, "vramtrace: error: %s: cannot write: %s\n",
@@ -114,10 +132,17 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 				s->format = FMT_TEXT;
 			else if (!strcmp(st->arg, "json"))
 				s->format = FMT_JSON;
+			else if (!strcmp(st->arg, "html"))
+				s->format = FMT_HTML;
+			else if (!strcmp(st->arg, "perfetto"))
+				s->format = FMT_PERFETTO;
+			else if (!strcmp(st->arg, "folded"))
+				s->format = FMT_FOLDED;
 			else
 				return vrt_main_usage_error(
 				        self,
-				        "unknown format '%s' (text or json)",
+				        "unknown format '%s' (text, json, html, "
+				        "perfetto or folded)",
 				        st->arg);
 			break;
 		case OPT_OUTPUT:
@@ -125,6 +150,18 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 			break;
 		case OPT_RULES:
 			s->rules = st->arg;
+			break;
+		case OPT_MODEL_CONFIG:
+			s->model_config = st->arg;
+			break;
+		case OPT_KV_DTYPE:
+			if (!vrt_modelcfg_dtype_bytes(st->arg))
+				return vrt_main_usage_error(
+				        self,
+				        "unknown KV dtype '%s' (fp16, bf16, "
+				        "fp8 or fp32)",
+				        st->arg);
+			s->kv_dtype = st->arg;
 			break;
 		}
 	}
@@ -137,6 +174,32 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 	s->paths = st->pos;
 	s->npaths = st->npos;
 	return VRT_EXIT_OK;
+}
+
+/* The --model-config file parsed into *cfg; -1 after printing
+ * "vramtrace: error: FILE: what: reason". */
+static int read_model_config(const struct settings *s,
+                             struct vrt_modelcfg *cfg,
+                             struct vrt_load_error *err)
+{
+	char *text = NULL, msg[400];
+	size_t len = 0;
+	int rc;
+
+	if (vrt_load_text(s->model_config, &text, &len, err)) {
+		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
+		        err->msg);
+		return -1;
+	}
+	rc = vrt_modelcfg_parse(cfg, text, len, s->kv_dtype, msg,
+	                        sizeof(msg));
+	if (rc)
+		fprintf(stderr,
+		        "vramtrace: error: %s: not a usable model config: "
+		        "%s\n",
+		        s->model_config, msg);
+	free(text);
+	return rc;
 }
 
 /* The built-in rules with the rules file in front; NULL after printing
@@ -172,12 +235,15 @@ out:
 
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {FMT_TEXT, NULL, NULL, NULL, 0};
+	struct settings s = {.format = FMT_TEXT};
 	struct vrt_rules *rules = NULL;
 	struct vrt_optstate st;
 	struct vrt_trace t;
 	struct vrt_replay r;
 	struct vrt_load_error *err = NULL;
+	struct vrt_modelcfg cfg;
+	struct vrt_diagnosis *dg = NULL;
+	struct vrt_progress_term pg;
 	size_t i;
 	int rc;
 
@@ -197,11 +263,27 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	}
 	if (s.rules && !(rules = read_rules(s.rules, err)))
 		goto out;
+	if (s.kv_dtype && !s.model_config) {
+		rc = vrt_main_usage_error(self,
+		                          "--kv-dtype needs --model-config");
+		goto out;
+	}
+	if (s.model_config && read_model_config(&s, &cfg, err))
+		goto out;
+	/* Long analyses show how far they got (stderr, terminals only). */
+	vrt_progress_init(&pg);
+	t.progress = &pg.sink;
+	r.progress = &pg.sink;
+	/* Folded stacks need every call path live at the peaks. */
+	if (s.format == FMT_FOLDED)
+		r.top_sites = SIZE_MAX;
 	if (vrt_load_paths(&t, s.paths, (size_t)s.npaths, err)) {
+		vrt_progress_clear(&pg);
 		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
 		        err->msg);
 		goto out;
 	}
+	vrt_progress_clear(&pg);
 	for (i = 0; i < t.nskipped; i++)
 		fprintf(stderr,
 		        "vramtrace: warning: %s; skipped (the process died "
@@ -216,14 +298,23 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 			        (long long)t.procs[i].trunc_offset,
 			        t.procs[i].trunc_reason);
 	if (vrt_attrib_run(&t, rules) || vrt_replay_run(&r, &t)) {
+		vrt_progress_clear(&pg);
 		fprintf(stderr,
 		        "vramtrace: error: %s: out of memory while "
 		        "replaying\n",
 		        s.paths[0]);
 		goto out;
 	}
-	rc = write_report(&s, &t, &r);
+	vrt_progress_clear(&pg);
+	dg = malloc(sizeof(*dg));
+	if (!dg) {
+		fprintf(stderr, "vramtrace: error: out of memory\n");
+		goto out;
+	}
+	vrt_diagnose_run(dg, &t, &r, s.model_config ? &cfg : NULL);
+	rc = write_report(&s, &t, &r, dg);
 out:
+	free(dg);
 	vrt_replay_free(&r);
 	vrt_load_free(&t);
 	if (rules)

@@ -5,6 +5,16 @@
  * LD_PRELOAD and VRAMTRACE_OUT set, waits for it like a shell does, writes
  * "<DIR>/<pid>.exit" and exits with CMD's status.
  *
+ * Process trees: servers start engine and worker processes, and a worker
+ * whose parent dies is orphaned. record is a child subreaper
+ * (PR_SET_CHILD_SUBREAPER), so every orphan of the tree becomes its child:
+ * it reaps every process of the tree (waitid(P_ALL) with WNOWAIT first, to
+ * read the name of the zombie, then waitpid), writes "<pid>.exit" for each
+ * and, when the tree had more than CMD itself, lists every exit on stderr
+ * at the end. After CMD exits, the rest of the tree gets --wait-children
+ * seconds (default 10); what still runs then is listed and left running
+ * (never killed), so a stray daemon cannot hang record.
+ *
  * Signals: while CMD runs, SIGINT and SIGQUIT are ignored here (the
  * terminal sends them to CMD too, and CMD decides); SIGTERM and SIGHUP are
  * forwarded to CMD, since they are usually sent to this process alone.
@@ -20,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -37,14 +48,19 @@
 
 struct settings {
 	const char *outdir; /* -o, or NULL */
+	int wait_children;  /* --wait-children: seconds, after CMD exits */
 	char **cmd;
 	int ncmd;
 };
 
-enum { OPT_OUTPUT = 1 };
+enum { OPT_OUTPUT = 1, OPT_WAIT_CHILDREN };
+
+#define WAIT_CHILDREN_DEFAULT 10
+#define WAIT_CHILDREN_MAX     86400
 
 static const struct vrt_option options[] = {
         {"output", 'o', 1, OPT_OUTPUT},
+        {"wait-children", 0, 1, OPT_WAIT_CHILDREN},
         {NULL, 0, 0, 0},
 };
 
@@ -228,6 +244,244 @@ static void write_exit_file(const char *dir, pid_t pid, int status)
 		close(fd);
 }
 
+/* ---- the whole tree -------------------------------------------------- */
+
+/* One process record reaped: what the end-of-run list says. */
+struct reaped {
+	pid_t pid;
+	int status;
+	char name[128];
+};
+
+struct tree {
+	struct reaped *v;
+	size_t n, cap;
+};
+
+/* What a process is called: CMD itself by its command line, others by
+ * /proc/PID/comm (a zombie has no command line any more, but keeps that). */
+static void proc_name(pid_t pid, pid_t main_pid, char *const *cmd,
+                      char *out, size_t len)
+{
+	char path[64];
+	int fd;
+	ssize_t r = 0;
+
+	out[0] = '\0';
+	if (pid == main_pid) {
+		size_t used = 0;
+		for (int i = 0; cmd[i] && used + 1 < len; i++) {
+			int k = snprintf(out + used, len - used, "%s%s",
+			                 i ? " " : "", cmd[i]);
+			if (k < 0)
+				break;
+			used += (size_t)k;
+		}
+		if (used >= len && len > 4)
+			strcpy(out + len - 4, "...");
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		do
+			r = read(fd, out, len - 1);
+		while (r < 0 && errno == EINTR);
+		close(fd);
+	}
+	out[r > 0 ? r : 0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	if (!out[0])
+		snprintf(out, len, "?");
+}
+
+static void tree_add(struct tree *t, pid_t pid, int status, const char *name)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+		struct reaped *v = realloc(t->v, cap * sizeof(*v));
+		if (!v)
+			return; /* the exit file is written; only the list
+			         * at the end misses this line */
+		t->v = v;
+		t->cap = cap;
+	}
+	t->v[t->n].pid = pid;
+	t->v[t->n].status = status;
+	snprintf(t->v[t->n].name, sizeof(t->v[t->n].name), "%s", name);
+	t->n++;
+}
+
+static void status_text(int status, char *out, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(out, len, "signal %d", WTERMSIG(status));
+	else
+		snprintf(out, len, "exit %d", WEXITSTATUS(status));
+}
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The parent pid in /proc/PID/stat (after the parenthesised name, which
+ * may itself hold spaces and parentheses), or -1. */
+static pid_t stat_ppid(pid_t pid)
+{
+	char path[64], buf[512];
+	int fd, ppid;
+	ssize_t r;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	do
+		r = read(fd, buf, sizeof(buf) - 1);
+	while (r < 0 && errno == EINTR);
+	close(fd);
+	if (r <= 0)
+		return -1;
+	buf[r] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return (pid_t)ppid;
+}
+
+/* Prints every descendant of this process still running (found through
+ * /proc: a grandchild whose parent lives is not our child yet). */
+static void report_running(int wait_s)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t *pid = NULL, *ppid = NULL, *tmp;
+	size_t n = 0, cap = 0;
+	char name[64];
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		pid_t pp;
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pp = stat_ppid((pid_t)atoi(de->d_name));
+		if (pp < 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			tmp = realloc(pid, cap * sizeof(*pid));
+			if (!tmp)
+				break;
+			pid = tmp;
+			tmp = realloc(ppid, cap * sizeof(*ppid));
+			if (!tmp)
+				break;
+			ppid = tmp;
+		}
+		pid[n] = (pid_t)atoi(de->d_name);
+		ppid[n] = pp;
+		n++;
+	}
+	closedir(d);
+	/* Breadth first from ourselves; a pid listed is set to 0. */
+	{
+		pid_t *queue = malloc((n + 1) * sizeof(*queue));
+		size_t head = 0, tail = 0;
+		if (queue) {
+			queue[tail++] = getpid();
+			while (head < tail) {
+				pid_t p = queue[head++];
+				for (size_t i = 0; i < n; i++) {
+					if (ppid[i] != p || !pid[i])
+						continue;
+					proc_name(pid[i], 0, NULL, name,
+					          sizeof(name));
+					fprintf(stderr,
+					        "vramtrace: pid %d (%s): still "
+					        "running %ds after the command "
+					        "exited; not waited for\n",
+					        (int)pid[i], name, wait_s);
+					if (tail <= n)
+						queue[tail++] = pid[i];
+					pid[i] = 0;
+				}
+			}
+			free(queue);
+		}
+	}
+	free(pid);
+	free(ppid);
+}
+
+/* Reaps the whole tree: blocks until CMD (main_pid) exits, then waits at
+ * most wait_s seconds for the rest. Writes "<pid>.exit" for each, sets
+ * *main_status, and prints the list when there was more than CMD. */
+static int wait_tree(const char *dir, pid_t main_pid, char *const *cmd,
+                     int wait_s, int *main_status)
+{
+	struct tree t = {NULL, 0, 0};
+	int main_done = 0, left = 0;
+	long long deadline = 0;
+	char name[128], st[32];
+
+	for (;;) {
+		siginfo_t si;
+		int status;
+		pid_t p;
+
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_ALL, 0, &si,
+		           WEXITED | WNOWAIT | (main_done ? WNOHANG : 0)) < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != ECHILD)
+				fprintf(stderr,
+				        "vramtrace: error: waitid: %s\n",
+				        strerror(errno));
+			break;
+		}
+		if (si.si_pid == 0) {
+			/* Children remain, none has exited yet. */
+			struct timespec nap = {0, 20 * 1000 * 1000};
+			if (mono_ms() >= deadline) {
+				left = 1;
+				break;
+			}
+			nanosleep(&nap, NULL);
+			continue;
+		}
+		proc_name(si.si_pid, main_pid, cmd, name, sizeof(name));
+		while ((p = waitpid(si.si_pid, &status, 0)) < 0 && errno == EINTR)
+			;
+		if (p < 0)
+			continue;
+		write_exit_file(dir, p, status);
+		tree_add(&t, p, status, name);
+		if (p == main_pid) {
+			*main_status = status;
+			main_done = 1;
+			child_pid = 0;
+			deadline = mono_ms() + (long long)wait_s * 1000;
+		}
+	}
+	if (t.n > 1 || left) {
+		for (size_t i = 0; i < t.n; i++) {
+			status_text(t.v[i].status, st, sizeof(st));
+			fprintf(stderr, "vramtrace: pid %d (%s): %s\n",
+			        (int)t.v[i].pid, t.v[i].name, st);
+		}
+		if (left)
+			report_running(wait_s);
+	}
+	free(t.v);
+	return main_done ? 0 : -1;
+}
+
 /* In the child: restore what exec inherits, exec, report errno. */
 static void exec_child(char **cmd, int errfd, const sigset_t *mask)
 {
@@ -251,7 +505,7 @@ static int run(const struct settings *s)
 	char lib[PATH_MAX], dir[PATH_MAX], absdir[PATH_MAX];
 	struct sigaction sa, ign;
 	sigset_t block, old;
-	int created, pfd[2], status, e, rc;
+	int created, pfd[2], status = 0, e;
 	ssize_t r;
 	pid_t pid;
 
@@ -289,6 +543,14 @@ static int run(const struct settings *s)
 	sigprocmask(SIG_BLOCK, &block, &old);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	/* Orphans of the tree become our children, so we can wait for them.
+	 * Without it (a kernel before 3.4) they are reparented to init and
+	 * only the processes still descending from CMD are waited for. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		fprintf(stderr,
+		        "vramtrace: warning: cannot adopt orphaned processes: "
+		        "%s\n",
+		        strerror(errno));
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
@@ -312,6 +574,17 @@ static int run(const struct settings *s)
 		r = read(pfd[0], &e, sizeof(e));
 	while (r < 0 && errno == EINTR);
 	close(pfd[0]);
+	if (r != (ssize_t)sizeof(e)) {
+		/* CMD runs: wait for it and every process of its tree. */
+		if (wait_tree(dir, pid, s->cmd, s->wait_children, &status))
+			return VRT_EXIT_FAIL;
+		fprintf(stderr,
+		        "vramtrace: trace in %s (analyze with: vramtrace "
+		        "analyze %s)\n",
+		        dir, dir);
+		return WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+		                           : WEXITSTATUS(status);
+	}
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			fprintf(stderr, "vramtrace: error: waitpid: %s\n",
@@ -320,29 +593,18 @@ static int run(const struct settings *s)
 		}
 	}
 	child_pid = 0;
-	if (r == (ssize_t)sizeof(e)) {
-		fprintf(stderr, "vramtrace: error: %s: %s\n", s->cmd[0],
-		        e == ENOENT ? "command not found" : strerror(e));
-		/* Nothing ran: leave no empty run directory behind. */
-		if (created)
-			rmdir(dir);
-		return e == ENOENT ? 127 : 126;
-	}
-	write_exit_file(dir, pid, status);
-	fprintf(stderr,
-	        "vramtrace: trace in %s (analyze with: vramtrace "
-	        "analyze %s)\n",
-	        dir, dir);
-	if (WIFSIGNALED(status))
-		rc = 128 + WTERMSIG(status);
-	else
-		rc = WEXITSTATUS(status);
-	return rc;
+	/* exec failed: CMD never ran. */
+	fprintf(stderr, "vramtrace: error: %s: %s\n", s->cmd[0],
+	        e == ENOENT ? "command not found" : strerror(e));
+	/* Nothing ran: leave no empty run directory behind. */
+	if (created)
+		rmdir(dir);
+	return e == ENOENT ? 127 : 126;
 }
 
 int vrt_cmd_record_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {NULL, NULL, 0};
+	struct settings s = {NULL, WAIT_CHILDREN_DEFAULT, NULL, 0};
 	struct vrt_optstate st;
 	int id, rc;
 
@@ -351,8 +613,25 @@ int vrt_cmd_record_run(const struct vrt_cmd *self, int argc, char **argv)
 	st.argv = argv;
 	st.stop_at_positional = 1;
 	while ((id = vrt_main_getopt(&st, options, self)) > 0)
-		if (id == OPT_OUTPUT)
+		if (id == OPT_OUTPUT) {
 			s.outdir = st.arg;
+		} else if (id == OPT_WAIT_CHILDREN) {
+			char *end;
+			long v;
+			errno = 0;
+			v = strtol(st.arg, &end, 10);
+			if (errno || end == st.arg || *end || v < 0 ||
+			    v > WAIT_CHILDREN_MAX) {
+				id = VRT_OPT_ERROR;
+				vrt_main_usage_error(
+				        self,
+				        "--wait-children: not a number of "
+				        "seconds in [0, %d]: %s",
+				        WAIT_CHILDREN_MAX, st.arg);
+				break;
+			}
+			s.wait_children = (int)v;
+		}
 	if (id == VRT_OPT_HELP) {
 		rc = VRT_EXIT_OK;
 	} else if (id == VRT_OPT_ERROR) {

@@ -38,6 +38,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "progress.h"
 #include "vramtrace/trace_format.h"
 
 /* Writers close frames every few MiB; anything far above is not ours. */
@@ -565,6 +566,8 @@ struct file_state {
 	/* current frame */
 	uint64_t frame_off;
 	int have_chunk;
+	uint32_t snap_tid; /* thread writing a snapshot (in_snap) */
+	int in_snap;
 	uint32_t tid;
 	int64_t ts;
 };
@@ -819,6 +822,8 @@ static enum vrt_load_status parse_event(struct file_state *fs, unsigned type,
 		e.addr = get_u(c);
 		e.size = get_u(c);
 		e.aux = get_u(c);
+		if (fs->in_snap && fs->tid == fs->snap_tid)
+			e.flags |= VRT_EV_SNAP;
 		break;
 	case VRT_REC_FREE:
 		e.kind = VRT_EV_FREE;
@@ -984,6 +989,12 @@ static enum vrt_load_status parse_chunk_event(struct file_state *fs,
 		break;
 	case VRT_REC_SAMPLE:
 		return parse_sample(fs, c, roff, dts);
+	case VRT_REC_SNAPSHOT:
+		e.kind = VRT_EV_SNAPSHOT;
+		e.aux = get_u(c);
+		fs->in_snap = e.aux == 1;
+		fs->snap_tid = fs->tid;
+		break;
 	}
 	if (c->bad)
 		return rec_error(fs, roff, "short event record");
@@ -1156,6 +1167,7 @@ static enum vrt_load_status parse_frame(struct file_state *fs,
 		case VRT_REC_PROC:
 		case VRT_REC_REQUEST:
 		case VRT_REC_SAMPLE:
+		case VRT_REC_SNAPSHOT:
 			st = parse_chunk_event(fs, type, &c, roff);
 			if (st)
 				return st;
@@ -1511,9 +1523,24 @@ static enum vrt_load_status decode_frame(ZSTD_DCtx *dctx, const uint8_t *src,
 	return VRT_LOAD_OK;
 }
 
-enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
-                                     const uint8_t *buf, size_t len,
-                                     struct vrt_load_error *err)
+/* How far vrt_load_paths got, for t->progress: files done of total, and
+ * the compressed bytes decoded so far. */
+struct lprog {
+	uint64_t done, total, bytes;
+};
+
+static void lprog_note(const struct vrt_trace *t, const struct lprog *lp,
+                       uint64_t more_bytes)
+{
+	if (lp)
+		vrt_progress_note(t->progress, VRT_PROGRESS_READ, lp->done,
+		                  lp->total, lp->bytes + more_bytes);
+}
+
+static enum vrt_load_status load_buffer(struct vrt_trace *t, const char *name,
+                                        const uint8_t *buf, size_t len,
+                                        struct vrt_load_error *err,
+                                        const struct lprog *lp)
 {
 	struct file_state *fs;
 	ZSTD_DCtx *dctx = NULL;
@@ -1615,6 +1642,7 @@ enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
 		}
 		off += fsz;
 		nframes++;
+		lprog_note(t, lp, off);
 	}
 	if (!fs->have_header) {
 		st = fail(err, VRT_LOAD_ERR_NO_HEADER, name,
@@ -1755,8 +1783,16 @@ static void read_exit_file(struct vrt_process *pr)
 	fclose(f);
 }
 
+enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
+                                     const uint8_t *buf, size_t len,
+                                     struct vrt_load_error *err)
+{
+	return load_buffer(t, name, buf, len, err, NULL);
+}
+
 static enum vrt_load_status load_file(struct vrt_trace *t, const char *path,
-                                      struct vrt_load_error *err)
+                                      struct vrt_load_error *err,
+                                      struct lprog *lp)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;
@@ -1764,7 +1800,12 @@ static enum vrt_load_status load_file(struct vrt_trace *t, const char *path,
 
 	if (s)
 		return s;
-	s = vrt_load_buffer(t, path, buf, len, err);
+	s = load_buffer(t, path, buf, len, err, lp);
+	if (lp) {
+		lp->done++;
+		lp->bytes += len;
+		lprog_note(t, lp, 0);
+	}
 	free(buf);
 	if (!s)
 		read_exit_file(&t->procs[t->nprocs - 1]);
@@ -1783,7 +1824,8 @@ static int cmp_str(const void *a, const void *b)
 }
 
 static enum vrt_load_status load_dir(struct vrt_trace *t, const char *path,
-                                     struct vrt_load_error *err)
+                                     struct vrt_load_error *err,
+                                     struct lprog *lp)
 {
 	DIR *d = opendir(path);
 	struct dirent *de;
@@ -1818,7 +1860,7 @@ static enum vrt_load_status load_dir(struct vrt_trace *t, const char *path,
 	size_t loaded = 0, procs_before = t->nprocs;
 	struct vrt_load_error first = {0};
 	for (i = 0; i < n && !s; i++) {
-		s = load_file(t, names[i], err);
+		s = load_file(t, names[i], err, lp);
 		if (s == VRT_LOAD_ERR_EMPTY || s == VRT_LOAD_ERR_NO_FRAME) {
 			/* A process that died before its first flush: nothing
 			 * of it can be read, the rest of the run can. */
@@ -2033,22 +2075,50 @@ enum vrt_load_status vrt_load_finish(struct vrt_trace *t)
 	return VRT_LOAD_OK;
 }
 
+/* The trace files paths name, counted for the progress line only: a
+ * directory that cannot be read counts nothing (loading reports it). */
+static uint64_t count_files(char *const *paths, size_t npaths)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < npaths; i++) {
+		DIR *d = opendir(paths[i]);
+		struct dirent *de;
+		if (!d) {
+			n++;
+			continue;
+		}
+		while ((de = readdir(d)))
+			n += has_suffix(de->d_name, VRT_TRACE_SUFFIX);
+		closedir(d);
+	}
+	return n;
+}
+
 enum vrt_load_status vrt_load_paths(struct vrt_trace *t, char *const *paths,
                                     size_t npaths, struct vrt_load_error *err)
 {
 	size_t i;
 	enum vrt_load_status s = VRT_LOAD_OK;
+	struct lprog prog = {0, 0, 0}, *lp = NULL;
 
+	if (t->progress) {
+		prog.total = count_files(paths, npaths);
+		lp = &prog;
+	}
 	for (i = 0; i < npaths && !s; i++) {
 		struct stat st;
 		if (stat(paths[i], &st) < 0)
 			s = fail(err, VRT_LOAD_ERR_IO, paths[i], "%s",
 			         strerror(errno));
 		else if (S_ISDIR(st.st_mode))
-			s = load_dir(t, paths[i], err);
+			s = load_dir(t, paths[i], err, lp);
 		else
-			s = load_file(t, paths[i], err);
+			s = load_file(t, paths[i], err, lp);
 	}
+	if (!s)
+		vrt_progress_note(t->progress, VRT_PROGRESS_SORT, 0, t->nev, 0);
 	if (!s && vrt_load_finish(t))
 		s = fail(err, VRT_LOAD_ERR_NOMEM, paths[0], "sorting events");
 	return s;

@@ -44,9 +44,11 @@ enum vrt_ev_kind {
 	                        extra = text (string index) */
 	VRT_EV_REQUEST = 10, /* aux = 1 begin / 2 end, addr = request id */
 	VRT_EV_SAMPLE = 11,  /* extra = index into vrt_trace.samples */
+	VRT_EV_SNAPSHOT = 12, /* aux = 1 begin / 2 end (this process) */
 };
 
 #define VRT_EV_HAVE_INFO 1 /* flags: FAIL carries the driver's free/total */
+#define VRT_EV_SNAP 2 /* flags: an ALLOC of a standby snapshot, not a call */
 
 /*
  * One event, kept compact (64 bytes). Field use per kind (and above for
@@ -174,6 +176,8 @@ struct vrt_sample_pid {
 	uint64_t pid, used_bytes;
 };
 
+struct vrt_progress;
+
 struct vrt_trace {
 	struct vrt_sample *samples;
 	size_t nsamples, cap_samples;
@@ -204,6 +208,9 @@ struct vrt_trace {
 	size_t nskipped, cap_skipped;
 	int64_t start_ns; /* earliest HEADER start_mono_ns (aligned) */
 	int64_t end_ns;   /* latest event, trailer or header time */
+	/* In (set before vrt_load_paths): NULL, or a callback told how far
+	 * loading got (progress.h). */
+	const struct vrt_progress *progress;
 };
 
 /* Filled on failure; msg holds "<what>: <reason>" (with "at byte N"). */
@@ -215,8 +222,9 @@ struct vrt_load_error {
 
 /*
  * Loads every path (a run directory: all its *.vtrace files in name order;
- * or one trace file) into *t, which must be zeroed. On success events are
- * ordered by timestamp (stable: ties keep file order) and devices are
+ * or one trace file) into *t, which must be zeroed (progress may be set).
+ * On success events are ordered by timestamp (stable: ties keep file
+ * order) and devices are
  * ordered by (host, ordinal). On failure returns a status other than
  * VRT_LOAD_OK, fills *err, and *t must still be released with
  * vrt_load_free. Truncated files are not failures: see procs[].truncated.

@@ -18,19 +18,23 @@
 static const struct vrt_cmd commands[] = {
         {"record", vrt_cmd_record_run,
          "run a command with the preload and record its GPU memory calls",
-         "record [-o DIR] -- CMD [ARG...]",
+         "record [-o DIR] [--wait-children S] -- CMD [ARG...]",
          "Runs CMD with libvramtrace.so preloaded; every process it starts\n"
          "writes DIR/<pid>.vtrace. Exits with CMD's exit status (128+N if a\n"
          "signal N killed it, 127 if CMD is not found).\n"
          "\n"
          "  -o, --output DIR  run directory (default: $VRAMTRACE_OUT, else\n"
          "                    ./vramtrace-run-YYYYmmdd-HHMMSS)\n"
+         "  --wait-children S after CMD exits, wait at most S seconds for\n"
+         "                    the rest of its process tree (default 10);\n"
+         "                    each process's exit goes to DIR/<pid>.exit\n"
          "  -h, --help        show this help\n"
          "\n"
          "Environment: VRAMTRACE_PRELOAD overrides the library to preload.\n"},
         {"analyze", vrt_cmd_analyze_run,
          "replay traces into a per-device memory budget and failure list",
-         "analyze PATH... [--format text|json] [-o FILE] [--rules FILE]",
+         "analyze PATH... [--format text|json] [-o FILE] [--rules FILE]\n"
+         "        [--model-config config.json [--kv-dtype T]]",
          "Each PATH is a run directory (all its *.vtrace files) or one\n"
          ".vtrace file; several runs (hosts) merge into one report.\n"
          "\n"
@@ -39,7 +43,84 @@ static const struct vrt_cmd commands[] = {
          "      --rules FILE   re-classify stacks into phases with the\n"
          "                     built-in rules plus FILE (FILE's rules\n"
          "                     first); annotations still win\n"
+         "      --model-config FILE  a Hugging Face config.json: adds the\n"
+         "                     KV arithmetic (bytes per token, tokens the\n"
+         "                     KV reserve holds, context x concurrency that\n"
+         "                     fits) and expected vs observed weights\n"
+         "      --kv-dtype T   fp16, bf16, fp8 or fp32 for the KV cache\n"
+         "                     (default: the config's torch_dtype)\n"
          "  -h, --help         show this help\n"},
+        {"compare", vrt_cmd_compare_run,
+         "before/after of two runs: peaks by device, phase and call path",
+         "compare A B [--format text|json] [-o FILE] [--rules FILE]",
+         "A (before) and B (after) are each a run directory or one .vtrace\n"
+         "file. Devices match by uuid, else by (host, vendor, ordinal); call\n"
+         "paths by function and file names, so another build or load\n"
+         "address still matches. Exits 0 whatever changed.\n"
+         "\n"
+         "  -f, --format FMT   text (default) or json (vramtrace-compare/1)\n"
+         "  -o, --output FILE  write the comparison to FILE (atomically)\n"
+         "      --rules FILE   re-classify both runs' stacks with FILE's\n"
+         "                     rules in front of the built-in ones\n"
+         "  -h, --help         show this help\n"},
+        {"table", vrt_cmd_table_run,
+         "the retest record: one row per run with its flags, peak and OOM",
+         "table RUN... [--format text|json|csv] [-o FILE] [--rules FILE]",
+         "One row per RUN (a run directory or one .vtrace file), in the\n"
+         "order given: the engine and its context length, concurrency,\n"
+         "memory fraction, tensor parallel and GPU layers flags read from\n"
+         "the recorded command lines (vLLM, SGLang, llama.cpp, TGI,\n"
+         "TensorRT-LLM), each device's peak split by phase, requests in\n"
+         "flight, the first out-of-memory failure (stage, phase), exit status.\n"
+         "\n"
+         "  -f, --format FMT   text (default), csv or json (vramtrace-table/1)\n"
+         "  -o, --output FILE  write the table to FILE (atomically)\n"
+         "      --rules FILE   re-classify stacks with FILE's rules first\n"
+         "  -h, --help         show this help\n"},
+        {"ctl", vrt_cmd_ctl_run,
+         "control traced processes while they run: start, stop, mark, status",
+         "ctl DIR|PID start|stop|mark LABEL|flush|status [--json]",
+         "DIR reaches every process of a run directory (its <pid>.ctl\n"
+         "sockets; processes that are gone are noted and skipped), PID one\n"
+         "process (its run directory from its VRAMTRACE_OUT, else the\n"
+         "default vramtrace-run-PID in its working directory).\n"
+         "\n"
+         "  start        record from now on (the trace begins with a\n"
+         "               snapshot of every live allocation)\n"
+         "  stop         back to standby (live-allocation table only)\n"
+         "  mark LABEL   a timestamped mark in the trace: analyze reports\n"
+         "               one window per mark\n"
+         "  flush        write buffered events out now\n"
+         "  status       state, events, devices and live bytes per phase\n"
+         "\n"
+         "      --json   print status answers as JSON, one line each\n"
+         "  -h, --help   show this help\n"
+         "\n"
+         "Prints 'pid N: ANSWER' per process. Exit 0 when every reachable\n"
+         "process answered ok, 1 when one did not or none was reachable.\n"},
+        {"live", vrt_cmd_live_run,
+         "a refreshing view of a recording run: live bytes per device and phase",
+         "live DIR|PID [--interval SEC] [--count N]",
+         "Re-reads the run's traces every interval and shows, per device,\n"
+         "used of total bytes and the live bytes of each phase, requests in\n"
+         "flight, OOMs and the last one (from the control sockets when no\n"
+         "trace has data yet, e.g. in standby). Full screen on a terminal\n"
+         "(q quits); otherwise one line per refresh.\n"
+         "\n"
+         "  -n, --interval SEC  seconds between refreshes (default 1)\n"
+         "  -c, --count N       stop after N refreshes\n"
+         "  -h, --help          show this help\n"},
+        {"demo", vrt_cmd_demo_run,
+         "run the example server on the fake GPU through every OOM verdict",
+         "demo [-o DIR]",
+         "Records examples/serve_sim (a vLLM-shaped server) on the fake\n"
+         "GPU once per verdict (weights, not sharded, kv_cache,\n"
+         "concurrency, host_memory, other_processes, none) and prints\n"
+         "each diagnosis. No GPU needed; runs from a build tree.\n"
+         "\n"
+         "  -o, --output DIR  keep the runs in DIR (default: a new\n"
+         "                    directory under $TMPDIR or /tmp)\n"
+         "  -h, --help        show this help\n"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -20,8 +20,16 @@
  * at a device's peak need the live set at that moment, which is only known
  * once the peak is: a second pass replays the events again and takes the
  * live objects of each device right after the event of its peak.
+ *
+ * Timelines (first pass only) are bounded: the run is cut into
+ * VRT_REPLAY_SERIES_BUCKETS equal time buckets; within one, a device keeps
+ * its highest point (copied when a change exceeds it) and, when it changed
+ * after that, its state at the bucket's end (read from the live counters
+ * when the first event of a later bucket arrives, before it applies).
  */
 #include "replay.h"
+
+#include "progress.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -75,6 +83,20 @@ struct state {
 	size_t nmappings;
 	size_t cur;             /* index of the event being replayed */
 	uint8_t *uses_requests; /* per process: REQUEST events exist */
+	/* timelines: NULL acc in the second pass (no timelines) */
+	struct series_acc *acc; /* per device */
+	struct series_acc *inflight_acc;
+	int64_t series_start, series_width, bucket;
+	int series_oom;
+};
+
+/* The bucket of a timeline being built: its highest point (max; for
+ * requests, max.total holds the count) and whether it changed after it. */
+struct series_acc {
+	int active; /* changed in this bucket */
+	int after_max;
+	int64_t last_ts;
+	struct vrt_replay_point max;
 };
 
 /* ---- names --------------------------------------------------------------- */
@@ -334,6 +356,169 @@ static void sample_single(struct state *s, size_t i, int64_t ts)
 	}
 }
 
+/* Windows (see on_mark): r->windows[r->nwindows - 1] is open. */
+/* Raises the open window's peaks of device dev to its live counters. */
+static void window_note(struct state *s, int32_t dev)
+{
+	struct vrt_replay *r = s->r;
+	struct vrt_replay_window_device *w;
+	const struct vrt_replay_device *d;
+	unsigned k;
+
+	if (!r->nwindows || dev < 0 || (size_t)dev >= r->ndevices)
+		return;
+	d = &r->dev[dev];
+	w = &r->windows[r->nwindows - 1].dev[dev];
+	if (d->tracked_bytes > w->peak_bytes)
+		w->peak_bytes = d->tracked_bytes;
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+		if (d->phase[k].live_bytes > w->peak_by_phase[k])
+			w->peak_by_phase[k] = d->phase[k].live_bytes;
+}
+
+/* ---- timelines ---------------------------------------------------------- */
+
+/* Appends one element of sz bytes to *v (n elements), growing by doubling;
+ * -1 when out of memory. */
+static int push(void **v, size_t *n, const void *x, size_t sz)
+{
+	if (*n == 0 || (*n >= 16 && !(*n & (*n - 1)))) {
+		void *nv = realloc(*v, (*n ? *n * 2 : 16) * sz);
+		if (!nv)
+			return -1;
+		*v = nv;
+	}
+	memcpy((char *)*v + *n * sz, x, sz);
+	(*n)++;
+	return 0;
+}
+
+static void point_now(const struct vrt_replay_device *d, int64_t ts,
+                      struct vrt_replay_point *p)
+{
+	unsigned k;
+
+	p->ts = ts;
+	p->total = d->tracked_bytes;
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+		p->by_phase[k] = d->phase[k].live_bytes;
+}
+
+/* Device dev's tracked bytes changed at ts (the live counters hold the
+ * new state). */
+static void series_note(struct state *s, int32_t dev, int64_t ts)
+{
+	struct series_acc *a;
+	const struct vrt_replay_device *d = &s->r->dev[dev];
+
+	if (!s->acc)
+		return;
+	a = &s->acc[dev];
+	if (!a->active || d->tracked_bytes > a->max.total) {
+		point_now(d, ts, &a->max);
+		a->active = 1;
+		a->after_max = 0;
+	} else {
+		a->after_max = 1;
+	}
+	a->last_ts = ts;
+}
+
+static void inflight_note(struct state *s, int64_t ts)
+{
+	struct series_acc *a = s->inflight_acc;
+
+	if (!a)
+		return;
+	if (!a->active || s->r->inflight > a->max.total) {
+		a->max.ts = ts;
+		a->max.total = s->r->inflight;
+		a->active = 1;
+		a->after_max = 0;
+	} else {
+		a->after_max = 1;
+	}
+	a->last_ts = ts;
+}
+
+/* Ends the current bucket: its points go to the timelines. Called before
+ * the first event of a later bucket applies, so the live counters still
+ * hold each timeline's state at the end of the bucket. */
+static void series_flush(struct state *s)
+{
+	struct vrt_replay *r = s->r;
+	struct vrt_replay_point p;
+	struct vrt_replay_inflight q;
+	size_t i;
+
+	for (i = 0; i < r->ndevices; i++) {
+		struct series_acc *a = &s->acc[i];
+		struct vrt_replay_device *d = &r->dev[i];
+		if (!a->active)
+			continue;
+		a->active = 0;
+		if (push((void **)&d->series, &d->nseries, &a->max,
+		         sizeof(a->max)))
+			goto oom;
+		if (!a->after_max)
+			continue;
+		point_now(d, a->last_ts, &p);
+		if (push((void **)&d->series, &d->nseries, &p, sizeof(p)))
+			goto oom;
+	}
+	if (s->inflight_acc->active) {
+		struct series_acc *a = s->inflight_acc;
+		a->active = 0;
+		q.ts = a->max.ts;
+		q.inflight = (uint32_t)a->max.total;
+		if (push((void **)&r->inflight_series, &r->ninflight_series,
+		         &q, sizeof(q)))
+			goto oom;
+		q.ts = a->last_ts;
+		q.inflight = r->inflight;
+		if (a->after_max &&
+		    push((void **)&r->inflight_series, &r->ninflight_series,
+		         &q, sizeof(q)))
+			goto oom;
+	}
+	return;
+oom:
+	s->series_oom = 1;
+}
+
+/* Flushes the bucket before an event at ts when ts starts a later one. */
+static void series_tick(struct state *s, int64_t ts)
+{
+	int64_t d = ts - s->series_start;
+	int64_t b = d > 0 ? d / s->series_width : 0;
+
+	if (b != s->bucket) {
+		series_flush(s);
+		s->bucket = b;
+	}
+}
+
+/* Sets up the timelines of a first pass; -1 when out of memory. */
+static int series_init(struct state *s)
+{
+	const struct vrt_trace *t = s->t;
+	int64_t end = t->end_ns;
+
+	s->acc = calloc(t->ndevices + 1, sizeof(*s->acc));
+	if (!s->acc)
+		return -1;
+	s->inflight_acc = &s->acc[t->ndevices];
+	if (t->nev && t->ev[t->nev - 1].ts > end)
+		end = t->ev[t->nev - 1].ts;
+	s->series_start = t->start_ns;
+	s->series_width = end > t->start_ns
+	                          ? (end - t->start_ns) /
+	                                            VRT_REPLAY_SERIES_BUCKETS +
+	                                    1
+	                          : 1;
+	return 0;
+}
+
 static void charge(struct state *s, struct obj *o, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
@@ -367,6 +552,8 @@ static void charge(struct state *s, struct obj *o, int64_t ts)
 	}
 	if (o->slot == VRT_PHASE_forward)
 		sample_single(s, (size_t)o->device, ts);
+	window_note(s, o->device);
+	series_note(s, o->device, ts);
 }
 
 static void discharge(struct state *s, struct obj *o)
@@ -391,6 +578,7 @@ static void discharge(struct state *s, struct obj *o)
 	o->charged = 0;
 	d->tracked_bytes -=
 	        d->tracked_bytes >= o->size ? o->size : d->tracked_bytes;
+	series_note(s, o->device, s->t->ev[s->cur].ts);
 }
 
 /* Counts an alloc or free against the family (and phase) of o. */
@@ -462,11 +650,65 @@ static void mapping_drop(struct state *s, uint32_t m)
 	handle_unref(s, h);
 }
 
+/* A standby snapshot begins: what this process held live is replaced by
+ * the snapshot's allocations, so drop it all without counting frees
+ * (mappings first, so their handles come free with them). */
+static int snapshot_reset(struct state *s, uint32_t proc)
+{
+	struct key {
+		uint64_t addr;
+		uint8_t space;
+	} *keys;
+	size_t i, n = 0, k;
+
+	for (i = 0; i < s->cap; i++)
+		n += s->tab[i].obj != NONE && s->tab[i].proc == proc &&
+		     s->tab[i].space <= SP_MAP;
+	if (!n)
+		return 0;
+	keys = malloc(n * sizeof(*keys));
+	if (!keys)
+		return -1;
+	for (i = 0, k = 0; i < s->cap; i++)
+		if (s->tab[i].obj != NONE && s->tab[i].proc == proc &&
+		    s->tab[i].space <= SP_MAP)
+			keys[k++] = (struct key){s->tab[i].addr, s->tab[i].space};
+	for (int pass = 0; pass < 2; pass++) {
+		for (i = 0; i < n; i++) {
+			if ((keys[i].space == SP_MAP) != (pass == 0))
+				continue;
+			uint32_t o = table_take(s, proc, keys[i].space,
+			                        keys[i].addr);
+			if (o == NONE)
+				continue;
+			if (pass == 0) {
+				mapping_drop(s, o);
+				continue;
+			}
+			struct obj *ob = &s->objs[o];
+			if (ob->kind == OBJ_HANDLE && ob->refs) {
+				ob->released = 1; /* its mappings live on */
+				continue;
+			}
+			discharge(s, ob);
+			obj_free(s, o);
+		}
+	}
+	free(keys);
+	return 0;
+}
+
 static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 {
-	uint32_t o = obj_new(s), old;
+	uint32_t o, old;
 	struct obj *ob;
 
+	/* A snapshot entry that is already live here was recorded as a
+	 * call: keep that one. */
+	if ((e->flags & VRT_EV_SNAP) &&
+	    table_get(s, e->proc, (uint8_t)space_of(fam), e->addr) != NONE)
+		return 0;
+	o = obj_new(s);
 	if (o == NONE)
 		return -1;
 	ob = &s->objs[o];
@@ -495,7 +737,8 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 		}
 	}
 	ob = &s->objs[o];
-	count(s, ob, 0);
+	if (!(e->flags & VRT_EV_SNAP))
+		count(s, ob, 0);
 	charge(s, ob, e->ts);
 	return 0;
 }
@@ -629,6 +872,8 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 	}
 	if (f->oom)
 		r->ooms++;
+	if (f->oom && r->nwindows)
+		r->windows[r->nwindows - 1].ooms++;
 	if (f->device >= 0 && (size_t)f->device < r->ndevices) {
 		unsigned k;
 		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
@@ -678,8 +923,12 @@ static void inflight_changed(struct state *s, int64_t ts)
 		r->max_inflight = r->inflight;
 		r->max_inflight_ts = ts;
 	}
+	if (r->nwindows &&
+	    r->inflight > r->windows[r->nwindows - 1].max_inflight)
+		r->windows[r->nwindows - 1].max_inflight = r->inflight;
 	for (i = 0; i < r->ndevices; i++)
 		sample_single(s, i, ts);
+	inflight_note(s, ts);
 }
 
 /* Opens (or closes) one request in key space sp; duplicates and unknown
@@ -732,6 +981,49 @@ static int on_net(struct state *s, const struct vrt_event *e)
 	return 0; /* an op from a newer writer */
 }
 
+/* ---- windows ------------------------------------------------------------ */
+
+/* A mark ends the open window and opens the next, which starts with what
+ * is live and in flight at the mark. */
+static int window_open(struct state *s, int64_t ts)
+{
+	struct vrt_replay *r = s->r;
+	struct vrt_replay_window *w;
+	size_t i;
+
+	if (r->nwindows % 16 == 0) {
+		void *p = realloc(r->windows,
+		                  (r->nwindows + 16) * sizeof(*r->windows));
+		if (!p)
+			return -1;
+		r->windows = p;
+	}
+	if (r->nwindows)
+		r->windows[r->nwindows - 1].end_ts = ts;
+	w = &r->windows[r->nwindows];
+	memset(w, 0, sizeof(*w));
+	w->dev = calloc(r->ndevices ? r->ndevices : 1, sizeof(*w->dev));
+	if (!w->dev)
+		return -1;
+	w->mark = s->cur;
+	w->start_ts = ts;
+	w->end_ts = ts;
+	w->max_inflight = r->inflight;
+	r->nwindows++;
+	for (i = 0; i < r->ndevices; i++)
+		window_note(s, (int32_t)i);
+	return 0;
+}
+
+static void windows_free(struct vrt_replay *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nwindows; i++)
+		free(r->windows[i].dev);
+	free(r->windows);
+}
+
 static int on_mark(struct state *s)
 {
 	struct vrt_replay *r = s->r;
@@ -743,7 +1035,7 @@ static int on_mark(struct state *s)
 		r->marks = p;
 	}
 	r->marks[r->nmarks++] = s->cur;
-	return 0;
+	return window_open(s, s->t->ev[s->cur].ts);
 }
 
 static int cmp_site(const void *pa, const void *pb)
@@ -834,6 +1126,10 @@ static int replay_pass(struct vrt_replay *r, const struct vrt_trace *t,
 	struct state s;
 	size_t i, j;
 	int rc = 0;
+	/* Progress over both passes: events of the first, then the second. */
+	const struct vrt_progress *progress =
+	        sites ? sites->progress : r->progress;
+	uint64_t done = sites ? t->nev : 0;
 
 	memset(&s, 0, sizeof(s));
 	s.r = r;
@@ -842,13 +1138,23 @@ static int replay_pass(struct vrt_replay *r, const struct vrt_trace *t,
 	s.uses_requests = uses_requests;
 	r->ndevices = t->ndevices;
 	r->dev = calloc(t->ndevices ? t->ndevices : 1, sizeof(*r->dev));
-	if (!r->dev || table_grow(&s))
+	if (!r->dev || table_grow(&s) || (!sites && series_init(&s)))
 		rc = -1;
 	for (i = 0; i < t->nev && !rc; i++) {
 		const struct vrt_event *e = &t->ev[i];
 		int fam = vrt_api_family(e->api);
 
 		s.cur = i;
+		if (!(i & 0xffff))
+			vrt_progress_note(progress, VRT_PROGRESS_REPLAY,
+			                  done + i, 2 * (uint64_t)t->nev, 0);
+		if (s.acc) {
+			series_tick(&s, e->ts);
+			if (s.series_oom) {
+				rc = -1;
+				break;
+			}
+		}
 		if (sites) {
 			for (j = 0; j < sites->ndevices && i; j++)
 				if (sites->dev[j].peak_bytes &&
@@ -870,6 +1176,10 @@ static int replay_pass(struct vrt_replay *r, const struct vrt_trace *t,
 			rc = on_mark(&s);
 			continue;
 		case VRT_EV_PROC:
+			continue;
+		case VRT_EV_SNAPSHOT:
+			if (e->aux == 1)
+				rc = snapshot_reset(&s, e->proc);
 			continue;
 		}
 		if (e->kind == VRT_EV_FAIL) {
@@ -903,6 +1213,11 @@ static int replay_pass(struct vrt_replay *r, const struct vrt_trace *t,
 			if (sites->dev[j].peak_bytes &&
 			    sites->dev[j].peak_ev == t->nev - 1)
 				rc = snapshot_sites(&s, sites, (int32_t)j);
+	if (s.acc && !rc) {
+		series_flush(&s);
+		rc = -s.series_oom;
+	}
+	free(s.acc);
 	free(s.tab);
 	free(s.objs);
 	return rc;
@@ -923,6 +1238,9 @@ int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t)
 		    t->ev[i].proc < t->nprocs)
 			uses_requests[t->ev[i].proc] = 1;
 	rc = replay_pass(r, t, uses_requests, NULL);
+	/* The last window runs to the end of the run. */
+	if (!rc && r->nwindows && t->end_ns > r->windows[r->nwindows - 1].start_ts)
+		r->windows[r->nwindows - 1].end_ts = t->end_ns;
 	for (i = 0; i < r->ndevices && !rc; i++)
 		peaks |= r->dev[i].peak_bytes != 0;
 	if (!rc && peaks) {
@@ -936,9 +1254,15 @@ int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t)
 
 void vrt_replay_free(struct vrt_replay *r)
 {
+	size_t i;
+
+	for (i = 0; r->dev && i < r->ndevices; i++)
+		free(r->dev[i].series);
+	free(r->inflight_series);
 	free(r->dev);
 	free(r->fails);
 	free(r->marks);
+	windows_free(r);
 	free(r->sites);
 	memset(r, 0, sizeof(*r));
 }

@@ -21,6 +21,13 @@
 #define VRT_REPLAY_MAX_PHASES VRT_LOAD_MAX_PHASES
 /* Allocation sites kept per (device, phase) at the device's peak. */
 #define VRT_REPLAY_TOP_SITES 5
+/* Time buckets of a timeline: the run is cut into this many equal spans
+ * and each keeps at most two points, the moment of its largest value and
+ * its last state, so peaks are never lost and a timeline holds at most
+ * 2 * VRT_REPLAY_SERIES_BUCKETS points whatever the trace's length. */
+#define VRT_REPLAY_SERIES_BUCKETS 1000
+
+struct vrt_progress;
 
 /* The counters reported for a family, a phase, or reserved VA. */
 struct vrt_counters {
@@ -44,6 +51,25 @@ struct vrt_replay_device {
 	int64_t baseline_ts;
 	uint64_t probe_total_bytes; /* total of the first probe */
 	size_t peak_ev; /* index of the event that reached peak_bytes */
+	/* the timeline: live bytes by phase over time (downsampled, see
+	 * VRT_REPLAY_SERIES_BUCKETS), in time order */
+	struct vrt_replay_point *series;
+	size_t nseries;
+};
+
+/* The live bytes of a device at one moment, right after an event. Before
+ * its first point a device holds nothing; after its last point it holds
+ * that point's bytes until the end of the run. */
+struct vrt_replay_point {
+	int64_t ts;
+	uint64_t total; /* tracked bytes (the VRAM families) */
+	uint64_t by_phase[VRT_REPLAY_MAX_PHASES];
+};
+
+/* Requests in flight from ts on (downsampled like a device timeline). */
+struct vrt_replay_inflight {
+	int64_t ts;
+	uint32_t inflight;
 };
 
 /* One call path's share of a device's peak (heaptrack's "peak memory
@@ -54,6 +80,24 @@ struct vrt_replay_site {
 	uint32_t stack; /* index into the trace's stacks (0: none) */
 	uint64_t bytes;
 	uint64_t allocs;
+};
+
+/* One device's numbers inside a window: the most tracked bytes it held,
+ * and each phase's own most (phase slots; the phases need not peak at the
+ * same moment). A window starts with what was live at its mark. */
+struct vrt_replay_window_device {
+	uint64_t peak_bytes;
+	uint64_t peak_by_phase[VRT_REPLAY_MAX_PHASES];
+};
+
+/* The span from one MARK to the next (the last one: to the end of the
+ * run), over every process of the run: the steps of a load test. */
+struct vrt_replay_window {
+	size_t mark; /* index of its MARK event in the trace */
+	int64_t start_ts, end_ts;
+	uint32_t max_inflight; /* requests in flight, from the mark on */
+	uint64_t ooms;         /* allocations refused for memory in it */
+	struct vrt_replay_window_device *dev; /* one per trace device */
 };
 
 struct vrt_replay_failure {
@@ -111,6 +155,9 @@ struct vrt_replay {
 	int64_t single_request_peak_ts;
 	size_t *marks; /* indexes of MARK events in the trace */
 	size_t nmarks;
+	/* one window per mark, in time order (see vrt_replay_window) */
+	struct vrt_replay_window *windows;
+	size_t nwindows;
 	/* sites live at each device's peak: by device, then phase slot,
 	 * then bytes (largest first); at most VRT_REPLAY_TOP_SITES per
 	 * (device, phase) */
@@ -119,6 +166,13 @@ struct vrt_replay {
 	/* In (set before vrt_replay_run): sites kept per (device, phase);
 	 * 0 means VRT_REPLAY_TOP_SITES, SIZE_MAX every site (compare). */
 	size_t top_sites;
+	/* requests in flight over time (same downsampling as the device
+	 * timelines) */
+	struct vrt_replay_inflight *inflight_series;
+	size_t ninflight_series;
+	/* In (set before vrt_replay_run): NULL, or a callback told how far
+	 * the replay got (progress.h). */
+	const struct vrt_progress *progress;
 };
 
 /*

@@ -12,12 +12,69 @@
 #include "load.h"
 #include "replay.h"
 
-/* The "vramtrace-report/1" JSON document (DESIGN.md). */
-void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
-                           const struct vrt_replay *r);
+struct vrt_diagnosis;
+struct vrt_json;
 
-/* The human summary: run, per-device families and peak, host, failures. */
+/* The "vramtrace-report/1" JSON document (DESIGN.md); dg (diagnose.h) may
+ * be NULL ("diagnosis": null). */
+void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
+                           const struct vrt_replay *r,
+                           const struct vrt_diagnosis *dg);
+
+/* The human summary: the diagnosis first (when dg is not NULL), then run,
+ * per-device families and peak, host, failures. */
 void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
-                           const struct vrt_replay *r);
+                           const struct vrt_replay *r,
+                           const struct vrt_diagnosis *dg);
+
+/* The diagnosis as the text report's opening block (report_diagnosis.c). */
+void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
+                               const struct vrt_diagnosis *dg);
+
+/* The diagnosis as a JSON object (the value of "diagnosis"). */
+void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
+                               const struct vrt_diagnosis *dg);
+
+struct vrt_diff;
+struct vrt_run;
+struct vrt_retest_row;
+
+/* `vramtrace compare`: the text summary and the "vramtrace-compare/1"
+ * JSON document of diff d between runs a and b (report_compare.c). */
+void vrt_report_compare_text(FILE *f, const struct vrt_diff *d,
+                             const struct vrt_run *a, const struct vrt_run *b);
+void vrt_report_compare_json(FILE *f, const struct vrt_diff *d,
+                             const struct vrt_run *a, const struct vrt_run *b);
+
+/* `vramtrace table`: nrows rows (labels[i] names row i's run) as an
+ * aligned text table, CSV, or the "vramtrace-table/1" JSON document
+ * (report_table.c). */
+void vrt_report_table_text(FILE *f, const struct vrt_retest_row *rows,
+                           char *const *labels, size_t nrows);
+void vrt_report_table_csv(FILE *f, const struct vrt_retest_row *rows,
+                          char *const *labels, size_t nrows);
+void vrt_report_table_json(FILE *f, const struct vrt_retest_row *rows,
+                           char *const *labels, size_t nrows);
+
+/* One self-contained HTML page (inline CSS, JS and SVG; nothing loaded
+ * from the network): per-device timelines by phase with server-ready,
+ * mark, request and OOM markers, budget bars against capacity, the
+ * diagnosis (d, or NULL when there is none), failures and top sites. */
+void vrt_report_html_write(FILE *f, const struct vrt_trace *t,
+                           const struct vrt_replay *r,
+                           const struct vrt_diagnosis *d);
+
+/* Chrome trace event JSON for ui.perfetto.dev: a process per traced pid,
+ * counter tracks per device and phase, requests in flight, instant events
+ * for OOMs, marks and server readiness. */
+void vrt_report_perfetto_write(FILE *f, const struct vrt_trace *t,
+                               const struct vrt_replay *r);
+
+/* Folded stacks ("[phase];root;...;leaf bytes") of everything live at each
+ * device's peak, for flamegraph.pl and speedscope. Needs every site: r
+ * replayed with top_sites = SIZE_MAX. Returns 0, or -1 when out of memory
+ * (nothing written). */
+int vrt_report_folded_write(FILE *f, const struct vrt_trace *t,
+                            const struct vrt_replay *r);
 
 #endif /* VRT_REPORT_H */

@@ -353,6 +353,47 @@ static void marks(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_end_array(w);
 }
 
+/* The steps of a load test: one object per mark, to the next mark. */
+static void windows(struct vrt_json *w, const struct vrt_trace *t,
+                    const struct vrt_replay *r)
+{
+	size_t i, j;
+
+	vrt_json_key(w, "windows");
+	vrt_json_begin_array(w);
+	for (i = 0; i < r->nwindows; i++) {
+		const struct vrt_replay_window *x = &r->windows[i];
+		const char *label = vrt_load_str(t, t->ev[x->mark].extra);
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "label");
+		vrt_json_string(w, label ? label : "");
+		vrt_json_key(w, "pid");
+		vrt_json_uint(w, t->procs[t->ev[x->mark].proc].pid);
+		vrt_json_key(w, "start_s");
+		seconds(w, t, x->start_ts);
+		vrt_json_key(w, "end_s");
+		seconds(w, t, x->end_ts);
+		vrt_json_key(w, "max_inflight");
+		vrt_json_uint(w, x->max_inflight);
+		vrt_json_key(w, "ooms");
+		vrt_json_uint(w, x->ooms);
+		vrt_json_key(w, "devices");
+		vrt_json_begin_array(w);
+		for (j = 0; j < t->ndevices && j < r->ndevices; j++) {
+			vrt_json_begin_object(w);
+			vrt_json_key(w, "id");
+			vrt_json_uint(w, j);
+			vrt_json_key(w, "peak_bytes");
+			vrt_json_uint(w, x->dev[j].peak_bytes);
+			by_phase(w, t, "by_phase", x->dev[j].peak_by_phase);
+			vrt_json_end_object(w);
+		}
+		vrt_json_end_array(w);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
+}
+
 /* Frames innermost first, as heaptrack prints a backtrace. */
 #define JSON_SITE_FRAMES 64
 
@@ -421,7 +462,8 @@ static void top_sites(struct vrt_json *w, const struct vrt_trace *t,
 }
 
 void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
-                           const struct vrt_replay *r)
+                           const struct vrt_replay *r,
+                           const struct vrt_diagnosis *dg)
 {
 	struct vrt_json w;
 	size_t i;
@@ -458,11 +500,12 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 	vrt_json_uint(&w, r->unmatched_frees);
 	marks(&w, t, r);
 	top_sites(&w, t, r);
-	vrt_json_key(&w, "windows");
-	vrt_json_begin_array(&w);
-	vrt_json_end_array(&w);
+	windows(&w, t, r);
 	vrt_json_key(&w, "diagnosis");
-	vrt_json_null(&w);
+	if (dg)
+		vrt_report_diagnosis_json(&w, t, dg);
+	else
+		vrt_json_null(&w);
 	vrt_json_end_object(&w);
 	vrt_json_finish(&w);
 }

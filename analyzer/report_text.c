@@ -395,6 +395,75 @@ static void marks(FILE *f, const struct vrt_trace *t,
 	}
 }
 
+/* A label made safe for a terminal and cut to fit a column. */
+static void safe_label(char *buf, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; s && s[i] && i + 1 < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		buf[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	buf[i] = '\0';
+}
+
+/* The steps of a load test: one row per window and device, the peak of
+ * the device and of each phase that held memory in some window. */
+static void windows(FILE *f, const struct vrt_trace *t,
+                    const struct vrt_replay *r)
+{
+	int show[VRT_REPLAY_MAX_PHASES] = {0};
+	size_t i, j;
+	unsigned k;
+
+	if (!r->nwindows)
+		return;
+	for (i = 0; i < r->nwindows; i++)
+		for (j = 0; j < r->ndevices; j++)
+			for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+				show[k] |= r->windows[i].dev[j].peak_by_phase[k] != 0;
+	fprintf(f, "\nwindows (from each mark to the next; peaks per device "
+	           "and phase)\n");
+	fprintf(f, "  %-20s %9s %9s %9s %5s %4s %11s", "window", "start",
+	        "end", "in flight", "ooms", "dev", "peak");
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++) {
+		char pb[32], name[32];
+		if (!show[k])
+			continue;
+		safe_label(name, 12,
+		           vrt_load_phase_name(t, k, pb, sizeof(pb)));
+		fprintf(f, " %11s", name);
+	}
+	fputc('\n', f);
+	for (i = 0; i < r->nwindows; i++) {
+		const struct vrt_replay_window *x = &r->windows[i];
+		char label[21], b1[32], b2[32];
+
+		safe_label(label, sizeof(label),
+		           vrt_load_str(t, t->ev[x->mark].extra));
+		fprintf(f, "  %-20s %9s", label,
+		        secs(b1, sizeof(b1), t, x->start_ts));
+		fprintf(f, " %9s %9" PRIu32 " %5" PRIu64,
+		        secs(b2, sizeof(b2), t, x->end_ts), x->max_inflight,
+		        x->ooms);
+		for (j = 0; j < r->ndevices; j++) {
+			if (j)
+				fprintf(f, "  %-20s %9s %9s %9s %5s", "", "",
+				        "", "", "");
+			fprintf(f, " %4zu %11s", j,
+			        human(b1, sizeof(b1), x->dev[j].peak_bytes));
+			for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+				if (show[k])
+					fprintf(f, " %11s",
+					        human(b1, sizeof(b1),
+					              x->dev[j].peak_by_phase[k]));
+			fputc('\n', f);
+		}
+		if (!r->ndevices)
+			fputc('\n', f);
+	}
+}
+
 static void failures(FILE *f, const struct vrt_trace *t,
                      const struct vrt_replay *r)
 {
@@ -449,9 +518,13 @@ static void failures(FILE *f, const struct vrt_trace *t,
 }
 
 void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
-                           const struct vrt_replay *r)
+                           const struct vrt_replay *r,
+                           const struct vrt_diagnosis *dg)
 {
 	size_t i;
+
+	if (dg)
+		vrt_report_diagnosis_text(f, t, dg);
 
 	run_summary(f, t);
 	server(f, t, r);
@@ -460,6 +533,7 @@ void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
 	host(f, t, r);
 	sites(f, t, r);
 	marks(f, t, r);
+	windows(f, t, r);
 	failures(f, t, r);
 	if (r->unmatched_frees)
 		fprintf(f, "\nfrees of unknown addresses: %" PRIu64 "\n",

@@ -51,7 +51,8 @@ int vrt_run_open(struct vrt_run *run, const char *path,
 			        (long long)run->t.procs[i].trunc_offset,
 			        run->t.procs[i].trunc_reason);
 	run->r.top_sites = top_sites;
-	if (vrt_attrib_run(&run->t, rules) || vrt_replay_run(&run->r, &run->t)) {
+	if (vrt_attrib_run(&run->t, rules) ||
+	    vrt_replay_run(&run->r, &run->t)) {
 		fprintf(stderr,
 		        "vramtrace: error: %s: out of memory while "
 		        "replaying\n",

@@ -12,6 +12,13 @@
  *   --act-mib MiB of activations until its connection closes. The first
  *   request is served alone, the rest together.
  *
+ *   --ladder 1,2,4,8  instead: a load test's concurrency ladder, each step
+ *                     (that many clients at once) after a mark
+ *                     "concurrency=N" (VRAMTRACE_MARK: a no-op without
+ *                     the preload)
+ *   --hold-ms N       every step keeps its requests in flight (their
+ *                     activations allocated) for N ms before answering
+ *
  * Exit status: 0 served everything, 2 usage, 3 CUDA out of memory, 4 no
  * driver.
  */
@@ -24,7 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "vramtrace.h"
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -34,6 +44,7 @@ typedef CUresult (*proc_fn)(const char *, void **, int, uint64_t, int *);
 #define MIB         (1024ull * 1024ull)
 #define NOINLINE    __attribute__((noinline, noclone, used))
 #define MAX_CLIENTS 64
+#define MAX_STEPS   16
 
 static struct {
 	CUresult (*init)(unsigned);
@@ -45,7 +56,8 @@ static struct {
 
 static struct {
 	int n_layers, layer_mib, ctx_size, kv_kib, act_mib, clients, port;
-} o = {32, 16, 4096, 128, 64, 4, 0};
+	int hold_ms, nsteps, steps[MAX_STEPS];
+} o = {32, 16, 4096, 128, 64, 4, 0, 0, 0, {0}};
 
 /* The functions a profiler must see, exported by name. */
 void llama_model_load(void);
@@ -115,6 +127,12 @@ static void serve(int srv, int port, int n)
 		conn[i] = accept(srv, NULL, NULL);
 	for (int i = 0; i < n; i++)
 		act[i] = llama_decode();
+	if (o.hold_ms > 0) {
+		struct timespec d = {o.hold_ms / 1000,
+		                     (long)(o.hold_ms % 1000) * 1000000};
+		while (nanosleep(&d, &d))
+			;
+	}
 	for (int i = 0; i < n; i++) {
 		if (write(conn[i], "x", 1) != 1)
 			fprintf(stderr, "llama_sim: lost a client\n");
@@ -145,7 +163,8 @@ static int usage(void)
 	fprintf(stderr,
 	        "usage: llama_sim [-ngl N] [--layer-mib M] [-c|--ctx-size T]\n"
 	        "                 [--kv-kib-per-token K] [--act-mib M] "
-	        "[-np|--parallel N] [--port P]\n");
+	        "[-np|--parallel N] [--port P]\n"
+	        "                 [--ladder N,N,...] [--hold-ms MS]\n");
 	return 2;
 }
 
@@ -159,6 +178,20 @@ int main(int argc, char **argv)
 		}
 		if (i + 1 >= argc)
 			return usage();
+		if (!strcmp(a, "--ladder")) {
+			char *s = argv[++i], *end;
+			for (o.nsteps = 0; *s && o.nsteps < MAX_STEPS;) {
+				long n = strtol(s, &end, 10);
+				if (end == s || n < 1 || n > MAX_CLIENTS ||
+				    (*end && *end != ','))
+					return usage();
+				o.steps[o.nsteps++] = (int)n;
+				s = *end == ',' ? end + 1 : end;
+			}
+			if (*s || !o.nsteps)
+				return usage();
+			continue;
+		}
 		int v = atoi(argv[++i]);
 		if (!strcmp(a, "-ngl"))
 			o.n_layers = v;
@@ -174,6 +207,8 @@ int main(int argc, char **argv)
 			o.clients = v;
 		else if (!strcmp(a, "--port"))
 			o.port = v;
+		else if (!strcmp(a, "--hold-ms"))
+			o.hold_ms = v;
 		else
 			return usage();
 	}
@@ -202,11 +237,23 @@ int main(int argc, char **argv)
 	int port = ntohs(a.sin_port);
 	printf("llama_sim: listening on 127.0.0.1:%d\n", port);
 	fflush(stdout);
-	serve(srv, port, 1);
-	if (o.clients > 1)
-		serve(srv, port, o.clients);
+	int served = 0;
+	if (o.nsteps) {
+		for (int i = 0; i < o.nsteps; i++) {
+			char label[32];
+			snprintf(label, sizeof(label), "concurrency=%d",
+			         o.steps[i]);
+			VRAMTRACE_MARK(label);
+			serve(srv, port, o.steps[i]);
+			served += o.steps[i];
+		}
+	} else {
+		serve(srv, port, 1);
+		if (o.clients > 1)
+			serve(srv, port, o.clients);
+		served = 1 + (o.clients > 1 ? o.clients : 0);
+	}
 	close(srv);
-	printf("llama_sim: served %d requests\n",
-	       1 + (o.clients > 1 ? o.clients : 0));
+	printf("llama_sim: served %d requests\n", served);
 	return 0;
 }

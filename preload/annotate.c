@@ -18,7 +18,8 @@ static void record(const struct vrt_ev *ev)
 {
 	if (!vrt_hook_enter())
 		return;
-	vrt_tbuf_event(ev);
+	if (vrt_capture_on()) /* standby writes nothing */
+		vrt_tbuf_event(ev);
 	vrt_hook_leave();
 }
 

@@ -43,6 +43,8 @@ enum vrt_option_id {
 	VRT_OPT_RULES,       /* VRAMTRACE_RULES: a phase rules file */
 	VRT_OPT_SAMPLE_MS,   /* VRAMTRACE_SAMPLE_MS: sampler period, 0 off */
 	VRT_OPT_NVML,        /* VRAMTRACE_NVML: device memory from NVML */
+	VRT_OPT_START,       /* VRAMTRACE_START: 0 record, 1 standby */
+	VRT_OPT_METRICS,     /* VRAMTRACE_METRICS: 127.0.0.1:PORT */
 	VRT_OPT_COUNT
 };
 
@@ -184,6 +186,10 @@ uint32_t vrt_stack_capture(void);
 typedef void (*vrt_stack_emit_fn)(unsigned type, const uint8_t *payload,
                                   size_t len);
 void vrt_stack_emit(vrt_stack_emit_fn emit);
+
+/* The phase id the writer's rules gave a stack, or 0 (unattributed, or
+ * not classified yet). Any thread. */
+unsigned vrt_stack_phase(uint32_t stack);
 
 /* The rules that tag new stacks (owned by the caller; NULL: none). Set
  * before the writer starts. */

@@ -23,7 +23,10 @@
  * start_mu serialises the lazy start; everything else is in the core.
  */
 #include "hook.h"
+#include "live.h"
 #include "rules.h"
+
+#include <vramtrace/trace_format.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -51,10 +54,29 @@ static void thread_exit(void *arg)
 	vrt_tbuf_thread_exit();
 }
 
-int vrt_entry_start(void)
+static int writer_open; /* this process's trace file exists; start_mu */
+
+/* SNAPSHOT begin, one ALLOC per live allocation, SNAPSHOT end: a reader
+ * replaces what it knew live in this process by exactly this set. */
+static void snapshot_one(const struct vrt_ev *ev, void *arg)
 {
-	pthread_mutex_lock(&start_mu);
-	if (atomic_load(&vrt_state) == VRT_STATE_ARMED) {
+	(void)arg;
+	vrt_tbuf_event(ev);
+}
+
+static void write_snapshot(void)
+{
+	struct vrt_ev mark = {.rec = VRT_REC_SNAPSHOT, .op = 1};
+	vrt_tbuf_event(&mark);
+	vrt_live_each(snapshot_one, NULL);
+	mark.op = 2;
+	vrt_tbuf_event(&mark);
+}
+
+/* Opens the trace if needed and records from now on. start_mu held. */
+static int begin_recording(int snapshot)
+{
+	if (!writer_open) {
 		int err = vrt_writer_start(
 		        run_dir, (int)vrt_options_int(VRT_OPT_FLUSH_MS),
 		        (int)vrt_options_int(VRT_OPT_ZSTD_LEVEL));
@@ -63,19 +85,80 @@ int vrt_entry_start(void)
 			         "cannot create a trace in %s: %s", run_dir,
 			         strerror(-err));
 			vrt_capture_fail(start_error);
-		} else {
-			atomic_store(&vrt_state, VRT_STATE_ON);
-			/* Without samples the trace still holds every call:
-			 * a sampler that cannot start is not worth a warning
-			 * that would read like lost data. */
-			vrt_sampler_start(
-			        (int)vrt_options_int(VRT_OPT_SAMPLE_MS),
-			        (int)vrt_options_int(VRT_OPT_NVML));
+			return -1;
 		}
+		writer_open = 1;
 	}
-	int on = atomic_load(&vrt_state) == VRT_STATE_ON;
+	/* ON before the snapshot: an allocation racing with it is then in
+	 * the snapshot, or recorded after it, or both (readers keep one). */
+	atomic_store(&vrt_state, VRT_STATE_ON);
+	if (snapshot)
+		write_snapshot();
+	/* Without samples the trace still holds every call: a sampler that
+	 * cannot start is not worth a warning that would read like lost
+	 * data. */
+	vrt_sampler_start((int)vrt_options_int(VRT_OPT_SAMPLE_MS),
+	                  (int)vrt_options_int(VRT_OPT_NVML));
+	return 0;
+}
+
+int vrt_entry_start(void)
+{
+	pthread_mutex_lock(&start_mu);
+	if (atomic_load(&vrt_state) == VRT_STATE_ARMED) {
+		/* Our own sockets and files must not come back through our
+		 * hooks (the control socket's listen() is no server). */
+		int was_in = vrt_in_hook;
+		vrt_in_hook = 1;
+		int standby = vrt_options_int(VRT_OPT_START) == 1;
+		if (standby)
+			atomic_store(&vrt_state, VRT_STATE_STANDBY);
+		else
+			begin_recording(0);
+		int err = atomic_load(&vrt_state) == VRT_STATE_OFF
+		                  ? 0
+		                  : vrt_control_start(run_dir);
+		/* Dashboards only: no endpoint is no loss of data. */
+		if (atomic_load(&vrt_state) != VRT_STATE_OFF)
+			vrt_metrics_start(run_dir);
+		if (err && standby) {
+			/* Standby without a way to start is just a loss. */
+			snprintf(start_error, sizeof(start_error),
+			         "no control endpoint in %s: %s", run_dir,
+			         strerror(-err));
+			vrt_capture_fail(start_error);
+		}
+		vrt_in_hook = was_in;
+	}
+	int s = atomic_load(&vrt_state);
 	pthread_mutex_unlock(&start_mu);
-	return on;
+	return s == VRT_STATE_ON || s == VRT_STATE_STANDBY;
+}
+
+int vrt_entry_record_start(void)
+{
+	pthread_mutex_lock(&start_mu);
+	int s = atomic_load(&vrt_state), rc = -1;
+	if (s == VRT_STATE_ON)
+		rc = 1;
+	else if (s == VRT_STATE_STANDBY)
+		rc = begin_recording(1);
+	pthread_mutex_unlock(&start_mu);
+	return rc;
+}
+
+int vrt_entry_record_stop(void)
+{
+	pthread_mutex_lock(&start_mu);
+	int s = VRT_STATE_ON;
+	int was_on = atomic_compare_exchange_strong(&vrt_state, &s,
+	                                            VRT_STATE_STANDBY);
+	pthread_mutex_unlock(&start_mu);
+	if (!was_on)
+		return 1;
+	vrt_sampler_stop();
+	vrt_writer_sync(STOP_TIMEOUT_MS);
+	return 0;
 }
 
 /* The exit destructor only runs for threads with a key value set. glibc
@@ -93,23 +176,34 @@ int vrt_entry_is_self(void)
 	return getpid() == self_pid;
 }
 
-void vrt_entry_before_exec(void)
+/* Everything off, with bounded waits: the control endpoint, the sampler,
+ * then the writer's last frame and trailer. Returns the state it left. */
+static int shut_down(void)
 {
 	pthread_mutex_lock(&start_mu);
 	int was = atomic_exchange(&vrt_state, VRT_STATE_OFF);
+	int open = writer_open;
+	writer_open = 0;
 	pthread_mutex_unlock(&start_mu);
-	if (was == VRT_STATE_ON) {
-		vrt_sampler_stop();
+	vrt_control_stop();
+	vrt_metrics_stop();
+	vrt_sampler_stop();
+	if (open)
 		vrt_writer_stop(STOP_TIMEOUT_MS);
-	}
-	exec_pending = was;
+	return was;
+}
+
+void vrt_entry_before_exec(void)
+{
+	exec_pending = shut_down();
 }
 
 void vrt_entry_exec_failed(void)
 {
 	/* Still this image: go on as before; after a closed trace, into a
 	 * new file at the next event. */
-	if ((exec_pending == VRT_STATE_ON || exec_pending == VRT_STATE_ARMED) &&
+	if ((exec_pending == VRT_STATE_ON || exec_pending == VRT_STATE_ARMED ||
+	     exec_pending == VRT_STATE_STANDBY) &&
 	    !vrt_capture_fail_reason())
 		atomic_store(&vrt_state, VRT_STATE_ARMED);
 	exec_pending = 0;
@@ -138,10 +232,15 @@ static void after_fork_child(void)
 	vrt_phase_after_fork_child();
 	vrt_writer_after_fork_child();
 	vrt_sampler_after_fork_child();
+	vrt_control_after_fork_child();
+	vrt_metrics_after_fork_child();
+	vrt_live_after_fork_child();
 	pthread_mutex_init(&start_mu, NULL);
 	self_pid = getpid();
-	int on = VRT_STATE_ON;
-	atomic_compare_exchange_strong(&vrt_state, &on, VRT_STATE_ARMED);
+	writer_open = 0;
+	int s = atomic_load(&vrt_state);
+	if (s == VRT_STATE_ON || s == VRT_STATE_STANDBY)
+		atomic_store(&vrt_state, VRT_STATE_ARMED);
 }
 
 /* The run directory, absolute: children that change directory still
@@ -231,7 +330,9 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 	               (int)vrt_options_int(VRT_OPT_STACK_DEPTH));
 	load_rules();
 	vrt_tbuf_on_claim = on_claim;
+	vrt_live_set_stack_phase(vrt_stack_phase);
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	vrt_hook_env_init(run_dir);
 	atomic_store(&vrt_state, VRT_STATE_ARMED);
 	if (vrt_options_int(VRT_OPT_DEBUG))
 		fprintf(stderr, "vramtrace: pid %d armed, run directory %s\n",
@@ -240,11 +341,7 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 
 __attribute__((destructor)) static void vrt_entry_fini(void)
 {
-	int was = atomic_exchange(&vrt_state, VRT_STATE_OFF);
-	if (was == VRT_STATE_ON) {
-		vrt_sampler_stop();
-		vrt_writer_stop(STOP_TIMEOUT_MS);
-	}
+	int was = shut_down();
 	const char *why = vrt_capture_fail_reason();
 	if (why)
 		fprintf(stderr,

@@ -12,12 +12,35 @@
 
 #include "core.h"
 
-#define VRT_STATE_ARMED 3 /* options read; writer starts at first event */
+#define VRT_STATE_ARMED 3   /* options read; starts at the first event */
+#define VRT_STATE_STANDBY 4 /* live table only; `ctl start` records */
 
 extern VRT_TLS int vrt_in_hook VRT_HIDDEN;
 
-/* entry.c: starts the writer when capture is armed; 1 if recording. */
+/* entry.c: on the first event of an armed process, starts recording (or
+ * standby, with VRAMTRACE_START=standby) and the control endpoint; 1 if
+ * hooks should now keep the live table (recording or standby). */
 int vrt_entry_start(void);
+
+/* entry.c, for the control endpoint: switch to recording (the trace gets
+ * a snapshot of the live allocations first) or back to standby. start
+ * returns 0 on switching, 1 if already recording, -1 on failure; stop 0
+ * on switching, 1 if not recording. Not from inside a hook. */
+int vrt_entry_record_start(void);
+int vrt_entry_record_stop(void);
+
+/* control.c: the endpoint "<dir>/<pid>.ctl" and its thread. */
+int vrt_control_start(const char *dir);
+void vrt_control_stop(void);
+void vrt_control_after_fork_child(void);
+
+/* metrics.c: the Prometheus endpoint of VRAMTRACE_METRICS and its thread.
+ * start does nothing when the variable is unset (or refused); it returns
+ * at once, the thread binds and serves. stop waits a bounded time.
+ * Lifecycle only (entry.c). */
+int vrt_metrics_start(const char *run_dir);
+void vrt_metrics_stop(void);
+void vrt_metrics_after_fork_child(void);
 
 /* entry.c: 1 in the process the preload initialised (or a fork child of
  * it), 0 in a vfork child, which shares our memory but is not us. */
@@ -32,12 +55,17 @@ static inline int vrt_hook_enter(void)
 	if (vrt_in_hook)
 		return 0;
 	int s = atomic_load_explicit(&vrt_state, memory_order_relaxed);
-	if (VRT_UNLIKELY(s != VRT_STATE_ON) &&
+	if (VRT_UNLIKELY(s != VRT_STATE_ON) && s != VRT_STATE_STANDBY &&
 	    (s != VRT_STATE_ARMED || !vrt_entry_start()))
 		return 0;
 	vrt_in_hook = 1;
 	return 1;
 }
+
+/* hook_lib.c: one event from a hook. Always updates the live table;
+ * when recording, also adds the call stack (for allocations, failures,
+ * maps and probes) and the thread's announced phase, and writes it. */
+void vrt_hook_record(struct vrt_ev *ev);
 
 /* Like vrt_hook_enter, but never starts the writer: for events that only
  * matter in a process that is recording anyway (fork, exec), so that
@@ -54,6 +82,30 @@ static inline void vrt_hook_leave(void)
 {
 	vrt_in_hook = 0;
 }
+
+/* ---- hook_env.c: children keep the preload ---------------------------- */
+
+#define VRT_HOOK_ENV_VEC 1024
+
+/* Room for a child's environment with our variables added; lives on the
+ * caller's stack (a vfork child must not malloc). */
+struct vrt_hook_env {
+	char *vec[VRT_HOOK_ENV_VEC];
+	char ld[2 * 4096 + 64]; /* the new LD_PRELOAD entry */
+	void *heap;             /* vec when it did not fit (malloc) */
+};
+
+/* From the constructor, once capture is enabled: our library's path and
+ * the run directory (copied) that children must inherit. Not called:
+ * environments pass unchanged. */
+void vrt_hook_env_init(const char *run_dir);
+/* envp, or a copy in b that adds our LD_PRELOAD entry and VRAMTRACE_OUT
+ * where envp lacks them (not when envp sets VRAMTRACE_ENABLE false).
+ * Async-signal-safe in a vfork child (stack only: when the copy does not
+ * fit, envp itself); may malloc in this process. Release b after the
+ * call that used the result returned. */
+char *const *vrt_hook_env_fix(char *const envp[], struct vrt_hook_env *b);
+void vrt_hook_env_release(struct vrt_hook_env *b);
 
 /* hook_libc.c: the libc dlsym behind our interposed one. Never NULL after
  * vrt_hook_libc_init(). */

@@ -221,10 +221,8 @@ static void rec_alloc(int api, int dev, uint64_t addr, uint64_t size,
 	                    .device = dev,
 	                    .addr = addr,
 	                    .size = size,
-	                    .aux = aux_v,
-	                    .stack = vrt_stack_capture(),
-	                    .phase = vrt_phase_current()};
-	vrt_tbuf_event(&ev);
+	                    .aux = aux_v};
+	vrt_hook_record(&ev);
 }
 
 static void rec_free(int api, int dev, uint64_t addr, uint64_t aux_v)
@@ -233,9 +231,8 @@ static void rec_free(int api, int dev, uint64_t addr, uint64_t aux_v)
 	                    .api = (uint8_t)api,
 	                    .device = dev,
 	                    .addr = addr,
-	                    .aux = aux_v,
-	                    .phase = vrt_phase_current()};
-	vrt_tbuf_event(&ev);
+	                    .aux = aux_v};
+	vrt_hook_record(&ev);
 }
 
 /* A failed call. For an allocation on a device the driver's free/total
@@ -250,15 +247,13 @@ static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
 	                    .addr = addr,
 	                    .size = size,
 	                    .aux = aux_v,
-	                    .error = (uint32_t)err,
-	                    .stack = vrt_stack_capture(),
-	                    .phase = vrt_phase_current()};
+	                    .error = (uint32_t)err};
 	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
 	if (allocating && dev >= 0 && dev == cur_device())
 		ev.have_info =
 		        (uint8_t)mem_info(&ev.free_bytes, &ev.total_bytes);
-	vrt_tbuf_event(&ev);
-	if (allocating)
+	vrt_hook_record(&ev);
+	if (allocating && vrt_capture_on())
 		vrt_writer_sync(1000);
 }
 
@@ -440,10 +435,8 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		                    .addr = ptr,
 		                    .size = size,
 		                    .offset = offset,
-		                    .handle = handle,
-		                    .stack = vrt_stack_capture(),
-		                    .phase = vrt_phase_current()};
-		vrt_tbuf_event(&ev);
+		                    .handle = handle};
+		vrt_hook_record(&ev);
 	} else {
 		rec_fail(VRT_API_cuMemMap, cur_device(), ptr, size, handle, r);
 	}
@@ -463,9 +456,8 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 		                    .api = VRT_API_cuMemUnmap,
 		                    .device = VRT_DEVICE_UNKNOWN,
 		                    .addr = ptr,
-		                    .size = size,
-		                    .phase = vrt_phase_current()};
-		vrt_tbuf_event(&ev);
+		                    .size = size};
+		vrt_hook_record(&ev);
 	} else {
 		rec_fail(VRT_API_cuMemUnmap, cur_device(), ptr, size, 0, r);
 	}
@@ -540,9 +532,8 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
 		                    .api = VRT_API_cuMemGetInfo_v2,
 		                    .device = cur_device(),
 		                    .free_bytes = *free,
-		                    .total_bytes = *total,
-		                    .stack = vrt_stack_capture()};
-		vrt_tbuf_event(&ev);
+		                    .total_bytes = *total};
+		vrt_hook_record(&ev);
 	}
 	vrt_hook_leave();
 	return r;

@@ -220,11 +220,7 @@ static void inventory(void)
  * announced phase for everything but probes. */
 static void emit(struct vrt_ev *ev)
 {
-	if (ev->rec != VRT_REC_FREE && ev->rec != VRT_REC_UNMAP)
-		ev->stack = vrt_stack_capture();
-	if (ev->rec != VRT_REC_MEMINFO)
-		ev->phase = vrt_phase_current();
-	vrt_tbuf_event(ev);
+	vrt_hook_record(ev);
 }
 
 static void rec_alloc(int api, int dev, uint64_t addr, uint64_t size,
@@ -268,7 +264,7 @@ static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
 		ev.have_info =
 		        (uint8_t)mem_info(&ev.free_bytes, &ev.total_bytes);
 	emit(&ev);
-	if (allocating)
+	if (allocating && vrt_capture_on())
 		vrt_writer_sync(1000);
 }
 

@@ -12,6 +12,9 @@
  * real pointers are atomics.
  */
 #include "hook.h"
+#include "live.h"
+
+#include <vramtrace/trace_format.h>
 
 #include <dlfcn.h>
 #include <string.h>
@@ -99,4 +102,17 @@ void *vrt_hooklib_dlsym(struct vrt_hooklib *l, const char *symbol, void *addr)
 	if (idx < 0 || !vrt_hooklib_owns(l, addr))
 		return addr;
 	return vrt_hooklib_substitute(l, idx, addr);
+}
+
+void vrt_hook_record(struct vrt_ev *ev)
+{
+	int on = vrt_capture_on();
+	if (on && ev->rec != VRT_REC_FREE && ev->rec != VRT_REC_UNMAP &&
+	    ev->rec != VRT_REC_NET)
+		ev->stack = vrt_stack_capture();
+	if (ev->rec != VRT_REC_MEMINFO && ev->rec != VRT_REC_NET)
+		ev->phase = vrt_phase_current();
+	vrt_live_event(ev);
+	if (on)
+		vrt_tbuf_event(ev);
 }

@@ -159,7 +159,7 @@ static void net_event(int op, int fd, uint64_t arg)
 	                    .op = (uint8_t)op,
 	                    .addr = (uint64_t)fd,
 	                    .aux = arg};
-	vrt_tbuf_event(&ev);
+	vrt_hook_record(&ev);
 }
 
 static int port_of(int fd)
@@ -240,6 +240,10 @@ VRT_EXPORT int close(int fd)
  * child would clobber the parent's stack. A vfork child that execs is
  * recognised (its pid is not ours) and passes straight through, since it
  * shares the parent's memory and must not touch the parent's trace.
+ *
+ * Every exec and posix_spawn passes the child's environment through
+ * hook_env.c, so a child started with a replaced environment (no
+ * LD_PRELOAD, no VRAMTRACE_OUT) is still traced into the same run.
  */
 
 static void proc_event(int op, pid_t pid, const char *path)
@@ -269,7 +273,10 @@ VRT_EXPORT int posix_spawn(pid_t *pid, const char *path,
                            char *const envp[])
 {
 	NEXT(posix_spawn);
-	int r = real_posix_spawn(pid, path, fa, attr, argv, envp);
+	struct vrt_hook_env env;
+	int r = real_posix_spawn(pid, path, fa, attr, argv,
+	                         vrt_hook_env_fix(envp, &env));
+	vrt_hook_env_release(&env);
 	if (r == 0 && pid)
 		proc_event(VRT_PROC_SPAWN, *pid, path);
 	return r;
@@ -281,7 +288,10 @@ VRT_EXPORT int posix_spawnp(pid_t *pid, const char *file,
                             char *const envp[])
 {
 	NEXT(posix_spawnp);
-	int r = real_posix_spawnp(pid, file, fa, attr, argv, envp);
+	struct vrt_hook_env env;
+	int r = real_posix_spawnp(pid, file, fa, attr, argv,
+	                          vrt_hook_env_fix(envp, &env));
+	vrt_hook_env_release(&env);
 	if (r == 0 && pid)
 		proc_event(VRT_PROC_SPAWN, *pid, file);
 	return r;
@@ -297,45 +307,55 @@ static int before_exec(const char *path)
 	return 1;
 }
 
-#define EXEC_BODY(call, path)                                                  \
+/* The exec itself, with the environment the child gets: ours added
+ * where envp lacks it (hook_env.c). fx_ is on this stack, so this works in
+ * a vfork child too. */
+#define EXEC_BODY(call, path, envp)                                            \
 	do {                                                                   \
+		struct vrt_hook_env fx_;                                       \
+		char *const *env_ = vrt_hook_env_fix(envp, &fx_);              \
 		int closed_ = before_exec(path);                               \
 		int r_ = call;                                                 \
 		int err_ = errno;                                              \
+		vrt_hook_env_release(&fx_);                                    \
 		if (closed_)                                                   \
 			vrt_entry_exec_failed();                               \
 		errno = err_;                                                  \
 		return r_;                                                     \
 	} while (0)
 
+extern char **environ;
+
 VRT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	NEXT(execve);
-	EXEC_BODY(real_execve(path, argv, envp), path);
+	EXEC_BODY(real_execve(path, argv, env_), path, envp);
 }
 
 VRT_EXPORT int execv(const char *path, char *const argv[])
 {
-	NEXT(execv);
-	EXEC_BODY(real_execv(path, argv), path);
+	/* execve with our own environment, which the program may have
+	 * stripped of our variables (unsetenv, os.environ.pop). */
+	NEXT(execve);
+	EXEC_BODY(real_execve(path, argv, env_), path, environ);
 }
 
 VRT_EXPORT int execvp(const char *file, char *const argv[])
 {
-	NEXT(execvp);
-	EXEC_BODY(real_execvp(file, argv), file);
+	NEXT(execvpe);
+	EXEC_BODY(real_execvpe(file, argv, env_), file, environ);
 }
 
 VRT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	NEXT(execvpe);
-	EXEC_BODY(real_execvpe(file, argv, envp), file);
+	EXEC_BODY(real_execvpe(file, argv, env_), file, envp);
 }
 
 VRT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	NEXT(fexecve);
-	EXEC_BODY(real_fexecve(fd, argv, envp), "(fexecve)");
+	EXEC_BODY(real_fexecve(fd, argv, env_), "(fexecve)", envp);
 }
 
 /* The execl family calls execve inside libc, where we cannot see it, so

@@ -22,7 +22,8 @@ enum vrt_option_kind {
 	VRT_KIND_INT,
 	VRT_KIND_BOOL,
 	VRT_KIND_STR,
-	VRT_KIND_STACKS /* none | native | python | native,python */
+	VRT_KIND_STACKS, /* none | native | python | native,python */
+	VRT_KIND_START   /* record | standby */
 };
 
 struct vrt_option {
@@ -55,7 +56,22 @@ static struct vrt_option options[VRT_OPT_COUNT] = {
         [VRT_OPT_SAMPLE_MS] = {"VRAMTRACE_SAMPLE_MS", VRT_KIND_INT, 500, 0,
                                60000, 0, NULL},
         [VRT_OPT_NVML] = {"VRAMTRACE_NVML", VRT_KIND_BOOL, 1, 0, 1, 0, NULL},
+        [VRT_OPT_START] = {"VRAMTRACE_START", VRT_KIND_START, 0, 0, 1, 0,
+                           NULL},
+        [VRT_OPT_METRICS] = {"VRAMTRACE_METRICS", VRT_KIND_STR, 0, 0, 0, 0,
+                             NULL},
 };
+
+static int parse_start(const char *s, long *out)
+{
+	if (!strcmp(s, "record"))
+		*out = 0;
+	else if (!strcmp(s, "standby"))
+		*out = 1;
+	else
+		return -1;
+	return 0;
+}
 
 static int parse_stacks(const char *s, long *out)
 {
@@ -127,13 +143,21 @@ void vrt_options_init(void)
 		case VRT_KIND_STACKS:
 			bad = parse_stacks(s, &v) != 0;
 			break;
+		case VRT_KIND_START:
+			bad = parse_start(s, &v) != 0;
+			break;
 		case VRT_KIND_INT:
 			bad = parse_long(s, &v) != 0 || v < o->min ||
 			      v > o->max;
 			break;
 		}
 		if (bad) {
-			if (o->kind == VRT_KIND_STACKS)
+			if (o->kind == VRT_KIND_START)
+				fprintf(stderr,
+				        "vramtrace: warning: %s=%s is not record "
+				        "or standby; using record\n",
+				        o->name, s);
+			else if (o->kind == VRT_KIND_STACKS)
 				fprintf(stderr,
 				        "vramtrace: warning: %s=%s is not one "
 				        "of "

@@ -59,6 +59,7 @@ struct frame {
 
 struct node {
 	uint32_t parent, frame;
+	_Atomic uint16_t phase; /* set by the writer once classified */
 };
 
 struct slot {
@@ -292,6 +293,7 @@ static uint32_t intern_node(uint32_t parent, uint32_t frame)
 	struct node *nd = node_at(n + 1);
 	nd->parent = parent;
 	nd->frame = frame;
+	atomic_store_explicit(&nd->phase, 0, memory_order_relaxed);
 	map_insert(&trie, parent, frame, n + 1);
 	atomic_store_explicit(&nnodes, n + 1, memory_order_release);
 	return n + 1;
@@ -557,12 +559,23 @@ static void emit_node(uint32_t id, vrt_stack_emit_fn emit)
 	                         ? vrt_rules_phase(em.rules, rule)
 	                         : VRT_PHASE_unattributed;
 	emit_phase_name(phase, emit);
+	atomic_store_explicit(&node_at(id)->phase, (uint16_t)phase,
+	                      memory_order_relaxed);
 	uint8_t p[VRT_UVARINT_MAX * 4];
 	size_t n = vrt_put_uvarint(p, id);
 	n += vrt_put_uvarint(p + n, nd->parent);
 	n += vrt_put_uvarint(p + n, nd->frame);
 	n += vrt_put_uvarint(p + n, vrt_phase_encode(phase, VRT_SRC_RULE));
 	emit(VRT_REC_STACK, p, n);
+}
+
+unsigned vrt_stack_phase(uint32_t stack)
+{
+	if (!stack ||
+	    stack > atomic_load_explicit(&nnodes, memory_order_acquire))
+		return 0;
+	return atomic_load_explicit(&node_at(stack)->phase,
+	                            memory_order_relaxed);
 }
 
 void vrt_stack_emit(vrt_stack_emit_fn emit)

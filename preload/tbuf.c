@@ -308,6 +308,8 @@ static size_t encode_event(uint8_t *p, const struct vrt_ev *ev, uint64_t dts)
 	case VRT_REC_SAMPLE:
 		memcpy(p + n, ev->blob, ev->blob_len);
 		return n + ev->blob_len;
+	case VRT_REC_SNAPSHOT:
+		return n + put_u(p + n, ev->op);
 	case VRT_REC_REQUEST:
 		n += put_u(p + n, ev->op);
 		n += put_u(p + n, ev->addr);

@@ -24,7 +24,7 @@
  * processes of one host.
  *
  * Event records (ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO, MARK, NET, PROC,
- * REQUEST) only appear after a
+ * REQUEST, SAMPLE, SNAPSHOT) only appear after a
  * CHUNK record in the same frame. CHUNK sets the thread id and the absolute
  * timestamp base; each event stores the delta (dts) from the previous event
  * of the chunk (or from the CHUNK base for the first). Events inside one
@@ -139,6 +139,14 @@ enum vrt_rec {
 	/* chunk event: dts, op (1 begin, 2 end), request id —
 	 * vramtrace_request_begin/end() */
 	VRT_REC_REQUEST = 20,
+	/* chunk event: dts, op (1 begin, 2 end) — written when recording
+	 * starts in a process that was in standby (`vramtrace ctl start`):
+	 * the ALLOC records between begin and end of the same thread are the
+	 * process's live allocations at that moment, not new calls. A reader
+	 * replaces what it held live for this process by exactly that set
+	 * (an address it already holds live stays as it is), counting none of
+	 * it as allocations or frees. */
+	VRT_REC_SNAPSHOT = 21,
 };
 
 enum vrt_frame_kind { VRT_FRAME_NATIVE = 0, VRT_FRAME_PYTHON = 1 };

@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """cli tests of the vramtrace command (suite 'cli').
 
-    run_cli.py --vramtrace EXE --mktrace EXE --src DIR [--noop SO] GROUP
+    run_cli.py --vramtrace EXE --mktrace EXE --src DIR [--noop SO]
+               [--artifacts DIR] GROUP
 
-GROUP is one of golden, bad, usage, record. Traces are built at test time
-by mktrace from the scripts in traces/, in a fresh temporary directory that
-is also the cwd of every command, so outputs hold only relative paths.
+GROUP is one of golden, bad, usage, record, reports (Perfetto and
+folded outputs checked against the JSON report; progress on a terminal),
+html (the HTML report in headless Chromium: DOM, console, a screenshot
+kept under --artifacts; skipped without Chromium). Traces are built at
+test time by mktrace from the scripts in traces/, in a fresh temporary
+directory that is also the cwd of every command, so outputs hold only
+relative paths.
 
 golden: each case's exit status, stdout and stderr are compared with
 golden/<case>; VRAMTRACE_REGEN=1 rewrites those files instead.
@@ -41,6 +46,34 @@ GOLDEN_CASES = [
      ["analyze", "--rules=rules/user.rules", "-f", "json", "run"]),
     ("inferred.text", "inferred.mkt", ["analyze", "run"]),
     ("inferred.json", "inferred.mkt", ["analyze", "-f", "json", "run"]),
+    ("basic.perfetto", "basic.mkt", ["analyze", "-f", "perfetto", "run"]),
+    ("multi.perfetto", "multi.mkt", ["analyze", "-f", "perfetto", "run"]),
+    ("phases.perfetto", "phases.mkt",
+     ["analyze", "--format=perfetto", "run"]),
+    ("multihost.perfetto", "multihost.mkt",
+     ["analyze", "-f", "perfetto", "runA", "runB"]),
+    ("basic.folded", "basic.mkt", ["analyze", "-f", "folded", "run"]),
+    ("multi.folded", "multi.mkt", ["analyze", "-f", "folded", "run"]),
+    ("phases.folded", "phases.mkt", ["analyze", "--format", "folded", "run"]),
+    ("rules-reclass.folded", "rules.mkt",
+     ["analyze", "--rules", "rules/user.rules", "-f", "folded", "run"]),
+    # compare: the same server before/after, recorded by another build at
+    # other addresses (the call paths must still match by name)
+    ("compare.text", "compare.mkt", ["compare", "runA", "runB"]),
+    ("compare.json", "compare.mkt", ["compare", "-f", "json", "runA",
+                                     "runB/900.vtrace"]),
+    ("compare-same.text", "compare.mkt", ["compare", "runA", "runA"]),
+    ("compare-devices.text", "compare.mkt", ["compare", "runV", "runS"]),
+    ("compare-bad.text", "compare.mkt", ["compare", "runA",
+                                         "runA/none.vtrace"]),
+    ("table.text", "compare.mkt",
+     ["table", "runA", "runB", "runV", "runS", "runT"]),
+    ("table.csv", "compare.mkt",
+     ["table", "--format=csv", "runA", "runB", "runV"]),
+    ("table.json", "compare.mkt", ["table", "-f", "json", "runB", "runV"]),
+    ("table-bad.text", "compare.mkt", ["table", "runA", "nothing-here"]),
+    ("windows.text", "windows.mkt", ["analyze", "run"]),
+    ("windows.json", "windows.mkt", ["analyze", "-f", "json", "run"]),
 ]
 
 # Bad inputs: file (made by bad.mkt or below) -> expected text in the error.
@@ -144,10 +177,54 @@ def group_golden(opts, tap):
             import json
             try:
                 doc = json.loads(out)
-                good = doc.get("schema") == "vramtrace-report/1"
+                good = doc.get("schema") == {
+                    "compare": "vramtrace-compare/1",
+                    "table": "vramtrace-table/1"}.get(
+                        args[0], "vramtrace-report/1")
             except ValueError as e:
                 good, doc = False, e
-            tap.ok(good, f"golden {name} parses as vramtrace-report/1", doc)
+            tap.ok(good, f"golden {name} parses with its schema", doc)
+    compare_checks(opts, tap)
+
+
+def compare_checks(opts, tap):
+    """What the compare and table goldens show, asserted on their JSON."""
+    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+        mktrace(opts, "compare.mkt", tmp)
+        rc, out, err = run([opts.vramtrace, "compare", "-f", "json", "runA",
+                            "runB"], tmp)
+        doc = json.loads(out) if rc == 0 else {}
+        got = sorted((s["phase"], s["change"], s["bytes"]["delta"])
+                     for s in doc.get("sites", []))
+        want = sorted([("forward", "grew", 4 << 30),
+                       ("kv_cache", "shrank", -(3 << 29)),
+                       ("workspace", "disappeared", -(512 << 20)),
+                       ("workspace", "appeared", 256 << 20)])
+        tap.ok(got == want and doc.get("sites_unchanged") == 1,
+               "compare: call paths match by name across builds and "
+               "addresses", f"exit {rc}\n{got}\n{err}")
+        dev = doc.get("devices", [{}])[0]
+        tap.ok(dev.get("peak", {}).get("delta") == (9 << 28) and
+               dev["phases"]["forward"]["at_peak"]["delta"] == 4 << 30 and
+               doc["ooms"]["a"][0]["stage"] == "request" and
+               not doc["ooms"]["b"],
+               "compare: device peak, forward growth and OOMs", dev)
+        rc, out, err = run([opts.vramtrace, "table", "-f", "json", "runA",
+                            "runB", "runV", "runS", "runT"], tmp)
+        rows = json.loads(out)["runs"] if rc == 0 else []
+        keys = ("engine", "context_length", "concurrency",
+                "memory_fraction", "tensor_parallel", "gpu_layers")
+        got = [tuple(r[k] for k in keys) for r in rows]
+        want = [("llama.cpp", 8192, 2, None, None, None),
+                ("llama.cpp", 4096, 6, None, None, 99),
+                ("vllm", 32768, 64, 0.9, 2, None),
+                ("sglang", 4096, 16, 0.8, 1, None),
+                ("tgi", 2048, 128, None, 1, None)]
+        tap.ok(got == want, "table: engines and flags parsed", got)
+        tap.ok([(r["oom"] or {}).get("stage") for r in rows] ==
+               ["request", None, "load", None, None] and
+               [r["exit_status"] for r in rows] == [0, 0, 137, 0, 0],
+               "table: OOM stage and exit status", rows)
 
 
 def group_bad(opts, tap):
@@ -280,6 +357,13 @@ def group_usage(opts, tap):
             (["record"], 2, "err"),
             (["record", "-o"], 2, "err"),
             (["help", "bogus"], 2, "err"),
+            (["compare"], 2, "err"),
+            (["compare", "a"], 2, "err"),
+            (["compare", "a", "b", "c"], 2, "err"),
+            (["compare", "--format", "csv", "a", "b"], 2, "err"),
+            (["table"], 2, "err"),
+            (["table", "--format", "xml", "a"], 2, "err"),
+            (["table", "--bogus", "a"], 2, "err"),
         ]:
             rc, out, err = run([exe] + args, tmp)
             lines = err.splitlines()
@@ -290,6 +374,7 @@ def group_usage(opts, tap):
                    f"exit {rc}\nstdout: {out!r}\nstderr: {err!r}")
         for args in (["--help"], ["-h"], ["help"], ["help", "analyze"],
                      ["help", "record"], ["analyze", "--help"],
+                     ["compare", "--help"], ["help", "table"],
                      ["record", "--help"], ["record", "-h", "--", "x"]):
             rc, out, err = run([exe] + args, tmp)
             tap.ok(rc == 0 and out.startswith("usage: vramtrace") and
@@ -424,13 +509,299 @@ def group_record(opts, tap):
                    "# SKIP preload not built")
 
 
+def perfetto_checks(opts, tap, tmp, script, args):
+    """The Perfetto JSON parses and holds the tracks the JSON report
+    implies: a process per pid, a counter per used phase of each device,
+    requests in flight, one instant per OOM and mark, server ready."""
+    rc, out, err = run([opts.vramtrace, "analyze", "-f", "perfetto"] + args,
+                       tmp)
+    try:
+        doc = json.loads(out)
+    except ValueError as e:
+        tap.ok(False, f"perfetto {script}: parses", f"{e}\n{err}")
+        return
+    rc2, out2, _ = run([opts.vramtrace, "analyze", "-f", "json"] + args,
+                       tmp)
+    rep = json.loads(out2)
+    ev = doc.get("traceEvents", [])
+    names = {e["pid"]: e["args"]["name"] for e in ev
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    pids = [p["pid"] for p in rep["run"]["processes"]]
+    tap.ok(rc == 0 and all(p in names for p in pids) and
+           all(isinstance(e.get("ts", 0), (int, float)) for e in ev),
+           f"perfetto {script}: a process per traced pid", names)
+    problems = []
+    for d in rep["devices"]:
+        used = {k for k, v in d["phases"].items()
+                if v["allocs"] or v["frees"] or v["peak_bytes"]}
+        if not used:
+            continue
+        pid = [p for p, n in names.items()
+               if n.startswith(f"device {d['id']}: ")]
+        cs = [e for e in ev if e["ph"] == "C" and pid and
+              e["pid"] == pid[0]]
+        if not cs or any(set(e["args"]) != used for e in cs):
+            problems.append((d["id"], used, cs[:1]))
+            continue
+        # The counters reach the device's peak, split as the report says.
+        tops = [e for e in cs if sum(e["args"].values()) ==
+                d["peak"]["tracked_bytes"]]
+        want = {k: v for k, v in d["peak"]["by_phase"].items() if v}
+        if not tops or {k: v for k, v in tops[0]["args"].items()
+                        if v} != want:
+            problems.append((d["id"], "peak", want))
+        if sorted(e["ts"] for e in cs) != [e["ts"] for e in cs]:
+            problems.append((d["id"], "time order"))
+    tap.ok(not problems, f"perfetto {script}: counter tracks per device "
+           "and phase reach each peak", problems)
+    inst = [e for e in ev if e["ph"] == "i"]
+    ooms = [e for e in inst if e.get("cat") == "oom"]
+    marks = [e for e in inst if e.get("cat") == "mark"]
+    ready = [e for e in inst if e["name"] == "server ready"]
+    want_ready = rep["server_ready_s"]
+    tap.ok(len(ooms) == len(rep["ooms"]) and
+           all(e["s"] == "g" for e in ooms) and
+           [round(e["ts"] / 1e6, 6) for e in ooms] ==
+           [round(o["time_s"], 6) for o in rep["ooms"]] and
+           [e["name"] for e in marks] ==
+           [m["label"] for m in rep["marks"]] and
+           all(e["s"] == "p" for e in marks) and
+           len(ready) == (want_ready is not None) and
+           (not ready or abs(ready[0]["ts"] - want_ready * 1e6) < 1e-3),
+           f"perfetto {script}: instants for OOMs, marks, server ready",
+           inst)
+    reqs = [e for e in ev if e["ph"] == "C" and
+            e["name"] == "requests in flight"]
+    has_req = rep["requests"]["connections"] or rep["requests"]["annotated"]
+    tap.ok((max((e["args"]["requests"] for e in reqs), default=0) ==
+            rep["requests"]["max_inflight"]) and bool(reqs) == bool(has_req),
+           f"perfetto {script}: requests in flight counter", reqs[:4])
+
+
+def folded_checks(opts, tap, tmp, script, args):
+    """Folded stacks: "frames count" lines whose counts sum, per device, to
+    the bytes live at its peak; the phase is the first frame."""
+    rc, out, err = run([opts.vramtrace, "analyze", "-f", "folded"] + args,
+                       tmp)
+    rc2, out2, _ = run([opts.vramtrace, "analyze", "-f", "json"] + args,
+                       tmp)
+    rep = json.loads(out2)
+    peaks = {d["id"]: d["peak"]["tracked_bytes"] for d in rep["devices"]
+             if d["peak"]["tracked_bytes"]}
+    sums, bad = {}, []
+    for line in out.splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        dev = next(iter(peaks)) if len(peaks) == 1 else None
+        if len(peaks) > 1 and frames and frames[0].startswith("[device "):
+            dev = int(frames.pop(0)[8:-1])
+        if not count.isdigit() or not frames[0].startswith("[") or \
+                dev is None:
+            bad.append(line)
+            continue
+        sums[dev] = sums.get(dev, 0) + int(count)
+    tap.ok(rc == 0 and not bad and sums == peaks,
+           f"folded {script}: every byte live at each peak, phase first",
+           f"exit {rc}\n{err}\nbad: {bad}\nsums {sums}\npeaks {peaks}")
+
+
+def group_reports(opts, tap):
+    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+        for script, args in (("basic.mkt", ["run"]),
+                             ("multi.mkt", ["run"]),
+                             ("phases.mkt", ["run"]),
+                             ("multihost.mkt", ["runA", "runB"]),
+                             ("html.mkt", ["run"])):
+            shutil.rmtree(os.path.join(tmp, "run"), ignore_errors=True)
+            mktrace(opts, script, tmp)
+            perfetto_checks(opts, tap, tmp, script, args)
+            folded_checks(opts, tap, tmp, script, args)
+        # Progress goes to stderr only when it is a terminal, and never
+        # for a quick analysis: the report itself is unchanged.
+        import pty
+        master, slave = pty.openpty()
+        p = subprocess.run([opts.vramtrace, "analyze", "run"], cwd=tmp,
+                           stdout=subprocess.PIPE, stderr=slave, timeout=30)
+        os.close(slave)
+        os.set_blocking(master, False)
+        try:
+            tty = os.read(master, 4096)
+        except (BlockingIOError, OSError):
+            tty = b""
+        os.close(master)
+        rc, out, err = run([opts.vramtrace, "analyze", "run"], tmp)
+        tap.ok(p.returncode == 0 and p.stdout.decode() == out and
+               tty == b"", "stderr a terminal: same report, no progress "
+               "line for a quick analysis", tty)
+
+
+def chromium_path():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def chromium(exe, tmp, url, extra):
+    """Runs headless Chromium on url; returns (rc, stdout, stderr)."""
+    profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp)
+    args = [exe, "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars",
+            "--user-data-dir=" + profile, "--enable-logging=stderr",
+            "--v=0"] + extra + [url]
+    return run(args, tmp, timeout=120)
+
+
+def console_errors(err):
+    """Console messages at error level and uncaught exceptions, as
+    Chromium logs them to stderr with --enable-logging=stderr."""
+    bad = []
+    for line in err.splitlines():
+        if "CONSOLE" not in line and "Uncaught" not in line:
+            continue
+        if "Uncaught" in line or ":ERROR:CONSOLE" in line or \
+                ":WARNING:CONSOLE" in line:
+            bad.append(line)
+    return bad
+
+
+def group_html(opts, tap):
+    exe = chromium_path()
+    if not exe:
+        print("1..0 # SKIP chromium not installed")
+        sys.exit(0)
+    artifacts = opts.artifacts or os.path.join(os.getcwd(), "artifacts")
+    os.makedirs(artifacts, exist_ok=True)
+    from html.parser import HTMLParser
+
+    class Dom(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tags = []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append((tag, dict(attrs)))
+
+    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+        for script, shot in (("phases.mkt", True), ("html.mkt", True),
+                             ("multi.mkt", False), ("basic.mkt", False)):
+            shutil.rmtree(os.path.join(tmp, "run"), ignore_errors=True)
+            mktrace(opts, script, tmp)
+            page = os.path.join(tmp, script[:-4] + ".html")
+            rc, out, err = run([opts.vramtrace, "analyze", "-f", "html",
+                                "-o", page, "run"], tmp)
+            rc2, out2, _ = run([opts.vramtrace, "analyze", "-f", "json",
+                                "run"], tmp)
+            rep = json.loads(out2)
+            text = open(page, encoding="utf-8").read() if rc == 0 else ""
+            # Self-contained: no fetched resources, and the embedded data
+            # cannot end its script element early.
+            start = text.find('<script type="application/json" '
+                              'id="vramtrace-data">')
+            end = text.find("</script>", start)
+            blob = text[text.index(">", start) + 1:end] if start >= 0 else ""
+            try:
+                data = json.loads(blob)
+            except ValueError as e:
+                data = {"error": str(e)}
+            external = [m for m in ("src=", "<link rel=\"stylesheet",
+                                    "@import", "url(http", "https://",
+                                    "fetch(", "XMLHttpRequest")
+                        if m in text]
+            tap.ok(rc == 0 and "<" not in blob and
+                   data.get("schema") == "vramtrace-html/1" and
+                   len(data.get("devices", [])) == len(rep["devices"]) and
+                   not external,
+                   f"html {script}: one self-contained page, data escaped",
+                   f"exit {rc}\n{err}\nexternal {external}\n"
+                   f"{str(data)[:300]}")
+            url = "file://" + page
+            crc, dom, cerr = chromium(exe, tmp, url, ["--dump-dom"])
+            parser = Dom()
+            parser.feed(dom)
+            tags = parser.tags
+            body = [a for t, a in tags if t == "body"]
+            body = body[0] if body else {}
+            tap.ok(crc == 0 and body.get("data-rendered") == "ok" and
+                   "data-error" not in body and not console_errors(cerr) and
+                   "vramtrace report: " in cerr,
+                   f"html {script}: renders in Chromium without console "
+                   "errors", f"exit {crc}\nbody {body}\n" +
+                   "\n".join(console_errors(cerr) or cerr.splitlines()[-5:]))
+            missing = []
+            for d in rep["devices"]:
+                used = [k for k, v in d["phases"].items()
+                        if v["allocs"] or v["frees"] or v["peak_bytes"]]
+                if not used:
+                    continue
+                svgs = [a for t, a in tags if t == "svg" and
+                        a.get("data-device") == str(d["id"]) and
+                        "timeline" in a.get("class", "")]
+                series = {a.get("data-phase") for t, a in tags
+                          if t == "path" and a.get("class") == "series" and
+                          a.get("data-device") == str(d["id"]) and
+                          len(a.get("d", "")) > 10}
+                segs = {a.get("data-phase") for t, a in tags
+                        if t == "div" and "seg" in a.get("class", "")}
+                if len(svgs) != 1 or series != set(used):
+                    missing.append((d["id"], used, sorted(series)))
+                at_peak = {k for k, v in d["peak"]["by_phase"].items() if v}
+                if not at_peak <= segs:
+                    missing.append((d["id"], "budget", at_peak, segs))
+            tap.ok(not missing, f"html {script}: a timeline series per "
+                   "device and phase, budget segments", missing)
+            oom_lines = [a for t, a in tags if t == "line" and
+                         a.get("class") == "marker oom"]
+            n_ooms = sum(1 for o in rep["ooms"] for d in rep["devices"]
+                         if o["device"] in (d["id"], -1) and
+                         any(v["peak_bytes"] for v in d["phases"].values()))
+            ready = [a for t, a in tags if t == "line" and
+                     a.get("class") == "marker ready"]
+            inflight = [a for t, a in tags if t == "path" and
+                        a.get("class") == "inflight"]
+            has_req = rep["requests"]["connections"] > 0
+            tap.ok(len(oom_lines) == n_ooms and
+                   bool(ready) == (rep["server_ready_s"] is not None) and
+                   bool(inflight) == bool(has_req) and
+                   ('id="diagnosis"' in dom) and
+                   (rep["diagnosis"] is None or
+                    f'data-verdict="{rep["diagnosis"]["verdict"]}"' in dom),
+                   f"html {script}: OOM, ready and in-flight markers, "
+                   "diagnosis", f"ooms {len(oom_lines)}/{n_ooms} ready "
+                   f"{len(ready)} inflight {len(inflight)}")
+            if script == "html.mkt":
+                # Trace strings stay text: the hostile label is shown, no
+                # element it spells out exists.
+                tap.ok("window.pwned" in dom and
+                       not any(t == "img" for t, _ in tags) and
+                       not any(t == "b" for t, _ in tags),
+                       "html: trace strings never become markup",
+                       [t for t, _ in tags if t in ("img", "b")])
+            if shot:
+                png = os.path.join(artifacts, script[:-4] + ".png")
+                if os.path.exists(png):
+                    os.unlink(png)
+                crc, _, cerr = chromium(exe, tmp, url, [
+                    "--window-size=1400,1000", "--screenshot=" + png])
+                ok = os.path.exists(png) and os.path.getsize(png) > 10000
+                tap.ok(ok and open(png, "rb").read(8) ==
+                       b"\x89PNG\r\n\x1a\n",
+                       f"html {script}: screenshot kept as {png}",
+                       f"exit {crc}\n" + "\n".join(cerr.splitlines()[-5:]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vramtrace", required=True)
     ap.add_argument("--mktrace", required=True)
     ap.add_argument("--src", required=True)
     ap.add_argument("--noop")
-    ap.add_argument("group", choices=["golden", "bad", "usage", "record"])
+    ap.add_argument("--artifacts")
+    ap.add_argument("group", choices=["golden", "bad", "usage", "record",
+                                      "reports", "html"])
     opts = ap.parse_args()
     opts.vramtrace = os.path.abspath(opts.vramtrace)
     opts.mktrace = os.path.abspath(opts.mktrace)

@@ -1,0 +1,152 @@
+/*
+ * cmd_compare.c — `vramtrace compare A B [--format text|json] [-o FILE]
+ * [--rules FILE]`: before (A) and after (B), each a run directory or one
+ * trace file.
+ *
+ * Parses its arguments into struct settings, then loads and replays both
+ * runs as analyze does (run.c; every call path at each device's peak is
+ * kept, not only the top ones), compares them (diff.c) and formats the
+ * result (report_compare.c). Differences are not errors: exit 0 whatever
+ * changed; 1 when a run does not load; 2 for usage. Single-threaded.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "diff.h"
+#include "report.h"
+#include "rules.h"
+#include "run.h"
+
+enum format { FMT_TEXT, FMT_JSON };
+
+struct settings {
+	enum format format;
+	const char *output; /* NULL: stdout */
+	const char *rules;  /* --rules FILE, or NULL */
+	const char *a, *b;
+};
+
+enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_RULES };
+
+static const struct vrt_option options[] = {
+        {"format", 'f', 1, OPT_FORMAT},
+        {"output", 'o', 1, OPT_OUTPUT},
+        {"rules", 0, 1, OPT_RULES},
+        {NULL, 0, 0, 0},
+};
+
+/* Returns 0 to go on, -1 after --help, or VRT_EXIT_USAGE. */
+static int parse(const struct vrt_cmd *self, int argc, char **argv,
+                 struct settings *s, struct vrt_optstate *st)
+{
+	int id;
+
+	st->argc = argc;
+	st->argv = argv;
+	while ((id = vrt_main_getopt(st, options, self)) > 0) {
+		switch (id) {
+		case OPT_FORMAT:
+			if (!strcmp(st->arg, "text"))
+				s->format = FMT_TEXT;
+			else if (!strcmp(st->arg, "json"))
+				s->format = FMT_JSON;
+			else
+				return vrt_main_usage_error(
+				        self,
+				        "unknown format '%s' (text or json)",
+				        st->arg);
+			break;
+		case OPT_OUTPUT:
+			s->output = st->arg;
+			break;
+		case OPT_RULES:
+			s->rules = st->arg;
+			break;
+		}
+	}
+	if (id == VRT_OPT_HELP)
+		return -1;
+	if (id == VRT_OPT_ERROR)
+		return VRT_EXIT_USAGE;
+	if (st->npos != 2)
+		return vrt_main_usage_error(
+		        self, st->npos < 2 ? "give two runs, A and B"
+		                           : "too many runs (give A and B)");
+	s->a = st->pos[0];
+	s->b = st->pos[1];
+	return 0;
+}
+
+struct job {
+	const struct settings *s;
+	const struct vrt_diff *d;
+	const struct vrt_run *a, *b;
+};
+
+static void write_job(FILE *f, const void *ctx)
+{
+	const struct job *j = ctx;
+
+	if (j->s->format == FMT_JSON)
+		vrt_report_compare_json(f, j->d, j->a, j->b);
+	else
+		vrt_report_compare_text(f, j->d, j->a, j->b);
+}
+
+int vrt_cmd_compare_run(const struct vrt_cmd *self, int argc, char **argv)
+{
+	struct settings s = {FMT_TEXT, NULL, NULL, NULL, NULL};
+	struct vrt_rules *rules = NULL;
+	struct vrt_optstate st;
+	struct vrt_run *runs = NULL;
+	struct vrt_diff d;
+	struct job job;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	memset(&d, 0, sizeof(d));
+	rc = parse(self, argc, argv, &s, &st);
+	if (rc) {
+		rc = rc < 0 ? VRT_EXIT_OK : rc;
+		goto out;
+	}
+	rc = VRT_EXIT_FAIL;
+	runs = calloc(2, sizeof(*runs));
+	if (!runs) {
+		fprintf(stderr, "vramtrace: error: out of memory\n");
+		goto out;
+	}
+	if (s.rules && !(rules = vrt_run_read_rules(s.rules)))
+		goto out;
+	/* Every call path at the peaks: a path that leaves a top-N list is
+	 * not a path that disappeared. */
+	if (vrt_run_open(&runs[0], s.a, rules, SIZE_MAX) ||
+	    vrt_run_open(&runs[1], s.b, rules, SIZE_MAX))
+		goto out;
+	if (vrt_diff_run(&d, &runs[0].t, &runs[0].r, &runs[1].t, &runs[1].r)) {
+		fprintf(stderr,
+		        "vramtrace: error: %s: out of memory while "
+		        "comparing\n",
+		        s.b);
+		goto out;
+	}
+	job.s = &s;
+	job.d = &d;
+	job.a = &runs[0];
+	job.b = &runs[1];
+	rc = vrt_run_write(s.output, write_job, &job);
+out:
+	vrt_diff_free(&d);
+	if (runs) {
+		vrt_run_close(&runs[0]);
+		vrt_run_close(&runs[1]);
+		free(runs);
+	}
+	if (rules)
+		vrt_rules_free(rules);
+	free(st.pos);
+	return rc;
+}

@@ -1,0 +1,152 @@
+/*
+ * cmd_table.c — `vramtrace table RUN... [--format text|json|csv] [-o FILE]
+ * [--rules FILE]`: the retest record across runs, one row per RUN (a run
+ * directory or one trace file) in the order given.
+ *
+ * Parses its arguments into struct settings, then loads and replays one
+ * run at a time (run.c), keeps its row (retest.c) and releases the run,
+ * so memory stays that of the largest run; then formats every row
+ * (report_table.c). A run that does not load is a data error (exit 1).
+ * Single-threaded.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "report.h"
+#include "retest.h"
+#include "rules.h"
+#include "run.h"
+
+enum format { FMT_TEXT, FMT_JSON, FMT_CSV };
+
+struct settings {
+	enum format format;
+	const char *output; /* NULL: stdout */
+	const char *rules;  /* --rules FILE, or NULL */
+	char **paths;
+	int npaths;
+};
+
+enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_RULES };
+
+static const struct vrt_option options[] = {
+        {"format", 'f', 1, OPT_FORMAT},
+        {"output", 'o', 1, OPT_OUTPUT},
+        {"rules", 0, 1, OPT_RULES},
+        {NULL, 0, 0, 0},
+};
+
+/* Returns 0 to go on, -1 after --help, or VRT_EXIT_USAGE. */
+static int parse(const struct vrt_cmd *self, int argc, char **argv,
+                 struct settings *s, struct vrt_optstate *st)
+{
+	int id;
+
+	st->argc = argc;
+	st->argv = argv;
+	while ((id = vrt_main_getopt(st, options, self)) > 0) {
+		switch (id) {
+		case OPT_FORMAT:
+			if (!strcmp(st->arg, "text"))
+				s->format = FMT_TEXT;
+			else if (!strcmp(st->arg, "json"))
+				s->format = FMT_JSON;
+			else if (!strcmp(st->arg, "csv"))
+				s->format = FMT_CSV;
+			else
+				return vrt_main_usage_error(
+				        self,
+				        "unknown format '%s' (text, json or "
+				        "csv)",
+				        st->arg);
+			break;
+		case OPT_OUTPUT:
+			s->output = st->arg;
+			break;
+		case OPT_RULES:
+			s->rules = st->arg;
+			break;
+		}
+	}
+	if (id == VRT_OPT_HELP)
+		return -1;
+	if (id == VRT_OPT_ERROR)
+		return VRT_EXIT_USAGE;
+	if (st->npos == 0)
+		return vrt_main_usage_error(self, "no run given");
+	s->paths = st->pos;
+	s->npaths = st->npos;
+	return 0;
+}
+
+struct job {
+	const struct settings *s;
+	const struct vrt_retest_row *rows;
+};
+
+static void write_job(FILE *f, const void *ctx)
+{
+	const struct job *j = ctx;
+	size_t n = (size_t)j->s->npaths;
+
+	if (j->s->format == FMT_JSON)
+		vrt_report_table_json(f, j->rows, j->s->paths, n);
+	else if (j->s->format == FMT_CSV)
+		vrt_report_table_csv(f, j->rows, j->s->paths, n);
+	else
+		vrt_report_table_text(f, j->rows, j->s->paths, n);
+}
+
+int vrt_cmd_table_run(const struct vrt_cmd *self, int argc, char **argv)
+{
+	struct settings s = {FMT_TEXT, NULL, NULL, NULL, 0};
+	struct vrt_rules *rules = NULL;
+	struct vrt_retest_row *rows = NULL;
+	struct vrt_optstate st;
+	struct vrt_run run;
+	struct job job;
+	size_t i, nrows = 0;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	rc = parse(self, argc, argv, &s, &st);
+	if (rc) {
+		rc = rc < 0 ? VRT_EXIT_OK : rc;
+		goto out;
+	}
+	rc = VRT_EXIT_FAIL;
+	rows = calloc((size_t)s.npaths, sizeof(*rows));
+	if (!rows) {
+		fprintf(stderr, "vramtrace: error: out of memory\n");
+		goto out;
+	}
+	if (s.rules && !(rules = vrt_run_read_rules(s.rules)))
+		goto out;
+	for (i = 0; i < (size_t)s.npaths; i++) {
+		int bad;
+		memset(&run, 0, sizeof(run));
+		bad = vrt_run_open(&run, s.paths[i], rules, 0);
+		if (!bad && vrt_retest_row(&rows[i], &run.t, &run.r)) {
+			fprintf(stderr, "vramtrace: error: %s: out of memory\n",
+			        s.paths[i]);
+			bad = 1;
+		}
+		nrows = i + 1;
+		vrt_run_close(&run);
+		if (bad)
+			goto out;
+	}
+	job.s = &s;
+	job.rows = rows;
+	rc = vrt_run_write(s.output, write_job, &job);
+out:
+	for (i = 0; i < nrows; i++)
+		vrt_retest_row_free(&rows[i]);
+	free(rows);
+	if (rules)
+		vrt_rules_free(rules);
+	free(st.pos);
+	return rc;
+}

@@ -1,0 +1,99 @@
+/*
+ * progress.c — the progress line of long analyses on stderr (see
+ * progress.h). Only when stderr is a terminal (and not TERM=dumb, which
+ * cannot erase a line): pipes, files and CI logs never see it, and stdout
+ * never does. The line is rewritten in place ("\r", text, erase to end of
+ * line) at most every VRT_PROGRESS_PERIOD_NS, starting only after
+ * VRT_PROGRESS_DELAY_NS so a quick analysis prints nothing at all.
+ * Single-threaded; the state lives in the caller's struct.
+ */
+#include "progress.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define VRT_PROGRESS_PERIOD_NS 100000000ll /* 10 redraws a second */
+#define VRT_PROGRESS_DELAY_NS  500000000ll
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void size_text(char *buf, size_t n, uint64_t b)
+{
+	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	int u = -1;
+
+	if (b < 1024) {
+		snprintf(buf, n, "%" PRIu64 " B", b);
+		return;
+	}
+	while (v >= 1024.0 && u < 3) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(buf, n, "%.1f %s", v, unit[u]);
+}
+
+static void draw(void *ctx, int stage, uint64_t done, uint64_t total,
+                 uint64_t bytes)
+{
+	struct vrt_progress_term *pt = ctx;
+	int64_t now = now_ns();
+	char b[32];
+
+	if (now - pt->start_ns < VRT_PROGRESS_DELAY_NS ||
+	    (pt->shown && now - pt->last_ns < VRT_PROGRESS_PERIOD_NS))
+		return;
+	pt->last_ns = now;
+	pt->shown = 1;
+	switch (stage) {
+	case VRT_PROGRESS_READ:
+		size_text(b, sizeof(b), bytes);
+		fprintf(stderr,
+		        "\rvramtrace: reading %" PRIu64 "/%" PRIu64
+		        " file%s, %s\033[K",
+		        done, total, total == 1 ? "" : "s", b);
+		break;
+	case VRT_PROGRESS_SORT:
+		fprintf(stderr, "\rvramtrace: ordering %" PRIu64
+		                " events\033[K",
+		        total);
+		break;
+	case VRT_PROGRESS_REPLAY:
+		fprintf(stderr, "\rvramtrace: replaying %d%%\033[K",
+		        total ? (int)(done * 100 / total) : 100);
+		break;
+	}
+	fflush(stderr);
+}
+
+void vrt_progress_init(struct vrt_progress_term *pt)
+{
+	const char *term = getenv("TERM");
+
+	memset(pt, 0, sizeof(*pt));
+	pt->start_ns = now_ns();
+	if (!isatty(STDERR_FILENO) || (term && !strcmp(term, "dumb")))
+		return;
+	pt->sink.fn = draw;
+	pt->sink.ctx = pt;
+}
+
+void vrt_progress_clear(struct vrt_progress_term *pt)
+{
+	if (!pt->shown)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	pt->shown = 0;
+}

@@ -1,0 +1,217 @@
+/*
+ * report_diagnosis.c — the diagnosis (diagnose.c) as the text report's
+ * opening block and as the JSON report's "diagnosis" object. Formatting
+ * only: every sentence and number comes from struct vrt_diagnosis.
+ */
+#include "report.h"
+
+#include <inttypes.h>
+
+#include "diagnose.h"
+#include "json.h"
+
+/* Evidence lines shown in the text block; JSON has them all. */
+#define TEXT_EVIDENCE 8
+
+static void put_line(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 ? '?' : *s, f);
+}
+
+void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
+                               const struct vrt_diagnosis *d)
+{
+	const char *eng = vrt_diagnose_engine_name(d->flags.engine);
+	size_t i;
+
+	(void)t;
+	fprintf(f, "DIAGNOSIS: %s", vrt_diagnose_verdict_name(d->verdict));
+	if (d->detail[0])
+		fprintf(f, " (%s)", d->detail);
+	if (d->verdict == VRT_VERDICT_NONE)
+		fprintf(f, " - no allocation failed");
+	else {
+		fprintf(f, " - %s stage", d->stage);
+		if (d->device >= 0)
+			fprintf(f, ", device %d", d->device);
+		else if (d->verdict == VRT_VERDICT_HOST_MEMORY)
+			fprintf(f, ", host memory (not a VRAM problem)");
+	}
+	if (eng)
+		fprintf(f, "; engine %s", eng);
+	fputc('\n', f);
+	for (i = 0; i < d->nevidence && i < TEXT_EVIDENCE; i++) {
+		fputs("  - ", f);
+		put_line(f, d->evidence[i].text);
+		fputc('\n', f);
+	}
+	if (d->nevidence > TEXT_EVIDENCE)
+		fprintf(f, "  - ... %zu more in --format json\n",
+		        d->nevidence - TEXT_EVIDENCE);
+	for (i = 0; i < d->nactions; i++) {
+		fputs(i ? "  or:     " : "  action: ", f);
+		put_line(f, d->actions[i]);
+		fputc('\n', f);
+	}
+	for (i = 0; i < d->ncosts; i++) {
+		fputs("  cost:   ", f);
+		put_line(f, d->costs[i]);
+		fputc('\n', f);
+	}
+	for (i = 0; i < d->nverify; i++) {
+		fputs("  verify: ", f);
+		put_line(f, d->verify[i]);
+		fputc('\n', f);
+	}
+	fputc('\n', f);
+}
+
+static void strings(struct vrt_json *w, const char *key,
+                    const char (*arr)[VRT_DIAG_TEXT], size_t n)
+{
+	size_t i;
+
+	vrt_json_key(w, key);
+	vrt_json_begin_array(w);
+	for (i = 0; i < n; i++)
+		vrt_json_string(w, arr[i]);
+	vrt_json_end_array(w);
+}
+
+static void opt_uint(struct vrt_json *w, const char *key, uint64_t v)
+{
+	vrt_json_key(w, key);
+	if (v)
+		vrt_json_uint(w, v);
+	else
+		vrt_json_null(w);
+}
+
+static void model(struct vrt_json *w, const struct vrt_diag_model *m)
+{
+	vrt_json_key(w, "model");
+	if (!m->have) {
+		vrt_json_null(w);
+		return;
+	}
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "kv_bytes_per_token");
+	vrt_json_uint(w, m->kv_bytes_per_token);
+	vrt_json_key(w, "kv_reserve_bytes");
+	vrt_json_uint(w, m->kv_reserve_bytes);
+	vrt_json_key(w, "kv_reserve_tokens");
+	vrt_json_uint(w, m->kv_reserve_tokens);
+	vrt_json_key(w, "kv_budget_bytes");
+	vrt_json_uint(w, m->kv_headroom_bytes);
+	vrt_json_key(w, "max_tokens");
+	vrt_json_uint(w, m->max_tokens);
+	opt_uint(w, "context_len", m->context_len);
+	vrt_json_key(w, "max_concurrency_at_context");
+	if (m->context_len)
+		vrt_json_uint(w, m->max_concurrency);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "max_context_single");
+	vrt_json_uint(w, m->max_context_single);
+	vrt_json_key(w, "params");
+	vrt_json_uint(w, m->params);
+	vrt_json_key(w, "expected_weight_bytes");
+	vrt_json_uint(w, m->expected_weight_bytes);
+	vrt_json_key(w, "observed_weight_bytes");
+	vrt_json_uint(w, m->observed_weight_bytes);
+	vrt_json_end_object(w);
+}
+
+void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
+                               const struct vrt_diagnosis *d)
+{
+	const char *eng = vrt_diagnose_engine_name(d->flags.engine);
+	size_t i;
+
+	(void)t;
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "verdict");
+	vrt_json_string(w, vrt_diagnose_verdict_name(d->verdict));
+	vrt_json_key(w, "detail");
+	vrt_json_string(w, d->detail);
+	vrt_json_key(w, "stage");
+	vrt_json_string(w, d->stage);
+	vrt_json_key(w, "device");
+	if (d->device >= 0)
+		vrt_json_int(w, d->device);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "failure_index"); /* into "failures" */
+	if (d->have_failure)
+		vrt_json_uint(w, d->failure);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "engine");
+	vrt_json_string(w, eng);
+	vrt_json_key(w, "flags");
+	vrt_json_begin_object(w);
+	opt_uint(w, "max_model_len", d->flags.max_model_len);
+	opt_uint(w, "max_num_seqs", d->flags.max_num_seqs);
+	opt_uint(w, "tensor_parallel", d->flags.tp);
+	vrt_json_key(w, "memory_fraction");
+	if (d->flags.mem_util_milli)
+		vrt_json_seconds(w, (int64_t)d->flags.mem_util_milli *
+		                            1000000);
+	else
+		vrt_json_null(w);
+	vrt_json_end_object(w);
+	vrt_json_key(w, "evidence");
+	vrt_json_begin_array(w);
+	for (i = 0; i < d->nevidence; i++) {
+		const struct vrt_diag_evidence *e = &d->evidence[i];
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "key");
+		vrt_json_string(w, e->key);
+		vrt_json_key(w, "device");
+		if (e->device >= 0)
+			vrt_json_int(w, e->device);
+		else
+			vrt_json_null(w);
+		vrt_json_key(w, "value");
+		vrt_json_uint(w, e->value);
+		vrt_json_key(w, "unit");
+		vrt_json_string(w, vrt_diagnose_unit_name(e->unit));
+		vrt_json_key(w, "text");
+		vrt_json_string(w, e->text);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
+	strings(w, "actions", d->actions, d->nactions);
+	strings(w, "costs", d->costs, d->ncosts);
+	strings(w, "verify", d->verify, d->nverify);
+	vrt_json_key(w, "devices");
+	vrt_json_begin_array(w);
+	for (i = 0; i < d->ndevices; i++) {
+		const struct vrt_diag_device *x = &d->devices[i];
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "id");
+		vrt_json_int(w, x->device);
+		vrt_json_key(w, "total_bytes");
+		vrt_json_uint(w, x->total_bytes);
+		vrt_json_key(w, "other_processes_bytes");
+		vrt_json_uint(w, x->other_bytes);
+		vrt_json_key(w, "weights_bytes");
+		vrt_json_uint(w, x->weights_bytes);
+		vrt_json_key(w, "kv_cache_bytes");
+		vrt_json_uint(w, x->kv_bytes);
+		vrt_json_key(w, "peak_bytes");
+		vrt_json_uint(w, x->peak_bytes);
+		vrt_json_key(w, "headroom_bytes");
+		vrt_json_uint(w, x->headroom_bytes);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
+	vrt_json_key(w, "other_pids");
+	vrt_json_begin_array(w);
+	for (i = 0; i < d->nother_pids; i++)
+		vrt_json_uint(w, d->other_pids[i]);
+	vrt_json_end_array(w);
+	model(w, &d->model);
+	vrt_json_end_object(w);
+}

@@ -1,0 +1,443 @@
+/*
+ * serve_sim — a simulated vLLM-style inference server, for `vramtrace demo`
+ * and the verdict tests: its flags are vLLM's, its allocations come in the
+ * order and shapes a real engine makes them, and it serves real TCP
+ * connections on 127.0.0.1, so each OOM class of DESIGN.md's table can be
+ * reproduced on the fake GPU (or on a real one) by choosing flags:
+ *
+ *   1. init       each tensor-parallel rank takes its own device
+ *                 (--tensor-parallel-size N: ranks 0..N-1 on devices
+ *                 0..N-1) and probes its free memory (cuMemGetInfo_v2);
+ *   2. weights    --num-layers tensors per rank, together
+ *                 --model-size-gib / N (--no-shard: a sharding bug, rank 0
+ *                 loads the whole model and the other ranks nothing);
+ *   3. profile    a dummy forward pass of --max-num-batched-tokens tokens
+ *                 (--act-kib-per-token each), freed again;
+ *   4. kv_cache   a second free-memory probe, then the KV reserve:
+ *                 --gpu-memory-utilization x total - weights - the profiled
+ *                 activation peak (vLLM V1's arithmetic, which counts other
+ *                 processes' memory as available);
+ *   5. swap       --swap-space GiB of pinned host memory (cuMemHostAlloc),
+ *                 in per-layer blocks, as vLLM's CPU swap space;
+ *   6. serve      listen on 127.0.0.1, then one request alone and then
+ *                 --concurrent-requests at once (real client threads); each
+ *                 request holds --prompt-len (default --max-model-len) x
+ *                 --act-kib-per-token of activations / N on every rank
+ *                 until its connection closes. At most --max-num-seqs are
+ *                 decoded together; the rest wait their turn.
+ *
+ * Phases are announced with the annotation API (include/vramtrace.h), so
+ * the trace says weights / profile / kv_cache / forward without rules.
+ * The CUDA driver is reached as libcudart reaches it (dlopen + one dlsym of
+ * cuGetProcAddress_v2). Everything runs on the main thread, switching the
+ * current context per rank, so runs are deterministic.
+ *
+ * Exit status: 0 served everything, 2 usage, 3 out of memory (device or
+ * pinned host memory, like a server that dies on the error), 4 no driver.
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vramtrace.h"
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef CUresult (*proc_fn)(const char *, void **, int, uint64_t, int *);
+
+#define KIB      1024.0
+#define GIB      (1024.0 * 1024.0 * 1024.0)
+#define MAX_TP   8
+#define MAX_REQS 64
+#define MAX_HOST 1024
+
+static struct {
+	CUresult (*init)(unsigned);
+	CUresult (*count)(int *);
+	CUresult (*retain)(CUcontext *, int);
+	CUresult (*set_current)(CUcontext);
+	CUresult (*alloc)(CUdeviceptr *, size_t);
+	CUresult (*free_)(CUdeviceptr);
+	CUresult (*mem_info)(size_t *, size_t *);
+	CUresult (*host_alloc)(void **, size_t, unsigned);
+	CUresult (*host_free)(void *);
+} cu;
+
+static struct {
+	double model_gib, util, swap_gib, act_kib;
+	int layers, tp, max_model_len, max_num_seqs, batched_tokens;
+	int prompt_len, concurrent, no_shard, load_ms;
+} o = {
+        .model_gib = 14,
+        .util = 0.9,
+        .swap_gib = 0,
+        .act_kib = 256,
+        .layers = 32,
+        .tp = 1,
+        .max_model_len = 8192,
+        .max_num_seqs = 256,
+        .batched_tokens = 2048,
+        .prompt_len = 0,
+        .concurrent = 4,
+        .no_shard = 0,
+        .load_ms = 0,
+};
+
+static CUcontext ctx[MAX_TP];
+static size_t weights_on[MAX_TP], profile_peak[MAX_TP];
+
+static void die_oom(const char *what, int rank)
+{
+	fprintf(stderr,
+	        "serve_sim: CUDA out of memory in %s (rank %d); "
+	        "exiting\n",
+	        what, rank);
+	exit(3);
+}
+
+static void use_rank(int rank)
+{
+	if (cu.set_current(ctx[rank])) {
+		fprintf(stderr, "serve_sim: cannot select device %d\n", rank);
+		exit(4);
+	}
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (ms > 0 && nanosleep(&ts, &ts))
+		;
+}
+
+static void init_device(int rank)
+{
+	size_t free_b, total_b;
+
+	if (cu.retain(&ctx[rank], rank)) {
+		fprintf(stderr, "serve_sim: no device %d for rank %d\n", rank,
+		        rank);
+		exit(4);
+	}
+	use_rank(rank);
+	cu.mem_info(&free_b, &total_b);
+}
+
+static void load_weights(int rank)
+{
+	double share = o.no_shard ? (rank == 0 ? o.model_gib : 0)
+	                          : o.model_gib / o.tp;
+	size_t per = (size_t)(share * GIB / o.layers);
+	CUdeviceptr p;
+
+	if (!per)
+		return;
+	use_rank(rank);
+	VRAMTRACE_PHASE_PUSH("weights");
+	for (int l = 0; l < o.layers; l++) {
+		if (o.load_ms)
+			sleep_ms(o.load_ms / o.layers);
+		if (cu.alloc(&p, per))
+			die_oom("load_weights", rank);
+		weights_on[rank] += per;
+	}
+	VRAMTRACE_PHASE_POP();
+}
+
+static void profile_run(int rank)
+{
+	size_t act = (size_t)((double)o.batched_tokens * o.act_kib * KIB /
+	                      o.tp);
+	CUdeviceptr p;
+
+	use_rank(rank);
+	VRAMTRACE_PHASE_PUSH("profile");
+	if (act && cu.alloc(&p, act))
+		die_oom("profile_run", rank);
+	if (act)
+		cu.free_(p);
+	profile_peak[rank] = act;
+	VRAMTRACE_PHASE_POP();
+}
+
+static void initialize_kv_cache(int rank)
+{
+	size_t free_b, total_b;
+	CUdeviceptr p;
+	double kv;
+
+	use_rank(rank);
+	cu.mem_info(&free_b, &total_b);
+	kv = o.util * (double)total_b - (double)weights_on[rank] -
+	     (double)profile_peak[rank];
+	if (kv <= 0) {
+		fprintf(stderr,
+		        "serve_sim: no memory left for the KV cache on "
+		        "rank %d; raise --gpu-memory-utilization\n",
+		        rank);
+		exit(3);
+	}
+	VRAMTRACE_PHASE_PUSH("kv_cache");
+	if (cu.alloc(&p, (size_t)kv))
+		die_oom("initialize_kv_cache", rank);
+	VRAMTRACE_PHASE_POP();
+	printf("serve_sim: rank %d: weights %.2f GiB, KV cache %.2f GiB\n",
+	       rank, (double)weights_on[rank] / GIB, kv / GIB);
+}
+
+static void allocate_swap_space(void)
+{
+	size_t per = (size_t)(o.swap_gib * GIB / o.layers);
+	void *blocks[MAX_HOST];
+	int n = o.layers < MAX_HOST ? o.layers : MAX_HOST;
+
+	if (!per)
+		return;
+	VRAMTRACE_PHASE_PUSH("kv_cache");
+	for (int l = 0; l < n; l++)
+		if (cu.host_alloc(&blocks[l], per, 0)) {
+			fprintf(stderr,
+			        "serve_sim: cannot pin %.2f GiB of host "
+			        "memory for the swap space (block %d)\n",
+			        o.swap_gib, l);
+			exit(3);
+		}
+	VRAMTRACE_PHASE_POP();
+}
+
+/* ---- serving ------------------------------------------------------------- */
+
+static void *client(void *arg)
+{
+	int port = (int)(intptr_t)arg;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)port)};
+	char c;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* The server may die mid-request (that is the point of some runs):
+	 * a failed read just ends this client. */
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    read(fd, &c, 1) != 1)
+		c = 0;
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* One request's activations on every rank; returns them in p[rank]. */
+static void execute_model(CUdeviceptr *p)
+{
+	int len = o.prompt_len ? o.prompt_len : o.max_model_len;
+	size_t act = (size_t)((double)len * o.act_kib * KIB / o.tp);
+
+	VRAMTRACE_PHASE_PUSH("forward");
+	for (int r = 0; r < o.tp; r++) {
+		use_rank(r);
+		if (cu.alloc(&p[r], act))
+			die_oom("execute_model", r);
+	}
+	VRAMTRACE_PHASE_POP();
+}
+
+static void finish(const CUdeviceptr *p)
+{
+	for (int r = 0; r < o.tp; r++) {
+		use_rank(r);
+		cu.free_(p[r]);
+	}
+}
+
+/* Accepts n connections, then decodes them max_num_seqs at a time; each
+ * batch holds its activations until its connections are answered. */
+static void serve(int srv, int port, int n)
+{
+	pthread_t t[MAX_REQS];
+	int conn[MAX_REQS];
+	CUdeviceptr act[MAX_REQS][MAX_TP];
+
+	for (int i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, client, (void *)(intptr_t)port);
+	for (int i = 0; i < n; i++)
+		conn[i] = accept(srv, NULL, NULL);
+	for (int done = 0; done < n;) {
+		int batch = n - done < o.max_num_seqs ? n - done
+		                                      : o.max_num_seqs;
+		for (int i = done; i < done + batch; i++)
+			execute_model(act[i]);
+		for (int i = done; i < done + batch; i++) {
+			finish(act[i]);
+			if (write(conn[i], "x", 1) != 1)
+				fprintf(stderr, "serve_sim: lost a client\n");
+			close(conn[i]);
+		}
+		done += batch;
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* ---- setup --------------------------------------------------------------- */
+
+static int resolve(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	proc_fn get = h ? (proc_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
+	struct {
+		const char *name;
+		void **slot;
+	} names[] = {
+	        {"cuInit", (void **)&cu.init},
+	        {"cuDeviceGetCount", (void **)&cu.count},
+	        {"cuDevicePrimaryCtxRetain", (void **)&cu.retain},
+	        {"cuCtxSetCurrent", (void **)&cu.set_current},
+	        {"cuMemAlloc", (void **)&cu.alloc},
+	        {"cuMemFree", (void **)&cu.free_},
+	        {"cuMemGetInfo", (void **)&cu.mem_info},
+	        {"cuMemHostAlloc", (void **)&cu.host_alloc},
+	        {"cuMemFreeHost", (void **)&cu.host_free},
+	};
+
+	if (!get || get("cuGetProcAddress", (void **)&get, 12000, 0, NULL))
+		return -1;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (get(names[i].name, names[i].slot, 12000, 0, NULL) ||
+		    !*names[i].slot)
+			return -1;
+	return 0;
+}
+
+static int usage(const char *msg)
+{
+	fprintf(stderr,
+	        "serve_sim: %s\n"
+	        "usage: serve_sim [serve MODEL] [--model-size-gib G] "
+	        "[--num-layers N]\n"
+	        "         [--tensor-parallel-size N] [--no-shard] "
+	        "[--gpu-memory-utilization F]\n"
+	        "         [--max-model-len T] [--max-num-seqs N] "
+	        "[--max-num-batched-tokens T]\n"
+	        "         [--act-kib-per-token K] [--swap-space G] "
+	        "[--prompt-len T]\n"
+	        "         [--concurrent-requests N] [--load-ms MS]\n",
+	        msg);
+	return 2;
+}
+
+static int parse(int argc, char **argv)
+{
+	int i = 1;
+
+	/* "serve MODEL" as in `vllm serve MODEL`: the name is cosmetic. */
+	if (i < argc && !strcmp(argv[i], "serve"))
+		i += 2;
+	for (; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char *end;
+		double d;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage("a simulated vLLM-style server");
+			exit(0);
+		}
+		if (!strcmp(a, "--no-shard")) {
+			o.no_shard = 1;
+			continue;
+		}
+		if (!v)
+			return usage("option needs a value");
+		d = strtod(v, &end);
+		if (*end || d < 0)
+			return usage("bad number");
+		i++;
+		if (!strcmp(a, "--model-size-gib"))
+			o.model_gib = d;
+		else if (!strcmp(a, "--num-layers"))
+			o.layers = (int)d;
+		else if (!strcmp(a, "--tensor-parallel-size") ||
+		         !strcmp(a, "-tp"))
+			o.tp = (int)d;
+		else if (!strcmp(a, "--gpu-memory-utilization"))
+			o.util = d;
+		else if (!strcmp(a, "--max-model-len"))
+			o.max_model_len = (int)d;
+		else if (!strcmp(a, "--max-num-seqs"))
+			o.max_num_seqs = (int)d;
+		else if (!strcmp(a, "--max-num-batched-tokens"))
+			o.batched_tokens = (int)d;
+		else if (!strcmp(a, "--act-kib-per-token"))
+			o.act_kib = d;
+		else if (!strcmp(a, "--swap-space"))
+			o.swap_gib = d;
+		else if (!strcmp(a, "--prompt-len"))
+			o.prompt_len = (int)d;
+		else if (!strcmp(a, "--concurrent-requests"))
+			o.concurrent = (int)d;
+		else if (!strcmp(a, "--load-ms"))
+			o.load_ms = (int)d;
+		else
+			return usage("unknown option");
+	}
+	if (o.tp < 1 || o.tp > MAX_TP || o.layers < 1 ||
+	    o.concurrent > MAX_REQS || o.max_num_seqs < 1 || o.util > 1)
+		return usage("value out of range");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int ndev = 0, srv, port;
+
+	if (parse(argc, argv))
+		return 2;
+	if (resolve() || cu.init(0) || cu.count(&ndev)) {
+		fprintf(stderr, "serve_sim: no usable CUDA driver\n");
+		return 4;
+	}
+	if (ndev < o.tp) {
+		fprintf(stderr,
+		        "serve_sim: --tensor-parallel-size %d needs %d "
+		        "devices, %d found\n",
+		        o.tp, o.tp, ndev);
+		return 4;
+	}
+	for (int r = 0; r < o.tp; r++)
+		init_device(r);
+	for (int r = 0; r < o.tp; r++)
+		load_weights(r);
+	for (int r = 0; r < o.tp; r++)
+		profile_run(r);
+	for (int r = 0; r < o.tp; r++)
+		initialize_kv_cache(r);
+	allocate_swap_space();
+
+	srv = socket(AF_INET, SOCK_STREAM, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (srv < 0 || bind(srv, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(srv, MAX_REQS) < 0 ||
+	    getsockname(srv, (struct sockaddr *)&a, &len) < 0) {
+		perror("serve_sim: listen");
+		return 1;
+	}
+	port = ntohs(a.sin_port);
+	printf("serve_sim: listening on 127.0.0.1:%d\n", port);
+	fflush(stdout);
+	serve(srv, port, 1);
+	if (o.concurrent > 1)
+		serve(srv, port, o.concurrent);
+	close(srv);
+	printf("serve_sim: served %d requests\n",
+	       1 + (o.concurrent > 1 ? o.concurrent : 0));
+	return 0;
+}

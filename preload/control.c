@@ -1,0 +1,276 @@
+/*
+ * control.c — the control endpoint of a traced process: a UNIX stream
+ * socket "<run dir>/<pid>.ctl" (mode 0600), served by a thread of ours
+ * ("vramtrace-ctl", all signals blocked), so `vramtrace ctl` can start and
+ * stop recording, mark the trace and read the live budget while a load
+ * test runs.
+ *
+ * Protocol: one command per connection; the client writes one line, we
+ * answer one line and close. Commands: start, stop, mark LABEL, flush,
+ * status (a line of JSON). Only a peer with our uid (or root) is served:
+ * SO_PEERCRED is checked before reading anything.
+ *
+ * The thread polls with a timeout so a stop request is seen within
+ * POLL_MS; every read and write on a connection is bounded by a socket
+ * timeout, so a client that stalls cannot stall the endpoint for long.
+ * Paths too long for sun_path are reached through /proc/self/fd/N of the
+ * directory.
+ */
+#include "hook.h"
+#include "live.h"
+
+#include <vramtrace/trace_format.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define POLL_MS 200
+#define LINE_MAX_LEN 512
+
+static pthread_t thread;
+static int running;
+static _Atomic int stopping;
+static int listen_fd = -1;
+static char sock_path[PATH_MAX];
+
+/* Binds fd to dir/name, through /proc/self/fd when the path is too long
+ * for sun_path. 0 or -errno. */
+static int bind_in(int fd, const char *dir, const char *name)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int dfd = -1, err = 0;
+	if ((size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s/%s", dir,
+	                     name) >= sizeof(a.sun_path)) {
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return -errno;
+		snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%s",
+		         dfd, name);
+	}
+	/* The socket file must not be reachable by others even for an
+	 * instant: create it under a restrictive umask. */
+	mode_t old = umask(0077);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		err = -errno;
+	umask(old);
+	if (dfd >= 0)
+		close(dfd);
+	return err;
+}
+
+static void reply(int fd, const char *text)
+{
+	size_t len = strlen(text), done = 0;
+	while (done < len) {
+		ssize_t w = send(fd, text + done, len - done, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		done += (size_t)w;
+	}
+}
+
+static const char *vendor_name(int v)
+{
+	return v == VRT_VENDOR_HIP ? "hip" : "cuda";
+}
+
+static void status(int fd)
+{
+	struct vrt_live_stats st;
+	vrt_live_stats(&st);
+	char buf[8192];
+	size_t n = 0;
+	int state = atomic_load(&vrt_state);
+#define PUT(...)                                                               \
+	do {                                                                   \
+		int k_ = snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__);      \
+		if (k_ > 0)                                                    \
+			n += (size_t)k_ < sizeof(buf) - n ? (size_t)k_         \
+			                                  : sizeof(buf) - n - 1; \
+	} while (0)
+	PUT("{\"pid\":%d,\"ppid\":%d,\"state\":\"%s\",\"events\":%llu,"
+	    "\"dropped\":%llu,\"inflight\":%llu,\"ooms\":%llu,"
+	    "\"pinned_bytes\":%llu,\"allocations\":%llu,\"devices\":[",
+	    (int)getpid(), (int)getppid(),
+	    state == VRT_STATE_ON ? "recording" : "standby",
+	    (unsigned long long)vrt_tbuf_events(),
+	    (unsigned long long)vrt_tbuf_dropped(),
+	    (unsigned long long)st.inflight, (unsigned long long)st.ooms,
+	    (unsigned long long)st.host_pinned_bytes,
+	    (unsigned long long)st.allocations);
+	for (int d = 0; d < st.ndev; d++) {
+		PUT("%s{\"id\":%d,\"vendor\":\"%s\",\"live_bytes\":%llu,"
+		    "\"phases\":{",
+		    d ? "," : "", st.dev[d].device, vendor_name(st.dev[d].vendor),
+		    (unsigned long long)st.dev[d].bytes);
+		int first = 1;
+		for (unsigned p = 0; p < VRT_LIVE_PHASES; p++) {
+			if (!st.dev[d].by_phase[p])
+				continue;
+			PUT("%s\"%s\":%llu", first ? "" : ",",
+			    vrt_phase_builtin_name(p),
+			    (unsigned long long)st.dev[d].by_phase[p]);
+			first = 0;
+		}
+		PUT("}}");
+	}
+	PUT("]}\n");
+#undef PUT
+	reply(fd, buf);
+}
+
+/* Runs one command line; answers on fd. */
+static void command(int fd, char *line)
+{
+	char *nl = strpbrk(line, "\r\n");
+	if (nl)
+		*nl = 0;
+	if (!strcmp(line, "start")) {
+		int was = vrt_entry_record_start();
+		reply(fd, was < 0   ? "error cannot start recording\n"
+		          : was > 0 ? "ok already recording\n"
+		                    : "ok recording\n");
+	} else if (!strcmp(line, "stop")) {
+		reply(fd, vrt_entry_record_stop() ? "ok already standby\n"
+		                                  : "ok standby\n");
+	} else if (!strncmp(line, "mark ", 5) || !strcmp(line, "mark")) {
+		const char *label = line[4] ? line + 5 : "";
+		if (!vrt_capture_on()) {
+			reply(fd, "ok not recording (standby): no mark\n");
+			return;
+		}
+		struct vrt_ev ev = {.rec = VRT_REC_MARK, .text = label};
+		vrt_tbuf_event(&ev);
+		reply(fd, "ok\n");
+	} else if (!strcmp(line, "flush")) {
+		vrt_writer_sync(2000);
+		reply(fd, "ok\n");
+	} else if (!strcmp(line, "status")) {
+		status(fd);
+	} else {
+		reply(fd, "error unknown command (start, stop, mark LABEL, "
+		          "flush, status)\n");
+	}
+}
+
+static void serve(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    (cred.uid != geteuid() && cred.uid != 0)) {
+		reply(fd, "error permission denied\n");
+		return;
+	}
+	struct timeval tv = {.tv_sec = 2};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	char line[LINE_MAX_LEN + 1];
+	size_t got = 0;
+	while (got < LINE_MAX_LEN && !memchr(line, '\n', got)) {
+		ssize_t r = recv(fd, line + got, LINE_MAX_LEN - got, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	line[got] = 0;
+	if (got)
+		command(fd, line);
+}
+
+static void *control_main(void *arg)
+{
+	(void)arg;
+	/* Not a hook: but the commands reach the core as if from one, and
+	 * our own socket calls (close) must not be recorded. */
+	vrt_in_hook = 1;
+	while (!atomic_load(&stopping)) {
+		struct pollfd p = {.fd = listen_fd, .events = POLLIN};
+		int r = poll(&p, 1, POLL_MS);
+		if (r <= 0)
+			continue;
+		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		serve(c);
+		close(c);
+	}
+	return NULL;
+}
+
+int vrt_control_start(const char *dir)
+{
+	if (running)
+		return 0;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	char name[64];
+	snprintf(name, sizeof(name), "%d.ctl", (int)getpid());
+	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (listen_fd < 0)
+		return -errno;
+	/* A socket file left by a dead process of the same pid is stale. */
+	snprintf(sock_path, sizeof(sock_path), "%s/%s", dir, name);
+	unlink(sock_path);
+	int err = bind_in(listen_fd, dir, name);
+	if (!err && listen(listen_fd, 8) < 0)
+		err = -errno;
+	if (err) {
+		close(listen_fd);
+		listen_fd = -1;
+		return err;
+	}
+	atomic_store(&stopping, 0);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&thread, NULL, control_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(listen_fd);
+		listen_fd = -1;
+		unlink(sock_path);
+		return err;
+	}
+	pthread_setname_np(thread, "vramtrace-ctl");
+	running = 1;
+	return 0;
+}
+
+void vrt_control_stop(void)
+{
+	if (!running)
+		return;
+	atomic_store(&stopping, 1);
+	/* The thread notices within POLL_MS, or after the command it is
+	 * serving (bounded by the socket timeouts). */
+	pthread_join(thread, NULL);
+	close(listen_fd);
+	listen_fd = -1;
+	unlink(sock_path);
+	running = 0;
+}
+
+void vrt_control_after_fork_child(void)
+{
+	/* The parent's thread and socket are the parent's: forget them
+	 * (the fd is O_CLOEXEC; close our copy). */
+	if (listen_fd >= 0)
+		close(listen_fd);
+	listen_fd = -1;
+	running = 0;
+}

@@ -1,0 +1,63 @@
+/*
+ * live.c — the table of live allocations (address → size, device, family,
+ * phase) kept by the preload itself, in recording and in standby.
+ *
+ * Standby (VRAMTRACE_START=standby, `vramtrace record --standby`, or the
+ * control command `stop`) keeps only this table, at near-zero cost per
+ * call, and writes nothing. `start` opens the trace and writes a snapshot
+ * of every live allocation first, so budgets are right from the first
+ * second. The same table answers the control endpoint's `status` and the
+ * Prometheus endpoint (VRAMTRACE_METRICS).
+ *
+ * Threads: any; hot-path operations take one striped spinlock.
+ */
+#ifndef VRT_LIVE_H
+#define VRT_LIVE_H
+
+#include <stdint.h>
+
+#define VRT_LIVE_MAX_DEVICES 16
+#define VRT_LIVE_PHASES 8 /* the fixed phases of trace_format.h */
+
+struct vrt_live_device {
+	int device;  /* ordinal as this process sees it */
+	int vendor;  /* enum vrt_vendor */
+	uint64_t bytes;                     /* VRAM families together */
+	uint64_t by_phase[VRT_LIVE_PHASES]; /* custom phases count as
+	                                     * unattributed */
+};
+
+struct vrt_live_stats {
+	int ndev;
+	struct vrt_live_device dev[VRT_LIVE_MAX_DEVICES];
+	uint64_t host_pinned_bytes; /* pinned + registered */
+	uint64_t inflight;          /* accepted connections open now */
+	uint64_t ooms;              /* allocations refused for memory */
+	uint64_t allocations;       /* live entries in the table */
+};
+
+struct vrt_ev;
+
+/* Applies one event to the table: ALLOC adds, FREE removes, an ACCEPT or
+ * CLOSE moves the in-flight count, a FAIL for memory counts an OOM; other
+ * events are ignored. From inside a hook, recording or in standby: one
+ * stripe spinlock, no malloc (the table grows with mmap). */
+void vrt_live_event(const struct vrt_ev *ev);
+
+/* Calls fn with an ALLOC event for every live entry (a snapshot), each
+ * stripe locked while its entries are visited: an allocation freed
+ * concurrently is either visited before its free or not at all. fn must
+ * not re-enter the table. */
+void vrt_live_each(void (*fn)(const struct vrt_ev *ev, void *arg), void *arg);
+
+/* How to tell the phase of a stack id (stack.c, once the writer has
+ * classified it; 0 until then). */
+void vrt_live_set_stack_phase(unsigned (*fn)(uint32_t stack));
+
+void vrt_live_after_fork_child(void);
+
+/* Fills *out with the current totals. Any thread (not a hook): takes each
+ * stripe lock in turn; the totals are consistent per stripe. */
+void vrt_live_stats(struct vrt_live_stats *out);
+
+#endif /* VRT_LIVE_H */

@@ -1,0 +1,489 @@
+/*
+ * metrics.c — an optional Prometheus endpoint in the traced process, for
+ * dashboards during a load test: VRAMTRACE_METRICS=127.0.0.1:PORT serves
+ * the live-allocation table (live.h) in the text exposition format on
+ * GET /metrics.
+ *
+ *   vramtrace_device_live_bytes{device,vendor,phase}  gauge
+ *   vramtrace_device_used_bytes{device,vendor}        gauge (sum of phases)
+ *   vramtrace_host_pinned_bytes                       gauge
+ *   vramtrace_requests_inflight                       gauge
+ *   vramtrace_ooms_total                              counter
+ *   vramtrace_live_allocations                        gauge
+ *   vramtrace_info{pid}                               gauge, always 1
+ *
+ * Only the loopback address is served: anything but 127.0.0.1 is refused
+ * with one warning (the numbers describe the host's memory and the
+ * endpoint has no authentication). Several processes of a traced tree
+ * read the same variable: the first to bind a fixed port serves it, the
+ * others print one warning and serve nothing. Port 0 gives every process
+ * an ephemeral port of its own. A serving process writes its address
+ * ("127.0.0.1:PORT\n") to "<run dir>/<pid>.metrics" and removes the file
+ * when it stops.
+ *
+ * The endpoint starts with the process's first GPU event (vrt_entry_start,
+ * so shells and wrappers of the tree never take the port) and is served by
+ * a thread of ours ("vramtrace-met", all signals blocked, vrt_in_hook set
+ * for its whole life so its own socket calls — listen, accept, close — are
+ * never recorded as the server's). Every wait is bounded: poll() with
+ * POLL_MS, a request of at most REQ_MAX bytes read and answered within
+ * IO_MS each, so a client that stalls cannot stall the endpoint for long,
+ * and the host never waits on it. All fds are O_CLOEXEC.
+ *
+ * Locks: m_mu/m_cv guard running/exited between the owner (start/stop,
+ * called by the lifecycle with start_mu semantics of entry.c) and the
+ * thread; the thread owns the sockets. The stop request is an eventfd.
+ */
+#include "hook.h"
+#include "live.h"
+
+#include <vramtrace/trace_format.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POLL_MS    500
+#define IO_MS      1000
+#define STOP_MS    2500 /* > 2 * IO_MS: a request in service finishes */
+#define REQ_MAX    4096
+#define OUT_MAX    (32 * 1024)
+
+static pthread_mutex_t m_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t m_cv;
+static pthread_t thread;
+static int running, exited;
+static int wake_fd = -1;
+/* The thread's sockets, published for a fork child to close its copies:
+ * set before use, reset to -1 before close (so a child never closes a
+ * number already reused). */
+static _Atomic int listen_fd = -1, conn_fd = -1;
+static int port;     /* wanted; -1 when the option is unset or refused */
+static int parsed;   /* VRAMTRACE_METRICS looked at */
+static char dir[PATH_MAX];
+static char file_path[PATH_MAX + 32];
+static char out[OUT_MAX]; /* the thread's response buffer */
+
+/* One warning line, without stdio (a hook may be on this stack). */
+static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n = snprintf(line, sizeof(line), "vramtrace: warning: pid %d: ",
+	                 (int)getpid());
+	va_start(ap, fmt);
+	if (n > 0 && (size_t)n < sizeof(line))
+		n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (n <= 0)
+		return;
+	if ((size_t)n >= sizeof(line))
+		n = (int)sizeof(line) - 1;
+	/* Nothing to do if stderr is gone: the warning is lost. */
+	while (write(STDERR_FILENO, line, (size_t)n) < 0 && errno == EINTR)
+		;
+}
+
+/* "127.0.0.1:PORT" → port, or -1 with a warning. */
+static int parse_address(const char *s)
+{
+	static const char host[] = "127.0.0.1:";
+	char *end;
+	if (strncmp(s, host, sizeof(host) - 1)) {
+		warn("VRAMTRACE_METRICS=%s: only 127.0.0.1:PORT is served (the "
+		     "endpoint has no authentication); not serving metrics\n",
+		     s);
+		return -1;
+	}
+	errno = 0;
+	long p = strtol(s + sizeof(host) - 1, &end, 10);
+	if (errno || end == s + sizeof(host) - 1 || *end || p < 0 ||
+	    p > 65535) {
+		warn("VRAMTRACE_METRICS=%s: not a port in [0, 65535]; not "
+		     "serving metrics\n",
+		     s);
+		return -1;
+	}
+	return (int)p;
+}
+
+/* ---- the exposition ------------------------------------------------------ */
+
+static const char *vendor_name(int v)
+{
+	return v == VRT_VENDOR_HIP ? "hip" : "cuda";
+}
+
+/* Formats the current numbers into out; returns the length. */
+static size_t format_metrics(void)
+{
+	struct vrt_live_stats st;
+	size_t n = 0;
+	vrt_live_stats(&st);
+#define PUT(...)                                                               \
+	do {                                                                   \
+		int k_ = snprintf(out + n, sizeof(out) - n, __VA_ARGS__);      \
+		if (k_ > 0)                                                    \
+			n += (size_t)k_ < sizeof(out) - n ? (size_t)k_         \
+			                                  : sizeof(out) - n - 1; \
+	} while (0)
+	PUT("# HELP vramtrace_device_live_bytes GPU memory this process "
+	    "holds, by device and phase.\n"
+	    "# TYPE vramtrace_device_live_bytes gauge\n");
+	for (int d = 0; d < st.ndev; d++)
+		for (unsigned p = 0; p < VRT_LIVE_PHASES; p++)
+			PUT("vramtrace_device_live_bytes{device=\"%d\","
+			    "vendor=\"%s\",phase=\"%s\"} %llu\n",
+			    st.dev[d].device, vendor_name(st.dev[d].vendor),
+			    vrt_phase_builtin_name(p),
+			    (unsigned long long)st.dev[d].by_phase[p]);
+	PUT("# HELP vramtrace_device_used_bytes GPU memory this process "
+	    "holds on the device, all phases together.\n"
+	    "# TYPE vramtrace_device_used_bytes gauge\n");
+	for (int d = 0; d < st.ndev; d++)
+		PUT("vramtrace_device_used_bytes{device=\"%d\",vendor=\"%s\"} "
+		    "%llu\n",
+		    st.dev[d].device, vendor_name(st.dev[d].vendor),
+		    (unsigned long long)st.dev[d].bytes);
+	PUT("# HELP vramtrace_host_pinned_bytes Page-locked host memory "
+	    "(pinned and registered) this process holds.\n"
+	    "# TYPE vramtrace_host_pinned_bytes gauge\n"
+	    "vramtrace_host_pinned_bytes %llu\n"
+	    "# HELP vramtrace_requests_inflight Accepted connections open "
+	    "now.\n"
+	    "# TYPE vramtrace_requests_inflight gauge\n"
+	    "vramtrace_requests_inflight %llu\n"
+	    "# HELP vramtrace_ooms_total Allocations refused for lack of "
+	    "memory.\n"
+	    "# TYPE vramtrace_ooms_total counter\n"
+	    "vramtrace_ooms_total %llu\n"
+	    "# HELP vramtrace_live_allocations Live allocations this process "
+	    "holds.\n"
+	    "# TYPE vramtrace_live_allocations gauge\n"
+	    "vramtrace_live_allocations %llu\n"
+	    "# HELP vramtrace_info The traced process serving these "
+	    "numbers.\n"
+	    "# TYPE vramtrace_info gauge\n"
+	    "vramtrace_info{pid=\"%d\"} 1\n",
+	    (unsigned long long)st.host_pinned_bytes,
+	    (unsigned long long)st.inflight, (unsigned long long)st.ooms,
+	    (unsigned long long)st.allocations, (int)getpid());
+#undef PUT
+	return n;
+}
+
+/* ---- HTTP, bounded ------------------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for events on fd until deadline; 1 ready, 0 timeout or error. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		if (left <= 0)
+			return 0;
+		struct pollfd p = {.fd = fd, .events = events};
+		int r = poll(&p, 1, (int)left);
+		if (r > 0)
+			return 1;
+		if (r == 0 || errno != EINTR)
+			return 0;
+	}
+}
+
+static void send_all(int fd, const char *buf, size_t len)
+{
+	int64_t deadline = now_ms() + IO_MS;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = send(fd, buf + done, len - done,
+		                 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			done += (size_t)w;
+		} else if (w < 0 && errno == EINTR) {
+			continue;
+		} else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (!wait_fd(fd, POLLOUT, deadline))
+				return; /* a client that does not read */
+		} else {
+			return;
+		}
+	}
+}
+
+static void respond(int fd, const char *status, const char *type,
+                    const char *body, size_t len)
+{
+	char head[256];
+	int n = snprintf(head, sizeof(head),
+	                 "HTTP/1.0 %s\r\nContent-Type: %s\r\n"
+	                 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+	                 status, type, len);
+	send_all(fd, head, (size_t)n);
+	send_all(fd, body, len);
+}
+
+/* Reads one request (headers only: a GET has no body) and answers it. */
+static void serve(int fd)
+{
+	char req[REQ_MAX + 1];
+	size_t got = 0;
+	int64_t deadline = now_ms() + IO_MS;
+	for (;;) {
+		req[got] = 0;
+		if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
+			break;
+		if (got == REQ_MAX) {
+			static const char msg[] = "request too large\n";
+			respond(fd, "431 Request Header Fields Too Large",
+			        "text/plain", msg, sizeof(msg) - 1);
+			return;
+		}
+		ssize_t r = recv(fd, req + got, REQ_MAX - got, MSG_DONTWAIT);
+		if (r > 0)
+			got += (size_t)r;
+		else if (r < 0 && errno == EINTR)
+			continue;
+		else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (!wait_fd(fd, POLLIN, deadline))
+				return; /* too slow: drop the connection */
+		} else {
+			return; /* closed before a whole request */
+		}
+	}
+	char *sp = strchr(req, ' ');
+	char *path = sp ? sp + 1 : NULL;
+	size_t plen = path ? strcspn(path, " ?\r\n") : 0;
+	if (!sp || (size_t)(sp - req) != 3 || memcmp(req, "GET", 3)) {
+		static const char msg[] = "only GET /metrics\n";
+		respond(fd, "405 Method Not Allowed", "text/plain", msg,
+		        sizeof(msg) - 1);
+	} else if ((plen == 8 && !memcmp(path, "/metrics", 8)) ||
+	           (plen == 1 && path[0] == '/')) {
+		size_t len = format_metrics();
+		respond(fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8",
+		        out, len);
+	} else {
+		static const char msg[] = "not found: try /metrics\n";
+		respond(fd, "404 Not Found", "text/plain", msg, sizeof(msg) - 1);
+	}
+}
+
+/* ---- the thread ---------------------------------------------------------- */
+
+/* "<dir>/<pid>.metrics" with our address, written whole (tmp + rename) so
+ * a reader never sees half of it. */
+static void write_address_file(int bound_port)
+{
+	char tmp[PATH_MAX + 48], line[32];
+	snprintf(file_path, sizeof(file_path), "%s/%d.metrics", dir,
+	         (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.tmp", file_path);
+	int n = snprintf(line, sizeof(line), "127.0.0.1:%d\n", bound_port);
+	unlink(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	              0600);
+	if (fd < 0 || write(fd, line, (size_t)n) != n || close(fd) < 0 ||
+	    rename(tmp, file_path) < 0) {
+		/* The endpoint still serves; only its address is not
+		 * published, which port 0 users need to know. */
+		warn("%s: cannot write the metrics address: %s\n", file_path,
+		     strerror(errno));
+		if (fd >= 0)
+			unlink(tmp);
+		file_path[0] = 0;
+	}
+}
+
+static int open_listener(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		warn("metrics: socket: %s; not serving metrics\n",
+		     strerror(errno));
+		return -1;
+	}
+	int one = 1;
+	/* A restarted server must not wait out TIME_WAIT of its previous
+	 * life's scrapes. It does not let two listeners share the port. */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof(a);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(fd, 16) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+		int e = errno;
+		if (e == EADDRINUSE)
+			warn("metrics: 127.0.0.1:%d is in use (another traced "
+			     "process of this run serves it?); this process "
+			     "serves no metrics (VRAMTRACE_METRICS=127.0.0.1:0 "
+			     "gives each process its own port)\n",
+			     port);
+		else
+			warn("metrics: 127.0.0.1:%d: %s; not serving metrics\n",
+			     port, strerror(e));
+		close(fd);
+		return -1;
+	}
+	write_address_file(ntohs(a.sin_port));
+	return fd;
+}
+
+static void *metrics_main(void *arg)
+{
+	(void)arg;
+	/* Our socket calls go through the preload's own listen/accept/close
+	 * wrappers: this thread is never a hook's caller to record. */
+	vrt_in_hook = 1;
+	int lfd = open_listener();
+	atomic_store(&listen_fd, lfd);
+	for (;;) {
+		struct pollfd p[2] = {{.fd = wake_fd, .events = POLLIN},
+		                      {.fd = lfd, .events = POLLIN}};
+		int r = poll(p, lfd >= 0 ? 2 : 1, POLL_MS);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (p[0].revents)
+			break;
+		if (r <= 0 || lfd < 0 || !(p[1].revents & POLLIN))
+			continue;
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (c < 0)
+			continue;
+		atomic_store(&conn_fd, c);
+		serve(c);
+		atomic_store(&conn_fd, -1);
+		close(c);
+	}
+	atomic_store(&listen_fd, -1);
+	if (lfd >= 0)
+		close(lfd);
+	if (file_path[0])
+		unlink(file_path);
+	file_path[0] = 0;
+	pthread_mutex_lock(&m_mu);
+	exited = 1;
+	pthread_cond_broadcast(&m_cv);
+	pthread_mutex_unlock(&m_mu);
+	return NULL;
+}
+
+int vrt_metrics_start(const char *run_dir)
+{
+	if (!parsed) {
+		const char *s = vrt_options_str(VRT_OPT_METRICS);
+		parsed = 1;
+		port = s ? parse_address(s) : -1;
+	}
+	if (port < 0 || !run_dir)
+		return 0;
+	pthread_mutex_lock(&m_mu);
+	if (running) {
+		pthread_mutex_unlock(&m_mu);
+		return 0;
+	}
+	if (strlen(run_dir) >= sizeof(dir)) {
+		pthread_mutex_unlock(&m_mu);
+		return -ENAMETOOLONG;
+	}
+	strcpy(dir, run_dir);
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wake_fd < 0) {
+		int e = errno;
+		pthread_mutex_unlock(&m_mu);
+		return -e;
+	}
+	exited = 0;
+	file_path[0] = 0;
+	vrt_tbuf_cond_init(&m_cv);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int err = pthread_create(&thread, NULL, metrics_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(wake_fd);
+		wake_fd = -1;
+	} else {
+		pthread_setname_np(thread, "vramtrace-met");
+		running = 1;
+	}
+	pthread_mutex_unlock(&m_mu);
+	return -err;
+}
+
+void vrt_metrics_stop(void)
+{
+	pthread_mutex_lock(&m_mu);
+	if (!running) {
+		pthread_mutex_unlock(&m_mu);
+		return;
+	}
+	running = 0;
+	uint64_t one = 1;
+	/* The eventfd cannot be full after one write: nothing to handle. */
+	if (write(wake_fd, &one, sizeof(one)) < 0)
+		one = 0;
+	/* The thread sees the request at once, or after the scrape it is
+	 * serving (bounded by IO_MS twice); past STOP_MS it is left to
+	 * die with the process rather than hold up the host's exit. */
+	struct timespec deadline;
+	vrt_tbuf_deadline(&deadline, STOP_MS);
+	while (!exited &&
+	       pthread_cond_timedwait(&m_cv, &m_mu, &deadline) != ETIMEDOUT)
+		;
+	int done = exited;
+	pthread_mutex_unlock(&m_mu);
+	if (done) {
+		pthread_join(thread, NULL);
+		close(wake_fd);
+	} else {
+		/* Still using wake_fd: leave it open for the thread. */
+		pthread_detach(thread);
+	}
+	wake_fd = -1;
+}
+
+void vrt_metrics_after_fork_child(void)
+{
+	/* The parent's thread does not exist here: close the child's copies
+	 * of its fds. The child starts its own endpoint at its first event
+	 * (a fixed port is then busy: one warning). */
+	pthread_mutex_init(&m_mu, NULL);
+	/* Our copy of the listening socket would keep the port bound (and
+	 * queue connections nobody accepts) after the parent is gone. */
+	int fd = atomic_exchange(&listen_fd, -1);
+	if (fd >= 0)
+		close(fd);
+	fd = atomic_exchange(&conn_fd, -1);
+	if (fd >= 0)
+		close(fd);
+	if (running && wake_fd >= 0)
+		close(wake_fd);
+	wake_fd = -1;
+	running = 0;
+	exited = 0;
+	file_path[0] = 0;
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""run_standby.py — standby, start, stop through the control endpoint.
+
+Records standby_client.py with VRAMTRACE_START=standby (see its docstring
+for what it does), then checks `vramtrace analyze --format json`: only the
+recording window counts — device 0 holds A (100 MiB, from the snapshot,
+not counted as an allocation) and C (50 MiB, the one allocation counted)
+at the end; B and D (made in standby) are not in the trace; the peak is
+150 MiB; the mark is there; the endpoint socket is gone after exit.
+
+Usage: run_standby.py --vramtrace EXE --preload LIB --fake-dir DIR
+                      --client PY --tmp-root DIR
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+MIB = 1 << 20
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for o in ("--vramtrace", "--preload", "--fake-dir", "--client",
+              "--tmp-root"):
+        ap.add_argument(o, required=True)
+    a = ap.parse_args()
+    os.makedirs(a.tmp_root, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="standby-", dir=a.tmp_root)
+    run = os.path.join(tmp, "run")
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = a.fake_dir
+    env["VRAMTRACE_PRELOAD"] = os.path.abspath(a.preload)
+    env["VRAMTRACE_START"] = "standby"
+    env.pop("VRAMTRACE_OUT", None)
+    fails = []
+
+    def check(cond, what):
+        print(("ok     " if cond else "FAILED ") + what, flush=True)
+        if not cond:
+            fails.append(what)
+
+    p = subprocess.run([a.vramtrace, "record", "-o", run, "--",
+                        sys.executable, a.client], env=env, text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=100)
+    print(p.stdout)
+    check(p.returncode == 0, "the client's own checks passed")
+    check(not glob.glob(os.path.join(run, "*.ctl")),
+          "no control socket left after exit")
+    out = subprocess.run([a.vramtrace, "analyze", "--format", "json", run],
+                         env=env, text=True, stdout=subprocess.PIPE,
+                         timeout=100)
+    check(out.returncode == 0, "analyze succeeds")
+    rep = json.loads(out.stdout) if out.returncode == 0 else {}
+    dev = [d for d in rep.get("devices", []) if d.get("id") == 0]
+    fam = dev[0]["families"]["device"] if dev else {}
+    check(fam.get("allocs") == 1, f"one allocation counted (got {fam})")
+    check(fam.get("live_bytes_end") == 150 * MIB,
+          f"150 MiB live at the end: snapshot + C (got {fam})")
+    check(fam.get("peak_bytes") == 150 * MIB, f"peak 150 MiB (got {fam})")
+    labels = [m.get("label") for m in rep.get("marks", [])]
+    check(labels == ["after-start"], f"the mark is recorded (got {labels})")
+    if fails:
+        print(f"{len(fails)} check(s) failed; files kept in {tmp}")
+        return 1
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
