@@ -76,10 +76,10 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 	}
 	if (strcmp(cmd, "start") && strcmp(cmd, "stop") &&
 	    strcmp(cmd, "flush") && strcmp(cmd, "status"))
-		return vrt_main_usage_error(
-		        self,
-		        "unknown command '%s' (start, stop, mark, flush, status)",
-		        cmd);
+		return vrt_main_usage_error(self,
+		                            "unknown command '%s' (start, "
+		                            "stop, mark, flush, status)",
+		                            cmd);
 	if (st->npos > 2)
 		return vrt_main_usage_error(self, "%s takes no arguments", cmd);
 	snprintf(s->line, sizeof(s->line), "%s", cmd);
@@ -194,8 +194,7 @@ static int find_targets(const char *target, struct vrt_ctl_target **v,
 		}
 		return 0;
 	}
-	for (p = target; *p >= '0' && *p <= '9' && pid < UINT64_MAX / 10;
-	     p++)
+	for (p = target; *p >= '0' && *p <= '9' && pid < UINT64_MAX / 10; p++)
 		pid = pid * 10 + (uint64_t)(*p - '0');
 	if (*p || !pid) {
 		fprintf(stderr,

@@ -69,8 +69,8 @@ static void on_signal(int sig)
 
 struct view_device {
 	char name[96];
-	uint64_t total; /* 0: unknown */
-	uint64_t used;  /* live bytes of the traced processes */
+	uint64_t total;  /* 0: unknown */
+	uint64_t used;   /* live bytes of the traced processes */
 	uint64_t others; /* used before the run (other processes) */
 	size_t nphases;
 	struct {
@@ -91,10 +91,10 @@ struct view {
 };
 
 struct target {
-	char dir[4096];     /* the run directory */
-	char *paths[1];     /* what to load: the directory or one file */
-	char file[4200];    /* "<dir>/<pid>.vtrace" for a pid */
-	uint64_t pid;       /* 0 for a directory */
+	char dir[4096];  /* the run directory */
+	char *paths[1];  /* what to load: the directory or one file */
+	char file[4200]; /* "<dir>/<pid>.vtrace" for a pid */
+	uint64_t pid;    /* 0 for a directory */
 };
 
 static void safe_copy(char *dst, size_t n, const char *s)
@@ -134,16 +134,16 @@ static void from_replay(struct view *v, const struct vrt_trace *t,
 	v->inflight = r->inflight;
 	v->max_inflight = r->max_inflight;
 	v->ooms = r->ooms;
-	for (i = 0; i < t->ndevices && i < r->ndevices &&
-	            v->ndev < VIEW_MAX_DEVICES;
+	for (i = 0;
+	     i < t->ndevices && i < r->ndevices && v->ndev < VIEW_MAX_DEVICES;
 	     i++) {
 		const struct vrt_device *dv = &t->devices[i];
 		const struct vrt_replay_device *d = &r->dev[i];
 		struct view_device *x = &v->dev[v->ndev++];
 		safe_copy(x->name, sizeof(x->name),
 		          dv->name ? dv->name : "(unnamed)");
-		x->total = dv->have_total ? dv->total_bytes
-		                          : d->probe_total_bytes;
+		x->total =
+		        dv->have_total ? dv->total_bytes : d->probe_total_bytes;
 		x->used = d->tracked_bytes;
 		x->others = d->have_baseline ? d->baseline_used_bytes : 0;
 		/* Every phase that ever held memory, so rows stay put. */
@@ -168,9 +168,9 @@ static void from_replay(struct view *v, const struct vrt_trace *t,
 		          vrt_load_phase_name(t, f->phase, pb, sizeof(pb)));
 		v->have_last_oom = 1;
 		snprintf(v->last_oom, sizeof(v->last_oom),
-		         "%s pid %" PRIu64 " %s%d %s %s, %" PRIu32
-		         " in flight",
-		         when, t->procs[f->proc].pid, f->device >= 0 ? "dev" : "host",
+		         "%s pid %" PRIu64 " %s%d %s %s, %" PRIu32 " in flight",
+		         when, t->procs[f->proc].pid,
+		         f->device >= 0 ? "dev" : "host",
 		         f->device >= 0 ? f->device : 0,
 		         vrt_ctl_bytes(b, sizeof(b), f->requested_bytes, 1),
 		         phase, f->inflight);
@@ -321,7 +321,8 @@ static void print_plain(const struct view *v)
 	}
 	for (i = 0; i < v->ndev; i++) {
 		const struct view_device *d = &v->dev[i];
-		printf(" dev%zu %s/%s", i, vrt_ctl_bytes(b1, sizeof(b1), d->used, 1),
+		printf(" dev%zu %s/%s", i,
+		       vrt_ctl_bytes(b1, sizeof(b1), d->used, 1),
 		       d->total ? vrt_ctl_bytes(b2, sizeof(b2), d->total, 1)
 		                : "?");
 		for (k = 0; k < d->nphases; k++)
@@ -380,7 +381,8 @@ __attribute__((format(printf, 2, 3))) static void line(struct screen *sc,
 static void bar(char *buf, size_t width, uint64_t used, uint64_t total)
 {
 	size_t i, fill = total ? (size_t)((double)used / (double)total *
-	                                  (double)width + 0.5)
+	                                          (double)width +
+	                                  0.5)
 	                       : 0;
 
 	if (fill > width)

@@ -178,8 +178,7 @@ int vrt_ctl_run_dir(uint64_t pid, char *dir, size_t dirsz, char *err,
 	cl = readlink(path, cwd, sizeof(cwd) - 1);
 	if (cl < 0) {
 		snprintf(err, errsz, "%s",
-		         errno == ENOENT ? "no such process"
-		                         : strerror(errno));
+		         errno == ENOENT ? "no such process" : strerror(errno));
 		return -1;
 	}
 	cwd[cl] = '\0';
@@ -262,8 +261,8 @@ static int connect_path(int fd, const char *path)
 }
 
 enum vrt_ctl_result vrt_ctl_request(const char *path, const char *line,
-                                    int timeout_ms, char **answer,
-                                    char *err, size_t errsz)
+                                    int timeout_ms, char **answer, char *err,
+                                    size_t errsz)
 {
 	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
 	enum vrt_ctl_result res = VRT_CTL_FAILED;
@@ -408,8 +407,8 @@ static void str(json_t *o, const char *key, char *buf, size_t n)
 	snprintf(buf, n, "%s", json_is_string(v) ? json_string_value(v) : "");
 }
 
-int vrt_ctl_parse_status(const char *text, struct vrt_ctl_status *st,
-                         char *err, size_t errsz)
+int vrt_ctl_parse_status(const char *text, struct vrt_ctl_status *st, char *err,
+                         size_t errsz)
 {
 	json_error_t je;
 	json_t *root, *devs, *d, *phases, *v;

@@ -64,8 +64,8 @@ int vrt_ctl_run_dir(uint64_t pid, char *dir, size_t dirsz, char *err,
  * VRT_CTL_ANSWERED, err holds a short reason ("connection refused").
  */
 enum vrt_ctl_result vrt_ctl_request(const char *path, const char *line,
-                                    int timeout_ms, char **answer,
-                                    char *err, size_t errsz);
+                                    int timeout_ms, char **answer, char *err,
+                                    size_t errsz);
 
 #define VRT_CTL_MAX_DEVICES 16
 #define VRT_CTL_MAX_PHASES  32
@@ -95,8 +95,8 @@ struct vrt_ctl_status {
 /* Parses a status answer; missing numbers read as 0, devices and phases
  * past the caps are dropped. Returns 0, or -1 (not a JSON object, or no
  * "pid" / "state") with the reason in err. */
-int vrt_ctl_parse_status(const char *json, struct vrt_ctl_status *st,
-                         char *err, size_t errsz);
+int vrt_ctl_parse_status(const char *json, struct vrt_ctl_status *st, char *err,
+                         size_t errsz);
 
 /* "71.20 GiB" (binary units; decimals digits after the point) into buf. */
 const char *vrt_ctl_bytes(char *buf, size_t n, uint64_t b, int decimals);

@@ -272,7 +272,7 @@ void vrt_diagnose_flags(struct vrt_diag_flags *f, char *const *argv,
 
 /* The engine's name for a setting, or generic words; NULL where the
  * engine has no such setting (llama.cpp sizes memory by -c, not by a
- * fraction). */
+ * fraction, and splits layers over every visible GPU, no degree). */
 enum { N_CTX, N_SEQS, N_UTIL, N_TP };
 
 static const char *flag_name(int engine, int what)
@@ -284,7 +284,7 @@ static const char *flag_name(int engine, int what)
 	         "--tensor-parallel-size"},
 	        {"--context-length", "--max-running-requests",
 	         "--mem-fraction-static", "--tp"},
-	        {"-c", "-np", NULL, "--tensor-split"},
+	        {"-c", "-np", NULL, NULL},
 	        {"--max-total-tokens", "--max-concurrent-requests",
 	         "--cuda-memory-fraction", "--num-shard"},
 	};
@@ -738,7 +738,14 @@ static void verdict_weights(struct ctx *c)
 		snprintf(d->detail, sizeof(d->detail), "weights_do_not_fit");
 	if (c->fd)
 		budget_evidence(c, c->fd);
-	if (c->cfg && c->total) {
+	if (!flag_name(c->engine, N_TP))
+		action(d,
+		       "%soffload fewer layers to this GPU (-ngl below %s) or "
+		       "make more GPUs visible (layers are split over all of "
+		       "them)",
+		       engine_label(c->engine),
+		       d->flags.have_ngl ? "its current value" : "the layer count");
+	else if (c->cfg && c->total) {
 		uint64_t n = (c->cfg->weight_bytes * 10 / 8 + c->total - 1) /
 		             c->total;
 		uint64_t p2 = 2;
@@ -868,8 +875,12 @@ static void verdict_concurrency(struct ctx *c, uint64_t one)
 	       fit ? fit : 1,
 	       d->flags.max_num_seqs ? "" : " (or put a limit in front of "
 	                                    "the server)");
-	action(d, "add cards (%s 2) to serve more at once",
-	       flag_name(c->engine, N_TP));
+	if (flag_name(c->engine, N_TP))
+		action(d, "add cards (%s 2) to serve more at once",
+		       flag_name(c->engine, N_TP));
+	else
+		action(d, "add cards (every visible GPU takes a share of the "
+		          "layers) to serve more at once");
 	cost(d, "throughput: requests past the cap wait in the queue");
 	cost(d, "more cards cost money and add communication");
 }

@@ -33,12 +33,18 @@ static const struct vrt_cmd commands[] = {
          "Environment: VRAMTRACE_PRELOAD overrides the library to preload.\n"},
         {"analyze", vrt_cmd_analyze_run,
          "replay traces into a per-device memory budget and failure list",
-         "analyze PATH... [--format text|json] [-o FILE] [--rules FILE]\n"
-         "        [--model-config config.json [--kv-dtype T]]",
+         "analyze PATH... [--format text|json|html|perfetto|folded]\n"
+         "        [-o FILE] [--rules FILE] [--model-config config.json\n"
+         "        [--kv-dtype T]]",
          "Each PATH is a run directory (all its *.vtrace files) or one\n"
          ".vtrace file; several runs (hosts) merge into one report.\n"
          "\n"
-         "  -f, --format FMT   text (default) or json (vramtrace-report/1)\n"
+         "  -f, --format FMT   text (default), json (vramtrace-report/1),\n"
+         "                     html (one self-contained page: timelines,\n"
+         "                     budgets, diagnosis, top sites), perfetto\n"
+         "                     (Chrome trace JSON for ui.perfetto.dev) or\n"
+         "                     folded (the stacks live at each device's\n"
+         "                     peak, for flamegraph.pl and speedscope)\n"
          "  -o, --output FILE  write the report to FILE (atomically)\n"
          "      --rules FILE   re-classify stacks into phases with the\n"
          "                     built-in rules plus FILE (FILE's rules\n"

@@ -430,9 +430,9 @@ static void windows(FILE *f, const struct vrt_trace *t,
 		char pb[32], name[32];
 		if (!show[k])
 			continue;
-		safe_label(name, 12,
+		safe_label(name, 13,
 		           vrt_load_phase_name(t, k, pb, sizeof(pb)));
-		fprintf(f, " %11s", name);
+		fprintf(f, " %12s", name);
 	}
 	fputc('\n', f);
 	for (i = 0; i < r->nwindows; i++) {
@@ -454,7 +454,7 @@ static void windows(FILE *f, const struct vrt_trace *t,
 			        human(b1, sizeof(b1), x->dev[j].peak_bytes));
 			for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 				if (show[k])
-					fprintf(f, " %11s",
+					fprintf(f, " %12s",
 					        human(b1, sizeof(b1),
 					              x->dev[j].peak_by_phase[k]));
 			fputc('\n', f);

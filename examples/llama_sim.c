@@ -18,6 +18,9 @@
  *                     the preload)
  *   --hold-ms N       every step keeps its requests in flight (their
  *                     activations allocated) for N ms before answering
+ *   --linger-ms N     stays alive N ms after serving everything (after
+ *                     printing "served"), its memory still allocated, so
+ *                     a test can scrape the metrics endpoint
  *
  * Exit status: 0 served everything, 2 usage, 3 CUDA out of memory, 4 no
  * driver.
@@ -56,8 +59,8 @@ static struct {
 
 static struct {
 	int n_layers, layer_mib, ctx_size, kv_kib, act_mib, clients, port;
-	int hold_ms, nsteps, steps[MAX_STEPS];
-} o = {32, 16, 4096, 128, 64, 4, 0, 0, 0, {0}};
+	int hold_ms, linger_ms, nsteps, steps[MAX_STEPS];
+} o = {32, 16, 4096, 128, 64, 4, 0, 0, 0, 0, {0}};
 
 /* The functions a profiler must see, exported by name. */
 void llama_model_load(void);
@@ -164,7 +167,8 @@ static int usage(void)
 	        "usage: llama_sim [-ngl N] [--layer-mib M] [-c|--ctx-size T]\n"
 	        "                 [--kv-kib-per-token K] [--act-mib M] "
 	        "[-np|--parallel N] [--port P]\n"
-	        "                 [--ladder N,N,...] [--hold-ms MS]\n");
+	        "                 [--ladder N,N,...] [--hold-ms MS] "
+	        "[--linger-ms MS]\n");
 	return 2;
 }
 
@@ -209,6 +213,8 @@ int main(int argc, char **argv)
 			o.port = v;
 		else if (!strcmp(a, "--hold-ms"))
 			o.hold_ms = v;
+		else if (!strcmp(a, "--linger-ms"))
+			o.linger_ms = v;
 		else
 			return usage();
 	}
@@ -255,5 +261,12 @@ int main(int argc, char **argv)
 	}
 	close(srv);
 	printf("llama_sim: served %d requests\n", served);
+	fflush(stdout);
+	if (o.linger_ms > 0) {
+		struct timespec d = {o.linger_ms / 1000,
+		                     (long)(o.linger_ms % 1000) * 1000000};
+		while (nanosleep(&d, &d))
+			;
+	}
 	return 0;
 }

@@ -99,8 +99,9 @@ struct vrt_hook_env {
  * the run directory (copied) that children must inherit. Not called:
  * environments pass unchanged. */
 void vrt_hook_env_init(const char *run_dir);
-/* envp, or a copy in b that adds our LD_PRELOAD entry and VRAMTRACE_OUT
- * where envp lacks them (not when envp sets VRAMTRACE_ENABLE false).
+/* envp, or a copy in b that adds our LD_PRELOAD entry, VRAMTRACE_OUT and
+ * our other VRAMTRACE_* settings where envp lacks them (not when envp
+ * sets VRAMTRACE_ENABLE false).
  * Async-signal-safe in a vfork child (stack only: when the copy does not
  * fit, envp itself); may malloc in this process. Release b after the
  * call that used the result returned. */

@@ -11,7 +11,9 @@
  * vrt_hook_env_fix: when capture is enabled in this process and the new
  * environment lacks our library in LD_PRELOAD or lacks VRAMTRACE_OUT, the
  * child gets a copy with them added (our path in front of any LD_PRELOAD
- * it already has; the run directory chosen by the constructor). An
+ * it already has; the run directory chosen by the constructor), and with
+ * the other VRAMTRACE_* settings this process started with that the new
+ * environment does not set, so the whole tree records alike. An
  * environment that sets VRAMTRACE_ENABLE to a false value is left alone:
  * that is how a program keeps a child out of the trace on purpose.
  *
@@ -22,9 +24,9 @@
  * not fit and the caller is this process itself (not a vfork child) is
  * malloc used; otherwise the original environment passes unchanged.
  *
- * State: ld_entry and out_entry are written once by the constructor
- * (vrt_hook_env_init) before any other thread of ours exists, and only
- * read afterwards.
+ * State: lib_path, out_entry and the saved settings are written once by
+ * the constructor (vrt_hook_env_init) before any other thread of ours
+ * exists, and only read afterwards.
  */
 #include "hook.h"
 
@@ -41,6 +43,43 @@
 static char lib_path[PATH_MAX]; /* our library, absolute; "" = disabled */
 static const char *lib_base;    /* its file name, inside lib_path */
 static char out_entry[PATH_MAX + sizeof(OUT_NAME)];
+
+/* The VRAMTRACE_* entries of our environment at start (but VRAMTRACE_OUT,
+ * which out_entry states absolutely), copied: the program may change its
+ * environment later. Ones that do not fit are not passed on. */
+#define SAVED_MAX      32
+#define SAVED_TEXT_MAX 8192
+static char saved_text[SAVED_TEXT_MAX];
+static char *saved[SAVED_MAX];
+static size_t nsaved;
+
+extern char **environ;
+
+static void save_settings(void)
+{
+	size_t used = 0;
+	nsaved = 0;
+	for (char **e = environ; e && *e && nsaved < SAVED_MAX; e++) {
+		size_t len = strlen(*e) + 1;
+		if (strncmp(*e, "VRAMTRACE_", 10) || !strchr(*e, '=') ||
+		    !strncmp(*e, OUT_NAME, strlen(OUT_NAME)) ||
+		    used + len > sizeof(saved_text))
+			continue;
+		memcpy(saved_text + used, *e, len);
+		saved[nsaved++] = saved_text + used;
+		used += len;
+	}
+}
+
+/* Whether env (n entries) sets the variable of entry "NAME=value". */
+static int env_sets(char *const *env, size_t n, const char *entry)
+{
+	size_t len = (size_t)(strchr(entry, '=') - entry) + 1;
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(env[i], entry, len))
+			return 1;
+	return 0;
+}
 
 void vrt_hook_env_init(const char *run_dir)
 {
@@ -63,6 +102,7 @@ void vrt_hook_env_init(const char *run_dir)
 	strcat(out_entry, run_dir);
 	strcpy(lib_path, p);
 	lib_base = strrchr(lib_path, '/') + 1;
+	save_settings();
 }
 
 static int has_prefix(const char *s, const char *prefix)
@@ -121,11 +161,14 @@ char *const *vrt_hook_env_fix(char *const envp[], struct vrt_hook_env *b)
 			return envp;
 	}
 	int need_ld = !ld || !names_us(ld);
-	if (!need_ld && have_out)
+	size_t missing = 0;
+	for (size_t i = 0; i < nsaved; i++)
+		missing += !env_sets(env, n, saved[i]);
+	if (!need_ld && have_out && !missing)
 		return envp;
 
-	/* n entries, at most one added for each, and the NULL. */
-	size_t want = n + 3;
+	/* n entries, the ones added, and the NULL. */
+	size_t want = n + 2 + missing + 1;
 	char **vec = b->vec;
 	if (want > VRT_HOOK_ENV_VEC) {
 		if (!vrt_entry_is_self())
@@ -160,6 +203,9 @@ char *const *vrt_hook_env_fix(char *const envp[], struct vrt_hook_env *b)
 		vec[k++] = ld_entry;
 	if (!have_out)
 		vec[k++] = out_entry;
+	for (size_t i = 0; i < nsaved && missing; i++)
+		if (!env_sets(env, n, saved[i]))
+			vec[k++] = saved[i];
 	vec[k] = NULL;
 	return vec;
 }

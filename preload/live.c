@@ -10,8 +10,9 @@
  *
  * The table is split into STRIPES stripes by key hash, each an open-
  * addressing array under its own spinlock, grown with mmap (never malloc:
- * this runs inside hooks). Deleted slots are tombstones, cleared when a
- * stripe is rebuilt on growth. A call touches its stripe's lock and one
+ * this runs inside hooks). Removal shifts the rest of a probe cluster back
+ * (no tombstones), so a stripe only grows with what is live, however many
+ * addresses come and go. A call touches its stripe's lock and one
  * slot; totals are computed only when asked (status, metrics).
  *
  * A VMM handle's bytes leave the table when the handle is released (the
@@ -25,10 +26,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define STRIPES 64
+#define STRIPES 64 /* picked by the top 6 bits of a key hash */
+_Static_assert(STRIPES == 64, "stripe selection uses h >> 58");
 #define SLOT_EMPTY 0
 #define SLOT_USED 1
-#define SLOT_DEAD 2
 
 enum space {
 	SP_DPTR,
@@ -52,7 +53,7 @@ struct slot {
 struct stripe {
 	_Alignas(64) _Atomic int lock;
 	struct slot *slots;
-	uint32_t cap, used, dead;
+	uint32_t cap, used;
 };
 
 static struct stripe stripes[STRIPES];
@@ -129,14 +130,12 @@ static void place(struct slot *slots, uint32_t cap, const struct slot *e)
 	slots[i] = *e;
 }
 
-/* Room for one more entry (load below 3/4 counting tombstones). */
+/* Room for one more entry (load below 3/4). */
 static int reserve(struct stripe *s)
 {
-	if ((s->used + s->dead + 1) * 4 <= s->cap * 3)
+	if ((s->used + 1) * 4 <= s->cap * 3)
 		return 0;
-	uint32_t cap = s->cap ? s->cap : 256;
-	if ((s->used + 1) * 2 > cap)
-		cap *= 2;
+	uint32_t cap = s->cap ? s->cap * 2 : 256;
 	struct slot *slots = mmap(NULL, cap * sizeof(struct slot),
 	                          PROT_READ | PROT_WRITE,
 	                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -149,8 +148,31 @@ static int reserve(struct stripe *s)
 		munmap(s->slots, s->cap * sizeof(struct slot));
 	s->slots = slots;
 	s->cap = cap;
-	s->dead = 0;
 	return 0;
+}
+
+/* Empties slot e, moving later entries of its cluster back so lookups
+ * never stop at a hole. */
+static void remove_slot(struct stripe *s, struct slot *e)
+{
+	uint32_t mask = s->cap - 1, i = (uint32_t)(e - s->slots), j = i;
+	s->slots[i].state = SLOT_EMPTY;
+	s->used--;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (s->slots[j].state == SLOT_EMPTY)
+			return;
+		uint32_t home = (uint32_t)(hash(s->slots[j].space,
+		                                s->slots[j].addr) &
+		                           mask);
+		/* Move j into the hole i unless its home lies in (i, j]. */
+		if ((j > i && (home <= i || home > j)) ||
+		    (j < i && (home <= i && home > j))) {
+			s->slots[i] = s->slots[j];
+			s->slots[j].state = SLOT_EMPTY;
+			i = j;
+		}
+	}
 }
 
 static unsigned phase_slot(const struct slot *e)
@@ -183,24 +205,19 @@ void vrt_live_event(const struct vrt_ev *ev)
 	}
 	int space = space_of(ev->api);
 	uint64_t h = hash(space, ev->addr);
-	struct stripe *s = &stripes[h % STRIPES];
+	/* High bits pick the stripe, low bits the slot: keys of one stripe must
+	 * not all share their low bits. */
+	struct stripe *s = &stripes[h >> 58];
 	lock(s);
 	struct slot *e = find(s, space, ev->addr, h);
 	if (ev->rec == VRT_REC_FREE) {
-		if (e) {
-			e->state = SLOT_DEAD;
-			s->used--;
-			s->dead++;
-		}
+		if (e)
+			remove_slot(s, e);
 		unlock(s);
 		return;
 	}
-	if (e) {
-		/* The same address again without a free we saw: replace. */
-		e->state = SLOT_DEAD;
-		s->used--;
-		s->dead++;
-	}
+	if (e) /* the same address again without a free we saw: replace */
+		remove_slot(s, e);
 	if (reserve(s) == 0) {
 		struct slot n = {.addr = ev->addr,
 		                 .size = ev->size,
@@ -299,7 +316,7 @@ void vrt_live_after_fork_child(void)
 		atomic_store(&s->lock, 0);
 		if (s->slots)
 			memset(s->slots, 0, s->cap * sizeof(struct slot));
-		s->used = s->dead = 0;
+		s->used = 0;
 	}
 	atomic_store(&inflight, 0);
 	atomic_store(&ooms, 0);

@@ -27,7 +27,8 @@
  * for its whole life so its own socket calls — listen, accept, close — are
  * never recorded as the server's). Every wait is bounded: poll() with
  * POLL_MS, a request of at most REQ_MAX bytes read and answered within
- * IO_MS each, so a client that stalls cannot stall the endpoint for long,
+ * IO_MS each (and DRAIN_MS to let go of the connection), so a client that
+ * stalls cannot stall the endpoint for long,
  * and the host never waits on it. All fds are O_CLOEXEC.
  *
  * Locks: m_mu/m_cv guard running/exited between the owner (start/stop,
@@ -58,7 +59,8 @@
 
 #define POLL_MS    500
 #define IO_MS      1000
-#define STOP_MS    2500 /* > 2 * IO_MS: a request in service finishes */
+#define DRAIN_MS   200
+#define STOP_MS    2500 /* > 2 * IO_MS + DRAIN_MS: a scrape finishes */
 #define REQ_MAX    4096
 #define OUT_MAX    (32 * 1024)
 
@@ -289,6 +291,30 @@ static void serve(int fd)
 	}
 }
 
+/* Closing with unread input resets the connection, and the client may
+ * lose the answer with it: say we are done, then read what is left for a
+ * bounded time before closing. */
+static void drain(int fd)
+{
+	char buf[4096];
+	size_t total = 0;
+	int64_t deadline = now_ms() + DRAIN_MS;
+	shutdown(fd, SHUT_WR);
+	while (total < REQ_MAX * 16) {
+		ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (r > 0)
+			total += (size_t)r;
+		else if (r < 0 && errno == EINTR)
+			continue;
+		else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (!wait_fd(fd, POLLIN, deadline))
+				return;
+		} else {
+			return; /* the client closed: done */
+		}
+	}
+}
+
 /* ---- the thread ---------------------------------------------------------- */
 
 /* "<dir>/<pid>.metrics" with our address, written whole (tmp + rename) so
@@ -323,6 +349,8 @@ static int open_listener(void)
 		     strerror(errno));
 		return -1;
 	}
+	/* Published at once: a fork from now on must close its copy. */
+	atomic_store(&listen_fd, fd);
 	int one = 1;
 	/* A restarted server must not wait out TIME_WAIT of its previous
 	 * life's scrapes. It does not let two listeners share the port. */
@@ -344,6 +372,7 @@ static int open_listener(void)
 		else
 			warn("metrics: 127.0.0.1:%d: %s; not serving metrics\n",
 			     port, strerror(e));
+		atomic_store(&listen_fd, -1);
 		close(fd);
 		return -1;
 	}
@@ -358,7 +387,6 @@ static void *metrics_main(void *arg)
 	 * wrappers: this thread is never a hook's caller to record. */
 	vrt_in_hook = 1;
 	int lfd = open_listener();
-	atomic_store(&listen_fd, lfd);
 	for (;;) {
 		struct pollfd p[2] = {{.fd = wake_fd, .events = POLLIN},
 		                      {.fd = lfd, .events = POLLIN}};
@@ -374,6 +402,7 @@ static void *metrics_main(void *arg)
 			continue;
 		atomic_store(&conn_fd, c);
 		serve(c);
+		drain(c);
 		atomic_store(&conn_fd, -1);
 		close(c);
 	}

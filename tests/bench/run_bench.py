@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """run_bench.py — what the preload adds per alloc+free pair, on the fake
-driver: bare, then under the preload with stacks none / native /
-native,python, at 1 and 8 threads (native stacks ~40 frames deep, one
+driver: bare, then under the preload in standby (live table only), and
+recording with stacks none / native / native,python, at 1 and 8 threads (native stacks ~40 frames deep, one
 repeated call site), and from Python through ctypes. Every figure comes
 from this one run on this machine; compare the ratios, not the absolute
 numbers (machines are shared and noisy). Each configuration runs 3 times
@@ -26,6 +26,17 @@ def median_ns(cmd, env, field):
     return statistics.median(vals)
 
 
+def preload_env(env, preload, stacks, out):
+    """The environment of one configuration: standby keeps only the live
+    table; the others record with the given stacks."""
+    env["LD_PRELOAD"] = os.path.abspath(preload)
+    env["VRAMTRACE_OUT"] = out
+    if stacks == "standby":
+        env["VRAMTRACE_START"] = "standby"
+    else:
+        env["VRAMTRACE_STACKS"] = stacks
+
+
 def main():
     ap = argparse.ArgumentParser()
     for o in ("--bench", "--python-bench", "--preload", "--fake-dir"):
@@ -36,8 +47,8 @@ def main():
     base["LD_LIBRARY_PATH"] = a.fake_dir
     base["FAKECUDA_MEM"] = "80G"
     tmp = tempfile.mkdtemp(prefix="vrt-bench-")
-    configs = [("bare", None), ("stacks=none", "none"),
-               ("stacks=native", "native"),
+    configs = [("bare", None), ("standby", "standby"),
+               ("stacks=none", "none"), ("stacks=native", "native"),
                ("stacks=native,python", "native,python")]
     print(f"{'configuration':24} {'threads':>7} {'ns/pair':>9} "
           f"{'added ns':>9} {'ratio':>6}")
@@ -46,9 +57,8 @@ def main():
         for name, stacks in configs:
             env = dict(base)
             if stacks is not None:
-                env["LD_PRELOAD"] = os.path.abspath(a.preload)
-                env["VRAMTRACE_STACKS"] = stacks
-                env["VRAMTRACE_OUT"] = os.path.join(tmp, f"{threads}-{stacks}")
+                preload_env(env, a.preload, stacks,
+                            os.path.join(tmp, f"{threads}-{stacks}"))
             ns = median_ns([a.bench, "--threads", str(threads), "--pairs",
                             str(a.pairs // threads), "--depth", "40"],
                            env, 3)
@@ -60,9 +70,8 @@ def main():
     for name, stacks in configs:
         env = dict(base)
         if stacks is not None:
-            env["LD_PRELOAD"] = os.path.abspath(a.preload)
-            env["VRAMTRACE_STACKS"] = stacks
-            env["VRAMTRACE_OUT"] = os.path.join(tmp, f"py-{stacks}")
+            preload_env(env, a.preload, stacks,
+                        os.path.join(tmp, f"py-{stacks}"))
         ns = median_ns([sys.executable, a.python_bench, "50000"], env, 1)
         if bare is None:
             bare = ns

@@ -16,6 +16,9 @@
  * with a new dictionary: the preload must put them back. The orphan's
  * parent exits first, so only a subreaper (vramtrace record) reaps it.
  * Every process prints "tree3: ROLE PID PPID" once it has allocated.
+ * Processes that are not record's own children are reaped by their
+ * parents; record reaps (and writes "<pid>.exit" for) the root and the
+ * orphan.
  *
  *   tree3 --straggler SECONDS   leaves a detached grandchild sleeping that
  *                               long and exits at once (record's bounded
@@ -26,6 +29,7 @@
  */
 #include "cuda_api.h"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +129,10 @@ static int straggler(int secs)
 		if (fork() == 0) {
 			dprintf(1, "tree3: straggler %d %d\n", (int)getpid(),
 			        (int)getppid());
+			/* Like a daemon: let go of the caller's pipes. */
+			int null = open("/dev/null", O_RDWR);
+			for (int fd = 0; fd < 3 && null >= 0; fd++)
+				dup2(null, fd);
 			sleep_ms(secs * 1000);
 			_exit(0);
 		}
