@@ -105,7 +105,7 @@ static const struct vrt_cmd commands[] = {
          "Prints 'pid N: ANSWER' per process. Exit 0 when every reachable\n"
          "process answered ok, 1 when one did not or none was reachable.\n"},
         {"live", vrt_cmd_live_run,
-         "a refreshing view of a recording run: live bytes per device and phase",
+         "a refreshing view of a recording run: bytes per device and phase",
          "live DIR|PID [--interval SEC] [--count N]",
          "Re-reads the run's traces every interval and shows, per device,\n"
          "used of total bytes and the live bytes of each phase, requests in\n"

@@ -1239,7 +1239,8 @@ int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t)
 			uses_requests[t->ev[i].proc] = 1;
 	rc = replay_pass(r, t, uses_requests, NULL);
 	/* The last window runs to the end of the run. */
-	if (!rc && r->nwindows && t->end_ns > r->windows[r->nwindows - 1].start_ts)
+	if (!rc && r->nwindows &&
+	    t->end_ns > r->windows[r->nwindows - 1].start_ts)
 		r->windows[r->nwindows - 1].end_ts = t->end_ns;
 	for (i = 0; i < r->ndevices && !rc; i++)
 		peaks |= r->dev[i].peak_bytes != 0;

@@ -68,7 +68,7 @@ static const char page_head[] =
         "svg .axis line, svg .grid line { stroke: var(--line); }\n"
         "svg .axis path { stroke: #9aa5b1; }\n"
         "svg path.series { stroke: none; }\n"
-        "svg path.total { fill: none; stroke: #1d232b; stroke-width: 1.2; }\n"
+        "svg path.total { fill: none; stroke: #1d232b; stroke-opacity: .55; stroke-width: 1; }\n"
         "svg path.inflight { fill: #9467bd; fill-opacity: .25; stroke: #9467bd; stroke-width: 1.2; }\n"
         "svg line.marker { stroke-width: 1.2; }\n"
         "svg line.marker.ready { stroke: var(--ready); stroke-dasharray: 5 3; }\n"

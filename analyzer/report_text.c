@@ -421,17 +421,18 @@ static void windows(FILE *f, const struct vrt_trace *t,
 	for (i = 0; i < r->nwindows; i++)
 		for (j = 0; j < r->ndevices; j++)
 			for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
-				show[k] |= r->windows[i].dev[j].peak_by_phase[k] != 0;
+				show[k] |=
+				        r->windows[i].dev[j].peak_by_phase[k] !=
+				        0;
 	fprintf(f, "\nwindows (from each mark to the next; peaks per device "
 	           "and phase)\n");
-	fprintf(f, "  %-20s %9s %9s %9s %5s %4s %11s", "window", "start",
-	        "end", "in flight", "ooms", "dev", "peak");
+	fprintf(f, "  %-20s %9s %9s %9s %5s %4s %11s", "window", "start", "end",
+	        "in flight", "ooms", "dev", "peak");
 	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++) {
 		char pb[32], name[32];
 		if (!show[k])
 			continue;
-		safe_label(name, 13,
-		           vrt_load_phase_name(t, k, pb, sizeof(pb)));
+		safe_label(name, 13, vrt_load_phase_name(t, k, pb, sizeof(pb)));
 		fprintf(f, " %12s", name);
 	}
 	fputc('\n', f);
@@ -456,7 +457,8 @@ static void windows(FILE *f, const struct vrt_trace *t,
 				if (show[k])
 					fprintf(f, " %12s",
 					        human(b1, sizeof(b1),
-					              x->dev[j].peak_by_phase[k]));
+					              x->dev[j].peak_by_phase
+					                      [k]));
 			fputc('\n', f);
 		}
 		if (!r->ndevices)

@@ -16,7 +16,8 @@ refuse      VRAMTRACE_METRICS=0.0.0.0:PORT: one warning, nothing served,
             the run itself unchanged.
 busy        a fixed port already taken: one warning, the run unchanged.
 tree        tests/preload/tree3 (seven processes) with one fixed port: one
-            process serves it, the six others warn once each.
+            process serves it, the six others warn once each (the setting
+            reaches the children started with a fresh environment too).
 
 Usage: run_metrics.py --vramtrace EXE --preload LIB --fake-dir DIR
                       --llama EXE --tree3 EXE --tmp-root DIR
