@@ -48,8 +48,7 @@ static const struct scenario scenarios[] = {
         {"weights",
          "100 GiB of weights on one 80 GiB card",
          {NULL},
-         {"--gpu-memory-utilization", "0.9", "--model-size-gib", "100",
-          NULL}},
+         {"--gpu-memory-utilization", "0.9", "--model-size-gib", "100", NULL}},
         {"not_sharded",
          "--tensor-parallel-size 2 on two cards, but rank 0 loads every "
          "layer",
@@ -95,10 +94,10 @@ static const struct vrt_option options[] = {
 };
 
 struct paths {
-	char self[PATH_MAX];      /* this executable */
-	char server[PATH_MAX];    /* serve_sim */
-	char fake_dir[PATH_MAX];  /* holds libcuda.so.1 */
-	char out[PATH_MAX];       /* the demo's directory */
+	char self[PATH_MAX];     /* this executable */
+	char server[PATH_MAX];   /* serve_sim */
+	char fake_dir[PATH_MAX]; /* holds libcuda.so.1 */
+	char out[PATH_MAX];      /* the demo's directory */
 };
 
 /* dir/name made absolute into out when it is readable; 0 on success. */
@@ -118,8 +117,9 @@ static int find_parts(struct paths *p)
 	char *slash;
 
 	if (len <= 0) {
-		fprintf(stderr, "vramtrace: error: demo: cannot find this "
-		                "executable: %s\n",
+		fprintf(stderr,
+		        "vramtrace: error: demo: cannot find this "
+		        "executable: %s\n",
 		        strerror(errno));
 		return -1;
 	}
@@ -156,7 +156,8 @@ static int find_parts(struct paths *p)
 static int record(const struct paths *p, const struct scenario *sc,
                   const char *dir)
 {
-	char *argv[MAX_ARGS + 8], logpath[PATH_MAX * 2 + 8], ldpath[PATH_MAX * 2];
+	char *argv[MAX_ARGS + 8], logpath[PATH_MAX * 2 + 8],
+	        ldpath[PATH_MAX * 2];
 	const char *prev = getenv("LD_LIBRARY_PATH");
 	int n = 0, status, fd;
 	pid_t pid;
@@ -292,8 +293,8 @@ static int run(const struct settings *s)
 		if (show(dir))
 			failed = 1;
 	}
-	printf("traces kept in %s (vramtrace analyze %s/concurrency)\n",
-	       p.out, p.out);
+	printf("traces kept in %s (vramtrace analyze %s/concurrency)\n", p.out,
+	       p.out);
 	return failed ? VRT_EXIT_FAIL : VRT_EXIT_OK;
 }
 

@@ -260,8 +260,8 @@ struct tree {
 
 /* What a process is called: CMD itself by its command line, others by
  * /proc/PID/comm (a zombie has no command line any more, but keeps that). */
-static void proc_name(pid_t pid, pid_t main_pid, char *const *cmd,
-                      char *out, size_t len)
+static void proc_name(pid_t pid, pid_t main_pid, char *const *cmd, char *out,
+                      size_t len)
 {
 	char path[64];
 	int fd;
@@ -456,7 +456,8 @@ static int wait_tree(const char *dir, pid_t main_pid, char *const *cmd,
 			continue;
 		}
 		proc_name(si.si_pid, main_pid, cmd, name, sizeof(name));
-		while ((p = waitpid(si.si_pid, &status, 0)) < 0 && errno == EINTR)
+		while ((p = waitpid(si.si_pid, &status, 0)) < 0 &&
+		       errno == EINTR)
 			;
 		if (p < 0)
 			continue;

@@ -280,8 +280,8 @@ static const char *flag_name(int engine, int what)
 	static const char *const names[5][4] = {
 	        {"max context length", "max concurrent sequences",
 	         "GPU memory fraction", "tensor-parallel size"},
-	        {"--max-model-len", "--max-num-seqs", "--gpu-memory-utilization",
-	         "--tensor-parallel-size"},
+	        {"--max-model-len", "--max-num-seqs",
+	         "--gpu-memory-utilization", "--tensor-parallel-size"},
 	        {"--context-length", "--max-running-requests",
 	         "--mem-fraction-static", "--tp"},
 	        {"-c", "-np", NULL, NULL},
@@ -306,10 +306,11 @@ static const char *engine_label(int engine)
 	return "";
 }
 
-/* ---- the numbers ---------------------------------------------------------- */
+/* ---- the numbers ----------------------------------------------------------
+ */
 
-static uint64_t dev_total(const struct vrt_trace *t,
-                          const struct vrt_replay *r, size_t i)
+static uint64_t dev_total(const struct vrt_trace *t, const struct vrt_replay *r,
+                          size_t i)
 {
 	if (t->devices[i].have_total)
 		return t->devices[i].total_bytes;
@@ -444,7 +445,8 @@ static void devices(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		x = &d->devices[d->ndevices++];
 		x->device = (int32_t)i;
 		x->total_bytes = dev_total(t, r, i);
-		x->other_bytes = rd->have_baseline ? rd->baseline_used_bytes : 0;
+		x->other_bytes =
+		        rd->have_baseline ? rd->baseline_used_bytes : 0;
 		used = nvml_other(d, t, (int32_t)i);
 		if (used > x->other_bytes)
 			x->other_bytes = used;
@@ -481,7 +483,8 @@ static uint64_t tokens_down(uint64_t n)
 	return n >= q ? n - n % q : n;
 }
 
-/* ---- the verdicts --------------------------------------------------------- */
+/* ---- the verdicts ---------------------------------------------------------
+ */
 
 struct ctx {
 	struct vrt_diagnosis *d;
@@ -552,8 +555,7 @@ static void budget_evidence(struct ctx *c, const struct vrt_diag_device *x)
 	         SZ(x->peak_bytes), SZ(x->total_bytes));
 }
 
-static void other_processes_evidence(struct ctx *c, int32_t dev,
-                                     uint64_t bytes)
+static void other_processes_evidence(struct ctx *c, int32_t dev, uint64_t bytes)
 {
 	struct vrt_diagnosis *d = c->d;
 	char pids[160] = "";
@@ -566,8 +568,10 @@ static void other_processes_evidence(struct ctx *c, int32_t dev,
 	         "device %d: %s in use by other processes (memory the driver "
 	         "counted that this run did not allocate)%s%s%s",
 	         dev, SZ(bytes),
-	         !n ? "" : d->nother_pids == 1 ? " (PID " : " (PIDs ", pids,
-	         n ? ")" : "");
+	         !n                    ? ""
+	         : d->nother_pids == 1 ? " (PID "
+	                               : " (PIDs ",
+	         pids, n ? ")" : "");
 	for (i = 0; i < d->nother_pids; i++)
 		evidence(d, "other_pid", dev, VRT_DIAG_PID, d->other_pids[i],
 		         "PID %" PRIu64 " holds memory on the card",
@@ -610,8 +614,7 @@ static void verdict_host(struct ctx *c)
 	       "%sreduce page-locked host buffers (%s); offload less to the "
 	       "CPU, or give the machine more RAM",
 	       engine_label(c->engine),
-	       c->engine == VRT_ENGINE_VLLM
-	               ? "--swap-space, --cpu-offload-gb"
+	       c->engine == VRT_ENGINE_VLLM ? "--swap-space, --cpu-offload-gb"
 	       : c->engine == VRT_ENGINE_SGLANG ? "--cpu-offload-gb"
 	       : c->engine == VRT_ENGINE_LLAMACPP
 	               ? "--no-mmap/--mlock, --no-kv-offload"
@@ -645,8 +648,7 @@ static void verdict_other(struct ctx *c)
 		action(d,
 		       "%sfit into what is left: %s %.2f (%s of %s "
 		       "available to this run)",
-		       engine_label(c->engine),
-		       flag_name(c->engine, N_UTIL),
+		       engine_label(c->engine), flag_name(c->engine, N_UTIL),
 		       (double)util_down(room * 1000 / c->total) / 1000.0,
 		       SZ(room), SZ(c->total));
 	else if (c->total)
@@ -693,8 +695,7 @@ static void verdict_weights(struct ctx *c)
 	    idle_others) {
 		snprintf(d->detail, sizeof(d->detail), "not_sharded");
 		evidence(d, "weights_share_percent", heavy->device,
-		         VRT_DIAG_PERCENT,
-		         heavy->weights_bytes * 100 / sumw,
+		         VRT_DIAG_PERCENT, heavy->weights_bytes * 100 / sumw,
 		         "device %d holds %" PRIu64 "%% of the weights (%s) "
 		         "while the run uses %" PRIu64 " devices",
 		         heavy->device, heavy->weights_bytes * 100 / sumw,
@@ -744,7 +745,8 @@ static void verdict_weights(struct ctx *c)
 		       "make more GPUs visible (layers are split over all of "
 		       "them)",
 		       engine_label(c->engine),
-		       d->flags.have_ngl ? "its current value" : "the layer count");
+		       d->flags.have_ngl ? "its current value"
+		                         : "the layer count");
 	else if (c->cfg && c->total) {
 		uint64_t n = (c->cfg->weight_bytes * 10 / 8 + c->total - 1) /
 		             c->total;
@@ -752,13 +754,12 @@ static void verdict_weights(struct ctx *c)
 		while (p2 < n)
 			p2 *= 2;
 		action(d,
-		       "%sshard the weights over %" PRIu64
-		       " cards: %s %" PRIu64 " (the config's %s of weights "
+		       "%sshard the weights over %" PRIu64 " cards: %s %" PRIu64
+		       " (the config's %s of weights "
 		       "need at least %" PRIu64 " cards with 20%% left for "
 		       "the KV cache)",
-		       engine_label(c->engine), p2,
-		       flag_name(c->engine, N_TP), p2,
-		       SZ(c->cfg->weight_bytes), n);
+		       engine_label(c->engine), p2, flag_name(c->engine, N_TP),
+		       p2, SZ(c->cfg->weight_bytes), n);
 	} else
 		action(d,
 		       "%sshard the weights over more cards: %s 2 (or more; "
@@ -796,7 +797,8 @@ static void verdict_kv(struct ctx *c, int load_stage)
 	} else {
 		snprintf(d->detail, sizeof(d->detail), "context_too_long");
 		evidence(d, "single_request_bytes", f->device, VRT_DIAG_BYTES,
-		         f->requested_bytes + f->live_by_phase[VRT_PHASE_forward],
+		         f->requested_bytes +
+		                 f->live_by_phase[VRT_PHASE_forward],
 		         "one request needed %s of activations; weights + KV "
 		         "reserve left %s for it",
 		         SZ(f->requested_bytes +
@@ -805,15 +807,16 @@ static void verdict_kv(struct ctx *c, int load_stage)
 	}
 	if (ctx && f->requested_bytes) {
 		/* Activations and KV per sequence scale with its length. */
-		uint64_t need = f->requested_bytes +
-		                (load_stage ? 0
-		                            : f->live_by_phase[VRT_PHASE_forward]);
+		uint64_t need =
+		        f->requested_bytes +
+		        (load_stage ? 0 : f->live_by_phase[VRT_PHASE_forward]);
 		uint64_t have = load_stage ? f->free_bytes : room;
 		uint64_t newctx = tokens_down(
 		        (uint64_t)((double)ctx * (double)have / (double)need));
 		if (newctx && newctx < ctx)
-			action(d, "%slower the context: %s %" PRIu64
-			          " (was %" PRIu64 ")",
+			action(d,
+			       "%slower the context: %s %" PRIu64
+			       " (was %" PRIu64 ")",
 			       engine_label(c->engine),
 			       flag_name(c->engine, N_CTX), newctx, ctx);
 	} else
@@ -854,14 +857,13 @@ static void verdict_concurrency(struct ctx *c, uint64_t one)
 	common_failure_evidence(c);
 	if (c->fd)
 		budget_evidence(c, c->fd);
-	evidence(d, "single_request_peak_bytes", f->device, VRT_DIAG_BYTES,
-	         one,
-	         "one request alone peaks at %s%s: it fits",
-	         SZ(one),
-	         c->r->have_single_request ? ""
-	                                   : " (estimated from the failing "
-	                                     "call: never exactly one in "
-	                                     "flight)");
+	evidence(d, "single_request_peak_bytes", f->device, VRT_DIAG_BYTES, one,
+	         "one request peaks at %s%s: it fits", SZ(one),
+	         c->r->have_single_request &&
+	                         one == c->r->single_request_peak_bytes
+	                 ? " (measured alone)"
+	                 : " (the requests in flight at the failure, on "
+	                   "average)");
 	evidence(d, "request_headroom_bytes", f->device, VRT_DIAG_BYTES, room,
 	         "weights + KV cache + everything else leave %s for "
 	         "requests on device %d",
@@ -873,8 +875,9 @@ static void verdict_concurrency(struct ctx *c, uint64_t one)
 	action(d, "%scap concurrent sequences: %s %" PRIu64 "%s",
 	       engine_label(c->engine), flag_name(c->engine, N_SEQS),
 	       fit ? fit : 1,
-	       d->flags.max_num_seqs ? "" : " (or put a limit in front of "
-	                                    "the server)");
+	       d->flags.max_num_seqs ? ""
+	                             : " (or put a limit in front of "
+	                               "the server)");
 	if (flag_name(c->engine, N_TP))
 		action(d, "add cards (%s 2) to serve more at once",
 		       flag_name(c->engine, N_TP));
@@ -952,9 +955,8 @@ static void model_arith(struct ctx *c)
 	if (m->context_len)
 		evidence(d, "max_concurrency_at_context", -1, VRT_DIAG_COUNT,
 		         m->max_concurrency,
-		         "reserve + headroom hold %" PRIu64
-		         " tokens: %" PRIu64 " sequences of %" PRIu64
-		         " tokens, or one of %" PRIu64,
+		         "reserve + headroom hold %" PRIu64 " tokens: %" PRIu64
+		         " sequences of %" PRIu64 " tokens, or one of %" PRIu64,
 		         m->max_tokens, m->max_concurrency, m->context_len,
 		         m->max_context_single);
 	evidence(d, "expected_weight_bytes", -1, VRT_DIAG_BYTES,
@@ -1004,18 +1006,18 @@ void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		c.live = live_sum(c.f);
 		/* The driver's own count at the failure: what it called used
 		 * beyond this run's live bytes belongs to someone else. */
-		if (c.f->have_info && c.f->total_bytes > c.f->free_bytes + c.live &&
+		if (c.f->have_info &&
+		    c.f->total_bytes > c.f->free_bytes + c.live &&
 		    c.f->total_bytes - c.f->free_bytes - c.live > c.other) {
 			c.other = c.f->total_bytes - c.f->free_bytes - c.live;
 			if (c.fd && c.other > c.fd->other_bytes)
 				c.fd->other_bytes = c.other;
 		}
 		c.nonreq = c.live - c.f->live_by_phase[VRT_PHASE_forward];
-		c.shortfall = c.f->have_info &&
-		                              c.f->requested_bytes >
-		                                      c.f->free_bytes
-		                      ? c.f->requested_bytes - c.f->free_bytes
-		                      : c.f->requested_bytes;
+		c.shortfall =
+		        c.f->have_info && c.f->requested_bytes > c.f->free_bytes
+		                ? c.f->requested_bytes - c.f->free_bytes
+		                : c.f->requested_bytes;
 	}
 	if ((c.f && c.f->device < 0) || (!c.f && host_exhausted(&c.host)))
 		verdict_host(&c);
@@ -1033,9 +1035,16 @@ void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	else if (c.f->inflight <= 1)
 		verdict_kv(&c, 0);
 	else {
+		/* One request's share: measured alone, unless the requests
+		 * in flight at the failure were bigger on average. */
+		uint64_t avg = (c.f->live_by_phase[VRT_PHASE_forward] +
+		                c.f->requested_bytes) /
+		               c.f->inflight;
 		uint64_t one = r->have_single_request
 		                       ? r->single_request_peak_bytes
 		                       : c.f->requested_bytes;
+		if (avg > one)
+			one = avg;
 		uint64_t room = c.total > c.other + c.nonreq
 		                        ? c.total - c.other - c.nonreq
 		                        : 0;

@@ -90,22 +90,22 @@ struct vrt_diag_evidence {
 struct vrt_diag_device {
 	int32_t device; /* index into the trace's devices */
 	uint64_t total_bytes;
-	uint64_t other_bytes;   /* other processes: max(baseline, NVML) */
-	uint64_t weights_bytes; /* weights phase peak */
-	uint64_t kv_bytes;      /* kv_cache (rule + inferred) peak */
-	uint64_t peak_bytes;    /* this run's tracked peak */
+	uint64_t other_bytes;    /* other processes: max(baseline, NVML) */
+	uint64_t weights_bytes;  /* weights phase peak */
+	uint64_t kv_bytes;       /* kv_cache (rule + inferred) peak */
+	uint64_t peak_bytes;     /* this run's tracked peak */
 	uint64_t headroom_bytes; /* total - other - peak, 0 when negative */
 };
 
 /* The command-line settings found in the run's processes (0: absent). */
 struct vrt_diag_flags {
-	int engine; /* enum vrt_engine */
-	uint64_t max_model_len;  /* --max-model-len, --context-length, -c */
-	uint64_t max_num_seqs;   /* --max-num-seqs, --max-running-requests,
-	                            -np, --max-concurrent-requests */
-	uint64_t tp;             /* --tensor-parallel-size, --tp, ... */
-	uint64_t mem_util_milli; /* --gpu-memory-utilization or
-	                            --mem-fraction-static, x1000 */
+	int engine;                /* enum vrt_engine */
+	uint64_t max_model_len;    /* --max-model-len, --context-length, -c */
+	uint64_t max_num_seqs;     /* --max-num-seqs, --max-running-requests,
+	                              -np, --max-concurrent-requests */
+	uint64_t tp;               /* --tensor-parallel-size, --tp, ... */
+	uint64_t mem_util_milli;   /* --gpu-memory-utilization or
+	                              --mem-fraction-static, x1000 */
 	uint64_t max_total_tokens; /* TGI --max-total-tokens */
 	uint64_t ngl;              /* llama.cpp -ngl */
 	int have_ngl;
@@ -128,13 +128,13 @@ struct vrt_diag_model {
 };
 
 struct vrt_diagnosis {
-	int verdict;        /* enum vrt_verdict */
-	char detail[48];    /* "not_sharded", ... or "" */
-	char stage[16];     /* "load", "request" (for none: the last stage
-	                       reached) */
-	int32_t device;     /* the failing device, -1: host or none */
+	int verdict;     /* enum vrt_verdict */
+	char detail[48]; /* "not_sharded", ... or "" */
+	char stage[16];  /* "load", "request" (for none: the last stage
+	                    reached) */
+	int32_t device;  /* the failing device, -1: host or none */
 	int have_failure;
-	size_t failure;     /* index into replay fails[] when have_failure */
+	size_t failure; /* index into replay fails[] when have_failure */
 	struct vrt_diag_flags flags;
 	struct vrt_diag_device devices[64];
 	size_t ndevices;

@@ -27,15 +27,16 @@ static const struct vrt_cmd commands[] = {
          "                    ./vramtrace-run-YYYYmmdd-HHMMSS)\n"
          "  --wait-children S after CMD exits, wait at most S seconds for\n"
          "                    the rest of its process tree (default 10);\n"
-         "                    each process's exit goes to DIR/<pid>.exit\n"
+         "                    record adopts orphans of the tree and writes\n"
+         "                    DIR/<pid>.exit for each process it reaps\n"
          "  -h, --help        show this help\n"
          "\n"
          "Environment: VRAMTRACE_PRELOAD overrides the library to preload.\n"},
         {"analyze", vrt_cmd_analyze_run,
          "replay traces into a per-device memory budget and failure list",
          "analyze PATH... [--format text|json|html|perfetto|folded]\n"
-         "        [-o FILE] [--rules FILE] [--model-config config.json\n"
-         "        [--kv-dtype T]]",
+         "        [-o FILE] [--rules FILE]\n"
+         "        [--model-config config.json [--kv-dtype T]]",
          "Each PATH is a run directory (all its *.vtrace files) or one\n"
          ".vtrace file; several runs (hosts) merge into one report.\n"
          "\n"

@@ -15,13 +15,13 @@ static const struct {
 	unsigned bytes;
 	const char *canon;
 } dtypes[] = {
-        {"fp16", 2, "fp16"},       {"float16", 2, "fp16"},
-        {"half", 2, "fp16"},       {"bf16", 2, "bf16"},
-        {"bfloat16", 2, "bf16"},   {"fp8", 1, "fp8"},
-        {"fp8_e4m3", 1, "fp8"},    {"fp8_e5m2", 1, "fp8"},
+        {"fp16", 2, "fp16"},         {"float16", 2, "fp16"},
+        {"half", 2, "fp16"},         {"bf16", 2, "bf16"},
+        {"bfloat16", 2, "bf16"},     {"fp8", 1, "fp8"},
+        {"fp8_e4m3", 1, "fp8"},      {"fp8_e5m2", 1, "fp8"},
         {"float8_e4m3fn", 1, "fp8"}, {"float8_e5m2", 1, "fp8"},
-        {"int8", 1, "fp8"},        {"fp32", 4, "fp32"},
-        {"float32", 4, "fp32"},    {"float", 4, "fp32"},
+        {"int8", 1, "fp8"},          {"fp32", 4, "fp32"},
+        {"float32", 4, "fp32"},      {"float", 4, "fp32"},
 };
 
 static int dtype_index(const char *name)
@@ -100,8 +100,9 @@ static int fill(struct vrt_modelcfg *c, json_t *root, json_t *o,
 	c->kv_heads = c->heads;
 	rc = get_uint(o, "num_key_value_heads", &c->kv_heads);
 	if (rc < 0) {
-		snprintf(msg, msgsz, "key \"num_key_value_heads\" is not a "
-		                     "positive integer");
+		snprintf(msg, msgsz,
+		         "key \"num_key_value_heads\" is not a "
+		         "positive integer");
 		return -1;
 	}
 	if (rc == 0 && json_is_true(mq))
@@ -116,8 +117,9 @@ static int fill(struct vrt_modelcfg *c, json_t *root, json_t *o,
 	}
 	rc = get_uint(o, "head_dim", &c->head_dim);
 	if (rc < 0) {
-		snprintf(msg, msgsz, "key \"head_dim\" is not a positive "
-		                     "integer");
+		snprintf(msg, msgsz,
+		         "key \"head_dim\" is not a positive "
+		         "integer");
 		return -1;
 	}
 	if (rc == 0) {
@@ -134,8 +136,9 @@ static int fill(struct vrt_modelcfg *c, json_t *root, json_t *o,
 	}
 	rc = get_uint(o, "intermediate_size", &c->intermediate);
 	if (rc < 0) {
-		snprintf(msg, msgsz, "key \"intermediate_size\" is not a "
-		                     "positive integer");
+		snprintf(msg, msgsz,
+		         "key \"intermediate_size\" is not a "
+		         "positive integer");
 		return -1;
 	}
 	if (rc == 0 && get_uint(o, "ffn_hidden_size", &c->intermediate) != 1)
@@ -177,9 +180,8 @@ static int fill(struct vrt_modelcfg *c, json_t *root, json_t *o,
 	            c->hidden * c->kv_heads * c->head_dim * 2 +
 	            (c->gated ? 3 : 2) * c->hidden * c->intermediate +
 	            2 * c->hidden;
-	c->params = c->layers * per_layer + c->vocab * c->hidden *
-	                                            (c->tied ? 1 : 2) +
-	            c->hidden;
+	c->params = c->layers * per_layer +
+	            c->vocab * c->hidden * (c->tied ? 1 : 2) + c->hidden;
 	c->weight_bytes = c->params * c->weight_bytes_per_param;
 	return 0;
 }

@@ -29,17 +29,17 @@
 #include <stdint.h>
 
 struct vrt_modelcfg {
-	char model_type[64];   /* "llama", "falcon", ... or "" */
-	char torch_dtype[32];  /* as written, or "" */
-	char kv_dtype[16];     /* fp16, bf16, fp8, fp32: --kv-dtype or
-	                          torch_dtype's */
-	uint64_t layers;       /* num_hidden_layers */
-	uint64_t heads;        /* num_attention_heads */
-	uint64_t kv_heads;     /* num_key_value_heads (see above) */
-	uint64_t head_dim;     /* given, or hidden / heads */
-	uint64_t hidden;       /* hidden_size */
-	uint64_t intermediate; /* intermediate_size, else 4 x hidden */
-	uint64_t vocab;        /* vocab_size */
+	char model_type[64];    /* "llama", "falcon", ... or "" */
+	char torch_dtype[32];   /* as written, or "" */
+	char kv_dtype[16];      /* fp16, bf16, fp8, fp32: --kv-dtype or
+	                           torch_dtype's */
+	uint64_t layers;        /* num_hidden_layers */
+	uint64_t heads;         /* num_attention_heads */
+	uint64_t kv_heads;      /* num_key_value_heads (see above) */
+	uint64_t head_dim;      /* given, or hidden / heads */
+	uint64_t hidden;        /* hidden_size */
+	uint64_t intermediate;  /* intermediate_size, else 4 x hidden */
+	uint64_t vocab;         /* vocab_size */
 	uint64_t max_positions; /* max_position_embeddings, 0 if absent */
 	int tied;               /* tie_word_embeddings (default 1) */
 	int gated;              /* gated MLP: 3 matrices */

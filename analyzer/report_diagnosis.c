@@ -11,7 +11,7 @@
 #include "json.h"
 
 /* Evidence lines shown in the text block; JSON has them all. */
-#define TEXT_EVIDENCE 8
+#define TEXT_EVIDENCE 12
 
 static void put_line(FILE *f, const char *s)
 {
@@ -156,8 +156,7 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 	opt_uint(w, "tensor_parallel", d->flags.tp);
 	vrt_json_key(w, "memory_fraction");
 	if (d->flags.mem_util_milli)
-		vrt_json_seconds(w, (int64_t)d->flags.mem_util_milli *
-		                            1000000);
+		vrt_json_seconds(w, (int64_t)d->flags.mem_util_milli * 1000000);
 	else
 		vrt_json_null(w);
 	vrt_json_end_object(w);

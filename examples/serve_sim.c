@@ -134,8 +134,8 @@ static void init_device(int rank)
 
 static void load_weights(int rank)
 {
-	double share = o.no_shard ? (rank == 0 ? o.model_gib : 0)
-	                          : o.model_gib / o.tp;
+	double share =
+	        o.no_shard ? (rank == 0 ? o.model_gib : 0) : o.model_gib / o.tp;
 	size_t per = (size_t)(share * GIB / o.layers);
 	CUdeviceptr p;
 
@@ -155,8 +155,8 @@ static void load_weights(int rank)
 
 static void profile_run(int rank)
 {
-	size_t act = (size_t)((double)o.batched_tokens * o.act_kib * KIB /
-	                      o.tp);
+	size_t act =
+	        (size_t)((double)o.batched_tokens * o.act_kib * KIB / o.tp);
 	CUdeviceptr p;
 
 	use_rank(rank);
@@ -271,8 +271,8 @@ static void serve(int srv, int port, int n)
 	for (int i = 0; i < n; i++)
 		conn[i] = accept(srv, NULL, NULL);
 	for (int done = 0; done < n;) {
-		int batch = n - done < o.max_num_seqs ? n - done
-		                                      : o.max_num_seqs;
+		int batch =
+		        n - done < o.max_num_seqs ? n - done : o.max_num_seqs;
 		for (int i = done; i < done + batch; i++)
 			execute_model(act[i]);
 		for (int i = done; i < done + batch; i++) {

@@ -196,9 +196,8 @@ char *const *vrt_hook_env_fix(char *const envp[], struct vrt_hook_env *b)
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		vec[k++] = (ld_entry && has_prefix(env[i], LD_NAME))
-		                   ? ld_entry
-		                   : env[i];
+		vec[k++] = (ld_entry && has_prefix(env[i], LD_NAME)) ? ld_entry
+		                                                     : env[i];
 	if (ld_entry && !ld)
 		vec[k++] = ld_entry;
 	if (!have_out)

@@ -57,12 +57,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define POLL_MS    500
-#define IO_MS      1000
-#define DRAIN_MS   200
-#define STOP_MS    2500 /* > 2 * IO_MS + DRAIN_MS: a scrape finishes */
-#define REQ_MAX    4096
-#define OUT_MAX    (32 * 1024)
+#define POLL_MS  500
+#define IO_MS    1000
+#define DRAIN_MS 200
+#define STOP_MS  2500 /* > 2 * IO_MS + DRAIN_MS: a scrape finishes */
+#define REQ_MAX  4096
+#define OUT_MAX  (32 * 1024)
 
 static pthread_mutex_t m_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t m_cv;
@@ -73,8 +73,8 @@ static int wake_fd = -1;
  * set before use, reset to -1 before close (so a child never closes a
  * number already reused). */
 static _Atomic int listen_fd = -1, conn_fd = -1;
-static int port;     /* wanted; -1 when the option is unset or refused */
-static int parsed;   /* VRAMTRACE_METRICS looked at */
+static int port;   /* wanted; -1 when the option is unset or refused */
+static int parsed; /* VRAMTRACE_METRICS looked at */
 static char dir[PATH_MAX];
 static char file_path[PATH_MAX + 32];
 static char out[OUT_MAX]; /* the thread's response buffer */
@@ -85,8 +85,8 @@ static void warn(const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
-	int n = snprintf(line, sizeof(line), "vramtrace: warning: pid %d: ",
-	                 (int)getpid());
+	int n = snprintf(line, sizeof(line),
+	                 "vramtrace: warning: pid %d: ", (int)getpid());
 	va_start(ap, fmt);
 	if (n > 0 && (size_t)n < sizeof(line))
 		n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
@@ -140,8 +140,9 @@ static size_t format_metrics(void)
 	do {                                                                   \
 		int k_ = snprintf(out + n, sizeof(out) - n, __VA_ARGS__);      \
 		if (k_ > 0)                                                    \
-			n += (size_t)k_ < sizeof(out) - n ? (size_t)k_         \
-			                                  : sizeof(out) - n - 1; \
+			n += (size_t)k_ < sizeof(out) - n                      \
+			             ? (size_t)k_                              \
+			             : sizeof(out) - n - 1;                    \
 	} while (0)
 	PUT("# HELP vramtrace_device_live_bytes GPU memory this process "
 	    "holds, by device and phase.\n"
@@ -283,11 +284,12 @@ static void serve(int fd)
 	} else if ((plen == 8 && !memcmp(path, "/metrics", 8)) ||
 	           (plen == 1 && path[0] == '/')) {
 		size_t len = format_metrics();
-		respond(fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8",
-		        out, len);
+		respond(fd, "200 OK",
+		        "text/plain; version=0.0.4; charset=utf-8", out, len);
 	} else {
 		static const char msg[] = "not found: try /metrics\n";
-		respond(fd, "404 Not Found", "text/plain", msg, sizeof(msg) - 1);
+		respond(fd, "404 Not Found", "text/plain", msg,
+		        sizeof(msg) - 1);
 	}
 }
 

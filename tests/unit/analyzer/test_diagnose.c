@@ -49,9 +49,10 @@ static struct vrt_failinfo fails[8];
 static size_t nfail;
 static struct vrt_process proc;
 static struct vrt_device devs[4];
-static char *argv_vllm[] = {"vllm", "serve", "m", "--max-model-len", "8192",
-                            "--max-num-seqs", "16",
-                            "--gpu-memory-utilization", "0.9"};
+static char *argv_vllm[] = {
+        "vllm", "serve",          "m",  "--max-model-len",
+        "8192", "--max-num-seqs", "16", "--gpu-memory-utilization",
+        "0.9"};
 
 static void setup(size_t ndev, uint64_t total)
 {
@@ -108,8 +109,8 @@ static void probe(int dev, uint64_t free_b, uint64_t total)
 static void oom(unsigned api, int dev, uint64_t size, uint64_t free_b,
                 uint64_t total, uint32_t phase)
 {
-	struct vrt_event *e =
-	        ev(VRT_EV_FAIL, api, dev, 0, size, 2 /* OUT_OF_MEMORY */, phase);
+	struct vrt_event *e = ev(VRT_EV_FAIL, api, dev, 0, size,
+	                         2 /* OUT_OF_MEMORY */, phase);
 	e->flags = VRT_EV_HAVE_INFO;
 	e->extra = (uint32_t)nfail;
 	fails[nfail].free_bytes = free_b;
@@ -379,13 +380,32 @@ static void test_none(void)
 static void test_flags(void)
 {
 	struct vrt_diag_flags f;
-	char *sg[] = {"python3", "-m", "sglang.launch_server",
-	              "--context-length", "32768", "--max-running-requests",
-	              "64", "--mem-fraction-static=0.85", "--tp", "4"};
-	char *ll[] = {"/opt/llama-server", "-m", "x.gguf", "-c", "4096", "-np",
-	              "8", "-ngl", "99"};
-	char *tg[] = {"text-generation-launcher", "--max-total-tokens", "2048",
-	              "--max-concurrent-requests", "128", "--num-shard", "2"};
+	char *sg[] = {"python3",
+	              "-m",
+	              "sglang.launch_server",
+	              "--context-length",
+	              "32768",
+	              "--max-running-requests",
+	              "64",
+	              "--mem-fraction-static=0.85",
+	              "--tp",
+	              "4"};
+	char *ll[] = {"/opt/llama-server",
+	              "-m",
+	              "x.gguf",
+	              "-c",
+	              "4096",
+	              "-np",
+	              "8",
+	              "-ngl",
+	              "99"};
+	char *tg[] = {"text-generation-launcher",
+	              "--max-total-tokens",
+	              "2048",
+	              "--max-concurrent-requests",
+	              "128",
+	              "--num-shard",
+	              "2"};
 	char *bare[] = {"./serve", "--max-num-seqs", "12",
 	                "--tensor-parallel-size", "2"};
 
@@ -451,8 +471,8 @@ static void test_model_configs(const char *dir)
 	char msg[600];
 	const char *bad;
 
-	ok(read_cfg(dir, "llama3-8b.config.json", NULL, &c, msg,
-	            sizeof(msg)) == 0,
+	ok(read_cfg(dir, "llama3-8b.config.json", NULL, &c, msg, sizeof(msg)) ==
+	           0,
 	   "llama3-8b parses");
 	EQ(c.kv_heads, 8, "llama3: 8 KV heads (GQA)");
 	EQ(c.head_dim, 128, "llama3: head_dim 4096/32");
@@ -463,8 +483,8 @@ static void test_model_configs(const char *dir)
 	            sizeof(msg)) == 0,
 	   "llama3-8b parses with --kv-dtype fp8");
 	EQ(c.kv_bytes_per_token, 65536, "llama3: fp8 KV halves it");
-	ok(read_cfg(dir, "falcon-7b.config.json", NULL, &c, msg,
-	            sizeof(msg)) == 0,
+	ok(read_cfg(dir, "falcon-7b.config.json", NULL, &c, msg, sizeof(msg)) ==
+	           0,
 	   "falcon-7b parses");
 	EQ(c.kv_heads, 1, "falcon: multi_query is 1 KV head (MQA)");
 	EQ(c.head_dim, 64, "falcon: head_dim 4544/71");
@@ -495,8 +515,8 @@ static void test_model_configs(const char *dir)
 	   "KV heads that do not divide the heads (got '%s')", msg);
 	bad = "{\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
 	      "\"hidden_size\": 64, \"vocab_size\": 10}";
-	ok(vrt_modelcfg_parse(&c, bad, strlen(bad), "int3", msg,
-	                      sizeof(msg)) == -1 &&
+	ok(vrt_modelcfg_parse(&c, bad, strlen(bad), "int3", msg, sizeof(msg)) ==
+	                   -1 &&
 	           strstr(msg, "unknown KV dtype"),
 	   "unknown KV dtype (got '%s')", msg);
 	ok(read_cfg(dir, "no-such.json", NULL, &c, msg, sizeof(msg)) == -2,
