@@ -49,11 +49,12 @@
 struct settings {
 	const char *outdir; /* -o, or NULL */
 	int wait_children;  /* --wait-children: seconds, after CMD exits */
+	int standby;        /* --standby: start in standby (VRAMTRACE_START) */
 	char **cmd;
 	int ncmd;
 };
 
-enum { OPT_OUTPUT = 1, OPT_WAIT_CHILDREN };
+enum { OPT_OUTPUT = 1, OPT_WAIT_CHILDREN, OPT_STANDBY };
 
 #define WAIT_CHILDREN_DEFAULT 10
 #define WAIT_CHILDREN_MAX     86400
@@ -61,6 +62,7 @@ enum { OPT_OUTPUT = 1, OPT_WAIT_CHILDREN };
 static const struct vrt_option options[] = {
         {"output", 'o', 1, OPT_OUTPUT},
         {"wait-children", 0, 1, OPT_WAIT_CHILDREN},
+        {"standby", 0, 0, OPT_STANDBY},
         {NULL, 0, 0, 0},
 };
 
@@ -521,7 +523,8 @@ static int run(const struct settings *s)
 	}
 	if (make_rundir(s, dir, sizeof(dir), &created))
 		return VRT_EXIT_FAIL;
-	if (!realpath(dir, absdir) || set_env(lib, absdir)) {
+	if (!realpath(dir, absdir) || set_env(lib, absdir) ||
+	    (s->standby && setenv("VRAMTRACE_START", "standby", 1))) {
 		fprintf(stderr, "vramtrace: error: %s: %s\n", dir,
 		        strerror(errno));
 		return VRT_EXIT_FAIL;
@@ -605,7 +608,7 @@ static int run(const struct settings *s)
 
 int vrt_cmd_record_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {NULL, WAIT_CHILDREN_DEFAULT, NULL, 0};
+	struct settings s = {NULL, WAIT_CHILDREN_DEFAULT, 0, NULL, 0};
 	struct vrt_optstate st;
 	int id, rc;
 
@@ -616,6 +619,8 @@ int vrt_cmd_record_run(const struct vrt_cmd *self, int argc, char **argv)
 	while ((id = vrt_main_getopt(&st, options, self)) > 0)
 		if (id == OPT_OUTPUT) {
 			s.outdir = st.arg;
+		} else if (id == OPT_STANDBY) {
+			s.standby = 1;
 		} else if (id == OPT_WAIT_CHILDREN) {
 			char *end;
 			long v;

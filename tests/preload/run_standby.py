@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """run_standby.py — standby, start, stop through the control endpoint.
 
-Records standby_client.py with VRAMTRACE_START=standby (see its docstring
+Records standby_client.py with `record --standby` (see its docstring
 for what it does), then checks `vramtrace analyze --format json`: only the
 recording window counts — device 0 holds A (100 MiB, from the snapshot,
 not counted as an allocation) and C (50 MiB, the one allocation counted)
@@ -35,7 +35,6 @@ def main():
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = a.fake_dir
     env["VRAMTRACE_PRELOAD"] = os.path.abspath(a.preload)
-    env["VRAMTRACE_START"] = "standby"
     env.pop("VRAMTRACE_OUT", None)
     fails = []
 
@@ -44,7 +43,7 @@ def main():
         if not cond:
             fails.append(what)
 
-    p = subprocess.run([a.vramtrace, "record", "-o", run, "--",
+    p = subprocess.run([a.vramtrace, "record", "--standby", "-o", run, "--",
                         sys.executable, a.client], env=env, text=True,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        timeout=100)
