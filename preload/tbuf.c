@@ -408,10 +408,11 @@ void vrt_tbuf_collect(struct vrt_chunk **out)
 {
 	struct vrt_chunk *head = NULL, **tail = &head;
 	for (struct vrt_tbuf *t = atomic_load(&tbuf_list); t; t = t->next) {
-		/* Unlocked peek: a NULL or empty cur only becomes non-empty
-		 * with a timestamp taken after this sweep began. */
-		if (!t->cur)
-			continue;
+		/* Always through the lock, never an unlocked peek at cur: a
+		 * thread installs a chunk and reads the clock under its lock,
+		 * and a peek could see the old NULL while that thread's stamp
+		 * is already older than the sweep. Taking the lock orders the
+		 * two, which is what the watermark promise rests on. */
 		spin_lock(&t->lock);
 		struct vrt_chunk *c = t->cur;
 		if (c && c->len) {
