@@ -26,6 +26,7 @@
 #include "replay.h"
 #include "report.h"
 #include "rules.h"
+#include "run.h"
 
 enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_PERFETTO, FMT_FOLDED };
 
@@ -50,72 +51,34 @@ static const struct vrt_option options[] = {
         {NULL, 0, 0, 0},
 };
 
-static int write_report(const struct settings *s, const struct vrt_trace *t,
-                        const struct vrt_replay *r,
-                        const struct vrt_diagnosis *dg)
-{
-	FILE *f = stdout;
-	char *tmp = NULL;
-	int rc = VRT_EXIT_FAIL, saved;
+struct report_job {
+	const struct settings *s;
+	const struct vrt_trace *t;
+	const struct vrt_replay *r;
+	const struct vrt_diagnosis *dg;
+};
 
-	if (s->output) {
-		if (asprintf(&tmp, "%s.tmp", s->output) < 0) {
-			tmp = NULL;
-			fprintf(stderr, "vramtrace: error: %s: out of memory\n",
-			        s->output);
-			goto out;
-		}
-		f = fopen(tmp, "we");
-		if (!f) {
-			fprintf(stderr,
-			        "vramtrace: error: %s: cannot create: %s\n",
-			        tmp, strerror(errno));
-			goto out;
-		}
+static int write_job(FILE *f, const void *ctx)
+{
+	const struct report_job *j = ctx;
+
+	switch (j->s->format) {
+	case FMT_JSON:
+		vrt_report_json_write(f, j->t, j->r, j->dg);
+		return 0;
+	case FMT_HTML:
+		vrt_report_html_write(f, j->t, j->r, j->dg);
+		return 0;
+	case FMT_PERFETTO:
+		vrt_report_perfetto_write(f, j->t, j->r);
+		return 0;
+	case FMT_FOLDED:
+		return vrt_report_folded_write(f, j->t, j->r) ? -1 : 0;
+	case FMT_TEXT:
+		vrt_report_text_write(f, j->t, j->r, j->dg);
+		return 0;
 	}
-	if (s->format == FMT_JSON)
-		vrt_report_json_write(f, t, r, dg);
-	else if (s->format == FMT_HTML)
-		vrt_report_html_write(f, t, r, dg);
-	else if (s->format == FMT_PERFETTO)
-		vrt_report_perfetto_write(f, t, r);
-	else if (s->format == FMT_FOLDED &&
-	         vrt_report_folded_write(f, t, r)) {
-		fprintf(stderr, "vramtrace: error: %s: out of memory\n",
-		        s->output ? tmp : "stdout");
-		goto out;
-	} else if (s->format == FMT_TEXT)
-		vrt_report_text_write(f, t, r, dg);
-	if (fflush(f) || ferror(f)) {
-		saved = errno;
-		fprintf(stderr, "vramtrace: error: %s: cannot write: %s\n",
-		        s->output ? tmp : "stdout", strerror(saved));
-		goto out;
-	}
-	if (!s->output) {
-		rc = VRT_EXIT_OK;
-		goto out;
-	}
-	if (fsync(fileno(f))) {
-		fprintf(stderr, "vramtrace: error: %s: cannot sync: %s\n", tmp,
-		        strerror(errno));
-		goto out;
-	}
-	saved = fclose(f);
-	f = NULL;
-	if (saved || rename(tmp, s->output)) {
-		fprintf(stderr, "vramtrace: error: %s: cannot write: %s\n",
-		        s->output, strerror(errno));
-		goto out;
-	}
-	rc = VRT_EXIT_OK;
-out:
-	if (s->output && f)
-		fclose(f);
-	if (tmp && rc)
-		unlink(tmp); /* best effort: a stale .tmp is harmless */
-	free(tmp);
-	return rc;
+	return 0;
 }
 
 static int parse(const struct vrt_cmd *self, int argc, char **argv,
@@ -202,37 +165,6 @@ static int read_model_config(const struct settings *s,
 	return rc;
 }
 
-/* The built-in rules with the rules file in front; NULL after printing
- * the error (unreadable file, syntax error, out of memory). */
-static struct vrt_rules *read_rules(const char *path,
-                                    struct vrt_load_error *err)
-{
-	struct vrt_rules *rules = NULL;
-	char *text = NULL, msg[512];
-	size_t len = 0;
-
-	if (vrt_load_text(path, &text, &len, err)) {
-		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
-		        err->msg);
-		return NULL;
-	}
-	rules = vrt_rules_new_builtin();
-	if (!rules) {
-		fprintf(stderr, "vramtrace: error: %s: out of memory\n", path);
-		goto out;
-	}
-	msg[0] = '\0';
-	if (vrt_rules_parse(rules, text, len, path, msg, sizeof(msg)) < 0) {
-		fprintf(stderr, "vramtrace: error: %s\n",
-		        msg[0] ? msg : "rules file does not parse");
-		vrt_rules_free(rules);
-		rules = NULL;
-	}
-out:
-	free(text);
-	return rules;
-}
-
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 {
 	struct settings s = {.format = FMT_TEXT};
@@ -244,7 +176,6 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	struct vrt_modelcfg cfg;
 	struct vrt_diagnosis *dg = NULL;
 	struct vrt_progress_term pg;
-	size_t i;
 	int rc;
 
 	memset(&st, 0, sizeof(st));
@@ -261,7 +192,7 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
-	if (s.rules && !(rules = read_rules(s.rules, err)))
+	if (s.rules && !(rules = vrt_run_read_rules(s.rules)))
 		goto out;
 	if (s.kv_dtype && !s.model_config) {
 		rc = vrt_main_usage_error(self,
@@ -284,19 +215,7 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		goto out;
 	}
 	vrt_progress_clear(&pg);
-	for (i = 0; i < t.nskipped; i++)
-		fprintf(stderr,
-		        "vramtrace: warning: %s; skipped (the process died "
-		        "before its first flush)\n",
-		        t.skipped[i]);
-	for (i = 0; i < t.nprocs; i++)
-		if (t.procs[i].truncated)
-			fprintf(stderr,
-			        "vramtrace: warning: %s: truncated at byte "
-			        "%lld: %s\n",
-			        t.procs[i].path,
-			        (long long)t.procs[i].trunc_offset,
-			        t.procs[i].trunc_reason);
+	vrt_run_warn(&t);
 	if (vrt_attrib_run(&t, rules) || vrt_replay_run(&r, &t)) {
 		vrt_progress_clear(&pg);
 		fprintf(stderr,
@@ -312,7 +231,8 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		goto out;
 	}
 	vrt_diagnose_run(dg, &t, &r, s.model_config ? &cfg : NULL);
-	rc = write_report(&s, &t, &r, dg);
+	struct report_job job = {&s, &t, &r, dg};
+	rc = vrt_run_write(s.output, write_job, &job);
 out:
 	free(dg);
 	vrt_replay_free(&r);

@@ -86,7 +86,7 @@ struct job {
 	const struct vrt_run *a, *b;
 };
 
-static void write_job(FILE *f, const void *ctx)
+static int write_job(FILE *f, const void *ctx)
 {
 	const struct job *j = ctx;
 
@@ -94,6 +94,7 @@ static void write_job(FILE *f, const void *ctx)
 		vrt_report_compare_json(f, j->d, j->a, j->b);
 	else
 		vrt_report_compare_text(f, j->d, j->a, j->b);
+	return 0;
 }
 
 int vrt_cmd_compare_run(const struct vrt_cmd *self, int argc, char **argv)

@@ -86,7 +86,7 @@ struct job {
 	const struct vrt_retest_row *rows;
 };
 
-static void write_job(FILE *f, const void *ctx)
+static int write_job(FILE *f, const void *ctx)
 {
 	const struct job *j = ctx;
 	size_t n = (size_t)j->s->npaths;
@@ -97,6 +97,7 @@ static void write_job(FILE *f, const void *ctx)
 		vrt_report_table_csv(f, j->rows, j->s->paths, n);
 	else
 		vrt_report_table_text(f, j->rows, j->s->paths, n);
+	return 0;
 }
 
 int vrt_cmd_table_run(const struct vrt_cmd *self, int argc, char **argv)

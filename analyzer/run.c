@@ -22,7 +22,6 @@ int vrt_run_open(struct vrt_run *run, const char *path,
 {
 	struct vrt_load_error *err = calloc(1, sizeof(*err));
 	char *paths[1];
-	size_t i;
 	int rc = -1;
 
 	run->label = path;
@@ -37,19 +36,7 @@ int vrt_run_open(struct vrt_run *run, const char *path,
 		        err->msg);
 		goto out;
 	}
-	for (i = 0; i < run->t.nskipped; i++)
-		fprintf(stderr,
-		        "vramtrace: warning: %s; skipped (the process died "
-		        "before its first flush)\n",
-		        run->t.skipped[i]);
-	for (i = 0; i < run->t.nprocs; i++)
-		if (run->t.procs[i].truncated)
-			fprintf(stderr,
-			        "vramtrace: warning: %s: truncated at byte "
-			        "%lld: %s\n",
-			        run->t.procs[i].path,
-			        (long long)run->t.procs[i].trunc_offset,
-			        run->t.procs[i].trunc_reason);
+	vrt_run_warn(&run->t);
 	run->r.top_sites = top_sites;
 	if (vrt_attrib_run(&run->t, rules) ||
 	    vrt_replay_run(&run->r, &run->t)) {
@@ -63,6 +50,25 @@ int vrt_run_open(struct vrt_run *run, const char *path,
 out:
 	free(err);
 	return rc;
+}
+
+void vrt_run_warn(const struct vrt_trace *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nskipped; i++)
+		fprintf(stderr,
+		        "vramtrace: warning: %s; skipped (the process died "
+		        "before its first flush)\n",
+		        t->skipped[i]);
+	for (i = 0; i < t->nprocs; i++)
+		if (t->procs[i].truncated)
+			fprintf(stderr,
+			        "vramtrace: warning: %s: truncated at byte "
+			        "%lld: %s\n",
+			        t->procs[i].path,
+			        (long long)t->procs[i].trunc_offset,
+			        t->procs[i].trunc_reason);
 }
 
 void vrt_run_close(struct vrt_run *run)
@@ -105,7 +111,7 @@ out:
 	return rules;
 }
 
-int vrt_run_write(const char *output, void (*fn)(FILE *f, const void *ctx),
+int vrt_run_write(const char *output, int (*fn)(FILE *f, const void *ctx),
                   const void *ctx)
 {
 	FILE *f = stdout;
@@ -127,7 +133,11 @@ int vrt_run_write(const char *output, void (*fn)(FILE *f, const void *ctx),
 			goto out;
 		}
 	}
-	fn(f, ctx);
+	if (fn(f, ctx)) {
+		fprintf(stderr, "vramtrace: error: %s: out of memory\n",
+		        output ? tmp : "stdout");
+		goto out;
+	}
 	if (fflush(f) || ferror(f)) {
 		saved = errno;
 		fprintf(stderr, "vramtrace: error: %s: cannot write: %s\n",

@@ -45,10 +45,14 @@ struct vrt_rules *vrt_run_read_rules(const char *path);
 /*
  * Writes a report with fn(f, ctx) to stdout, or to output (not NULL)
  * through output.tmp + fsync + rename so a reader never sees half a file.
- * Returns the exit status: VRT_EXIT_OK, or VRT_EXIT_FAIL after printing
- * the error.
+ * fn returns 0, or -1 when it ran out of memory. Returns the exit status:
+ * VRT_EXIT_OK, or VRT_EXIT_FAIL after printing the error.
  */
-int vrt_run_write(const char *output, void (*fn)(FILE *f, const void *ctx),
+int vrt_run_write(const char *output, int (*fn)(FILE *f, const void *ctx),
                   const void *ctx);
+
+/* One warning per file a directory held that died before its first flush
+ * and per truncated trace of t (stderr). */
+void vrt_run_warn(const struct vrt_trace *t);
 
 #endif /* VRT_RUN_H */

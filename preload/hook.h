@@ -67,6 +67,20 @@ static inline int vrt_hook_enter(void)
  * maps and probes) and the thread's announced phase, and writes it. */
 void vrt_hook_record(struct vrt_ev *ev);
 
+/* hook_lib.c: the events every runtime's wrappers make, through
+ * vrt_hook_record. */
+void vrt_hook_alloc(int api, int dev, uint64_t addr, uint64_t size,
+                    uint64_t aux);
+void vrt_hook_free(int api, int dev, uint64_t addr, uint64_t aux);
+
+/* A failed call (error: the runtime's code). For an allocation on the
+ * caller's current device, mem_info (the runtime's free/total probe, or
+ * NULL) is asked right away; and the frame is closed and synced before the
+ * host sees the error, so a host that dies next still leaves it on disk. */
+void vrt_hook_fail(int api, int dev, uint64_t addr, uint64_t size,
+                   uint64_t aux, uint32_t error, int cur_dev,
+                   int (*mem_info)(uint64_t *free_b, uint64_t *total_b));
+
 /* Like vrt_hook_enter, but never starts the writer: for events that only
  * matter in a process that is recording anyway (fork, exec), so that
  * shells and wrappers of a traced tree leave no file. */

@@ -216,45 +216,20 @@ static void rec_alloc(int api, int dev, uint64_t addr, uint64_t size,
                       uint64_t aux_v)
 {
 	inventory();
-	struct vrt_ev ev = {.rec = VRT_REC_ALLOC,
-	                    .api = (uint8_t)api,
-	                    .device = dev,
-	                    .addr = addr,
-	                    .size = size,
-	                    .aux = aux_v};
-	vrt_hook_record(&ev);
+	vrt_hook_alloc(api, dev, addr, size, aux_v);
 }
 
 static void rec_free(int api, int dev, uint64_t addr, uint64_t aux_v)
 {
-	struct vrt_ev ev = {.rec = VRT_REC_FREE,
-	                    .api = (uint8_t)api,
-	                    .device = dev,
-	                    .addr = addr,
-	                    .aux = aux_v};
-	vrt_hook_record(&ev);
+	vrt_hook_free(api, dev, addr, aux_v);
 }
 
-/* A failed call. For an allocation on a device the driver's free/total
- * right now go with it, and the frame is closed and synced before the
- * host sees the error: a host that dies next still leaves this on disk. */
 static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
                      uint64_t aux_v, CUresult err)
 {
-	struct vrt_ev ev = {.rec = VRT_REC_FAIL,
-	                    .api = (uint8_t)api,
-	                    .device = dev,
-	                    .addr = addr,
-	                    .size = size,
-	                    .aux = aux_v,
-	                    .error = (uint32_t)err};
 	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
-	if (allocating && dev >= 0 && dev == cur_device())
-		ev.have_info =
-		        (uint8_t)mem_info(&ev.free_bytes, &ev.total_bytes);
-	vrt_hook_record(&ev);
-	if (allocating && vrt_capture_on())
-		vrt_writer_sync(1000);
+	vrt_hook_fail(api, dev, addr, size, aux_v, (uint32_t)err,
+	              allocating && dev >= 0 ? cur_device() : -3, mem_info);
 }
 
 #define PTR(p) ((uint64_t)(uintptr_t)(p))

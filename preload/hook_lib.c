@@ -116,3 +116,45 @@ void vrt_hook_record(struct vrt_ev *ev)
 	if (on)
 		vrt_tbuf_event(ev);
 }
+
+void vrt_hook_alloc(int api, int dev, uint64_t addr, uint64_t size,
+                    uint64_t aux)
+{
+	struct vrt_ev ev = {.rec = VRT_REC_ALLOC,
+	                    .api = (uint8_t)api,
+	                    .device = dev,
+	                    .addr = addr,
+	                    .size = size,
+	                    .aux = aux};
+	vrt_hook_record(&ev);
+}
+
+void vrt_hook_free(int api, int dev, uint64_t addr, uint64_t aux)
+{
+	struct vrt_ev ev = {.rec = VRT_REC_FREE,
+	                    .api = (uint8_t)api,
+	                    .device = dev,
+	                    .addr = addr,
+	                    .aux = aux};
+	vrt_hook_record(&ev);
+}
+
+void vrt_hook_fail(int api, int dev, uint64_t addr, uint64_t size,
+                   uint64_t aux, uint32_t error, int cur_dev,
+                   int (*mem_info)(uint64_t *free_b, uint64_t *total_b))
+{
+	struct vrt_ev ev = {.rec = VRT_REC_FAIL,
+	                    .api = (uint8_t)api,
+	                    .device = dev,
+	                    .addr = addr,
+	                    .size = size,
+	                    .aux = aux,
+	                    .error = error};
+	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
+	if (allocating && dev >= 0 && dev == cur_dev && mem_info)
+		ev.have_info =
+		        (uint8_t)mem_info(&ev.free_bytes, &ev.total_bytes);
+	vrt_hook_record(&ev);
+	if (allocating && vrt_capture_on())
+		vrt_writer_sync(1000);
+}
