@@ -50,11 +50,12 @@ struct settings {
 	const char *outdir; /* -o, or NULL */
 	int wait_children;  /* --wait-children: seconds, after CMD exits */
 	int standby;        /* --standby: start in standby (VRAMTRACE_START) */
+	int redact;         /* --redact: VRAMTRACE_REDACT=1 */
 	char **cmd;
 	int ncmd;
 };
 
-enum { OPT_OUTPUT = 1, OPT_WAIT_CHILDREN, OPT_STANDBY };
+enum { OPT_OUTPUT = 1, OPT_WAIT_CHILDREN, OPT_STANDBY, OPT_REDACT };
 
 #define WAIT_CHILDREN_DEFAULT 10
 #define WAIT_CHILDREN_MAX     86400
@@ -63,6 +64,7 @@ static const struct vrt_option options[] = {
         {"output", 'o', 1, OPT_OUTPUT},
         {"wait-children", 0, 1, OPT_WAIT_CHILDREN},
         {"standby", 0, 0, OPT_STANDBY},
+        {"redact", 0, 0, OPT_REDACT},
         {NULL, 0, 0, 0},
 };
 
@@ -524,7 +526,8 @@ static int run(const struct settings *s)
 	if (make_rundir(s, dir, sizeof(dir), &created))
 		return VRT_EXIT_FAIL;
 	if (!realpath(dir, absdir) || set_env(lib, absdir) ||
-	    (s->standby && setenv("VRAMTRACE_START", "standby", 1))) {
+	    (s->standby && setenv("VRAMTRACE_START", "standby", 1)) ||
+	    (s->redact && setenv("VRAMTRACE_REDACT", "1", 1))) {
 		fprintf(stderr, "vramtrace: error: %s: %s\n", dir,
 		        strerror(errno));
 		return VRT_EXIT_FAIL;
@@ -608,7 +611,7 @@ static int run(const struct settings *s)
 
 int vrt_cmd_record_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {NULL, WAIT_CHILDREN_DEFAULT, 0, NULL, 0};
+	struct settings s = {NULL, WAIT_CHILDREN_DEFAULT, 0, 0, NULL, 0};
 	struct vrt_optstate st;
 	int id, rc;
 
@@ -621,6 +624,8 @@ int vrt_cmd_record_run(const struct vrt_cmd *self, int argc, char **argv)
 			s.outdir = st.arg;
 		} else if (id == OPT_STANDBY) {
 			s.standby = 1;
+		} else if (id == OPT_REDACT) {
+			s.redact = 1;
 		} else if (id == OPT_WAIT_CHILDREN) {
 			char *end;
 			long v;

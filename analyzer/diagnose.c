@@ -291,6 +291,16 @@ static const char *flag_name(int engine, int what)
 	return names[engine >= 0 && engine <= 4 ? engine : 0][what];
 }
 
+/* The variable that picks a process's GPUs: HIP's on AMD cards (ROCm also
+ * honours CUDA_VISIBLE_DEVICES, but its own name is the one to write). */
+static const char *visible_devices(const struct vrt_trace *t, int32_t dev)
+{
+	if (dev >= 0 && (size_t)dev < t->ndevices &&
+	    t->devices[dev].vendor == VRT_VENDOR_HIP)
+		return "HIP_VISIBLE_DEVICES";
+	return "CUDA_VISIBLE_DEVICES";
+}
+
 static const char *engine_label(int engine)
 {
 	switch (engine) {
@@ -640,10 +650,11 @@ static void verdict_other(struct ctx *c)
 	action(d,
 	       "free the card: wait for the other process%s%s to finish or "
 	       "move %s to another GPU, or run on an empty GPU "
-	       "(CUDA_VISIBLE_DEVICES)",
+	       "(%s)",
 	       d->nother_pids == 1 ? "" : "es",
 	       d->nother_pids ? " named above" : "",
-	       d->nother_pids == 1 ? "it" : "them");
+	       d->nother_pids == 1 ? "it" : "them",
+	       visible_devices(c->t, c->f->device));
 	if (c->total && flag_name(c->engine, N_UTIL))
 		action(d,
 		       "%sfit into what is left: %s %.2f (%s of %s "
@@ -718,9 +729,10 @@ static void verdict_weights(struct ctx *c)
 		action(d,
 		       "%sfix the sharding so each of the %" PRIu64
 		       " devices loads its own slice: check that every "
-		       "worker selects its own GPU (CUDA_VISIBLE_DEVICES lists "
+		       "worker selects its own GPU (%s lists "
 		       "%" PRIu64 " cards, %s %" PRIu64 ")",
-		       engine_label(c->engine), want, want,
+		       engine_label(c->engine), want,
+		       visible_devices(c->t, heavy->device), want,
 		       flag_name(c->engine, N_TP), want);
 		cost(d, "none: the cards were meant to share the weights");
 		return;

@@ -18,7 +18,8 @@
 static const struct vrt_cmd commands[] = {
         {"record", vrt_cmd_record_run,
          "run a command with the preload and record its GPU memory calls",
-         "record [-o DIR] [--standby] [--wait-children S] -- CMD [ARG...]",
+         "record [-o DIR] [--standby] [--redact] [--wait-children S] -- "
+         "CMD [ARG...]",
          "Runs CMD with libvramtrace.so preloaded; every process it starts\n"
          "writes DIR/<pid>.vtrace. Exits with CMD's exit status (128+N if a\n"
          "signal N killed it, 127 if CMD is not found).\n"
@@ -27,6 +28,8 @@ static const struct vrt_cmd commands[] = {
          "                    ./vramtrace-run-YYYYmmdd-HHMMSS)\n"
          "  --standby         keep only the live-allocation table until\n"
          "                    `vramtrace ctl DIR start` (VRAMTRACE_START)\n"
+         "  --redact          store the command lines with argument values\n"
+         "                    as *** (VRAMTRACE_REDACT; engine sizes kept)\n"
          "  --wait-children S after CMD exits, wait at most S seconds for\n"
          "                    the rest of its process tree (default 10);\n"
          "                    record adopts orphans of the tree and writes\n"

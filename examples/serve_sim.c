@@ -7,7 +7,8 @@
  *
  *   1. init       each tensor-parallel rank takes its own device
  *                 (--tensor-parallel-size N: ranks 0..N-1 on devices
- *                 0..N-1) and probes its free memory (cuMemGetInfo_v2);
+ *                 0..N-1) and probes its free memory (cuMemGetInfo_v2,
+ *                 hipMemGetInfo);
  *   2. weights    --num-layers tensors per rank, together
  *                 --model-size-gib / N (--no-shard: a sharding bug, rank 0
  *                 loads the whole model and the other ranks nothing);
@@ -17,7 +18,8 @@
  *                 --gpu-memory-utilization x total - weights - the profiled
  *                 activation peak (vLLM V1's arithmetic, which counts other
  *                 processes' memory as available);
- *   5. swap       --swap-space GiB of pinned host memory (cuMemHostAlloc),
+ *   5. swap       --swap-space GiB of pinned host memory (cuMemHostAlloc,
+ *                 hipHostMalloc),
  *                 in per-layer blocks, as vLLM's CPU swap space;
  *   6. serve      listen on 127.0.0.1, then one request alone and then
  *                 --concurrent-requests at once (real client threads); each
@@ -28,9 +30,16 @@
  *
  * Phases are announced with the annotation API (include/vramtrace.h), so
  * the trace says weights / profile / kv_cache / forward without rules.
- * The CUDA driver is reached as libcudart reaches it (dlopen + one dlsym of
- * cuGetProcAddress_v2). Everything runs on the main thread, switching the
- * current context per rank, so runs are deterministic.
+ * --runtime cuda (the default) reaches the CUDA driver as libcudart reaches
+ * it (dlopen + one dlsym of cuGetProcAddress_v2) and switches the current
+ * context per rank. --runtime hip reaches the HIP runtime as PyTorch and
+ * vLLM on ROCm do (dlopen of libamdhip64.so, else its .so.6/.so.5 sonames,
+ * then dlsym by name): hipSetDevice per rank, hipMalloc/hipFree for weights,
+ * activations and the KV cache (PyTorch's caching allocator on ROCm),
+ * hipMemGetInfo for the probes, hipHostMalloc for the swap space. The
+ * allocation shapes are the same on both, so each scenario yields the same
+ * verdict and numbers. Everything runs on the main thread, so runs are
+ * deterministic.
  *
  * Exit status: 0 served everything, 2 usage, 3 out of memory (device or
  * pinned host memory, like a server that dies on the error), 4 no driver.
@@ -53,6 +62,7 @@ typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st *CUcontext;
 typedef CUresult (*proc_fn)(const char *, void **, int, uint64_t, int *);
+typedef int hipError_t;
 
 #define KIB      1024.0
 #define GIB      (1024.0 * 1024.0 * 1024.0)
@@ -73,9 +83,19 @@ static struct {
 } cu;
 
 static struct {
+	hipError_t (*count)(int *);
+	hipError_t (*set_device)(int);
+	hipError_t (*malloc_)(void **, size_t);
+	hipError_t (*free_)(void *);
+	hipError_t (*mem_info)(size_t *, size_t *);
+	hipError_t (*host_malloc)(void **, size_t, unsigned);
+	hipError_t (*host_free)(void *);
+} hip;
+
+static struct {
 	double model_gib, util, swap_gib, act_kib;
 	int layers, tp, max_model_len, max_num_seqs, batched_tokens;
-	int prompt_len, concurrent, no_shard, load_ms;
+	int prompt_len, concurrent, no_shard, load_ms, hip;
 } o = {
         .model_gib = 14,
         .util = 0.9,
@@ -98,15 +118,52 @@ static size_t weights_on[MAX_TP], profile_peak[MAX_TP];
 static void die_oom(const char *what, int rank)
 {
 	fprintf(stderr,
-	        "serve_sim: CUDA out of memory in %s (rank %d); "
+	        "serve_sim: %s out of memory in %s (rank %d); "
 	        "exiting\n",
-	        what, rank);
+	        o.hip ? "HIP" : "CUDA", what, rank);
 	exit(3);
+}
+
+/* ---- the runtime: the same calls on CUDA and on HIP ---------------------- */
+
+static int gpu_alloc(CUdeviceptr *p, size_t bytes)
+{
+	void *q = NULL;
+	int rc;
+
+	if (!o.hip)
+		return cu.alloc(p, bytes);
+	rc = hip.malloc_(&q, bytes);
+	*p = (CUdeviceptr)(uintptr_t)q;
+	return rc;
+}
+
+static void gpu_free(CUdeviceptr p)
+{
+	if (o.hip)
+		hip.free_((void *)(uintptr_t)p);
+	else
+		cu.free_(p);
+}
+
+static void gpu_mem_info(size_t *free_b, size_t *total_b)
+{
+	*free_b = *total_b = 0;
+	if (o.hip)
+		hip.mem_info(free_b, total_b);
+	else
+		cu.mem_info(free_b, total_b);
+}
+
+static int gpu_host_alloc(void **p, size_t bytes)
+{
+	return o.hip ? hip.host_malloc(p, bytes, 0)
+	             : cu.host_alloc(p, bytes, 0);
 }
 
 static void use_rank(int rank)
 {
-	if (cu.set_current(ctx[rank])) {
+	if (o.hip ? hip.set_device(rank) : cu.set_current(ctx[rank])) {
 		fprintf(stderr, "serve_sim: cannot select device %d\n", rank);
 		exit(4);
 	}
@@ -123,13 +180,13 @@ static void init_device(int rank)
 {
 	size_t free_b, total_b;
 
-	if (cu.retain(&ctx[rank], rank)) {
+	if (!o.hip && cu.retain(&ctx[rank], rank)) {
 		fprintf(stderr, "serve_sim: no device %d for rank %d\n", rank,
 		        rank);
 		exit(4);
 	}
 	use_rank(rank);
-	cu.mem_info(&free_b, &total_b);
+	gpu_mem_info(&free_b, &total_b);
 }
 
 static void load_weights(int rank)
@@ -146,7 +203,7 @@ static void load_weights(int rank)
 	for (int l = 0; l < o.layers; l++) {
 		if (o.load_ms)
 			sleep_ms(o.load_ms / o.layers);
-		if (cu.alloc(&p, per))
+		if (gpu_alloc(&p, per))
 			die_oom("load_weights", rank);
 		weights_on[rank] += per;
 	}
@@ -161,10 +218,10 @@ static void profile_run(int rank)
 
 	use_rank(rank);
 	VRAMTRACE_PHASE_PUSH("profile");
-	if (act && cu.alloc(&p, act))
+	if (act && gpu_alloc(&p, act))
 		die_oom("profile_run", rank);
 	if (act)
-		cu.free_(p);
+		gpu_free(p);
 	profile_peak[rank] = act;
 	VRAMTRACE_PHASE_POP();
 }
@@ -176,7 +233,7 @@ static void initialize_kv_cache(int rank)
 	double kv;
 
 	use_rank(rank);
-	cu.mem_info(&free_b, &total_b);
+	gpu_mem_info(&free_b, &total_b);
 	kv = o.util * (double)total_b - (double)weights_on[rank] -
 	     (double)profile_peak[rank];
 	if (kv <= 0) {
@@ -187,7 +244,7 @@ static void initialize_kv_cache(int rank)
 		exit(3);
 	}
 	VRAMTRACE_PHASE_PUSH("kv_cache");
-	if (cu.alloc(&p, (size_t)kv))
+	if (gpu_alloc(&p, (size_t)kv))
 		die_oom("initialize_kv_cache", rank);
 	VRAMTRACE_PHASE_POP();
 	printf("serve_sim: rank %d: weights %.2f GiB, KV cache %.2f GiB\n",
@@ -204,7 +261,7 @@ static void allocate_swap_space(void)
 		return;
 	VRAMTRACE_PHASE_PUSH("kv_cache");
 	for (int l = 0; l < n; l++)
-		if (cu.host_alloc(&blocks[l], per, 0)) {
+		if (gpu_host_alloc(&blocks[l], per)) {
 			fprintf(stderr,
 			        "serve_sim: cannot pin %.2f GiB of host "
 			        "memory for the swap space (block %d)\n",
@@ -244,7 +301,7 @@ static void execute_model(CUdeviceptr *p)
 	VRAMTRACE_PHASE_PUSH("forward");
 	for (int r = 0; r < o.tp; r++) {
 		use_rank(r);
-		if (cu.alloc(&p[r], act))
+		if (gpu_alloc(&p[r], act))
 			die_oom("execute_model", r);
 	}
 	VRAMTRACE_PHASE_POP();
@@ -254,7 +311,7 @@ static void finish(const CUdeviceptr *p)
 {
 	for (int r = 0; r < o.tp; r++) {
 		use_rank(r);
-		cu.free_(p[r]);
+		gpu_free(p[r]);
 	}
 }
 
@@ -288,6 +345,36 @@ static void serve(int srv, int port, int n)
 }
 
 /* ---- setup --------------------------------------------------------------- */
+
+/* PyTorch on ROCm opens the runtime by its dev name; wheels that bundle
+ * it carry a soname. Lookups are by name, as from a linked library. */
+static int resolve_hip(void)
+{
+	static const char *const sonames[] = {
+	        "libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"};
+	void *h = NULL;
+	struct {
+		const char *name;
+		void **slot;
+	} names[] = {
+	        {"hipGetDeviceCount", (void **)&hip.count},
+	        {"hipSetDevice", (void **)&hip.set_device},
+	        {"hipMalloc", (void **)&hip.malloc_},
+	        {"hipFree", (void **)&hip.free_},
+	        {"hipMemGetInfo", (void **)&hip.mem_info},
+	        {"hipHostMalloc", (void **)&hip.host_malloc},
+	        {"hipHostFree", (void **)&hip.host_free},
+	};
+
+	for (size_t i = 0; !h && i < sizeof(sonames) / sizeof(sonames[0]); i++)
+		h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return -1;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!(*names[i].slot = dlsym(h, names[i].name)))
+			return -1;
+	return 0;
+}
 
 static int resolve(void)
 {
@@ -329,7 +416,8 @@ static int usage(const char *msg)
 	        "[--max-num-batched-tokens T]\n"
 	        "         [--act-kib-per-token K] [--swap-space G] "
 	        "[--prompt-len T]\n"
-	        "         [--concurrent-requests N] [--load-ms MS]\n",
+	        "         [--concurrent-requests N] [--load-ms MS] "
+	        "[--runtime cuda|hip]\n",
 	        msg);
 	return 2;
 }
@@ -355,6 +443,13 @@ static int parse(int argc, char **argv)
 		}
 		if (!v)
 			return usage("option needs a value");
+		if (!strcmp(a, "--runtime")) {
+			if (strcmp(v, "cuda") && strcmp(v, "hip"))
+				return usage("--runtime is cuda or hip");
+			o.hip = !strcmp(v, "hip");
+			i++;
+			continue;
+		}
 		d = strtod(v, &end);
 		if (*end || d < 0)
 			return usage("bad number");
@@ -401,8 +496,10 @@ int main(int argc, char **argv)
 
 	if (parse(argc, argv))
 		return 2;
-	if (resolve() || cu.init(0) || cu.count(&ndev)) {
-		fprintf(stderr, "serve_sim: no usable CUDA driver\n");
+	if (o.hip ? resolve_hip() || hip.count(&ndev)
+	          : resolve() || cu.init(0) || cu.count(&ndev)) {
+		fprintf(stderr, "serve_sim: no usable %s\n",
+		        o.hip ? "HIP runtime" : "CUDA driver");
 		return 4;
 	}
 	if (ndev < o.tp) {

@@ -59,7 +59,7 @@ static int bind_in(int fd, const char *dir, const char *name)
 	}
 	/* The socket file must not be reachable by others even for an
 	 * instant: create it under a restrictive umask. */
-	mode_t old = umask(0077);
+	mode_t old = umask(0177);
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		err = -errno;
 	umask(old);

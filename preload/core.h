@@ -45,6 +45,7 @@ enum vrt_option_id {
 	VRT_OPT_NVML,        /* VRAMTRACE_NVML: device memory from NVML */
 	VRT_OPT_START,       /* VRAMTRACE_START: 0 record, 1 standby */
 	VRT_OPT_METRICS,     /* VRAMTRACE_METRICS: 127.0.0.1:PORT */
+	VRT_OPT_REDACT,      /* VRAMTRACE_REDACT: argument values as *** */
 	VRT_OPT_COUNT
 };
 

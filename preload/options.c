@@ -60,6 +60,8 @@ static struct vrt_option options[VRT_OPT_COUNT] = {
                            NULL},
         [VRT_OPT_METRICS] = {"VRAMTRACE_METRICS", VRT_KIND_STR, 0, 0, 0, 0,
                              NULL},
+        [VRT_OPT_REDACT] = {"VRAMTRACE_REDACT", VRT_KIND_BOOL, 0, 0, 1, 0,
+                            NULL},
 };
 
 static int parse_start(const char *s, long *out)

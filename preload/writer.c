@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -138,6 +139,144 @@ static void stage_record(unsigned type, const uint8_t *payload, size_t len)
 	stage_len += len;
 }
 
+/* ---- VRAMTRACE_REDACT: the command line without its values ----------
+ * argv[0] and flag names stay (reports name the program and its flags);
+ * the values of a small allowlist of numeric engine flags stay when they
+ * are plain numbers (`vramtrace table` reads them); `-m`'s value stays
+ * when it is a plain word (python -m vllm...: the engine's name). Every
+ * other value, and any argument that is not a plain word or looks like a
+ * secret, becomes "***". */
+static const char *const redact_keep[] = {
+        "--max-model-len", "--max-num-seqs", "--max-num-batched-tokens",
+        "--gpu-memory-utilization", "--tensor-parallel-size", "-tp",
+        "--pipeline-parallel-size", "-pp", "--data-parallel-size", "-dp",
+        "--context-length", "--max-running-requests", "--max-total-tokens",
+        "--mem-fraction-static", "--tp", "--tp-size", "--dp", "--dp-size",
+        "-c", "--ctx-size", "-np", "--parallel", "-ngl", "--n-gpu-layers",
+        "--gpu-layers", "-b", "--batch-size", "-ub", "--ubatch-size",
+        "--max-concurrent-requests", "--num-shard", "--cuda-memory-fraction",
+        "--max-batch-size", "--max-seq-len", "--max-num-tokens",
+        "--max-input-length", "--kv-cache-free-gpu-memory-fraction",
+};
+
+static int redact_secretish(const char *s, size_t n)
+{
+	static const char *const words[] = {
+	        "token", "password", "passwd", "secret", "bearer",
+	        "authorization", "apikey", "api_key", "credential"};
+	if (n >= 3 && !strncasecmp(s, "sk-", 3))
+		return 1;
+	for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+		size_t k = strlen(words[w]);
+		for (size_t i = 0; i + k <= n; i++)
+			if (!strncasecmp(s + i, words[w], k))
+				return 1;
+	}
+	return 0;
+}
+
+/* A letter, then letters, '_', '.', '-' (no digits, '/', ':', '='). */
+static int redact_word(const char *s, size_t n)
+{
+	if (!n || n > 64 || (s[0] | 32) < 'a' || (s[0] | 32) > 'z')
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c | 32) >= 'a' && (c | 32) <= 'z') && c != '_' &&
+		    c != '.' && c != '-')
+			return 0;
+	}
+	return !redact_secretish(s, n);
+}
+
+static int redact_flag_name(const char *s, size_t n)
+{
+	size_t d = n > 1 && s[1] == '-' ? 2 : 1;
+	if (n <= d || n > 64)
+		return 0;
+	for (size_t i = d; i < n; i++) {
+		char c = s[i];
+		if (!((c | 32) >= 'a' && (c | 32) <= 'z') &&
+		    !(c >= '0' && c <= '9' && i > d) && c != '_' && c != '-' &&
+		    c != '.')
+			return 0;
+	}
+	return !(n - d >= 3 && !strncasecmp(s + d, "sk-", 3));
+}
+
+static int redact_number(const char *s, size_t n)
+{
+	if (!n || n > 24)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("0123456789.eE+-kKmMgG", s[i]))
+			return 0;
+	return s[0] >= '0' && s[0] <= '9';
+}
+
+static int redact_keeps(const char *flag, size_t fl, const char *v, size_t vl)
+{
+	if (fl == 2 && !memcmp(flag, "-m", 2))
+		return redact_word(v, vl);
+	for (size_t i = 0; i < sizeof(redact_keep) / sizeof(redact_keep[0]);
+	     i++)
+		if (strlen(redact_keep[i]) == fl &&
+		    !memcmp(redact_keep[i], flag, fl))
+			return redact_number(v, vl);
+	return 0;
+}
+
+/* Writes the NUL-separated arguments of cmd[0..clen) to out, redacted;
+ * returns the bytes written. out needs 2 * clen + 4 bytes: "***" can
+ * replace a 1-byte argument. clen ends with a NUL. */
+static size_t redact_args(const char *cmd, size_t clen, char *out)
+{
+	size_t o = 0;
+	const char *flag = NULL;
+	size_t fl = 0;
+	for (size_t i = 0, k = 0; i < clen; k++) {
+		const char *a = cmd + i;
+		size_t n = strnlen(a, clen - i);
+		i += n + 1;
+		const char *eq = memchr(a, '=', n);
+		if (k == 0) {
+			memcpy(out + o, a, n);
+			o += n;
+		} else if (a[0] == '-' && n > 1 && !redact_number(a + 1, n - 1)) {
+			size_t nl = eq ? (size_t)(eq - a) : n;
+			if (!redact_flag_name(a, nl)) {
+				memcpy(out + o, "***", 3);
+				o += 3;
+				flag = NULL;
+			} else {
+				memcpy(out + o, a, nl);
+				o += nl;
+				if (eq) {
+					const char *v = eq + 1;
+					size_t vl = n - nl - 1;
+					out[o++] = '=';
+					int keep = redact_keeps(a, nl, v, vl);
+					memcpy(out + o, keep ? v : "***",
+					       keep ? vl : 3);
+					o += keep ? vl : 3;
+					flag = NULL;
+				} else {
+					flag = a;
+					fl = nl;
+				}
+			}
+		} else {
+			int keep = flag ? redact_keeps(flag, fl, a, n)
+			                : redact_word(a, n);
+			memcpy(out + o, keep ? a : "***", keep ? n : 3);
+			o += keep ? n : 3;
+			flag = NULL;
+		}
+		out[o++] = 0;
+	}
+	return o;
+}
+
 static void stage_header(uint64_t wall_ns, uint64_t mono_ns)
 {
 	uint8_t *p = malloc(VRT_REC_MAX_PAYLOAD);
@@ -170,6 +309,20 @@ static void stage_header(uint64_t wall_ns, uint64_t mono_ns)
 			       (r = read(cfd, cmd + clen, 32767 - clen)) > 0)
 				clen += (size_t)r;
 			close(cfd);
+		}
+	}
+	if (cmd && clen && cmd[clen - 1] != 0)
+		cmd[clen++] = 0;
+	if (cmd && clen && vrt_options_int(VRT_OPT_REDACT)) {
+		/* "***" plus its NUL can outgrow a 1-byte argument ("a\0"
+		 * becomes "***\0"): room for twice the input is enough. */
+		char *red = malloc(2 * clen + 4);
+		if (red) {
+			clen = redact_args(cmd, clen, red);
+			free(cmd);
+			cmd = red;
+		} else {
+			clen = 0; /* never store what was asked to be hidden */
 		}
 	}
 	uint64_t argc = 0;

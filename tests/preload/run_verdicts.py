@@ -24,8 +24,14 @@ other_processes 30 GiB held by PID 4242 (FAKECUDA_USED, fake NVML): the
                 57.5 GiB KV reserve fails 21.5 GiB short
 none            defaults: everything fits, 512 MiB headroom
 
+--runtime hip runs the same scenarios with serve_sim --runtime hip against
+the fake HIP runtime (FAKEHIP_* instead of FAKECUDA_*) and expects the same
+verdict, detail, stage and evidence numbers, on devices of vendor "hip".
+AMD has no NVML: other_processes sees the 30 GiB (FAKEHIP_USED) through the
+runtime's free/total, without a PID.
+
 Usage: run_verdicts.py --vramtrace EXE --preload LIB --fake-dir DIR
-                       --serve-sim EXE --tmp-root DIR
+                       --serve-sim EXE --tmp-root DIR [--runtime cuda|hip]
 Exit 0 pass, 1 fail (what differed is printed).
 """
 import argparse
@@ -62,17 +68,31 @@ def kv_reserve(util, total, weights, profile):
     return int(util * total - weights - profile)
 
 
+def fake_env(args, env_extra):
+    """The scenario's fake-driver settings, written FAKECUDA_*; on HIP
+    they go to the fake HIP runtime's FAKEHIP_* and NVML's are dropped."""
+    env = {"FAKECUDA_MEM": "80G"}
+    env.update(env_extra)
+    if args.runtime == "cuda":
+        return env
+    return {k.replace("FAKECUDA_", "FAKEHIP_"): v for k, v in env.items()
+            if not k.startswith("FAKENVML_")}
+
+
 def scenario(args, tmp, name, env_extra, sim_args, exit_code):
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
         "LD_LIBRARY_PATH", "")
     env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
     env.pop("VRAMTRACE_OUT", None)
-    env["FAKECUDA_MEM"] = "80G"
-    env.update(env_extra)
+    for k in list(env):
+        if k.startswith(("FAKECUDA_", "FAKEHIP_", "FAKENVML_")):
+            del env[k]
+    env.update(fake_env(args, env_extra))
     out = os.path.join(tmp, name)
     run([args.vramtrace, "record", "-o", out, "--", args.serve_sim,
-         "serve", "sim-model"] + sim_args, env, ok_codes=(exit_code,))
+         "serve", "sim-model"] + sim_args + ["--runtime", args.runtime],
+        env, ok_codes=(exit_code,))
     rep = json.loads(run([args.vramtrace, "analyze", "--format", "json",
                           out], env))
     text = run([args.vramtrace, "analyze", out], env)
@@ -88,6 +108,16 @@ def scenario(args, tmp, name, env_extra, sim_args, exit_code):
         check(key in d, f"{name}: diagnosis has '{key}'")
     check(any("vramtrace compare" in v for v in d.get("verify", [])),
           f"{name}: verify names vramtrace compare")
+    devs = rep.get("devices", [])
+    name_prefix = "Fake AMD GPU" if args.runtime == "hip" else "Fake GPU"
+    check(devs and all(x.get("vendor") == args.runtime and
+                       (x.get("name") or "").startswith(name_prefix)
+                       for x in devs),
+          f"{name}: devices are {args.runtime} ones (got "
+          f"{[(x.get('vendor'), x.get('name')) for x in devs]})")
+    if args.runtime == "hip":
+        check("CUDA" not in text and "cuMem" not in text,
+              f"{name}: no CUDA wording in a HIP run's report")
     return d, ev
 
 
@@ -114,9 +144,12 @@ def main():
     for o in ("--vramtrace", "--preload", "--fake-dir", "--serve-sim",
               "--tmp-root"):
         ap.add_argument(o, required=True)
+    ap.add_argument("--runtime", choices=("cuda", "hip"), default="cuda")
     args = ap.parse_args()
+    hip = args.runtime == "hip"
     os.makedirs(args.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="verdicts-", dir=args.tmp_root)
+    tmp = tempfile.mkdtemp(prefix=f"verdicts-{args.runtime}-",
+                           dir=args.tmp_root)
     util = ["--gpu-memory-utilization", "0.9"]
     try:
         layer = 100 * GIB // 32
@@ -195,15 +228,18 @@ def main():
                           "FAKENVML_PROCS": "0:4242:30G",
                           "VRAMTRACE_SAMPLE_MS": "10"},
                          util + ["--load-ms", "200"], 3)
+        numbers = {"requested_bytes": kv,
+                   "free_bytes": 36 * GIB,
+                   "other_processes_bytes": 30 * GIB,
+                   "shortfall_bytes": kv - 36 * GIB}
+        if not hip:
+            numbers["other_pid"] = 4242
         expect("other_processes", d, ev, "other_processes", "device_shared",
-               "load", 0,
-               {"requested_bytes": kv,
-                "free_bytes": 36 * GIB,
-                "other_processes_bytes": 30 * GIB,
-                "other_pid": 4242,
-                "shortfall_bytes": kv - 36 * GIB})
-        check(d.get("other_pids") == [4242],
-              f"other_processes: PID 4242 named (got {d.get('other_pids')})")
+               "load", 0, numbers)
+        pids = [] if hip else [4242]
+        check(d.get("other_pids", []) == pids,
+              f"other_processes: PIDs {pids} named (got "
+              f"{d.get('other_pids')})")
         check(not any("kill" in a for a in d.get("actions", [])),
               "other_processes: never suggests killing them")
 

@@ -1,0 +1,158 @@
+/*
+ * Fuzz target for trace decoding and everything downstream of it: the
+ * input is one trace file's bytes (zstd frames of records). It is decoded
+ * with vrt_load_buffer, ordered with vrt_load_finish, attributed to phases
+ * with the built-in rules, replayed, diagnosed, and written in every report
+ * format to /dev/null, so a malformed trace that decodes reaches each
+ * consumer of the trace as `vramtrace analyze` would. The contract under
+ * test is "any input: a status or a report, never a crash, an out-of-bounds
+ * access or undefined behaviour".
+ *
+ * An input that does not start with the zstd magic is taken twice: as is
+ * (the loader must refuse it) and as the content of one zstd frame the
+ * target compresses itself, so mutations of raw records reach the record
+ * decoder instead of failing the frame checksum. The corpus holds both
+ * kinds: whole trace files and decompressed record streams.
+ *
+ * Built two ways: with libFuzzer (clang -fsanitize=fuzzer) as fuzz_trace,
+ * and with VRT_FUZZ_REPLAY as a plain program that runs each file named on
+ * its command line once (the corpus replay of the default test suite).
+ * Single-threaded; the only state kept across inputs is the /dev/null
+ * stream and the rules.
+ */
+#include "attrib.h"
+#include "diagnose.h"
+#include "load.h"
+#include "replay.h"
+#include "report.h"
+#include "rules.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void run_one(const uint8_t *data, size_t size)
+{
+	static FILE *devnull;
+	static struct vrt_rules *rules;
+	struct vrt_trace t;
+	struct vrt_replay r;
+	struct vrt_load_error err;
+	struct vrt_diagnosis *dg = NULL;
+
+	if (!devnull)
+		devnull = fopen("/dev/null", "we");
+	if (!rules)
+		rules = vrt_rules_new_builtin();
+	if (!devnull || !rules)
+		abort();
+	memset(&t, 0, sizeof(t));
+	memset(&r, 0, sizeof(r));
+	memset(&err, 0, sizeof(err));
+	enum vrt_load_status st =
+	        vrt_load_buffer(&t, "fuzz.vtrace", data, size, &err);
+	if (st != VRT_LOAD_OK) {
+		/* A failure names its status and says what went wrong. */
+		if (st != err.status || !err.msg[0] ||
+		    !memchr(err.msg, 0, sizeof(err.msg)))
+			abort();
+		goto out;
+	}
+	if (vrt_load_finish(&t))
+		goto out;
+	/* Every site, so the folded report has what it needs. */
+	r.top_sites = SIZE_MAX;
+	if (vrt_attrib_run(&t, rules) || vrt_replay_run(&r, &t))
+		goto out;
+	dg = malloc(sizeof(*dg));
+	if (!dg)
+		goto out;
+	vrt_diagnose_run(dg, &t, &r, NULL);
+	vrt_report_text_write(devnull, &t, &r, dg);
+	vrt_report_json_write(devnull, &t, &r, dg);
+	vrt_report_html_write(devnull, &t, &r, dg);
+	vrt_report_perfetto_write(devnull, &t, &r);
+	(void)vrt_report_folded_write(devnull, &t, &r);
+	/* Reports without a diagnosis take other paths. */
+	vrt_report_text_write(devnull, &t, &r, NULL);
+	fflush(devnull);
+out:
+	free(dg);
+	vrt_replay_free(&r);
+	vrt_load_free(&t);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const uint8_t magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+
+	run_one(data, size);
+	if (size >= sizeof(magic) && !memcmp(data, magic, sizeof(magic)))
+		return 0;
+	size_t cap = ZSTD_compressBound(size);
+	uint8_t *z = malloc(cap);
+	if (!z)
+		return 0;
+	size_t n = ZSTD_compress(z, cap, data, size, 1);
+	if (!ZSTD_isError(n))
+		run_one(z, n);
+	free(z);
+	return 0;
+}
+
+#ifdef VRT_FUZZ_REPLAY
+#include <dirent.h>
+#include <sys/stat.h>
+
+static int replay_file(const char *path)
+{
+	static uint8_t buf[1 << 22];
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		fprintf(stderr, "fuzz_trace: %s: cannot open\n", path);
+		return 1;
+	}
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	LLVMFuzzerTestOneInput(buf, n);
+	return 0;
+}
+
+/* Each argument is a file, or a directory whose files are all run (in name
+ * order, so a failure is reproducible). */
+int main(int argc, char **argv)
+{
+	int rc = 0;
+
+	for (int i = 1; i < argc; i++) {
+		struct stat st;
+		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			struct dirent **ents;
+			int n = scandir(argv[i], &ents, NULL, alphasort);
+			if (n < 0) {
+				fprintf(stderr, "fuzz_trace: %s: cannot list\n",
+				        argv[i]);
+				return 1;
+			}
+			for (int j = 0; j < n; j++) {
+				char path[4096];
+				if (ents[j]->d_name[0] != '.') {
+					snprintf(path, sizeof(path), "%s/%s",
+					         argv[i], ents[j]->d_name);
+					rc |= replay_file(path);
+				}
+				free(ents[j]);
+			}
+			free(ents);
+		} else {
+			rc |= replay_file(argv[i]);
+		}
+	}
+	return rc;
+}
+#endif

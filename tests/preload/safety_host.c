@@ -1,0 +1,322 @@
+/*
+ * safety_host — a host program for run_safety.py: each mode stresses one
+ * way a real program can treat the preload badly. The driver is reached
+ * only through dlopen("libcuda.so.1") + dlsym, so dlclose can really
+ * unload it.
+ *
+ *   fill N          N alloc/free pairs of varied sizes, then exit 3
+ *   basic N         N allocations of 1 MiB, freed; exit 0
+ *   gated N         reads one line from stdin first, then as basic; then
+ *                   sleeps 300 ms (the control socket exists meanwhile)
+ *   threads         64 threads allocating while 256 short-lived threads
+ *                   allocate once and exit; prints "allocs N"
+ *   fork            8 allocating threads; the main thread forks 5 times,
+ *                   each child makes 3 allocations and exits; prints
+ *                   "child PID" for each
+ *   exitrace        8 threads allocating without end; exit(7) after 20 ms
+ *   dlreopen        3 times: dlopen, cuInit, alloc, free, dlclose
+ *   rtldnext        dlopen(RTLD_GLOBAL), then 2 allocations through
+ *                   dlsym(RTLD_NEXT, "cuMemAlloc_v2")
+ *   crash LOG MS HOW    allocations of 1 MiB (freed) one at a time, each
+ *                   logged to LOG as "A <seq> <CLOCK_MONOTONIC ns>" once it
+ *                   returned; every 20 a pause of 100 ms. After MS ms a
+ *                   thread logs "K <ns>" and does HOW: segv, abort or wait
+ *                   (to be killed from outside)
+ *   oomdie HOW      5 allocations of 1 MiB, then one of 1 TiB that fails;
+ *                   right after the error: kill, segv or abort
+ *   secure PRELOAD  prints "secure N" (AT_SECURE), dlopens PRELOAD, exit 0
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef unsigned long long devptr;
+typedef int (*init_fn)(unsigned);
+typedef int (*alloc_fn)(devptr *, size_t);
+typedef int (*free_fn)(devptr);
+typedef int (*retain_fn)(void **, int);
+typedef int (*setctx_fn)(void *);
+
+static void *lib;
+static alloc_fn mem_alloc;
+static free_fn mem_free;
+static setctx_fn set_ctx;
+static void *ctx; /* the primary context: current per thread */
+
+#define MIB (1024ull * 1024ull)
+
+static void die(const char *what)
+{
+	fprintf(stderr, "safety_host: %s\n", what);
+	exit(1);
+}
+
+static void load(int flags)
+{
+	lib = dlopen("libcuda.so.1", flags);
+	if (!lib)
+		die(dlerror());
+	init_fn init = (init_fn)dlsym(lib, "cuInit");
+	retain_fn retain = (retain_fn)dlsym(lib, "cuDevicePrimaryCtxRetain");
+	set_ctx = (setctx_fn)dlsym(lib, "cuCtxSetCurrent");
+	mem_alloc = (alloc_fn)dlsym(lib, "cuMemAlloc_v2");
+	mem_free = (free_fn)dlsym(lib, "cuMemFree_v2");
+	if (!init || !retain || !set_ctx || !mem_alloc || !mem_free ||
+	    init(0) || retain(&ctx, 0) || set_ctx(ctx))
+		die("driver set-up failed");
+}
+
+static void one(size_t n)
+{
+	devptr p;
+	if (mem_alloc(&p, n) || mem_free(p))
+		die("alloc/free failed");
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static atomic_long allocs;
+static atomic_int stop;
+
+static void *alloc_loop(void *arg)
+{
+	long n = (long)(intptr_t)arg;
+	set_ctx(ctx);
+	for (long i = 0; (n == 0 || i < n) && !atomic_load(&stop); i++) {
+		one(4096 + (size_t)(i % 7) * 4096);
+		atomic_fetch_add(&allocs, 1);
+	}
+	return NULL;
+}
+
+static void *alloc_once(void *arg)
+{
+	(void)arg;
+	set_ctx(ctx);
+	one(MIB);
+	atomic_fetch_add(&allocs, 1);
+	return NULL;
+}
+
+static int mode_threads(void)
+{
+	pthread_t t[64];
+	for (int i = 0; i < 64; i++)
+		if (pthread_create(&t[i], NULL, alloc_loop,
+		                   (void *)(intptr_t)500))
+			die("pthread_create");
+	for (int i = 0; i < 256; i++) {
+		pthread_t s;
+		if (pthread_create(&s, NULL, alloc_once, NULL))
+			die("pthread_create");
+		if (i % 2)
+			pthread_detach(s);
+		else
+			pthread_join(s, NULL);
+	}
+	for (int i = 0; i < 64; i++)
+		pthread_join(t[i], NULL);
+	/* Detached ones may still be running: wait for their count. */
+	for (int i = 0; i < 500 && atomic_load(&allocs) < 64 * 500 + 256; i++)
+		usleep(10000);
+	printf("allocs %ld\n", atomic_load(&allocs));
+	return 0;
+}
+
+static int mode_fork(void)
+{
+	pthread_t t[8];
+	for (int i = 0; i < 8; i++)
+		pthread_create(&t[i], NULL, alloc_loop, (void *)(intptr_t)0);
+	for (int k = 0; k < 5; k++) {
+		usleep(5000);
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (pid == 0) {
+			for (int i = 0; i < 3; i++)
+				one(MIB);
+			exit(0);
+		}
+		printf("child %d\n", (int)pid);
+		int st;
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+		    WEXITSTATUS(st))
+			die("child failed");
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+static int mode_exitrace(void)
+{
+	pthread_t t;
+	for (int i = 0; i < 8; i++)
+		pthread_create(&t, NULL, alloc_loop, (void *)(intptr_t)0);
+	usleep(20000);
+	exit(7);
+}
+
+static int mode_dlreopen(void)
+{
+	for (int k = 0; k < 3; k++) {
+		load(RTLD_NOW | RTLD_LOCAL);
+		one(MIB);
+		if (dlclose(lib))
+			die("dlclose");
+	}
+	return 0;
+}
+
+static int mode_rtldnext(void)
+{
+	load(RTLD_NOW | RTLD_GLOBAL);
+	alloc_fn next = (alloc_fn)dlsym(RTLD_NEXT, "cuMemAlloc_v2");
+	if (!next)
+		die("dlsym(RTLD_NEXT, cuMemAlloc_v2) found nothing");
+	for (int i = 0; i < 2; i++) {
+		devptr p;
+		if (next(&p, MIB) || mem_free(p))
+			die("alloc through RTLD_NEXT failed");
+	}
+	return 0;
+}
+
+static int log_fd = -1;
+static long crash_ms;
+static const char *crash_how;
+
+static void log_line(const char *s)
+{
+	size_t n = strlen(s);
+	if (write(log_fd, s, n) != (ssize_t)n)
+		die("log write");
+}
+
+static void fault(const char *how)
+{
+	static int *volatile nowhere;
+	if (!strcmp(how, "segv"))
+		*nowhere = 1;
+	else if (!strcmp(how, "abort"))
+		abort();
+	else if (!strcmp(how, "kill"))
+		kill(getpid(), SIGKILL);
+}
+
+static void *crasher(void *arg)
+{
+	(void)arg;
+	usleep((useconds_t)crash_ms * 1000);
+	char line[64];
+	snprintf(line, sizeof(line), "K %llu\n", (unsigned long long)now_ns());
+	log_line(line);
+	fault(crash_how);
+	return NULL;
+}
+
+static int mode_crash(const char *path)
+{
+	log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (log_fd < 0)
+		die("log open");
+	pthread_t t;
+	pthread_create(&t, NULL, crasher, NULL);
+	uint64_t end = now_ns() + 10000000000ull;
+	for (long i = 1; now_ns() < end; i++) {
+		one(MIB);
+		char line[64];
+		snprintf(line, sizeof(line), "A %ld %llu\n", i,
+		         (unsigned long long)now_ns());
+		log_line(line);
+		if (i % 20 == 0)
+			usleep(100000);
+	}
+	return 0;
+}
+
+static int mode_oomdie(const char *how)
+{
+	load(RTLD_NOW);
+	for (int i = 0; i < 5; i++) {
+		devptr p;
+		if (mem_alloc(&p, MIB))
+			die("alloc");
+	}
+	devptr p;
+	if (mem_alloc(&p, 1ull << 40) == 0)
+		die("the 1 TiB allocation succeeded");
+	fault(how);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2)
+		die("usage: safety_host MODE [ARGS]");
+	const char *m = argv[1];
+	if (!strcmp(m, "secure") && argc > 2) {
+		printf("secure %lu\n", getauxval(AT_SECURE));
+		if (!dlopen(argv[2], RTLD_NOW))
+			die(dlerror());
+		return 0;
+	}
+	if (!strcmp(m, "oomdie") && argc > 2)
+		return mode_oomdie(argv[2]);
+	if (!strcmp(m, "dlreopen"))
+		return mode_dlreopen();
+	if (!strcmp(m, "rtldnext"))
+		return mode_rtldnext();
+	load(RTLD_NOW);
+	if (!strcmp(m, "fill") && argc > 2) {
+		long n = atol(argv[2]);
+		unsigned r = 12345;
+		for (long i = 0; i < n; i++) {
+			r = r * 1103515245u + 12345u;
+			one(4096 + (r >> 8) % (64 * MIB));
+		}
+		return 3;
+	}
+	if ((!strcmp(m, "basic") || !strcmp(m, "gated")) && argc > 2) {
+		if (m[0] == 'g') {
+			char buf[16];
+			if (!fgets(buf, sizeof(buf), stdin))
+				die("no go line");
+		}
+		for (long i = 0; i < atol(argv[2]); i++)
+			one(MIB);
+		if (m[0] == 'g')
+			usleep(300000);
+		return 0;
+	}
+	if (!strcmp(m, "threads"))
+		return mode_threads();
+	if (!strcmp(m, "fork"))
+		return mode_fork();
+	if (!strcmp(m, "exitrace"))
+		return mode_exitrace();
+	if (!strcmp(m, "crash") && argc > 4) {
+		crash_ms = atol(argv[3]);
+		crash_how = argv[4];
+		return mode_crash(argv[2]);
+	}
+	die("unknown mode");
+}
