@@ -372,7 +372,9 @@ static int diff_sites(struct vrt_diff *d, const struct vrt_trace *ta,
 		i += c <= 0;
 		j += c >= 0;
 	}
-	qsort(d->sites, d->nsites, sizeof(*d->sites), cmp_site);
+	/* qsort's base must not be NULL, even for zero elements. */
+	if (d->nsites)
+		qsort(d->sites, d->nsites, sizeof(*d->sites), cmp_site);
 	rc = 0;
 out:
 	rows_free(va, na);

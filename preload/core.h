@@ -210,6 +210,10 @@ int vrt_sampler_start(int interval_ms, int use_nvml);
 /* Stops it, waiting at most one interval. Idempotent. */
 void vrt_sampler_stop(void);
 /* In a forked child: the thread does not exist here. */
+/* fork: the prepare handler waits for the sampler to leave NVML (taken
+ * before every other vramtrace lock: the sampler records while in it). */
+void vrt_sampler_before_fork(void);
+void vrt_sampler_after_fork_parent(void);
 void vrt_sampler_after_fork_child(void);
 
 /* ---- symbols.c -------------------------------------------------------- */

@@ -211,6 +211,7 @@ void vrt_entry_exec_failed(void)
 
 static void before_fork(void)
 {
+	vrt_sampler_before_fork();
 	pthread_mutex_lock(&start_mu);
 	vrt_writer_before_fork();
 	vrt_stack_before_fork();
@@ -223,6 +224,7 @@ static void after_fork_parent(void)
 	vrt_stack_after_fork_parent();
 	vrt_writer_after_fork_parent();
 	pthread_mutex_unlock(&start_mu);
+	vrt_sampler_after_fork_parent();
 }
 
 static void after_fork_child(void)

@@ -57,6 +57,10 @@ static struct {
 } nvml;
 
 static pthread_mutex_t s_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Held by the sampler thread while it is inside NVML, and by fork's
+ * prepare handler: a child must never inherit NVML's own locks taken by
+ * a thread that does not exist there (its sampler would wait forever). */
+static pthread_mutex_t nvml_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t s_cv;
 static pthread_t thread;
 static int running, stopping, exited, interval;
@@ -206,14 +210,18 @@ static void sample_devices(void)
 static void *sampler_main(void *arg)
 {
 	(void)arg;
+	pthread_mutex_lock(&nvml_mu);
 	if (want_nvml)
 		nvml_open();
+	pthread_mutex_unlock(&nvml_mu);
 	for (;;) {
 		if (!vrt_capture_on())
 			break;
 		sample_host();
+		pthread_mutex_lock(&nvml_mu);
 		if (nvml.init)
 			sample_devices();
+		pthread_mutex_unlock(&nvml_mu);
 		struct timespec deadline;
 		vrt_tbuf_deadline(&deadline, interval);
 		pthread_mutex_lock(&s_mu);
@@ -287,8 +295,19 @@ void vrt_sampler_stop(void)
 		pthread_detach(thread);
 }
 
+void vrt_sampler_before_fork(void)
+{
+	pthread_mutex_lock(&nvml_mu);
+}
+
+void vrt_sampler_after_fork_parent(void)
+{
+	pthread_mutex_unlock(&nvml_mu);
+}
+
 void vrt_sampler_after_fork_child(void)
 {
+	pthread_mutex_init(&nvml_mu, NULL);
 	pthread_mutex_init(&s_mu, NULL);
 	running = 0;
 	stopping = 0;

@@ -180,5 +180,7 @@ int main(int argc, char **argv)
 	}
 	if (resolve_all(&f0, 0) || resolve_all(&f1, 2))
 		return 1;
-	return hwl_main(n, args, &f0, &f1);
+	int rc = hwl_main(n, args, &f0, &f1);
+	free(args);
+	return rc;
 }

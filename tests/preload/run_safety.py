@@ -161,8 +161,9 @@ def disk_full(c):
     check(len(t) == 1, f"disk full: one trace file (got {t})")
     if t:
         rc, rep = c.analyze(t[0])
-        check(rc == 0 and rep.get("run", {}).get("truncated") is True
-              and dev_allocs(rep) > 0,
+        # How many allocations made it depends on where the disk filled
+        # (a first frame larger than 64 KiB leaves only the header).
+        check(rc == 0 and rep.get("run", {}).get("truncated") is True,
               f"disk full: the trace so far analyzes (exit {rc}, "
               f"{dev_allocs(rep)} allocations, truncated "
               f"{rep.get('run', {}).get('truncated')})")
