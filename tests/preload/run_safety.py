@@ -58,7 +58,9 @@ import tempfile
 import time
 
 FLUSH_MS = 50
-MARGIN_MS = 150
+# The writer must also get the CPU to flush: on a loaded 2-core machine
+# its wake-up can lag by a few hundred ms, which is scheduling, not loss.
+MARGIN_MS = 400
 failures = []
 
 
@@ -85,6 +87,13 @@ class Ctx:
             e["LD_PRELOAD"] = os.path.abspath(self.a.preload)
             e["VRAMTRACE_OUT"] = out
             e["VRAMTRACE_FLUSH_MS"] = str(FLUSH_MS)
+        if "ASAN_OPTIONS" in e:
+            # ASan build (./build.sh sanitize): LeakSanitizer's exit-time
+            # scan stops every thread with ptrace, which crashes when
+            # threads race exit() and cannot run in a setuid process, and
+            # a dlclose'd driver's own memory reads as leaked. These hosts
+            # run without the leak check; ASan's other checks stay on.
+            e["ASAN_OPTIONS"] += ":detect_leaks=0"
         e.update(extra or {})
         return e
 
