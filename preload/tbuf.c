@@ -244,8 +244,13 @@ static struct vrt_tbuf *tbuf_self(void)
 	if (!t)
 		return NULL;
 	t->tid = (pid_t)syscall(SYS_gettid);
+	/* Under the lock: the writer may be sweeping this tbuf right now
+	 * (a recycled one stays on tbuf_list), and it reads cur only with
+	 * the lock held. */
+	spin_lock(&t->lock);
 	t->cur = NULL;
 	t->last_ts = 0;
+	spin_unlock(&t->lock);
 	my_tb = t;
 	if (vrt_tbuf_on_claim)
 		vrt_tbuf_on_claim();
