@@ -42,6 +42,7 @@
 #define STAGE_BYTES (256u * 1024u)
 #define MAX_DEVICES 64
 
+static pthread_mutex_t pass_mu = PTHREAD_MUTEX_INITIALIZER; /* a pass */
 static pthread_mutex_t w_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t w_cv; /* CLOCK_MONOTONIC, set up by start */
 static uint64_t req_seq, done_seq;
@@ -443,7 +444,12 @@ static void *writer_main(void *arg)
 		uint64_t seq = req_seq;
 		int stop = stop_req;
 		pthread_mutex_unlock(&w_mu);
+		/* A pass may allocate (symbol names, zstd): fork waits for it
+		 * to finish, so a child never inherits an allocator lock held
+		 * by this thread (glibc's malloc copes; others may not). */
+		pthread_mutex_lock(&pass_mu);
 		pass(stop);
+		pthread_mutex_unlock(&pass_mu);
 		if (seq != done_seq && !failed && fdatasync(fd) < 0 &&
 		    errno != EINVAL && errno != EROFS)
 			fail("fdatasync", errno);
@@ -621,16 +627,19 @@ void vrt_writer_stop(int timeout_ms)
 
 void vrt_writer_before_fork(void)
 {
+	pthread_mutex_lock(&pass_mu);
 	pthread_mutex_lock(&w_mu);
 }
 
 void vrt_writer_after_fork_parent(void)
 {
 	pthread_mutex_unlock(&w_mu);
+	pthread_mutex_unlock(&pass_mu);
 }
 
 void vrt_writer_after_fork_child(void)
 {
+	pthread_mutex_init(&pass_mu, NULL);
 	pthread_mutex_init(&w_mu, NULL);
 	vrt_tbuf_cond_init(&w_cv);
 	/* The parent's writer thread does not exist here and its compression
