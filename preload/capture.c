@@ -10,7 +10,9 @@
  */
 #include "core.h"
 
+#include <sched.h>
 #include <stddef.h>
+#include <time.h>
 
 _Atomic int vrt_state;
 static _Atomic(const char *) fail_reason;
@@ -25,4 +27,23 @@ void vrt_capture_fail(const char *reason)
 const char *vrt_capture_fail_reason(void)
 {
 	return atomic_load(&fail_reason);
+}
+
+void vrt_capture_thread_started(_Atomic int *flag)
+{
+	atomic_store(flag, 1);
+}
+
+void vrt_capture_wait_started(_Atomic int *flag)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!atomic_load(flag)) {
+		sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec -
+		            t0.tv_nsec >
+		    200000000L)
+			return; /* a slow start only loses the guarantee */
+	}
 }

@@ -34,7 +34,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define POLL_MS 200
+#define POLL_MS      200
 #define LINE_MAX_LEN 512
 
 static pthread_t thread;
@@ -97,8 +97,9 @@ static void status(int fd)
 	do {                                                                   \
 		int k_ = snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__);      \
 		if (k_ > 0)                                                    \
-			n += (size_t)k_ < sizeof(buf) - n ? (size_t)k_         \
-			                                  : sizeof(buf) - n - 1; \
+			n += (size_t)k_ < sizeof(buf) - n                      \
+			             ? (size_t)k_                              \
+			             : sizeof(buf) - n - 1;                    \
 	} while (0)
 	PUT("{\"pid\":%d,\"ppid\":%d,\"state\":\"%s\",\"events\":%llu,"
 	    "\"dropped\":%llu,\"inflight\":%llu,\"ooms\":%llu,"
@@ -113,7 +114,8 @@ static void status(int fd)
 	for (int d = 0; d < st.ndev; d++) {
 		PUT("%s{\"id\":%d,\"vendor\":\"%s\",\"live_bytes\":%llu,"
 		    "\"phases\":{",
-		    d ? "," : "", st.dev[d].device, vendor_name(st.dev[d].vendor),
+		    d ? "," : "", st.dev[d].device,
+		    vendor_name(st.dev[d].vendor),
 		    (unsigned long long)st.dev[d].bytes);
 		int first = 1;
 		for (unsigned p = 0; p < VRT_LIVE_PHASES; p++) {
@@ -192,8 +194,11 @@ static void serve(int fd)
 		command(fd, line);
 }
 
+static _Atomic int thread_started;
+
 static void *control_main(void *arg)
 {
+	vrt_capture_thread_started(&thread_started);
 	(void)arg;
 	/* Not a hook: but the commands reach the core as if from one, and
 	 * our own socket calls (close) must not be recorded. */
@@ -238,8 +243,11 @@ int vrt_control_start(const char *dir)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_store(&thread_started, 0);
 	err = -pthread_create(&thread, NULL, control_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err)
+		vrt_capture_wait_started(&thread_started);
 	if (err) {
 		close(listen_fd);
 		listen_fd = -1;

@@ -74,6 +74,12 @@ static inline int vrt_capture_on(void)
 	       VRT_STATE_ON;
 }
 
+/* Helper threads (writer, sampler, control, metrics) set *flag first
+ * thing; their starter waits for it (bounded, 200 ms), so no thread of
+ * ours is still being set up by the runtime when the host forks next. */
+void vrt_capture_thread_started(_Atomic int *flag);
+void vrt_capture_wait_started(_Atomic int *flag);
+
 /* Stops capture for good and keeps the first reason (a static string) for
  * the one warning printed at exit. Safe from any thread. */
 void vrt_capture_fail(const char *reason);
@@ -94,7 +100,7 @@ struct vrt_ev {
 	uint64_t phase; /* encoded phase (trace_format.h), 0 unattributed */
 	uint64_t addr, size, aux, offset, handle;
 	uint64_t free_bytes, total_bytes;
-	const char *text; /* MARK label, PROC path; cut to VRT_EV_TEXT_MAX */
+	const char *text;    /* MARK label, PROC path; cut to VRT_EV_TEXT_MAX */
 	const uint8_t *blob; /* SAMPLE: the encoded payload after dts */
 	uint32_t blob_len;   /* at most VRT_EV_BLOB_MAX (longer: dropped) */
 };

@@ -382,8 +382,11 @@ static int open_listener(void)
 	return fd;
 }
 
+static _Atomic int thread_started;
+
 static void *metrics_main(void *arg)
 {
+	vrt_capture_thread_started(&thread_started);
 	(void)arg;
 	/* Our socket calls go through the preload's own listen/accept/close
 	 * wrappers: this thread is never a hook's caller to record. */
@@ -452,8 +455,11 @@ int vrt_metrics_start(const char *run_dir)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_store(&thread_started, 0);
 	int err = pthread_create(&thread, NULL, metrics_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err)
+		vrt_capture_wait_started(&thread_started);
 	if (err) {
 		close(wake_fd);
 		wake_fd = -1;

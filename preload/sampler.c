@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #define MAX_DEVICES 64
-#define MAX_PROCS 64
+#define MAX_PROCS   64
 
 typedef int nvml_ret;
 typedef struct nvml_dev *nvml_device;
@@ -132,8 +132,8 @@ static int nvml_open(void)
 	if (!nvml.lib)
 		return -1;
 	nvml.init = (nvml_ret(*)(void))dlsym(nvml.lib, "nvmlInit_v2");
-	nvml.count =
-	        (nvml_ret(*)(unsigned *))dlsym(nvml.lib, "nvmlDeviceGetCount_v2");
+	nvml.count = (nvml_ret(*)(unsigned *))dlsym(nvml.lib,
+	                                            "nvmlDeviceGetCount_v2");
 	nvml.handle = (nvml_ret(*)(unsigned, nvml_device *))dlsym(
 	        nvml.lib, "nvmlDeviceGetHandleByIndex_v2");
 	nvml.uuid = (nvml_ret(*)(nvml_device, char *, unsigned))dlsym(
@@ -207,8 +207,11 @@ static void sample_devices(void)
 
 /* ---- the thread ---------------------------------------------------------- */
 
+static _Atomic int thread_started;
+
 static void *sampler_main(void *arg)
 {
+	vrt_capture_thread_started(&thread_started);
 	(void)arg;
 	pthread_mutex_lock(&nvml_mu);
 	if (want_nvml)
@@ -225,8 +228,9 @@ static void *sampler_main(void *arg)
 		struct timespec deadline;
 		vrt_tbuf_deadline(&deadline, interval);
 		pthread_mutex_lock(&s_mu);
-		while (!stopping && pthread_cond_timedwait(&s_cv, &s_mu,
-		                                           &deadline) != ETIMEDOUT)
+		while (!stopping &&
+		       pthread_cond_timedwait(&s_cv, &s_mu, &deadline) !=
+		               ETIMEDOUT)
 			;
 		int stop = stopping;
 		pthread_mutex_unlock(&s_mu);
@@ -258,8 +262,11 @@ int vrt_sampler_start(int interval_ms, int use_nvml)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_store(&thread_started, 0);
 	int err = pthread_create(&thread, NULL, sampler_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err)
+		vrt_capture_wait_started(&thread_started);
 	if (!err) {
 		pthread_setname_np(thread, "vramtrace-smp");
 		running = 1;

@@ -148,23 +148,50 @@ static void stage_record(unsigned type, const uint8_t *payload, size_t len)
  * other value, and any argument that is not a plain word or looks like a
  * secret, becomes "***". */
 static const char *const redact_keep[] = {
-        "--max-model-len", "--max-num-seqs", "--max-num-batched-tokens",
-        "--gpu-memory-utilization", "--tensor-parallel-size", "-tp",
-        "--pipeline-parallel-size", "-pp", "--data-parallel-size", "-dp",
-        "--context-length", "--max-running-requests", "--max-total-tokens",
-        "--mem-fraction-static", "--tp", "--tp-size", "--dp", "--dp-size",
-        "-c", "--ctx-size", "-np", "--parallel", "-ngl", "--n-gpu-layers",
-        "--gpu-layers", "-b", "--batch-size", "-ub", "--ubatch-size",
-        "--max-concurrent-requests", "--num-shard", "--cuda-memory-fraction",
-        "--max-batch-size", "--max-seq-len", "--max-num-tokens",
-        "--max-input-length", "--kv-cache-free-gpu-memory-fraction",
+        "--max-model-len",
+        "--max-num-seqs",
+        "--max-num-batched-tokens",
+        "--gpu-memory-utilization",
+        "--tensor-parallel-size",
+        "-tp",
+        "--pipeline-parallel-size",
+        "-pp",
+        "--data-parallel-size",
+        "-dp",
+        "--context-length",
+        "--max-running-requests",
+        "--max-total-tokens",
+        "--mem-fraction-static",
+        "--tp",
+        "--tp-size",
+        "--dp",
+        "--dp-size",
+        "-c",
+        "--ctx-size",
+        "-np",
+        "--parallel",
+        "-ngl",
+        "--n-gpu-layers",
+        "--gpu-layers",
+        "-b",
+        "--batch-size",
+        "-ub",
+        "--ubatch-size",
+        "--max-concurrent-requests",
+        "--num-shard",
+        "--cuda-memory-fraction",
+        "--max-batch-size",
+        "--max-seq-len",
+        "--max-num-tokens",
+        "--max-input-length",
+        "--kv-cache-free-gpu-memory-fraction",
 };
 
 static int redact_secretish(const char *s, size_t n)
 {
 	static const char *const words[] = {
-	        "token", "password", "passwd", "secret", "bearer",
-	        "authorization", "apikey", "api_key", "credential"};
+	        "token",         "password", "passwd",  "secret",    "bearer",
+	        "authorization", "apikey",   "api_key", "credential"};
 	if (n >= 3 && !strncasecmp(s, "sk-", 3))
 		return 1;
 	for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
@@ -243,7 +270,8 @@ static size_t redact_args(const char *cmd, size_t clen, char *out)
 		if (k == 0) {
 			memcpy(out + o, a, n);
 			o += n;
-		} else if (a[0] == '-' && n > 1 && !redact_number(a + 1, n - 1)) {
+		} else if (a[0] == '-' && n > 1 &&
+		           !redact_number(a + 1, n - 1)) {
 			size_t nl = eq ? (size_t)(eq - a) : n;
 			if (!redact_flag_name(a, nl)) {
 				memcpy(out + o, "***", 3);
@@ -435,8 +463,11 @@ static void pass(int final)
 	vrt_tbuf_release(chunks);
 }
 
+static _Atomic int thread_started;
+
 static void *writer_main(void *arg)
 {
+	vrt_capture_thread_started(&thread_started);
 	(void)arg;
 	for (;;) {
 		vrt_tbuf_writer_wait(flush_ms / 2 > 0 ? flush_ms / 2 : 1);
@@ -538,8 +569,11 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_store(&thread_started, 0);
 	err = -pthread_create(&thread, NULL, writer_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err)
+		vrt_capture_wait_started(&thread_started);
 	if (err)
 		goto fail;
 	pthread_setname_np(thread, "vramtrace-wr");
