@@ -64,6 +64,11 @@ int vrt_main_getopt(struct vrt_optstate *st, const struct vrt_option *opts,
 int vrt_main_usage_error(const struct vrt_cmd *cmd, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
 
+/* The index of arg in the NULL-terminated names; else prints the usage
+ * error "unknown WHAT 'ARG' (a, b or c)" and returns -1. */
+int vrt_main_choice(const struct vrt_cmd *cmd, const char *what,
+                    const char *arg, const char *const *names);
+
 int vrt_cmd_record_run(const struct vrt_cmd *self, int argc, char **argv);
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv);
 int vrt_cmd_demo_run(const struct vrt_cmd *self, int argc, char **argv);

@@ -32,8 +32,8 @@ enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_PERFETTO, FMT_FOLDED };
 
 struct settings {
 	enum format format;
-	const char *output; /* NULL: stdout */
-	const char *rules;  /* --rules FILE, or NULL */
+	const char *output;       /* NULL: stdout */
+	const char *rules;        /* --rules FILE, or NULL */
 	const char *model_config; /* --model-config FILE, or NULL */
 	const char *kv_dtype;     /* --kv-dtype NAME, or NULL */
 	char **paths;
@@ -90,24 +90,17 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 	st->argv = argv;
 	while ((id = vrt_main_getopt(st, options, self)) > 0) {
 		switch (id) {
-		case OPT_FORMAT:
-			if (!strcmp(st->arg, "text"))
-				s->format = FMT_TEXT;
-			else if (!strcmp(st->arg, "json"))
-				s->format = FMT_JSON;
-			else if (!strcmp(st->arg, "html"))
-				s->format = FMT_HTML;
-			else if (!strcmp(st->arg, "perfetto"))
-				s->format = FMT_PERFETTO;
-			else if (!strcmp(st->arg, "folded"))
-				s->format = FMT_FOLDED;
-			else
-				return vrt_main_usage_error(
-				        self,
-				        "unknown format '%s' (text, json, html, "
-				        "perfetto or folded)",
-				        st->arg);
+		case OPT_FORMAT: {
+			static const char *const formats[] = {
+			        "text",     "json",   "html",
+			        "perfetto", "folded", NULL};
+			int f = vrt_main_choice(self, "format", st->arg,
+			                        formats);
+			if (f < 0)
+				return VRT_EXIT_USAGE;
+			s->format = (enum format)f;
 			break;
+		}
 		case OPT_OUTPUT:
 			s->output = st->arg;
 			break;
@@ -141,8 +134,7 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 
 /* The --model-config file parsed into *cfg; -1 after printing
  * "vramtrace: error: FILE: what: reason". */
-static int read_model_config(const struct settings *s,
-                             struct vrt_modelcfg *cfg,
+static int read_model_config(const struct settings *s, struct vrt_modelcfg *cfg,
                              struct vrt_load_error *err)
 {
 	char *text = NULL, msg[400];
@@ -154,8 +146,7 @@ static int read_model_config(const struct settings *s,
 		        err->msg);
 		return -1;
 	}
-	rc = vrt_modelcfg_parse(cfg, text, len, s->kv_dtype, msg,
-	                        sizeof(msg));
+	rc = vrt_modelcfg_parse(cfg, text, len, s->kv_dtype, msg, sizeof(msg));
 	if (rc)
 		fprintf(stderr,
 		        "vramtrace: error: %s: not a usable model config: "

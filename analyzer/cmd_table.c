@@ -48,20 +48,16 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 	st->argv = argv;
 	while ((id = vrt_main_getopt(st, options, self)) > 0) {
 		switch (id) {
-		case OPT_FORMAT:
-			if (!strcmp(st->arg, "text"))
-				s->format = FMT_TEXT;
-			else if (!strcmp(st->arg, "json"))
-				s->format = FMT_JSON;
-			else if (!strcmp(st->arg, "csv"))
-				s->format = FMT_CSV;
-			else
-				return vrt_main_usage_error(
-				        self,
-				        "unknown format '%s' (text, json or "
-				        "csv)",
-				        st->arg);
+		case OPT_FORMAT: {
+			static const char *const formats[] = {"text", "json",
+			                                      "csv", NULL};
+			int f = vrt_main_choice(self, "format", st->arg,
+			                        formats);
+			if (f < 0)
+				return VRT_EXIT_USAGE;
+			s->format = (enum format)f;
 			break;
+		}
 		case OPT_OUTPUT:
 			s->output = st->arg;
 			break;

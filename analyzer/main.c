@@ -83,9 +83,11 @@ static const struct vrt_cmd commands[] = {
          "memory fraction, tensor parallel and GPU layers flags read from\n"
          "the recorded command lines (vLLM, SGLang, llama.cpp, TGI,\n"
          "TensorRT-LLM), each device's peak split by phase, requests in\n"
-         "flight, the first out-of-memory failure (stage, phase), exit status.\n"
+         "flight, the first out-of-memory failure (stage, phase), exit "
+         "status.\n"
          "\n"
-         "  -f, --format FMT   text (default), csv or json (vramtrace-table/1)\n"
+         "  -f, --format FMT   text (default), csv or json "
+         "(vramtrace-table/1)\n"
          "  -o, --output FILE  write the table to FILE (atomically)\n"
          "      --rules FILE   re-classify stacks with FILE's rules first\n"
          "  -h, --help         show this help\n"},
@@ -181,6 +183,28 @@ int vrt_main_usage_error(const struct vrt_cmd *cmd, const char *fmt, ...)
 		fprintf(stderr, "\nusage: vramtrace [--version] [--help] "
 		                "COMMAND [ARGS]\nTry 'vramtrace --help'.\n");
 	return VRT_EXIT_USAGE;
+}
+
+int vrt_main_choice(const struct vrt_cmd *cmd, const char *what,
+                    const char *arg, const char *const *names)
+{
+	char list[256];
+	size_t n = 0, i, count = 0;
+
+	for (i = 0; names[i]; i++)
+		if (!strcmp(arg, names[i]))
+			return (int)i;
+	while (names[count])
+		count++;
+	list[0] = 0;
+	for (i = 0; i < count && n < sizeof(list); i++)
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
+		                      i == 0           ? ""
+		                      : i + 1 == count ? " or "
+		                                       : ", ",
+		                      names[i]);
+	vrt_main_usage_error(cmd, "unknown %s '%s' (%s)", what, arg, list);
+	return -1;
 }
 
 static const struct vrt_option *find_long(const struct vrt_option *opts,

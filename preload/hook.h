@@ -12,7 +12,7 @@
 
 #include "core.h"
 
-#define VRT_STATE_ARMED 3   /* options read; starts at the first event */
+#define VRT_STATE_ARMED   3 /* options read; starts at the first event */
 #define VRT_STATE_STANDBY 4 /* live table only; `ctl start` records */
 
 extern VRT_TLS int vrt_in_hook VRT_HIDDEN;
@@ -77,8 +77,9 @@ void vrt_hook_free(int api, int dev, uint64_t addr, uint64_t aux);
  * caller's current device, mem_info (the runtime's free/total probe, or
  * NULL) is asked right away; and the frame is closed and synced before the
  * host sees the error, so a host that dies next still leaves it on disk. */
-void vrt_hook_fail(int api, int dev, uint64_t addr, uint64_t size,
-                   uint64_t aux, uint32_t error, int cur_dev,
+#define VRT_HOOK_NO_DEVICE (-3) /* cur_dev when the caller did not ask */
+void vrt_hook_fail(int api, int dev, uint64_t addr, uint64_t size, uint64_t aux,
+                   uint32_t error, int cur_dev,
                    int (*mem_info)(uint64_t *free_b, uint64_t *total_b));
 
 /* Like vrt_hook_enter, but never starts the writer: for events that only

@@ -229,7 +229,9 @@ static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
 {
 	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
 	vrt_hook_fail(api, dev, addr, size, aux_v, (uint32_t)err,
-	              allocating && dev >= 0 ? cur_device() : -3, mem_info);
+	              allocating && dev >= 0 ? cur_device()
+	                                     : VRT_HOOK_NO_DEVICE,
+	              mem_info);
 }
 
 #define PTR(p) ((uint64_t)(uintptr_t)(p))

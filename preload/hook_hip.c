@@ -214,15 +214,6 @@ static void inventory(void)
 
 /* ---- recording --------------------------------------------------------- */
 
-/* Every event of this file goes out here, as hook_cuda.c's do: the call
- * stack for allocations, failures, maps and probes (frees and unmaps are
- * charged to their allocation, whose stack is known), the thread's
- * announced phase for everything but probes. */
-static void emit(struct vrt_ev *ev)
-{
-	vrt_hook_record(ev);
-}
-
 static void rec_alloc(int api, int dev, uint64_t addr, uint64_t size,
                       uint64_t aux_v)
 {
@@ -240,7 +231,9 @@ static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
 {
 	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
 	vrt_hook_fail(api, dev, addr, size, aux_v, (uint32_t)err,
-	              allocating && dev >= 0 ? cur_device() : -3, mem_info);
+	              allocating && dev >= 0 ? cur_device()
+	                                     : VRT_HOOK_NO_DEVICE,
+	              mem_info);
 }
 
 #define PTR(p) ((uint64_t)(uintptr_t)(p))
@@ -424,7 +417,7 @@ hipError_t hipMemMap(void *ptr, size_t size, size_t offset,
 		                    .size = size,
 		                    .offset = offset,
 		                    .handle = PTR(handle)};
-		emit(&ev);
+		vrt_hook_record(&ev);
 	} else {
 		rec_fail(VRT_API_hipMemMap, cur_device(), PTR(ptr), size,
 		         PTR(handle), r);
@@ -446,7 +439,7 @@ hipError_t hipMemUnmap(void *ptr, size_t size)
 		                    .device = VRT_DEVICE_UNKNOWN,
 		                    .addr = PTR(ptr),
 		                    .size = size};
-		emit(&ev);
+		vrt_hook_record(&ev);
 	} else {
 		rec_fail(VRT_API_hipMemUnmap, cur_device(), PTR(ptr), size, 0,
 		         r);
@@ -529,7 +522,7 @@ hipError_t hipMemGetInfo(size_t *free, size_t *total)
 		                    .device = cur_device(),
 		                    .free_bytes = *free,
 		                    .total_bytes = *total};
-		emit(&ev);
+		vrt_hook_record(&ev);
 	}
 	vrt_hook_leave();
 	return r;
