@@ -45,6 +45,10 @@ enum vrt_ev_kind {
 	VRT_EV_REQUEST = 10, /* aux = 1 begin / 2 end, addr = request id */
 	VRT_EV_SAMPLE = 11,  /* extra = index into vrt_trace.samples */
 	VRT_EV_SNAPSHOT = 12, /* aux = 1 begin / 2 end (this process) */
+	VRT_EV_REPEAT = 13,   /* folded alloc+free pairs (REPEAT record):
+	                         api = alloc api, device, size, aux, stack,
+	                         phase as an ALLOC; addr = number of pairs;
+	                         extra = free api */
 };
 
 #define VRT_EV_HAVE_INFO 1 /* flags: FAIL carries the driver's free/total */
@@ -206,6 +210,8 @@ struct vrt_trace {
 	char **skipped; /* "<file>: <reason>" of files a directory held that
 	                 * died before their first frame (not loaded) */
 	size_t nskipped, cap_skipped;
+	uint32_t *device_remap; /* see vrt_load_next; NULL: none moved */
+	uint64_t events_total;  /* events delivered so far */
 	int64_t start_ns; /* earliest HEADER start_mono_ns (aligned) */
 	int64_t end_ns;   /* latest event, trailer or header time */
 	/* In (set before vrt_load_paths): NULL, or a callback told how far
@@ -221,6 +227,43 @@ struct vrt_load_error {
 };
 
 /*
+ * Streaming (one pass, memory bounded by live metadata, not by events):
+ *
+ *   vrt_load_open(&t, paths, n, &err);          headers, first metadata
+ *   while (!(st = vrt_load_next(&t, buf, cap, &n, &err)) && n)
+ *           ... n events, in time order (ties: file order, then record
+ *               order), indexes valid in t's tables when delivered ...
+ *   (st != VRT_LOAD_OK: a data error, err filled)
+ *   vrt_load_free(&t);
+ *
+ * Events are delivered in timestamp order across every file (a k-way merge
+ * of the files; inside a file, events are released up to each WATERMARK).
+ * The process, string, frame, stack and phase tables only grow while
+ * events are delivered (an index never changes meaning). Device indexes
+ * are assigned in order of first appearance while streaming; once
+ * vrt_load_next has reported the end (*n == 0 with VRT_LOAD_OK), devices
+ * are ordered by (host, ordinal) and t->device_remap[i] is the final index
+ * of the device that earlier events named i (device_remap is NULL when
+ * no index moved). Per-file summaries (procs[].events, truncation,
+ * trailer) are complete only at the end.
+ */
+enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
+                                   size_t npaths, struct vrt_load_error *err);
+
+/* The same for one in-memory trace (tests, fuzzing); buf must outlive t's
+ * stream. name is used in messages only. */
+enum vrt_load_status vrt_load_open_buffer(struct vrt_trace *t,
+                                          const char *name,
+                                          const uint8_t *buf, size_t len,
+                                          struct vrt_load_error *err);
+
+/* Up to max next events into out; *n says how many (0: no more events). */
+enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
+                                   size_t max, size_t *n,
+                                   struct vrt_load_error *err);
+
+/*
+ * TRANSITIONAL (whole-trace loading; removed once streaming lands):
  * Loads every path (a run directory: all its *.vtrace files in name order;
  * or one trace file) into *t, which must be zeroed (progress may be set).
  * On success events are ordered by timestamp (stable: ties keep file

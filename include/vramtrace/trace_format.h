@@ -24,7 +24,7 @@
  * processes of one host.
  *
  * Event records (ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO, MARK, NET, PROC,
- * REQUEST, SAMPLE, SNAPSHOT) only appear after a
+ * REQUEST, SAMPLE, SNAPSHOT, REPEAT) only appear after a
  * CHUNK record in the same frame. CHUNK sets the thread id and the absolute
  * timestamp base; each event stores the delta (dts) from the previous event
  * of the chunk (or from the CHUNK base for the first). Events inside one
@@ -43,7 +43,7 @@
 
 #define VRT_TRACE_MAGIC     "VRAMTRC\x01" /* 8 bytes, first field of HEADER */
 #define VRT_TRACE_MAGIC_LEN 8
-#define VRT_TRACE_VERSION   1
+#define VRT_TRACE_VERSION   2 /* 2 added REPEAT; readers take 1 and 2 */
 #define VRT_TRACE_SUFFIX    ".vtrace"
 #define VRT_REC_MAX_PAYLOAD (64u * 1024u) /* writers never exceed this */
 
@@ -147,6 +147,22 @@ enum vrt_rec {
 	 * (an address it already holds live stays as it is), counting none of
 	 * it as allocations or frees. */
 	VRT_REC_SNAPSHOT = 21,
+	/* chunk event (version 2): dts, count, span, alloc_api, free_api,
+	 * device(s), free_device(s), size, aux, free_aux, stack, phase —
+	 * `count` more allocate-then-free pairs of this thread folded into
+	 * one record: each an ALLOC (alloc_api, device, size, aux, stack,
+	 * phase) whose very next event in the thread was the FREE (free_api,
+	 * free_device, free_aux, stack 0, the same phase) of the same address.
+	 * Addresses are not recorded. The last pair's FREE happened at this
+	 * record's time (dts from the previous event of the chunk, as usual);
+	 * the first folded pair's ALLOC `span` ns before it. A reader counts
+	 * count allocations and count frees; their bytes were live only
+	 * between each alloc and its free, so a reader that tracks peaks
+	 * counts `size` once on top of what is live at the record's time.
+	 * The writer folds only when the pair is identical to the previous
+	 * pair of the same chunk (so the first pair of a run is always
+	 * written in full); readers may rely on nothing else. */
+	VRT_REC_REPEAT = 22,
 };
 
 enum vrt_frame_kind { VRT_FRAME_NATIVE = 0, VRT_FRAME_PYTHON = 1 };
