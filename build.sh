@@ -10,6 +10,12 @@
 #                       $BUILD_DIR-asan (address,undefined: unit,
 #                       preload, cli, fuzz) and $BUILD_DIR-tsan (thread:
 #                       unit, cli)
+#   ./build.sh bench [ARGS]
+#                       build, then print every performance figure in one
+#                       table, vramtrace beside heaptrack, with targets
+#                       and verdicts (tests/bench/run_all.py; ARGS go to
+#                       it: --quick for a fast look, --pairs N,
+#                       --events N, --runs N; docs/performance.md)
 #
 # Packages come from Debian; run as root (or with them already installed).
 # BUILD_DIR (default: build) picks the build directory.
@@ -17,12 +23,17 @@ set -euo pipefail
 cd "$(dirname "$0")"
 build=${BUILD_DIR:-build}
 mode=${1:-build}
+[ $# -gt 0 ] && shift
 
 case "$mode" in
-build|demo|test|sanitize) ;;
--h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-*) echo "build.sh: unknown mode '$mode' (build, demo, test or sanitize)" >&2; exit 2 ;;
+build|demo|test|sanitize|bench) ;;
+-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+*) echo "build.sh: unknown mode '$mode' (build, demo, test, sanitize or bench)" >&2; exit 2 ;;
 esac
+if [ "$mode" != bench ] && [ $# -gt 0 ]; then
+    echo "build.sh: mode '$mode' takes no arguments" >&2
+    exit 2
+fi
 
 # libamdhip64-5: the real HIP runtime, for the test that runs it under the
 # preload (it needs no AMD GPU; the test is skipped without the package).
@@ -33,6 +44,12 @@ esac
 # (skipped without them).
 packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3 python3-dev zstd
           libamdhip64-5 tmux curl chromium chromium-driver)
+# bench: heaptrack (the profiler it is measured against; its column reads
+# n/a without it), util-linux (taskset pins the analyzers to one core),
+# time (/usr/bin/time -v reports their peak RSS).
+if [ "$mode" = bench ]; then
+    packages+=(heaptrack util-linux time)
+fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
@@ -85,5 +102,14 @@ demo)
     ;;
 test)
     meson test -C "$build" --print-errorlogs
+    ;;
+bench)
+    python3 tests/bench/run_all.py \
+        --bench "$build/tests/bench/bench_alloc" \
+        --python-bench tests/bench/bench_python.py \
+        --preload "$build/preload/libvramtrace.so" \
+        --fake-dir "$build/tests/fake" \
+        --gen "$build/tests/bench/gen_trace" \
+        --vramtrace "$build/analyzer/vramtrace" "$@"
     ;;
 esac

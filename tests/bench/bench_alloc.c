@@ -1,11 +1,28 @@
 /*
- * bench_alloc — alloc+free pairs through the CUDA driver, for measuring
- * what the preload adds. Reaches the driver the way libcudart does
- * (dlopen + cuGetProcAddress), calls from a given stack depth, on one or
- * more threads, and prints one line: "<threads> <depth> <pairs> <ns/pair>".
- * Run it with and without the preload and compare (run_bench.py does).
+ * bench_alloc — alloc+free pairs, for measuring what a profiler adds per
+ * pair. With --api cuda (the default) the pairs are cuMemAlloc_v2 +
+ * cuMemFree_v2, reaching the driver the way libcudart does (dlopen +
+ * cuGetProcAddress); with --api malloc they are malloc + free (what
+ * heaptrack hooks), called the same way from the same place. Either way
+ * every thread makes --pairs pairs from one call site, --depth frames
+ * below its start, with sizes cycling through --sizes values (4096 +
+ * k * 512, k < sizes; default 8, so no pair repeats the one before it;
+ * 1 makes every pair identical).
  *
- *   bench_alloc [--threads N] [--pairs N] [--depth N]
+ * Prints one line:
+ *   "<threads> <depth> <pairs per thread> <wall ns/pair> <cpu ns/pair>"
+ * wall ns/pair: wall time of the whole run divided by the pairs of one
+ *   thread (what one thread's pair takes while all threads run);
+ * cpu ns/pair: CPU time the calling threads spent (CLOCK_THREAD_CPUTIME_ID
+ *   of each worker around its loop, summed) divided by all pairs. With
+ *   more threads than cores the wall figure measures the scheduler; the
+ *   CPU figure stays what one pair costs, so it is the one to compare.
+ * Run it bare and under a profiler and subtract (run_all.py does).
+ *
+ *   bench_alloc [--api cuda|malloc] [--threads N] [--pairs N] [--depth N]
+ *               [--sizes N]
+ *
+ * Exit 0; 1 when the driver is missing or a call fails; 2 usage.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -14,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+enum api { API_CUDA, API_MALLOC };
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -28,19 +47,36 @@ static CUresult (*cu_free)(CUdeviceptr);
 static CUcontext ctx;
 static long pairs = 200000;
 static int depth = 40;
+static long nsizes = 8;
+static enum api api = API_CUDA;
+/* Volatile, so the compiler cannot see (and drop) a malloc+free pair. */
+static void *(*volatile c_malloc)(size_t) = malloc;
+static void (*volatile c_free)(void *) = free;
 
-static double now(void)
+static double now(clockid_t clock)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
 static __attribute__((noinline)) void loop(void)
 {
+	if (api == API_MALLOC) {
+		for (long i = 0; i < pairs; i++) {
+			void *p = c_malloc(4096 + (size_t)(i % nsizes) * 512);
+			if (!p) {
+				fprintf(stderr, "bench_alloc: malloc failed\n");
+				exit(1);
+			}
+			c_free(p);
+		}
+		return;
+	}
 	for (long i = 0; i < pairs; i++) {
 		CUdeviceptr p;
-		if (cu_alloc(&p, 4096 + (size_t)(i & 7) * 512) || cu_free(p)) {
+		if (cu_alloc(&p, 4096 + (size_t)(i % nsizes) * 512) ||
+		    cu_free(p)) {
 			fprintf(stderr, "bench_alloc: driver call failed\n");
 			exit(1);
 		}
@@ -57,31 +93,29 @@ static __attribute__((noinline)) void nest(int d, volatile int *guard)
 	(*guard)++; /* not a tail call */
 }
 
+/* arg: where this thread stores the CPU ns its loop took. */
 static void *worker(void *arg)
 {
-	(void)arg;
 	volatile int guard = 0;
-	cu_set(ctx);
+	double t0;
+	if (api == API_CUDA)
+		cu_set(ctx);
+	t0 = now(CLOCK_THREAD_CPUTIME_ID);
 	nest(depth, &guard);
+	*(double *)arg = now(CLOCK_THREAD_CPUTIME_ID) - t0;
 	return NULL;
 }
 
-int main(int argc, char **argv)
+static int usage(void)
 {
-	int threads = 1;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--threads"))
-			threads = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--pairs"))
-			pairs = atol(argv[i + 1]);
-		else if (!strcmp(argv[i], "--depth"))
-			depth = atoi(argv[i + 1]);
-	}
-	if (threads < 1 || threads > 256 || pairs < 1 || depth < 1) {
-		fprintf(stderr, "usage: bench_alloc [--threads N] [--pairs N] "
-		                "[--depth N]\n");
-		return 2;
-	}
+	fprintf(stderr, "usage: bench_alloc [--api cuda|malloc] [--threads N] "
+	                "[--pairs N] [--depth N] [--sizes N]\n");
+	return 2;
+}
+
+/* Resolves the driver entry points the loop uses; 0 on success. */
+static int open_driver(void)
+{
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	proc_fn get = h ? (proc_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
 	if (!get || get("cuGetProcAddress", (void **)&get, 12000, 0, NULL) ||
@@ -91,18 +125,55 @@ int main(int argc, char **argv)
 	    get("cuCtxSetCurrent", (void **)&cu_set, 12000, 0, NULL) ||
 	    get("cuMemAlloc", (void **)&cu_alloc, 12000, 0, NULL) ||
 	    get("cuMemFree", (void **)&cu_free, 12000, 0, NULL) || cu_init(0) ||
-	    cu_retain(&ctx, 0)) {
+	    cu_retain(&ctx, 0))
+		return -1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int threads = 1;
+	pthread_t t[256];
+	double cpu[256], wall, cpu_sum = 0;
+	for (int i = 1; i < argc; i += 2) {
+		if (i + 1 >= argc)
+			return usage();
+		if (!strcmp(argv[i], "--threads"))
+			threads = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--pairs"))
+			pairs = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--depth"))
+			depth = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--sizes"))
+			nsizes = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--api") &&
+		         !strcmp(argv[i + 1], "cuda"))
+			api = API_CUDA;
+		else if (!strcmp(argv[i], "--api") &&
+		         !strcmp(argv[i + 1], "malloc"))
+			api = API_MALLOC;
+		else
+			return usage();
+	}
+	if (threads < 1 || threads > 256 || pairs < 1 || depth < 1 ||
+	    nsizes < 1 || nsizes > 1024)
+		return usage();
+	if (api == API_CUDA && open_driver()) {
 		fprintf(stderr, "bench_alloc: no CUDA driver\n");
 		return 1;
 	}
-	pthread_t t[256];
-	double t0 = now();
+	wall = now(CLOCK_MONOTONIC);
 	for (int i = 0; i < threads; i++)
-		pthread_create(&t[i], NULL, worker, NULL);
-	for (int i = 0; i < threads; i++)
+		if (pthread_create(&t[i], NULL, worker, &cpu[i])) {
+			fprintf(stderr, "bench_alloc: cannot start a thread\n");
+			return 1;
+		}
+	for (int i = 0; i < threads; i++) {
 		pthread_join(t[i], NULL);
-	double ns = now() - t0;
-	/* Wall time per pair per thread: what one thread's call costs. */
-	printf("%d %d %ld %.1f\n", threads, depth, pairs, ns / (double)pairs);
+		cpu_sum += cpu[i];
+	}
+	wall = now(CLOCK_MONOTONIC) - wall;
+	printf("%d %d %ld %.1f %.1f\n", threads, depth, pairs,
+	       wall / (double)pairs, cpu_sum / ((double)pairs * threads));
 	return 0;
 }

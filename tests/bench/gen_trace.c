@@ -29,10 +29,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_STACKS  4096
-#define LEVELS      12 /* 2^12 distinct stacks available */
-#define NDEV        2
-#define SLOT_STRIDE (32ull << 20)
+#define MAX_STACKS      4096
+#define LEVELS          12 /* 2^12 distinct stacks available */
+#define NDEV            2
+#define SLOT_STRIDE     (32ull << 20)
+#define SYNC_EVERY_MASK ((1ull << 22) - 1) /* a writer sync per 4M events */
 
 typedef uint32_t (*trace_frames_fn)(void);
 uint32_t trace_frames_walk(unsigned key, int levels, trace_frames_fn capture);
@@ -158,6 +159,11 @@ int main(int argc, char **argv)
 			slot_size[s] = ev.size;
 		}
 		vrt_tbuf_event(&ev);
+		/* Lets the writer catch up now and then: this loop makes
+		 * events faster than a loaded machine compresses them, and
+		 * the pool would overflow (dropped events fail the run). */
+		if ((i & SYNC_EVERY_MASK) == SYNC_EVERY_MASK)
+			vrt_writer_sync(60000);
 	}
 	vrt_writer_stop(60000);
 	clock_gettime(CLOCK_MONOTONIC, &t1);

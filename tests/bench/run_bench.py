@@ -5,7 +5,10 @@ recording with stacks none / native / native,python, at 1 and 8 threads (native 
 repeated call site), and from Python through ctypes. Every figure comes
 from this one run on this machine; compare the ratios, not the absolute
 numbers (machines are shared and noisy). Each configuration runs 3 times
-and the median is kept.
+and the median is kept. The figure is CPU time of the calling threads per
+pair (bench_alloc.c says why), on the fake driver's benchmark mode
+(FAKECUDA_BENCH=1), so the driver's own lock does not swamp it.
+run_all.py prints these figures and the rest beside heaptrack's.
 
     run_bench.py --bench EXE --python-bench PY --preload LIB --fake-dir DIR
 """
@@ -46,11 +49,12 @@ def main():
     base = dict(os.environ)
     base["LD_LIBRARY_PATH"] = a.fake_dir
     base["FAKECUDA_MEM"] = "80G"
+    base["FAKECUDA_BENCH"] = "1"
     tmp = tempfile.mkdtemp(prefix="vrt-bench-")
     configs = [("bare", None), ("standby", "standby"),
                ("stacks=none", "none"), ("stacks=native", "native"),
                ("stacks=native,python", "native,python")]
-    print(f"{'configuration':24} {'threads':>7} {'ns/pair':>9} "
+    print(f"{'configuration':24} {'threads':>7} {'cpu ns/pair':>9} "
           f"{'added ns':>9} {'ratio':>6}")
     for threads in (1, 8):
         bare = None
@@ -61,7 +65,7 @@ def main():
                             os.path.join(tmp, f"{threads}-{stacks}"))
             ns = median_ns([a.bench, "--threads", str(threads), "--pairs",
                             str(a.pairs // threads), "--depth", "40"],
-                           env, 3)
+                           env, 4)
             if bare is None:
                 bare = ns
             print(f"{name:24} {threads:7} {ns:9.1f} {ns - bare:9.1f} "
@@ -72,7 +76,7 @@ def main():
         if stacks is not None:
             preload_env(env, a.preload, stacks,
                         os.path.join(tmp, f"py-{stacks}"))
-        ns = median_ns([sys.executable, a.python_bench, "50000"], env, 1)
+        ns = median_ns([sys.executable, a.python_bench, "50000"], env, 2)
         if bare is None:
             bare = ns
         print(f"{'python ' + name:24} {1:7} {ns:9.1f} {ns - bare:9.1f} "

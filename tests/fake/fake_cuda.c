@@ -25,14 +25,26 @@
  * FAKECUDA_MEM ("80G"), FAKECUDA_USED ("0") — sizes with K/M/G/T suffix,
  * or a comma list, one per device, the last repeating —, FAKECUDA_NAME
  * ("Fake GPU"), FAKECUDA_HOST_MEM ("16G"), FAKECUDA_DEBUG (log calls to
- * stderr; otherwise the library never prints).
+ * stderr; otherwise the library never prints), FAKECUDA_BENCH (see below).
+ *
+ * Benchmark mode (FAKECUDA_BENCH=1, for tests/bench only): cuMemAlloc_v2
+ * and cuMemFree_v2 take no lock and keep no table, so that what a
+ * benchmark measures is the caller (and a preload), not this library's
+ * mutex. Each thread hands out addresses from a window of its own
+ * (FAKE_BENCH_WINDOW bytes, claimed once with an atomic counter; the
+ * window wraps, and a thread never sees another thread's addresses);
+ * every free of a non-zero pointer succeeds. Capacity is not charged, so
+ * cuMemGetInfo and out-of-memory do not see these allocations. Every
+ * other call behaves as without the variable.
  *
  * Threads: any thread may call anything. One mutex (g_lock) guards all
  * mutable driver state: the allocation table, per-device live bytes and
  * bump pointers, VMM reservations and mappings, pools and host bytes.
  * The environment is parsed under pthread_once; g_inited is an atomic set
- * once by cuInit. The current context is a thread-local pointer. Nothing
- * here is async-signal-safe, like the real driver.
+ * once by cuInit. The current context is a thread-local pointer. In
+ * benchmark mode cuMemAlloc_v2/cuMemFree_v2 touch only thread-local state
+ * and one atomic counter (g_bench_windows). Nothing here is
+ * async-signal-safe, like the real driver.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -54,6 +66,7 @@
 #define FAKE_CTX_MAGIC       0xC7C7C7C7u
 #define FAKE_POOL_MAGIC      0x9001900Du
 #define FAKE_DRIVER_VERSION  13000
+#define FAKE_BENCH_WINDOW    (1ull << 32) /* per-thread addresses, bench mode */
 
 /* ---- configuration ---------------------------------------------------- */
 
@@ -85,6 +98,9 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int g_inited;
 static int g_ndev = 1;
 static int g_debug;
+static int g_bench; /* FAKECUDA_BENCH: lock-free cuMemAlloc/cuMemFree */
+static atomic_uint g_bench_windows; /* windows handed out (bench mode) */
+static _Thread_local unsigned long long tls_bench_base, tls_bench_off;
 static unsigned long long g_host_cap;
 static unsigned long long g_host_live; /* pinned + registered (g_lock) */
 static struct fake_dev g_dev[FAKE_MAX_DEV];
@@ -179,7 +195,9 @@ static void parse_env(void)
 	unsigned long long caps[FAKE_MAX_DEV], used[FAKE_MAX_DEV], host;
 	const char *s = getenv("FAKECUDA_DEVICES");
 	const char *prefix = getenv("FAKECUDA_NAME");
+	const char *bench = getenv("FAKECUDA_BENCH");
 	g_debug = getenv("FAKECUDA_DEBUG") != NULL;
+	g_bench = bench && *bench && strcmp(bench, "0") != 0;
 	if (s && *s) {
 		long n = strtol(s, NULL, 10);
 		g_ndev = n < 0 ? 0 : n > FAKE_MAX_DEV ? FAKE_MAX_DEV : (int)n;
@@ -409,12 +427,44 @@ static CUresult dev_free(CUdeviceptr dptr, const char *api)
 	return r;
 }
 
+/* Benchmark mode: a fresh address from this thread's window, no lock, no
+ * table, no capacity check. The windows sit in the upper half of the
+ * device's range (the normal bump pointer starts at the bottom); past the
+ * last window they wrap around within that half. */
+static CUresult bench_dev_alloc(CUdeviceptr *dptr, unsigned long long bytes,
+                                int ord)
+{
+	unsigned long long step;
+	if (!dptr || bytes == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	step = (bytes + FAKE_DEV_ALIGN - 1) &
+	       ~(unsigned long long)(FAKE_DEV_ALIGN - 1);
+	if (step > FAKE_BENCH_WINDOW)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!tls_bench_base) {
+		unsigned half =
+		        (unsigned)((1ull << (FAKE_DEV_RANGE_SHIFT - 1)) /
+		                   FAKE_BENCH_WINDOW);
+		unsigned w = atomic_fetch_add(&g_bench_windows, 1) % half;
+		tls_bench_base = (1ull << (FAKE_DEV_RANGE_SHIFT - 1)) +
+		                 (unsigned long long)w * FAKE_BENCH_WINDOW;
+	}
+	if (tls_bench_off + step > FAKE_BENCH_WINDOW)
+		tls_bench_off = 0;
+	*dptr = ((unsigned long long)(ord + 1) << FAKE_DEV_RANGE_SHIFT) +
+	        tls_bench_base + tls_bench_off;
+	tls_bench_off += step;
+	return CUDA_SUCCESS;
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	int ord;
 	CUresult r = current_dev(&ord);
 	if (r != CUDA_SUCCESS)
 		return r;
+	if (g_bench)
+		return bench_dev_alloc(dptr, bytesize, ord);
 	return dev_alloc(dptr, bytesize, ord, K_DEVICE, "cuMemAlloc_v2");
 }
 
@@ -448,6 +498,8 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (dptr == 0)
 		return CUDA_SUCCESS; /* cudaFree(0) idiom: nothing happens */
+	if (g_bench)
+		return CUDA_SUCCESS; /* benchmark mode keeps no table */
 	return dev_free(dptr, "cuMemFree_v2");
 }
 

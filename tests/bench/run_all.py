@@ -1,0 +1,612 @@
+#!/usr/bin/env python3
+"""run_all.py — every performance figure of vramtrace, side by side with
+heaptrack, measured in one run on this machine, printed as one table:
+
+    figure | vramtrace | heaptrack | target | verdict
+
+1. Cost added per alloc+free pair (CPU ns of the calling threads, summed
+   over threads, per pair; bench_alloc.c says why CPU and not wall time),
+   at 1 and 8 threads, from one call site ~40 frames deep: vramtrace in
+   standby, recording with stacks=none and stacks=native on the fake
+   CUDA driver (FAKECUDA_BENCH=1: no lock, no table), and with
+   stacks=native,python from ~20 Python frames (bench_python.py);
+   heaptrack on malloc/free pairs made the same way (bench_alloc --api
+   malloc), the same pair count, depth and threads. Each bare baseline is
+   a row of its own. Also the whole process tree's CPU per pair: the
+   preload's writer thread for vramtrace, heaptrack_interpret and zstd
+   for heaptrack.
+2. Bytes per event of the compressed trace of those same runs (events =
+   2 x pairs), vramtrace's *.vtrace against heaptrack's .zst.
+3. The analyzer: `vramtrace analyze --format json` on a trace of --events
+   events written by gen_trace, pinned to one core, against
+   heaptrack_print on a heaptrack trace of the same event count, same
+   pinning: events/s and peak RSS; and peak RSS at --events / 5 against
+   --events (memory that does not grow with events gives ~1).
+
+Medians of --runs runs (default 3), the configurations interleaved round
+by round so that a change in load falls on all alike; an analyzer run
+that takes over 20 s is run once. Ratios inside one run are what to
+trust on a shared, noisy machine. heaptrack missing: 'n/a' in its column.
+
+    run_all.py --bench EXE --python-bench PY --preload LIB --fake-dir DIR
+               --gen EXE --vramtrace EXE [--pairs N] [--python-pairs N]
+               [--events N] [--runs N] [--quick] [--json FILE]
+
+python3 stdlib only. Exit 0 when the table was printed (verdicts are
+data, not failures), 2 on usage errors.
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+DEPTH = 40
+SLOW_ANALYZE_S = 20.0  # an analyzer run longer than this is not repeated
+RESULT_RE = re.compile(r"^(\d+) (\d+) (\d+) ([\d.]+) ([\d.]+)$", re.M)
+PY_RESULT_RE = re.compile(r"^(\d+) ([\d.]+) ([\d.]+)$", re.M)
+
+
+class Failed(Exception):
+    pass
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run(cmd, env=None, limit_as=None):
+    """Runs cmd; returns (stdout, stderr, CPU seconds of the whole process
+    tree that was waited for). Raises Failed on a non-zero exit."""
+    def cap():
+        if limit_as:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+    c0 = children_cpu()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, errors="replace",
+                       preexec_fn=cap if limit_as else None)
+    cpu = children_cpu() - c0
+    if p.returncode != 0:
+        # The program's last words, above /usr/bin/time -v's report.
+        lines = p.stderr.split("\tCommand being timed")[0].strip()
+        tail = (lines.splitlines() or p.stdout.strip().splitlines() or
+                ["(no output)"])[-1]
+        prog = next((os.path.basename(c) for c in cmd
+                     if c not in ("taskset", "-c", "0", "-v") and
+                     not c.endswith("/time")), cmd[0])
+        raise Failed(f"{prog} exit {p.returncode}: {tail[:160]}")
+    return p.stdout, p.stderr, cpu
+
+
+def dir_bytes(pattern):
+    return sum(os.path.getsize(f) for f in glob.glob(pattern))
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.tmp = tempfile.mkdtemp(prefix="vrt-bench-all-")
+        self.notes = []
+        self.n = 0
+        self.heaptrack = shutil.which("heaptrack") if not a.no_heaptrack \
+            else None
+        self.heaptrack_print = shutil.which("heaptrack_print") \
+            if self.heaptrack else None
+        self.timev = "/usr/bin/time" if os.access("/usr/bin/time",
+                                                  os.X_OK) else None
+        self.pin = ["taskset", "-c", "0"] if shutil.which("taskset") \
+            else []
+        base = dict(os.environ)
+        for k in list(base):
+            if k.startswith("VRAMTRACE_") or k in ("LD_PRELOAD",):
+                del base[k]
+        base["LD_LIBRARY_PATH"] = os.path.abspath(a.fake_dir) + \
+            (":" + base["LD_LIBRARY_PATH"] if base.get("LD_LIBRARY_PATH")
+             else "")
+        base["FAKECUDA_MEM"] = "80G"
+        base["FAKECUDA_BENCH"] = "1"
+        self.base = base
+
+    def fresh(self, tag):
+        self.n += 1
+        return os.path.join(self.tmp, f"{self.n:03d}-{tag}")
+
+    def note(self, msg):
+        if msg not in self.notes:
+            self.notes.append(msg)
+
+    # ---- one measured program run ------------------------------------
+
+    def once(self, prog, tool, stacks, threads, pairs, sizes=8):
+        """One run. prog: 'c' (bench_alloc) or 'py' (bench_python);
+        tool: None (bare), 'vramtrace' or 'heaptrack'. Returns a dict:
+        cpu (calling threads, ns/pair), proc (process tree CPU ns/pair),
+        bytes (trace size), events, path."""
+        per = max(1, pairs // threads)
+        api = "malloc" if tool == "heaptrack" or stacks == "malloc" \
+            else "cuda"
+        if prog == "c":
+            cmd = [self.a.bench, "--api", api, "--threads", str(threads),
+                   "--pairs", str(per), "--depth", str(DEPTH), "--sizes",
+                   str(sizes)]
+        else:
+            cmd = [sys.executable, self.a.python_bench, str(per),
+                   "--threads", str(threads), "--api", api]
+        env = dict(self.base)
+        out = None
+        if tool == "vramtrace":
+            out = self.fresh(f"vrt-{prog}-{threads}")
+            env["LD_PRELOAD"] = os.path.abspath(self.a.preload)
+            env["VRAMTRACE_OUT"] = out
+            if stacks == "standby":
+                env["VRAMTRACE_START"] = "standby"
+            else:
+                env["VRAMTRACE_STACKS"] = stacks
+        elif tool == "heaptrack":
+            out = self.fresh(f"ht-{prog}-{threads}")
+            cmd = [self.heaptrack, "-o", out] + cmd
+        stdout, stderr, tree = run(cmd, env)
+        if "cannot be preloaded" in stderr:
+            raise Failed(f"the preload did not load: "
+                         f"{stderr.strip().splitlines()[0][:160]}")
+        m = (RESULT_RE if prog == "c" else PY_RESULT_RE).findall(stdout)
+        if not m:
+            raise Failed(f"no result line from {' '.join(cmd[:3])}")
+        cpu = float(m[-1][-1])
+        total = per * threads
+        for line in stderr.splitlines():
+            if line.startswith("vramtrace: warning"):
+                self.note(line.strip())
+        r = {"cpu": cpu, "proc": tree * 1e9 / total, "events": 2 * total,
+             "bytes": None, "path": out}
+        if tool == "vramtrace" and stacks != "standby":
+            r["bytes"] = dir_bytes(os.path.join(out, "*.vtrace"))
+        elif tool == "heaptrack":
+            r["bytes"] = dir_bytes(out + ".*")
+        if r["bytes"] == 0:
+            raise Failed(f"{tool} wrote no trace")
+        return r
+
+    def measure(self, configs, runs=None):
+        """Runs every configuration runs times, round-robin (one run of
+        each, then the next round), so that a change in the machine's load
+        falls on all of them alike. configs: {key: (prog, tool, stacks,
+        threads, pairs, sizes)}. Returns {key: median result or None}; a
+        configuration that fails once is dropped, with a note."""
+        got = {k: [] for k in configs}
+        dead = set()
+        for _ in range(runs or self.a.runs):
+            for k, c in configs.items():
+                if k in dead:
+                    continue
+                try:
+                    got[k].append(self.once(*c))
+                except Failed as e:
+                    self.note(f"{c[1] or 'bare'} {c[2] or ''} {c[3]} thr: "
+                              f"{e}")
+                    dead.add(k)
+        out = {}
+        for k, rs in got.items():
+            if k in dead or not rs:
+                out[k] = None
+                continue
+            keep = dict(rs[0])
+            for f in ("cpu", "proc", "bytes"):
+                keep[f] = median(r[f] for r in rs)
+            keep["paths"] = [r["path"] for r in rs]
+            out[k] = keep
+        return out
+
+    def events_in(self, run_dir):
+        """(allocations, frees, dropped events) the analyzer counts on the
+        devices of a run directory, or None when it cannot say. Counted
+        as allocations and frees, not records, so that folded pairs count
+        as what they stand for."""
+        try:
+            stdout, _, _ = run([self.a.vramtrace, "analyze", "--format",
+                                "json", run_dir])
+            j = json.loads(stdout)
+            allocs = frees = 0
+            for d in j["devices"]:
+                for fam in d["families"].values():
+                    allocs += fam["allocs"]
+                    frees += fam["frees"]
+            dropped = sum(p.get("events_dropped", 0)
+                          for p in j["run"].get("processes", []))
+            return allocs, frees, dropped
+        except (Failed, ValueError, KeyError, TypeError,
+                AttributeError) as e:
+            self.note(f"could not count the events of a trace: {e}")
+            return None
+
+    # ---- the analyzers -----------------------------------------------
+
+    def timed(self, cmd, limit_as=None):
+        """(seconds, peak RSS KiB or None) of one run, pinned."""
+        full = self.pin + ([self.timev, "-v"] if self.timev else []) + cmd
+        t0 = time.monotonic()
+        _, stderr, _ = run(full, limit_as=limit_as)
+        secs = time.monotonic() - t0
+        m = re.search(r"Maximum resident set size \(kbytes\): (\d+)",
+                      stderr)
+        return secs, int(m.group(1)) if m else None
+
+    def timed_median(self, cmd, limit_as=None):
+        first = self.timed(cmd, limit_as)
+        rs = [first]
+        if first[0] < SLOW_ANALYZE_S:
+            rs += [self.timed(cmd, limit_as)
+                   for _ in range(self.a.runs - 1)]
+        return {"secs": median(r[0] for r in rs),
+                "rss": max((r[1] for r in rs if r[1] is not None),
+                           default=None),
+                "runs": len(rs)}
+
+    def analyzer(self, events):
+        """vramtrace analyze on a gen_trace trace of `events` events."""
+        out = self.fresh("gen")
+        try:
+            stdout, _, _ = run([self.a.gen, "--out", out, "--events",
+                                str(events)])
+            g = stdout.split()
+            f = dict(zip(g[0::2], g[1::2]))
+            n = int(f["events"])
+            r = self.timed_median([self.a.vramtrace, "analyze", "--format",
+                                   "json", out], self.a.mem_limit)
+            r.update(events=n, bytes=int(f["bytes"]))
+            return r
+        except Failed as e:
+            self.note(f"vramtrace analyze, {events:,} events: {e}")
+            return None
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+    def heaptrack_analyzer(self, events):
+        """heaptrack_print on a heaptrack trace of `events` events."""
+        if not self.heaptrack_print:
+            return None
+        out = self.fresh("ht-gen")
+        try:
+            pairs = events // 2
+            run([self.heaptrack, "-o", out, self.a.bench, "--api",
+                 "malloc", "--pairs", str(pairs), "--depth", str(DEPTH)],
+                self.base)
+            trace = glob.glob(out + ".*")
+            if not trace:
+                raise Failed("heaptrack wrote no trace")
+            r = self.timed_median([self.heaptrack_print, "-f", trace[0]],
+                                  self.a.mem_limit)
+            r.update(events=2 * pairs, bytes=os.path.getsize(trace[0]))
+            return r
+        except Failed as e:
+            self.note(f"heaptrack_print, {events:,} events: {e}")
+            return None
+        finally:
+            for f in glob.glob(out + "*"):
+                os.unlink(f)
+
+
+# ---- the table ---------------------------------------------------------
+
+def fmt(v, unit="", nd=0):
+    if v is None:
+        return "n/a"
+    if isinstance(v, str):
+        return v
+    if unit == "/s":
+        return f"{v / 1e6:.2f} M/s"
+    return f"{v:,.{nd}f}{unit}"
+
+
+def verdict(ok):
+    if ok is None:
+        return "—"
+    return "met" if ok else "NOT met"
+
+
+def added(r, bare, key="cpu"):
+    if r is None or bare is None or r[key] is None or bare[key] is None:
+        return None
+    return r[key] - bare[key]
+
+
+def machine():
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    load = "?"
+    try:
+        load = " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        pass
+    return (f"{platform.node()}: {os.cpu_count()} CPUs ({model}), Linux "
+            f"{platform.release()}, load average {load}")
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="vramtrace vs heaptrack: one table of every figure")
+    for o in ("--bench", "--python-bench", "--preload", "--fake-dir",
+              "--gen", "--vramtrace"):
+        ap.add_argument(o, required=True)
+    ap.add_argument("--pairs", type=int, default=None,
+                    help="alloc+free pairs per configuration, all threads "
+                    "together (default 1000000; --quick 200000)")
+    ap.add_argument("--python-pairs", type=int, default=None,
+                    help="the same from Python (default 100000; --quick "
+                    "20000)")
+    ap.add_argument("--events", type=int, default=None,
+                    help="events of the analyzer's trace (default "
+                    "50000000; --quick 5000000); the memory row also "
+                    "runs one fifth of it")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller counts, for a fast look")
+    ap.add_argument("--no-heaptrack", action="store_true")
+    ap.add_argument("--no-analyzer", action="store_true",
+                    help="skip the analyzer rows")
+    ap.add_argument("--mem-limit", type=float, default=16,
+                    help="address-space cap of one analyzer run, GiB "
+                    "(default 16): a run over it is reported as failed")
+    ap.add_argument("--json", help="also write every figure to FILE")
+    a = ap.parse_args()
+    a.pairs = a.pairs or (200_000 if a.quick else 1_000_000)
+    a.python_pairs = a.python_pairs or (20_000 if a.quick else 100_000)
+    a.events = a.events or (5_000_000 if a.quick else 50_000_000)
+    a.mem_limit = int(a.mem_limit * 2**30)
+    if a.pairs < 8 or a.python_pairs < 8 or a.events < 10 or a.runs < 1:
+        ap.error("counts must be positive")
+
+    for f in (a.bench, a.python_bench, a.preload, a.gen, a.vramtrace):
+        if not os.path.exists(f):
+            ap.error(f"{f}: no such file (build first)")
+    b = Bench(a)
+    t_start = time.monotonic()
+    rows = []  # (figure, vramtrace, heaptrack, target, verdict) or str
+    fig = {}
+    try:
+        now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+        print(f"vramtrace performance, {now}", flush=True)
+        print(machine())
+        print(f"heaptrack: {b.heaptrack or 'not installed (n/a)'}; "
+              f"pinning: {'taskset -c 0' if b.pin else 'none'}; "
+              f"medians of {a.runs}")
+        print(f"pairs: {a.pairs:,} per configuration ({a.python_pairs:,} "
+              f"from Python), stack depth ~{DEPTH}, one call site; "
+              f"analyzer trace: {a.events:,} events", flush=True)
+
+        # ---- 1. cost per pair ----------------------------------------
+        rows.append("added CPU ns per alloc+free pair, calling threads "
+                    "(bare = no profiler; vramtrace: cuMemAlloc/Free on "
+                    "the fake driver, heaptrack: malloc/free)")
+        proc_rows = []
+        size_rows = []
+        for th in (1, 8):
+            print(f"measuring {th} thread(s)...", file=sys.stderr,
+                  flush=True)
+            P, Q = a.pairs, a.python_pairs
+            cf = {"bare": ("c", None, None, th, P, 8),
+                  "standby": ("c", "vramtrace", "standby", th, P, 8),
+                  "none": ("c", "vramtrace", "none", th, P, 8),
+                  "native": ("c", "vramtrace", "native", th, P, 8),
+                  "py_bare": ("py", None, None, th, Q, 8),
+                  "py": ("py", "vramtrace", "native,python", th, Q, 8)}
+            if b.heaptrack:
+                cf.update(ht_bare=("c", None, "malloc", th, P, 8),
+                          ht=("c", "heaptrack", None, th, P, 8),
+                          pht_bare=("py", None, "malloc", th, Q, 8),
+                          pht=("py", "heaptrack", None, th, Q, 8))
+            m = b.measure(cf)
+            bare, ht_bare, ht = m["bare"], m.get("ht_bare"), m.get("ht")
+            ht_add = added(ht, ht_bare)
+            ht_proc = added(ht, ht_bare, "proc")
+            rows.append((f"bare pair cost, {th} thr",
+                         fmt(bare and bare["cpu"], " ns", 1),
+                         fmt(ht_bare and ht_bare["cpu"], " ns", 1),
+                         "—", "—"))
+            fig[f"bare_{th}"] = bare and bare["cpu"]
+            fig[f"heaptrack_bare_{th}"] = ht_bare and ht_bare["cpu"]
+            fig[f"heaptrack_added_{th}"] = ht_add
+            for name, stacks, limit in (("standby", "standby", 20),
+                                        ("stacks=none", "none", 100),
+                                        ("stacks=native", "native", 1000)):
+                r = m[stacks]
+                add = added(r, bare)
+                fig[f"{stacks}_added_{th}"] = add
+                if stacks == "standby":
+                    rows.append((f"{name}, {th} thr", fmt(add, " ns", 1),
+                                 "n/a (no standby)", f"<= {limit} ns",
+                                 verdict(None if add is None
+                                         else add <= limit)))
+                    continue
+                ok = None if add is None else add <= limit and (
+                    ht_add is None or add < ht_add)
+                rows.append((f"{name}, {th} thr", fmt(add, " ns", 1),
+                             fmt(ht_add, " ns", 1),
+                             f"<= {limit} ns, < heaptrack", verdict(ok)))
+                padd = added(r, bare, "proc")
+                fig[f"{stacks}_proc_added_{th}"] = padd
+                proc_rows.append((f"{name}, {th} thr", fmt(padd, " ns", 0),
+                                  fmt(ht_proc, " ns", 0), "< heaptrack",
+                                  verdict(None if padd is None or
+                                          ht_proc is None
+                                          else padd < ht_proc)))
+                if r is not None and r["bytes"] is not None:
+                    counted = b.events_in(r["paths"][0])
+                    pairs = r["events"] // 2
+                    if counted and (counted[0] != pairs or
+                                    counted[1] != pairs or counted[2]):
+                        b.note(f"{name} {th} thr: the analyzer counts "
+                               f"{counted[0]:,} allocations, "
+                               f"{counted[1]:,} frees ({counted[2]:,} "
+                               f"events dropped) of {pairs:,} pairs made")
+                    bpe = r["bytes"] / r["events"]
+                    hbpe = ht["bytes"] / ht["events"] if ht and \
+                        ht["bytes"] is not None else None
+                    fig[f"{stacks}_bytes_per_event_{th}"] = bpe
+                    fig[f"heaptrack_bytes_per_event_{th}"] = hbpe
+                    size_rows.append((f"{name}, {th} thr", fmt(bpe, "", 3),
+                                      fmt(hbpe, "", 3),
+                                      "<= 4, < heaptrack",
+                                      verdict(bpe <= 4 and (
+                                          hbpe is None or bpe < hbpe))))
+            # native + Python frames, from bench_python.py
+            pbare, pr = m["py_bare"], m["py"]
+            pht_bare, pht = m.get("pht_bare"), m.get("pht")
+            padd = added(pr, pbare)
+            pht_add = added(pht, pht_bare)
+            fig[f"python_bare_{th}"] = pbare and pbare["cpu"]
+            fig[f"native_python_added_{th}"] = padd
+            fig[f"heaptrack_python_added_{th}"] = pht_add
+            rows.append((f"bare pair from Python, {th} thr",
+                         fmt(pbare and pbare["cpu"], " ns", 1),
+                         fmt(pht_bare and pht_bare["cpu"], " ns", 1),
+                         "—", "—"))
+            rows.append((f"stacks=native,python, {th} thr",
+                         fmt(padd, " ns", 1),
+                         fmt(pht_add, " ns", 1) + (" *" if pht_add
+                                                   is not None else ""),
+                         "<= 3000 ns",
+                         verdict(None if padd is None else padd <= 3000)))
+
+        rows.append("added CPU ns per pair, whole process tree (vramtrace: "
+                    "+ writer thread; heaptrack: + heaptrack_interpret, "
+                    "zstd)")
+        rows += proc_rows
+
+        # ---- 2. trace size -------------------------------------------
+        rows.append(f"compressed trace, bytes per event ({2 * a.pairs:,} "
+                    f"events, sizes cycling through 8 values)")
+        rows += size_rows
+        print("measuring identical pairs...", file=sys.stderr, flush=True)
+        cf = {"v": ("c", "vramtrace", "native", 1, a.pairs, 1)}
+        if b.heaptrack:
+            cf["h"] = ("c", "heaptrack", None, 1, a.pairs, 1)
+        m = b.measure(cf, runs=1)
+        r1, h1 = m["v"], m.get("h")
+        bpe = r1["bytes"] / r1["events"] if r1 and r1["bytes"] else None
+        hbpe = h1["bytes"] / h1["events"] if h1 and h1["bytes"] else None
+        fig["native_bytes_per_event_identical_1"] = bpe
+        fig["heaptrack_bytes_per_event_identical_1"] = hbpe
+        rows.append(("stacks=native, 1 thr, identical pairs",
+                      fmt(bpe, "", 3), fmt(hbpe, "", 3),
+                      "<= 4, < heaptrack",
+                      verdict(None if bpe is None else bpe <= 4 and (
+                          hbpe is None or bpe < hbpe))))
+
+        # ---- 3. analyzer ---------------------------------------------
+        if not a.no_analyzer:
+            small = max(1, a.events // 5)
+            rows.append(f"analyzer, pinned to one core: vramtrace analyze "
+                        f"--format json vs heaptrack_print")
+            print(f"analyzer: {a.events:,} events...", file=sys.stderr,
+                  flush=True)
+            big = b.analyzer(a.events)
+            hbig = b.heaptrack_analyzer(a.events)
+            print(f"analyzer: {small:,} events...", file=sys.stderr,
+                  flush=True)
+            sm = b.analyzer(small)
+            hsm = b.heaptrack_analyzer(small)
+
+            def rate(r):
+                return r and r["events"] / r["secs"]
+
+            def rss(r):
+                return r and r["rss"] and r["rss"] / 1024
+
+            def ratio(x, y):
+                return rss(x) / rss(y) if rss(x) and rss(y) else None
+
+            ev, hev = rate(big), rate(hbig)
+            fig.update(analyze_events_per_s=ev,
+                       heaptrack_print_events_per_s=hev,
+                       analyze_rss_mib=rss(big),
+                       heaptrack_print_rss_mib=rss(hbig),
+                       analyze_rss_ratio=ratio(big, sm),
+                       heaptrack_print_rss_ratio=ratio(hbig, hsm))
+            big_n = f"{(big or hbig or {'events': a.events})['events']:,}"
+            rows.append((f"events/s, {big_n} events", fmt(ev, "/s"),
+                         fmt(hev, "/s"), ">= 20 M/s, > heaptrack",
+                         verdict(None if ev is None else ev >= 20e6 and (
+                             hev is None or ev > hev))))
+            rows.append((f"wall s, {big_n} events (runs)",
+                         fmt(big and big["secs"], " s", 2) +
+                         (f" ({big['runs']})" if big else ""),
+                         fmt(hbig and hbig["secs"], " s", 2) +
+                         (f" ({hbig['runs']})" if hbig else ""), "—", "—"))
+            rows.append((f"peak RSS, {big_n} events",
+                         fmt(rss(big), " MiB", 0), fmt(rss(hbig), " MiB", 0),
+                         "—", "—"))
+            rows.append((f"peak RSS, {small:,} events",
+                         fmt(rss(sm), " MiB", 0), fmt(rss(hsm), " MiB", 0),
+                         "—", "—"))
+            rt = ratio(big, sm)
+            rows.append((f"peak RSS ratio, {big_n} / {small:,} events",
+                         fmt(rt, "", 2), fmt(ratio(hbig, hsm), "", 2),
+                         "<= 1.2 (~1)",
+                         verdict(None if rt is None else rt <= 1.2)))
+            if big:
+                fig["analyze_trace_bytes_per_event"] = \
+                    big["bytes"] / big["events"]
+    finally:
+        shutil.rmtree(b.tmp, ignore_errors=True)
+
+    # ---- print ---------------------------------------------------------
+    head = ("figure", "vramtrace", "heaptrack", "target", "verdict")
+    w = [len(h) for h in head]
+    for r in rows:
+        if not isinstance(r, str):
+            w = [max(x, len(c)) for x, c in zip(w, r)]
+    line = "-+-".join("-" * x for x in w)
+    print()
+    print(" | ".join(h.ljust(x) for h, x in zip(head, w)))
+    print(line)
+    for r in rows:
+        if isinstance(r, str):
+            print(f"-- {r}")
+        else:
+            print(" | ".join([r[0].ljust(w[0])] +
+                             [c.rjust(x) for c, x in zip(r[1:3], w[1:3])] +
+                             [c.ljust(x) for c, x in zip(r[3:], w[3:])]))
+    print(line)
+    met = sum(1 for r in rows if not isinstance(r, str) and r[4] == "met")
+    missed = sum(1 for r in rows
+                 if not isinstance(r, str) and r[4] == "NOT met")
+    print(f"{met} met, {missed} NOT met; {time.monotonic() - t_start:.0f} s")
+    print("* heaptrack from Python: malloc/free through ctypes, native "
+          "stacks only (heaptrack records no Python frames)")
+    for n in b.notes:
+        print(f"note: {n}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"date": datetime.datetime.now().isoformat(),
+                       "machine": machine(), "pairs": a.pairs,
+                       "python_pairs": a.python_pairs,
+                       "events": a.events, "figures": fig,
+                       "notes": b.notes}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
