@@ -147,21 +147,24 @@ enum vrt_rec {
 	 * (an address it already holds live stays as it is), counting none of
 	 * it as allocations or frees. */
 	VRT_REC_SNAPSHOT = 21,
-	/* chunk event (version 2): dts, count, span, alloc_api, free_api,
-	 * device(s), free_device(s), size, aux, free_aux, stack, phase —
+	/* chunk event (version 2): dts, count, span, period, then `period`
+	 * pair templates, each: alloc_api, free_api, device(s),
+	 * free_device(s), size, aux, free_aux, stack, phase —
 	 * `count` more allocate-then-free pairs of this thread folded into
 	 * one record: each an ALLOC (alloc_api, device, size, aux, stack,
 	 * phase) whose very next event in the thread was the FREE (free_api,
 	 * free_device, free_aux, stack 0, the same phase) of the same address.
-	 * Addresses are not recorded. The last pair's FREE happened at this
-	 * record's time (dts from the previous event of the chunk, as usual);
-	 * the first folded pair's ALLOC `span` ns before it. A reader counts
-	 * count allocations and count frees; their bytes were live only
-	 * between each alloc and its free, so a reader that tracks peaks
-	 * counts `size` once on top of what is live at the record's time.
-	 * The writer folds only when the pair is identical to the previous
-	 * pair of the same chunk (so the first pair of a run is always
-	 * written in full); readers may rely on nothing else. */
+	 * The folded pairs continue a cycle of `period` pairs (1..8): the
+	 * k-th folded pair (from 0) is template k % period. Addresses are not
+	 * recorded. The last pair's FREE happened at this record's time (dts
+	 * from the previous event of the chunk, as usual); the first folded
+	 * pair's ALLOC `span` ns before it. A reader counts count
+	 * allocations and count frees; their bytes were live only between
+	 * each alloc and its free, so a reader that tracks peaks counts one
+	 * template's size at a time on top of what is live at the record's
+	 * time. The writer folds only pairs that repeat the pairs written
+	 * just before them in the same chunk (so the first cycle of a run is
+	 * always written in full); readers may rely on nothing else. */
 	VRT_REC_REPEAT = 22,
 };
 
