@@ -1,11 +1,14 @@
 /*
  * attrib.c — the final phase of each allocation event (see attrib.h for
- * the order of precedence). Re-classification walks the shared stack table
- * once, forward: a stack's parent has a smaller index, so the best (lowest)
- * rule matching its path is min(rule of its own frame, best of its parent),
- * and each frame is matched once however many stacks share it. Inference
- * keeps the last free-memory probe per (process, thread, device) in a small
- * table. Pure, single-threaded, no globals.
+ * the order of precedence), one batch of the event stream at a time.
+ * Re-classification is lazy and per stack: the first event naming a stack
+ * computes its best (lowest) rule as min(rule of its own frame, best of
+ * its parent) — a parent has a smaller index, so the walk up the path
+ * stops at the first stack already known — and each frame is matched
+ * once however many stacks share it. The caches grow with the stack and
+ * frame tables as the stream brings new entries. Inference keeps the last
+ * free-memory probe per (process, thread, device) in a small table. Pure,
+ * single-threaded, no globals.
  */
 #include "attrib.h"
 
@@ -15,93 +18,133 @@
 #include "rules.h"
 #include "vramtrace/trace_format.h"
 
-#define UNKNOWN (-2) /* frame not matched yet */
+#define UNKNOWN (-2) /* frame or stack not matched yet */
+
+#define NPROBES 64
+
+/* The last probe of one (process, thread, device). */
+struct probe {
+	int64_t ts;
+	uint64_t free_bytes; /* what the probe reported */
+	uint32_t proc, tid;
+	int32_t device;
+};
+
+struct vrt_attrib {
+	const struct vrt_rules *rules;
+	int *frule;  /* per frame: first matching rule, or UNKNOWN */
+	size_t nframes;
+	int *srule;  /* per stack: best rule of its path, or UNKNOWN */
+	size_t nstacks;
+	int *cache;  /* per rule: its phase index in t's table, or -1 */
+	int ncache;
+	uint32_t *walk; /* stacks on the way up to a known one */
+	size_t nwalk;
+	struct probe probes[NPROBES];
+	size_t nprobes, next;
+};
 
 static int is_attributable(const struct vrt_event *e)
 {
 	return e->kind == VRT_EV_ALLOC || e->kind == VRT_EV_FREE ||
 	       e->kind == VRT_EV_MAP || e->kind == VRT_EV_UNMAP ||
-	       e->kind == VRT_EV_FAIL;
+	       e->kind == VRT_EV_FAIL || e->kind == VRT_EV_REPEAT;
 }
 
 /* Phase index of rule k (interned in t's table), cached per rule. */
-static int rule_phase(struct vrt_trace *t, const struct vrt_rules *rules, int k,
-                      int *cache, int ncache)
+static int rule_phase(struct vrt_attrib *a, struct vrt_trace *t, int k)
 {
 	unsigned id;
 	const char *name;
 	int g;
 
-	if (k >= 0 && k < ncache && cache[k] >= 0)
-		return cache[k];
-	id = vrt_rules_phase(rules, k);
+	if (k >= 0 && k < a->ncache && a->cache[k] >= 0)
+		return a->cache[k];
+	id = vrt_rules_phase(a->rules, k);
 	if (id <= VRT_PHASE_BUILTIN_MAX) {
 		g = (int)id;
 	} else {
-		name = vrt_rules_phase_name(rules, id);
+		name = vrt_rules_phase_name(a->rules, id);
 		g = vrt_load_phase_intern(t, name ? name : "unattributed");
 	}
-	if (g >= 0 && k >= 0 && k < ncache)
-		cache[k] = g;
+	if (g >= 0 && k >= 0 && k < a->ncache)
+		a->cache[k] = g;
 	return g;
 }
 
-static int reclassify(struct vrt_trace *t, const struct vrt_rules *rules)
+/* Grows a per-entry cache of ints to n entries, new ones UNKNOWN. */
+static int grow_ints(int **v, size_t *have, size_t n)
 {
-	int *frule = NULL, *srule = NULL, *cache = NULL, ncache, rc = -1;
-	size_t i;
+	size_t cap = *have ? *have : 256, i;
+	int *nv;
 
-	ncache = vrt_rules_count(rules);
-	if (ncache < 0)
-		ncache = 0;
-	frule = malloc((t->nframes ? t->nframes : 1) * sizeof(*frule));
-	srule = malloc((t->nstacks ? t->nstacks : 1) * sizeof(*srule));
-	cache = malloc(((size_t)ncache + 1) * sizeof(*cache));
-	if (!frule || !srule || !cache)
-		goto out;
-	for (i = 0; i < t->nframes; i++)
-		frule[i] = UNKNOWN;
-	for (i = 0; i < (size_t)ncache; i++)
-		cache[i] = -1;
-	if (t->nstacks)
-		srule[0] = VRT_RULE_NONE;
-	for (i = 1; i < t->nstacks; i++) {
-		const struct vrt_stack *st = &t->stacks[i];
-		int best = st->parent < i ? srule[st->parent] : VRT_RULE_NONE;
-		uint32_t fi = st->frame;
-		if (fi && fi < t->nframes) {
-			if (frule[fi] == UNKNOWN) {
-				const struct vrt_frame *f = &t->frames[fi];
-				struct vrt_rule_frame rf;
-				rf.kind = f->kind;
-				rf.function = vrt_load_str(t, f->function);
-				rf.file = vrt_load_str(t, f->file);
-				frule[fi] = vrt_rules_match(rules, &rf);
-			}
-			if (frule[fi] < best)
-				best = frule[fi];
+	if (n <= *have)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	nv = realloc(*v, cap * sizeof(*nv));
+	if (!nv)
+		return -1;
+	for (i = *have; i < cap; i++)
+		nv[i] = UNKNOWN;
+	*v = nv;
+	*have = cap;
+	return 0;
+}
+
+static int frame_rule(struct vrt_attrib *a, const struct vrt_trace *t,
+                      uint32_t fi)
+{
+	const struct vrt_frame *f;
+	struct vrt_rule_frame rf;
+
+	if (!fi || fi >= t->nframes)
+		return VRT_RULE_NONE;
+	if (fi >= a->nframes && grow_ints(&a->frule, &a->nframes, fi + 1))
+		return UNKNOWN;
+	if (a->frule[fi] != UNKNOWN)
+		return a->frule[fi];
+	f = &t->frames[fi];
+	rf.kind = f->kind;
+	rf.function = vrt_load_str(t, f->function);
+	rf.file = vrt_load_str(t, f->file);
+	a->frule[fi] = vrt_rules_match(a->rules, &rf);
+	return a->frule[fi];
+}
+
+/* Best rule of stack si (< t->nstacks, cache grown to cover it), or
+ * UNKNOWN when out of memory. */
+static int stack_rule(struct vrt_attrib *a, const struct vrt_trace *t,
+                      uint32_t si)
+{
+	size_t n = 0;
+	uint32_t cur = si;
+	int best;
+
+	/* Up to the first known stack (or the root). */
+	while (cur && a->srule[cur] == UNKNOWN) {
+		if (n == a->nwalk) {
+			size_t nc = a->nwalk ? a->nwalk * 2 : 64;
+			uint32_t *nw = realloc(a->walk, nc * sizeof(*nw));
+			if (!nw)
+				return UNKNOWN;
+			a->walk = nw;
+			a->nwalk = nc;
 		}
-		srule[i] = best;
+		a->walk[n++] = cur;
+		/* Parents have smaller indexes; anything else ends the path. */
+		cur = t->stacks[cur].parent < cur ? t->stacks[cur].parent : 0;
 	}
-	for (i = 0; i < t->nev; i++) {
-		struct vrt_event *e = &t->ev[i];
-		int g;
-		if (!is_attributable(e) || e->phase_src == VRT_SRC_ANNOTATION ||
-		    !e->stack || e->stack >= t->nstacks ||
-		    srule[e->stack] == VRT_RULE_NONE)
-			continue;
-		g = rule_phase(t, rules, srule[e->stack], cache, ncache);
-		if (g < 0)
-			goto out;
-		e->phase = (uint32_t)g;
-		e->phase_src = VRT_SRC_RULE;
+	best = cur ? a->srule[cur] : VRT_RULE_NONE;
+	while (n--) {
+		int fr = frame_rule(a, t, t->stacks[a->walk[n]].frame);
+		if (fr == UNKNOWN)
+			return UNKNOWN;
+		if (fr < best)
+			best = fr;
+		a->srule[a->walk[n]] = best;
 	}
-	rc = 0;
-out:
-	free(frule);
-	free(srule);
-	free(cache);
-	return rc;
+	return best;
 }
 
 /* Device memory an engine would reserve a KV cache from (not managed:
@@ -112,15 +155,6 @@ static int is_reserve_family(int fam)
 	       fam == VRT_FAM_VMM;
 }
 
-/* The last probe of one (process, thread, device). */
-struct probe {
-	int64_t ts;
-	uint64_t free_bytes; /* what the probe reported */
-	uint32_t proc, tid;
-	int32_t device;
-};
-
-#define NPROBES 64
 
 static struct probe *find_probe(struct probe *p, size_t n,
                                 const struct vrt_event *e)
@@ -134,54 +168,113 @@ static struct probe *find_probe(struct probe *p, size_t n,
 	return NULL;
 }
 
-static void infer(struct vrt_trace *t)
+/* Step 4 for one event (after the rules). */
+static void infer(struct vrt_attrib *a, struct vrt_event *e)
 {
-	struct probe probes[NPROBES];
-	size_t n = 0, next = 0, i;
+	struct probe *p;
 
-	for (i = 0; i < t->nev; i++) {
-		struct vrt_event *e = &t->ev[i];
-		struct probe *p;
-		int fam = vrt_api_family(e->api);
-
-		if (e->device < 0)
-			continue;
-		if (e->kind == VRT_EV_MEMINFO) {
-			p = find_probe(probes, n, e);
-			if (!p) {
-				/* Full: the oldest-filled entry makes room. */
-				p = &probes[n < NPROBES ? n++ : next];
-				next = (next + 1) % NPROBES;
-			}
-			p->ts = e->ts;
-			p->free_bytes = e->addr;
-			p->proc = e->proc;
-			p->tid = e->tid;
-			p->device = e->device;
-			continue;
+	if (e->device < 0)
+		return;
+	if (e->kind == VRT_EV_MEMINFO) {
+		p = find_probe(a->probes, a->nprobes, e);
+		if (!p) {
+			/* Full: the oldest-filled entry makes room. */
+			p = &a->probes[a->nprobes < NPROBES ? a->nprobes++
+			                                    : a->next];
+			a->next = (a->next + 1) % NPROBES;
 		}
-		if ((e->kind != VRT_EV_ALLOC && e->kind != VRT_EV_FAIL) ||
-		    vrt_api_op(e->api) != VRT_OP_ALLOC ||
-		    !is_reserve_family(fam))
-			continue;
-		if (e->phase || e->phase_src == VRT_SRC_ANNOTATION)
-			continue;
-		p = find_probe(probes, n, e);
-		if (!p || e->ts - p->ts > VRT_ATTRIB_PROBE_WINDOW_NS ||
-		    e->ts < p->ts)
-			continue;
-		if (e->size >= VRT_ATTRIB_LARGE_BYTES &&
-		    e->size >= p->free_bytes / 4) {
-			e->phase = VRT_LOAD_PHASE_INFERRED_KV;
-			e->phase_src = VRT_SRC_INFERRED;
-		}
+		p->ts = e->ts;
+		p->free_bytes = e->addr;
+		p->proc = e->proc;
+		p->tid = e->tid;
+		p->device = e->device;
+		return;
+	}
+	if (!a->nprobes || e->size < VRT_ATTRIB_LARGE_BYTES)
+		return;
+	if ((e->kind != VRT_EV_ALLOC && e->kind != VRT_EV_FAIL &&
+	     e->kind != VRT_EV_REPEAT) ||
+	    vrt_api_op(e->api) != VRT_OP_ALLOC ||
+	    !is_reserve_family(vrt_api_family(e->api)))
+		return;
+	if (e->phase || e->phase_src == VRT_SRC_ANNOTATION)
+		return;
+	p = find_probe(a->probes, a->nprobes, e);
+	if (!p || e->ts - p->ts > VRT_ATTRIB_PROBE_WINDOW_NS || e->ts < p->ts)
+		return;
+	if (e->size >= p->free_bytes / 4) {
+		e->phase = VRT_LOAD_PHASE_INFERRED_KV;
+		e->phase_src = VRT_SRC_INFERRED;
 	}
 }
 
-int vrt_attrib_run(struct vrt_trace *t, const struct vrt_rules *rules)
+struct vrt_attrib *vrt_attrib_new(const struct vrt_trace *t,
+                                  const struct vrt_rules *rules)
 {
-	if (rules && reclassify(t, rules))
+	struct vrt_attrib *a = calloc(1, sizeof(*a));
+	int i;
+
+	(void)t;
+	if (!a)
+		return NULL;
+	a->rules = rules;
+	if (!rules)
+		return a;
+	a->ncache = vrt_rules_count(rules);
+	if (a->ncache < 0)
+		a->ncache = 0;
+	a->cache = malloc(((size_t)a->ncache + 1) * sizeof(*a->cache));
+	if (!a->cache) {
+		free(a);
+		return NULL;
+	}
+	for (i = 0; i < a->ncache; i++)
+		a->cache[i] = -1;
+	return a;
+}
+
+int vrt_attrib_feed(struct vrt_attrib *a, struct vrt_trace *t,
+                    struct vrt_event *ev, size_t n)
+{
+	size_t i;
+
+	if (a->rules && t->nstacks > a->nstacks &&
+	    grow_ints(&a->srule, &a->nstacks, t->nstacks))
 		return -1;
-	infer(t);
+	for (i = 0; i < n; i++) {
+		struct vrt_event *e = &ev[i];
+		int k, g;
+
+		if (a->rules && e->stack && e->stack < t->nstacks &&
+		    e->phase_src != VRT_SRC_ANNOTATION && is_attributable(e)) {
+			k = a->srule[e->stack];
+			if (k == UNKNOWN) {
+				k = stack_rule(a, t, e->stack);
+				if (k == UNKNOWN)
+					return -1;
+			}
+			if (k != VRT_RULE_NONE) {
+				g = k < a->ncache && a->cache[k] >= 0
+				            ? a->cache[k]
+				            : rule_phase(a, t, k);
+				if (g < 0)
+					return -1;
+				e->phase = (uint32_t)g;
+				e->phase_src = VRT_SRC_RULE;
+			}
+		}
+		infer(a, e);
+	}
 	return 0;
+}
+
+void vrt_attrib_free(struct vrt_attrib *a)
+{
+	if (!a)
+		return;
+	free(a->frule);
+	free(a->srule);
+	free(a->cache);
+	free(a->walk);
+	free(a);
 }

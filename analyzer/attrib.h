@@ -26,6 +26,7 @@
 #ifndef VRT_ATTRIB_H
 #define VRT_ATTRIB_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "load.h"
@@ -36,10 +37,27 @@ struct vrt_rules;
 #define VRT_ATTRIB_LARGE_BYTES     (1ull << 30) /* 1 GiB */
 
 /*
- * Re-classifies t's events (ordered by vrt_load_finish) as above; rules may
- * be NULL (then only step 4 runs). New phase names from the rules are added
- * to t's phase table. Returns 0, or -1 when out of memory.
+ * Attribution runs over the event stream, batch by batch, in time order
+ * (vrt_load_next's order): each distinct stack is classified once, when an
+ * event first names it (stacks may join t's table while streaming), and the
+ * evidence of step 4 needs only the last probe per (process, thread,
+ * device). Memory: one word per stack and per frame seen, and the probes.
  */
-int vrt_attrib_run(struct vrt_trace *t, const struct vrt_rules *rules);
+struct vrt_attrib;
+
+/* A state for t's stream; rules may be NULL (then only step 4 runs).
+ * NULL when out of memory. */
+struct vrt_attrib *vrt_attrib_new(const struct vrt_trace *t,
+                                  const struct vrt_rules *rules);
+
+/*
+ * Re-classifies the n events of ev in place (the next ones of t's stream),
+ * as above. New phase names from the rules are added to t's phase table.
+ * Returns 0, or -1 when out of memory.
+ */
+int vrt_attrib_feed(struct vrt_attrib *a, struct vrt_trace *t,
+                    struct vrt_event *ev, size_t n);
+
+void vrt_attrib_free(struct vrt_attrib *a);
 
 #endif /* VRT_ATTRIB_H */

@@ -167,7 +167,7 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	struct vrt_modelcfg cfg;
 	struct vrt_diagnosis *dg = NULL;
 	struct vrt_progress_term pg;
-	int rc;
+	int rc, pass;
 
 	memset(&st, 0, sizeof(st));
 	memset(&t, 0, sizeof(t));
@@ -195,27 +195,31 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	/* Long analyses show how far they got (stderr, terminals only). */
 	vrt_progress_init(&pg);
 	t.progress = &pg.sink;
-	r.progress = &pg.sink;
 	/* Folded stacks need every call path live at the peaks. */
 	if (s.format == FMT_FOLDED)
 		r.top_sites = SIZE_MAX;
-	if (vrt_load_paths(&t, s.paths, (size_t)s.npaths, err)) {
+	if (vrt_load_open(&t, s.paths, (size_t)s.npaths, err)) {
 		vrt_progress_clear(&pg);
 		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
 		        err->msg);
 		goto out;
 	}
+	pass = vrt_run_pass(&t, rules, &r, err);
 	vrt_progress_clear(&pg);
-	vrt_run_warn(&t);
-	if (vrt_attrib_run(&t, rules) || vrt_replay_run(&r, &t)) {
-		vrt_progress_clear(&pg);
+	if (pass == VRT_RUN_PASS_LOAD) {
+		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
+		        err->msg);
+		goto out;
+	}
+	if (pass) {
 		fprintf(stderr,
 		        "vramtrace: error: %s: out of memory while "
 		        "replaying\n",
 		        s.paths[0]);
 		goto out;
 	}
-	vrt_progress_clear(&pg);
+	/* Truncation is known once the stream has ended. */
+	vrt_run_warn(&t);
 	dg = malloc(sizeof(*dg));
 	if (!dg) {
 		fprintf(stderr, "vramtrace: error: out of memory\n");

@@ -29,6 +29,7 @@
 #include "load.h"
 #include "replay.h"
 #include "report.h"
+#include "run.h"
 
 #ifndef VRT_INSTALL_LIBDIR
 #define VRT_INSTALL_LIBDIR "/usr/local/lib"
@@ -218,12 +219,19 @@ static int show(const char *dir)
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
-	if (vrt_load_paths(&t, paths, 1, err)) {
+	if (vrt_load_open(&t, paths, 1, err)) {
 		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
 		        err->msg);
 		goto out;
 	}
-	if (vrt_attrib_run(&t, NULL) || vrt_replay_run(&r, &t)) {
+	switch (vrt_run_pass(&t, NULL, &r, err)) {
+	case VRT_RUN_PASS_OK:
+		break;
+	case VRT_RUN_PASS_LOAD:
+		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
+		        err->msg);
+		goto out;
+	default:
 		fprintf(stderr, "vramtrace: error: %s: out of memory\n", dir);
 		goto out;
 	}

@@ -36,6 +36,7 @@
 #include "ctl.h"
 #include "load.h"
 #include "replay.h"
+#include "run.h"
 
 struct settings {
 	const char *target;
@@ -130,7 +131,7 @@ static void from_replay(struct view *v, const struct vrt_trace *t,
 
 	snprintf(v->source, sizeof(v->source), "trace");
 	v->nprocs = t->nprocs;
-	v->events = t->nev;
+	v->events = t->events_total;
 	v->inflight = r->inflight;
 	v->max_inflight = r->max_inflight;
 	v->ooms = r->ooms;
@@ -193,7 +194,7 @@ static int refresh_trace(const struct target *tg, struct view *v)
 		return -1;
 	}
 	r.top_sites = 1;
-	if (vrt_load_paths(&t, tg->paths, 1, err)) {
+	if (vrt_load_open(&t, tg->paths, 1, err)) {
 		snprintf(v->note, sizeof(v->note), "%.200s",
 		         err->status == VRT_LOAD_ERR_NO_TRACES ||
 		                         err->status == VRT_LOAD_ERR_NO_FRAME ||
@@ -204,7 +205,13 @@ static int refresh_trace(const struct target *tg, struct view *v)
 		                 : err->msg);
 		goto out;
 	}
-	if (vrt_attrib_run(&t, NULL) || vrt_replay_run(&r, &t)) {
+	switch (vrt_run_pass(&t, NULL, &r, err)) {
+	case VRT_RUN_PASS_OK:
+		break;
+	case VRT_RUN_PASS_LOAD:
+		snprintf(v->note, sizeof(v->note), "%.200s", err->msg);
+		goto out;
+	default:
 		snprintf(v->note, sizeof(v->note), "out of memory");
 		goto out;
 	}

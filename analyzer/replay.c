@@ -16,20 +16,31 @@
  * whichever comes last.
  *
  * Requests in flight are two more key spaces of the same table (accepted
- * connections by fd, annotated requests by id). The allocation sites live
- * at a device's peak need the live set at that moment, which is only known
- * once the peak is: a second pass replays the events again and takes the
- * live objects of each device right after the event of its peak.
+ * connections by fd, annotated requests by id). A process counts its
+ * annotated requests instead of its connections from its first REQUEST
+ * event on (its connections still open then stop counting).
  *
- * Timelines (first pass only) are bounded: the run is cut into
- * VRT_REPLAY_SERIES_BUCKETS equal time buckets; within one, a device keeps
- * its highest point (copied when a change exceeds it) and, when it changed
- * after that, its state at the bucket's end (read from the live counters
- * when the first event of a later bucket arrives, before it applies).
+ * One pass, fed in batches. The allocation sites live at a device's peak
+ * are kept by lazy snapshots: a site (device, phase slot, stack) holds its
+ * live bytes and allocations and its value at the device's last peak that
+ * it saw; each device counts its peaks (an epoch). Before a site changes,
+ * if its epoch is older than its device's, its value now is its value at
+ * that device's latest peak (it has not changed since), so it is stored
+ * with the epoch. At the end, a site's share of the final peak is its
+ * stored value when its epoch is the final one, else its live value. O(1)
+ * per event; the snapshot costs no second pass.
+ *
+ * Timelines are bounded: the run is cut into time buckets of width w from
+ * its start; within one, a device keeps its highest point and, when it
+ * changed after that, its state at the bucket's end (read from the live
+ * counters when the first event of a later bucket arrives, before it
+ * applies). The highest point is copied lazily: while the device only
+ * grows, the live counters are that point. When an event falls past
+ * VRT_REPLAY_SERIES_BUCKETS buckets, w doubles and each pair of buckets
+ * merges into one (its highest point, and its last when that is another),
+ * which is what bucketing at the doubled width would have kept.
  */
 #include "replay.h"
-
-#include "progress.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -59,6 +70,7 @@ struct obj {
 	uint32_t handle; /* mapping: object of its handle, or NONE */
 	uint32_t next;   /* free list */
 	uint32_t stack;  /* the allocating call's stack */
+	uint32_t site;   /* charged: its site, else NONE */
 	uint8_t family;
 	uint8_t kind;
 	uint8_t released; /* handle: cuMemRelease seen */
@@ -67,36 +79,71 @@ struct obj {
 
 struct slot {
 	uint64_t addr;
+	uint32_t hash; /* hash_key's low bits: its home without rehashing */
 	uint32_t proc;
 	uint32_t obj; /* NONE: empty slot */
 	uint8_t space;
 };
 
+#define TABLE_MAX_CAP (1ull << 31) /* homes fit the stored hash bits */
+
+/* The bucket of a timeline being built: its highest point (max; for
+ * requests, max.total holds the count) and whether it changed after it.
+ * max_live: max is the device's live state at max.ts (not copied yet). */
+struct series_acc {
+	int active; /* changed in this bucket */
+	int after_max;
+	int max_live;
+	int64_t last_ts;
+	struct vrt_replay_point max;
+};
+
+/* One (device, phase slot, stack): live now, and at the device's peak
+ * number epoch (see the top of the file). */
+struct site {
+	uint64_t bytes, allocs;
+	uint64_t peak_bytes, peak_allocs;
+	uint64_t epoch;
+	int32_t device;
+	uint32_t slot, stack;
+};
+
+/* Per device, beside the result's vrt_replay_device. */
+struct devstate {
+	struct series_acc acc;
+	uint64_t epoch; /* peaks reached so far */
+};
+
+#define SITE_HINTS 4 /* site hints per stack (power of two) */
+
 struct state {
 	struct vrt_replay *r;
-	const struct vrt_trace *t;
+	const struct vrt_trace *t; /* set by each call */
 	struct slot *tab;
 	size_t cap, used; /* cap is a power of two */
 	struct obj *objs;
 	size_t nobjs, capobjs;
 	uint32_t free_obj;
 	size_t nmappings;
-	size_t cur;             /* index of the event being replayed */
-	uint8_t *uses_requests; /* per process: REQUEST events exist */
-	/* timelines: NULL acc in the second pass (no timelines) */
-	struct series_acc *acc; /* per device */
-	struct series_acc *inflight_acc;
-	int64_t series_start, series_width, bucket;
-	int series_oom;
-};
-
-/* The bucket of a timeline being built: its highest point (max; for
- * requests, max.total holds the count) and whether it changed after it. */
-struct series_acc {
-	int active; /* changed in this bucket */
-	int after_max;
-	int64_t last_ts;
-	struct vrt_replay_point max;
+	int64_t ts; /* the event being replayed */
+	/* per process (grown with the trace's table): REQUEST events seen,
+	 * and connections it accepted until then */
+	uint8_t *uses_requests;
+	uint64_t *conns;
+	size_t nprocs;
+	struct devstate *devs; /* r->ndevices of them */
+	struct series_acc inflight_acc;
+	int64_t series_start, series_width, bucket, bucket_end;
+	/* sites: a pool, an open-addressing index of it, and per (stack,
+	 * device & 3) the site it last named (a stack mostly allocates in
+	 * one phase) */
+	struct site *sites;
+	size_t nsites, capsites;
+	uint32_t *sindex;
+	size_t scap;
+	uint32_t *stack_site;
+	size_t nstack_site;
+	int oom;
 };
 
 /* ---- names --------------------------------------------------------------- */
@@ -113,10 +160,15 @@ const char *vrt_replay_family_name(int family)
 	return family_names[family];
 }
 
-int vrt_replay_family_is_vram(int family)
+static inline int is_vram(int family)
 {
 	return family == VRT_FAM_DEVICE || family == VRT_FAM_ASYNC ||
 	       family == VRT_FAM_VMM || family == VRT_FAM_MANAGED;
+}
+
+int vrt_replay_family_is_vram(int family)
+{
+	return is_vram(family);
 }
 
 unsigned vrt_replay_phase_slot(uint32_t phase)
@@ -177,8 +229,11 @@ static uint64_t hash_key(uint32_t proc, uint8_t space, uint64_t addr)
 static int table_grow(struct state *s)
 {
 	size_t ncap = s->cap ? s->cap * 2 : 1024, i;
-	struct slot *nt = malloc(ncap * sizeof(*nt));
+	struct slot *nt;
 
+	if (ncap > TABLE_MAX_CAP)
+		return -1;
+	nt = malloc(ncap * sizeof(*nt));
 	if (!nt)
 		return -1;
 	for (i = 0; i < ncap; i++)
@@ -188,7 +243,7 @@ static int table_grow(struct state *s)
 		size_t j;
 		if (o->obj == NONE)
 			continue;
-		j = hash_key(o->proc, o->space, o->addr) & (ncap - 1);
+		j = o->hash & (ncap - 1);
 		while (nt[j].obj != NONE)
 			j = (j + 1) & (ncap - 1);
 		nt[j] = *o;
@@ -201,10 +256,10 @@ static int table_grow(struct state *s)
 
 /* Index of the slot holding the key, or of the empty slot ending its
  * probe sequence. Requires cap > used. */
-static size_t table_find(const struct state *s, uint32_t proc, uint8_t space,
-                         uint64_t addr)
+static size_t table_find_h(const struct state *s, uint32_t proc,
+                           uint8_t space, uint64_t addr, uint32_t h)
 {
-	size_t i = hash_key(proc, space, addr) & (s->cap - 1);
+	size_t i = h & (s->cap - 1);
 
 	while (s->tab[i].obj != NONE) {
 		const struct slot *e = &s->tab[i];
@@ -213,6 +268,13 @@ static size_t table_find(const struct state *s, uint32_t proc, uint8_t space,
 		i = (i + 1) & (s->cap - 1);
 	}
 	return i;
+}
+
+static size_t table_find(const struct state *s, uint32_t proc, uint8_t space,
+                         uint64_t addr)
+{
+	return table_find_h(s, proc, space, addr,
+	                    (uint32_t)hash_key(proc, space, addr));
 }
 
 static uint32_t table_get(const struct state *s, uint32_t proc, uint8_t space,
@@ -228,14 +290,17 @@ static uint32_t table_get(const struct state *s, uint32_t proc, uint8_t space,
 static int table_put(struct state *s, uint32_t proc, uint8_t space,
                      uint64_t addr, uint32_t obj, uint32_t *old)
 {
+	uint32_t h = (uint32_t)hash_key(proc, space, addr);
 	size_t i;
 
-	if ((s->used + 1) * 10 > s->cap * 7 && table_grow(s))
+	/* At most half full: short clusters for lookups and deletions. */
+	if ((s->used + 1) * 2 > s->cap && table_grow(s))
 		return -1;
-	i = table_find(s, proc, space, addr);
+	i = table_find_h(s, proc, space, addr, h);
 	*old = s->tab[i].obj;
 	if (*old == NONE)
 		s->used++;
+	s->tab[i].hash = h;
 	s->tab[i].addr = addr;
 	s->tab[i].proc = proc;
 	s->tab[i].space = space;
@@ -256,9 +321,7 @@ static void table_remove_at(struct state *s, size_t i)
 		j = (j + 1) & mask;
 		if (s->tab[j].obj == NONE)
 			return;
-		home = hash_key(s->tab[j].proc, s->tab[j].space,
-		                s->tab[j].addr) &
-		       mask;
+		home = s->tab[j].hash & mask;
 		/* Move j into the hole i unless its home lies in (i, j]. */
 		if ((j > i && (home <= i || home > j)) ||
 		    (j < i && (home <= i && home > j))) {
@@ -285,7 +348,7 @@ static uint32_t table_take(struct state *s, uint32_t proc, uint8_t space,
 	return o;
 }
 
-static uint32_t obj_new(struct state *s)
+static inline uint32_t obj_new(struct state *s)
 {
 	uint32_t o;
 
@@ -306,8 +369,7 @@ static uint32_t obj_new(struct state *s)
 		}
 		o = (uint32_t)s->nobjs++;
 	}
-	memset(&s->objs[o], 0, sizeof(s->objs[o]));
-	s->objs[o].handle = NONE;
+	s->objs[o] = (struct obj){.handle = NONE, .site = NONE};
 	return o;
 }
 
@@ -357,8 +419,9 @@ static void sample_single(struct state *s, size_t i, int64_t ts)
 }
 
 /* Windows (see on_mark): r->windows[r->nwindows - 1] is open. */
-/* Raises the open window's peaks of device dev to its live counters. */
-static void window_note(struct state *s, int32_t dev)
+/* Raises the open window's peaks of device dev to its live counters
+ * (slot: the phase slot that changed; VRT_REPLAY_MAX_PHASES: all). */
+static void window_note(struct state *s, int32_t dev, unsigned slot)
 {
 	struct vrt_replay *r = s->r;
 	struct vrt_replay_window_device *w;
@@ -371,6 +434,11 @@ static void window_note(struct state *s, int32_t dev)
 	w = &r->windows[r->nwindows - 1].dev[dev];
 	if (d->tracked_bytes > w->peak_bytes)
 		w->peak_bytes = d->tracked_bytes;
+	if (slot < VRT_REPLAY_MAX_PHASES) {
+		if (d->phase[slot].live_bytes > w->peak_by_phase[slot])
+			w->peak_by_phase[slot] = d->phase[slot].live_bytes;
+		return;
+	}
 	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 		if (d->phase[k].live_bytes > w->peak_by_phase[k])
 			w->peak_by_phase[k] = d->phase[k].live_bytes;
@@ -404,18 +472,29 @@ static void point_now(const struct vrt_replay_device *d, int64_t ts,
 		p->by_phase[k] = d->phase[k].live_bytes;
 }
 
+/* Device dev's tracked bytes are about to go down: a highest point still
+ * read from the live counters is copied first. */
+static void series_pre(struct state *s, int32_t dev)
+{
+	struct series_acc *a = &s->devs[dev].acc;
+
+	if (a->max_live) {
+		point_now(&s->r->dev[dev], a->max.ts, &a->max);
+		a->max_live = 0;
+	}
+}
+
 /* Device dev's tracked bytes changed at ts (the live counters hold the
  * new state). */
-static void series_note(struct state *s, int32_t dev, int64_t ts)
+static inline void series_note(struct state *s, int32_t dev, int64_t ts)
 {
-	struct series_acc *a;
+	struct series_acc *a = &s->devs[dev].acc;
 	const struct vrt_replay_device *d = &s->r->dev[dev];
 
-	if (!s->acc)
-		return;
-	a = &s->acc[dev];
 	if (!a->active || d->tracked_bytes > a->max.total) {
-		point_now(d, ts, &a->max);
+		a->max.ts = ts;
+		a->max.total = d->tracked_bytes;
+		a->max_live = 1;
 		a->active = 1;
 		a->after_max = 0;
 	} else {
@@ -426,10 +505,8 @@ static void series_note(struct state *s, int32_t dev, int64_t ts)
 
 static void inflight_note(struct state *s, int64_t ts)
 {
-	struct series_acc *a = s->inflight_acc;
+	struct series_acc *a = &s->inflight_acc;
 
-	if (!a)
-		return;
 	if (!a->active || s->r->inflight > a->max.total) {
 		a->max.ts = ts;
 		a->max.total = s->r->inflight;
@@ -452,11 +529,15 @@ static void series_flush(struct state *s)
 	size_t i;
 
 	for (i = 0; i < r->ndevices; i++) {
-		struct series_acc *a = &s->acc[i];
+		struct series_acc *a = &s->devs[i].acc;
 		struct vrt_replay_device *d = &r->dev[i];
 		if (!a->active)
 			continue;
 		a->active = 0;
+		if (a->max_live) {
+			point_now(d, a->max.ts, &a->max);
+			a->max_live = 0;
+		}
 		if (push((void **)&d->series, &d->nseries, &a->max,
 		         sizeof(a->max)))
 			goto oom;
@@ -466,8 +547,8 @@ static void series_flush(struct state *s)
 		if (push((void **)&d->series, &d->nseries, &p, sizeof(p)))
 			goto oom;
 	}
-	if (s->inflight_acc->active) {
-		struct series_acc *a = s->inflight_acc;
+	if (s->inflight_acc.active) {
+		struct series_acc *a = &s->inflight_acc;
 		a->active = 0;
 		q.ts = a->max.ts;
 		q.inflight = (uint32_t)a->max.total;
@@ -483,46 +564,159 @@ static void series_flush(struct state *s)
 	}
 	return;
 oom:
-	s->series_oom = 1;
+	s->oom = 1;
 }
 
-/* Flushes the bucket before an event at ts when ts starts a later one. */
+static int64_t bucket_of(const struct state *s, int64_t ts, int64_t width)
+{
+	int64_t d;
+
+	if (__builtin_sub_overflow(ts, s->series_start, &d))
+		d = ts > s->series_start ? INT64_MAX : 0;
+	return d > 0 ? d / width : 0;
+}
+
+/* Keeps, of each run of points of v (n of them, in time order) in one
+ * bucket of width w, the highest (the first to reach it) and the last
+ * when that is another; in place. value: the field compared. */
+#define MERGE_POINTS(v, n, value)                                              \
+	do {                                                                   \
+		size_t i_ = 0, o_ = 0, j_, m_;                                 \
+		while (i_ < (n)) {                                             \
+			int64_t b_ = bucket_of(s, (v)[i_].ts, w);              \
+			for (j_ = m_ = i_;                                     \
+			     j_ < (n) && bucket_of(s, (v)[j_].ts, w) == b_;    \
+			     j_++)                                             \
+				if ((v)[j_].value > (v)[m_].value)             \
+					m_ = j_;                               \
+			(v)[o_++] = (v)[m_];                                   \
+			if (j_ - 1 != m_)                                      \
+				(v)[o_++] = (v)[j_ - 1];                       \
+			i_ = j_;                                               \
+		}                                                              \
+		(n) = o_;                                                      \
+	} while (0)
+
+/* Doubles the bucket width: each pair of finished buckets becomes one. */
+static void series_widen(struct state *s)
+{
+	struct vrt_replay *r = s->r;
+	int64_t w = s->series_width * 2;
+	size_t k;
+
+	for (k = 0; k < r->ndevices; k++)
+		MERGE_POINTS(r->dev[k].series, r->dev[k].nseries, total);
+	MERGE_POINTS(r->inflight_series, r->ninflight_series, inflight);
+	s->series_width = w;
+}
+
+/* Before an event at ts that falls past the current bucket: flushes it,
+ * widens the buckets while ts lies past the last one, and opens ts's. */
 static void series_tick(struct state *s, int64_t ts)
 {
-	int64_t d = ts - s->series_start;
-	int64_t b = d > 0 ? d / s->series_width : 0;
+	int64_t b = bucket_of(s, ts, s->series_width), end;
 
-	if (b != s->bucket) {
-		series_flush(s);
-		s->bucket = b;
+	if (b == s->bucket)
+		return;
+	series_flush(s);
+	while (b >= VRT_REPLAY_SERIES_BUCKETS &&
+	       s->series_width < INT64_MAX / 4) {
+		series_widen(s);
+		b = bucket_of(s, ts, s->series_width);
 	}
+	s->bucket = b;
+	/* The first ts of the next bucket (saturating). */
+	if (__builtin_mul_overflow(b + 1, s->series_width, &end) ||
+	    __builtin_add_overflow(end, s->series_start, &end))
+		s->bucket_end = INT64_MAX;
+	else
+		s->bucket_end = end;
 }
 
-/* Sets up the timelines of a first pass; -1 when out of memory. */
-static int series_init(struct state *s)
+/* The site of (dev, slot, stack), created when new; NONE when out of
+ * memory. */
+static uint32_t site_get(struct state *s, int32_t dev, uint32_t slot,
+                         uint32_t stack)
 {
-	const struct vrt_trace *t = s->t;
-	int64_t end = t->end_ns;
+	size_t hint = (size_t)stack * SITE_HINTS +
+	              ((uint32_t)dev & (SITE_HINTS - 1));
+	uint32_t h = hint < s->nstack_site ? s->stack_site[hint] : NONE;
+	size_t i, mask;
+	struct site *x;
 
-	s->acc = calloc(t->ndevices + 1, sizeof(*s->acc));
-	if (!s->acc)
-		return -1;
-	s->inflight_acc = &s->acc[t->ndevices];
-	if (t->nev && t->ev[t->nev - 1].ts > end)
-		end = t->ev[t->nev - 1].ts;
-	s->series_start = t->start_ns;
-	s->series_width = end > t->start_ns
-	                          ? (end - t->start_ns) /
-	                                            VRT_REPLAY_SERIES_BUCKETS +
-	                                    1
-	                          : 1;
-	return 0;
+	if (h != NONE && s->sites[h].device == dev && s->sites[h].slot == slot)
+		return h;
+	if ((s->nsites + 1) * 2 > s->scap) {
+		size_t nc = s->scap ? s->scap * 2 : 256, k;
+		uint32_t *ni = malloc(nc * sizeof(*ni));
+		if (!ni)
+			return NONE;
+		for (k = 0; k < nc; k++)
+			ni[k] = NONE;
+		for (k = 0; k < s->nsites; k++) {
+			x = &s->sites[k];
+			i = hash_key(x->stack, (uint8_t)x->slot,
+			             (uint64_t)(uint32_t)x->device) &
+			    (nc - 1);
+			while (ni[i] != NONE)
+				i = (i + 1) & (nc - 1);
+			ni[i] = (uint32_t)k;
+		}
+		free(s->sindex);
+		s->sindex = ni;
+		s->scap = nc;
+	}
+	mask = s->scap - 1;
+	i = hash_key(stack, (uint8_t)slot, (uint64_t)(uint32_t)dev) & mask;
+	for (; s->sindex[i] != NONE; i = (i + 1) & mask) {
+		x = &s->sites[s->sindex[i]];
+		if (x->stack == stack && x->slot == slot && x->device == dev) {
+			h = s->sindex[i];
+			goto found;
+		}
+	}
+	if (s->nsites == s->capsites) {
+		size_t nc = s->capsites ? s->capsites * 2 : 256;
+		struct site *ns;
+		if (nc >= NONE)
+			return NONE;
+		ns = realloc(s->sites, nc * sizeof(*ns));
+		if (!ns)
+			return NONE;
+		s->sites = ns;
+		s->capsites = nc;
+	}
+	h = (uint32_t)s->nsites++;
+	x = &s->sites[h];
+	memset(x, 0, sizeof(*x));
+	x->device = dev;
+	x->slot = slot;
+	x->stack = stack;
+	s->sindex[i] = h;
+found:
+	if (hint < s->nstack_site)
+		s->stack_site[hint] = h;
+	return h;
+}
+
+/* Site x of device dev is about to change: if the device reached a peak
+ * since x last changed, x's value now is its value at that peak. */
+static inline void site_touch(struct state *s, struct site *x, int32_t dev)
+{
+	uint64_t epoch = s->devs[dev].epoch;
+
+	if (x->epoch != epoch) {
+		x->peak_bytes = x->bytes;
+		x->peak_allocs = x->allocs;
+		x->epoch = epoch;
+	}
 }
 
 static void charge(struct state *s, struct obj *o, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
 	struct vrt_replay_device *d;
+	struct site *x;
 	unsigned k;
 
 	if (is_host_family(o->family)) {
@@ -538,21 +732,33 @@ static void charge(struct state *s, struct obj *o, int64_t ts)
 		return;
 	d = &r->dev[o->device];
 	counters_add(&d->fam[o->family], o->size, ts);
-	if (!vrt_replay_family_is_vram(o->family))
+	if (!is_vram(o->family))
 		return;
+	if (o->site == NONE) {
+		o->site = site_get(s, o->device, o->slot, o->stack);
+		if (o->site == NONE) {
+			s->oom = 1;
+			return;
+		}
+	}
+	x = &s->sites[o->site];
+	site_touch(s, x, o->device);
+	x->bytes += o->size;
+	x->allocs++;
 	counters_add(&d->phase[o->slot], o->size, ts);
 	o->charged = 1;
 	d->tracked_bytes += o->size;
 	if (d->tracked_bytes > d->peak_bytes) {
 		d->peak_bytes = d->tracked_bytes;
 		d->peak_ts = ts;
-		d->peak_ev = s->cur;
+		s->devs[o->device].epoch++;
 		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 			d->peak_by_phase[k] = d->phase[k].live_bytes;
 	}
 	if (o->slot == VRT_PHASE_forward)
 		sample_single(s, (size_t)o->device, ts);
-	window_note(s, o->device);
+	if (r->nwindows)
+		window_note(s, o->device, o->slot);
 	series_note(s, o->device, ts);
 }
 
@@ -560,6 +766,7 @@ static void discharge(struct state *s, struct obj *o)
 {
 	struct vrt_replay *r = s->r;
 	struct vrt_replay_device *d;
+	struct site *x;
 
 	if (is_host_family(o->family)) {
 		counters_sub(&r->host[o->family], o->size);
@@ -572,39 +779,45 @@ static void discharge(struct state *s, struct obj *o)
 		return;
 	d = &r->dev[o->device];
 	counters_sub(&d->fam[o->family], o->size);
-	if (!vrt_replay_family_is_vram(o->family))
+	if (!is_vram(o->family) || !o->charged)
 		return;
+	x = &s->sites[o->site];
+	site_touch(s, x, o->device);
+	x->bytes -= x->bytes >= o->size ? o->size : x->bytes;
+	x->allocs -= x->allocs ? 1 : 0;
+	series_pre(s, o->device);
 	counters_sub(&d->phase[o->slot], o->size);
 	o->charged = 0;
 	d->tracked_bytes -=
 	        d->tracked_bytes >= o->size ? o->size : d->tracked_bytes;
-	series_note(s, o->device, s->t->ev[s->cur].ts);
+	series_note(s, o->device, s->ts);
 }
 
-/* Counts an alloc or free against the family (and phase) of o. */
-static void count(struct state *s, const struct obj *o, int is_free)
+/* Counts n allocs or frees against the family (and phase) of o. */
+static inline void count(struct state *s, const struct obj *o, int is_free,
+                  uint64_t n)
 {
 	struct vrt_replay *r = s->r;
 	struct vrt_replay_device *d;
 
 	if (is_host_family(o->family)) {
 		if (is_free)
-			r->host[o->family].frees++;
+			r->host[o->family].frees += n;
 		else
-			r->host[o->family].allocs++;
+			r->host[o->family].allocs += n;
 		return;
 	}
 	if (o->device < 0 || (size_t)o->device >= r->ndevices)
 		return;
 	d = &r->dev[o->device];
 	if (is_free) {
-		d->fam[o->family].frees++;
-		if (vrt_replay_family_is_vram(o->family))
-			d->phase[o->slot].frees++;
+		d->fam[o->family].frees += n;
+		if (is_vram(o->family))
+			d->phase[o->slot].frees += n;
 	} else {
-		d->fam[o->family].allocs++;
-		if (vrt_replay_family_is_vram(o->family))
-			d->phase[o->slot].allocs++;
+		d->fam[o->family].allocs += n;
+		if (is_vram(o->family))
+			d->phase[o->slot].allocs += n;
 	}
 }
 
@@ -738,7 +951,7 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 	}
 	ob = &s->objs[o];
 	if (!(e->flags & VRT_EV_SNAP))
-		count(s, ob, 0);
+		count(s, ob, 0, 1);
 	charge(s, ob, e->ts);
 	return 0;
 }
@@ -757,7 +970,7 @@ static void on_free(struct state *s, const struct vrt_event *e, int fam)
 		return;
 	}
 	ob = &s->objs[o];
-	count(s, ob, 1);
+	count(s, ob, 1, 1);
 	if (ob->kind == OBJ_HANDLE) {
 		ob->released = 1;
 		if (ob->refs)
@@ -886,7 +1099,7 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 		r->host[fam].failed++;
 	} else if (f->device >= 0 && (size_t)f->device < r->ndevices) {
 		r->dev[f->device].fam[fam].failed++;
-		if (vrt_replay_family_is_vram(fam))
+		if (is_vram(fam))
 			r->dev[f->device]
 			        .phase[vrt_replay_phase_slot(e->phase)]
 			        .failed++;
@@ -946,9 +1159,11 @@ static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
 		if (old != NONE)
 			return 0;
 		r->inflight++;
-		if (sp == SP_CONN)
+		if (sp == SP_CONN) {
 			r->connections++;
-		else
+			if (e->proc < s->nprocs)
+				s->conns[e->proc]++;
+		} else
 			r->requests++;
 	} else {
 		if (table_take(s, e->proc, sp, e->addr) == NONE)
@@ -959,10 +1174,36 @@ static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
 	return 0;
 }
 
+/* The first REQUEST of process proc: from now on it counts its
+ * annotated requests, not its connections (never both); the connections
+ * it holds open stop counting. */
+static void use_requests(struct state *s, uint32_t proc, int64_t ts)
+{
+	struct vrt_replay *r = s->r;
+	uint32_t dropped = 0;
+	size_t i;
+
+	s->uses_requests[proc] = 1;
+	r->connections -= r->connections >= s->conns[proc] ? s->conns[proc]
+	                                                   : r->connections;
+	for (i = 0; i < s->cap; i++) {
+		if (s->tab[i].obj == NONE || s->tab[i].space != SP_CONN ||
+		    s->tab[i].proc != proc)
+			continue;
+		table_remove_at(s, i);
+		dropped++;
+		i--; /* backward shift may have moved an entry here */
+	}
+	if (!dropped)
+		return;
+	r->inflight -= r->inflight >= dropped ? dropped : r->inflight;
+	inflight_changed(s, ts);
+}
+
 static int on_net(struct state *s, const struct vrt_event *e)
 {
 	struct vrt_replay *r = s->r;
-	int by_conn = e->proc >= s->t->nprocs || !s->uses_requests[e->proc];
+	int by_conn = e->proc >= s->nprocs || !s->uses_requests[e->proc];
 
 	switch (e->aux) {
 	case VRT_NET_LISTEN:
@@ -983,9 +1224,25 @@ static int on_net(struct state *s, const struct vrt_event *e)
 
 /* ---- windows ------------------------------------------------------------ */
 
+/* Grows every per-window device array to n devices (new ones zero). */
+static int windows_grow(struct vrt_replay *r, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < r->nwindows; i++) {
+		struct vrt_replay_window_device *nd =
+		        realloc(r->windows[i].dev, n * sizeof(*nd));
+		if (!nd)
+			return -1;
+		memset(nd + r->ndevices, 0, (n - r->ndevices) * sizeof(*nd));
+		r->windows[i].dev = nd;
+	}
+	return 0;
+}
+
 /* A mark ends the open window and opens the next, which starts with what
  * is live and in flight at the mark. */
-static int window_open(struct state *s, int64_t ts)
+static int window_open(struct state *s, const struct vrt_replay_mark *m)
 {
 	struct vrt_replay *r = s->r;
 	struct vrt_replay_window *w;
@@ -999,19 +1256,19 @@ static int window_open(struct state *s, int64_t ts)
 		r->windows = p;
 	}
 	if (r->nwindows)
-		r->windows[r->nwindows - 1].end_ts = ts;
+		r->windows[r->nwindows - 1].end_ts = m->ts;
 	w = &r->windows[r->nwindows];
 	memset(w, 0, sizeof(*w));
 	w->dev = calloc(r->ndevices ? r->ndevices : 1, sizeof(*w->dev));
 	if (!w->dev)
 		return -1;
-	w->mark = s->cur;
-	w->start_ts = ts;
-	w->end_ts = ts;
+	w->mark = *m;
+	w->start_ts = m->ts;
+	w->end_ts = m->ts;
 	w->max_inflight = r->inflight;
 	r->nwindows++;
 	for (i = 0; i < r->ndevices; i++)
-		window_note(s, (int32_t)i);
+		window_note(s, (int32_t)i, VRT_REPLAY_MAX_PHASES);
 	return 0;
 }
 
@@ -1024,35 +1281,60 @@ static void windows_free(struct vrt_replay *r)
 	free(r->windows);
 }
 
-static int on_mark(struct state *s)
+static int on_mark(struct state *s, const struct vrt_event *e)
 {
 	struct vrt_replay *r = s->r;
+	struct vrt_replay_mark m;
 
 	if (r->nmarks % 64 == 0) {
-		void *p = realloc(r->marks, (r->nmarks + 64) * sizeof(size_t));
+		void *p = realloc(r->marks, (r->nmarks + 64) * sizeof(m));
 		if (!p)
 			return -1;
 		r->marks = p;
 	}
-	r->marks[r->nmarks++] = s->cur;
-	return window_open(s, s->t->ev[s->cur].ts);
+	m.ts = e->ts;
+	m.proc = e->proc;
+	m.label = e->extra;
+	r->marks[r->nmarks++] = m;
+	return window_open(s, &m);
 }
 
-static int cmp_site(const void *pa, const void *pb)
+/* A REPEAT: addr allocate-then-free pairs like an ALLOC of these fields,
+ * each freed before the next; their bytes were live only momentarily, so
+ * they count once on top of what is live now (a peak, the sites at it,
+ * a timeline's highest point), then are gone. */
+static int on_repeat(struct state *s, const struct vrt_event *e, int fam)
 {
-	const struct vrt_replay_site *a = pa, *b = pb;
+	struct obj o;
 
-	if (a->phase != b->phase)
-		return a->phase < b->phase ? -1 : 1;
-	if (a->stack != b->stack)
-		return a->stack < b->stack ? -1 : 1;
+	if (!e->addr)
+		return 0;
+	memset(&o, 0, sizeof(o));
+	o.size = e->size;
+	o.device = e->device;
+	o.slot = vrt_replay_phase_slot(e->phase);
+	o.stack = e->stack;
+	o.family = (uint8_t)fam;
+	o.kind = fam == VRT_FAM_VMM ? OBJ_HANDLE : OBJ_ALLOC;
+	o.handle = NONE;
+	o.site = NONE;
+	count(s, &o, 0, e->addr);
+	count(s, &o, 1, e->addr);
+	charge(s, &o, e->ts);
+	if (s->oom)
+		return -1;
+	discharge(s, &o);
 	return 0;
 }
+
+/* ---- sites at the peaks ------------------------------------------------ */
 
 static int cmp_site_bytes(const void *pa, const void *pb)
 {
 	const struct vrt_replay_site *a = pa, *b = pb;
 
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
 	if (a->phase != b->phase)
 		return a->phase < b->phase ? -1 : 1;
 	if (a->bytes != b->bytes)
@@ -1060,196 +1342,435 @@ static int cmp_site_bytes(const void *pa, const void *pb)
 	return a->stack < b->stack ? -1 : a->stack > b->stack;
 }
 
-/* Appends to out the largest call paths live on device dev now (the
- * moment of its peak), VRT_REPLAY_TOP_SITES per phase. */
-static int snapshot_sites(struct state *s, struct vrt_replay *out, int32_t dev)
+/* r->sites from the lazy snapshots: every site that held something at its
+ * device's last peak, the largest r->top_sites per (device, phase). */
+static int sites_collect(struct state *s)
 {
-	struct vrt_replay_site *v = NULL, *nv;
-	size_t n = 0, m = 0, i, kept = 0;
-	size_t limit = out->top_sites ? out->top_sites : VRT_REPLAY_TOP_SITES;
-	uint32_t phase = NONE;
+	struct vrt_replay *r = s->r;
+	struct vrt_replay_site *v;
+	size_t limit = r->top_sites ? r->top_sites : VRT_REPLAY_TOP_SITES;
+	size_t i, n = 0, kept = 0;
 
-	for (i = 0; i < s->nobjs; i++)
-		n += s->objs[i].charged && s->objs[i].device == dev;
-	if (!n)
+	if (!s->nsites)
 		return 0;
-	v = malloc(n * sizeof(*v));
+	v = malloc(s->nsites * sizeof(*v));
 	if (!v)
 		return -1;
-	for (i = 0; i < s->nobjs; i++) {
-		const struct obj *o = &s->objs[i];
-		if (!o->charged || o->device != dev)
+	for (i = 0; i < s->nsites; i++) {
+		const struct site *x = &s->sites[i];
+		const struct devstate *ds;
+		uint64_t bytes, allocs;
+		if (x->device < 0 || (size_t)x->device >= r->ndevices ||
+		    !r->dev[x->device].peak_bytes)
 			continue;
-		v[m].device = dev;
-		v[m].phase = o->slot;
-		v[m].stack = o->stack;
-		v[m].bytes = o->size;
-		v[m].allocs = 1;
-		m++;
-	}
-	qsort(v, m, sizeof(*v), cmp_site);
-	for (i = 1, n = m ? 1 : 0; i < m; i++) {
-		if (!cmp_site(&v[n - 1], &v[i])) {
-			v[n - 1].bytes += v[i].bytes;
-			v[n - 1].allocs++;
-		} else {
-			v[n++] = v[i];
-		}
+		ds = &s->devs[x->device];
+		bytes = x->epoch == ds->epoch ? x->peak_bytes : x->bytes;
+		allocs = x->epoch == ds->epoch ? x->peak_allocs : x->allocs;
+		if (!allocs)
+			continue;
+		v[n].device = x->device;
+		v[n].phase = x->slot;
+		v[n].stack = x->stack;
+		v[n].bytes = bytes;
+		v[n].allocs = allocs;
+		n++;
 	}
 	qsort(v, n, sizeof(*v), cmp_site_bytes);
-	nv = realloc(out->sites, (out->nsites + n) * sizeof(*nv));
-	if (!nv) {
-		free(v);
-		return -1;
-	}
-	out->sites = nv;
+	r->sites = v;
+	r->nsites = 0;
 	for (i = 0; i < n; i++) {
-		if (v[i].phase != phase) {
-			phase = v[i].phase;
+		if (!i || v[i].device != v[i - 1].device ||
+		    v[i].phase != v[i - 1].phase)
 			kept = 0;
-		}
 		if (kept++ < limit)
-			out->sites[out->nsites++] = v[i];
+			v[r->nsites++] = v[i];
 	}
-	free(v);
 	return 0;
 }
 
-/*
- * One replay of every event into r. With sites set (the second pass), r is
- * scratch and, right after each device's peak event (from the first pass,
- * in sites->dev[].peak_ev), the live call paths are added to sites.
- */
-static int replay_pass(struct vrt_replay *r, const struct vrt_trace *t,
-                       uint8_t *uses_requests, struct vrt_replay *sites)
+/* ---- devices in their final order ------------------------------------ */
+
+/* Moves every per-device array and device field of r from the stream's
+ * indexes to map[i] (a permutation of 0..n-1, n == r->ndevices). */
+static int remap_devices(struct vrt_replay *r, const uint32_t *map, size_t n)
 {
-	struct state s;
+	struct vrt_replay_device *nd;
+	uint8_t *seen;
 	size_t i, j;
-	int rc = 0;
-	/* Progress over both passes: events of the first, then the second. */
-	const struct vrt_progress *progress =
-	        sites ? sites->progress : r->progress;
-	uint64_t done = sites ? t->nev : 0;
 
-	memset(&s, 0, sizeof(s));
-	s.r = r;
-	s.t = t;
-	s.free_obj = NONE;
-	s.uses_requests = uses_requests;
-	r->ndevices = t->ndevices;
-	r->dev = calloc(t->ndevices ? t->ndevices : 1, sizeof(*r->dev));
-	if (!r->dev || table_grow(&s) || (!sites && series_init(&s)))
-		rc = -1;
-	for (i = 0; i < t->nev && !rc; i++) {
-		const struct vrt_event *e = &t->ev[i];
-		int fam = vrt_api_family(e->api);
-
-		s.cur = i;
-		if (!(i & 0xffff))
-			vrt_progress_note(progress, VRT_PROGRESS_REPLAY,
-			                  done + i, 2 * (uint64_t)t->nev, 0);
-		if (s.acc) {
-			series_tick(&s, e->ts);
-			if (s.series_oom) {
-				rc = -1;
-				break;
-			}
+	if (n != r->ndevices || !n)
+		return 0;
+	seen = calloc(n, 1);
+	if (!seen)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (map[i] >= n || seen[map[i]]) {
+			free(seen); /* not a permutation: leave r alone */
+			return 0;
 		}
-		if (sites) {
-			for (j = 0; j < sites->ndevices && i; j++)
-				if (sites->dev[j].peak_bytes &&
-				    sites->dev[j].peak_ev == i - 1)
-					rc |= snapshot_sites(&s, sites,
-					                     (int32_t)j);
-			if (rc)
-				break;
-		}
-		switch (e->kind) {
-		case VRT_EV_NET:
-			rc = on_net(&s, e);
-			continue;
-		case VRT_EV_REQUEST:
-			if (e->aux == 1 || e->aux == 2)
-				rc = request_edge(&s, e, SP_REQ, e->aux == 1);
-			continue;
-		case VRT_EV_MARK:
-			rc = on_mark(&s);
-			continue;
-		case VRT_EV_PROC:
-			continue;
-		case VRT_EV_SNAPSHOT:
-			if (e->aux == 1)
-				rc = snapshot_reset(&s, e->proc);
-			continue;
-		}
-		if (e->kind == VRT_EV_FAIL) {
-			rc = on_fail(&s, e);
-			continue;
-		}
-		if (e->kind == VRT_EV_MEMINFO) {
-			on_meminfo(&s, e);
-			continue;
-		}
-		/* Apis from a newer writer: their semantics are unknown. */
-		if (fam < 0 || fam == VRT_FAM_NONE)
-			continue;
-		switch (e->kind) {
-		case VRT_EV_ALLOC:
-			rc = on_alloc(&s, e, fam);
-			break;
-		case VRT_EV_FREE:
-			on_free(&s, e, fam);
-			break;
-		case VRT_EV_MAP:
-			rc = on_map(&s, e);
-			break;
-		case VRT_EV_UNMAP:
-			on_unmap(&s, e);
-			break;
-		}
+		seen[map[i]] = 1;
 	}
-	if (sites && !rc && t->nev)
-		for (j = 0; j < sites->ndevices && !rc; j++)
-			if (sites->dev[j].peak_bytes &&
-			    sites->dev[j].peak_ev == t->nev - 1)
-				rc = snapshot_sites(&s, sites, (int32_t)j);
-	if (s.acc && !rc) {
-		series_flush(&s);
-		rc = -s.series_oom;
+	free(seen);
+	nd = malloc(n * sizeof(*nd));
+	if (!nd)
+		return -1;
+	for (i = 0; i < n; i++)
+		nd[map[i]] = r->dev[i];
+	free(r->dev);
+	r->dev = nd;
+	for (j = 0; j < r->nwindows; j++) {
+		struct vrt_replay_window_device *wd =
+		        malloc(n * sizeof(*wd));
+		if (!wd)
+			return -1;
+		for (i = 0; i < n; i++)
+			wd[map[i]] = r->windows[j].dev[i];
+		free(r->windows[j].dev);
+		r->windows[j].dev = wd;
 	}
-	free(s.acc);
-	free(s.tab);
-	free(s.objs);
-	return rc;
+	for (i = 0; i < r->nfails; i++)
+		if (r->fails[i].device >= 0 && (size_t)r->fails[i].device < n)
+			r->fails[i].device = (int32_t)map[r->fails[i].device];
+	for (i = 0; i < r->nsites; i++)
+		if (r->sites[i].device >= 0 && (size_t)r->sites[i].device < n)
+			r->sites[i].device = (int32_t)map[r->sites[i].device];
+	qsort(r->sites, r->nsites, sizeof(*r->sites), cmp_site_bytes);
+	if (r->have_single_request && r->single_request_peak_device >= 0 &&
+	    (size_t)r->single_request_peak_device < n)
+		r->single_request_peak_device =
+		        (int32_t)map[r->single_request_peak_device];
+	return 0;
 }
 
-int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t)
-{
-	struct vrt_replay scratch;
-	uint8_t *uses_requests;
-	size_t i;
-	int rc, peaks = 0;
+/* ---- the stream --------------------------------------------------------- */
 
-	uses_requests = calloc(t->nprocs ? t->nprocs : 1, 1);
-	if (!uses_requests)
-		return -1;
-	for (i = 0; i < t->nev; i++)
-		if (t->ev[i].kind == VRT_EV_REQUEST &&
-		    t->ev[i].proc < t->nprocs)
-			uses_requests[t->ev[i].proc] = 1;
-	rc = replay_pass(r, t, uses_requests, NULL);
-	/* The last window runs to the end of the run. */
-	if (!rc && r->nwindows &&
-	    t->end_ns > r->windows[r->nwindows - 1].start_ts)
-		r->windows[r->nwindows - 1].end_ts = t->end_ns;
-	for (i = 0; i < r->ndevices && !rc; i++)
-		peaks |= r->dev[i].peak_bytes != 0;
-	if (!rc && peaks) {
-		memset(&scratch, 0, sizeof(scratch));
-		rc = replay_pass(&scratch, t, uses_requests, r);
-		vrt_replay_free(&scratch);
+/* Grows the per-device and per-process state to t's tables. */
+static int state_grow(struct state *s, const struct vrt_trace *t)
+{
+	struct vrt_replay *r = s->r;
+	size_t n = t->ndevices;
+
+	if (n > r->ndevices) {
+		struct vrt_replay_device *nd;
+		struct devstate *ns;
+		nd = realloc(r->dev, n * sizeof(*nd));
+		if (!nd)
+			return -1;
+		memset(nd + r->ndevices, 0, (n - r->ndevices) * sizeof(*nd));
+		r->dev = nd;
+		ns = realloc(s->devs, n * sizeof(*ns));
+		if (!ns)
+			return -1;
+		memset(ns + r->ndevices, 0, (n - r->ndevices) * sizeof(*ns));
+		s->devs = ns;
+		if (windows_grow(r, n))
+			return -1;
+		r->ndevices = n;
 	}
-	free(uses_requests);
+	if (t->nprocs > s->nprocs) {
+		uint8_t *nu = realloc(s->uses_requests, t->nprocs);
+		uint64_t *nc;
+		if (!nu)
+			return -1;
+		memset(nu + s->nprocs, 0, t->nprocs - s->nprocs);
+		s->uses_requests = nu;
+		nc = realloc(s->conns, t->nprocs * sizeof(*nc));
+		if (!nc)
+			return -1;
+		memset(nc + s->nprocs, 0,
+		       (t->nprocs - s->nprocs) * sizeof(*nc));
+		s->conns = nc;
+		s->nprocs = t->nprocs;
+	}
+	if (t->nstacks * SITE_HINTS > s->nstack_site) {
+		size_t nc = s->nstack_site ? s->nstack_site : 256, i;
+		uint32_t *ns;
+		while (nc < t->nstacks * SITE_HINTS)
+			nc *= 2;
+		ns = realloc(s->stack_site, nc * sizeof(*ns));
+		if (!ns)
+			return -1;
+		for (i = s->nstack_site; i < nc; i++)
+			ns[i] = NONE;
+		s->stack_site = ns;
+		s->nstack_site = nc;
+	}
+	return 0;
+}
+
+static void state_free(struct state *s)
+{
+	if (!s)
+		return;
+	free(s->tab);
+	free(s->objs);
+	free(s->uses_requests);
+	free(s->conns);
+	free(s->devs);
+	free(s->sites);
+	free(s->sindex);
+	free(s->stack_site);
+	free(s);
+}
+
+int vrt_replay_begin(struct vrt_replay *r, const struct vrt_trace *t)
+{
+	struct state *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -1;
+	r->priv = s;
+	s->r = r;
+	s->t = t;
+	s->free_obj = NONE;
+	s->series_start = t->start_ns;
+	s->series_width = 1;
+	s->bucket = 0;
+	s->bucket_end = t->start_ns < INT64_MAX ? t->start_ns + 1 : INT64_MAX;
+	if (table_grow(s) || state_grow(s, t))
+		return -1;
+	return 0;
+}
+
+static int replay_one(struct state *s, const struct vrt_event *e)
+{
+	int fam = vrt_api_family(e->api);
+
+	switch (e->kind) {
+	case VRT_EV_ALLOC:
+		return fam < 0 || fam == VRT_FAM_NONE ? 0 : on_alloc(s, e, fam);
+	case VRT_EV_FREE:
+		if (fam >= 0 && fam != VRT_FAM_NONE)
+			on_free(s, e, fam);
+		return 0;
+	case VRT_EV_REPEAT:
+		return fam < 0 || fam == VRT_FAM_NONE ? 0
+		                                      : on_repeat(s, e, fam);
+	case VRT_EV_MAP:
+		return fam < 0 || fam == VRT_FAM_NONE ? 0 : on_map(s, e);
+	case VRT_EV_UNMAP:
+		if (fam >= 0 && fam != VRT_FAM_NONE)
+			on_unmap(s, e);
+		return 0;
+	case VRT_EV_NET:
+		return on_net(s, e);
+	case VRT_EV_REQUEST:
+		if (e->aux != 1 && e->aux != 2)
+			return 0;
+		if (e->proc < s->nprocs && !s->uses_requests[e->proc])
+			use_requests(s, e->proc, e->ts);
+		return request_edge(s, e, SP_REQ, e->aux == 1);
+	case VRT_EV_MARK:
+		return on_mark(s, e);
+	case VRT_EV_SNAPSHOT:
+		return e->aux == 1 ? snapshot_reset(s, e->proc) : 0;
+	case VRT_EV_FAIL:
+		return on_fail(s, e);
+	case VRT_EV_MEMINFO:
+		on_meminfo(s, e);
+		return 0;
+	}
+	return 0; /* PROC, SAMPLE, kinds from a newer loader */
+}
+
+/* ---- the common case, inline ------------------------------------------ */
+
+/*
+ * Most events are allocations and frees of plain device pointers (device,
+ * async, managed: one address space, no handles, no host memory). These
+ * take a straight path here with the same effect as on_alloc/on_free +
+ * count + charge/discharge; anything unusual (an address already live, a
+ * device outside the table, a standby snapshot entry) goes the general
+ * way. The general path stays the reference: both must agree.
+ */
+static inline int is_ptr_family(int fam)
+{
+	return fam == VRT_FAM_DEVICE || fam == VRT_FAM_ASYNC ||
+	       fam == VRT_FAM_MANAGED;
+}
+
+/* 1 when handled, 0 to take the general path, -1 out of memory. */
+static inline int fast_alloc(struct state *s, const struct vrt_event *e,
+                             int fam)
+{
+	struct vrt_replay *r = s->r;
+	struct vrt_replay_device *d;
+	struct devstate *ds;
+	struct obj *ob;
+	struct site *x;
+	struct slot *sl;
+	uint32_t h, o, si, slot = vrt_replay_phase_slot(e->phase);
+	size_t i, hint;
+	int32_t dev = e->device;
+
+	if (dev < 0 || (size_t)dev >= r->ndevices ||
+	    (e->flags & VRT_EV_SNAP))
+		return 0;
+	if ((s->used + 1) * 2 > s->cap && table_grow(s))
+		return -1;
+	h = (uint32_t)hash_key(e->proc, SP_PTR, e->addr);
+	i = table_find_h(s, e->proc, SP_PTR, e->addr, h);
+	if (s->tab[i].obj != NONE)
+		return 0; /* live already: its free was lost */
+	hint = (size_t)e->stack * SITE_HINTS +
+	       ((uint32_t)dev & (SITE_HINTS - 1));
+	si = hint < s->nstack_site ? s->stack_site[hint] : NONE;
+	if (si == NONE || s->sites[si].device != dev ||
+	    s->sites[si].slot != slot || s->sites[si].stack != e->stack) {
+		si = site_get(s, dev, slot, e->stack);
+		if (si == NONE)
+			return -1;
+	}
+	o = obj_new(s);
+	if (o == NONE)
+		return -1;
+	sl = &s->tab[i];
+	sl->addr = e->addr;
+	sl->hash = h;
+	sl->proc = e->proc;
+	sl->obj = o;
+	sl->space = SP_PTR;
+	s->used++;
+	ob = &s->objs[o];
+	ob->size = e->size;
+	ob->device = dev;
+	ob->slot = slot;
+	ob->stack = e->stack;
+	ob->site = si;
+	ob->family = (uint8_t)fam;
+	ob->kind = OBJ_ALLOC;
+	ob->charged = 1;
+	d = &r->dev[dev];
+	ds = &s->devs[dev];
+	d->fam[fam].allocs++;
+	d->phase[slot].allocs++;
+	counters_add(&d->fam[fam], e->size, e->ts);
+	x = &s->sites[si];
+	if (x->epoch != ds->epoch) {
+		x->peak_bytes = x->bytes;
+		x->peak_allocs = x->allocs;
+		x->epoch = ds->epoch;
+	}
+	x->bytes += e->size;
+	x->allocs++;
+	counters_add(&d->phase[slot], e->size, e->ts);
+	d->tracked_bytes += e->size;
+	if (d->tracked_bytes > d->peak_bytes) {
+		unsigned k;
+		d->peak_bytes = d->tracked_bytes;
+		d->peak_ts = e->ts;
+		ds->epoch++;
+		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+			d->peak_by_phase[k] = d->phase[k].live_bytes;
+	}
+	if (slot == VRT_PHASE_forward)
+		sample_single(s, (size_t)dev, e->ts);
+	if (r->nwindows)
+		window_note(s, dev, slot);
+	series_note(s, dev, e->ts);
+	return 1;
+}
+
+/* 1 when handled, 0 to take the general path. */
+static inline int fast_free(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay *r = s->r;
+	struct vrt_replay_device *d;
+	struct obj *ob;
+	struct site *x;
+	uint32_t o;
+	size_t i;
+	int32_t dev;
+
+	if (!e->addr || !s->cap)
+		return 0;
+	i = table_find_h(s, e->proc, SP_PTR, e->addr,
+	                 (uint32_t)hash_key(e->proc, SP_PTR, e->addr));
+	o = s->tab[i].obj;
+	if (o == NONE)
+		return 0;
+	ob = &s->objs[o];
+	dev = ob->device;
+	if (ob->kind != OBJ_ALLOC || !ob->charged || dev < 0 ||
+	    (size_t)dev >= r->ndevices)
+		return 0;
+	table_remove_at(s, i);
+	d = &r->dev[dev];
+	d->fam[ob->family].frees++;
+	d->phase[ob->slot].frees++;
+	counters_sub(&d->fam[ob->family], ob->size);
+	x = &s->sites[ob->site];
+	site_touch(s, x, dev);
+	x->bytes -= x->bytes >= ob->size ? ob->size : x->bytes;
+	x->allocs -= x->allocs ? 1 : 0;
+	series_pre(s, dev);
+	counters_sub(&d->phase[ob->slot], ob->size);
+	d->tracked_bytes -=
+	        d->tracked_bytes >= ob->size ? ob->size : d->tracked_bytes;
+	series_note(s, dev, e->ts);
+	obj_free(s, o);
+	return 1;
+}
+
+int vrt_replay_feed(struct vrt_replay *r, const struct vrt_trace *t,
+                    const struct vrt_event *ev, size_t n)
+{
+	struct state *s = r->priv;
+	size_t i;
+
+	if (!s)
+		return -1;
+	s->t = t;
+	if (state_grow(s, t))
+		return -1;
+	for (i = 0; i < n; i++) {
+		const struct vrt_event *e = &ev[i];
+		int fam, rc = 0;
+		if (e->ts >= s->bucket_end)
+			series_tick(s, e->ts);
+		if (e->kind == VRT_EV_ALLOC || e->kind == VRT_EV_FREE) {
+			fam = vrt_api_family(e->api);
+			if (is_ptr_family(fam) && e->kind == VRT_EV_ALLOC)
+				rc = fast_alloc(s, e, fam);
+			else if (is_ptr_family(fam))
+				rc = fast_free(s, e);
+			if (rc < 0)
+				return -1;
+			if (rc)
+				continue;
+		}
+		s->ts = e->ts;
+		if (replay_one(s, e) || s->oom)
+			return -1;
+	}
+	return 0;
+}
+
+int vrt_replay_end(struct vrt_replay *r, const struct vrt_trace *t)
+{
+	struct state *s = r->priv;
+	int rc = -1;
+
+	if (!s)
+		return -1;
+	s->t = t;
+	if (state_grow(s, t))
+		goto out;
+	series_flush(s);
+	if (s->oom)
+		goto out;
+	/* The last window runs to the end of the run. */
+	if (r->nwindows && t->end_ns > r->windows[r->nwindows - 1].start_ts)
+		r->windows[r->nwindows - 1].end_ts = t->end_ns;
+	if (sites_collect(s))
+		goto out;
+	if (t->device_remap &&
+	    remap_devices(r, t->device_remap, t->ndevices))
+		goto out;
+	rc = 0;
+out:
+	state_free(s);
+	r->priv = NULL;
 	return rc;
 }
 
@@ -1257,6 +1778,7 @@ void vrt_replay_free(struct vrt_replay *r)
 {
 	size_t i;
 
+	state_free(r->priv);
 	for (i = 0; r->dev && i < r->ndevices; i++)
 		free(r->dev[i].series);
 	free(r->inflight_series);

@@ -1,11 +1,20 @@
 /*
- * Replay: the time-ordered events of a loaded trace in; per-device, per-
- * family and per-phase budgets, peaks, requests in flight, marks, the
+ * Replay: the time-ordered event stream of a trace in, batch by batch
+ * (vrt_replay_begin, vrt_replay_feed per batch, vrt_replay_end); per-device,
+ * per-family and per-phase budgets, peaks, requests in flight, marks, the
  * allocation sites live at each device's peak, and the list of failed
- * calls out.
+ * calls out. One pass: memory follows the live allocations, the distinct
+ * (device, phase, stack) sites and the timelines' bounded points, never the
+ * number of events.
+ *
+ * Device indexes: while streaming, events name devices in the loader's
+ * order of first appearance; vrt_replay_end moves every per-device array
+ * and device field of the result to the final order (t->device_remap), so
+ * the finished result indexes t->devices as reports expect.
  *
  * Pure: no I/O, no printing, no globals. The result does not point into the
- * trace except through indexes (proc, device), so a report needs both.
+ * trace except through indexes (proc, device, strings), so a report needs
+ * both.
  */
 #ifndef VRT_REPLAY_H
 #define VRT_REPLAY_H
@@ -21,13 +30,13 @@
 #define VRT_REPLAY_MAX_PHASES VRT_LOAD_MAX_PHASES
 /* Allocation sites kept per (device, phase) at the device's peak. */
 #define VRT_REPLAY_TOP_SITES 5
-/* Time buckets of a timeline: the run is cut into this many equal spans
- * and each keeps at most two points, the moment of its largest value and
- * its last state, so peaks are never lost and a timeline holds at most
- * 2 * VRT_REPLAY_SERIES_BUCKETS points whatever the trace's length. */
+/* Time buckets of a timeline: the run is cut into equal spans from its
+ * start (at most this many; the span doubles, merging pairs of buckets,
+ * whenever the stream runs past the last one) and each keeps at most two
+ * points, the moment of its largest value and its last state, so peaks are
+ * never lost and a timeline holds at most 2 * VRT_REPLAY_SERIES_BUCKETS
+ * points whatever the trace's length. */
 #define VRT_REPLAY_SERIES_BUCKETS 1000
-
-struct vrt_progress;
 
 /* The counters reported for a family, a phase, or reserved VA. */
 struct vrt_counters {
@@ -50,7 +59,6 @@ struct vrt_replay_device {
 	uint64_t baseline_used_bytes;
 	int64_t baseline_ts;
 	uint64_t probe_total_bytes; /* total of the first probe */
-	size_t peak_ev; /* index of the event that reached peak_bytes */
 	/* the timeline: live bytes by phase over time (downsampled, see
 	 * VRT_REPLAY_SERIES_BUCKETS), in time order */
 	struct vrt_replay_point *series;
@@ -90,10 +98,17 @@ struct vrt_replay_window_device {
 	uint64_t peak_by_phase[VRT_REPLAY_MAX_PHASES];
 };
 
+/* A MARK event (copied: the events are gone once replayed). */
+struct vrt_replay_mark {
+	int64_t ts;
+	uint32_t proc;  /* index into the trace's procs */
+	uint32_t label; /* string index (0: none) */
+};
+
 /* The span from one MARK to the next (the last one: to the end of the
  * run), over every process of the run: the steps of a load test. */
 struct vrt_replay_window {
-	size_t mark; /* index of its MARK event in the trace */
+	struct vrt_replay_mark mark; /* the MARK that opened it */
 	int64_t start_ts, end_ts;
 	uint32_t max_inflight; /* requests in flight, from the mark on */
 	uint64_t ooms;         /* allocations refused for memory in it */
@@ -141,7 +156,9 @@ struct vrt_replay {
 	uint64_t server_port;
 	/* Requests in flight: per process, open REQUEST begin/end pairs when
 	 * the process annotates requests, else open accepted connections
-	 * (never both, so an annotated server is not counted twice). */
+	 * (never both, so an annotated server is not counted twice: from a
+	 * process's first REQUEST event on, its connections stop counting,
+	 * those still open included). */
 	uint32_t inflight; /* at the end */
 	uint32_t max_inflight;
 	int64_t max_inflight_ts;
@@ -153,7 +170,7 @@ struct vrt_replay {
 	uint64_t single_request_peak_bytes;
 	int32_t single_request_peak_device;
 	int64_t single_request_peak_ts;
-	size_t *marks; /* indexes of MARK events in the trace */
+	struct vrt_replay_mark *marks; /* in time order */
 	size_t nmarks;
 	/* one window per mark, in time order (see vrt_replay_window) */
 	struct vrt_replay_window *windows;
@@ -163,24 +180,29 @@ struct vrt_replay {
 	 * (device, phase) */
 	struct vrt_replay_site *sites;
 	size_t nsites;
-	/* In (set before vrt_replay_run): sites kept per (device, phase);
+	/* In (set before vrt_replay_begin): sites kept per (device, phase);
 	 * 0 means VRT_REPLAY_TOP_SITES, SIZE_MAX every site (compare). */
 	size_t top_sites;
 	/* requests in flight over time (same downsampling as the device
 	 * timelines) */
 	struct vrt_replay_inflight *inflight_series;
 	size_t ninflight_series;
-	/* In (set before vrt_replay_run): NULL, or a callback told how far
-	 * the replay got (progress.h). */
-	const struct vrt_progress *progress;
+	/* Private: the replay in progress (between begin and end). */
+	void *priv;
 };
 
 /*
- * Replays t (ordered by vrt_load_finish) into *r, which must be zeroed
- * (top_sites may be set).
- * Returns 0, or -1 when out of memory (release *r with vrt_replay_free).
+ * Starts replaying t's stream into *r, which must be zeroed (top_sites
+ * may be set); t must be open (t->start_ns known). Then vrt_replay_feed
+ * with each batch of events in stream order (n may be 0), and
+ * vrt_replay_end once the stream has ended (t's tables, devices and
+ * device_remap final). Each returns 0, or -1 when out of memory; release
+ * *r with vrt_replay_free in every case (also without an end).
  */
-int vrt_replay_run(struct vrt_replay *r, const struct vrt_trace *t);
+int vrt_replay_begin(struct vrt_replay *r, const struct vrt_trace *t);
+int vrt_replay_feed(struct vrt_replay *r, const struct vrt_trace *t,
+                    const struct vrt_event *ev, size_t n);
+int vrt_replay_end(struct vrt_replay *r, const struct vrt_trace *t);
 
 void vrt_replay_free(struct vrt_replay *r);
 

@@ -861,8 +861,8 @@ static void marks(FILE *m, const struct vrt_trace *t,
 
 	fputs("\"marks\":[", m);
 	for (i = 0; i < r->nmarks; i++) {
-		const struct vrt_event *e = &t->ev[r->marks[i]];
-		const char *label = vrt_load_str(t, e->extra);
+		const struct vrt_replay_mark *e = &r->marks[i];
+		const char *label = vrt_load_str(t, e->label);
 		int first = 1;
 		fputs(i ? ",{" : "{", m);
 		key_secs(m, &first, "t", t, e->ts);

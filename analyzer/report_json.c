@@ -147,7 +147,7 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 		vrt_json_string(w, t->hosts[i]);
 	vrt_json_end_array(w);
 	vrt_json_key(w, "events");
-	vrt_json_uint(w, t->nev);
+	vrt_json_uint(w, t->events_total);
 	vrt_json_key(w, "duration_s");
 	vrt_json_seconds(w, t->end_ns - t->start_ns);
 	vrt_json_key(w, "truncated");
@@ -339,8 +339,8 @@ static void marks(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_key(w, "marks");
 	vrt_json_begin_array(w);
 	for (i = 0; i < r->nmarks; i++) {
-		const struct vrt_event *e = &t->ev[r->marks[i]];
-		const char *label = vrt_load_str(t, e->extra);
+		const struct vrt_replay_mark *e = &r->marks[i];
+		const char *label = vrt_load_str(t, e->label);
 		vrt_json_begin_object(w);
 		vrt_json_key(w, "time_s");
 		seconds(w, t, e->ts);
@@ -363,12 +363,12 @@ static void windows(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_begin_array(w);
 	for (i = 0; i < r->nwindows; i++) {
 		const struct vrt_replay_window *x = &r->windows[i];
-		const char *label = vrt_load_str(t, t->ev[x->mark].extra);
+		const char *label = vrt_load_str(t, x->mark.label);
 		vrt_json_begin_object(w);
 		vrt_json_key(w, "label");
 		vrt_json_string(w, label ? label : "");
 		vrt_json_key(w, "pid");
-		vrt_json_uint(w, t->procs[t->ev[x->mark].proc].pid);
+		vrt_json_uint(w, t->procs[x->mark.proc].pid);
 		vrt_json_key(w, "start_s");
 		seconds(w, t, x->start_ts);
 		vrt_json_key(w, "end_s");

@@ -206,8 +206,8 @@ static void instants(FILE *f, int *first, const struct vrt_trace *t,
 		fprintf(f, ",\"args\":{\"port\":%" PRIu64 "}}", r->server_port);
 	}
 	for (i = 0; i < r->nmarks; i++) {
-		const struct vrt_event *e = &t->ev[r->marks[i]];
-		const char *label = vrt_load_str(t, e->extra);
+		const struct vrt_replay_mark *e = &r->marks[i];
+		const char *label = vrt_load_str(t, e->label);
 		begin(f, first, "i", label ? label : "", t->procs[e->proc].pid);
 		fputs(",\"s\":\"p\",\"cat\":\"mark\",\"ts\":", f);
 		ts_us(f, t, e->ts);

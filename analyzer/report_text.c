@@ -60,8 +60,9 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 	char b[32];
 	size_t i, j, ntrunc = 0;
 
-	fprintf(f, "run: %zu process%s, %zu event%s over %s", t->nprocs,
-	        t->nprocs == 1 ? "" : "es", t->nev, t->nev == 1 ? "" : "s",
+	fprintf(f, "run: %zu process%s, %" PRIu64 " event%s over %s",
+	        t->nprocs, t->nprocs == 1 ? "" : "es", t->events_total,
+	        t->events_total == 1 ? "" : "s",
 	        secs(b, sizeof(b), t, t->end_ns));
 	if (t->nhosts > 1)
 		fprintf(f, ", %zu hosts", t->nhosts);
@@ -386,11 +387,11 @@ static void marks(FILE *f, const struct vrt_trace *t,
 		return;
 	fprintf(f, "\nmarks\n");
 	for (i = 0; i < r->nmarks; i++) {
-		const struct vrt_event *e = &t->ev[r->marks[i]];
+		const struct vrt_replay_mark *e = &r->marks[i];
 		char b[32];
 		fprintf(f, "  %s  pid %" PRIu64 "  ",
 		        secs(b, sizeof(b), t, e->ts), t->procs[e->proc].pid);
-		put_safe(f, vrt_load_str(t, e->extra), 120);
+		put_safe(f, vrt_load_str(t, e->label), 120);
 		fputc('\n', f);
 	}
 }
@@ -441,7 +442,7 @@ static void windows(FILE *f, const struct vrt_trace *t,
 		char label[21], b1[32], b2[32];
 
 		safe_label(label, sizeof(label),
-		           vrt_load_str(t, t->ev[x->mark].extra));
+		           vrt_load_str(t, x->mark.label));
 		fprintf(f, "  %-20s %9s", label,
 		        secs(b1, sizeof(b1), t, x->start_ts));
 		fprintf(f, " %9s %9" PRIu32 " %5" PRIu64,

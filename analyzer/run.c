@@ -1,6 +1,7 @@
 /*
- * run.c — load, attribute and replay one run for the commands that put
- * several runs side by side (compare, table), and write a report file
+ * run.c — the one streaming pass (load -> attribute -> replay, in batches)
+ * every command runs; loading one run that way for the commands that put
+ * several runs side by side (compare, table); writing a report file
  * atomically. The steps and messages are analyze's: a file that fails to
  * load is a data error naming the file and byte; skipped and truncated
  * files are warnings, and the rest of the run is still reported.
@@ -17,6 +18,36 @@
 #include "cmd.h"
 #include "rules.h"
 
+int vrt_run_pass(struct vrt_trace *t, const struct vrt_rules *rules,
+                 struct vrt_replay *r, struct vrt_load_error *err)
+{
+	struct vrt_event *batch = malloc(VRT_RUN_BATCH * sizeof(*batch));
+	struct vrt_attrib *a = vrt_attrib_new(t, rules);
+	int rc = VRT_RUN_PASS_NOMEM;
+	size_t n;
+
+	if (!batch || !a || vrt_replay_begin(r, t))
+		goto out;
+	for (;;) {
+		if (vrt_load_next(t, batch, VRT_RUN_BATCH, &n, err)) {
+			rc = VRT_RUN_PASS_LOAD;
+			goto out;
+		}
+		if (!n)
+			break;
+		if (vrt_attrib_feed(a, t, batch, n) ||
+		    vrt_replay_feed(r, t, batch, n))
+			goto out;
+	}
+	if (vrt_replay_end(r, t))
+		goto out;
+	rc = VRT_RUN_PASS_OK;
+out:
+	vrt_attrib_free(a);
+	free(batch);
+	return rc;
+}
+
 int vrt_run_open(struct vrt_run *run, const char *path,
                  const struct vrt_rules *rules, size_t top_sites)
 {
@@ -29,23 +60,30 @@ int vrt_run_open(struct vrt_run *run, const char *path,
 		fprintf(stderr, "vramtrace: error: %s: out of memory\n", path);
 		return -1;
 	}
-	/* vrt_load_paths takes char *const *: it never writes the strings. */
+	/* vrt_load_open takes char *const *: it never writes the strings. */
 	paths[0] = (char *)path;
-	if (vrt_load_paths(&run->t, paths, 1, err)) {
+	if (vrt_load_open(&run->t, paths, 1, err)) {
 		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
 		        err->msg);
 		goto out;
 	}
-	vrt_run_warn(&run->t);
 	run->r.top_sites = top_sites;
-	if (vrt_attrib_run(&run->t, rules) ||
-	    vrt_replay_run(&run->r, &run->t)) {
+	switch (vrt_run_pass(&run->t, rules, &run->r, err)) {
+	case VRT_RUN_PASS_OK:
+		break;
+	case VRT_RUN_PASS_LOAD:
+		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
+		        err->msg);
+		goto out;
+	default:
 		fprintf(stderr,
 		        "vramtrace: error: %s: out of memory while "
 		        "replaying\n",
 		        path);
 		goto out;
 	}
+	/* Truncation is known once the stream has ended. */
+	vrt_run_warn(&run->t);
 	rc = 0;
 out:
 	free(err);

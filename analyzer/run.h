@@ -1,8 +1,10 @@
 /*
- * One recorded run, ready to report on: its trace loaded (load.c), phases
- * attributed (attrib.c) and replayed (replay.c). For the commands that
- * handle several runs side by side (compare, table); analyze does the same
- * steps for its merged run.
+ * One recorded run, ready to report on: its trace streamed from the loader
+ * (load.c) through attribution (attrib.c) and replay (replay.c) in one
+ * pass, batch by batch (vrt_run_pass, used by every command that reports
+ * on traces). vrt_run_open does it for the commands that handle several
+ * runs side by side (compare, table); analyze, demo and live call
+ * vrt_run_pass on the run they opened.
  *
  * These helpers print the analyzer's messages themselves ("vramtrace:
  * error: FILE: what: reason", one warning per skipped or truncated file),
@@ -18,6 +20,26 @@
 #include "replay.h"
 
 struct vrt_rules;
+
+/* Events per batch of vrt_run_pass. */
+#define VRT_RUN_BATCH 4096
+
+enum vrt_run_pass_status {
+	VRT_RUN_PASS_OK = 0,
+	VRT_RUN_PASS_LOAD = 1,  /* the loader failed mid-stream: err filled */
+	VRT_RUN_PASS_NOMEM = 2, /* out of memory attributing or replaying */
+};
+
+/*
+ * The pass: t opened (vrt_load_open or vrt_load_open_buffer), every event
+ * of its stream attributed with rules (NULL: the recorded phases and the
+ * evidence only) and replayed into r, which must be zeroed (top_sites may
+ * be set). Memory: one batch, plus what attribution and replay keep (live
+ * allocations, stacks), never the whole stream. Prints nothing. Returns an
+ * enum vrt_run_pass_status; release r with vrt_replay_free either way.
+ */
+int vrt_run_pass(struct vrt_trace *t, const struct vrt_rules *rules,
+                 struct vrt_replay *r, struct vrt_load_error *err);
 
 struct vrt_run {
 	const char *label; /* the path as given, for messages and reports */

@@ -1,8 +1,9 @@
 /*
  * Fuzz target for trace decoding and everything downstream of it: the
- * input is one trace file's bytes (zstd frames of records). It is decoded
- * with vrt_load_buffer, ordered with vrt_load_finish, attributed to phases
- * with the built-in rules, replayed, diagnosed, and written in every report
+ * input is one trace file's bytes (zstd frames of records). It is opened
+ * with vrt_load_open_buffer and streamed through the analyzer's one pass
+ * (vrt_run_pass: attributed to phases with the built-in rules, replayed),
+ * diagnosed, and written in every report
  * format to /dev/null, so a malformed trace that decodes reaches each
  * consumer of the trace as `vramtrace analyze` would. The contract under
  * test is "any input: a status or a report, never a crash, an out-of-bounds
@@ -26,6 +27,7 @@
 #include "replay.h"
 #include "report.h"
 #include "rules.h"
+#include "run.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -54,7 +56,7 @@ static void run_one(const uint8_t *data, size_t size)
 	memset(&r, 0, sizeof(r));
 	memset(&err, 0, sizeof(err));
 	enum vrt_load_status st =
-	        vrt_load_buffer(&t, "fuzz.vtrace", data, size, &err);
+	        vrt_load_open_buffer(&t, "fuzz.vtrace", data, size, &err);
 	if (st != VRT_LOAD_OK) {
 		/* A failure names its status and says what went wrong. */
 		if (st != err.status || !err.msg[0] ||
@@ -62,12 +64,20 @@ static void run_one(const uint8_t *data, size_t size)
 			abort();
 		goto out;
 	}
-	if (vrt_load_finish(&t))
-		goto out;
 	/* Every site, so the folded report has what it needs. */
 	r.top_sites = SIZE_MAX;
-	if (vrt_attrib_run(&t, rules) || vrt_replay_run(&r, &t))
+	switch (vrt_run_pass(&t, rules, &r, &err)) {
+	case VRT_RUN_PASS_OK:
+		break;
+	case VRT_RUN_PASS_LOAD:
+		/* A data error mid-stream is reported like one at open. */
+		if (!err.status || !err.msg[0] ||
+		    !memchr(err.msg, 0, sizeof(err.msg)))
+			abort();
 		goto out;
+	default:
+		goto out;
+	}
 	dg = malloc(sizeof(*dg));
 	if (!dg)
 		goto out;

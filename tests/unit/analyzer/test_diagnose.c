@@ -43,6 +43,9 @@ static void ok(int cond, const char *fmt, ...)
 #define MiB (1ull << 20)
 
 static struct vrt_trace t;
+/* The events of the trace being built, fed to the replay in one batch. */
+static struct vrt_event *evs;
+static size_t nev;
 static struct vrt_replay r;
 static struct vrt_diagnosis dg;
 static struct vrt_failinfo fails[8];
@@ -76,14 +79,16 @@ static void setup(size_t ndev, uint64_t total)
 	t.ndevices = ndev;
 	t.fails = fails;
 	t.nfails = 8;
-	t.ev = calloc(256, sizeof(*t.ev));
+	free(evs);
+	evs = calloc(256, sizeof(*evs));
+	nev = 0;
 }
 
 static struct vrt_event *ev(int kind, unsigned api, int dev, uint64_t addr,
                             uint64_t size, uint64_t aux, uint32_t phase)
 {
-	struct vrt_event *e = &t.ev[t.nev];
-	e->ts = (int64_t)t.nev * 1000;
+	struct vrt_event *e = &evs[nev];
+	e->ts = (int64_t)nev * 1000;
 	e->kind = (uint8_t)kind;
 	e->api = (uint16_t)api;
 	e->device = dev;
@@ -91,7 +96,7 @@ static struct vrt_event *ev(int kind, unsigned api, int dev, uint64_t addr,
 	e->size = size;
 	e->aux = aux;
 	e->phase = phase;
-	t.nev++;
+	nev++;
 	return e;
 }
 
@@ -125,7 +130,10 @@ static void net(int op, uint64_t fd)
 
 static void diagnose(const struct vrt_modelcfg *cfg)
 {
-	ok(vrt_replay_run(&r, &t) == 0, "replay runs");
+	ok(vrt_replay_begin(&r, &t) == 0 &&
+	           vrt_replay_feed(&r, &t, evs, nev) == 0 &&
+	           vrt_replay_end(&r, &t) == 0,
+	   "replay runs");
 	vrt_diagnose_run(&dg, &t, &r, cfg);
 }
 
@@ -158,7 +166,8 @@ static int has_action(const char *needle)
 static void teardown(void)
 {
 	vrt_replay_free(&r);
-	free(t.ev);
+	free(evs);
+	evs = NULL;
 }
 
 /* The vLLM shape on an 80 GiB card: 14 GiB weights, 57.5 GiB KV, then

@@ -1,9 +1,11 @@
 /*
- * Unit tests of replay.c (and the JSON writer) on hand-made event arrays:
- * peaks and their times, family attribution of frees, VMM handle/mapping
- * reference semantics, unmatched frees, baseline, failures, phases, requests
- * in flight, the sites live at the peak; and attrib.c's inference. TAP
- * output.
+ * Unit tests of replay.c (and the JSON writer) on hand-made event arrays
+ * fed in batches: peaks and their times, family attribution of frees, VMM
+ * handle/mapping reference semantics, unmatched frees, baseline, failures,
+ * phases, requests in flight, the sites live at the peak (lazy snapshots
+ * over several peaks), folded REPEAT pairs, devices that appear while
+ * streaming and their final order (device_remap); and attrib.c's
+ * inference. TAP output.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,6 +44,9 @@ static void ok(int cond, const char *fmt, ...)
 static struct vrt_trace t;
 static struct vrt_replay r;
 static struct vrt_failinfo fails[8];
+/* The events of the trace being built (the stream). */
+static struct vrt_event *evs;
+static size_t nev;
 
 static void setup(size_t ndev)
 {
@@ -59,39 +64,61 @@ static void setup(size_t ndev)
 	t.ndevices = ndev;
 	t.fails = fails;
 	t.nfails = 8;
-	t.ev = calloc(64, sizeof(*t.ev));
+	evs = calloc(64, sizeof(*evs));
+	nev = 0;
 }
 
 static void ev(int kind, unsigned api, int dev, uint64_t addr, uint64_t size,
                uint64_t aux)
 {
-	struct vrt_event *e = &t.ev[t.nev];
-	e->ts = (int64_t)t.nev * 1000; /* 1 us apart, in order */
+	struct vrt_event *e = &evs[nev];
+	e->ts = (int64_t)nev * 1000; /* 1 us apart, in order */
 	e->kind = (uint8_t)kind;
 	e->api = (uint16_t)api;
 	e->device = dev;
 	e->addr = addr;
 	e->size = size;
 	e->aux = aux;
-	t.nev++;
+	nev++;
 }
 
 /* The last event gets a phase and a stack. */
 static void tag(uint32_t phase, uint32_t stack)
 {
-	t.ev[t.nev - 1].phase = phase;
-	t.ev[t.nev - 1].stack = stack;
+	evs[nev - 1].phase = phase;
+	evs[nev - 1].stack = stack;
 }
 
+/* Feeds the events in batches of 3 (batch edges must not matter). */
 static void replay(void)
 {
-	ok(vrt_replay_run(&r, &t) == 0, "replay runs");
+	size_t i;
+	int rc = vrt_replay_begin(&r, &t);
+
+	for (i = 0; i < nev && !rc; i += 3)
+		rc = vrt_replay_feed(&r, &t, evs + i,
+		                     nev - i < 3 ? nev - i : 3);
+	ok(!rc && vrt_replay_end(&r, &t) == 0, "replay runs");
 }
 
 static void teardown(void)
 {
 	vrt_replay_free(&r);
-	free(t.ev);
+	free(evs);
+	evs = NULL;
+}
+
+/* The site of (device, phase slot, stack) at the peak, or NULL. */
+static const struct vrt_replay_site *site(int32_t dev, uint32_t slot,
+                                          uint32_t stack)
+{
+	size_t i;
+
+	for (i = 0; i < r.nsites; i++)
+		if (r.sites[i].device == dev && r.sites[i].phase == slot &&
+		    r.sites[i].stack == stack)
+			return &r.sites[i];
+	return NULL;
 }
 
 static void test_peaks(void)
@@ -229,8 +256,8 @@ static void test_baseline_and_failures(void)
 	ev(VRT_EV_MEMINFO, VRT_API_cuMemGetInfo_v2, 0, 70 * GiB, 80 * GiB, 0);
 	ev(VRT_EV_MEMINFO, VRT_API_cuMemGetInfo_v2, 0, 10 * GiB, 80 * GiB, 0);
 	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 90 * GiB, 2);
-	t.ev[t.nev - 1].flags = VRT_EV_HAVE_INFO;
-	t.ev[t.nev - 1].extra = 3;
+	evs[nev - 1].flags = VRT_EV_HAVE_INFO;
+	evs[nev - 1].extra = 3;
 	fails[3].free_bytes = 66 * GiB;
 	fails[3].total_bytes = 80 * GiB;
 	ev(VRT_EV_FAIL, VRT_API_cuMemFree_v2, 0, 0x77, 0, 1);
@@ -267,8 +294,8 @@ static void test_many_live(void)
 	size_t i, n = 20000;
 
 	setup(1);
-	free(t.ev);
-	t.ev = calloc(2 * n, sizeof(*t.ev));
+	free(evs);
+	evs = calloc(2 * n, sizeof(*evs));
 	for (i = 0; i < n; i++)
 		ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x10000 + i * 512,
 		   512, 0);
@@ -418,6 +445,20 @@ static void test_request_annotations(void)
 	replay();
 	ok(!r.have_single_request, "never one request: no single peak");
 	teardown();
+	setup(1);
+	/* connections first, requests later: from the first REQUEST on,
+	 * the process's connections (open ones too) stop counting */
+	ev(VRT_EV_NET, 0, -1, 9, 5, VRT_NET_ACCEPT);
+	ev(VRT_EV_REQUEST, 0, -1, 1, 0, 1);
+	ev(VRT_EV_NET, 0, -1, 10, 5, VRT_NET_ACCEPT);
+	ev(VRT_EV_REQUEST, 0, -1, 1, 0, 2);
+	ev(VRT_EV_NET, 0, -1, 9, 5, VRT_NET_CLOSE);
+	replay();
+	EQ(r.max_inflight, 1, "one in flight at most");
+	EQ(r.inflight, 0, "none at the end");
+	EQ(r.connections, 0, "connections not counted");
+	EQ(r.requests, 1, "one request");
+	teardown();
 }
 
 static void test_inference(void)
@@ -431,7 +472,7 @@ static void test_inference(void)
 	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x2000, 9 * GiB, 0);
 	/* another thread */
 	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x3000, 12 * GiB, 0);
-	t.ev[t.nev - 1].tid = 2;
+	evs[nev - 1].tid = 2;
 	/* a rule said so already */
 	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x4000, 12 * GiB, 0);
 	tag(VRT_PHASE_weights, 0);
@@ -439,22 +480,169 @@ static void test_inference(void)
 	ev(VRT_EV_ALLOC, VRT_API_cuMemHostAlloc, 0, 0x5000, 12 * GiB, 0);
 	/* after the window */
 	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x6000, 12 * GiB, 0);
-	t.ev[t.nev - 1].ts = 2000000000;
+	evs[nev - 1].ts = 2000000000;
 	/* a failed reserve right after a probe */
 	ev(VRT_EV_MEMINFO, VRT_API_cuMemGetInfo_v2, 0, 4 * GiB, 48 * GiB, 0);
-	t.ev[t.nev - 1].ts = 3000000000;
+	evs[nev - 1].ts = 3000000000;
 	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 6 * GiB, 2);
-	t.ev[t.nev - 1].ts = 3000000001;
-	ok(vrt_attrib_run(&t, NULL) == 0, "attrib runs");
-	ok(t.ev[1].phase == VRT_LOAD_PHASE_INFERRED_KV &&
-	           t.ev[1].phase_src == VRT_SRC_INFERRED,
+	evs[nev - 1].ts = 3000000001;
+	{
+		struct vrt_attrib *a = vrt_attrib_new(&t, NULL);
+		ok(a && vrt_attrib_feed(a, &t, evs, 4) == 0 &&
+		           vrt_attrib_feed(a, &t, evs + 4, nev - 4) == 0,
+		   "attrib runs");
+		vrt_attrib_free(a);
+	}
+	ok(evs[1].phase == VRT_LOAD_PHASE_INFERRED_KV &&
+	           evs[1].phase_src == VRT_SRC_INFERRED,
 	   "large allocation after a probe: kv_cache (inferred)");
-	EQ(t.ev[2].phase, 0, "small: not inferred");
-	EQ(t.ev[3].phase, 0, "other thread: not inferred");
-	EQ(t.ev[4].phase, VRT_PHASE_weights, "rule phase kept");
-	EQ(t.ev[5].phase, 0, "host memory: not inferred");
-	EQ(t.ev[6].phase, 0, "after the window: not inferred");
-	EQ(t.ev[8].phase, VRT_LOAD_PHASE_INFERRED_KV, "failed reserve tagged");
+	EQ(evs[2].phase, 0, "small: not inferred");
+	EQ(evs[3].phase, 0, "other thread: not inferred");
+	EQ(evs[4].phase, VRT_PHASE_weights, "rule phase kept");
+	EQ(evs[5].phase, 0, "host memory: not inferred");
+	EQ(evs[6].phase, 0, "after the window: not inferred");
+	EQ(evs[8].phase, VRT_LOAD_PHASE_INFERRED_KV, "failed reserve tagged");
+	teardown();
+}
+
+/* The sites at the final peak when the device peaked several times and
+ * sites changed between (the lazy snapshots). */
+static void test_sites_over_peaks(void)
+{
+	const struct vrt_replay_site *x;
+
+	setup(1);
+	r.top_sites = SIZE_MAX;
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 1 * GiB, 0);
+	tag(VRT_PHASE_weights, 1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x2000, 2 * GiB, 0);
+	tag(VRT_PHASE_forward, 2); /* peak 1: 3 GiB */
+	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x2000, 0, 0);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x3000, 1 * GiB, 0);
+	tag(VRT_PHASE_kv_cache, 3);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x4000, 512ull << 20, 0);
+	tag(VRT_PHASE_forward, 2);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x5000, 3 * GiB, 0);
+	tag(VRT_PHASE_forward, 2); /* peak 2: 5.5 GiB */
+	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x1000, 0, 0);
+	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x5000, 0, 0);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x6000, 1 * GiB, 0);
+	tag(VRT_PHASE_weights, 1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x7000, 1 * GiB, 0);
+	tag(VRT_PHASE_weights, 4); /* never live at a peak */
+	replay();
+	EQ(r.dev[0].peak_bytes, 5 * GiB + (512ull << 20), "peak 5.5 GiB");
+	EQ(r.nsites, 3, "three sites at the last peak");
+	x = site(0, VRT_PHASE_weights, 1);
+	ok(x && x->bytes == 1 * GiB && x->allocs == 1,
+	   "weights: its value at the peak, not its live value");
+	x = site(0, VRT_PHASE_forward, 2);
+	ok(x && x->bytes == 3 * GiB + (512ull << 20) && x->allocs == 2,
+	   "forward: changed at the peak itself");
+	x = site(0, VRT_PHASE_kv_cache, 3);
+	ok(x && x->bytes == 1 * GiB && x->allocs == 1,
+	   "kv_cache: unchanged since the peak");
+	ok(!site(0, VRT_PHASE_weights, 4), "a later site is not at the peak");
+	teardown();
+}
+
+/* REPEAT: folded alloc+free pairs count as allocations and frees, and
+ * their bytes count once, momentarily, on top of what is live. */
+static void test_repeat(void)
+{
+	const struct vrt_replay_device *d;
+	const struct vrt_replay_site *x;
+
+	setup(1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 1 * GiB, 0);
+	tag(VRT_PHASE_weights, 1);
+	/* 10 pairs of 2 GiB: a new peak (3 GiB) for an instant */
+	ev(VRT_EV_REPEAT, VRT_API_cuMemAlloc_v2, 0, 10, 2 * GiB, 0);
+	evs[nev - 1].extra = VRT_API_cuMemFree_v2;
+	tag(VRT_PHASE_forward, 2);
+	/* below the peak: changes no peak */
+	ev(VRT_EV_REPEAT, VRT_API_cuMemAlloc_v2, 0, 5, 1 * GiB, 0);
+	evs[nev - 1].extra = VRT_API_cuMemFree_v2;
+	tag(VRT_PHASE_kv_cache, 3);
+	/* pinned host pairs */
+	ev(VRT_EV_REPEAT, VRT_API_cuMemHostAlloc, -1, 3, 4 * GiB, 0);
+	evs[nev - 1].extra = VRT_API_cuMemFreeHost;
+	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x1000, 0, 0);
+	replay();
+	d = &r.dev[0];
+	EQ(d->fam[VRT_FAM_DEVICE].allocs, 16, "1 + 10 + 5 allocations");
+	EQ(d->fam[VRT_FAM_DEVICE].frees, 16, "1 + 10 + 5 frees");
+	EQ(d->phase[VRT_PHASE_forward].allocs, 10, "forward: 10 allocations");
+	EQ(d->phase[VRT_PHASE_forward].frees, 10, "forward: 10 frees");
+	EQ(d->peak_bytes, 3 * GiB, "peak: live 1 GiB + one 2 GiB pair");
+	EQ(d->peak_ts, 1000, "peak at the REPEAT");
+	EQ(d->peak_by_phase[VRT_PHASE_forward], 2 * GiB, "peak split");
+	EQ(d->phase[VRT_PHASE_forward].peak_bytes, 2 * GiB, "forward peak");
+	EQ(d->phase[VRT_PHASE_kv_cache].peak_bytes, 1 * GiB, "kv peak");
+	EQ(d->tracked_bytes, 0, "nothing live at the end");
+	EQ(d->phase[VRT_PHASE_forward].live_bytes, 0, "pairs leave nothing");
+	EQ(r.host[VRT_FAM_PINNED].allocs, 3, "pinned pairs counted");
+	EQ(r.host[VRT_FAM_PINNED].peak_bytes, 4 * GiB, "pinned peak");
+	EQ(r.host_pinned_bytes, 0, "no pinned bytes live");
+	EQ(r.nsites, 2, "two sites at the peak");
+	x = site(0, VRT_PHASE_forward, 2);
+	ok(x && x->bytes == 2 * GiB && x->allocs == 1,
+	   "the pair's site holds its size at the peak");
+	x = site(0, VRT_PHASE_weights, 1);
+	ok(x && x->bytes == 1 * GiB, "the live site too");
+	teardown();
+}
+
+/* Devices named while streaming (the table grows between batches) and
+ * their final order, applied by vrt_replay_end from device_remap. */
+static void test_devices_remap(void)
+{
+	static uint32_t remap[2] = {1, 0};
+	size_t i;
+
+	setup(1);
+	ev(VRT_EV_MARK, 0, -1, 0, 0, 0);
+	evs[nev - 1].extra = 7;
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 1 * GiB, 0);
+	tag(VRT_PHASE_weights, 1);
+	ok(vrt_replay_begin(&r, &t) == 0 &&
+	           vrt_replay_feed(&r, &t, evs, nev) == 0,
+	   "first batch: one device");
+	nev = 0;
+	t.ndevices = 2; /* a second device appears */
+	ev(VRT_EV_REQUEST, 0, -1, 1, 0, 1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 1, 0x2000, 3 * GiB, 0);
+	tag(VRT_PHASE_forward, 2);
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 1, 0, 8 * GiB, 2);
+	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x2000, 0, 0);
+	t.device_remap = remap; /* at the end: device 1 comes first */
+	ok(vrt_replay_feed(&r, &t, evs, nev) == 0 &&
+	           vrt_replay_end(&r, &t) == 0,
+	   "second batch and end");
+	EQ(r.ndevices, 2, "two devices");
+	EQ(r.dev[1].peak_bytes, 1 * GiB, "stream device 0 is now 1");
+	EQ(r.dev[0].peak_bytes, 3 * GiB, "stream device 1 is now 0");
+	EQ(r.dev[0].fam[VRT_FAM_DEVICE].failed, 1, "failure moved");
+	ok(r.dev[0].nseries > 0 && r.dev[1].nseries > 0 &&
+	           r.dev[0].series[0].total == 3 * GiB,
+	   "timelines moved with their devices");
+	EQ(r.nfails, 1, "one failure");
+	EQ(r.fails[0].device, 0, "failure device remapped");
+	EQ(r.nsites, 2, "a site per device");
+	ok(r.sites[0].device == 0 && r.sites[0].stack == 2 &&
+	           r.sites[1].device == 1 && r.sites[1].stack == 1,
+	   "sites remapped and in device order");
+	EQ(r.nwindows, 1, "one window");
+	EQ(r.windows[0].mark.label, 7, "the window's mark copied");
+	EQ(r.marks[0].label, 7, "the mark copied");
+	ok(r.windows[0].dev[0].peak_bytes == 3 * GiB &&
+	           r.windows[0].dev[1].peak_bytes == 1 * GiB,
+	   "window devices grown and remapped");
+	ok(r.have_single_request && r.single_request_peak_device == 0,
+	   "single-request device remapped");
+	for (i = 0; i < r.nsites; i++)
+		ok(r.sites[i].device < 2, "site device in range");
+	t.device_remap = NULL;
 	teardown();
 }
 
@@ -469,6 +657,9 @@ int main(void)
 	test_phases_and_requests();
 	test_request_annotations();
 	test_inference();
+	test_sites_over_peaks();
+	test_repeat();
+	test_devices_remap();
 	test_json_escape();
 	printf("1..%d\n", ntests);
 	return nfailed ? 1 : 0;
