@@ -1,26 +1,61 @@
 /*
  * load.c — reads trace files (the only analyzer file that touches them or
- * zstd) into the flat tables of struct vrt_trace.
+ * zstd) as one stream of time-ordered events, plus the flat tables of
+ * struct vrt_trace (processes, devices, strings, frames, stacks, phases).
  *
- * A file is a sequence of zstd frames. Each frame is located with
- * ZSTD_findFrameCompressedSize and decoded on its own with a streaming
- * decoder into a buffer capped at VRT_LOAD_FRAME_CAP, so a lying frame
- * header cannot make us allocate more. A last frame that ends early is a
- * file cut by SIGKILL: everything before it is kept and the process is
- * marked truncated. Any other undecodable byte is an error naming the file
- * and the byte offset.
+ * Streaming, in one pass. Each file is read in pieces (a buffer that holds
+ * at least one compressed frame). A frame is located with
+ * ZSTD_findFrameCompressedSize and decoded on its own with
+ * ZSTD_decompressDCtx into a buffer capped at VRT_LOAD_FRAME_CAP (sized
+ * from the frames seen, never from what a header announces), followed by
+ * DEC_PAD zero bytes so the hot decoder may read a few bytes past a record
+ * and check once per record that it did not overrun. A last frame that
+ * ends early is a file cut by SIGKILL: everything before it is kept and
+ * the process is marked truncated. Any other undecodable byte is an error
+ * naming the file and the byte offset.
  *
- * Records are parsed with the varint readers of trace_format.h, which never
- * read past the end; every field read below checks their result. Event
- * devices are stored as raw ordinals while a file is parsed and mapped to
- * the device table at the end of the file, so DEVICE records may come in
- * any order. STRING, FRAME, STACK and PHASE records are collected per file
- * (their ids are per file) and resolved once the whole file is read, since
- * a writer may emit them after the events that use them; frames and call
- * paths are then interned into tables shared by all files, keyed by names,
- * so the same call path in two processes is one stack. An id nothing
- * declares resolves to "no stack" (or the unknown frame): never an error.
- * Single-threaded, no globals.
+ * Reading a frame (parse_frame) takes its metadata into the tables at once
+ * and cuts its events into runs: the events of one CHUNK come from one
+ * thread in time order, so each chunk's ALLOC, FREE and REPEAT records
+ * (the bulk of a trace) form a sorted run that stays encoded in its frame
+ * buffer (RUN_RAW; the buffer lives until its last run is delivered); the
+ * other events, which add to tables in record order (fails, samples,
+ * strings), are decoded at once into RUN_EV runs. Runs never cross a
+ * CHUNK, a WATERMARK or a frame boundary.
+ *
+ * Order. Every run waits in one heap keyed by (aligned time of its next
+ * event, file order, record order). A WATERMARK W promises that every
+ * event of its file with ts < W is already in the file, so the stream may
+ * deliver anything below the lowest watermark of the files still being
+ * read (vrt_load_next reads one more frame of that file when the heap's
+ * first event is not below it; the end of a file lifts its bound).
+ * Delivery decodes a RUN_RAW's records straight into the caller's buffer,
+ * run after run while each sorts before the next. So a trace comes out
+ * exactly as a stable sort of all files' events concatenated in file
+ * order, and memory holds the tables plus the frames whose events are not
+ * yet delivered, never the whole trace. A file whose writer broke the
+ * watermark promise still has every event delivered: a late one goes out
+ * as soon as it is read (t->events_late counts them).
+ *
+ * Resolution happens at delivery: an event keeps its file's raw device
+ * ordinal and stack and phase ids until then, because a writer may emit
+ * DEVICE, STRING, FRAME, STACK and PHASE records after the events that use
+ * them (hand-made traces, which have no watermark, are all read before the
+ * first event goes out, exactly as a whole-file reader would). Frames and
+ * call paths declared since the last watermark are interned at the next
+ * one (or at the end of the file) in id order into tables shared by all
+ * files, keyed by names, so the same call path in two processes is one
+ * stack. An id nothing declares resolves to "no stack" (or the unknown
+ * frame): never an error. Devices get global indexes in order of first
+ * appearance; the end of the stream orders them by (host, ordinal) and
+ * says how in t->device_remap.
+ *
+ * Opening reads every file up to its first watermark, so all processes
+ * (and the hosts whose clocks are aligned onto the first host's) are known
+ * before the first event goes out.
+ *
+ * Single-threaded, no globals. Every length read from the input is
+ * bounds-checked; no input can make this file assert or crash.
  */
 #include "load.h"
 
@@ -32,6 +67,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -450,14 +486,13 @@ int vrt_load_phase_intern(struct vrt_trace *t, const char *name)
 	return (int)t->nphases++;
 }
 
-/* Creates the shared tables with their fixed first entries. */
+/* Creates the shared tables with their fixed first entries (t->intern,
+ * the loader's state, is already there). */
 static int tables_init(struct vrt_trace *t)
 {
-	if (t->intern)
+	if (t->nstrs)
 		return 0;
-	t->intern = calloc(1, sizeof(struct intern));
-	if (!t->intern ||
-	    grow((void **)&t->strs, &t->cap_strs, 1, sizeof(*t->strs)) ||
+	if (grow((void **)&t->strs, &t->cap_strs, 1, sizeof(*t->strs)) ||
 	    grow((void **)&t->frames, &t->cap_frames, 1, sizeof(*t->frames)) ||
 	    grow((void **)&t->stacks, &t->cap_stacks, 1, sizeof(*t->stacks)))
 		return -1;
@@ -505,72 +540,6 @@ size_t vrt_load_stack_frames(const struct vrt_trace *t, uint32_t stack,
 	}
 	return n;
 }
-
-/* ---- per-file state --------------------------------------------------- */
-
-/* A process numbers CUDA and HIP devices separately: CUDA ordinal 0 and
- * HIP ordinal 0 are two cards, so a file's device is (vendor, ordinal). An
- * event's vendor is its api's (vrt_api_vendor). */
-struct file_dev {
-	int vendor; /* enum vrt_vendor */
-	int64_t ordinal;
-	int32_t global; /* index in t->devices */
-};
-
-/* Records of one file, resolved at its end (ids are per file). */
-struct file_str {
-	uint64_t id;
-	uint32_t g; /* index in t->strs */
-	uint32_t seq;
-};
-
-struct file_frame {
-	uint64_t id;
-	uint64_t ip, a, b, c; /* native: module, symbol, offset;
-	                         python: file, function, line */
-	uint32_t g;           /* index in t->frames, once resolved */
-	uint32_t seq;
-	uint8_t kind;
-};
-
-struct file_stack {
-	uint64_t id, parent, frame, phase;
-	uint32_t g; /* index in t->stacks, once resolved */
-	uint32_t seq;
-	uint8_t state; /* 0 unresolved, 1 on the current path, 2 done */
-};
-
-struct file_phase {
-	uint64_t id;
-	uint32_t g; /* index in t->phases */
-	uint32_t seq;
-};
-
-struct file_state {
-	struct vrt_trace *t;
-	const char *name;
-	struct vrt_load_error *err;
-	size_t proc; /* index of this file's process, valid if have_header */
-	int have_header;
-	size_t first_ev;
-	struct file_dev devs[VRT_LOAD_MAX_FILE_DEVICES];
-	size_t ndevs;
-	struct file_str *fstr;
-	size_t nfstr, capfstr;
-	struct file_frame *ffr;
-	size_t nffr, capffr;
-	struct file_stack *fst;
-	size_t nfst, capfst;
-	struct file_phase *fph;
-	size_t nfph, capfph;
-	/* current frame */
-	uint64_t frame_off;
-	int have_chunk;
-	uint32_t snap_tid; /* thread writing a snapshot (in_snap) */
-	int in_snap;
-	uint32_t tid;
-	int64_t ts;
-};
 
 static int host_index(struct vrt_trace *t, const char *host, unsigned *idx)
 {
@@ -650,19 +619,308 @@ static int32_t global_device(struct vrt_trace *t, const char *host, int vendor,
 	return (int32_t)t->ndevices++;
 }
 
-static enum vrt_load_status rec_error(struct file_state *fs, uint64_t roff,
-                                      const char *what)
+/* ---- loader state ------------------------------------------------------- */
+
+/* Zero bytes after a decoded frame: the unchecked field reads of one record
+ * (at most 12 varints of 10 bytes) never leave the buffer. */
+#define DEC_PAD 256
+/* Decoded-frame buffers kept for reuse, and their alignment (huge pages). */
+#define MAX_FREE_FB 3
+#define FBUF_ALIGN  (2u << 20)
+/* The first input buffer size (grown to hold a whole compressed frame). */
+#define READ_BYTES (256u << 10)
+/* With more files than this, a file's descriptor is closed between reads
+ * (so a run of many processes cannot exhaust descriptors). */
+#define MAX_OPEN_FILES 64
+/* Stack ids below this get a direct cache slot (writers number from 1). */
+#define STACK_CACHE_MAX (1u << 20)
+/* Phase ids below this get a direct cache slot. */
+#define PHASE_CACHE 1024
+
+/* A process numbers CUDA and HIP devices separately: CUDA ordinal 0 and
+ * HIP ordinal 0 are two cards, so a file's device is (vendor, ordinal). An
+ * event's vendor is its api's (vrt_api_vendor). */
+struct file_dev {
+	int vendor; /* enum vrt_vendor */
+	int64_t ordinal;
+	int32_t global; /* index in t->devices */
+};
+
+/* Per-file id -> index map (open addressing; the first entry of an id
+ * wins, as a corrupt file may declare one twice). */
+struct idtab {
+	uint64_t *key;
+	uint32_t *val; /* index + 1; 0 = empty */
+	size_t cap, n;
+};
+
+/* FRAME and STACK records of a file, interned at the release after them. */
+struct file_frame {
+	uint64_t id;
+	uint64_t ip, a, b, c; /* native: module, symbol, offset;
+	                         python: file, function, line */
+	uint32_t g;           /* index in t->frames, once resolved */
+	uint8_t kind;
+};
+
+struct file_stack {
+	uint64_t id, parent, frame, phase;
+	uint32_t g;    /* index in t->stacks, once resolved */
+	uint8_t state; /* 0 unresolved, 1 on the current path, 2 done */
+};
+
+/* What an event's stack id resolves to, cached per id. */
+struct stack_res {
+	uint32_t g1;    /* global stack + 1; 0: not cached */
+	uint32_t phase; /* the STACK record's phase id (not source) */
+};
+
+/* One decoded frame. Lazy runs point into it, so it lives until the last
+ * of them is delivered (refs), then goes back to a free list. */
+struct fbuf {
+	uint8_t *data; /* len bytes, then DEC_PAD zero bytes */
+	size_t len, cap;
+	uint64_t frame_off; /* where the frame starts in its file */
+	unsigned refs;
+	int mapped; /* data is an mmap of cap bytes (else malloc) */
+	struct fbuf *next; /* free list */
+};
+
+/*
+ * A sorted run of pending events, all of one chunk (one thread, times
+ * never decreasing). RUN_RAW: the chunk's ALLOC, FREE and REPEAT records,
+ * left encoded in their frame and decoded straight into the caller's
+ * buffer when delivered (records of other types in the range are skipped).
+ * RUN_EV: records decoded when read (those with side effects on the
+ * tables: FAIL, SAMPLE, MARK, ...), kept as events.
+ */
+enum run_kind { RUN_RAW = 0, RUN_EV = 1 };
+
+struct run {
+	struct lfile *f;
+	int kind;
+	uint64_t order; /* record order in the file (ties) */
+	int64_t key;    /* aligned time of the next event */
+	/* RUN_RAW */
+	struct fbuf *fb;
+	const uint8_t *p, *end; /* records left */
+	int64_t clock;          /* chunk time before p */
+	uint32_t tid;
+	uint8_t snap; /* ALLOCs are a standby snapshot's */
+	/* RUN_EV */
+	struct vrt_event *evs;
+	size_t pos, nev, cap;
+	struct run *next; /* free list */
+};
+
+struct lfile {
+	char *name; /* path, or the buffer's name */
+	size_t idx; /* file order (ties) */
+	/* input: a file read in pieces, or a caller's buffer */
+	int fd;             /* -1 while closed (or a buffer) */
+	int is_buf, eof;
+	uint8_t *in;        /* file input buffer; the buffer itself if is_buf */
+	size_t incap, lo, hi; /* unconsumed input: in[lo, hi) */
+	uint64_t pos;         /* file offset of in[lo] */
+	size_t nframes;
+	/* process */
+	int have_header;
+	int finished; /* read to its end: every event is in a run */
+	unsigned version;
+	size_t proc;
+	int64_t shift; /* host clock alignment, added when delivered */
+	int64_t relw;  /* events below this are released (watermark) */
+	/* current frame and chunk */
+	uint64_t frame_off;
+	int have_chunk, in_snap;
+	uint32_t tid, snap_tid;
+	int64_t ts;             /* chunk time after the records before ts_at */
+	const uint8_t *ts_at;   /* (hot records' times are read lazily) */
+	struct run *seg;  /* RUN_RAW being read */
+	struct run *eseg; /* RUN_EV being read */
+	uint64_t next_order;
+	/* devices */
+	struct file_dev devs[VRT_LOAD_MAX_FILE_DEVICES];
+	size_t ndevs;
+	int32_t dcache[2][64]; /* CUDA/HIP ordinal -> global + 1 */
+	/* symbols (ids are per file) */
+	struct idtab strs, frames, stacks, phases;
+	struct file_frame *ffr;
+	size_t nffr, capffr, ffr_done; /* [ffr_done, nffr) not interned */
+	struct file_stack *fst;
+	size_t nfst, capfst, fst_done;
+	struct stack_res *scache;
+	size_t scap;
+	uint32_t pcache[PHASE_CACHE]; /* declared phase id -> global + 1 */
+};
+
+struct lstate {
+	struct intern in; /* first: the shared lookup tables */
+	struct lfile **files;
+	size_t nfiles, capfiles;
+	ZSTD_DCtx *dctx;
+	struct fbuf *free_fb; /* decoded-frame buffers not in use */
+	size_t frame_max;     /* room to give a new frame buffer */
+	unsigned nfree_fb;
+	struct run *free_run;
+	struct run **heap; /* every closed run with events left */
+	size_t nheap, capheap;
+	int opened, ended;
+	enum vrt_load_status failed; /* sticky: every later call says it */
+	struct vrt_load_error ferr;
+	int64_t last_ts; /* latest timestamp delivered */
+	int delivered;
+	uint64_t held; /* events read, not yet delivered */
+	uint64_t files_done, bytes_done, nfiles_hint; /* progress */
+};
+
+static struct lstate *lstate_of(const struct vrt_trace *t)
 {
-	return fail(fs->err, VRT_LOAD_ERR_RECORD, fs->name,
-	            "%s in frame at byte %" PRIu64 " (record at offset %" PRIu64
-	            " of the decoded frame)",
-	            what, fs->frame_off, roff);
+	return t->intern;
 }
 
-static enum vrt_load_status parse_header(struct file_state *fs,
-                                         struct cursor *c, uint64_t roff)
+/* ---- per-file id tables --------------------------------------------- */
+
+static size_t idtab_slot(const struct idtab *it, uint64_t id)
 {
-	struct vrt_trace *t = fs->t;
+	size_t i = mix64(id) & (it->cap - 1);
+	while (it->val[i] && it->key[i] != id)
+		i = (i + 1) & (it->cap - 1);
+	return i;
+}
+
+/* Index stored for id, or -1. */
+static int64_t idtab_get(const struct idtab *it, uint64_t id)
+{
+	size_t i;
+
+	if (!it->n)
+		return -1;
+	i = idtab_slot(it, id);
+	return it->val[i] ? (int64_t)it->val[i] - 1 : -1;
+}
+
+/* Adds id -> v unless id is there already (the first one wins). */
+static int idtab_put(struct idtab *it, uint64_t id, uint32_t v)
+{
+	size_t i;
+
+	if ((it->n + 1) * 10 > it->cap * 7) {
+		size_t ncap = it->cap ? it->cap * 2 : 64, j;
+		uint64_t *nk = calloc(ncap, sizeof(*nk));
+		uint32_t *nv = calloc(ncap, sizeof(*nv));
+		if (!nk || !nv) {
+			free(nk);
+			free(nv);
+			return -1;
+		}
+		for (j = 0; j < it->cap; j++) {
+			size_t k;
+			if (!it->val[j])
+				continue;
+			k = mix64(it->key[j]) & (ncap - 1);
+			while (nv[k])
+				k = (k + 1) & (ncap - 1);
+			nk[k] = it->key[j];
+			nv[k] = it->val[j];
+		}
+		free(it->key);
+		free(it->val);
+		it->key = nk;
+		it->val = nv;
+		it->cap = ncap;
+	}
+	i = idtab_slot(it, id);
+	if (it->val[i])
+		return 0;
+	it->key[i] = id;
+	it->val[i] = v + 1;
+	it->n++;
+	return 0;
+}
+
+static void idtab_free(struct idtab *it)
+{
+	free(it->key);
+	free(it->val);
+}
+
+static void file_free(struct lfile *f)
+{
+	if (!f)
+		return;
+	if (f->fd >= 0)
+		close(f->fd);
+	if (!f->is_buf)
+		free(f->in);
+	free(f->name);
+	idtab_free(&f->strs);
+	idtab_free(&f->frames);
+	idtab_free(&f->stacks);
+	idtab_free(&f->phases);
+	free(f->ffr);
+	free(f->fst);
+	free(f->scache);
+	free(f);
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+static enum vrt_load_status rec_error_at(struct lfile *f, uint64_t frame_off,
+                                         struct vrt_load_error *err,
+                                         uint64_t roff, const char *what)
+{
+	return fail(err, VRT_LOAD_ERR_RECORD, f->name,
+	            "%s in frame at byte %" PRIu64 " (record at offset %" PRIu64
+	            " of the decoded frame)",
+	            what, frame_off, roff);
+}
+
+static enum vrt_load_status rec_error(struct lfile *f,
+                                      struct vrt_load_error *err,
+                                      uint64_t roff, const char *what)
+{
+	return rec_error_at(f, f->frame_off, err, roff, what);
+}
+
+static enum vrt_load_status nomem(struct lfile *f, struct vrt_load_error *err,
+                                  const char *what)
+{
+	return fail(err, VRT_LOAD_ERR_NOMEM, f->name, "%s", what);
+}
+
+/* ---- records: metadata ---------------------------------------------------- */
+
+/* Reads "<dir>/<pid>.exit" (written by vramtrace record) if present. */
+static void read_exit_file(struct vrt_process *pr)
+{
+	char path[4200], line[64];
+	const char *slash = strrchr(pr->path, '/');
+	int dirlen = slash ? (int)(slash - pr->path) : 1;
+	FILE *fp;
+	int code;
+
+	snprintf(path, sizeof(path), "%.*s/%" PRIu64 ".exit", dirlen,
+	         slash ? pr->path : ".", pr->pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return; /* absent: the exit status stays unknown */
+	if (fgets(line, sizeof(line), fp)) {
+		if (sscanf(line, "exit %d", &code) == 1 && code >= 0) {
+			pr->exit_kind = VRT_EXIT_CODE;
+			pr->exit_code = code;
+		} else if (sscanf(line, "signal %d", &code) == 1 && code > 0) {
+			pr->exit_kind = VRT_EXIT_SIGNAL;
+			pr->exit_code = code;
+		}
+	}
+	fclose(fp);
+}
+
+static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
+                                         struct cursor *c, uint64_t roff,
+                                         struct vrt_load_error *err)
+{
 	struct vrt_process *pr;
 	const uint8_t *s;
 	size_t n, i;
@@ -670,65 +928,76 @@ static enum vrt_load_status parse_header(struct file_state *fs,
 
 	if ((size_t)(c->end - c->p) < VRT_TRACE_MAGIC_LEN ||
 	    memcmp(c->p, VRT_TRACE_MAGIC, VRT_TRACE_MAGIC_LEN))
-		return fail(fs->err, VRT_LOAD_ERR_BAD_MAGIC, fs->name,
+		return fail(err, VRT_LOAD_ERR_BAD_MAGIC, f->name,
 		            "bad magic in HEADER (frame at byte %" PRIu64 ")",
-		            fs->frame_off);
+		            f->frame_off);
 	c->p += VRT_TRACE_MAGIC_LEN;
 	version = get_u(c);
 	if (c->bad)
-		return rec_error(fs, roff, "short HEADER");
+		return rec_error(f, err, roff, "short HEADER");
 	if (version > VRT_TRACE_VERSION)
-		return fail(fs->err, VRT_LOAD_ERR_VERSION, fs->name,
+		return fail(err, VRT_LOAD_ERR_VERSION, f->name,
 		            "format version %" PRIu64 " is newer than this "
 		            "vramtrace supports (%d)",
 		            version, VRT_TRACE_VERSION);
 	if (version == 0)
-		return fail(fs->err, VRT_LOAD_ERR_BAD_MAGIC, fs->name,
+		return fail(err, VRT_LOAD_ERR_BAD_MAGIC, f->name,
 		            "format version 0 is not valid");
-	if (grow((void **)&t->procs, &t->cap_procs, t->nprocs + 1,
+	f->version = (unsigned)version;
+	if (t->nprocs >= UINT32_MAX ||
+	    grow((void **)&t->procs, &t->cap_procs, t->nprocs + 1,
 	         sizeof(*t->procs)))
-		return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "header");
+		return nomem(f, err, "header");
 	pr = &t->procs[t->nprocs];
 	memset(pr, 0, sizeof(*pr));
-	fs->proc = t->nprocs++;
-	fs->have_header = 1;
-	pr->path = strdup(fs->name);
+	f->proc = t->nprocs++;
+	f->have_header = 1;
+	pr->path = strdup(f->name);
 	pr->pid = get_u(c);
 	pr->ppid = get_u(c);
 	pr->start_wall_ns = (int64_t)get_u(c);
 	pr->start_mono_ns = (int64_t)get_u(c);
-	(void)get_u(c); /* flags: unused in version 1 */
+	(void)get_u(c); /* flags: unused in versions 1 and 2 */
 	n = get_str(c, &s);
 	pr->host = dup_bytes(s, n);
 	n = get_str(c, &s);
 	pr->exe = dup_bytes(s, n);
 	argc = get_u(c);
 	if (c->bad)
-		return rec_error(fs, roff, "short HEADER");
+		return rec_error(f, err, roff, "short HEADER");
 	/* Each argument takes at least one byte: bound argc by the payload. */
 	if (argc > (uint64_t)(c->end - c->p))
-		return rec_error(fs, roff,
+		return rec_error(f, err, roff,
 		                 "HEADER argc larger than the record");
 	pr->argv = calloc(argc + 1, sizeof(char *));
 	if (!pr->path || !pr->host || !pr->exe || !pr->argv)
-		return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "header");
+		return nomem(f, err, "header");
 	for (i = 0; i < argc; i++) {
 		n = get_str(c, &s);
 		if (c->bad)
-			return rec_error(fs, roff, "short HEADER argv");
+			return rec_error(f, err, roff, "short HEADER argv");
 		pr->argv[i] = dup_bytes(s, n);
 		if (!pr->argv[i])
-			return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name,
-			            "header");
+			return nomem(f, err, "header");
 		pr->argc = i + 1;
 	}
+	if (!f->is_buf)
+		read_exit_file(pr);
 	return VRT_LOAD_OK;
 }
 
-static enum vrt_load_status parse_device(struct file_state *fs,
-                                         struct cursor *c, uint64_t roff)
+static void dcache_set(struct lfile *f, int vendor, int64_t ordinal, int32_t g)
 {
-	struct vrt_process *pr = &fs->t->procs[fs->proc];
+	if ((vendor == VRT_VENDOR_CUDA || vendor == VRT_VENDOR_HIP) &&
+	    ordinal >= 0 && ordinal < 64)
+		f->dcache[vendor - 1][ordinal] = g + 1;
+}
+
+static enum vrt_load_status parse_device(struct vrt_trace *t, struct lfile *f,
+                                         struct cursor *c, uint64_t roff,
+                                         struct vrt_load_error *err)
+{
+	struct vrt_process *pr = &t->procs[f->proc];
 	struct vrt_device *d;
 	const uint8_t *name, *uuid;
 	size_t nname, nuuid, i;
@@ -742,94 +1011,448 @@ static enum vrt_load_status parse_device(struct file_state *fs,
 	nname = get_str(c, &name);
 	nuuid = get_str(c, &uuid);
 	if (c->bad || ordinal > INT32_MAX)
-		return rec_error(fs, roff, "malformed DEVICE");
+		return rec_error(f, err, roff, "malformed DEVICE");
 	format_uuid(ustr, sizeof(ustr), (int)vendor, uuid, nuuid);
-	g = global_device(fs->t, pr->host, vendor <= 255 ? (int)vendor : 0,
+	g = global_device(t, pr->host, vendor <= 255 ? (int)vendor : 0,
 	                  (int64_t)ordinal, ustr);
 	if (g < 0)
-		return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "device");
-	d = &fs->t->devices[g];
+		return nomem(f, err, "device");
+	d = &t->devices[g];
 	if (!d->name) {
 		d->name = dup_bytes(name, nname);
 		if (!d->name)
-			return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name,
-			            "device");
+			return nomem(f, err, "device");
 		d->vendor = vendor <= 255 ? (int)vendor : 0;
 		d->total_bytes = total;
 		d->have_total = 1;
 	}
-	for (i = 0; i < fs->ndevs; i++) {
-		if (fs->devs[i].ordinal == (int64_t)ordinal &&
-		    (uint64_t)fs->devs[i].vendor == vendor) {
-			fs->devs[i].global = g;
+	for (i = 0; i < f->ndevs; i++) {
+		if (f->devs[i].ordinal == (int64_t)ordinal &&
+		    (uint64_t)f->devs[i].vendor == vendor) {
+			f->devs[i].global = g;
+			dcache_set(f, (int)vendor, (int64_t)ordinal, g);
 			return VRT_LOAD_OK;
 		}
 	}
-	if (fs->ndevs == VRT_LOAD_MAX_FILE_DEVICES)
-		return rec_error(fs, roff, "too many devices");
-	fs->devs[fs->ndevs].vendor = vendor <= 255 ? (int)vendor : 0;
-	fs->devs[fs->ndevs].ordinal = (int64_t)ordinal;
-	fs->devs[fs->ndevs].global = g;
-	fs->ndevs++;
+	if (f->ndevs == VRT_LOAD_MAX_FILE_DEVICES)
+		return rec_error(f, err, roff, "too many devices");
+	f->devs[f->ndevs].vendor = vendor <= 255 ? (int)vendor : 0;
+	f->devs[f->ndevs].ordinal = (int64_t)ordinal;
+	f->devs[f->ndevs].global = g;
+	f->ndevs++;
+	if (vendor <= 255)
+		dcache_set(f, (int)vendor, (int64_t)ordinal, g);
 	return VRT_LOAD_OK;
 }
 
-/* Clamps a device ordinal from an event into the int32 kept until the end
- * of the file; anything below -1 or absurdly large becomes -1 (none). */
+/* STRING, FRAME, STACK, PHASE: kept per file; frames and stacks are
+ * interned at the next release. */
+static enum vrt_load_status parse_symbolic(struct vrt_trace *t,
+                                           struct lfile *f, unsigned type,
+                                           struct cursor *c, uint64_t roff,
+                                           struct vrt_load_error *err)
+{
+	const uint8_t *s;
+	size_t n;
+	uint64_t id = get_u(c);
+	int oom = 0;
+
+	switch (type) {
+	case VRT_REC_STRING: {
+		uint32_t g;
+		n = get_str(c, &s);
+		if (c->bad)
+			return rec_error(f, err, roff, "malformed STRING");
+		g = intern_bytes(t, s, n, &oom);
+		if (oom || idtab_put(&f->strs, id, g))
+			break;
+		return VRT_LOAD_OK;
+	}
+	case VRT_REC_FRAME: {
+		struct file_frame fr;
+		memset(&fr, 0, sizeof(fr));
+		fr.id = id;
+		fr.kind = (uint8_t)get_u(c);
+		if (fr.kind == VRT_FRAME_NATIVE)
+			fr.ip = get_u(c);
+		fr.a = get_u(c);
+		fr.b = get_u(c);
+		fr.c = get_u(c);
+		if (c->bad || fr.kind > VRT_FRAME_PYTHON)
+			return rec_error(f, err, roff, "malformed FRAME");
+		if (f->nffr >= UINT32_MAX - 1 ||
+		    grow((void **)&f->ffr, &f->capffr, f->nffr + 1,
+		         sizeof(*f->ffr)) ||
+		    idtab_put(&f->frames, id, (uint32_t)f->nffr))
+			break;
+		f->ffr[f->nffr++] = fr;
+		return VRT_LOAD_OK;
+	}
+	case VRT_REC_STACK: {
+		struct file_stack st;
+		memset(&st, 0, sizeof(st));
+		st.id = id;
+		st.parent = get_u(c);
+		st.frame = get_u(c);
+		st.phase = get_u(c);
+		if (c->bad || id == 0)
+			return rec_error(f, err, roff, "malformed STACK");
+		if (f->nfst >= UINT32_MAX - 1 ||
+		    grow((void **)&f->fst, &f->capfst, f->nfst + 1,
+		         sizeof(*f->fst)) ||
+		    idtab_put(&f->stacks, id, (uint32_t)f->nfst))
+			break;
+		f->fst[f->nfst++] = st;
+		return VRT_LOAD_OK;
+	}
+	case VRT_REC_PHASE: {
+		char *name;
+		int g;
+		n = get_str(c, &s);
+		if (c->bad)
+			return rec_error(f, err, roff, "malformed PHASE");
+		/* Fixed ids keep their names whatever a record says. */
+		if (id <= VRT_PHASE_BUILTIN_MAX)
+			return VRT_LOAD_OK;
+		name = dup_bytes(s, n);
+		if (!name)
+			break;
+		g = vrt_load_phase_intern(t, name[0] ? name : "(unnamed)");
+		free(name);
+		if (g < 0 || idtab_put(&f->phases, id, (uint32_t)g))
+			break;
+		return VRT_LOAD_OK;
+	}
+	}
+	return nomem(f, err, "stacks");
+}
+
+/* ---- runs and the heap that merges them ----------------------------------- */
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	if (b > 0 && a > INT64_MAX - b)
+		return INT64_MAX;
+	if (b < 0 && a < INT64_MIN - b)
+		return INT64_MIN;
+	return a + b;
+}
+
+/* Delivery order: aligned time, then file order, then record order. */
+static inline int run_before(const struct run *a, const struct run *b)
+{
+	if (a->key != b->key)
+		return a->key < b->key;
+	if (a->f->idx != b->f->idx)
+		return a->f->idx < b->f->idx;
+	return a->order < b->order;
+}
+
+static void heap_down(struct run **h, size_t n, size_t i)
+{
+	struct run *x = h[i];
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && run_before(h[c + 1], h[c]))
+			c++;
+		if (!run_before(h[c], x))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = x;
+}
+
+static int heap_push(struct lstate *L, struct run *r)
+{
+	size_t i;
+
+	if (grow((void **)&L->heap, &L->capheap, L->nheap + 1,
+	         sizeof(*L->heap)))
+		return -1;
+	i = L->nheap++;
+	while (i) {
+		size_t up = (i - 1) / 2;
+		if (!run_before(r, L->heap[up]))
+			break;
+		L->heap[i] = L->heap[up];
+		i = up;
+	}
+	L->heap[i] = r;
+	return 0;
+}
+
+/*
+ * (Re)allocates fb's data for at least cap bytes; the old contents are
+ * dropped. Big frames (a busy writer's) are mapped directly, so freeing
+ * one gives the memory back whatever malloc's thresholds, on a huge-page
+ * boundary with a huge-page hint: that spares most page faults of a
+ * first pass over them. Small ones come from malloc (a huge page each
+ * would cost more than it saves).
+ */
+static void fbuf_unmap(struct fbuf *fb)
+{
+	if (fb->mapped)
+		munmap(fb->data, fb->cap);
+	else
+		free(fb->data);
+	fb->data = NULL;
+	fb->cap = 0;
+	fb->mapped = 0;
+}
+
+static int fbuf_alloc(struct fbuf *fb, size_t cap)
+{
+	size_t len = (cap + FBUF_ALIGN - 1) & ~(size_t)(FBUF_ALIGN - 1);
+	uint8_t *m, *a;
+	uintptr_t off;
+
+	fbuf_unmap(fb);
+	if (cap < 2 * FBUF_ALIGN) {
+		fb->data = malloc(cap);
+		if (!fb->data)
+			return -1;
+		fb->cap = cap;
+		return 0;
+	}
+	if (len < cap)
+		return -1;
+	m = mmap(NULL, len + FBUF_ALIGN, PROT_READ | PROT_WRITE,
+	         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -1;
+	off = (uintptr_t)m & (FBUF_ALIGN - 1);
+	a = off ? m + (FBUF_ALIGN - off) : m;
+	if (a > m)
+		munmap(m, (size_t)(a - m));
+	if (a + len < m + len + FBUF_ALIGN)
+		munmap(a + len, (size_t)(m + len + FBUF_ALIGN - (a + len)));
+#ifdef MADV_HUGEPAGE
+	(void)madvise(a, len, MADV_HUGEPAGE);
+#endif
+	fb->data = a;
+	fb->cap = len;
+	fb->mapped = 1;
+	return 0;
+}
+
+static void fbuf_put(struct lstate *L, struct fbuf *fb)
+{
+	if (--fb->refs)
+		return;
+	if (L->nfree_fb >= MAX_FREE_FB) {
+		fbuf_unmap(fb);
+		free(fb);
+		return;
+	}
+	fb->next = L->free_fb;
+	L->free_fb = fb;
+	L->nfree_fb++;
+}
+
+static struct run *run_new(struct lstate *L, struct lfile *f, int kind)
+{
+	struct run *r = L->free_run;
+
+	if (r)
+		L->free_run = r->next;
+	else if (!(r = malloc(sizeof(*r))))
+		return NULL;
+	memset(r, 0, sizeof(*r));
+	r->f = f;
+	r->kind = kind;
+	r->order = f->next_order++;
+	return r;
+}
+
+static void run_free(struct lstate *L, struct run *r)
+{
+	if (r->fb)
+		fbuf_put(L, r->fb);
+	free(r->evs);
+	r->next = L->free_run;
+	L->free_run = r;
+}
+
+/* Ends the runs being read (at a CHUNK, a WATERMARK, a record of the other
+ * kind, the end of the frame): they join the merge. */
+static int close_raw(struct lstate *L, struct lfile *f, const uint8_t *at)
+{
+	struct run *r = f->seg;
+
+	if (!r)
+		return 0;
+	f->seg = NULL;
+	r->end = at;
+	if (heap_push(L, r)) {
+		run_free(L, r);
+		return -1;
+	}
+	return 0;
+}
+
+static int close_ev(struct lstate *L, struct lfile *f)
+{
+	struct run *r = f->eseg;
+
+	if (!r)
+		return 0;
+	f->eseg = NULL;
+	r->key = sat_add(r->evs[0].ts, f->shift);
+	if (heap_push(L, r)) {
+		run_free(L, r);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- records: events ----------------------------------------------------- */
+
+/* Clamps a device ordinal from an event into the int32 kept until the
+ * event is delivered; anything below -1 or absurdly large becomes -1. */
 static int32_t raw_device(int64_t d)
 {
 	return (d < -1 || d > INT32_MAX) ? -1 : (int32_t)d;
 }
 
-/* Stamps e with the chunk's time, thread and process and appends it. */
-static enum vrt_load_status push_event(struct file_state *fs,
-                                       struct vrt_event *e, uint64_t dts)
+/* Advances the chunk clock by dts (saturating: wrapping timestamps would
+ * be corrupt input) and returns the event's time. */
+static inline int64_t chunk_time(int64_t *clock, uint64_t dts)
 {
-	struct vrt_trace *t = fs->t;
-
-	/* Wrapping timestamps would be corrupt input; saturate instead. */
-	if (dts > (uint64_t)(INT64_MAX - fs->ts))
-		fs->ts = INT64_MAX;
+	if (__builtin_expect(dts > (uint64_t)(INT64_MAX - *clock), 0))
+		*clock = INT64_MAX;
 	else
-		fs->ts += (int64_t)dts;
-	e->ts = fs->ts;
-	e->tid = fs->tid;
-	e->proc = (uint32_t)fs->proc;
-	if (grow((void **)&t->ev, &t->cap_ev, t->nev + 1, sizeof(*t->ev)))
-		return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "events");
-	t->ev[t->nev++] = *e;
-	t->procs[fs->proc].events++;
+		*clock += (int64_t)dts;
+	return *clock;
+}
+
+/*
+ * Unchecked uvarint read for the hot records: a decoded frame has DEC_PAD
+ * zero bytes after it, so reading the fields of a record that starts
+ * inside the frame never leaves the buffer; the caller checks once per
+ * record that the fields did not run past its end. Sets *bad for a varint
+ * longer than VRT_UVARINT_MAX bytes (which vrt_get_uvarint refuses too).
+ */
+static uint64_t uv_slow(const uint8_t **pp, int *bad)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		uint8_t b = *p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*pp = p;
+			return v;
+		}
+	}
+	*pp = p;
+	*bad = 1;
+	return 0;
+}
+
+static inline __attribute__((always_inline)) uint64_t uv(const uint8_t **pp,
+                                                         int *bad)
+{
+	const uint8_t *p = *pp;
+	uint64_t x, stop;
+
+	if (__builtin_expect(p[0] < 0x80, 1)) {
+		*pp = p + 1;
+		return p[0];
+	}
+	if (p[1] < 0x80) {
+		*pp = p + 2;
+		return (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+	}
+	/* Up to 8 bytes at once (the padding makes the load safe): find
+	 * the first byte without the continuation bit, keep the bytes up
+	 * to it, and pack their 7-bit groups. */
+	memcpy(&x, p, sizeof(x));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x); /* the bytes in varint order */
+#endif
+	stop = ~x & 0x8080808080808080ull;
+	if (__builtin_expect(!stop, 0))
+		return uv_slow(pp, bad);
+	*pp = p + (__builtin_ctzll(stop) >> 3) + 1;
+	x &= (stop ^ (stop - 1)) & 0x7f7f7f7f7f7f7f7full;
+	x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
+	x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
+	x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
+	return x;
+}
+
+static inline int lazy_type(unsigned type, unsigned version)
+{
+	return type == VRT_REC_ALLOC || type == VRT_REC_FREE ||
+	       (type == VRT_REC_REPEAT && version >= 2);
+}
+
+/* The chunk time at rec: the times of the hot records between f->ts_at
+ * and rec are added now (the frame was checked up to rec already). */
+static int64_t clock_at(struct lfile *f, const uint8_t *rec)
+{
+	const uint8_t *p = f->ts_at;
+	int bad = 0;
+
+	while (p && p < rec) {
+		unsigned type = *p++;
+		uint64_t plen = uv(&p, &bad);
+		const uint8_t *q = p;
+		if (lazy_type(type, f->version))
+			(void)chunk_time(&f->ts, uv(&q, &bad));
+		p += plen;
+	}
+	f->ts_at = rec;
+	return f->ts;
+}
+
+/* Stamps e with the chunk's time, thread and process and appends it to
+ * the chunk's RUN_EV (a RUN_RAW being read ends before it). */
+static enum vrt_load_status push_event(struct lstate *L, struct lfile *f,
+                                       struct vrt_event *e, uint64_t dts,
+                                       const uint8_t *rec,
+                                       struct vrt_load_error *err)
+{
+	struct run *r;
+
+	if (close_raw(L, f, rec))
+		return nomem(f, err, "events");
+	if (!f->eseg && !(f->eseg = run_new(L, f, RUN_EV)))
+		return nomem(f, err, "events");
+	r = f->eseg;
+	if (grow((void **)&r->evs, &r->cap, r->nev + 1, sizeof(*r->evs)))
+		return nomem(f, err, "events");
+	(void)clock_at(f, rec);
+	e->ts = chunk_time(&f->ts, dts);
+	f->ts_at = NULL; /* set past this record by parse_frame */
+	e->tid = f->tid;
+	e->proc = (uint32_t)f->proc;
+	r->evs[r->nev++] = *e;
 	return VRT_LOAD_OK;
 }
 
-static enum vrt_load_status parse_event(struct file_state *fs, unsigned type,
-                                        struct cursor *c, uint64_t roff)
+/* MAP, UNMAP, FAIL, MEMINFO (ALLOC, FREE and REPEAT stay encoded in a
+ * RUN_RAW until delivered). */
+static enum vrt_load_status parse_event(struct lstate *L, struct vrt_trace *t,
+                                        struct lfile *f, unsigned type,
+                                        struct cursor *c, const uint8_t *rec,
+                                        uint64_t roff,
+                                        struct vrt_load_error *err)
 {
-	struct vrt_trace *t = fs->t;
 	struct vrt_event e;
 	uint64_t dts, api = 0, error = 0, have_info = 0, fr = 0, to = 0;
 
-	if (!fs->have_chunk)
-		return rec_error(fs, roff, "event before any CHUNK");
 	memset(&e, 0, sizeof(e));
 	dts = get_u(c);
 	if (type != VRT_REC_MEMINFO)
 		api = get_u(c);
 	e.device = raw_device(get_s(c));
 	switch (type) {
-	case VRT_REC_ALLOC:
-		e.kind = VRT_EV_ALLOC;
-		e.addr = get_u(c);
-		e.size = get_u(c);
-		e.aux = get_u(c);
-		if (fs->in_snap && fs->tid == fs->snap_tid)
-			e.flags |= VRT_EV_SNAP;
-		break;
-	case VRT_REC_FREE:
-		e.kind = VRT_EV_FREE;
-		e.addr = get_u(c);
-		e.aux = get_u(c);
-		break;
 	case VRT_REC_MAP:
 		e.kind = VRT_EV_MAP;
 		e.addr = get_u(c);
@@ -865,43 +1488,41 @@ static enum vrt_load_status parse_event(struct file_state *fs, unsigned type,
 		break;
 	}
 	if (type != VRT_REC_MEMINFO) {
-		/* Both stay file ids (the raw phase field) until the file
-		 * ends: resolve_stacks() maps them. An id too large to be a
-		 * stack is no stack. */
+		/* Both stay file ids (the raw phase field) until the event
+		 * is delivered. An id too large to be a stack is no stack. */
 		uint64_t sid = get_u(c), ph = get_u(c);
 		e.stack = sid > UINT32_MAX ? 0 : (uint32_t)sid;
 		e.phase = ph > UINT32_MAX ? UINT32_MAX : (uint32_t)ph;
 	}
 	if (c->bad)
-		return rec_error(fs, roff, "short event record");
+		return rec_error(f, err, roff, "short event record");
 	if (api > VRT_API_MAX)
-		return rec_error(fs, roff, "api id out of range");
+		return rec_error(f, err, roff, "api id out of range");
 	e.api = (uint16_t)api;
 	if (type == VRT_REC_FAIL) {
 		e.aux = error;
 		if (have_info)
 			e.flags |= VRT_EV_HAVE_INFO;
-		if (grow((void **)&t->fails, &t->cap_fails, t->nfails + 1,
+		if (t->nfails >= UINT32_MAX ||
+		    grow((void **)&t->fails, &t->cap_fails, t->nfails + 1,
 		         sizeof(*t->fails)))
-			return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name,
-			            "events");
+			return nomem(f, err, "events");
 		t->fails[t->nfails].free_bytes = have_info ? fr : 0;
 		t->fails[t->nfails].total_bytes = have_info ? to : 0;
 		e.extra = (uint32_t)t->nfails++;
-		if (t->nfails > UINT32_MAX)
-			return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name,
-			            "too many failures");
 	}
-	return push_event(fs, &e, dts);
+	return push_event(L, f, &e, dts, rec, err);
 }
 
 /* A sampler reading: kept in t->samples, and as an event (so it is timed,
- * its device mapped and ordered like every event; replay skips it). */
-static enum vrt_load_status parse_sample(struct file_state *fs,
-                                         struct cursor *c, uint64_t roff,
-                                         uint64_t dts)
+ * its device mapped and ordered like every event; its time, process and
+ * device are copied into t->samples when it is delivered). */
+static enum vrt_load_status parse_sample(struct lstate *L, struct vrt_trace *t,
+                                         struct lfile *f, struct cursor *c,
+                                         const uint8_t *rec, uint64_t roff,
+                                         uint64_t dts,
+                                         struct vrt_load_error *err)
 {
-	struct vrt_trace *t = fs->t;
 	struct vrt_sample smp;
 	struct vrt_event e;
 
@@ -914,18 +1535,19 @@ static enum vrt_load_status parse_sample(struct file_state *fs,
 		smp.total = get_u(c);
 		uint64_t np = get_u(c);
 		if (c->bad || np > 4096)
-			return rec_error(fs, roff, "malformed SAMPLE");
+			return rec_error(f, err, roff, "malformed SAMPLE");
 		smp.first_pid = (uint32_t)t->nsample_pids;
 		for (uint64_t k = 0; k < np; k++) {
 			struct vrt_sample_pid sp;
 			sp.pid = get_u(c);
 			sp.used_bytes = get_u(c);
 			if (c->bad)
-				return rec_error(fs, roff, "malformed SAMPLE");
-			if (grow((void **)&t->sample_pids, &t->cap_sample_pids,
+				return rec_error(f, err, roff,
+				                 "malformed SAMPLE");
+			if (t->nsample_pids >= UINT32_MAX ||
+			    grow((void **)&t->sample_pids, &t->cap_sample_pids,
 			         t->nsample_pids + 1, sizeof(sp)))
-				return fail(fs->err, VRT_LOAD_ERR_NOMEM,
-				            fs->name, "samples");
+				return nomem(f, err, "samples");
 			t->sample_pids[t->nsample_pids++] = sp;
 		}
 		smp.npids = (uint32_t)np;
@@ -939,21 +1561,26 @@ static enum vrt_load_status parse_sample(struct file_state *fs,
 		return VRT_LOAD_OK; /* a newer kind: skipped */
 	}
 	if (c->bad)
-		return rec_error(fs, roff, "malformed SAMPLE");
+		return rec_error(f, err, roff, "malformed SAMPLE");
 	if (grow((void **)&t->samples, &t->cap_samples, t->nsamples + 1,
 	         sizeof(smp)) ||
 	    t->nsamples >= UINT32_MAX)
-		return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "samples");
+		return nomem(f, err, "samples");
 	t->samples[t->nsamples] = smp;
 	e.kind = VRT_EV_SAMPLE;
 	e.extra = (uint32_t)t->nsamples++;
-	return push_event(fs, &e, dts);
+	return push_event(L, f, &e, dts, rec, err);
 }
 
-/* MARK, NET, PROC, REQUEST: chunk events that change no memory. */
-static enum vrt_load_status parse_chunk_event(struct file_state *fs,
-                                              unsigned type, struct cursor *c,
-                                              uint64_t roff)
+/* MARK, NET, PROC, REQUEST, SAMPLE, SNAPSHOT: chunk events that change no
+ * memory. */
+static enum vrt_load_status parse_chunk_event(struct lstate *L,
+                                              struct vrt_trace *t,
+                                              struct lfile *f, unsigned type,
+                                              struct cursor *c,
+                                              const uint8_t *rec,
+                                              uint64_t roff,
+                                              struct vrt_load_error *err)
 {
 	struct vrt_event e;
 	const uint8_t *s = NULL;
@@ -961,8 +1588,6 @@ static enum vrt_load_status parse_chunk_event(struct file_state *fs,
 	uint64_t dts;
 	int oom = 0;
 
-	if (!fs->have_chunk)
-		return rec_error(fs, roff, "event before any CHUNK");
 	memset(&e, 0, sizeof(e));
 	dts = get_u(c);
 	switch (type) {
@@ -988,200 +1613,252 @@ static enum vrt_load_status parse_chunk_event(struct file_state *fs,
 		e.addr = get_u(c);
 		break;
 	case VRT_REC_SAMPLE:
-		return parse_sample(fs, c, roff, dts);
+		return parse_sample(L, t, f, c, rec, roff, dts, err);
 	case VRT_REC_SNAPSHOT:
 		e.kind = VRT_EV_SNAPSHOT;
 		e.aux = get_u(c);
-		fs->in_snap = e.aux == 1;
-		fs->snap_tid = fs->tid;
+		f->in_snap = e.aux == 1;
+		f->snap_tid = f->tid;
 		break;
 	}
 	if (c->bad)
-		return rec_error(fs, roff, "short event record");
+		return rec_error(f, err, roff, "short event record");
 	if (type == VRT_REC_MARK || type == VRT_REC_PROC) {
-		e.extra = intern_bytes(fs->t, s, n, &oom);
+		e.extra = intern_bytes(t, s, n, &oom);
 		if (oom)
-			return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name,
-			            "strings");
+			return nomem(f, err, "strings");
 	}
 	e.device = -1;
-	return push_event(fs, &e, dts);
+	return push_event(L, f, &e, dts, rec, err);
 }
 
-/* STRING, FRAME, STACK, PHASE: kept per file, resolved at its end. */
-static enum vrt_load_status parse_symbolic(struct file_state *fs, unsigned type,
-                                           struct cursor *c, uint64_t roff)
+static enum vrt_load_status intern_new_symbols(struct vrt_trace *t,
+                                               struct lfile *f,
+                                               struct vrt_load_error *err);
+
+/*
+ * Reads the records of one decoded frame: metadata goes into the tables at
+ * once; ALLOC, FREE and REPEAT records are only counted and timed (their
+ * fields are read when delivered), so a chunk's run of them is a range of
+ * the frame; other events are decoded now, in record order, since they
+ * add to tables (fails, samples, strings).
+ */
+static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
+                                        struct lfile *f, struct fbuf *fb,
+                                        struct vrt_load_error *err)
 {
-	struct vrt_trace *t = fs->t;
-	const uint8_t *s;
-	size_t n;
-	uint64_t id = get_u(c);
-	int oom = 0;
+	const uint8_t *buf = fb->data, *p = buf, *end = buf + fb->len;
+	enum vrt_load_status st = VRT_LOAD_OK;
+	uint64_t nev = 0; /* events counted for this file's process */
+	uint64_t nheld = 0; /* event records read */
+	int v2 = f->version >= 2;
 
-	switch (type) {
-	case VRT_REC_STRING: {
-		struct file_str *fsr;
-		n = get_str(c, &s);
-		if (c->bad)
-			return rec_error(fs, roff, "malformed STRING");
-		if (grow((void **)&fs->fstr, &fs->capfstr, fs->nfstr + 1,
-		         sizeof(*fs->fstr)))
-			break;
-		fsr = &fs->fstr[fs->nfstr];
-		fsr->id = id;
-		fsr->seq = (uint32_t)fs->nfstr;
-		fsr->g = intern_bytes(t, s, n, &oom);
-		if (oom)
-			break;
-		fs->nfstr++;
-		return VRT_LOAD_OK;
-	}
-	case VRT_REC_FRAME: {
-		struct file_frame f;
-		memset(&f, 0, sizeof(f));
-		f.id = id;
-		f.kind = (uint8_t)get_u(c);
-		if (f.kind == VRT_FRAME_NATIVE)
-			f.ip = get_u(c);
-		f.a = get_u(c);
-		f.b = get_u(c);
-		f.c = get_u(c);
-		if (c->bad || f.kind > VRT_FRAME_PYTHON)
-			return rec_error(fs, roff, "malformed FRAME");
-		if (grow((void **)&fs->ffr, &fs->capffr, fs->nffr + 1,
-		         sizeof(*fs->ffr)))
-			break;
-		f.seq = (uint32_t)fs->nffr;
-		fs->ffr[fs->nffr++] = f;
-		return VRT_LOAD_OK;
-	}
-	case VRT_REC_STACK: {
-		struct file_stack st;
-		memset(&st, 0, sizeof(st));
-		st.id = id;
-		st.parent = get_u(c);
-		st.frame = get_u(c);
-		st.phase = get_u(c);
-		if (c->bad || id == 0)
-			return rec_error(fs, roff, "malformed STACK");
-		if (grow((void **)&fs->fst, &fs->capfst, fs->nfst + 1,
-		         sizeof(*fs->fst)))
-			break;
-		st.seq = (uint32_t)fs->nfst;
-		fs->fst[fs->nfst++] = st;
-		return VRT_LOAD_OK;
-	}
-	case VRT_REC_PHASE: {
-		char *name;
-		int g;
-		n = get_str(c, &s);
-		if (c->bad)
-			return rec_error(fs, roff, "malformed PHASE");
-		/* Fixed ids keep their names whatever a record says. */
-		if (id <= VRT_PHASE_BUILTIN_MAX)
-			return VRT_LOAD_OK;
-		name = dup_bytes(s, n);
-		if (!name || grow((void **)&fs->fph, &fs->capfph, fs->nfph + 1,
-		                  sizeof(*fs->fph))) {
-			free(name);
-			break;
-		}
-		g = vrt_load_phase_intern(t, name[0] ? name : "(unnamed)");
-		free(name);
-		if (g < 0)
-			break;
-		fs->fph[fs->nfph].id = id;
-		fs->fph[fs->nfph].g = (uint32_t)g;
-		fs->fph[fs->nfph].seq = (uint32_t)fs->nfph;
-		fs->nfph++;
-		return VRT_LOAD_OK;
-	}
-	}
-	return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "stacks");
-}
-
-/* Parses the records of one decoded frame. */
-static enum vrt_load_status parse_frame(struct file_state *fs,
-                                        const uint8_t *buf, size_t len)
-{
-	const uint8_t *p = buf, *end = buf + len;
-	enum vrt_load_status st;
-
-	fs->have_chunk = 0;
+	f->have_chunk = 0;
+	f->ts_at = NULL;
 	while (p < end) {
-		uint64_t roff = (uint64_t)(p - buf), plen;
+		const uint8_t *rec = p, *pe, *q;
+		uint64_t plen, dts;
 		unsigned type = *p++;
 		struct cursor c;
+		int bad = 0;
 
-		if (vrt_get_uvarint(&p, end, &plen) ||
-		    plen > (uint64_t)(end - p))
-			return rec_error(fs, roff,
-			                 "record longer than its frame");
-		c.p = p;
-		c.end = p + plen;
-		c.bad = 0;
-		p += plen;
-		if (!fs->have_header) {
-			if (type != VRT_REC_HEADER)
-				return fail(fs->err, VRT_LOAD_ERR_NO_HEADER,
-				            fs->name,
-				            "first record is type %u, not a "
-				            "HEADER",
-				            type);
-			st = parse_header(fs, &c, roff);
+		if (p < end && *p < 0x80) {
+			plen = *p++;
+		} else if (vrt_get_uvarint(&p, end, &plen)) {
+			st = rec_error(f, err, (uint64_t)(rec - buf),
+			               "record longer than its frame");
+			break;
+		}
+		if (plen > (uint64_t)(end - p)) {
+			st = rec_error(f, err, (uint64_t)(rec - buf),
+			               "record longer than its frame");
+			break;
+		}
+		pe = p + plen;
+		if (__builtin_expect(!f->have_header, 0)) {
+			if (type != VRT_REC_HEADER) {
+				st = fail(err, VRT_LOAD_ERR_NO_HEADER, f->name,
+				          "first record is type %u, not a "
+				          "HEADER",
+				          type);
+				break;
+			}
+			c.p = p;
+			c.end = pe;
+			c.bad = 0;
+			st = parse_header(t, f, &c, (uint64_t)(rec - buf), err);
 			if (st)
-				return st;
+				break;
+			v2 = f->version >= 2;
+			p = pe;
 			continue;
 		}
+		c.p = p;
+		c.end = pe;
+		c.bad = 0;
 		switch (type) {
-		case VRT_REC_HEADER:
-			/* One process per file: a repeated HEADER adds
-			 * nothing, so it is skipped like an unknown record. */
-			break;
-		case VRT_REC_DEVICE:
-			st = parse_device(fs, &c, roff);
-			if (st)
-				return st;
-			break;
-		case VRT_REC_CHUNK: {
-			uint64_t tid = get_u(&c), ts = get_u(&c);
-			if (c.bad)
-				return rec_error(fs, roff, "short CHUNK");
-			fs->have_chunk = 1;
-			fs->tid = (uint32_t)tid;
-			fs->ts = ts > INT64_MAX ? INT64_MAX : (int64_t)ts;
-			break;
-		}
+		case VRT_REC_REPEAT:
+			if (!v2)
+				break; /* not a record of version 1: skipped */
+			/* fall through */
 		case VRT_REC_ALLOC:
 		case VRT_REC_FREE:
+			if (!f->have_chunk) {
+				st = rec_error(f, err, (uint64_t)(rec - buf),
+				               "event before any CHUNK");
+				goto out;
+			}
+			if (type == VRT_REC_REPEAT) {
+				/* Each folded pair is an allocation and a
+				 * free. */
+				uint64_t count;
+				q = p;
+				(void)uv(&q, &bad);
+				count = uv(&q, &bad);
+				if (bad || q > pe) {
+					st = rec_error(f, err,
+					               (uint64_t)(rec - buf),
+					               "short event record");
+					goto out;
+				}
+				nev += count > (UINT64_MAX - nev) / 2
+				               ? UINT64_MAX - nev
+				               : 2 * count;
+			} else {
+				nev++;
+			}
+			nheld++;
+			if (!f->seg) {
+				struct run *r;
+				if (f->eseg && close_ev(L, f)) {
+					st = nomem(f, err, "events");
+					goto out;
+				}
+				r = run_new(L, f, RUN_RAW);
+				if (!r) {
+					st = nomem(f, err, "events");
+					goto out;
+				}
+				r->fb = fb;
+				fb->refs++;
+				r->p = rec;
+				r->clock = clock_at(f, rec);
+				r->tid = f->tid;
+				r->snap = f->in_snap && f->tid == f->snap_tid;
+				f->seg = r;
+				q = p;
+				dts = uv(&q, &bad);
+				r->key = r->clock;
+				r->key = sat_add(chunk_time(&r->key, dts),
+				                 f->shift);
+			}
+			/* The chunk's next ALLOC and FREE records (the bulk of
+			 * a trace) only need their lengths checked now. */
+			while (end - pe >= 2 &&
+			       (pe[0] == VRT_REC_ALLOC || pe[0] == VRT_REC_FREE) &&
+			       pe[1] < 0x80 && pe[1] <= end - pe - 2) {
+				pe += 2 + pe[1];
+				nev++;
+				nheld++;
+			}
+			break;
 		case VRT_REC_MAP:
 		case VRT_REC_UNMAP:
 		case VRT_REC_FAIL:
 		case VRT_REC_MEMINFO:
-			st = parse_event(fs, type, &c, roff);
+			if (!f->have_chunk) {
+				st = rec_error(f, err, (uint64_t)(rec - buf),
+				               "event before any CHUNK");
+				goto out;
+			}
+			st = parse_event(L, t, f, type, &c, rec,
+			                 (uint64_t)(rec - buf), err);
 			if (st)
-				return st;
+				goto out;
+			f->ts_at = pe;
+			nev++;
+			nheld++;
 			break;
 		case VRT_REC_MARK:
 		case VRT_REC_NET:
 		case VRT_REC_PROC:
 		case VRT_REC_REQUEST:
 		case VRT_REC_SAMPLE:
-		case VRT_REC_SNAPSHOT:
-			st = parse_chunk_event(fs, type, &c, roff);
+		case VRT_REC_SNAPSHOT: {
+			struct run *e0 = f->eseg;
+			size_t before = e0 ? e0->nev : 0;
+			if (!f->have_chunk) {
+				st = rec_error(f, err, (uint64_t)(rec - buf),
+				               "event before any CHUNK");
+				goto out;
+			}
+			st = parse_chunk_event(L, t, f, type, &c, rec,
+			                       (uint64_t)(rec - buf), err);
 			if (st)
-				return st;
+				goto out;
+			if (!f->ts_at)
+				f->ts_at = pe; /* its time is in f->ts */
+			/* A skipped sample kind adds no event. */
+			if (f->eseg && (f->eseg != e0 || f->eseg->nev > before)) {
+				nev++;
+				nheld++;
+			}
+			break;
+		}
+		case VRT_REC_CHUNK: {
+			uint64_t tid = get_u(&c), ts = get_u(&c);
+			if (c.bad) {
+				st = rec_error(f, err, (uint64_t)(rec - buf),
+				               "short CHUNK");
+				goto out;
+			}
+			if (close_raw(L, f, rec) || close_ev(L, f)) {
+				st = nomem(f, err, "events");
+				goto out;
+			}
+			f->have_chunk = 1;
+			f->tid = (uint32_t)tid;
+			f->ts = ts > INT64_MAX ? INT64_MAX : (int64_t)ts;
+			f->ts_at = pe;
+			break;
+		}
+		case VRT_REC_HEADER:
+			/* One process per file: a repeated HEADER adds
+			 * nothing, so it is skipped like an unknown record. */
+			break;
+		case VRT_REC_DEVICE:
+			st = parse_device(t, f, &c, (uint64_t)(rec - buf), err);
+			if (st)
+				goto out;
 			break;
 		case VRT_REC_STRING:
 		case VRT_REC_FRAME:
 		case VRT_REC_STACK:
 		case VRT_REC_PHASE:
-			st = parse_symbolic(fs, type, &c, roff);
+			st = parse_symbolic(t, f, type, &c,
+			                    (uint64_t)(rec - buf), err);
 			if (st)
-				return st;
+				goto out;
 			break;
+		case VRT_REC_WATERMARK: {
+			uint64_t w = get_u(&c);
+			/* A malformed watermark promises nothing: skipped. */
+			if (c.bad)
+				break;
+			if (close_raw(L, f, rec) || close_ev(L, f)) {
+				st = nomem(f, err, "events");
+				goto out;
+			}
+			st = intern_new_symbols(t, f, err);
+			if (st)
+				goto out;
+			if ((int64_t)(w > INT64_MAX ? INT64_MAX : w) > f->relw)
+				f->relw = w > INT64_MAX ? INT64_MAX
+				                        : (int64_t)w;
+			break;
+		}
 		case VRT_REC_TRAILER: {
-			struct vrt_process *pr = &fs->t->procs[fs->proc];
+			struct vrt_process *pr = &t->procs[f->proc];
 			const uint8_t *s;
 			size_t n;
 			uint64_t endns = get_u(&c);
@@ -1189,178 +1866,88 @@ static enum vrt_load_status parse_frame(struct file_state *fs,
 			pr->events_written = get_u(&c);
 			pr->events_dropped = get_u(&c);
 			n = get_str(&c, &s);
-			if (c.bad)
-				return rec_error(fs, roff, "short TRAILER");
+			if (c.bad) {
+				st = rec_error(f, err, (uint64_t)(rec - buf),
+				               "short TRAILER");
+				goto out;
+			}
 			free(pr->note);
 			pr->note = dup_bytes(s, n);
-			if (!pr->note)
-				return fail(fs->err, VRT_LOAD_ERR_NOMEM,
-				            fs->name, "trailer");
+			if (!pr->note) {
+				st = nomem(f, err, "trailer");
+				goto out;
+			}
 			pr->has_trailer = 1;
 			pr->end_mono_ns =
 			        endns > INT64_MAX ? INT64_MAX : (int64_t)endns;
 			break;
 		}
 		default:
-			/* SAMPLE, WATERMARK and types from newer writers:
-			 * not used by this analyzer, skipped by their
+			/* Types from newer writers: skipped by their
 			 * length. */
 			break;
 		}
+		p = pe;
 	}
-	return VRT_LOAD_OK;
+	if (!st && (close_raw(L, f, end) || close_ev(L, f)))
+		st = nomem(f, err, "events");
+out:
+	L->held += nheld;
+	if (L->held > t->events_held_max)
+		t->events_held_max = L->held;
+	if (f->have_header) {
+		uint64_t *cnt = &t->procs[f->proc].events;
+		*cnt = nev > UINT64_MAX - *cnt ? UINT64_MAX : *cnt + nev;
+	}
+	return st;
 }
 
-/* Maps the raw ordinals of this file's events to global devices. */
-static enum vrt_load_status resolve_devices(struct file_state *fs)
+/* ---- delivery: symbols, devices, decoding -------------------------------- */
+
+static uint32_t file_string(const struct lfile *f, uint64_t id)
 {
-	struct vrt_trace *t = fs->t;
-	const char *host = t->procs[fs->proc].host;
-	size_t i, j;
-
-	for (i = fs->first_ev; i < t->nev; i++) {
-		struct vrt_event *e = &t->ev[i];
-		int32_t g = -1;
-		int vendor = vrt_api_vendor(e->api);
-		if (e->device < 0) {
-			e->device = -1;
-			continue;
-		}
-		for (j = 0; j < fs->ndevs; j++) {
-			if (fs->devs[j].ordinal == e->device &&
-			    fs->devs[j].vendor == vendor) {
-				g = fs->devs[j].global;
-				break;
-			}
-		}
-		if (g < 0) {
-			/* An ordinal no DEVICE record described. */
-			if (fs->ndevs == VRT_LOAD_MAX_FILE_DEVICES)
-				return fail(fs->err, VRT_LOAD_ERR_RECORD,
-				            fs->name, "too many devices");
-			g = global_device(t, host, vendor, e->device, "");
-			if (g < 0)
-				return fail(fs->err, VRT_LOAD_ERR_NOMEM,
-				            fs->name, "devices");
-			fs->devs[fs->ndevs].vendor = vendor;
-			fs->devs[fs->ndevs].ordinal = e->device;
-			fs->devs[fs->ndevs].global = g;
-			fs->ndevs++;
-		}
-		e->device = g;
-	}
-	return VRT_LOAD_OK;
-}
-
-/* Puts the samples in event order (time) with their events' final time,
- * process and device, once clocks are aligned and devices sorted. */
-static int order_samples(struct vrt_trace *t)
-{
-	struct vrt_sample *sorted;
-	size_t i, n = 0;
-
-	if (!t->nsamples)
-		return 0;
-	sorted = malloc(t->nsamples * sizeof(*sorted));
-	if (!sorted)
-		return -1;
-	for (i = 0; i < t->nev; i++) {
-		struct vrt_event *e = &t->ev[i];
-		if (e->kind != VRT_EV_SAMPLE || e->extra >= t->nsamples)
-			continue;
-		sorted[n] = t->samples[e->extra];
-		sorted[n].ts = e->ts;
-		sorted[n].proc = e->proc;
-		sorted[n].device = e->device;
-		e->extra = (uint32_t)n++;
-	}
-	free(t->samples);
-	t->samples = sorted;
-	t->nsamples = t->cap_samples = n;
-	return 0;
-}
-
-/* ---- stacks: per-file ids to shared indexes ----------------------------- */
-
-/* Sorting by (id, order of appearance): the first declaration of an id
- * wins when a corrupt file repeats one. */
-#define VRT_CMP_ID(name, type)                                                 \
-	static int name(const void *pa, const void *pb)                        \
-	{                                                                      \
-		const type *a = pa, *b = pb;                                   \
-		if (a->id != b->id)                                            \
-			return a->id < b->id ? -1 : 1;                         \
-		return a->seq < b->seq ? -1 : a->seq > b->seq;                 \
-	}
-VRT_CMP_ID(cmp_fstr, struct file_str)
-VRT_CMP_ID(cmp_ffr, struct file_frame)
-VRT_CMP_ID(cmp_fst, struct file_stack)
-VRT_CMP_ID(cmp_fph, struct file_phase)
-#undef VRT_CMP_ID
-
-/* Binary search over an array sorted by id (first of equal ids); returns
- * the index or -1. Every file_* struct starts with its uint64_t id. */
-static ptrdiff_t find_id(const void *arr, size_t n, size_t sz, uint64_t id)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		uint64_t v;
-		memcpy(&v, (const char *)arr + mid * sz, sizeof(v));
-		if (v < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < n) {
-		uint64_t v;
-		memcpy(&v, (const char *)arr + lo * sz, sizeof(v));
-		if (v == id)
-			return (ptrdiff_t)lo;
-	}
-	return -1;
-}
-
-static uint32_t file_string(const struct file_state *fs, uint64_t id)
-{
-	ptrdiff_t i;
+	int64_t i;
 
 	if (!id)
 		return 0;
-	i = find_id(fs->fstr, fs->nfstr, sizeof(*fs->fstr), id);
-	return i < 0 ? 0 : fs->fstr[i].g;
+	i = idtab_get(&f->strs, id);
+	return i < 0 ? 0 : (uint32_t)i;
 }
 
 /* The shared phase index of a file's phase id; an undeclared custom id
  * becomes "phase-N". -1 on ENOMEM. */
-static int file_phase(struct file_state *fs, unsigned id)
+static int file_phase(struct vrt_trace *t, struct lfile *f, unsigned id)
 {
-	ptrdiff_t i;
+	int64_t i;
 	char name[32];
 
 	if (id <= VRT_PHASE_BUILTIN_MAX)
 		return (int)id;
-	i = find_id(fs->fph, fs->nfph, sizeof(*fs->fph), id);
-	if (i >= 0)
-		return (int)fs->fph[i].g;
+	if (id < PHASE_CACHE && f->pcache[id])
+		return (int)f->pcache[id] - 1;
+	i = idtab_get(&f->phases, id);
+	if (i >= 0) {
+		if (id < PHASE_CACHE)
+			f->pcache[id] = (uint32_t)i + 1;
+		return (int)i;
+	}
 	snprintf(name, sizeof(name), "phase-%u", id);
-	return vrt_load_phase_intern(fs->t, name);
+	return vrt_load_phase_intern(t, name);
 }
 
 /* Shared stack index of file stack k, interning its path outermost
  * first. A parent nothing declares, a cycle, or a path deeper than
  * VRT_LOAD_MAX_DEPTH ends the path there (as if at the root). */
-static int resolve_stack(struct file_state *fs, size_t k, size_t *chain)
+static int resolve_stack(struct vrt_trace *t, struct lfile *f, size_t k,
+                         size_t *chain)
 {
-	struct vrt_trace *t = fs->t;
 	size_t len = 0, j = k;
 	uint32_t base = 0;
 	int oom = 0;
 
 	for (;;) {
-		struct file_stack *st = &fs->fst[j];
-		ptrdiff_t p;
+		struct file_stack *st = &f->fst[j];
+		int64_t p;
 		if (st->state == 2) {
 			base = st->g;
 			break;
@@ -1371,16 +1958,15 @@ static int resolve_stack(struct file_state *fs, size_t k, size_t *chain)
 		chain[len++] = j;
 		if (!st->parent)
 			break;
-		p = find_id(fs->fst, fs->nfst, sizeof(*fs->fst), st->parent);
+		p = idtab_get(&f->stacks, st->parent);
 		if (p < 0)
 			break;
 		j = (size_t)p;
 	}
 	while (len) {
-		struct file_stack *st = &fs->fst[chain[--len]];
-		ptrdiff_t f =
-		        find_id(fs->ffr, fs->nffr, sizeof(*fs->ffr), st->frame);
-		uint32_t frame = f < 0 ? 0 : fs->ffr[f].g;
+		struct file_stack *st = &f->fst[chain[--len]];
+		int64_t fi = idtab_get(&f->frames, st->frame);
+		uint32_t frame = fi < 0 ? 0 : f->ffr[fi].g;
 		base = intern_stack(t, base, frame, &oom);
 		if (oom)
 			return -1;
@@ -1390,291 +1976,1282 @@ static int resolve_stack(struct file_state *fs, size_t k, size_t *chain)
 	return 0;
 }
 
-/*
- * Runs once the whole file is read: interns its frames and stacks, then
- * gives each of its events a shared stack index and its phase: an
- * annotation stands; otherwise the STACK record's phase (the writer's
- * rules); otherwise the event's own field; else unattributed. cmd_analyze
- * may re-classify later (attrib.c).
- */
-static enum vrt_load_status resolve_stacks(struct file_state *fs)
+struct idseq {
+	uint64_t id;
+	size_t seq;
+};
+
+static int cmp_idseq(const void *pa, const void *pb)
 {
-	struct vrt_trace *t = fs->t;
-	size_t i, *chain = NULL;
+	const struct idseq *a = pa, *b = pb;
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Interns the frames, then the stacks, declared since the last release,
+ * each in (id, order of appearance) order — at the end of a file without
+ * watermarks, exactly the order a whole-file reader uses. */
+static enum vrt_load_status intern_new_symbols(struct vrt_trace *t,
+                                               struct lfile *f,
+                                               struct vrt_load_error *err)
+{
+	size_t n = f->nffr - f->ffr_done, m = f->nfst - f->fst_done, i;
+	size_t cap = n > m ? n : m;
+	struct idseq *ord;
+	size_t *chain = NULL;
 	int oom = 0;
 
-	/* qsort's base must not be NULL, even for no elements. */
-	if (fs->nfstr)
-		qsort(fs->fstr, fs->nfstr, sizeof(*fs->fstr), cmp_fstr);
-	if (fs->nffr)
-		qsort(fs->ffr, fs->nffr, sizeof(*fs->ffr), cmp_ffr);
-	if (fs->nfst)
-		qsort(fs->fst, fs->nfst, sizeof(*fs->fst), cmp_fst);
-	if (fs->nfph)
-		qsort(fs->fph, fs->nfph, sizeof(*fs->fph), cmp_fph);
-	for (i = 0; i < fs->nffr; i++) {
-		struct file_frame *ff = &fs->ffr[i];
-		struct vrt_frame f;
-		memset(&f, 0, sizeof(f));
-		f.kind = ff->kind;
+	if (!cap)
+		return VRT_LOAD_OK;
+	ord = malloc(cap * sizeof(*ord));
+	if (!ord)
+		return nomem(f, err, "stacks");
+	for (i = 0; i < n; i++) {
+		ord[i].id = f->ffr[f->ffr_done + i].id;
+		ord[i].seq = f->ffr_done + i;
+	}
+	if (n > 1)
+		qsort(ord, n, sizeof(*ord), cmp_idseq);
+	for (i = 0; i < n; i++) {
+		struct file_frame *ff = &f->ffr[ord[i].seq];
+		struct vrt_frame fr;
+		memset(&fr, 0, sizeof(fr));
+		fr.kind = ff->kind;
+		fr.file = file_string(f, ff->a);
+		fr.function = file_string(f, ff->b);
 		if (ff->kind == VRT_FRAME_PYTHON) {
-			f.file = file_string(fs, ff->a);
-			f.function = file_string(fs, ff->b);
-			f.line = ff->c;
+			fr.line = ff->c;
 		} else {
-			f.file = file_string(fs, ff->a);
-			f.function = file_string(fs, ff->b);
-			f.offset = ff->c;
+			fr.offset = ff->c;
 			/* Without a symbol the address is all there is
 			 * (and it only matches within one process). */
-			if (!f.function)
-				f.ip = ff->ip;
+			if (!fr.function)
+				fr.ip = ff->ip;
 		}
-		ff->g = intern_frame(t, &f, &oom);
+		ff->g = intern_frame(t, &fr, &oom);
 		if (oom)
 			goto nomem;
 	}
-	if (fs->nfst) {
-		chain = malloc((fs->nfst < VRT_LOAD_MAX_DEPTH
-		                        ? fs->nfst
+	f->ffr_done = f->nffr;
+	if (m) {
+		for (i = 0; i < m; i++) {
+			ord[i].id = f->fst[f->fst_done + i].id;
+			ord[i].seq = f->fst_done + i;
+		}
+		if (m > 1)
+			qsort(ord, m, sizeof(*ord), cmp_idseq);
+		chain = malloc((f->nfst < VRT_LOAD_MAX_DEPTH
+		                        ? f->nfst
 		                        : VRT_LOAD_MAX_DEPTH) *
 		               sizeof(*chain));
 		if (!chain)
 			goto nomem;
+		for (i = 0; i < m; i++)
+			if (f->fst[ord[i].seq].state != 2 &&
+			    resolve_stack(t, f, ord[i].seq, chain))
+				goto nomem;
+		f->fst_done = f->nfst;
 	}
-	for (i = 0; i < fs->nfst; i++)
-		if (fs->fst[i].state != 2 && resolve_stack(fs, i, chain))
-			goto nomem;
 	free(chain);
-	chain = NULL;
-	for (i = fs->first_ev; i < t->nev; i++) {
-		struct vrt_event *e = &t->ev[i];
-		const struct file_stack *st = NULL;
+	free(ord);
+	return VRT_LOAD_OK;
+nomem:
+	free(chain);
+	free(ord);
+	return nomem(f, err, "stacks");
+}
+
+/* What the file's stack id sid resolves to ({0, 0}: no stack). */
+static struct stack_res stack_lookup(struct lfile *f, uint32_t sid)
+{
+	struct stack_res r = {0, 0};
+	int64_t k;
+
+	if (sid < f->scap && f->scache[sid].g1)
+		return f->scache[sid];
+	k = idtab_get(&f->stacks, sid);
+	if (k < 0 || f->fst[k].state != 2)
+		return r; /* not declared (yet): no stack */
+	r.g1 = f->fst[k].g + 1;
+	r.phase = vrt_phase_id(f->fst[k].phase);
+	if (sid < STACK_CACHE_MAX) {
+		if (sid >= f->scap) {
+			size_t ncap = f->scap ? f->scap : 1024;
+			struct stack_res *nc;
+			while (ncap <= sid)
+				ncap *= 2;
+			nc = realloc(f->scache, ncap * sizeof(*nc));
+			if (!nc)
+				return r; /* only a cache: go without */
+			memset(nc + f->scap, 0,
+			       (ncap - f->scap) * sizeof(*nc));
+			f->scache = nc;
+			f->scap = ncap;
+		}
+		f->scache[sid] = r;
+	}
+	return r;
+}
+
+/* Maps an event's raw ordinal to a global device (created when no DEVICE
+ * record described it). */
+static enum vrt_load_status map_device(struct vrt_trace *t, struct lfile *f,
+                                       struct vrt_event *e, int vendor,
+                                       struct vrt_load_error *err)
+{
+	int32_t g = -1;
+	size_t j;
+
+	for (j = 0; j < f->ndevs; j++) {
+		if (f->devs[j].ordinal == e->device &&
+		    f->devs[j].vendor == vendor) {
+			g = f->devs[j].global;
+			break;
+		}
+	}
+	if (g < 0) {
+		/* An ordinal no DEVICE record described. */
+		if (f->ndevs == VRT_LOAD_MAX_FILE_DEVICES)
+			return fail(err, VRT_LOAD_ERR_RECORD, f->name,
+			            "too many devices");
+		g = global_device(t, t->procs[f->proc].host, vendor, e->device,
+		                  "");
+		if (g < 0)
+			return nomem(f, err, "devices");
+		f->devs[f->ndevs].vendor = vendor;
+		f->devs[f->ndevs].ordinal = e->device;
+		f->devs[f->ndevs].global = g;
+		f->ndevs++;
+	}
+	dcache_set(f, vendor, e->device, g);
+	e->device = g;
+	return VRT_LOAD_OK;
+}
+
+/*
+ * Gives a delivered event its global device, stack and phase: an
+ * annotation stands; otherwise the STACK record's phase (the writer's
+ * rules); otherwise the event's own field; else unattributed. cmd_analyze
+ * may re-classify later (attrib.c). The common cases are the caches'; the
+ * rest goes to resolve_slow.
+ */
+static enum vrt_load_status resolve_slow(struct vrt_trace *t, struct lfile *f,
+                                         struct vrt_event *e,
+                                         struct vrt_load_error *err)
+{
+	if (e->device >= 0) {
+		int vendor = vrt_api_vendor(e->api);
+		int32_t g1 = e->device < 64 ? f->dcache[vendor - 1][e->device]
+		                            : 0;
+		if (g1) {
+			e->device = g1 - 1;
+		} else {
+			enum vrt_load_status st =
+			        map_device(t, f, e, vendor, err);
+			if (st)
+				return st;
+		}
+	} else {
+		e->device = -1;
+	}
+	if (e->kind <= VRT_EV_FAIL || e->kind == VRT_EV_REPEAT) {
 		unsigned src = vrt_phase_source(e->phase);
 		unsigned id = vrt_phase_id(e->phase);
+		struct stack_res sr = {0, 0};
 		int g;
 
-		if (e->kind > VRT_EV_FAIL)
-			continue; /* MEMINFO and later kinds carry neither */
-		if (e->stack) {
-			ptrdiff_t k = find_id(fs->fst, fs->nfst,
-			                      sizeof(*fs->fst), e->stack);
-			st = k < 0 ? NULL : &fs->fst[k];
-		}
-		e->stack = st ? st->g : 0;
+		if (e->stack)
+			sr = stack_lookup(f, e->stack);
+		e->stack = sr.g1 ? sr.g1 - 1 : 0;
 		if (src != VRT_SRC_ANNOTATION) {
-			if (st && vrt_phase_id(st->phase)) {
-				id = vrt_phase_id(st->phase);
-			}
+			if (sr.g1 && sr.phase)
+				id = sr.phase;
 			src = VRT_SRC_RULE;
 		}
-		g = id ? file_phase(fs, id) : 0;
+		g = id ? file_phase(t, f, id) : 0;
 		if (g < 0)
-			goto nomem;
+			return nomem(f, err, "stacks");
 		e->phase = (uint32_t)g;
 		e->phase_src = (uint8_t)(g ? src : VRT_SRC_RULE);
 	}
 	return VRT_LOAD_OK;
-nomem:
-	free(chain);
-	return fail(fs->err, VRT_LOAD_ERR_NOMEM, fs->name, "stacks");
 }
 
-/* Decodes one frame of [src, src+n) into *out (grown, capped). */
-static enum vrt_load_status decode_frame(ZSTD_DCtx *dctx, const uint8_t *src,
-                                         size_t n, uint8_t **out,
-                                         size_t *outcap, size_t *outlen,
-                                         const char **why)
+static inline __attribute__((always_inline)) enum vrt_load_status
+resolve_event(struct vrt_trace *t, struct lfile *f, struct vrt_event *e,
+              struct vrt_load_error *err)
 {
-	ZSTD_inBuffer in = {src, n, 0};
-	size_t ret = 1;
+	int32_t dev = e->device, g1 = 0;
+	uint32_t sid = e->stack, ph = e->phase, id, src, pg;
+	struct stack_res sr = {0, 0};
 
-	*outlen = 0;
-	ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
-	while (ret != 0) {
-		ZSTD_outBuffer ob;
-		if (*outlen == *outcap) {
-			size_t ncap = *outcap ? *outcap * 2 : 1u << 20;
-			uint8_t *nb;
-			if (*outcap >= VRT_LOAD_FRAME_CAP)
-				return VRT_LOAD_ERR_TOO_LARGE;
-			if (ncap > VRT_LOAD_FRAME_CAP)
-				ncap = VRT_LOAD_FRAME_CAP;
-			nb = realloc(*out, ncap);
-			if (!nb)
-				return VRT_LOAD_ERR_NOMEM;
-			*out = nb;
-			*outcap = ncap;
+	/* Device: cached for small CUDA/HIP ordinals; -1 stays. */
+	if ((uint32_t)dev < 64)
+		g1 = f->dcache[e->api >= 64][dev];
+	else if (dev < 0)
+		g1 = 0;
+	if (!g1 && dev >= 0)
+		return resolve_slow(t, f, e, err);
+	if (!(e->kind <= VRT_EV_FAIL || e->kind == VRT_EV_REPEAT)) {
+		e->device = g1 - 1;
+		return VRT_LOAD_OK;
+	}
+	if (sid) {
+		if (sid >= f->scap || !f->scache[sid].g1)
+			return resolve_slow(t, f, e, err);
+		sr = f->scache[sid];
+	}
+	src = ph & 3;
+	id = ph >> 2;
+	if (src != VRT_SRC_ANNOTATION) {
+		if (sr.phase)
+			id = sr.phase;
+		src = VRT_SRC_RULE;
+	}
+	if (id <= VRT_PHASE_BUILTIN_MAX)
+		pg = id;
+	else if (id < PHASE_CACHE && f->pcache[id])
+		pg = f->pcache[id] - 1;
+	else
+		return resolve_slow(t, f, e, err);
+	e->device = g1 - 1;
+	e->stack = sr.g1 ? sr.g1 - 1 : 0;
+	e->phase = pg;
+	e->phase_src = (uint8_t)(pg ? src : VRT_SRC_RULE);
+	return VRT_LOAD_OK;
+}
+
+/* Bookkeeping of one delivered event (its time aligned already). */
+static inline void delivered(struct lstate *L, struct vrt_trace *t,
+                             const struct vrt_event *o)
+{
+	if (__builtin_expect(L->delivered && o->ts < L->last_ts, 0)) {
+		t->events_late++;
+	} else {
+		L->last_ts = o->ts;
+		L->delivered = 1;
+	}
+}
+
+/*
+ * Decodes r's records into out[*np, max) while the next event sorts before
+ * the bound (lim; equal times too when eq), then sets r->key to the next
+ * event's time. *done says r has no event left. Only here are the fields
+ * of ALLOC, FREE and REPEAT records read and checked.
+ */
+static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
+                                     struct run *r, struct vrt_event *out,
+                                     size_t max, size_t *np, int64_t lim,
+                                     int eq, int *done,
+                                     struct vrt_load_error *err)
+{
+	struct lfile *f = r->f;
+	const uint8_t *p = r->p, *end = r->end;
+	int64_t clock = r->clock, shift = f->shift, last = L->last_ts;
+	uint32_t tid = r->tid, proc = (uint32_t)f->proc;
+	uint8_t snap = r->snap ? VRT_EV_SNAP : 0;
+	int have_last = L->delivered;
+	uint64_t late = 0;
+	size_t n = *np;
+	int v2 = f->version >= 2;
+	enum vrt_load_status st = VRT_LOAD_OK;
+
+	*done = 0;
+	for (;;) {
+		const uint8_t *rec = p, *pe;
+		uint64_t plen, dts, api, sid, ph;
+		int64_t ts, tsx;
+		unsigned type;
+		struct vrt_event e;
+		int bad = 0;
+
+		if (p >= end) {
+			*done = 1;
+			break;
 		}
-		ob.dst = *out;
-		ob.size = *outcap;
-		ob.pos = *outlen;
-		ret = ZSTD_decompressStream(dctx, &ob, &in);
-		*outlen = ob.pos;
-		if (ZSTD_isError(ret)) {
-			*why = ZSTD_getErrorName(ret);
-			return VRT_LOAD_ERR_CORRUPT;
+		type = *p++;
+		plen = uv(&p, &bad); /* checked when the frame was read */
+		pe = p + plen;
+		if (__builtin_expect(type != VRT_REC_ALLOC &&
+		                             type != VRT_REC_FREE &&
+		                             (type != VRT_REC_REPEAT || !v2),
+		                     0)) {
+			p = pe; /* metadata read with the frame */
+			continue;
 		}
-		if (ret != 0 && in.pos == in.size && ob.pos < ob.size) {
-			*why = "frame ends early";
-			return VRT_LOAD_ERR_CORRUPT;
+		dts = uv(&p, &bad);
+		ts = clock;
+		(void)chunk_time(&ts, dts);
+		tsx = shift ? sat_add(ts, shift) : ts;
+		if (n == max || tsx > lim || (tsx == lim && !eq)) {
+			r->key = tsx;
+			p = rec;
+			break;
 		}
+		/* Built in a local (registers), stored once. */
+		if (type == VRT_REC_REPEAT) {
+			uint64_t count = uv(&p, &bad), fapi;
+			(void)uv(&p, &bad); /* span: not kept */
+			api = uv(&p, &bad);
+			fapi = uv(&p, &bad);
+			e.device = raw_device(vrt_unzigzag(uv(&p, &bad)));
+			(void)uv(&p, &bad); /* free device: the alloc's */
+			e.size = uv(&p, &bad);
+			e.aux = uv(&p, &bad);
+			(void)uv(&p, &bad); /* free aux: not kept */
+			e.addr = count;
+			e.extra = fapi > VRT_API_MAX ? UINT32_MAX
+			                             : (uint32_t)fapi;
+			e.kind = VRT_EV_REPEAT;
+			e.flags = 0;
+		} else {
+			api = uv(&p, &bad);
+			e.device = raw_device(vrt_unzigzag(uv(&p, &bad)));
+			e.addr = uv(&p, &bad);
+			if (type == VRT_REC_ALLOC) {
+				e.size = uv(&p, &bad);
+				e.kind = VRT_EV_ALLOC;
+				e.flags = snap;
+			} else {
+				e.size = 0;
+				e.kind = VRT_EV_FREE;
+				e.flags = 0;
+			}
+			e.aux = uv(&p, &bad);
+			e.extra = 0;
+		}
+		sid = uv(&p, &bad);
+		ph = uv(&p, &bad);
+		if (__builtin_expect(bad || p > pe, 0)) {
+			st = rec_error_at(f, r->fb->frame_off, err,
+			                  (uint64_t)(rec - r->fb->data),
+			                  "short event record");
+			break;
+		}
+		if (__builtin_expect(api > VRT_API_MAX || e.extra == UINT32_MAX,
+		                     0)) {
+			st = rec_error_at(f, r->fb->frame_off, err,
+			                  (uint64_t)(rec - r->fb->data),
+			                  "api id out of range");
+			break;
+		}
+		e.api = (uint16_t)api;
+		e.ts = tsx;
+		e.proc = proc;
+		e.tid = tid;
+		/* Both are file ids until resolved: an id too large to be a
+		 * stack is no stack. */
+		e.stack = sid > UINT32_MAX ? 0 : (uint32_t)sid;
+		e.phase = ph > UINT32_MAX ? UINT32_MAX : (uint32_t)ph;
+		e.phase_src = 0;
+		st = resolve_event(t, f, &e, err);
+		if (st)
+			break;
+		if (__builtin_expect(have_last && tsx < last, 0)) {
+			late++;
+		} else {
+			last = tsx;
+			have_last = 1;
+		}
+		out[n++] = e;
+		clock = ts;
+		p = pe;
+	}
+	r->p = p;
+	r->clock = clock;
+	L->last_ts = last;
+	L->delivered = have_last;
+	t->events_late += late;
+	*np = n;
+	return st;
+}
+
+/* emit_raw for a RUN_EV: its events are decoded, only copied, resolved and
+ * aligned on the way out. */
+static enum vrt_load_status emit_ev(struct lstate *L, struct vrt_trace *t,
+                                    struct run *r, struct vrt_event *out,
+                                    size_t max, size_t *np, int64_t lim,
+                                    int eq, int *done,
+                                    struct vrt_load_error *err)
+{
+	struct lfile *f = r->f;
+	size_t n = *np;
+	enum vrt_load_status st = VRT_LOAD_OK;
+
+	while (r->pos < r->nev) {
+		const struct vrt_event *s = &r->evs[r->pos];
+		int64_t tsx = sat_add(s->ts, f->shift);
+		struct vrt_event *o;
+		if (n == max || tsx > lim || (tsx == lim && !eq)) {
+			r->key = tsx;
+			break;
+		}
+		o = &out[n];
+		*o = *s;
+		o->ts = tsx;
+		st = resolve_event(t, f, o, err);
+		if (st)
+			break;
+		if (o->kind == VRT_EV_SAMPLE && o->extra < t->nsamples) {
+			struct vrt_sample *smp = &t->samples[o->extra];
+			smp->ts = o->ts;
+			smp->proc = o->proc;
+			smp->device = o->device;
+		}
+		delivered(L, t, o);
+		r->pos++;
+		n++;
+	}
+	*done = r->pos == r->nev;
+	*np = n;
+	return st;
+}
+
+/* ---- input and frames ----------------------------------------------------- */
+
+static void progress_note(const struct lstate *L, const struct vrt_trace *t)
+{
+	vrt_progress_note(t->progress, VRT_PROGRESS_READ, L->files_done,
+	                  L->nfiles_hint, L->bytes_done);
+}
+
+/* Reads more of f's file after in[hi) (the buffer is first slid to the
+ * front, grown when full). *got says whether bytes came; f->eof is set at
+ * the end of the file. */
+static enum vrt_load_status more_input(struct lstate *L, struct lfile *f,
+                                       int *got, struct vrt_load_error *err)
+{
+	ssize_t r;
+
+	*got = 0;
+	if (f->is_buf || f->eof)
+		return VRT_LOAD_OK;
+	if (f->lo) {
+		memmove(f->in, f->in + f->lo, f->hi - f->lo);
+		f->hi -= f->lo;
+		f->lo = 0;
+	}
+	if (f->hi == f->incap) {
+		size_t ncap = f->incap ? f->incap * 2 : READ_BYTES;
+		uint8_t *nb = ncap > f->incap ? realloc(f->in, ncap) : NULL;
+		if (!nb)
+			return fail(err, VRT_LOAD_ERR_NOMEM, f->name,
+			            "file too large");
+		f->in = nb;
+		f->incap = ncap;
+	}
+	if (f->fd < 0) {
+		f->fd = open(f->name, O_RDONLY | O_CLOEXEC);
+		if (f->fd < 0)
+			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
+			            strerror(errno));
+		if (f->pos + f->hi &&
+		    lseek(f->fd, (off_t)(f->pos + f->hi), SEEK_SET) < 0)
+			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
+			            strerror(errno));
+	}
+	do
+		r = read(f->fd, f->in + f->hi, f->incap - f->hi);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
+		            strerror(errno));
+	if (r == 0)
+		f->eof = 1;
+	f->hi += (size_t)r;
+	*got = r > 0;
+	if (f->eof || L->nfiles > MAX_OPEN_FILES) {
+		close(f->fd);
+		f->fd = -1;
 	}
 	return VRT_LOAD_OK;
 }
 
-/* How far vrt_load_paths got, for t->progress: files done of total, and
- * the compressed bytes decoded so far. */
-struct lprog {
-	uint64_t done, total, bytes;
-};
-
-static void lprog_note(const struct vrt_trace *t, const struct lprog *lp,
-                       uint64_t more_bytes)
+/* A buffer for one decoded frame (reused when one is free). */
+static struct fbuf *fbuf_get(struct lstate *L)
 {
-	if (lp)
-		vrt_progress_note(t->progress, VRT_PROGRESS_READ, lp->done,
-		                  lp->total, lp->bytes + more_bytes);
+	struct fbuf *fb = L->free_fb;
+
+	if (fb) {
+		L->free_fb = fb->next;
+		L->nfree_fb--;
+	} else if (!(fb = calloc(1, sizeof(*fb)))) {
+		return NULL;
+	}
+	fb->refs = 1;
+	fb->len = 0;
+	/* Sized for the largest frame so far: a frame that does not fit
+	 * is decoded again, so guessing low costs a whole decode. */
+	if (fb->cap < L->frame_max + DEC_PAD)
+		(void)fbuf_alloc(fb, L->frame_max + DEC_PAD); /* else: grown
+		                                                  * on demand */
+	return fb;
 }
 
-static enum vrt_load_status load_buffer(struct vrt_trace *t, const char *name,
-                                        const uint8_t *buf, size_t len,
-                                        struct vrt_load_error *err,
-                                        const struct lprog *lp)
+/* Decodes one frame of [src, src + n) into fb (grown, capped). */
+static enum vrt_load_status decode_frame(struct lstate *L, struct lfile *f,
+                                         struct fbuf *fb, const uint8_t *src,
+                                         size_t n, struct vrt_load_error *err)
 {
-	struct file_state *fs;
-	ZSTD_DCtx *dctx = NULL;
-	uint8_t *out = NULL;
-	size_t outcap = 0, outlen, off = 0, nframes = 0;
-	enum vrt_load_status st = VRT_LOAD_OK;
-	const char *why = "";
+	for (;;) {
+		size_t r, room = fb->cap > DEC_PAD ? fb->cap - DEC_PAD : 0;
+		if (room) {
+			r = ZSTD_decompressDCtx(L->dctx, fb->data, room, src, n);
+			if (!ZSTD_isError(r)) {
+				memset(fb->data + r, 0, DEC_PAD);
+				fb->len = r;
+				/* With a quarter more for the next ones. */
+				if (r + r / 4 > L->frame_max)
+					L->frame_max = r + r / 4 > room
+					                       ? room
+					                       : r + r / 4;
+				return VRT_LOAD_OK;
+			}
+			if (ZSTD_getErrorCode(r) != ZSTD_error_dstSize_tooSmall)
+				return fail(err, VRT_LOAD_ERR_CORRUPT, f->name,
+				            "at byte %" PRIu64 ": %s", f->pos,
+				            ZSTD_getErrorName(r));
+			if (room >= VRT_LOAD_FRAME_CAP)
+				return fail(err, VRT_LOAD_ERR_TOO_LARGE,
+				            f->name,
+				            "frame at byte %" PRIu64
+				            " decodes to more than %u MiB",
+				            f->pos, VRT_LOAD_FRAME_CAP >> 20);
+		}
+		size_t ncap = room ? room * 2 : (64u << 10) - DEC_PAD;
+		if (ncap > VRT_LOAD_FRAME_CAP)
+			ncap = VRT_LOAD_FRAME_CAP;
+		if (fbuf_alloc(fb, ncap + DEC_PAD))
+			return fail(err, VRT_LOAD_ERR_NOMEM, f->name,
+			            "frame at byte %" PRIu64, f->pos);
+	}
+}
+
+/* The end of f's input (cut: why the last frame is incomplete, or NULL):
+ * checks what a file must hold, notes truncation, releases everything. */
+static enum vrt_load_status end_of_file(struct lstate *L, struct vrt_trace *t,
+                                        struct lfile *f, const char *cut,
+                                        struct vrt_load_error *err)
+{
 	struct vrt_process *pr;
+	enum vrt_load_status st;
 
-	fs = calloc(1, sizeof(*fs));
-	dctx = ZSTD_createDCtx();
-	if (!fs || !dctx) {
-		st = fail(err, VRT_LOAD_ERR_NOMEM, name, "decoder");
-		goto out;
-	}
-	fs->t = t;
-	fs->name = name;
-	fs->err = err;
-	fs->first_ev = t->nev;
-	if (tables_init(t)) {
-		st = fail(err, VRT_LOAD_ERR_NOMEM, name, "tables");
-		goto out;
-	}
-	if (len == 0) {
-		st = fail(err, VRT_LOAD_ERR_EMPTY, name, "empty file");
-		goto out;
-	}
-	while (off < len) {
-		size_t rem = len - off, fsz;
-		const char *cut = NULL;
-
-		if (rem < 4 || memcmp(buf + off, zstd_magic, 4)) {
-			/* A prefix of the magic at the very end is a frame cut
-			 * right after it began. */
-			if (rem < 4 && !memcmp(buf + off, zstd_magic, rem))
-				cut = "last zstd frame is incomplete";
-			else if (nframes == 0) {
-				st = fail(err, VRT_LOAD_ERR_NOT_ZSTD, name,
-				          "not a zstd frame at byte %zu", off);
-				goto out;
-			} else {
-				st = fail(err, VRT_LOAD_ERR_CORRUPT, name,
-				          "bytes that are not a zstd frame at "
-				          "byte %zu",
-				          off);
-				goto out;
-			}
-		}
-		if (!cut) {
-			fsz = ZSTD_findFrameCompressedSize(buf + off, rem);
-			if (ZSTD_isError(fsz)) {
-				if (ZSTD_getErrorCode(fsz) !=
-				    ZSTD_error_srcSize_wrong) {
-					st = fail(err, VRT_LOAD_ERR_CORRUPT,
-					          name, "at byte %zu: %s", off,
-					          ZSTD_getErrorName(fsz));
-					goto out;
-				}
-				cut = "last zstd frame is incomplete";
-			}
-		}
-		if (cut) {
-			if (!fs->have_header) {
-				st = fail(err, VRT_LOAD_ERR_NO_FRAME, name,
-				          "file ends inside its first frame "
-				          "(truncated at byte %zu)",
-				          off);
-				goto out;
-			}
-			pr = &t->procs[fs->proc];
-			pr->truncated = 1;
-			pr->trunc_offset = (int64_t)off;
-			snprintf(pr->trunc_reason, sizeof(pr->trunc_reason),
-			         "%s; decoded the %zu frame%s before it", cut,
-			         nframes, nframes == 1 ? "" : "s");
-			break;
-		}
-		st = decode_frame(dctx, buf + off, fsz, &out, &outcap, &outlen,
-		                  &why);
-		if (st == VRT_LOAD_ERR_CORRUPT) {
-			st = fail(err, st, name, "at byte %zu: %s", off, why);
-			goto out;
-		} else if (st == VRT_LOAD_ERR_TOO_LARGE) {
-			st = fail(err, st, name,
-			          "frame at byte %zu decodes to more than %u "
-			          "MiB",
-			          off, VRT_LOAD_FRAME_CAP >> 20);
-			goto out;
-		} else if (st) {
-			st = fail(err, st, name, "frame at byte %zu", off);
-			goto out;
-		}
-		fs->frame_off = off;
-		/* Skippable frames and empty frames decode to nothing. */
-		if (outlen) {
-			st = parse_frame(fs, out, outlen);
-			if (st)
-				goto out;
-		}
-		off += fsz;
-		nframes++;
-		lprog_note(t, lp, off);
-	}
-	if (!fs->have_header) {
-		st = fail(err, VRT_LOAD_ERR_NO_HEADER, name,
-		          "no HEADER record in %zu frame%s", nframes,
-		          nframes == 1 ? "" : "s");
-		goto out;
-	}
-	pr = &t->procs[fs->proc];
-	if (!pr->has_trailer && !pr->truncated) {
+	if (!cut && f->pos == 0 && !f->nframes)
+		return fail(err, VRT_LOAD_ERR_EMPTY, f->name, "empty file");
+	if (cut && !f->have_header)
+		return fail(err, VRT_LOAD_ERR_NO_FRAME, f->name,
+		            "file ends inside its first frame (truncated at "
+		            "byte %" PRIu64 ")",
+		            f->pos);
+	if (!f->have_header)
+		return fail(err, VRT_LOAD_ERR_NO_HEADER, f->name,
+		            "no HEADER record in %zu frame%s", f->nframes,
+		            f->nframes == 1 ? "" : "s");
+	pr = &t->procs[f->proc];
+	if (cut) {
 		pr->truncated = 1;
-		pr->trunc_offset = (int64_t)len;
+		pr->trunc_offset = (int64_t)f->pos;
+		snprintf(pr->trunc_reason, sizeof(pr->trunc_reason),
+		         "%s; decoded the %zu frame%s before it", cut,
+		         f->nframes, f->nframes == 1 ? "" : "s");
+	} else if (!pr->has_trailer) {
+		pr->truncated = 1;
+		pr->trunc_offset = (int64_t)(f->pos + (f->hi - f->lo));
 		snprintf(pr->trunc_reason, sizeof(pr->trunc_reason),
 		         "no TRAILER record (the process did not exit "
 		         "cleanly)");
 	}
-	st = resolve_devices(fs);
-	if (!st)
-		st = resolve_stacks(fs);
-out:
-	free(out);
-	ZSTD_freeDCtx(dctx);
-	if (fs) {
-		free(fs->fstr);
-		free(fs->ffr);
-		free(fs->fst);
-		free(fs->fph);
+	st = intern_new_symbols(t, f, err);
+	if (st)
+		return st;
+	f->finished = 1;
+	f->relw = INT64_MAX;
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	if (!f->is_buf)
+		free(f->in);
+	f->in = NULL;
+	f->lo = f->hi = f->incap = 0;
+	L->files_done++;
+	progress_note(L, t);
+	return VRT_LOAD_OK;
+}
+
+/* Decodes f's next frame (releasing at its watermarks), or handles the
+ * end of the file. */
+static enum vrt_load_status step(struct lstate *L, struct vrt_trace *t,
+                                 struct lfile *f, struct vrt_load_error *err)
+{
+	for (;;) {
+		size_t rem = f->hi - f->lo, fsz = 0;
+		struct fbuf *fb;
+		const uint8_t *p = f->in + f->lo;
+		const char *cut = NULL;
+		enum vrt_load_status st;
+		int got;
+
+		if (rem < 4 && !f->eof) {
+			st = more_input(L, f, &got, err);
+			if (st)
+				return st;
+			continue;
+		}
+		if (rem == 0)
+			return end_of_file(L, t, f, NULL, err);
+		if (rem < 4 || memcmp(p, zstd_magic, 4)) {
+			/* A prefix of the magic at the very end is a frame cut
+			 * right after it began. */
+			if (rem < 4 && !memcmp(p, zstd_magic, rem))
+				cut = "last zstd frame is incomplete";
+			else if (f->nframes == 0)
+				return fail(err, VRT_LOAD_ERR_NOT_ZSTD, f->name,
+				            "not a zstd frame at byte %" PRIu64,
+				            f->pos);
+			else
+				return fail(err, VRT_LOAD_ERR_CORRUPT, f->name,
+				            "bytes that are not a zstd frame at "
+				            "byte %" PRIu64,
+				            f->pos);
+		}
+		if (!cut) {
+			fsz = ZSTD_findFrameCompressedSize(p, rem);
+			if (ZSTD_isError(fsz)) {
+				if (ZSTD_getErrorCode(fsz) !=
+				    ZSTD_error_srcSize_wrong)
+					return fail(err, VRT_LOAD_ERR_CORRUPT,
+					            f->name,
+					            "at byte %" PRIu64 ": %s",
+					            f->pos,
+					            ZSTD_getErrorName(fsz));
+				if (!f->eof) {
+					st = more_input(L, f, &got, err);
+					if (st)
+						return st;
+					continue;
+				}
+				cut = "last zstd frame is incomplete";
+			}
+		}
+		if (cut)
+			return end_of_file(L, t, f, cut, err);
+		fb = fbuf_get(L);
+		if (!fb)
+			return fail(err, VRT_LOAD_ERR_NOMEM, f->name,
+			            "frame at byte %" PRIu64, f->pos);
+		st = decode_frame(L, f, fb, p, fsz, err);
+		f->frame_off = f->pos;
+		fb->frame_off = f->pos;
+		/* Skippable frames and empty frames decode to nothing. */
+		if (!st && fb->len)
+			st = parse_frame(L, t, f, fb, err);
+		fbuf_put(L, fb);
+		if (st)
+			return st;
+		f->lo += fsz;
+		f->pos += fsz;
+		f->nframes++;
+		L->bytes_done += fsz;
+		progress_note(L, t);
+		return VRT_LOAD_OK;
 	}
-	free(fs);
+}
+
+/* ---- opening ---------------------------------------------------------------- */
+
+static enum vrt_load_status state_new(struct vrt_trace *t, const char *name,
+                                      struct vrt_load_error *err)
+{
+	struct lstate *L;
+
+	if (t->intern)
+		return fail(err, VRT_LOAD_ERR_IO, name,
+		            "a trace is already loaded into this table");
+	L = calloc(1, sizeof(*L));
+	if (!L)
+		return fail(err, VRT_LOAD_ERR_NOMEM, name, "decoder");
+	t->intern = L;
+	L->dctx = ZSTD_createDCtx();
+	if (!L->dctx || tables_init(t))
+		return fail(err, VRT_LOAD_ERR_NOMEM, name, "tables");
+	return VRT_LOAD_OK;
+}
+
+static struct lfile *file_new(struct lstate *L, const char *name)
+{
+	struct lfile *f;
+
+	if (grow((void **)&L->files, &L->capfiles, L->nfiles + 1,
+	         sizeof(*L->files)))
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->fd = -1;
+	f->relw = INT64_MIN;
+	f->idx = L->nfiles;
+	f->name = strdup(name);
+	if (!f->name) {
+		free(f);
+		return NULL;
+	}
+	L->files[L->nfiles++] = f;
+	return f;
+}
+
+/* Reads f up to its first watermark (or its end): its HEADER, its first
+ * metadata and its first events. */
+static enum vrt_load_status prime(struct lstate *L, struct vrt_trace *t,
+                                  struct lfile *f, struct vrt_load_error *err)
+{
+	while (!f->finished && f->relw == INT64_MIN) {
+		enum vrt_load_status st = step(L, t, f, err);
+		if (st)
+			return st;
+	}
+	return VRT_LOAD_OK;
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+	return n > m && !strcmp(s + n - m, suf);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Opens every *.vtrace file of a directory, in name order. A file that is
+ * empty or holds no complete frame (its process died before the first
+ * flush) is listed in t->skipped instead, as long as another file loads. */
+static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
+                                     const char *path,
+                                     struct vrt_load_error *err)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0, cap = 0, i, loaded = 0, procs_before = t->nprocs;
+	enum vrt_load_status s = VRT_LOAD_OK;
+	struct vrt_load_error first;
+
+	memset(&first, 0, sizeof(first));
+	if (!d)
+		return fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
+	while ((de = readdir(d))) {
+		if (!has_suffix(de->d_name, VRT_TRACE_SUFFIX))
+			continue;
+		if (grow((void **)&names, &cap, n + 1, sizeof(*names))) {
+			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
+			goto out;
+		}
+		if (asprintf(&names[n], "%s%s%s", path,
+		             has_suffix(path, "/") ? "" : "/",
+		             de->d_name) < 0) {
+			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
+			goto out;
+		}
+		n++;
+	}
+	if (n == 0) {
+		s = fail(err, VRT_LOAD_ERR_NO_TRACES, path,
+		         "no *%s files in this directory", VRT_TRACE_SUFFIX);
+		goto out;
+	}
+	/* Name order, so reports do not depend on readdir order. */
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (i = 0; i < n && !s; i++) {
+		struct lfile *f = file_new(L, names[i]);
+		if (!f) {
+			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
+			goto out;
+		}
+		s = prime(L, t, f, err);
+		if (s == VRT_LOAD_ERR_EMPTY || s == VRT_LOAD_ERR_NO_FRAME) {
+			/* A process that died before its first flush: nothing
+			 * of it can be read, the rest of the run can. */
+			char *note;
+			L->files_done++;
+			file_free(f);
+			L->nfiles--;
+			if (!first.status)
+				first = *err;
+			if (asprintf(&note, "%s: %s", err->path, err->msg) <
+			            0 ||
+			    grow((void **)&t->skipped, &t->cap_skipped,
+			         t->nskipped + 1, sizeof(*t->skipped))) {
+				s = fail(err, VRT_LOAD_ERR_NOMEM, path,
+				         "listing");
+				goto out;
+			}
+			t->skipped[t->nskipped++] = note;
+			s = VRT_LOAD_OK;
+			continue;
+		}
+		loaded += !s;
+	}
+	if (!s && !loaded && first.status && t->nprocs == procs_before) {
+		*err = first;
+		s = first.status;
+	}
+out:
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+	return s;
+}
+
+static unsigned host_of(const struct vrt_trace *t, const char *host)
+{
+	unsigned h;
+
+	for (h = 0; h < t->nhosts; h++)
+		if (!strcmp(host, t->hosts[h]))
+			break;
+	return h;
+}
+
+/*
+ * Once every file is open: the hosts of processes that never named a
+ * device join the host list, and with several hosts each host's times are
+ * moved onto the first host's monotonic clock through wall time
+ * (start_wall_ns - start_mono_ns of the host's first process). One host:
+ * nothing moves, so NTP steps cannot disturb a single-host run.
+ */
+static enum vrt_load_status start_stream(struct lstate *L, struct vrt_trace *t,
+                                         const char *name,
+                                         struct vrt_load_error *err)
+{
+	size_t i;
+	unsigned h;
+	int64_t ref = 0;
+
+	for (i = 0; i < t->nprocs; i++)
+		if (host_index(t, t->procs[i].host, &h))
+			return fail(err, VRT_LOAD_ERR_NOMEM, name, "hosts");
+	free(t->host_shift);
+	t->host_shift = calloc(t->nhosts ? t->nhosts : 1, sizeof(int64_t));
+	if (!t->host_shift)
+		return fail(err, VRT_LOAD_ERR_NOMEM, name, "hosts");
+	if (t->nhosts >= 2) {
+		for (h = 0; h < t->nhosts; h++) {
+			for (i = 0; i < t->nprocs; i++) {
+				struct vrt_process *p = &t->procs[i];
+				if (!strcmp(p->host, t->hosts[h])) {
+					int64_t off = p->start_wall_ns -
+					              p->start_mono_ns;
+					if (h == 0)
+						ref = off;
+					t->host_shift[h] = off - ref;
+					break;
+				}
+			}
+		}
+		for (i = 0; i < t->nprocs; i++) {
+			struct vrt_process *p = &t->procs[i];
+			h = host_of(t, p->host);
+			if (h < t->nhosts)
+				p->start_mono_ns = sat_add(p->start_mono_ns,
+				                           t->host_shift[h]);
+		}
+		for (i = 0; i < L->nfiles; i++) {
+			struct lfile *f = L->files[i];
+			h = host_of(t, t->procs[f->proc].host);
+			f->shift = h < t->nhosts ? t->host_shift[h] : 0;
+		}
+		/* Runs read so far were keyed unaligned. */
+		for (i = 0; i < L->nheap; i++)
+			L->heap[i]->key = sat_add(L->heap[i]->key,
+			                          L->heap[i]->f->shift);
+		for (i = L->nheap / 2; i-- > 0;)
+			heap_down(L->heap, L->nheap, i);
+	}
+	t->start_ns = t->end_ns = 0;
+	for (i = 0; i < t->nprocs; i++) {
+		const struct vrt_process *p = &t->procs[i];
+		if (i == 0 || p->start_mono_ns < t->start_ns)
+			t->start_ns = p->start_mono_ns;
+		if (i == 0 || p->start_mono_ns > t->end_ns)
+			t->end_ns = p->start_mono_ns;
+	}
+	L->opened = 1;
+	return VRT_LOAD_OK;
+}
+
+/* The trace files paths name, counted for the progress line only: a
+ * directory that cannot be read counts nothing (loading reports it). */
+static uint64_t count_files(char *const *paths, size_t npaths)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < npaths; i++) {
+		DIR *d = opendir(paths[i]);
+		struct dirent *de;
+		if (!d) {
+			n++;
+			continue;
+		}
+		while ((de = readdir(d)))
+			n += has_suffix(de->d_name, VRT_TRACE_SUFFIX);
+		closedir(d);
+	}
+	return n;
+}
+
+static enum vrt_load_status stick(struct lstate *L, enum vrt_load_status st,
+                                  const struct vrt_load_error *err)
+{
+	if (st && L && !L->failed) {
+		L->failed = st;
+		L->ferr = *err;
+	}
 	return st;
 }
 
-/* ---- files and directories --------------------------------------------- */
+enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
+                                   size_t npaths, struct vrt_load_error *err)
+{
+	enum vrt_load_status s;
+	struct lstate *L;
+	size_t i;
+
+	s = state_new(t, npaths ? paths[0] : "", err);
+	if (s)
+		return s;
+	L = lstate_of(t);
+	L->nfiles_hint = t->progress ? count_files(paths, npaths) : 0;
+	for (i = 0; i < npaths && !s; i++) {
+		struct stat sb;
+		if (stat(paths[i], &sb) < 0) {
+			s = fail(err, VRT_LOAD_ERR_IO, paths[i], "%s",
+			         strerror(errno));
+		} else if (S_ISDIR(sb.st_mode)) {
+			s = open_dir(L, t, paths[i], err);
+		} else {
+			struct lfile *f = file_new(L, paths[i]);
+			s = f ? prime(L, t, f, err)
+			      : fail(err, VRT_LOAD_ERR_NOMEM, paths[i],
+			             "decoder");
+		}
+	}
+	if (!s)
+		s = start_stream(L, t, npaths ? paths[0] : "", err);
+	return stick(L, s, err);
+}
+
+enum vrt_load_status vrt_load_open_buffer(struct vrt_trace *t,
+                                          const char *name,
+                                          const uint8_t *buf, size_t len,
+                                          struct vrt_load_error *err)
+{
+	enum vrt_load_status s;
+	struct lstate *L;
+	struct lfile *f;
+
+	s = state_new(t, name, err);
+	if (s)
+		return s;
+	L = lstate_of(t);
+	f = file_new(L, name);
+	if (!f)
+		return stick(L, fail(err, VRT_LOAD_ERR_NOMEM, name, "decoder"),
+		             err);
+	f->is_buf = 1;
+	f->eof = 1;
+	f->in = (uint8_t *)buf; /* only read: is_buf keeps it unwritten */
+	f->hi = len;
+	L->nfiles_hint = 1;
+	s = prime(L, t, f, err);
+	if (!s)
+		s = start_stream(L, t, name, err);
+	return stick(L, s, err);
+}
+
+/* ---- the merge of files, and the end of the stream ---------------------- */
+
+static int cmp_dev(const struct vrt_device *a, const struct vrt_device *b)
+{
+	if (a->host_idx != b->host_idx)
+		return a->host_idx < b->host_idx ? -1 : 1;
+	if (a->vendor != b->vendor) /* CUDA's devices, then HIP's */
+		return a->vendor < b->vendor ? -1 : 1;
+	if (a->ordinal != b->ordinal)
+		return a->ordinal < b->ordinal ? -1 : 1;
+	return strcmp(a->uuid, b->uuid);
+}
+
+/* Orders devices by (host, vendor, ordinal); t->device_remap says where
+ * each moved (NULL when none did). */
+static int sort_devices(struct vrt_trace *t)
+{
+	size_t n = t->ndevices, i, j;
+	uint32_t *order, *rank;
+	struct vrt_device *nd;
+	int moved = 0;
+
+	if (n < 2)
+		return 0;
+	order = malloc(n * sizeof(*order));
+	rank = malloc(n * sizeof(*rank));
+	nd = malloc(n * sizeof(*nd));
+	if (!order || !rank || !nd) {
+		free(order);
+		free(rank);
+		free(nd);
+		return -1;
+	}
+	/* Insertion sort: device tables are tiny. */
+	for (i = 0; i < n; i++) {
+		order[i] = (uint32_t)i;
+		for (j = i; j > 0 && cmp_dev(&t->devices[order[j - 1]],
+		                             &t->devices[order[j]]) > 0;
+		     j--) {
+			uint32_t x = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		nd[i] = t->devices[order[i]];
+		rank[order[i]] = (uint32_t)i;
+		moved |= order[i] != i;
+	}
+	memcpy(t->devices, nd, n * sizeof(*nd));
+	free(order);
+	free(nd);
+	if (!moved) {
+		free(rank);
+		return 0;
+	}
+	t->device_remap = rank;
+	return 0;
+}
+
+/* Everything is delivered: trailer times aligned, end time, devices
+ * ordered (samples follow), decoder buffers released. */
+static enum vrt_load_status finish_stream(struct lstate *L, struct vrt_trace *t,
+                                          struct vrt_load_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < t->nprocs; i++) {
+		struct vrt_process *p = &t->procs[i];
+		if (t->nhosts >= 2) {
+			unsigned h = host_of(t, p->host);
+			if (h < t->nhosts)
+				p->end_mono_ns = sat_add(p->end_mono_ns,
+				                         t->host_shift[h]);
+		}
+		if (p->has_trailer && p->end_mono_ns > t->end_ns)
+			t->end_ns = p->end_mono_ns;
+	}
+	if (L->delivered && L->last_ts > t->end_ns)
+		t->end_ns = L->last_ts;
+	if (sort_devices(t))
+		return fail(err, VRT_LOAD_ERR_NOMEM,
+		            L->nfiles ? L->files[0]->name : "", "devices");
+	if (t->device_remap)
+		for (i = 0; i < t->nsamples; i++)
+			if (t->samples[i].device >= 0 &&
+			    (size_t)t->samples[i].device < t->ndevices)
+				t->samples[i].device = (int32_t)
+				        t->device_remap[t->samples[i].device];
+	ZSTD_freeDCtx(L->dctx);
+	L->dctx = NULL;
+	while (L->free_fb) {
+		struct fbuf *fb = L->free_fb;
+		L->free_fb = fb->next;
+		fbuf_unmap(fb);
+		free(fb);
+	}
+	L->nfree_fb = 0;
+	L->ended = 1;
+	return VRT_LOAD_OK;
+}
+
+/*
+ * The merge. Every run read so far is in one heap on (aligned time, file,
+ * record order). A file still being read may yet add events at or after
+ * its watermark, so nothing at or after the lowest watermark of those
+ * files goes out; when the heap's first event is there, that file is read
+ * one more frame. Events of the first run go out while they sort before
+ * the second run's next one.
+ */
+enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
+                                   size_t max, size_t *n,
+                                   struct vrt_load_error *err)
+{
+	struct lstate *L = lstate_of(t);
+	enum vrt_load_status st = VRT_LOAD_OK;
+	size_t got = 0, counted = 0, i;
+
+	*n = 0;
+	if (L && L->failed) {
+		*err = L->ferr;
+		return L->failed;
+	}
+	if (!L || !L->opened)
+		return fail(err, VRT_LOAD_ERR_IO, "", "no trace is open");
+	while (got < max && !L->ended) {
+		struct lfile *slow = NULL;
+		int64_t bound = INT64_MAX, lim;
+		struct run *r, *s = NULL;
+		int eq, done;
+
+		for (i = 0; i < L->nfiles; i++) {
+			struct lfile *f = L->files[i];
+			int64_t w;
+			if (f->finished)
+				continue;
+			w = sat_add(f->relw, f->shift);
+			if (!slow || w < bound) {
+				slow = f;
+				bound = w;
+			}
+		}
+		if (!L->nheap || (slow && L->heap[0]->key >= bound)) {
+			if (slow) {
+				/* What went out is no longer held. */
+				L->held -= got - counted < L->held ? got - counted
+				                                   : L->held;
+				counted = got;
+				st = step(L, t, slow, err);
+				if (st)
+					return stick(L, st, err);
+				continue;
+			}
+			/* The end: told in a call of its own, so no event of
+			 * this call names a device index that moved. */
+			if (!got) {
+				st = finish_stream(L, t, err);
+				if (st)
+					return stick(L, st, err);
+			}
+			break;
+		}
+		r = L->heap[0];
+		if (L->nheap > 1)
+			s = L->heap[1];
+		if (L->nheap > 2 && run_before(L->heap[2], s))
+			s = L->heap[2];
+		/* Up to the second run's next event (ties: file, record
+		 * order) and below the watermark bound. */
+		if (s) {
+			lim = s->key;
+			eq = r->f->idx != s->f->idx ? r->f->idx < s->f->idx
+			                             : r->order < s->order;
+		} else {
+			lim = INT64_MAX;
+			eq = 1;
+		}
+		if (slow && bound <= lim) {
+			lim = bound;
+			eq = 0;
+		}
+		if (r->kind == RUN_RAW)
+			st = emit_raw(L, t, r, out, max, &got, lim, eq, &done,
+			              err);
+		else
+			st = emit_ev(L, t, r, out, max, &got, lim, eq, &done,
+			             err);
+		if (st)
+			return stick(L, st, err);
+		if (done) {
+			L->heap[0] = L->heap[--L->nheap];
+			run_free(L, r);
+		}
+		if (L->nheap)
+			heap_down(L->heap, L->nheap, 0);
+	}
+	t->events_total += got;
+	L->held -= got - counted < L->held ? got - counted : L->held;
+	*n = got;
+	return VRT_LOAD_OK;
+}
+
+/* ---- TRANSITIONAL: whole-trace loading on top of the stream ------------- */
+
+/*
+ * The analyzer's consumers still read t->ev whole: these wrappers open the
+ * stream and drain it into a growing array, with device indexes remapped
+ * and samples in event order. They go once every consumer streams.
+ */
+static enum vrt_load_status order_samples(struct vrt_trace *t)
+{
+	struct vrt_sample *sorted;
+	size_t i, n = 0;
+
+	if (!t->nsamples)
+		return VRT_LOAD_OK;
+	sorted = malloc(t->nsamples * sizeof(*sorted));
+	if (!sorted)
+		return VRT_LOAD_ERR_NOMEM;
+	for (i = 0; i < t->nev; i++) {
+		struct vrt_event *e = &t->ev[i];
+		if (e->kind != VRT_EV_SAMPLE || e->extra >= t->nsamples)
+			continue;
+		sorted[n] = t->samples[e->extra];
+		e->extra = (uint32_t)n++;
+	}
+	free(t->samples);
+	t->samples = sorted;
+	t->nsamples = t->cap_samples = n;
+	return VRT_LOAD_OK;
+}
+
+static enum vrt_load_status drain(struct vrt_trace *t, const char *name,
+                                  struct vrt_load_error *err)
+{
+	enum vrt_load_status st;
+	size_t n, i;
+
+	do {
+		if (grow((void **)&t->ev, &t->cap_ev, t->nev + 4096,
+		         sizeof(*t->ev)))
+			return fail(err, VRT_LOAD_ERR_NOMEM, name, "events");
+		st = vrt_load_next(t, t->ev + t->nev, t->cap_ev - t->nev, &n,
+		                   err);
+		if (st)
+			return st;
+		t->nev += n;
+	} while (n);
+	if (t->device_remap)
+		for (i = 0; i < t->nev; i++)
+			if (t->ev[i].device >= 0)
+				t->ev[i].device = (int32_t)
+				        t->device_remap[t->ev[i].device];
+	if (order_samples(t))
+		return fail(err, VRT_LOAD_ERR_NOMEM, name, "samples");
+	return VRT_LOAD_OK;
+}
+
+enum vrt_load_status vrt_load_paths(struct vrt_trace *t, char *const *paths,
+                                    size_t npaths, struct vrt_load_error *err)
+{
+	enum vrt_load_status s = vrt_load_open(t, paths, npaths, err);
+	return s ? s : drain(t, npaths ? paths[0] : "", err);
+}
+
+enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
+                                     const uint8_t *buf, size_t len,
+                                     struct vrt_load_error *err)
+{
+	enum vrt_load_status s = vrt_load_open_buffer(t, name, buf, len, err);
+	return s ? s : drain(t, name, err);
+}
+
+enum vrt_load_status vrt_load_finish(struct vrt_trace *t)
+{
+	(void)t; /* the stream delivered the events in order */
+	return VRT_LOAD_OK;
+}
+
+/* ---- text files, release ------------------------------------------------- */
 
 static enum vrt_load_status read_file(const char *path, uint8_t **buf,
                                       size_t *len, struct vrt_load_error *err)
@@ -1757,375 +3334,9 @@ enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
 	return VRT_LOAD_OK;
 }
 
-/* Reads "<dir>/<pid>.exit" (written by vramtrace record) if present. */
-static void read_exit_file(struct vrt_process *pr)
-{
-	char path[4200], line[64];
-	const char *slash = strrchr(pr->path, '/');
-	int dirlen = slash ? (int)(slash - pr->path) : 1;
-	FILE *f;
-	int code;
-
-	snprintf(path, sizeof(path), "%.*s/%" PRIu64 ".exit", dirlen,
-	         slash ? pr->path : ".", pr->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return; /* absent: the exit status stays unknown */
-	if (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "exit %d", &code) == 1 && code >= 0) {
-			pr->exit_kind = VRT_EXIT_CODE;
-			pr->exit_code = code;
-		} else if (sscanf(line, "signal %d", &code) == 1 && code > 0) {
-			pr->exit_kind = VRT_EXIT_SIGNAL;
-			pr->exit_code = code;
-		}
-	}
-	fclose(f);
-}
-
-enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
-                                     const uint8_t *buf, size_t len,
-                                     struct vrt_load_error *err)
-{
-	return load_buffer(t, name, buf, len, err, NULL);
-}
-
-static enum vrt_load_status load_file(struct vrt_trace *t, const char *path,
-                                      struct vrt_load_error *err,
-                                      struct lprog *lp)
-{
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	enum vrt_load_status s = read_file(path, &buf, &len, err);
-
-	if (s)
-		return s;
-	s = load_buffer(t, path, buf, len, err, lp);
-	if (lp) {
-		lp->done++;
-		lp->bytes += len;
-		lprog_note(t, lp, 0);
-	}
-	free(buf);
-	if (!s)
-		read_exit_file(&t->procs[t->nprocs - 1]);
-	return s;
-}
-
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t n = strlen(s), m = strlen(suf);
-	return n > m && !strcmp(s + n - m, suf);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static enum vrt_load_status load_dir(struct vrt_trace *t, const char *path,
-                                     struct vrt_load_error *err,
-                                     struct lprog *lp)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	char **names = NULL;
-	size_t n = 0, cap = 0, i;
-	enum vrt_load_status s = VRT_LOAD_OK;
-
-	if (!d)
-		return fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
-	while ((de = readdir(d))) {
-		if (!has_suffix(de->d_name, VRT_TRACE_SUFFIX))
-			continue;
-		if (grow((void **)&names, &cap, n + 1, sizeof(*names))) {
-			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
-			goto out;
-		}
-		if (asprintf(&names[n], "%s%s%s", path,
-		             has_suffix(path, "/") ? "" : "/",
-		             de->d_name) < 0) {
-			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
-			goto out;
-		}
-		n++;
-	}
-	if (n == 0) {
-		s = fail(err, VRT_LOAD_ERR_NO_TRACES, path,
-		         "no *%s files in this directory", VRT_TRACE_SUFFIX);
-		goto out;
-	}
-	/* Name order, so reports do not depend on readdir order. */
-	qsort(names, n, sizeof(*names), cmp_str);
-	size_t loaded = 0, procs_before = t->nprocs;
-	struct vrt_load_error first = {0};
-	for (i = 0; i < n && !s; i++) {
-		s = load_file(t, names[i], err, lp);
-		if (s == VRT_LOAD_ERR_EMPTY || s == VRT_LOAD_ERR_NO_FRAME) {
-			/* A process that died before its first flush: nothing
-			 * of it can be read, the rest of the run can. */
-			char *note;
-			if (!first.status)
-				first = *err;
-			if (asprintf(&note, "%s: %s", err->path, err->msg) <
-			            0 ||
-			    grow((void **)&t->skipped, &t->cap_skipped,
-			         t->nskipped + 1, sizeof(*t->skipped))) {
-				s = fail(err, VRT_LOAD_ERR_NOMEM, path,
-				         "listing");
-				goto out;
-			}
-			t->skipped[t->nskipped++] = note;
-			s = VRT_LOAD_OK;
-			continue;
-		}
-		loaded += !s;
-	}
-	if (!s && !loaded && first.status && t->nprocs == procs_before) {
-		*err = first;
-		s = first.status;
-	}
-out:
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
-	return s;
-}
-
-/* ---- ordering ----------------------------------------------------------- */
-
-/* Bottom-up merge sort: stable, O(n log n), one scratch array. */
-static int sort_events(struct vrt_event *ev, size_t n)
-{
-	struct vrt_event *tmp, *src = ev, *dst;
-	size_t width, i;
-
-	if (n < 2)
-		return 0;
-	tmp = malloc(n * sizeof(*tmp));
-	if (!tmp)
-		return -1;
-	dst = tmp;
-	for (width = 1; width < n; width *= 2) {
-		for (i = 0; i < n; i += 2 * width) {
-			size_t lo = i, mid = i + width, hi = i + 2 * width;
-			size_t a, b, k = lo;
-			if (mid > n)
-				mid = n;
-			if (hi > n)
-				hi = n;
-			a = lo;
-			b = mid;
-			while (a < mid && b < hi)
-				dst[k++] = src[b].ts < src[a].ts ? src[b++]
-				                                 : src[a++];
-			while (a < mid)
-				dst[k++] = src[a++];
-			while (b < hi)
-				dst[k++] = src[b++];
-		}
-		struct vrt_event *sw = src;
-		src = dst;
-		dst = sw;
-	}
-	if (src != ev)
-		memcpy(ev, src, n * sizeof(*ev));
-	free(tmp);
-	return 0;
-}
-
-static int cmp_dev(const struct vrt_device *a, const struct vrt_device *b)
-{
-	if (a->host_idx != b->host_idx)
-		return a->host_idx < b->host_idx ? -1 : 1;
-	if (a->vendor != b->vendor) /* CUDA's devices, then HIP's */
-		return a->vendor < b->vendor ? -1 : 1;
-	if (a->ordinal != b->ordinal)
-		return a->ordinal < b->ordinal ? -1 : 1;
-	return strcmp(a->uuid, b->uuid);
-}
-
-static enum vrt_load_status sort_devices(struct vrt_trace *t)
-{
-	size_t n = t->ndevices, i, j;
-	int32_t *order, *rank;
-	struct vrt_device *nd;
-
-	if (n < 2)
-		return VRT_LOAD_OK;
-	order = malloc(n * sizeof(*order));
-	rank = malloc(n * sizeof(*rank));
-	nd = malloc(n * sizeof(*nd));
-	if (!order || !rank || !nd) {
-		free(order);
-		free(rank);
-		free(nd);
-		return VRT_LOAD_ERR_NOMEM;
-	}
-	/* Insertion sort: device tables are tiny. */
-	for (i = 0; i < n; i++) {
-		order[i] = (int32_t)i;
-		for (j = i; j > 0 && cmp_dev(&t->devices[order[j - 1]],
-		                             &t->devices[order[j]]) > 0;
-		     j--) {
-			int32_t x = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = x;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		nd[i] = t->devices[order[i]];
-		rank[order[i]] = (int32_t)i;
-	}
-	memcpy(t->devices, nd, n * sizeof(*nd));
-	for (i = 0; i < t->nev; i++)
-		if (t->ev[i].device >= 0)
-			t->ev[i].device = rank[t->ev[i].device];
-	free(order);
-	free(rank);
-	free(nd);
-	return VRT_LOAD_OK;
-}
-
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	if (b > 0 && a > INT64_MAX - b)
-		return INT64_MAX;
-	if (b < 0 && a < INT64_MIN - b)
-		return INT64_MIN;
-	return a + b;
-}
-
-/*
- * Several hosts: monotonic clocks of different machines are unrelated, so
- * each host's times are moved onto the first host's monotonic clock through
- * wall time (start_wall_ns - start_mono_ns of the host's first process).
- * One host: nothing moves, so NTP steps cannot disturb a single-host run.
- */
-static enum vrt_load_status align_clocks(struct vrt_trace *t)
-{
-	size_t i;
-	unsigned h;
-	int64_t ref = 0;
-
-	free(t->host_shift);
-	t->host_shift = calloc(t->nhosts ? t->nhosts : 1, sizeof(int64_t));
-	if (!t->host_shift)
-		return VRT_LOAD_ERR_NOMEM;
-	if (t->nhosts < 2)
-		return VRT_LOAD_OK;
-	for (h = 0; h < t->nhosts; h++) {
-		for (i = 0; i < t->nprocs; i++) {
-			struct vrt_process *p = &t->procs[i];
-			if (!strcmp(p->host, t->hosts[h])) {
-				int64_t off =
-				        p->start_wall_ns - p->start_mono_ns;
-				if (h == 0)
-					ref = off;
-				t->host_shift[h] = off - ref;
-				break;
-			}
-		}
-	}
-	for (i = 0; i < t->nprocs; i++) {
-		struct vrt_process *p = &t->procs[i];
-		for (h = 0; h < t->nhosts; h++)
-			if (!strcmp(p->host, t->hosts[h]))
-				break;
-		int64_t sh = h < t->nhosts ? t->host_shift[h] : 0;
-		p->start_mono_ns = sat_add(p->start_mono_ns, sh);
-		p->end_mono_ns = sat_add(p->end_mono_ns, sh);
-	}
-	for (i = 0; i < t->nev; i++) {
-		const char *host = t->procs[t->ev[i].proc].host;
-		for (h = 0; h < t->nhosts; h++)
-			if (!strcmp(host, t->hosts[h]))
-				break;
-		if (h < t->nhosts)
-			t->ev[i].ts = sat_add(t->ev[i].ts, t->host_shift[h]);
-	}
-	return VRT_LOAD_OK;
-}
-
-enum vrt_load_status vrt_load_finish(struct vrt_trace *t)
-{
-	size_t i;
-	unsigned h;
-
-	/* Hosts of processes that never named a device. */
-	for (i = 0; i < t->nprocs; i++)
-		if (host_index(t, t->procs[i].host, &h))
-			return VRT_LOAD_ERR_NOMEM;
-	if (align_clocks(t) || sort_devices(t) || sort_events(t->ev, t->nev) ||
-	    order_samples(t))
-		return VRT_LOAD_ERR_NOMEM;
-	t->start_ns = t->end_ns = 0;
-	for (i = 0; i < t->nprocs; i++) {
-		const struct vrt_process *p = &t->procs[i];
-		if (i == 0 || p->start_mono_ns < t->start_ns)
-			t->start_ns = p->start_mono_ns;
-		if (i == 0 || p->start_mono_ns > t->end_ns)
-			t->end_ns = p->start_mono_ns;
-		if (p->has_trailer && p->end_mono_ns > t->end_ns)
-			t->end_ns = p->end_mono_ns;
-	}
-	if (t->nev && t->ev[t->nev - 1].ts > t->end_ns)
-		t->end_ns = t->ev[t->nev - 1].ts;
-	return VRT_LOAD_OK;
-}
-
-/* The trace files paths name, counted for the progress line only: a
- * directory that cannot be read counts nothing (loading reports it). */
-static uint64_t count_files(char *const *paths, size_t npaths)
-{
-	uint64_t n = 0;
-	size_t i;
-
-	for (i = 0; i < npaths; i++) {
-		DIR *d = opendir(paths[i]);
-		struct dirent *de;
-		if (!d) {
-			n++;
-			continue;
-		}
-		while ((de = readdir(d)))
-			n += has_suffix(de->d_name, VRT_TRACE_SUFFIX);
-		closedir(d);
-	}
-	return n;
-}
-
-enum vrt_load_status vrt_load_paths(struct vrt_trace *t, char *const *paths,
-                                    size_t npaths, struct vrt_load_error *err)
-{
-	size_t i;
-	enum vrt_load_status s = VRT_LOAD_OK;
-	struct lprog prog = {0, 0, 0}, *lp = NULL;
-
-	if (t->progress) {
-		prog.total = count_files(paths, npaths);
-		lp = &prog;
-	}
-	for (i = 0; i < npaths && !s; i++) {
-		struct stat st;
-		if (stat(paths[i], &st) < 0)
-			s = fail(err, VRT_LOAD_ERR_IO, paths[i], "%s",
-			         strerror(errno));
-		else if (S_ISDIR(st.st_mode))
-			s = load_dir(t, paths[i], err, lp);
-		else
-			s = load_file(t, paths[i], err, lp);
-	}
-	if (!s)
-		vrt_progress_note(t->progress, VRT_PROGRESS_SORT, 0, t->nev, 0);
-	if (!s && vrt_load_finish(t))
-		s = fail(err, VRT_LOAD_ERR_NOMEM, paths[0], "sorting events");
-	return s;
-}
-
 void vrt_load_free(struct vrt_trace *t)
 {
+	struct lstate *L = lstate_of(t);
 	size_t i, j;
 
 	for (i = 0; i < t->nprocs; i++) {
@@ -2150,12 +3361,35 @@ void vrt_load_free(struct vrt_trace *t)
 	free(t->stacks);
 	for (i = 0; i < t->nphases; i++)
 		free(t->phases[i]);
-	if (t->intern) {
-		struct intern *in = t->intern;
-		free(in->strs.s);
-		free(in->frames.s);
-		free(in->stacks.s);
-		free(in);
+	if (L) {
+		free(L->in.strs.s);
+		free(L->in.frames.s);
+		free(L->in.stacks.s);
+		for (i = 0; i < L->nheap; i++)
+			run_free(L, L->heap[i]);
+		for (i = 0; i < L->nfiles; i++) {
+			struct lfile *f = L->files[i];
+			if (f->seg)
+				run_free(L, f->seg);
+			if (f->eseg)
+				run_free(L, f->eseg);
+			file_free(f);
+		}
+		free(L->files);
+		free(L->heap);
+		ZSTD_freeDCtx(L->dctx);
+		while (L->free_fb) {
+			struct fbuf *fb = L->free_fb;
+			L->free_fb = fb->next;
+			fbuf_unmap(fb);
+			free(fb);
+		}
+		while (L->free_run) {
+			struct run *r = L->free_run;
+			L->free_run = r->next;
+			free(r);
+		}
+		free(L);
 	}
 	free(t->samples);
 	free(t->sample_pids);
@@ -2166,6 +3400,7 @@ void vrt_load_free(struct vrt_trace *t)
 		free(t->hosts[i]);
 	free(t->hosts);
 	free(t->host_shift);
+	free(t->device_remap);
 	free(t->procs);
 	free(t->devices);
 	free(t->ev);

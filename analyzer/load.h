@@ -1,6 +1,7 @@
 /*
- * Loading traces: files, zstd frames and records in; a flat, time-ordered
- * event array plus the process and device tables out.
+ * Loading traces: files, zstd frames and records in; a time-ordered stream
+ * of events plus the process, device, string, frame, stack and phase
+ * tables out (and, transitionally, the whole stream as one array).
  *
  * load.c is the only analyzer file that opens trace files or calls zstd.
  * Everything it reads is untrusted: every length is bounds-checked, sizes
@@ -159,7 +160,10 @@ struct vrt_process {
 };
 
 /*
- * Sampler readings (SAMPLE records), in time order after loading.
+ * Sampler readings (SAMPLE records), in the order they were read; a SAMPLE
+ * event's extra is its index, and its ts, proc and device are filled in
+ * when the event is delivered (devices remapped at the end of the stream).
+ * vrt_load_paths and vrt_load_buffer put them in time order.
  * DEVICE: device is an index into vrt_trace.devices; used/total are the
  *   whole device's bytes (every process); the processes on the device are
  *   sample_pids[first_pid .. first_pid + npids) as (pid, used_bytes).
@@ -211,7 +215,11 @@ struct vrt_trace {
 	                 * died before their first frame (not loaded) */
 	size_t nskipped, cap_skipped;
 	uint32_t *device_remap; /* see vrt_load_next; NULL: none moved */
-	uint64_t events_total;  /* events delivered so far */
+	uint64_t events_total;  /* events delivered so far (a REPEAT is one) */
+	uint64_t events_late;   /* delivered after a later one (a writer
+	                         * that broke its WATERMARK promise) */
+	uint64_t events_held_max; /* most events read and not yet delivered
+	                           * at once (what bounds memory) */
 	int64_t start_ns; /* earliest HEADER start_mono_ns (aligned) */
 	int64_t end_ns;   /* latest event, trailer or header time */
 	/* In (set before vrt_load_paths): NULL, or a callback told how far
@@ -246,6 +254,13 @@ struct vrt_load_error {
  * of the device that earlier events named i (device_remap is NULL when
  * no index moved). Per-file summaries (procs[].events, truncation,
  * trailer) are complete only at the end.
+ *
+ * t must be zeroed (progress may be set) and holds one stream. A record
+ * whose fields are malformed may be found only when its event is due, so
+ * an error can come after events were delivered; every later call returns
+ * it again. An event of a writer that broke its WATERMARK promise (earlier
+ * than what was already delivered) is delivered as soon as it is read and
+ * counted in t->events_late.
  */
 enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
                                    size_t npaths, struct vrt_load_error *err);
@@ -263,7 +278,8 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
                                    struct vrt_load_error *err);
 
 /*
- * TRANSITIONAL (whole-trace loading; removed once streaming lands):
+ * TRANSITIONAL (whole-trace loading; removed once streaming lands): these
+ * open the stream and drain it into t->ev, device indexes remapped.
  * Loads every path (a run directory: all its *.vtrace files in name order;
  * or one trace file) into *t, which must be zeroed (progress may be set).
  * On success events are ordered by timestamp (stable: ties keep file
@@ -279,13 +295,13 @@ enum vrt_load_status vrt_load_paths(struct vrt_trace *t, char *const *paths,
                                     size_t npaths, struct vrt_load_error *err);
 
 /* Decodes one in-memory trace (for tests and fuzzing); name is used in
- * messages only. Same contract as vrt_load_paths, without sorting. */
+ * messages only. Same contract as vrt_load_paths (one call per t). */
 enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
                                      const uint8_t *buf, size_t len,
                                      struct vrt_load_error *err);
 
-/* Orders events and devices as vrt_load_paths does (call once, after the
- * last vrt_load_buffer). Returns VRT_LOAD_OK or VRT_LOAD_ERR_NOMEM. */
+/* Kept for callers of vrt_load_buffer: the events already come ordered,
+ * so this only returns VRT_LOAD_OK. */
 enum vrt_load_status vrt_load_finish(struct vrt_trace *t);
 
 void vrt_load_free(struct vrt_trace *t);

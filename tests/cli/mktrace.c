@@ -17,12 +17,16 @@
  *   chunk TID TS
  *   alloc DTS API DEV ADDR SIZE [AUX [PHASE]]
  *   free DTS API DEV ADDR [AUX]
+ *   repeat DTS COUNT SPAN API FREEAPI DEV SIZE [AUX]
+ *       REPEAT record (version 2): COUNT more identical alloc+free
+ *       pairs, the frees on DEV with aux 0
  *   map DTS API DEV ADDR SIZE OFFSET HANDLE
  *   unmap DTS API DEV ADDR SIZE
  *   fail DTS API DEV ADDR SIZE ERROR [FREE TOTAL]
  *   meminfo DTS DEV FREE TOTAL
- *       alloc, free, map, unmap and fail also take s=STACK (a stack id)
- *       and p=PHASE anywhere after the directive. PHASE is NAME[/SRC]:
+ *       alloc, free, repeat, map, unmap and fail also take s=STACK (a
+ *       stack id) and p=PHASE anywhere after the directive. PHASE is
+ *       NAME[/SRC]:
  *       NAME a fixed phase name (weights, kv_cache, ...) or an id, SRC
  *       rule (default), ann or inf; or =N for the raw field.
  *   string ID TEXT                 STRING record
@@ -399,6 +403,22 @@ static void line(char **tok, int ntok)
 		put_u(&p, phase);
 		put(&p, extra.p, extra.n);
 		record(VRT_REC_FREE, &p);
+	} else if (!strcmp(d, "repeat")) {
+		need(n, 8, 9, d);
+		put_u(&p, (uint64_t)num(tok[1])); /* dts */
+		put_u(&p, (uint64_t)num(tok[2])); /* count */
+		put_u(&p, (uint64_t)num(tok[3])); /* span */
+		put_u(&p, api(tok[4]));
+		put_u(&p, api(tok[5]));
+		put_s(&p, num(tok[6])); /* device */
+		put_s(&p, num(tok[6])); /* free device */
+		put_u(&p, (uint64_t)num(tok[7]));
+		put_u(&p, n > 8 ? (uint64_t)num(tok[8]) : 0);
+		put_u(&p, 0); /* free aux */
+		put_u(&p, stack);
+		put_u(&p, phase);
+		put(&p, extra.p, extra.n);
+		record(VRT_REC_REPEAT, &p);
 	} else if (!strcmp(d, "map")) {
 		need(n, 8, 8, d);
 		put_u(&p, (uint64_t)num(tok[1]));

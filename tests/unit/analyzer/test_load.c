@@ -1,0 +1,786 @@
+/*
+ * Unit tests of load.c's streaming loader on traces built in memory:
+ * release at watermarks with interleaved chunks of several threads, the
+ * merge of two files on equal timestamps (file order), late events (a
+ * writer that broke its watermark promise: delivered, counted), REPEAT
+ * records (version 2; skipped in version 1), device_remap, memory held
+ * bounded by watermarks, a randomized comparison with a stable sort, small
+ * caller buffers, errors found when a record is decoded, and a cut last
+ * frame. TAP output.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "load.h"
+#include "vramtrace/trace_format.h"
+
+static int ntests, nfailed;
+
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	ntests++;
+	if (!cond)
+		nfailed++;
+	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+#define EQ(a, b, name)                                                         \
+	ok((unsigned long long)(a) == (unsigned long long)(b),                 \
+	   "%s (got %llu, want %llu)", name, (unsigned long long)(a),          \
+	   (unsigned long long)(b))
+
+/* ---- a small trace writer ----------------------------------------------- */
+
+struct bb {
+	uint8_t *p;
+	size_t n, cap;
+};
+
+static void put(struct bb *b, const void *d, size_t n)
+{
+	if (b->n + n > b->cap) {
+		b->cap = (b->n + n) * 2 + 64;
+		b->p = realloc(b->p, b->cap);
+		if (!b->p)
+			abort();
+	}
+	memcpy(b->p + b->n, d, n);
+	b->n += n;
+}
+
+static void pu(struct bb *b, uint64_t v)
+{
+	uint8_t t[VRT_UVARINT_MAX];
+	put(b, t, vrt_put_uvarint(t, v));
+}
+
+static void ps(struct bb *b, int64_t v)
+{
+	pu(b, vrt_zigzag(v));
+}
+
+static void pstr(struct bb *b, const char *s)
+{
+	pu(b, strlen(s));
+	put(b, s, strlen(s));
+}
+
+/* The trace being built: records go into the open frame; end_frame()
+ * compresses it onto the file. */
+static struct bb frame, file, pl;
+
+static void rec(unsigned type)
+{
+	uint8_t ty = (uint8_t)type;
+	put(&frame, &ty, 1);
+	pu(&frame, pl.n);
+	put(&frame, pl.p, pl.n);
+	pl.n = 0;
+}
+
+static void end_frame(void)
+{
+	size_t cap = ZSTD_compressBound(frame.n), n;
+	uint8_t *z = malloc(cap);
+	if (!z)
+		abort();
+	n = ZSTD_compress(z, cap, frame.n ? frame.p : (const uint8_t *)"",
+	                  frame.n, 1);
+	if (ZSTD_isError(n))
+		abort();
+	put(&file, z, n);
+	free(z);
+	frame.n = 0;
+}
+
+static void new_file(void)
+{
+	frame.n = file.n = pl.n = 0;
+}
+
+static void header_v(uint64_t pid, const char *host, unsigned version,
+                     int64_t wall, int64_t mono)
+{
+	put(&pl, VRT_TRACE_MAGIC, VRT_TRACE_MAGIC_LEN);
+	pu(&pl, version);
+	pu(&pl, pid);
+	pu(&pl, 1);
+	pu(&pl, (uint64_t)wall);
+	pu(&pl, (uint64_t)mono);
+	pu(&pl, 0);
+	pstr(&pl, host);
+	pstr(&pl, "/bin/x");
+	pu(&pl, 1);
+	pstr(&pl, "x");
+	rec(VRT_REC_HEADER);
+}
+
+static void header(uint64_t pid)
+{
+	header_v(pid, "h", VRT_TRACE_VERSION, 0, 0);
+}
+
+static void device(unsigned vendor, unsigned ordinal)
+{
+	pu(&pl, vendor);
+	pu(&pl, ordinal);
+	pu(&pl, 80ull << 30);
+	pstr(&pl, "card");
+	pu(&pl, 0);
+	rec(VRT_REC_DEVICE);
+}
+
+static void chunk(uint32_t tid, int64_t ts)
+{
+	pu(&pl, tid);
+	pu(&pl, (uint64_t)ts);
+	rec(VRT_REC_CHUNK);
+}
+
+static void alloc_s(uint64_t dts, int64_t dev, uint64_t addr, uint64_t size,
+                    uint64_t stack, uint64_t phase)
+{
+	pu(&pl, dts);
+	pu(&pl, VRT_API_cuMemAlloc_v2);
+	ps(&pl, dev);
+	pu(&pl, addr);
+	pu(&pl, size);
+	pu(&pl, 0);
+	pu(&pl, stack);
+	pu(&pl, phase);
+	rec(VRT_REC_ALLOC);
+}
+
+static void alloc(uint64_t dts, uint64_t addr)
+{
+	alloc_s(dts, 0, addr, 4096, 0, 0);
+}
+
+static void mark(uint64_t dts, const char *label)
+{
+	pu(&pl, dts);
+	pstr(&pl, label);
+	rec(VRT_REC_MARK);
+}
+
+static void watermark(int64_t w)
+{
+	pu(&pl, (uint64_t)w);
+	rec(VRT_REC_WATERMARK);
+}
+
+static void trailer(int64_t end)
+{
+	pu(&pl, (uint64_t)end);
+	pu(&pl, VRT_TRAILER_CLEAN_EXIT);
+	pu(&pl, 0);
+	pu(&pl, 0);
+	pstr(&pl, "");
+	rec(VRT_REC_TRAILER);
+}
+
+/* ---- loading -------------------------------------------------------------- */
+
+struct evs {
+	struct vrt_event *e;
+	size_t n, cap;
+};
+
+static void evs_add(struct evs *v, const struct vrt_event *e, size_t n)
+{
+	if (v->n + n > v->cap) {
+		v->cap = (v->n + n) * 2 + 16;
+		v->e = realloc(v->e, v->cap * sizeof(*v->e));
+		if (!v->e)
+			abort();
+	}
+	memcpy(v->e + v->n, e, n * sizeof(*e));
+	v->n += n;
+}
+
+/* Drains an opened stream max events per call into v. */
+static enum vrt_load_status drain(struct vrt_trace *t, struct evs *v,
+                                  size_t max, struct vrt_load_error *err)
+{
+	struct vrt_event *buf = malloc(max * sizeof(*buf));
+	enum vrt_load_status st;
+	size_t n;
+
+	if (!buf)
+		abort();
+	do {
+		st = vrt_load_next(t, buf, max, &n, err);
+		if (!st)
+			evs_add(v, buf, n);
+	} while (!st && n);
+	free(buf);
+	return st;
+}
+
+/* Loads the built file (from memory) max events per call. */
+static enum vrt_load_status load_mem(struct vrt_trace *t, struct evs *v,
+                                     size_t max, struct vrt_load_error *err)
+{
+	enum vrt_load_status st;
+
+	memset(t, 0, sizeof(*t));
+	memset(v, 0, sizeof(*v));
+	memset(err, 0, sizeof(*err));
+	st = vrt_load_open_buffer(t, "mem.vtrace", file.p, file.n, err);
+	return st ? st : drain(t, v, max, err);
+}
+
+static char tmpdir[] = "/tmp/vrt-test-load-XXXXXX";
+
+static void write_file(const char *name)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(file.p, 1, file.n, f) != file.n || fclose(f))
+		abort();
+}
+
+static void clear_dir(void)
+{
+	char path[256];
+	const char *names[] = {"a.vtrace", "b.vtrace", "c.vtrace"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);
+		unlink(path);
+	}
+}
+
+static int addrs_are(const struct evs *v, const uint64_t *want, size_t n)
+{
+	if (v->n != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (v->e[i].addr != want[i])
+			return 0;
+	return 1;
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+/* Three threads' chunks interleave in one frame; the watermark releases
+ * what is below it, the rest waits for the next frame's events. */
+static void test_watermark_threads(void)
+{
+	static const uint64_t want[] = {1, 31, 21, 2, 22, 3, 23, 24, 4, 5};
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	size_t maxes[] = {1, 3, 4096};
+
+	new_file();
+	header(7);
+	chunk(1, 1000);
+	alloc(0, 1);   /* 1000 */
+	alloc(100, 2); /* 1100 */
+	alloc(100, 3); /* 1200 */
+	chunk(2, 1050);
+	alloc(0, 21);   /* 1050 */
+	alloc(100, 22); /* 1150 */
+	alloc(100, 23); /* 1250 */
+	chunk(3, 1000);
+	alloc(0, 31); /* 1000: after thread 1's (record order) */
+	watermark(1160);
+	end_frame();
+	chunk(1, 1300);
+	alloc(0, 4);   /* 1300 */
+	alloc(100, 5); /* 1400 */
+	chunk(2, 1260);
+	alloc(0, 24); /* 1260 */
+	watermark(2000);
+	end_frame();
+	trailer(3000);
+	end_frame();
+	for (size_t k = 0; k < 3; k++) {
+		enum vrt_load_status st = load_mem(&t, &v, maxes[k], &err);
+		EQ(st, VRT_LOAD_OK, "watermark: loads");
+		ok(addrs_are(&v, want, 10),
+		   "watermark: time order, ties in record order (max %zu)",
+		   maxes[k]);
+		EQ(t.events_total, 10, "watermark: events_total");
+		EQ(t.events_late, 0, "watermark: nothing late");
+		EQ(t.procs[0].events, 10, "watermark: process events");
+		ok(t.events_held_max < 10,
+		   "watermark: released before the next frame (held %llu)",
+		   (unsigned long long)t.events_held_max);
+		EQ(t.procs[0].truncated, 0, "watermark: complete file");
+		vrt_load_free(&t);
+		free(v.e);
+	}
+}
+
+/* Two files with equal timestamps: the first file's event goes first. */
+static void test_two_files_ties(void)
+{
+	static const uint64_t want[] = {10, 1, 2, 11, 3, 12};
+	char *paths[1] = {tmpdir};
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	enum vrt_load_status st;
+
+	clear_dir();
+	new_file();
+	header(1);
+	chunk(1, 500);
+	alloc(0, 1); /* 500 */
+	alloc(0, 2); /* 500 */
+	watermark(600);
+	end_frame();
+	chunk(1, 700);
+	alloc(0, 3); /* 700 */
+	trailer(900);
+	end_frame();
+	write_file("a.vtrace");
+	new_file();
+	header(2);
+	chunk(9, 500);
+	alloc(0, 11); /* 500 */
+	chunk(8, 400);
+	alloc(0, 10); /* 400 */
+	watermark(650);
+	end_frame();
+	chunk(9, 700);
+	alloc(0, 12); /* 700: after file a's */
+	trailer(900);
+	end_frame();
+	write_file("b.vtrace");
+
+	memset(&t, 0, sizeof(t));
+	memset(&v, 0, sizeof(v));
+	st = vrt_load_open(&t, paths, 1, &err);
+	if (!st)
+		st = drain(&t, &v, 2, &err);
+	EQ(st, VRT_LOAD_OK, "two files: load");
+	ok(addrs_are(&v, want, 6), "two files: ties go in file order");
+	EQ(t.nprocs, 2, "two files: two processes");
+	ok(v.n == 6 && v.e[0].proc == 1 && v.e[1].proc == 0,
+	   "two files: events name their process");
+	vrt_load_free(&t);
+	free(v.e);
+
+	/* The whole-trace wrapper gives the same order. */
+	memset(&t, 0, sizeof(t));
+	st = vrt_load_paths(&t, paths, 1, &err);
+	EQ(st, VRT_LOAD_OK, "two files: vrt_load_paths");
+	ok(t.nev == 6 && t.ev[0].addr == 10 && t.ev[1].addr == 1 &&
+	           t.ev[3].addr == 11,
+	   "two files: vrt_load_paths in the same order");
+	vrt_load_free(&t);
+	clear_dir();
+}
+
+/* An event below what was already delivered (its writer broke the
+ * watermark promise) is delivered anyway, as soon as it is read. */
+static void test_late(void)
+{
+	enum vrt_load_status st;
+	static const uint64_t want[] = {1, 9, 2};
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+
+	new_file();
+	header(3);
+	chunk(1, 1000);
+	alloc(0, 1);    /* 1000 */
+	alloc(1000, 2); /* 2000 */
+	watermark(1500);
+	end_frame();
+	chunk(2, 900);
+	alloc(0, 9); /* 900: below what went out */
+	watermark(3000);
+	end_frame();
+	trailer(3000);
+	end_frame();
+	st = load_mem(&t, &v, 64, &err);
+	EQ(st, VRT_LOAD_OK, "late: loads");
+	ok(addrs_are(&v, want, 3), "late: delivered, not dropped");
+	EQ(t.events_late, 1, "late: counted");
+	vrt_load_free(&t);
+	free(v.e);
+}
+
+static void repeat_rec(uint64_t dts, uint64_t count, uint64_t stack)
+{
+	pu(&pl, dts);
+	pu(&pl, count);
+	pu(&pl, 500); /* span */
+	pu(&pl, VRT_API_cuMemAlloc_v2);
+	pu(&pl, VRT_API_cuMemFree_v2);
+	ps(&pl, 0);       /* device */
+	ps(&pl, 0);       /* free device */
+	pu(&pl, 1 << 20); /* size */
+	pu(&pl, 7);       /* aux */
+	pu(&pl, 0);       /* free aux */
+	pu(&pl, stack);
+	pu(&pl, 0); /* phase: the stack's */
+	rec(VRT_REC_REPEAT);
+}
+
+static void test_repeat(void)
+{
+	enum vrt_load_status st;
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	const struct vrt_event *e;
+
+	new_file();
+	header(4);
+	device(VRT_VENDOR_CUDA, 0);
+	pu(&pl, 1);
+	pstr(&pl, "model.py");
+	rec(VRT_REC_STRING);
+	pu(&pl, 2);
+	pstr(&pl, "load");
+	rec(VRT_REC_STRING);
+	pu(&pl, 1); /* frame 1: python */
+	pu(&pl, VRT_FRAME_PYTHON);
+	pu(&pl, 1);
+	pu(&pl, 2);
+	pu(&pl, 10);
+	rec(VRT_REC_FRAME);
+	pu(&pl, 1); /* stack 1: root -> frame 1, weights */
+	pu(&pl, 0);
+	pu(&pl, 1);
+	pu(&pl, vrt_phase_encode(VRT_PHASE_weights, VRT_SRC_RULE));
+	rec(VRT_REC_STACK);
+	chunk(1, 100);
+	alloc_s(0, 0, 0x1000, 1 << 20, 1, 0);
+	pu(&pl, 10);
+	pu(&pl, VRT_API_cuMemFree_v2);
+	ps(&pl, 0);
+	pu(&pl, 0x1000);
+	pu(&pl, 0);
+	pu(&pl, 0);
+	pu(&pl, 0);
+	rec(VRT_REC_FREE);
+	repeat_rec(1000, 5, 1);
+	watermark(5000);
+	trailer(5000);
+	end_frame();
+	st = load_mem(&t, &v, 16, &err);
+	EQ(st, VRT_LOAD_OK, "repeat: loads");
+	EQ(v.n, 3, "repeat: one event for the record");
+	e = v.n == 3 ? &v.e[2] : NULL;
+	ok(e && e->kind == VRT_EV_REPEAT, "repeat: kind");
+	ok(e && e->api == VRT_API_cuMemAlloc_v2 &&
+	           e->extra == VRT_API_cuMemFree_v2,
+	   "repeat: alloc api, free api in extra");
+	ok(e && e->addr == 5 && e->size == (1 << 20) && e->aux == 7,
+	   "repeat: count in addr, size, aux");
+	ok(e && e->ts == 1110 && e->device == 0, "repeat: time and device");
+	ok(e && e->stack && e->stack == v.e[0].stack &&
+	           e->phase == VRT_PHASE_weights,
+	   "repeat: stack and its phase, as an ALLOC's");
+	EQ(t.procs[0].events, 12, "repeat: counts 2 x count events");
+	vrt_load_free(&t);
+	free(v.e);
+
+	/* Version 1 has no REPEAT: a record of that type is skipped. */
+	new_file();
+	header_v(4, "h", 1, 0, 0);
+	chunk(1, 100);
+	alloc(0, 1);
+	repeat_rec(10, 5, 0);
+	alloc(10, 2);
+	trailer(500);
+	end_frame();
+	st = load_mem(&t, &v, 16, &err);
+	EQ(st, VRT_LOAD_OK, "repeat v1: loads");
+	ok(v.n == 2 && v.e[1].addr == 2 && v.e[1].ts == 110,
+	   "repeat v1: skipped (no time taken either)");
+	EQ(t.procs[0].events, 2, "repeat v1: not counted");
+	vrt_load_free(&t);
+	free(v.e);
+}
+
+static void test_device_remap(void)
+{
+	enum vrt_load_status st;
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+
+	new_file();
+	header(5);
+	device(VRT_VENDOR_CUDA, 1);
+	device(VRT_VENDOR_CUDA, 0);
+	chunk(1, 100);
+	alloc_s(0, 1, 0x1, 10, 0, 0);
+	alloc_s(1, 0, 0x2, 10, 0, 0);
+	alloc_s(1, 2, 0x3, 10, 0, 0); /* no DEVICE record names it */
+	trailer(500);
+	end_frame();
+	st = load_mem(&t, &v, 16, &err);
+	EQ(st, VRT_LOAD_OK, "remap: loads");
+	ok(v.n == 3 && v.e[0].device == 0 && v.e[1].device == 1 &&
+	           v.e[2].device == 2,
+	   "remap: indexes of first appearance while streaming");
+	ok(t.device_remap && t.device_remap[0] == 1 &&
+	           t.device_remap[1] == 0 && t.device_remap[2] == 2,
+	   "remap: the end orders devices by ordinal");
+	ok(t.ndevices == 3 && t.devices[0].ordinal == 0 &&
+	           t.devices[1].ordinal == 1 && t.devices[2].ordinal == 2,
+	   "remap: device table in (host, ordinal) order");
+	vrt_load_free(&t);
+	free(v.e);
+
+	new_file();
+	header(5);
+	device(VRT_VENDOR_CUDA, 0);
+	device(VRT_VENDOR_CUDA, 1);
+	chunk(1, 100);
+	alloc_s(0, 1, 0x1, 10, 0, 0);
+	trailer(500);
+	end_frame();
+	st = load_mem(&t, &v, 16, &err);
+	EQ(st, VRT_LOAD_OK, "no remap: loads");
+	ok(!t.device_remap, "no remap: NULL when nothing moved");
+	vrt_load_free(&t);
+	free(v.e);
+}
+
+/* Many frames, each ending with a watermark that covers it: what is held
+ * at once stays about a frame, whatever the length of the trace. */
+static void test_bounded(void)
+{
+	enum vrt_load_status st;
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	int sorted = 1;
+
+	new_file();
+	header(6);
+	for (int k = 0; k < 300; k++) {
+		for (uint32_t tid = 1; tid <= 2; tid++) {
+			chunk(tid, (int64_t)k * 1000 + tid);
+			for (int i = 0; i < 100; i++)
+				alloc(i ? 2 : 0, (uint64_t)k * 1000 + i);
+		}
+		watermark((int64_t)k * 1000 + 500);
+		end_frame();
+	}
+	trailer(400000);
+	end_frame();
+	st = load_mem(&t, &v, 1000, &err);
+	EQ(st, VRT_LOAD_OK, "bounded: loads");
+	EQ(v.n, 60000, "bounded: every event");
+	for (size_t i = 1; i < v.n; i++)
+		sorted &= v.e[i - 1].ts <= v.e[i].ts;
+	ok(sorted, "bounded: in time order");
+	ok(t.events_held_max <= 400,
+	   "bounded: at most about a frame held (%llu of 60000)",
+	   (unsigned long long)t.events_held_max);
+	vrt_load_free(&t);
+	free(v.e);
+}
+
+/* Random threads, chunks and frames (watermarks as a writer sets them),
+ * eager records (MARK) among them, in two files: the stream equals a
+ * stable sort of the events on time, files in order. */
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t rnd(uint64_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng % n;
+}
+
+struct ref {
+	int64_t ts;
+	uint64_t id; /* file * 1e6 + record order */
+};
+
+static int cmp_ref(const void *pa, const void *pb)
+{
+	const struct ref *a = pa, *b = pb;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static size_t build_random(int fileno, struct ref *refs, size_t nref)
+{
+	int64_t next[4], clock = 1000;
+	size_t seq = 0;
+
+	new_file();
+	header(100 + (uint64_t)fileno);
+	for (int i = 0; i < 4; i++)
+		next[i] = 1000 + (int64_t)rnd(50);
+	for (int fr = 0; fr < 40; fr++) {
+		int64_t wm;
+		for (int c = 0; c < 6; c++) {
+			int th = (int)rnd(4);
+			int64_t ts = next[th];
+			chunk((uint32_t)th + 1, ts);
+			for (int k = (int)rnd(8); k >= 0; k--) {
+				uint64_t dts = rnd(4) ? rnd(30) : 0;
+				uint64_t id = (uint64_t)fileno * 1000000 + seq++;
+				int64_t prev = ts;
+				ts += (int64_t)dts;
+				if (rnd(5))
+					alloc(dts, id);
+				else
+					mark(dts, "m");
+				refs[nref].ts = ts;
+				refs[nref].id = id;
+				nref++;
+				(void)prev;
+			}
+			next[th] = ts;
+		}
+		/* Every thread's next event comes at or after its clock. */
+		wm = next[0];
+		for (int i = 1; i < 4; i++)
+			if (next[i] < wm)
+				wm = next[i];
+		clock = wm;
+		watermark(clock);
+		end_frame();
+	}
+	trailer(clock + 1000);
+	end_frame();
+	return nref;
+}
+
+static void test_random(void)
+{
+	static struct ref refs[2 * 40 * 6 * 8];
+	char *paths[1] = {tmpdir};
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	size_t nref = 0, i, nmarks = 0;
+	enum vrt_load_status st;
+	int same = 1;
+
+	for (int round = 0; round < 5; round++) {
+		clear_dir();
+		nref = build_random(0, refs, 0);
+		write_file("a.vtrace");
+		nref = build_random(1, refs, nref);
+		write_file("b.vtrace");
+		qsort(refs, nref, sizeof(*refs), cmp_ref);
+		memset(&t, 0, sizeof(t));
+		memset(&v, 0, sizeof(v));
+		st = vrt_load_open(&t, paths, 1, &err);
+		if (!st)
+			st = drain(&t, &v, 1 + rnd(50), &err);
+		EQ(st, VRT_LOAD_OK, "random: loads");
+		same = v.n == nref;
+		for (i = 0; same && i < nref; i++) {
+			const struct vrt_event *e = &v.e[i];
+			if (e->kind == VRT_EV_MARK) {
+				/* Marks carry no id: check time and slot. */
+				nmarks++;
+				same = e->ts == refs[i].ts;
+			} else {
+				same = e->ts == refs[i].ts &&
+				       e->addr == refs[i].id;
+			}
+		}
+		ok(same, "random %d: equals a stable sort (%zu events)", round,
+		   nref);
+		EQ(t.events_late, 0, "random: nothing late");
+		vrt_load_free(&t);
+		free(v.e);
+	}
+	ok(nmarks > 0, "random: eager records were among them");
+	clear_dir();
+}
+
+/* A record too short for its fields is found when decoded. */
+static void test_errors(void)
+{
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	enum vrt_load_status st;
+
+	new_file();
+	header(8);
+	chunk(1, 100);
+	alloc(0, 1);
+	pu(&pl, 5); /* dts and api only */
+	pu(&pl, VRT_API_cuMemAlloc_v2);
+	rec(VRT_REC_ALLOC);
+	trailer(500);
+	end_frame();
+	st = load_mem(&t, &v, 16, &err);
+	EQ(st, VRT_LOAD_ERR_RECORD, "short ALLOC: corrupt record");
+	ok(strstr(err.msg, "short event record in frame at byte 0") != NULL,
+	   "short ALLOC: message (%s)", err.msg);
+	vrt_load_free(&t);
+	free(v.e);
+
+	/* Cut inside the last frame: what came before is kept. */
+	new_file();
+	header(9);
+	chunk(1, 100);
+	alloc(0, 1);
+	watermark(200);
+	end_frame();
+	size_t first = file.n;
+	chunk(1, 300);
+	for (int i = 0; i < 50; i++)
+		alloc(1, 100 + (uint64_t)i);
+	end_frame();
+	file.n = first + (file.n - first) / 2;
+	st = load_mem(&t, &v, 16, &err);
+	EQ(st, VRT_LOAD_OK, "cut: loads");
+	ok(v.n == 1 && t.procs[0].truncated &&
+	           !strncmp(t.procs[0].trunc_reason,
+	                    "last zstd frame is incomplete", 29),
+	   "cut: truncated after the complete frame");
+	EQ(t.procs[0].trunc_offset, first, "cut: at the frame's byte");
+	vrt_load_free(&t);
+	free(v.e);
+}
+
+int main(void)
+{
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_watermark_threads();
+	test_two_files_ties();
+	test_late();
+	test_repeat();
+	test_device_remap();
+	test_bounded();
+	test_random();
+	test_errors();
+	clear_dir();
+	rmdir(tmpdir);
+	free(frame.p);
+	free(file.p);
+	free(pl.p);
+	printf("1..%d\n", ntests);
+	return nfailed ? 1 : 0;
+}
