@@ -3174,83 +3174,6 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 	return VRT_LOAD_OK;
 }
 
-/* ---- TRANSITIONAL: whole-trace loading on top of the stream ------------- */
-
-/*
- * The analyzer's consumers still read t->ev whole: these wrappers open the
- * stream and drain it into a growing array, with device indexes remapped
- * and samples in event order. They go once every consumer streams.
- */
-static enum vrt_load_status order_samples(struct vrt_trace *t)
-{
-	struct vrt_sample *sorted;
-	size_t i, n = 0;
-
-	if (!t->nsamples)
-		return VRT_LOAD_OK;
-	sorted = malloc(t->nsamples * sizeof(*sorted));
-	if (!sorted)
-		return VRT_LOAD_ERR_NOMEM;
-	for (i = 0; i < t->nev; i++) {
-		struct vrt_event *e = &t->ev[i];
-		if (e->kind != VRT_EV_SAMPLE || e->extra >= t->nsamples)
-			continue;
-		sorted[n] = t->samples[e->extra];
-		e->extra = (uint32_t)n++;
-	}
-	free(t->samples);
-	t->samples = sorted;
-	t->nsamples = t->cap_samples = n;
-	return VRT_LOAD_OK;
-}
-
-static enum vrt_load_status drain(struct vrt_trace *t, const char *name,
-                                  struct vrt_load_error *err)
-{
-	enum vrt_load_status st;
-	size_t n, i;
-
-	do {
-		if (grow((void **)&t->ev, &t->cap_ev, t->nev + 4096,
-		         sizeof(*t->ev)))
-			return fail(err, VRT_LOAD_ERR_NOMEM, name, "events");
-		st = vrt_load_next(t, t->ev + t->nev, t->cap_ev - t->nev, &n,
-		                   err);
-		if (st)
-			return st;
-		t->nev += n;
-	} while (n);
-	if (t->device_remap)
-		for (i = 0; i < t->nev; i++)
-			if (t->ev[i].device >= 0)
-				t->ev[i].device = (int32_t)
-				        t->device_remap[t->ev[i].device];
-	if (order_samples(t))
-		return fail(err, VRT_LOAD_ERR_NOMEM, name, "samples");
-	return VRT_LOAD_OK;
-}
-
-enum vrt_load_status vrt_load_paths(struct vrt_trace *t, char *const *paths,
-                                    size_t npaths, struct vrt_load_error *err)
-{
-	enum vrt_load_status s = vrt_load_open(t, paths, npaths, err);
-	return s ? s : drain(t, npaths ? paths[0] : "", err);
-}
-
-enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
-                                     const uint8_t *buf, size_t len,
-                                     struct vrt_load_error *err)
-{
-	enum vrt_load_status s = vrt_load_open_buffer(t, name, buf, len, err);
-	return s ? s : drain(t, name, err);
-}
-
-enum vrt_load_status vrt_load_finish(struct vrt_trace *t)
-{
-	(void)t; /* the stream delivered the events in order */
-	return VRT_LOAD_OK;
-}
-
 /* ---- text files, release ------------------------------------------------- */
 
 static enum vrt_load_status read_file(const char *path, uint8_t **buf,
@@ -3403,7 +3326,6 @@ void vrt_load_free(struct vrt_trace *t)
 	free(t->device_remap);
 	free(t->procs);
 	free(t->devices);
-	free(t->ev);
 	free(t->fails);
 	memset(t, 0, sizeof(*t));
 }

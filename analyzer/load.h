@@ -163,7 +163,6 @@ struct vrt_process {
  * Sampler readings (SAMPLE records), in the order they were read; a SAMPLE
  * event's extra is its index, and its ts, proc and device are filled in
  * when the event is delivered (devices remapped at the end of the stream).
- * vrt_load_paths and vrt_load_buffer put them in time order.
  * DEVICE: device is an index into vrt_trace.devices; used/total are the
  *   whole device's bytes (every process); the processes on the device are
  *   sample_pids[first_pid .. first_pid + npids) as (pid, used_bytes).
@@ -191,8 +190,6 @@ struct vrt_trace {
 	size_t nsamples, cap_samples;
 	struct vrt_sample_pid *sample_pids;
 	size_t nsample_pids, cap_sample_pids;
-	struct vrt_event *ev;
-	size_t nev, cap_ev;
 	struct vrt_failinfo *fails;
 	size_t nfails, cap_fails;
 	struct vrt_process *procs;
@@ -277,33 +274,7 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
                                    size_t max, size_t *n,
                                    struct vrt_load_error *err);
 
-/*
- * TRANSITIONAL (whole-trace loading; removed once streaming lands): these
- * open the stream and drain it into t->ev, device indexes remapped.
- * Loads every path (a run directory: all its *.vtrace files in name order;
- * or one trace file) into *t, which must be zeroed (progress may be set).
- * On success events are ordered by timestamp (stable: ties keep file
- * order) and devices are
- * ordered by (host, ordinal). On failure returns a status other than
- * VRT_LOAD_OK, fills *err, and *t must still be released with
- * vrt_load_free. Truncated files are not failures: see procs[].truncated.
- * Inside a directory, a file that is empty or holds no complete frame (its
- * process died before the first flush) is listed in skipped[] instead, as
- * long as another file of the directory loads.
- */
-enum vrt_load_status vrt_load_paths(struct vrt_trace *t, char *const *paths,
-                                    size_t npaths, struct vrt_load_error *err);
-
-/* Decodes one in-memory trace (for tests and fuzzing); name is used in
- * messages only. Same contract as vrt_load_paths (one call per t). */
-enum vrt_load_status vrt_load_buffer(struct vrt_trace *t, const char *name,
-                                     const uint8_t *buf, size_t len,
-                                     struct vrt_load_error *err);
-
-/* Kept for callers of vrt_load_buffer: the events already come ordered,
- * so this only returns VRT_LOAD_OK. */
-enum vrt_load_status vrt_load_finish(struct vrt_trace *t);
-
+/* Releases everything t holds (safe after any failure). */
 void vrt_load_free(struct vrt_trace *t);
 
 /* Reads a whole small text file (a rules file) into a NUL-terminated

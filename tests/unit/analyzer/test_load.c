@@ -378,14 +378,6 @@ static void test_two_files_ties(void)
 	vrt_load_free(&t);
 	free(v.e);
 
-	/* The whole-trace wrapper gives the same order. */
-	memset(&t, 0, sizeof(t));
-	st = vrt_load_paths(&t, paths, 1, &err);
-	EQ(st, VRT_LOAD_OK, "two files: vrt_load_paths");
-	ok(t.nev == 6 && t.ev[0].addr == 10 && t.ev[1].addr == 1 &&
-	           t.ev[3].addr == 11,
-	   "two files: vrt_load_paths in the same order");
-	vrt_load_free(&t);
 	clear_dir();
 }
 
