@@ -675,6 +675,20 @@ struct stack_res {
 	uint32_t phase; /* the STACK record's phase id (not source) */
 };
 
+/* The compact state of a chunk (trace_format.h, ALLOC_C and FREE_C).
+ * A raw run starts where the state is reset (a CHUNK or another record
+ * type ends the run before), so each run starts from zero. */
+struct ctmpl {
+	uint64_t api, aux, phase, stack;
+	int64_t device;
+	int have;
+};
+
+struct compact {
+	uint64_t addr;
+	struct ctmpl a, f;
+};
+
 /* One decoded frame. Lazy runs point into it, so it lives until the last
  * of them is delivered (refs), then goes back to a free list. */
 struct fbuf {
@@ -706,7 +720,9 @@ struct run {
 	const uint8_t *p, *end; /* records left */
 	int64_t clock;          /* chunk time before p */
 	uint32_t tid;
-	uint8_t snap; /* ALLOCs are a standby snapshot's */
+	uint8_t snap;  /* ALLOCs are a standby snapshot's */
+	uint8_t rep_k; /* templates of the REPEAT at p already delivered */
+	struct compact cs; /* the chunk's compact state at p */
 	/* RUN_EV */
 	struct vrt_event *evs;
 	size_t pos, nev, cap;
@@ -1389,7 +1405,9 @@ static inline __attribute__((always_inline)) uint64_t uv(const uint8_t **pp,
 static inline int lazy_type(unsigned type, unsigned version)
 {
 	return type == VRT_REC_ALLOC || type == VRT_REC_FREE ||
-	       (type == VRT_REC_REPEAT && version >= 2);
+	       (version >= 2 && (type == VRT_REC_REPEAT ||
+	                         type == VRT_REC_ALLOC_C ||
+	                         type == VRT_REC_FREE_C));
 }
 
 /* The chunk time at rec: the times of the hot records between f->ts_at
@@ -1698,6 +1716,8 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 		c.bad = 0;
 		switch (type) {
 		case VRT_REC_REPEAT:
+		case VRT_REC_ALLOC_C:
+		case VRT_REC_FREE_C:
 			if (!v2)
 				break; /* not a record of version 1: skipped */
 			/* fall through */
@@ -1755,7 +1775,9 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 			/* The chunk's next ALLOC and FREE records (the bulk of
 			 * a trace) only need their lengths checked now. */
 			while (end - pe >= 2 &&
-			       (pe[0] == VRT_REC_ALLOC || pe[0] == VRT_REC_FREE) &&
+			       (pe[0] == VRT_REC_ALLOC || pe[0] == VRT_REC_FREE ||
+			        (v2 && (pe[0] == VRT_REC_ALLOC_C ||
+			                pe[0] == VRT_REC_FREE_C))) &&
 			       pe[1] < 0x80 && pe[1] <= end - pe - 2) {
 				pe += 2 + pe[1];
 				nev++;
@@ -2235,6 +2257,88 @@ static inline void delivered(struct lstate *L, struct vrt_trace *t,
 }
 
 /*
+ * The events of one REPEAT record (after its dts, at *pp): one per
+ * template that folded pairs, `count` spread over the cycle. Templates
+ * before *rep_k were delivered by an earlier call; when out fills up,
+ * *rep_k says where to resume (0: the record is done).
+ */
+static enum vrt_load_status emit_repeat(struct vrt_trace *t, struct lfile *f,
+                                        struct run *r, const uint8_t *rec,
+                                        const uint8_t **pp,
+                                        const uint8_t *pe,
+                                        struct vrt_event *out, size_t max,
+                                        size_t *np, int64_t tsx,
+                                        unsigned *rep_k,
+                                        struct vrt_load_error *err)
+{
+	const uint8_t *p = *pp;
+	uint64_t count, period, k;
+	size_t n = *np;
+	int bad = 0;
+	enum vrt_load_status st = VRT_LOAD_OK;
+
+	count = uv(&p, &bad);
+	(void)uv(&p, &bad); /* span: not kept */
+	period = uv(&p, &bad);
+	if (bad || p > pe || period < 1 || period > VRT_REPEAT_MAX_PERIOD)
+		goto malformed;
+	for (k = 0; k < period; k++) {
+		struct vrt_event e;
+		uint64_t api, fapi, sid, ph, nk;
+		api = uv(&p, &bad);
+		fapi = uv(&p, &bad);
+		e.device = raw_device(vrt_unzigzag(uv(&p, &bad)));
+		(void)uv(&p, &bad); /* free device: the alloc's */
+		e.size = uv(&p, &bad);
+		e.aux = uv(&p, &bad);
+		(void)uv(&p, &bad); /* free aux: not kept */
+		sid = uv(&p, &bad);
+		ph = uv(&p, &bad);
+		if (bad || p > pe)
+			goto malformed;
+		if (api > VRT_API_MAX || fapi > VRT_API_MAX) {
+			st = rec_error_at(f, r->fb->frame_off, err,
+			                  (uint64_t)(rec - r->fb->data),
+			                  "api id out of range");
+			break;
+		}
+		nk = count / period + (k < count % period);
+		if (k < *rep_k || !nk)
+			continue;
+		if (n == max) {
+			*rep_k = (unsigned)k;
+			*np = n;
+			return VRT_LOAD_OK;
+		}
+		e.addr = nk;
+		e.extra = (uint32_t)fapi;
+		e.kind = VRT_EV_REPEAT;
+		e.flags = 0;
+		e.api = (uint16_t)api;
+		e.ts = tsx;
+		e.proc = (uint32_t)f->proc;
+		e.tid = r->tid;
+		e.stack = sid > UINT32_MAX ? 0 : (uint32_t)sid;
+		e.phase = ph > UINT32_MAX ? UINT32_MAX : (uint32_t)ph;
+		e.phase_src = 0;
+		st = resolve_event(t, f, &e, err);
+		if (st)
+			break;
+		out[n++] = e;
+	}
+	*rep_k = 0;
+	*np = n;
+	*pp = p;
+	return st;
+malformed:
+	*rep_k = 0;
+	*np = n;
+	return rec_error_at(f, r->fb->frame_off, err,
+	                    (uint64_t)(rec - r->fb->data),
+	                    "short event record");
+}
+
+/*
  * Decodes r's records into out[*np, max) while the next event sorts before
  * the bound (lim; equal times too when eq), then sets r->key to the next
  * event's time. *done says r has no event left. Only here are the fields
@@ -2255,6 +2359,8 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 	uint64_t late = 0;
 	size_t n = *np;
 	int v2 = f->version >= 2;
+	struct compact cs = r->cs;
+	unsigned rep_k = r->rep_k;
 	enum vrt_load_status st = VRT_LOAD_OK;
 
 	*done = 0;
@@ -2273,11 +2379,9 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 		type = *p++;
 		plen = uv(&p, &bad); /* checked when the frame was read */
 		pe = p + plen;
-		if (__builtin_expect(type != VRT_REC_ALLOC &&
-		                             type != VRT_REC_FREE &&
-		                             (type != VRT_REC_REPEAT || !v2),
-		                     0)) {
+		if (__builtin_expect(!lazy_type(type, v2 ? 2 : 1), 0)) {
 			p = pe; /* metadata read with the frame */
+			memset(&cs, 0, sizeof(cs)); /* resets the state */
 			continue;
 		}
 		dts = uv(&p, &bad);
@@ -2289,23 +2393,55 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 			p = rec;
 			break;
 		}
+		if (__builtin_expect(type == VRT_REC_REPEAT, 0)) {
+			st = emit_repeat(t, f, r, rec, &p, pe, out, max, &n, tsx,
+			                 &rep_k, err);
+			if (st || rep_k) {
+				p = rec; /* resumed at this record */
+				if (!st)
+					r->key = tsx;
+				break;
+			}
+			if (have_last && tsx < last) {
+				late++;
+			} else {
+				last = tsx;
+				have_last = 1;
+			}
+			clock = ts;
+			p = pe;
+			continue;
+		}
 		/* Built in a local (registers), stored once. */
-		if (type == VRT_REC_REPEAT) {
-			uint64_t count = uv(&p, &bad), fapi;
-			(void)uv(&p, &bad); /* span: not kept */
-			api = uv(&p, &bad);
-			fapi = uv(&p, &bad);
-			e.device = raw_device(vrt_unzigzag(uv(&p, &bad)));
-			(void)uv(&p, &bad); /* free device: the alloc's */
+		e.extra = 0;
+		switch (type) {
+		case VRT_REC_ALLOC_C:
+			cs.addr += (uint64_t)vrt_unzigzag(uv(&p, &bad));
+			e.addr = cs.addr;
 			e.size = uv(&p, &bad);
-			e.aux = uv(&p, &bad);
-			(void)uv(&p, &bad); /* free aux: not kept */
-			e.addr = count;
-			e.extra = fapi > VRT_API_MAX ? UINT32_MAX
-			                             : (uint32_t)fapi;
-			e.kind = VRT_EV_REPEAT;
+			sid = uv(&p, &bad);
+			api = cs.a.api;
+			e.device = (int32_t)cs.a.device;
+			e.aux = cs.a.aux;
+			ph = cs.a.phase;
+			e.kind = VRT_EV_ALLOC;
+			e.flags = snap;
+			bad |= !cs.a.have;
+			break;
+		case VRT_REC_FREE_C:
+			cs.addr += (uint64_t)vrt_unzigzag(uv(&p, &bad));
+			e.addr = cs.addr;
+			e.size = 0;
+			sid = cs.f.stack;
+			api = cs.f.api;
+			e.device = (int32_t)cs.f.device;
+			e.aux = cs.f.aux;
+			ph = cs.f.phase;
+			e.kind = VRT_EV_FREE;
 			e.flags = 0;
-		} else {
+			bad |= !cs.f.have;
+			break;
+		default:
 			api = uv(&p, &bad);
 			e.device = raw_device(vrt_unzigzag(uv(&p, &bad)));
 			e.addr = uv(&p, &bad);
@@ -2319,18 +2455,33 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 				e.flags = 0;
 			}
 			e.aux = uv(&p, &bad);
-			e.extra = 0;
+			sid = uv(&p, &bad);
+			ph = uv(&p, &bad);
+			if (v2) {
+				struct ctmpl *tp =
+				        type == VRT_REC_ALLOC ? &cs.a : &cs.f;
+				tp->api = api;
+				tp->device = e.device;
+				tp->aux = e.aux;
+				tp->stack = sid;
+				tp->phase = ph;
+				tp->have = 1;
+				cs.addr = e.addr;
+			}
+			break;
 		}
-		sid = uv(&p, &bad);
-		ph = uv(&p, &bad);
 		if (__builtin_expect(bad || p > pe, 0)) {
 			st = rec_error_at(f, r->fb->frame_off, err,
 			                  (uint64_t)(rec - r->fb->data),
-			                  "short event record");
+			                  type == VRT_REC_ALLOC_C ||
+			                                  type == VRT_REC_FREE_C
+			                          ? "short event record, or a "
+			                            "compact one without a "
+			                            "template"
+			                          : "short event record");
 			break;
 		}
-		if (__builtin_expect(api > VRT_API_MAX || e.extra == UINT32_MAX,
-		                     0)) {
+		if (__builtin_expect(api > VRT_API_MAX, 0)) {
 			st = rec_error_at(f, r->fb->frame_off, err,
 			                  (uint64_t)(rec - r->fb->data),
 			                  "api id out of range");
@@ -2358,6 +2509,8 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 		clock = ts;
 		p = pe;
 	}
+	r->cs = cs;
+	r->rep_k = (uint8_t)rep_k;
 	r->p = p;
 	r->clock = clock;
 	L->last_ts = last;

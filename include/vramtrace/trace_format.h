@@ -24,7 +24,7 @@
  * processes of one host.
  *
  * Event records (ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO, MARK, NET, PROC,
- * REQUEST, SAMPLE, SNAPSHOT, REPEAT) only appear after a
+ * REQUEST, SAMPLE, SNAPSHOT, REPEAT, ALLOC_C, FREE_C) only appear after a
  * CHUNK record in the same frame. CHUNK sets the thread id and the absolute
  * timestamp base; each event stores the delta (dts) from the previous event
  * of the chunk (or from the CHUNK base for the first). Events inside one
@@ -166,7 +166,29 @@ enum vrt_rec {
 	 * just before them in the same chunk (so the first cycle of a run is
 	 * always written in full); readers may rely on nothing else. */
 	VRT_REC_REPEAT = 22,
+	/* chunk event (version 2): dts, addr_delta(s), size, stack — an
+	 * ALLOC whose api, device, aux and phase are those of the chunk's
+	 * alloc template (below); addr = the chunk's last address +
+	 * addr_delta (mod 2^64). */
+	VRT_REC_ALLOC_C = 23,
+	/* chunk event (version 2): dts, addr_delta(s) — a FREE whose api,
+	 * device, aux, stack and phase are those of the chunk's free
+	 * template; addr as for ALLOC_C. */
+	VRT_REC_FREE_C = 24,
 };
+
+#define VRT_REPEAT_MAX_PERIOD 8 /* pair templates in one REPEAT */
+
+/*
+ * Compact state of a chunk (version 2), for ALLOC_C and FREE_C: the last
+ * address (of the last ALLOC, FREE, ALLOC_C or FREE_C), the alloc template
+ * (api, device, aux, phase of the last ALLOC record) and the free template
+ * (api, device, aux, stack, phase of the last FREE record). All of it is
+ * reset (address 0, no templates) by a CHUNK and by every record other
+ * than ALLOC, FREE, REPEAT, ALLOC_C and FREE_C, so a reader can decode any
+ * stretch of a chunk's hot records that follows such a record on its own.
+ * An ALLOC_C or FREE_C without a template is malformed.
+ */
 
 enum vrt_frame_kind { VRT_FRAME_NATIVE = 0, VRT_FRAME_PYTHON = 1 };
 

@@ -408,6 +408,7 @@ static void line(char **tok, int ntok)
 		put_u(&p, (uint64_t)num(tok[1])); /* dts */
 		put_u(&p, (uint64_t)num(tok[2])); /* count */
 		put_u(&p, (uint64_t)num(tok[3])); /* span */
+		put_u(&p, 1);                     /* period */
 		put_u(&p, api(tok[4]));
 		put_u(&p, api(tok[5]));
 		put_s(&p, num(tok[6])); /* device */

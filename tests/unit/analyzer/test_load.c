@@ -417,6 +417,7 @@ static void repeat_rec(uint64_t dts, uint64_t count, uint64_t stack)
 	pu(&pl, dts);
 	pu(&pl, count);
 	pu(&pl, 500); /* span */
+	pu(&pl, 1);   /* period */
 	pu(&pl, VRT_API_cuMemAlloc_v2);
 	pu(&pl, VRT_API_cuMemFree_v2);
 	ps(&pl, 0);       /* device */
@@ -427,6 +428,115 @@ static void repeat_rec(uint64_t dts, uint64_t count, uint64_t stack)
 	pu(&pl, stack);
 	pu(&pl, 0); /* phase: the stack's */
 	rec(VRT_REC_REPEAT);
+}
+
+/* A REPEAT of a cycle of two pairs, and the compact ALLOC_C / FREE_C
+ * records against the chunk's templates, at every caller buffer size. */
+static void test_compact(void)
+{
+	static const size_t sizes[] = {1, 2, 3, 64};
+	enum vrt_load_status st;
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	size_t i;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		new_file();
+		header(4);
+		device(VRT_VENDOR_CUDA, 0);
+		chunk(1, 100);
+		alloc_s(0, 0, 0x1000, 4096, 0, 0);  /* 100 */
+		pu(&pl, 5); /* ALLOC_C at 105: 0x1000 + 0x100, 8192 */
+		ps(&pl, 0x100);
+		pu(&pl, 8192);
+		pu(&pl, 0);
+		rec(VRT_REC_ALLOC_C);
+		pu(&pl, 5); /* FREE at 110 of 0x1000 */
+		pu(&pl, VRT_API_cuMemFree_v2);
+		ps(&pl, 0);
+		pu(&pl, 0x1000);
+		pu(&pl, 0);
+		pu(&pl, 0);
+		pu(&pl, 0);
+		rec(VRT_REC_FREE);
+		pu(&pl, 5); /* FREE_C at 115 of 0x1100 */
+		ps(&pl, 0x100);
+		rec(VRT_REC_FREE_C);
+		pu(&pl, 100); /* REPEAT at 215: 5 pairs over 2 templates */
+		pu(&pl, 5);
+		pu(&pl, 90);
+		pu(&pl, 2);
+		for (int k = 0; k < 2; k++) {
+			pu(&pl, VRT_API_cuMemAlloc_v2);
+			pu(&pl, VRT_API_cuMemFree_v2);
+			ps(&pl, 0);
+			ps(&pl, 0);
+			pu(&pl, k ? 200 : 100);
+			pu(&pl, 0);
+			pu(&pl, 0);
+			pu(&pl, 0);
+			pu(&pl, 0);
+		}
+		rec(VRT_REC_REPEAT);
+		pu(&pl, 5); /* FREE_C after a REPEAT: the state stands */
+		ps(&pl, 0x100);
+		rec(VRT_REC_FREE_C);
+		watermark(5000);
+		trailer(5000);
+		end_frame();
+		st = load_mem(&t, &v, sizes[i], &err);
+		EQ(st, VRT_LOAD_OK, "compact: loads");
+		ok(v.n == 7, "compact: 7 events (buffer %zu)", sizes[i]);
+		if (v.n == 7) {
+			ok(v.e[1].kind == VRT_EV_ALLOC && v.e[1].addr == 0x1100 &&
+			           v.e[1].size == 8192 && v.e[1].ts == 105 &&
+			           v.e[1].api == VRT_API_cuMemAlloc_v2,
+			   "compact: ALLOC_C takes the template and the delta");
+			ok(v.e[3].kind == VRT_EV_FREE && v.e[3].addr == 0x1100 &&
+			           v.e[3].api == VRT_API_cuMemFree_v2 &&
+			           v.e[3].ts == 115,
+			   "compact: FREE_C takes the template and the delta");
+			ok(v.e[4].kind == VRT_EV_REPEAT && v.e[4].addr == 3 &&
+			           v.e[4].size == 100 && v.e[5].addr == 2 &&
+			           v.e[5].size == 200 && v.e[4].ts == 215 &&
+			           v.e[5].ts == 215,
+			   "compact: a REPEAT's cycle, count spread over it "
+			   "(buffer %zu)", sizes[i]);
+			ok(v.e[6].addr == 0x1200,
+			   "compact: the address register survives a REPEAT");
+		}
+		EQ(t.procs[0].events, 15, "compact: 2 x count for the REPEAT");
+		vrt_load_free(&t);
+		free(v.e);
+	}
+
+	/* Any other record resets the state: a FREE_C after a MARK has no
+	 * template. */
+	new_file();
+	header(4);
+	device(VRT_VENDOR_CUDA, 0);
+	chunk(1, 100);
+	pu(&pl, 0);
+	pu(&pl, VRT_API_cuMemFree_v2);
+	ps(&pl, 0);
+	pu(&pl, 0x1000);
+	pu(&pl, 0);
+	pu(&pl, 0);
+	pu(&pl, 0);
+	rec(VRT_REC_FREE);
+	pu(&pl, 1);
+	pstr(&pl, "m");
+	rec(VRT_REC_MARK);
+	pu(&pl, 1);
+	ps(&pl, 0x100);
+	rec(VRT_REC_FREE_C);
+	trailer(500);
+	end_frame();
+	st = load_mem(&t, &v, 16, &err);
+	EQ(st, VRT_LOAD_ERR_RECORD, "compact: no template after a reset");
+	vrt_load_free(&t);
+	free(v.e);
 }
 
 static void test_repeat(void)
@@ -764,6 +874,7 @@ int main(void)
 	test_two_files_ties();
 	test_late();
 	test_repeat();
+	test_compact();
 	test_device_remap();
 	test_bounded();
 	test_random();
