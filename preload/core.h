@@ -46,6 +46,8 @@ enum vrt_option_id {
 	VRT_OPT_START,       /* VRAMTRACE_START: 0 record, 1 standby */
 	VRT_OPT_METRICS,     /* VRAMTRACE_METRICS: 127.0.0.1:PORT */
 	VRT_OPT_REDACT,      /* VRAMTRACE_REDACT: argument values as *** */
+	VRT_OPT_FOLD,        /* VRAMTRACE_FOLD: REPEAT records for repeated
+	                      * allocate-then-free pairs (default 1) */
 	VRT_OPT_COUNT
 };
 
@@ -135,6 +137,19 @@ void vrt_tbuf_event(const struct vrt_ev *ev);
 #define VRT_TBUF_SCRATCH 2048
 void *vrt_tbuf_scratch(void);
 
+/* A per-thread area of VRT_TBUF_LIVE bytes for live.c (zeroed when first
+ * made, kept across thread reuse and visible to other threads through
+ * vrt_tbuf_live_each), or NULL. Owner thread writes; hot-path safe. */
+#define VRT_TBUF_LIVE 64
+void *vrt_tbuf_live(void);
+/* Calls fn for the area of every tbuf ever made (in use or not). Any
+ * thread; no lock taken (tbufs are never freed). */
+void vrt_tbuf_live_each(void (*fn)(void *area, void *arg), void *arg);
+
+/* Folding of repeated allocate-then-free pairs into REPEAT records (on
+ * unless set to 0). Set before events are recorded. */
+void vrt_tbuf_set_fold(int on);
+
 /* Moves every non-empty chunk (threads' current chunks, then full ones)
  * to *out as a list in hand-off order. Writer thread only. */
 void vrt_tbuf_collect(struct vrt_chunk **out);
@@ -157,16 +172,24 @@ void vrt_tbuf_after_fork_child(void);
 void vrt_tbuf_before_fork(void);
 void vrt_tbuf_after_fork_parent(void);
 
-/* Writer side: sleeps until kicked or timeout_ms passes. */
-void vrt_tbuf_writer_wait(int timeout_ms);
+/* Writer side: sleeps until kicked or timeout_ms passes; 1 if kicked. */
+int vrt_tbuf_writer_wait(int timeout_ms);
 /* Wakes the writer now (a flush is due). Any thread, no lock held. */
 void vrt_tbuf_kick(void);
 
 uint64_t vrt_tbuf_events(void);  /* events encoded so far */
 uint64_t vrt_tbuf_dropped(void); /* events dropped */
 
-/* CLOCK_MONOTONIC in ns (vDSO). */
+/* CLOCK_MONOTONIC in ns: the TSC converted where it is invariant (see
+ * tbuf.c), else clock_gettime. Any thread, hot-path safe. */
 uint64_t vrt_tbuf_now(void);
+/* Writer thread (or before any thread records): measures the TSC against
+ * clock_gettime and publishes the conversion; call every pass (at least
+ * every 250 ms to keep the TSC in use). */
+void vrt_tbuf_clock_calibrate(void);
+/* How far below vrt_tbuf_now() a watermark must stay to cover stamps of
+ * events still being recorded (0 with clock_gettime). */
+uint64_t vrt_tbuf_clock_slack(void);
 
 /* Condition variables of the core wait on CLOCK_MONOTONIC (a wall clock
  * step must not stretch a bounded wait): init one, and compute the

@@ -17,12 +17,31 @@
  *
  * A VMM handle's bytes leave the table when the handle is released (the
  * trace itself has the exact release-and-unmap semantics).
+ *
+ * Pending allocations: a thread's newest allocation first waits in the
+ * thread's own area (vrt_tbuf_live), so the common allocate-then-free of
+ * one thread touches no stripe at all: the ALLOC and the FREE are plain
+ * stores to the thread's own cache line. The thread's next
+ * ALLOC moves the waiting one into the table. The area's state word holds
+ * a generation and EMPTY / HAS / MOVING:
+ *   owner   EMPTY -> HAS (fields written first, release store);
+ *           HAS -> EMPTY by a store (its own free);
+ *           HAS -> MOVING by CAS, insert into the table, then EMPTY.
+ *   others  HAS -> EMPTY by CAS (a free of that address from another
+ *           thread, after the table did not have it); wait out MOVING
+ *           and look in the table again.
+ * Readers (stats, snapshot) visit the areas before the stripes, so an
+ * allocation on its way into the table is seen at least once. An ALLOC
+ * that waits in an area does not replace a stale table entry of the same
+ * address (one whose free we never saw); the next ALLOC that goes through
+ * the table does.
  */
 #include "live.h"
 #include "core.h"
 
 #include <vramtrace/trace_format.h>
 
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -57,6 +76,24 @@ struct stripe {
 };
 
 static struct stripe stripes[STRIPES];
+
+/* A thread's pending allocation (in its tbuf's live area). Fields are
+ * atomics so other threads may read them while validating against the
+ * state word (seqlock style). */
+#define PD_EMPTY  0u
+#define PD_HAS    1u
+#define PD_MOVING 2u
+#define PD_STATE  3u
+#define PD_GEN    4u /* generation unit: the bits above the state */
+
+struct pending {
+	_Atomic uint64_t state;
+	_Atomic uint64_t addr, size;
+	_Atomic uint64_t w2; /* stack | phase << 32 | api << 48 | space << 56 */
+	_Atomic uint64_t w3; /* (uint16_t)device | annotated << 16 */
+};
+_Static_assert(sizeof(struct pending) <= VRT_TBUF_LIVE,
+               "pending allocation must fit the tbuf live area");
 static _Atomic uint64_t ooms, inflight;
 static unsigned (*phase_of_stack)(uint32_t stack);
 
@@ -175,6 +212,114 @@ static void remove_slot(struct stripe *s, struct slot *e)
 	}
 }
 
+static void pending_read(struct pending *pd, struct slot *e)
+{
+	uint64_t w2 = atomic_load_explicit(&pd->w2, memory_order_acquire);
+	uint64_t w3 = atomic_load_explicit(&pd->w3, memory_order_acquire);
+	e->addr = atomic_load_explicit(&pd->addr, memory_order_acquire);
+	e->size = atomic_load_explicit(&pd->size, memory_order_acquire);
+	e->stack = (uint32_t)w2;
+	e->phase = (uint16_t)(w2 >> 32);
+	e->api = (uint8_t)(w2 >> 48);
+	e->space = (uint8_t)(w2 >> 56);
+	e->device = (int16_t)(uint16_t)w3;
+	e->annotated = (uint8_t)(w3 >> 16);
+	e->state = SLOT_USED;
+}
+
+/* Adds e to the table, replacing an entry of the same key. A table that
+ * cannot grow (mmap failed) misses the entry: the totals stay short by
+ * its bytes, nothing worse. */
+static void table_put(const struct slot *n)
+{
+	uint64_t h = hash(n->space, n->addr);
+	/* High bits pick the stripe, low bits the slot: keys of one stripe must
+	 * not all share their low bits. */
+	struct stripe *s = &stripes[h >> 58];
+	lock(s);
+	struct slot *e = find(s, n->space, n->addr, h);
+	if (e) /* the same address again without a free we saw: replace */
+		remove_slot(s, e);
+	if (reserve(s) == 0) {
+		place(s->slots, s->cap, n);
+		s->used++;
+	}
+	unlock(s);
+}
+
+static int table_remove(int space, uint64_t addr)
+{
+	uint64_t h = hash(space, addr);
+	struct stripe *s = &stripes[h >> 58];
+	lock(s);
+	struct slot *e = find(s, space, addr, h);
+	if (e)
+		remove_slot(s, e);
+	unlock(s);
+	return e != NULL;
+}
+
+/* A consistent copy of an area's entry with the state word it goes with;
+ * 0 when the area is empty. */
+static uint64_t pending_snap(struct pending *pd, struct slot *out)
+{
+	for (;;) {
+		uint64_t st = atomic_load_explicit(&pd->state,
+		                                   memory_order_acquire);
+		if ((st & PD_STATE) == PD_EMPTY)
+			return 0;
+		pending_read(pd, out); /* acquire loads: no fence needed */
+		if (atomic_load_explicit(&pd->state, memory_order_relaxed) == st)
+			return st;
+	}
+}
+
+struct free_search {
+	int space;
+	uint64_t addr;
+	struct pending *self;
+	int done, moving;
+};
+
+static void search_area(void *area, void *arg)
+{
+	struct free_search *fs = arg;
+	struct pending *pd = area;
+	if (fs->done || pd == fs->self)
+		return;
+	for (;;) {
+		struct slot e;
+		uint64_t st = pending_snap(pd, &e);
+		if (!st || e.addr != fs->addr || e.space != fs->space)
+			return;
+		if ((st & PD_STATE) == PD_MOVING) {
+			fs->moving = 1; /* on its way into the table */
+			return;
+		}
+		if (atomic_compare_exchange_strong(
+		            &pd->state, &st, st & ~(uint64_t)PD_STATE)) {
+			fs->done = 1;
+			return;
+		}
+	}
+}
+
+/* A free the calling thread's own area did not hold: the table, else
+ * another thread's area (allocated there, freed here), else the table
+ * again (the allocation may have moved in meanwhile). */
+static void table_free(int space, uint64_t addr, struct pending *self)
+{
+	if (table_remove(space, addr))
+		return;
+	for (int tries = 0; tries < 1000; tries++) {
+		struct free_search fs = {space, addr, self, 0, 0};
+		vrt_tbuf_live_each(search_area, &fs);
+		if (fs.done || table_remove(space, addr) || !fs.moving)
+			return;
+		sched_yield(); /* its owner is between two stores */
+	}
+}
+
 static unsigned phase_slot(const struct slot *e)
 {
 	unsigned id = e->annotated ? e->phase
@@ -203,64 +348,118 @@ void vrt_live_event(const struct vrt_ev *ev)
 	default:
 		return;
 	}
+	struct pending *pd = vrt_tbuf_live();
 	int space = space_of(ev->api);
-	uint64_t h = hash(space, ev->addr);
-	/* High bits pick the stripe, low bits the slot: keys of one stripe must
-	 * not all share their low bits. */
-	struct stripe *s = &stripes[h >> 58];
-	lock(s);
-	struct slot *e = find(s, space, ev->addr, h);
 	if (ev->rec == VRT_REC_FREE) {
-		if (e)
-			remove_slot(s, e);
-		unlock(s);
+		if (pd) {
+			uint64_t st = atomic_load_explicit(&pd->state,
+			                                   memory_order_relaxed);
+			if ((st & PD_STATE) == PD_HAS &&
+			    atomic_load_explicit(&pd->addr,
+			                         memory_order_relaxed) == ev->addr &&
+			    (uint8_t)(atomic_load_explicit(&pd->w2,
+			                                   memory_order_relaxed) >>
+			              56) == space) {
+				/* A plain store: only this thread makes an
+				 * area HAS, and another thread clears this
+				 * generation only when it frees the same
+				 * address too (a double free: empty either
+				 * way). */
+				atomic_store_explicit(&pd->state,
+				                      st & ~(uint64_t)PD_STATE,
+				                      memory_order_release);
+				return;
+			}
+		}
+		table_free(space, ev->addr, pd);
 		return;
 	}
-	if (e) /* the same address again without a free we saw: replace */
-		remove_slot(s, e);
-	if (reserve(s) == 0) {
+	uint16_t phase = (uint16_t)vrt_phase_id(ev->phase);
+	uint8_t annotated = vrt_phase_source(ev->phase) == VRT_SRC_ANNOTATION;
+	if (!pd) {
 		struct slot n = {.addr = ev->addr,
 		                 .size = ev->size,
 		                 .stack = ev->stack,
-		                 .phase = (uint16_t)vrt_phase_id(ev->phase),
+		                 .phase = phase,
 		                 .api = ev->api,
 		                 .state = SLOT_USED,
 		                 .device = (int16_t)ev->device,
 		                 .space = (uint8_t)space,
-		                 .annotated = vrt_phase_source(ev->phase) ==
-		                              VRT_SRC_ANNOTATION};
-		place(s->slots, s->cap, &n);
-		s->used++;
+		                 .annotated = annotated};
+		table_put(&n);
+		return;
 	}
-	/* A table that cannot grow (mmap failed) misses this entry: the
-	 * totals stay short by its bytes, nothing worse. */
-	unlock(s);
+	uint64_t st = atomic_load_explicit(&pd->state, memory_order_relaxed);
+	if ((st & PD_STATE) == PD_HAS) {
+		uint64_t moving = (st & ~(uint64_t)PD_STATE) | PD_MOVING;
+		if (atomic_compare_exchange_strong(&pd->state, &st, moving)) {
+			struct slot old;
+			pending_read(pd, &old);
+			table_put(&old);
+			atomic_store_explicit(&pd->state,
+			                      st & ~(uint64_t)PD_STATE,
+			                      memory_order_release);
+		}
+		/* else another thread freed it meanwhile: nothing to move */
+	}
+	/* Straight from the event's fields: a struct built on the stack and
+	 * copied wide would stall on store forwarding. */
+	/* Release stores: a reader that sees one of these fields also sees
+	 * the state that made the area this thread's to write again. */
+	st = atomic_load_explicit(&pd->state, memory_order_relaxed);
+	atomic_store_explicit(&pd->addr, ev->addr, memory_order_release);
+	atomic_store_explicit(&pd->size, ev->size, memory_order_release);
+	atomic_store_explicit(&pd->w2,
+	                      (uint64_t)ev->stack | (uint64_t)phase << 32 |
+	                              (uint64_t)ev->api << 48 |
+	                              (uint64_t)(uint8_t)space << 56,
+	                      memory_order_release);
+	atomic_store_explicit(&pd->w3,
+	                      (uint64_t)(uint16_t)(int16_t)ev->device |
+	                              (uint64_t)annotated << 16,
+	                      memory_order_release);
+	atomic_store_explicit(&pd->state,
+	                      ((st & ~(uint64_t)PD_STATE) + PD_GEN) | PD_HAS,
+	                      memory_order_release);
+}
+
+static void stats_add(struct vrt_live_stats *out, const struct slot *e)
+{
+	out->allocations++;
+	if (e->space == SP_PINNED || e->space == SP_REGISTERED) {
+		out->host_pinned_bytes += e->size;
+		return;
+	}
+	if (!counts_vram(e->space) || e->device < 0 ||
+	    e->device >= VRT_LIVE_MAX_DEVICES)
+		return;
+	struct vrt_live_device *d = &out->dev[e->device];
+	d->vendor = vrt_api_vendor(e->api);
+	d->bytes += e->size;
+	d->by_phase[phase_slot(e)] += e->size;
+}
+
+static void stats_area(void *area, void *arg)
+{
+	struct slot e;
+	if (pending_snap(area, &e))
+		stats_add(arg, &e);
 }
 
 void vrt_live_stats(struct vrt_live_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	/* Summed here, not kept on the hot path: a phase is only known once
-	 * the writer has classified the stack, often after the allocation. */
+	 * the writer has classified the stack, often after the allocation.
+	 * Threads' pending allocations first (see the top of the file). */
+	vrt_tbuf_live_each(stats_area, out);
 	for (int i = 0; i < STRIPES; i++) {
 		struct stripe *s = &stripes[i];
 		lock(s);
 		for (uint32_t k = 0; k < s->cap; k++) {
 			const struct slot *e = &s->slots[k];
-			if (e->state != SLOT_USED)
-				continue;
-			out->allocations++;
-			if (e->space == SP_PINNED || e->space == SP_REGISTERED) {
-				out->host_pinned_bytes += e->size;
-				continue;
-			}
-			if (!counts_vram(e->space) || e->device < 0 ||
-			    e->device >= VRT_LIVE_MAX_DEVICES)
-				continue;
-			struct vrt_live_device *d = &out->dev[e->device];
-			d->vendor = vrt_api_vendor(e->api);
-			d->bytes += e->size;
-			d->by_phase[phase_slot(e)] += e->size;
+			if (e->state == SLOT_USED)
+				stats_add(out, e);
 		}
 		unlock(s);
 	}
@@ -278,31 +477,55 @@ void vrt_live_stats(struct vrt_live_stats *out)
 	out->ooms = atomic_load(&ooms);
 }
 
+static void each_slot(const struct slot *e,
+                      void (*fn)(const struct vrt_ev *ev, void *arg), void *arg)
+{
+	struct vrt_ev ev = {
+	        .rec = VRT_REC_ALLOC,
+	        .api = e->api,
+	        .device = e->device,
+	        .addr = e->addr,
+	        .size = e->size,
+	        .stack = e->stack,
+	        .phase = e->annotated
+	                         ? vrt_phase_encode(e->phase, VRT_SRC_ANNOTATION)
+	                         : 0};
+	fn(&ev, arg);
+}
+
+struct each_arg {
+	void (*fn)(const struct vrt_ev *ev, void *arg);
+	void *arg;
+};
+
+static void each_area(void *area, void *arg)
+{
+	struct each_arg *a = arg;
+	struct slot e;
+	if (pending_snap(area, &e))
+		each_slot(&e, a->fn, a->arg);
+}
+
 void vrt_live_each(void (*fn)(const struct vrt_ev *ev, void *arg), void *arg)
 {
+	/* Areas before stripes: an allocation moving from one to the other
+	 * meanwhile is visited at least once (a reader keeps one). */
+	struct each_arg a = {fn, arg};
+	vrt_tbuf_live_each(each_area, &a);
 	for (int i = 0; i < STRIPES; i++) {
 		struct stripe *s = &stripes[i];
 		lock(s);
-		for (uint32_t k = 0; k < s->cap; k++) {
-			const struct slot *e = &s->slots[k];
-			if (e->state != SLOT_USED)
-				continue;
-			struct vrt_ev ev = {
-			        .rec = VRT_REC_ALLOC,
-			        .api = e->api,
-			        .device = e->device,
-			        .addr = e->addr,
-			        .size = e->size,
-			        .stack = e->stack,
-			        .phase = e->annotated
-			                         ? vrt_phase_encode(
-			                                   e->phase,
-			                                   VRT_SRC_ANNOTATION)
-			                         : 0};
-			fn(&ev, arg);
-		}
+		for (uint32_t k = 0; k < s->cap; k++)
+			if (s->slots[k].state == SLOT_USED)
+				each_slot(&s->slots[k], fn, arg);
 		unlock(s);
 	}
+}
+
+static void clear_area(void *area, void *arg)
+{
+	(void)arg;
+	atomic_store(&((struct pending *)area)->state, 0);
 }
 
 void vrt_live_after_fork_child(void)
@@ -318,6 +541,7 @@ void vrt_live_after_fork_child(void)
 			memset(s->slots, 0, s->cap * sizeof(struct slot));
 		s->used = 0;
 	}
+	vrt_tbuf_live_each(clear_area, NULL);
 	atomic_store(&inflight, 0);
 	atomic_store(&ooms, 0);
 }

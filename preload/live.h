@@ -9,7 +9,8 @@
  * second. The same table answers the control endpoint's `status` and the
  * Prometheus endpoint (VRAMTRACE_METRICS).
  *
- * Threads: any; hot-path operations take one striped spinlock.
+ * Threads: any; hot-path operations take one striped spinlock at most
+ * (a thread's newest allocation waits in its own area, see live.c).
  */
 #ifndef VRT_LIVE_H
 #define VRT_LIVE_H

@@ -3,14 +3,48 @@
  *
  * Each thread that records owns a struct vrt_tbuf (found through an
  * initial-exec TLS pointer) holding its current chunk. vrt_tbuf_event()
- * encodes one event into that chunk under the tbuf's spinlock, which only
- * the writer ever contends for (when it takes a partly filled chunk every
- * flush interval). So the hot path is: one uncontended atomic exchange, a
- * clock read and some varint stores — no malloc, no stdio, no global lock.
+ * encodes one event straight into that chunk under the tbuf's spinlock,
+ * which only the writer ever contends for (when it takes a partly filled
+ * chunk every flush interval). So the hot path is: two plain stores for
+ * the lock (an uncontended atomic exchange without membarrier), a clock
+ * read and some varint stores — no malloc, no stdio, no global lock. The
+ * thread's tbuf also holds live.c's pending allocation (vrt_tbuf_live).
+ *
+ * Folding (trace format 2, VRT_REC_REPEAT): when a thread's FREE names the
+ * address of its immediately previous event in the chunk, an ALLOC (not
+ * part of a SNAPSHOT), and the pair equals the chunk's previous pair, the
+ * ALLOC's bytes (already encoded, at tent_off) are dropped and the pair is
+ * counted instead. One REPEAT record is written for the run before the
+ * thread's next event that does not fold (an ALLOC that may still fold
+ * waits behind it, and the REPEAT is slid in before that ALLOC's bytes
+ * when it does not), and before the chunk leaves the thread: when it is
+ * full, at thread exit, and in the writer's sweep (which holds the lock).
+ * The event counter counts every folded event.
+ *
+ * Clock: CLOCK_MONOTONIC nanoseconds. Where the CPU's TSC is invariant
+ * (constant_tsc and nonstop_tsc) and the kernel itself reads it, events
+ * read the TSC and convert it with (tsc, ns, mult) that the writer thread
+ * measures against clock_gettime every pass and publishes under a
+ * sequence counter (clk_seq: odd while it writes). A reader that finds
+ * the sequence odd, the parameters unset, or older than CLK_STALE_NS of
+ * ticks asks clock_gettime instead. A pass re-bases the conversion at a
+ * fresh clock_gettime reading, so the error stays within the rate error
+ * over one pass (well under a microsecond); within a thread stamps never
+ * go backwards (the previous stamp is a floor).
  *
  * Locks and ownership:
- *   tb->lock   spinlock: tb->cur, tb->last_ts. Owner thread per event;
- *              writer in vrt_tbuf_collect.
+ *   tb->lock   spinlock: tb->cur, tb->last_ts and the folding state.
+ *              Owner thread per event; writer in vrt_tbuf_collect.
+ *              Where the kernel has membarrier(PRIVATE_EXPEDITED) the
+ *              owner does not take it per event: it sets tb->busy (a
+ *              plain store), and goes on if it then sees the lock free,
+ *              else clears busy and takes the lock. The writer takes every
+ *              tbuf's lock, then calls membarrier (which makes every
+ *              owner's earlier stores visible, or makes it see the lock
+ *              taken), then waits for each busy to clear before it reads
+ *              the tbuf. So for the writer the lock still means the owner
+ *              is out of its critical section, and the ordering promise
+ *              below holds as it did, at two plain stores per event.
  *   mu         mutex: the full-chunk queue, the free pool, pool counters,
  *              the writer's wake flag. Taken once per chunk. Order:
  *              tb->lock may be held when taking mu, never the reverse.
@@ -21,18 +55,24 @@
  * Ordering promise used by the trace's WATERMARK: a thread takes its
  * timestamp while holding tb->lock, and a full chunk is queued before
  * tb->lock is released; so once the writer has swept every tbuf and then
- * emptied the queue, it holds every event stamped before the sweep began.
+ * emptied the queue, it holds every event stamped before the sweep began
+ * (folded pairs included: the sweep writes a pending REPEAT first). With
+ * the TSC clock the writer lowers its watermark by vrt_tbuf_clock_slack()
+ * to cover a TSC read the CPU ran ahead of the lock.
  *
  * Fork: vrt_tbuf_before_fork takes mu (and create_mu) so the child never
  * inherits them held; the child drops all buffered events (the parent's
- * trace has them) and resets every spinlock, since the threads that may
- * have held one do not exist in the child.
+ * trace has them) and resets every spinlock and busy flag, since the
+ * threads that may have held one do not exist in the child. The clock
+ * parameters are written only under the writer's pass_mu, which fork
+ * waits for, so the child never inherits them half written.
  */
 #include "core.h"
 
 #include <vramtrace/trace_format.h>
 
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
@@ -41,18 +81,47 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VRT_EV_MAX   (192 + VRT_EV_BLOB_MAX) /* room one record may take */
-#define TBUF_BLOCK   64                      /* tbufs made per mmap */
-#define POOL_WAIT_MS 1000
+#define VRT_EV_MAX    (192 + VRT_EV_BLOB_MAX)    /* room one record may take */
+#define REPEAT_MAX    (2 + 12 * VRT_UVARINT_MAX) /* a whole REPEAT record */
+#define TBUF_BLOCK    64                         /* tbufs made per mmap */
+#define POOL_WAIT_MS  1000
+#define CLK_STALE_NS  1000000000ull /* extrapolate the TSC this far at most */
+#define CLK_WINDOW_NS 1000000000ull /* rate measured over about this */
+#define CLK_MIN_NS    10000000ull   /* and never over less */
+#define CLK_SLACK_NS  2000ull
+
+/* The fields of an allocate-then-free pair that a REPEAT repeats. */
+struct fold_pair {
+	uint64_t size, aux, free_aux, phase;
+	int32_t device, free_device;
+	uint32_t stack;
+	uint8_t alloc_api, free_api;
+};
 
 struct vrt_tbuf {
 	_Atomic int lock;
+	_Atomic int busy; /* owner inside its fast path (see own_lock) */
 	_Atomic int in_use;
 	pid_t tid;
 	uint64_t last_ts;
 	struct vrt_chunk *cur;
 	_Atomic uint64_t events; /* written by the owner only */
 	struct vrt_tbuf *next;
+	/* Folding, under lock; reset when a chunk starts. tent: the chunk's
+	 * last record is an ALLOC (at tent_off) that a FREE may still fold;
+	 * have_pair: pair is the chunk's previous allocate-then-free pair;
+	 * tent_same: its ALLOC side equals pair's; rep_count > 0: that many
+	 * pairs folded, their REPEAT not written yet (it belongs before the
+	 * tentative ALLOC, if any). Compared field by field, never as whole
+	 * structs built on the stack (a partial store then a wide load
+	 * stalls the CPU). */
+	uint8_t tent, tent_same, have_pair, in_snapshot;
+	uint32_t tent_off;
+	uint64_t tent_addr, tent_ts, tent_prev_ts;
+	uint64_t rep_count, rep_prev_ts, rep_first_ts, rep_end_ts;
+	struct fold_pair tent_pair, pair;
+	/* Owner-written per-thread area of live.c (pending allocation). */
+	_Alignas(64) uint8_t live[VRT_TBUF_LIVE];
 	/* Owner-only scratch for other modules (stack.c's cache of recent
 	 * stacks); survives reuse by a later thread, which is harmless for
 	 * a cache of global ids. */
@@ -75,12 +144,198 @@ static _Atomic uint64_t dropped;
 void (*vrt_tbuf_on_claim)(void);
 static pthread_condattr_t mono_attr;
 static uint64_t exited_events; /* events of tbufs handed back; under mu */
+static int fold_on = 1;
 
-uint64_t vrt_tbuf_now(void)
+void vrt_tbuf_set_fold(int on)
+{
+	fold_on = on != 0;
+}
+
+/* ---- clock ------------------------------------------------------------- */
+
+static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#if defined(__x86_64__)
+#include <fcntl.h>
+#include <x86intrin.h>
+
+static int tsc_ok; /* set by vrt_tbuf_init, read-only afterwards */
+static _Atomic uint32_t clk_seq;
+static _Atomic uint64_t clk_tsc, clk_ns, clk_mult, clk_stale;
+static uint64_t anchor_tsc, anchor_ns; /* writer only */
+
+/* Whether the file's first bytes contain every word of want (each
+ * preceded by a space or the start of a line). */
+static int file_has(const char *path, const char *const *want, int nwant)
+{
+	char buf[16384];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	for (int i = 0; i < nwant; i++) {
+		size_t l = strlen(want[i]);
+		const char *p = buf;
+		int found = 0;
+		while ((p = strstr(p, want[i]))) {
+			if ((p == buf || p[-1] == ' ' || p[-1] == '\n') &&
+			    (p[l] == ' ' || p[l] == '\n' || p[l] == 0)) {
+				found = 1;
+				break;
+			}
+			p += l;
+		}
+		if (!found)
+			return 0;
+	}
+	return 1;
+}
+
+/* The TSC is used only where it ticks at one rate in every power state
+ * and the kernel's own clock is built on it (so both agree). */
+static void clock_init(void)
+{
+	static const char *const flags[] = {"constant_tsc", "nonstop_tsc"};
+	static const char *const sources[] = {"tsc", "kvm-clock",
+	                                      "hyperv_clocksource_tsc_page"};
+	tsc_ok = 0;
+	if (file_has("/proc/cpuinfo", flags, 2) != 1)
+		return;
+	int src = 0;
+	for (int i = 0; i < 3 && src != 1; i++)
+		src = file_has("/sys/devices/system/clocksource/clocksource0/"
+		               "current_clocksource",
+		               &sources[i], 1);
+	if (src == 0)
+		return; /* hpet, acpi_pm...: the kernel distrusts the TSC */
+	tsc_ok = 1;
+}
+
+/* One (tsc, ns) pair read as close together as we can: the tightest of
+ * three tries, the TSC taken mid-way. */
+static void clock_pair(uint64_t *tsc, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+	*tsc = *ns = 0;
+	for (int i = 0; i < 3; i++) {
+		uint64_t a = __rdtsc();
+		uint64_t n = mono_ns();
+		uint64_t b = __rdtsc();
+		if (b - a < best) {
+			best = b - a;
+			*tsc = a + (b - a) / 2;
+			*ns = n;
+		}
+	}
+}
+
+void vrt_tbuf_clock_calibrate(void)
+{
+	if (!tsc_ok)
+		return;
+	uint64_t tsc, ns;
+	clock_pair(&tsc, &ns);
+	if (!anchor_ns || ns < anchor_ns || tsc <= anchor_tsc) {
+		anchor_tsc = tsc;
+		anchor_ns = ns;
+		return;
+	}
+	uint64_t dn = ns - anchor_ns, dt = tsc - anchor_tsc;
+	if (dn < CLK_MIN_NS)
+		return;
+	uint64_t mult = (uint64_t)(((unsigned __int128)dn << 32) / dt);
+	/* Odd while writing: readers then ask clock_gettime. Release stores
+	 * (no fences: the thread sanitizer does not model them), so a
+	 * reader that sees a new field also sees the odd sequence. */
+	uint32_t s = atomic_load_explicit(&clk_seq, memory_order_relaxed);
+	atomic_store_explicit(&clk_seq, s + 1, memory_order_relaxed);
+	atomic_store_explicit(&clk_tsc, tsc, memory_order_release);
+	atomic_store_explicit(&clk_ns, ns, memory_order_release);
+	atomic_store_explicit(&clk_mult, mult, memory_order_release);
+	atomic_store_explicit(
+	        &clk_stale,
+	        (uint64_t)(((unsigned __int128)CLK_STALE_NS << 32) / mult),
+	        memory_order_release);
+	atomic_store_explicit(&clk_seq, s + 2, memory_order_release);
+	if (dn >= CLK_WINDOW_NS) {
+		anchor_tsc = tsc;
+		anchor_ns = ns;
+	}
+}
+
+uint64_t vrt_tbuf_clock_slack(void)
+{
+	return tsc_ok ? CLK_SLACK_NS : 0;
+}
+
+static inline uint64_t clock_now(void)
+{
+	if (VRT_LIKELY(tsc_ok)) {
+		/* Acquire loads keep the second look at the sequence after
+		 * them (plain loads on x86). */
+		uint32_t s =
+		        atomic_load_explicit(&clk_seq, memory_order_acquire);
+		uint64_t t0 =
+		        atomic_load_explicit(&clk_tsc, memory_order_acquire);
+		uint64_t n0 =
+		        atomic_load_explicit(&clk_ns, memory_order_acquire);
+		uint64_t m =
+		        atomic_load_explicit(&clk_mult, memory_order_acquire);
+		uint64_t stale =
+		        atomic_load_explicit(&clk_stale, memory_order_acquire);
+		uint64_t tsc = __rdtsc();
+		uint64_t d = tsc - t0;
+		if (VRT_LIKELY(!(s & 1) && s != 0 && d < stale &&
+		               atomic_load_explicit(&clk_seq,
+		                                    memory_order_relaxed) == s))
+			return n0 +
+			       (uint64_t)(((unsigned __int128)d * m) >> 32);
+	}
+	return mono_ns();
+}
+
+static void clock_after_fork_child(void)
+{
+	/* The writer that held these is gone; the parameters stay right
+	 * (one machine, one TSC) and the child's writer goes on from them. */
+	anchor_ns = 0;
+}
+#else
+static void clock_init(void)
+{
+}
+
+void vrt_tbuf_clock_calibrate(void)
+{
+}
+
+uint64_t vrt_tbuf_clock_slack(void)
+{
+	return 0;
+}
+
+static inline uint64_t clock_now(void)
+{
+	return mono_ns();
+}
+
+static void clock_after_fork_child(void)
+{
+}
+#endif
+
+uint64_t vrt_tbuf_now(void)
+{
+	return clock_now();
 }
 
 static inline void cpu_relax(void)
@@ -111,8 +366,59 @@ static void spin_unlock(_Atomic int *l)
 	atomic_store_explicit(l, 0, memory_order_release);
 }
 
+static _Atomic int asym_on; /* membarrier registered: owner fast path */
+
+static long membarrier(int cmd)
+{
+#ifdef SYS_membarrier
+	return syscall(SYS_membarrier, cmd, 0, 0);
+#else
+	(void)cmd;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* Registers for membarrier(PRIVATE_EXPEDITED); 1 when owners may take the
+ * fast path. From init and in a fork child (one thread there). */
+static int asym_setup(void)
+{
+	long q = membarrier(MEMBARRIER_CMD_QUERY);
+	return q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+	       membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+}
+
+/* The owner's side of tb->lock: 1 on the fast path (busy set and the lock
+ * seen free), 0 holding the lock itself. The compiler must not sink the
+ * busy store below the lock load; the CPU may, which the writer's
+ * membarrier settles. */
+static inline int own_lock(struct vrt_tbuf *t)
+{
+	if (VRT_LIKELY(atomic_load_explicit(&asym_on, memory_order_relaxed))) {
+		atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		if (VRT_LIKELY(!atomic_load_explicit(&t->lock,
+		                                     memory_order_acquire)))
+			return 1;
+		atomic_store_explicit(&t->busy, 0, memory_order_release);
+	}
+	spin_lock(&t->lock);
+	return 0;
+}
+
+static inline void own_unlock(struct vrt_tbuf *t, int fast)
+{
+	if (fast)
+		atomic_store_explicit(&t->busy, 0, memory_order_release);
+	else
+		spin_unlock(&t->lock);
+}
+
 int vrt_tbuf_init(size_t max_bytes)
 {
+	atomic_store(&asym_on, asym_setup());
+	clock_init();
+	vrt_tbuf_clock_calibrate(); /* the first anchor; no thread yet */
 	pthread_condattr_init(&mono_attr);
 	pthread_condattr_setclock(&mono_attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&pool_cv, &mono_attr);
@@ -250,6 +556,8 @@ static struct vrt_tbuf *tbuf_self(void)
 	spin_lock(&t->lock);
 	t->cur = NULL;
 	t->last_ts = 0;
+	t->tent = t->have_pair = t->in_snapshot = 0;
+	t->rep_count = 0;
 	spin_unlock(&t->lock);
 	my_tb = t;
 	if (vrt_tbuf_on_claim)
@@ -267,17 +575,6 @@ static size_t put_s(uint8_t *p, int64_t v)
 	return vrt_put_svarint(p, v);
 }
 
-/* Encodes type | len | payload at dst; returns bytes used. */
-static size_t put_record(uint8_t *dst, unsigned type, const uint8_t *payload,
-                         size_t len)
-{
-	size_t n = 0;
-	dst[n++] = (uint8_t)type;
-	n += put_u(dst + n, len);
-	memcpy(dst + n, payload, len);
-	return n + len;
-}
-
 static size_t put_text(uint8_t *p, const char *s)
 {
 	size_t len = s ? strnlen(s, VRT_EV_TEXT_MAX) : 0;
@@ -285,6 +582,23 @@ static size_t put_text(uint8_t *p, const char *s)
 	if (len)
 		memcpy(p + n, s, len);
 	return n + len;
+}
+
+/* Records are encoded in place: type at p[0], the payload from p[2], and
+ * the length put at p[1] afterwards (moving the payload along in the rare
+ * case its length needs more than one byte). Returns the record's size. */
+static size_t close_record(uint8_t *p, unsigned type, size_t len)
+{
+	p[0] = (uint8_t)type;
+	if (VRT_LIKELY(len < 0x80)) {
+		p[1] = (uint8_t)len;
+		return 2 + len;
+	}
+	uint8_t hdr[VRT_UVARINT_MAX];
+	size_t k = put_u(hdr, len);
+	memmove(p + 1 + k, p + 2, len);
+	memcpy(p + 1, hdr, k);
+	return 1 + k + len;
 }
 
 static size_t encode_event(uint8_t *p, const struct vrt_ev *ev, uint64_t dts)
@@ -359,6 +673,59 @@ void *vrt_tbuf_scratch(void)
 	return t ? t->scratch : NULL;
 }
 
+void *vrt_tbuf_live(void)
+{
+	struct vrt_tbuf *t = tbuf_self();
+	return t ? t->live : NULL;
+}
+
+void vrt_tbuf_live_each(void (*fn)(void *area, void *arg), void *arg)
+{
+	for (struct vrt_tbuf *t = atomic_load(&tbuf_list); t; t = t->next)
+		fn(t->live, arg);
+}
+
+/* Writes the pending REPEAT, if any: before the tentative ALLOC when there
+ * is one (its dts already counts from the REPEAT's time), else at the end.
+ * The room was kept free by the check in vrt_tbuf_event. tb->lock held. */
+static void fold_flush(struct vrt_tbuf *t, struct vrt_chunk *c)
+{
+	if (!t->rep_count)
+		return;
+	uint8_t rec[REPEAT_MAX];
+	const struct fold_pair *p = &t->pair;
+	size_t n = 2;
+	n += put_u(rec + n, t->rep_end_ts - t->rep_prev_ts);
+	n += put_u(rec + n, t->rep_count);
+	n += put_u(rec + n, t->rep_end_ts - t->rep_first_ts);
+	n += put_u(rec + n, p->alloc_api);
+	n += put_u(rec + n, p->free_api);
+	n += put_s(rec + n, p->device);
+	n += put_s(rec + n, p->free_device);
+	n += put_u(rec + n, p->size);
+	n += put_u(rec + n, p->aux);
+	n += put_u(rec + n, p->free_aux);
+	n += put_u(rec + n, p->stack);
+	n += put_u(rec + n, p->phase);
+	n = close_record(rec, VRT_REC_REPEAT, n - 2);
+	uint32_t at = t->tent ? t->tent_off : c->len;
+	if (t->tent) {
+		memmove(c->data + at + n, c->data + at, c->len - at);
+		t->tent_off += (uint32_t)n;
+	}
+	memcpy(c->data + at, rec, n);
+	c->len += (uint32_t)n;
+	t->rep_count = 0;
+}
+
+static void count_event(struct vrt_tbuf *t)
+{
+	atomic_store_explicit(
+	        &t->events,
+	        atomic_load_explicit(&t->events, memory_order_relaxed) + 1,
+	        memory_order_relaxed);
+}
+
 void vrt_tbuf_event(const struct vrt_ev *ev)
 {
 	if (VRT_UNLIKELY(ev->blob_len > VRT_EV_BLOB_MAX))
@@ -368,65 +735,159 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
 		return;
 	}
-	spin_lock(&t->lock);
+	int fast = own_lock(t);
 	struct vrt_chunk *c = t->cur;
-	if (VRT_UNLIKELY(!c || c->cap - c->len < VRT_EV_MAX)) {
+	if (VRT_UNLIKELY(!c || c->cap - c->len < VRT_EV_MAX + REPEAT_MAX)) {
 		/* Queue the full chunk before dropping the lock (see the
 		 * ordering promise above), then wait for a fresh one without
 		 * it, so the writer can still sweep this tbuf. */
 		t->cur = NULL;
-		if (c)
+		if (c) {
+			fold_flush(t, c);
 			queue_push(c);
-		spin_unlock(&t->lock);
+		}
+		own_unlock(t, fast);
 		c = pool_get();
 		if (!c) {
 			atomic_fetch_add_explicit(&dropped, 1,
 			                          memory_order_relaxed);
 			return;
 		}
-		spin_lock(&t->lock);
+		fast = own_lock(t);
 		/* Only this thread installs chunks, so cur is still NULL. */
 		t->cur = c;
 	}
-	uint64_t now = vrt_tbuf_now();
-	uint8_t payload[VRT_EV_MAX];
+	uint64_t now = clock_now();
 	if (c->len == 0) {
-		size_t n = 0;
-		n += put_u(payload + n, (uint64_t)t->tid);
-		n += put_u(payload + n, now);
-		c->len += (uint32_t)put_record(c->data + c->len, VRT_REC_CHUNK,
-		                               payload, n);
+		uint8_t *p = c->data;
+		size_t n = put_u(p + 2, (uint64_t)t->tid);
+		n += put_u(p + 2 + n, now);
+		c->len = (uint32_t)close_record(p, VRT_REC_CHUNK, n);
 		t->last_ts = now;
+		t->tent = t->have_pair = 0;
+		t->rep_count = 0;
 	}
-	uint64_t dts = now >= t->last_ts ? now - t->last_ts : 0;
+	if (VRT_UNLIKELY(now < t->last_ts))
+		now = t->last_ts; /* never backwards within a thread */
+
+	if (ev->rec == VRT_REC_FREE && t->tent && ev->addr == t->tent_addr &&
+	    ev->stack == 0 && ev->phase == t->tent_pair.phase) {
+		t->tent = 0;
+		if (t->tent_same && ev->api == t->pair.free_api &&
+		    ev->device == t->pair.free_device &&
+		    ev->aux == t->pair.free_aux) {
+			/* The same pair again: forget the ALLOC, count both. */
+			c->len = t->tent_off;
+			if (!t->rep_count) {
+				t->rep_prev_ts = t->tent_prev_ts;
+				t->rep_first_ts = t->tent_ts;
+			}
+			t->rep_count++;
+			t->rep_end_ts = now;
+			t->last_ts = now;
+			count_event(t);
+			own_unlock(t, fast);
+			return;
+		}
+		/* The REPEAT of the pairs before goes before that ALLOC. */
+		t->tent = 1;
+		fold_flush(t, c);
+		t->tent = 0;
+		t->pair = t->tent_pair;
+		t->pair.free_api = ev->api;
+		t->pair.free_device = ev->device;
+		t->pair.free_aux = ev->aux;
+		t->have_pair = 1;
+	} else if (t->rep_count &&
+	           (t->tent || ev->rec != VRT_REC_ALLOC || t->in_snapshot)) {
+		/* Anything but an ALLOC that may start the next folded pair
+		 * ends the run. */
+		fold_flush(t, c);
+	}
+
+	uint32_t off = c->len;
+	uint8_t *p = c->data + off;
+	size_t n = encode_event(p + 2, ev, now - t->last_ts);
+	c->len += (uint32_t)close_record(p, ev->rec, n);
+	if (ev->rec == VRT_REC_ALLOC && fold_on && !t->in_snapshot) {
+		t->tent = 1;
+		t->tent_off = off;
+		t->tent_addr = ev->addr;
+		t->tent_ts = now;
+		t->tent_prev_ts = t->last_ts;
+		t->tent_pair.alloc_api = ev->api;
+		t->tent_pair.device = ev->device;
+		t->tent_pair.size = ev->size;
+		t->tent_pair.aux = ev->aux;
+		t->tent_pair.stack = ev->stack;
+		t->tent_pair.phase = ev->phase;
+		t->tent_same = t->have_pair && ev->size == t->pair.size &&
+		               ev->aux == t->pair.aux &&
+		               ev->phase == t->pair.phase &&
+		               ev->device == t->pair.device &&
+		               ev->stack == t->pair.stack &&
+		               ev->api == t->pair.alloc_api;
+	} else {
+		t->tent = 0;
+		if (ev->rec == VRT_REC_SNAPSHOT)
+			t->in_snapshot = ev->op == 1;
+	}
 	t->last_ts = now;
-	size_t n = encode_event(payload, ev, dts);
-	c->len += (uint32_t)put_record(c->data + c->len, ev->rec, payload, n);
-	atomic_store_explicit(
-	        &t->events,
-	        atomic_load_explicit(&t->events, memory_order_relaxed) + 1,
-	        memory_order_relaxed);
-	spin_unlock(&t->lock);
+	count_event(t);
+	own_unlock(t, fast);
+}
+
+/* Takes t's chunk (flushing a pending REPEAT into it first) and appends
+ * it to *tail. tb->lock held by the writer, owner out of its fast path. */
+static void take(struct vrt_tbuf *t, struct vrt_chunk ***tail)
+{
+	struct vrt_chunk *c = t->cur;
+	if (c && c->len) {
+		fold_flush(t, c);
+		t->cur = NULL;
+		c->next = NULL;
+		**tail = c;
+		*tail = &c->next;
+	}
 }
 
 void vrt_tbuf_collect(struct vrt_chunk **out)
 {
 	struct vrt_chunk *head = NULL, **tail = &head;
-	for (struct vrt_tbuf *t = atomic_load(&tbuf_list); t; t = t->next) {
-		/* Always through the lock, never an unlocked peek at cur: a
-		 * thread installs a chunk and reads the clock under its lock,
-		 * and a peek could see the old NULL while that thread's stamp
-		 * is already older than the sweep. Taking the lock orders the
-		 * two, which is what the watermark promise rests on. */
-		spin_lock(&t->lock);
-		struct vrt_chunk *c = t->cur;
-		if (c && c->len) {
-			t->cur = NULL;
-			c->next = NULL;
-			*tail = c;
-			tail = &c->next;
+	struct vrt_tbuf *first = atomic_load(&tbuf_list);
+	/* Always through the lock, never an unlocked peek at cur: a
+	 * thread installs a chunk and reads the clock under its lock,
+	 * and a peek could see the old NULL while that thread's stamp
+	 * is already older than the sweep. Taking the lock orders the
+	 * two, which is what the watermark promise rests on. */
+	if (atomic_load(&asym_on)) {
+		for (struct vrt_tbuf *t = first; t; t = t->next)
+			spin_lock(&t->lock);
+		if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+			/* Cannot happen once registered; should it, owners
+			 * take the lock from now on, and the few already in
+			 * their fast path get time to finish. */
+			atomic_store(&asym_on, 0);
+			usleep(20000);
 		}
-		spin_unlock(&t->lock);
+		for (struct vrt_tbuf *t = first; t; t = t->next) {
+			unsigned n = 0;
+			while (atomic_load_explicit(&t->busy,
+			                            memory_order_acquire)) {
+				if (n++ > 200)
+					sched_yield();
+				else
+					cpu_relax();
+			}
+			take(t, &tail);
+			spin_unlock(&t->lock);
+		}
+	} else {
+		for (struct vrt_tbuf *t = first; t; t = t->next) {
+			spin_lock(&t->lock);
+			take(t, &tail);
+			spin_unlock(&t->lock);
+		}
 	}
 	pthread_mutex_lock(&mu);
 	*tail = q_head;
@@ -449,7 +910,7 @@ void vrt_tbuf_release(struct vrt_chunk *list)
 	pthread_mutex_unlock(&mu);
 }
 
-void vrt_tbuf_writer_wait(int timeout_ms)
+int vrt_tbuf_writer_wait(int timeout_ms)
 {
 	struct timespec deadline;
 	vrt_tbuf_deadline(&deadline, timeout_ms);
@@ -459,8 +920,10 @@ void vrt_tbuf_writer_wait(int timeout_ms)
 		    ETIMEDOUT)
 			break;
 	}
+	int kicked = writer_kicked;
 	writer_kicked = 0;
 	pthread_mutex_unlock(&mu);
+	return kicked;
 }
 
 void vrt_tbuf_kick(void)
@@ -479,8 +942,10 @@ void vrt_tbuf_thread_exit(void)
 	spin_lock(&t->lock);
 	struct vrt_chunk *c = t->cur;
 	t->cur = NULL;
-	if (c && c->len)
+	if (c && c->len) {
+		fold_flush(t, c);
 		queue_push(c);
+	}
 	spin_unlock(&t->lock);
 	if (c && !c->len)
 		vrt_tbuf_release(c);
@@ -530,7 +995,10 @@ void vrt_tbuf_after_fork_child(void)
 	q_head = q_tail = NULL;
 	for (struct vrt_tbuf *t = atomic_load(&tbuf_list); t; t = t->next) {
 		atomic_store(&t->lock, 0);
+		atomic_store(&t->busy, 0);
 		atomic_store(&t->events, 0);
+		t->rep_count = 0;
+		t->tent = t->have_pair = t->in_snapshot = 0;
 		if (t->cur) {
 			t->cur->next = drop;
 			drop = t->cur;
@@ -549,4 +1017,7 @@ void vrt_tbuf_after_fork_child(void)
 		my_tb->tid = (pid_t)syscall(SYS_gettid);
 	exited_events = 0;
 	atomic_store(&dropped, 0);
+	clock_after_fork_child();
+	if (atomic_load(&asym_on))
+		atomic_store(&asym_on, asym_setup());
 }

@@ -453,7 +453,10 @@ static void write_pass(uint64_t watermark, struct vrt_chunk *chunks)
 
 static void pass(int final)
 {
-	uint64_t watermark = vrt_tbuf_now();
+	/* Lowered by the clock's slack: an event stamped just after the
+	 * sweep passed its thread may carry a stamp a little older than the
+	 * reading here (tbuf.c). */
+	uint64_t watermark = vrt_tbuf_now() - vrt_tbuf_clock_slack();
 	struct vrt_chunk *chunks;
 	vrt_tbuf_collect(&chunks);
 	stage_devices();
@@ -465,22 +468,40 @@ static void pass(int final)
 
 static _Atomic int thread_started;
 
+/* The writer wakes at least this often to keep the clock calibrated, and
+ * passes every half flush interval (or at once when asked). */
+#define CALIBRATE_MS 250
+
 static void *writer_main(void *arg)
 {
 	vrt_capture_thread_started(&thread_started);
 	(void)arg;
+	int half = flush_ms / 2 > 0 ? flush_ms / 2 : 1;
+	uint64_t last_pass = 0;
 	for (;;) {
-		vrt_tbuf_writer_wait(flush_ms / 2 > 0 ? flush_ms / 2 : 1);
+		int kicked = vrt_tbuf_writer_wait(
+		        half < CALIBRATE_MS ? half : CALIBRATE_MS);
 		pthread_mutex_lock(&w_mu);
 		uint64_t seq = req_seq;
 		int stop = stop_req;
 		pthread_mutex_unlock(&w_mu);
 		/* A pass may allocate (symbol names, zstd): fork waits for it
 		 * to finish, so a child never inherits an allocator lock held
-		 * by this thread (glibc's malloc copes; others may not). */
+		 * by this thread (glibc's malloc copes; others may not). The
+		 * clock's parameters are published under it too, so a child
+		 * never sees them half written. */
 		pthread_mutex_lock(&pass_mu);
-		pass(stop);
+		vrt_tbuf_clock_calibrate();
+		uint64_t now = vrt_tbuf_now();
+		int due = kicked || stop || seq != done_seq ||
+		          now - last_pass >= (uint64_t)half * 1000000u;
+		if (due) {
+			pass(stop);
+			last_pass = now;
+		}
 		pthread_mutex_unlock(&pass_mu);
+		if (!due)
+			continue;
 		if (seq != done_seq && !failed && fdatasync(fd) < 0 &&
 		    errno != EINVAL && errno != EROFS)
 			fail("fdatasync", errno);

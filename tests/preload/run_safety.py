@@ -214,7 +214,8 @@ def bad_values(c):
            "VRAMTRACE_BUFFER_MB": "-5", "VRAMTRACE_STACKS": "bogus",
            "VRAMTRACE_START": "later", "VRAMTRACE_DEBUG": "maybe",
            "VRAMTRACE_STACK_DEPTH": "0", "VRAMTRACE_SAMPLE_MS": "1e3",
-           "VRAMTRACE_NVML": "2", "VRAMTRACE_REDACT": "perhaps"}
+           "VRAMTRACE_NVML": "2", "VRAMTRACE_REDACT": "perhaps",
+           "VRAMTRACE_FOLD": "sometimes"}
     out = os.path.join(c.tmp, "bad-values")
     env = c.env(out)
     env.update(bad)

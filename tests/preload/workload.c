@@ -499,6 +499,10 @@ struct thr {
 	int err;
 };
 
+/* --size: every pair of threads mode asks for the same bytes (a repeated
+ * call site, which the trace folds); 0: sizes vary. */
+static unsigned long long fixed_size;
+
 static void *thread_main(void *arg)
 {
 	struct thr *th = arg;
@@ -506,10 +510,11 @@ static void *thread_main(void *arg)
 	CUresult r = F->cuCtxSetCurrent(S.ctx[th->dev]);
 	for (int i = 0; i < th->iters && r == CUDA_SUCCESS; i++) {
 		unsigned long long sz =
-		        512ull * (1 + ((unsigned)i * 2654435761u +
-		                       (unsigned)th->t * 40503u) %
-		                              4096) +
-		        (unsigned)(i % 7);
+		        fixed_size ? fixed_size
+		                   : 512ull * (1 + ((unsigned)i * 2654435761u +
+		                                    (unsigned)th->t * 40503u) %
+		                                           4096) +
+		                             (unsigned)(i % 7);
 		r = F->cuMemAlloc_v2(&p, sz);
 		if (r == CUDA_SUCCESS)
 			r = F->cuMemFree_v2(p);
@@ -720,7 +725,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: client [--expect FILE] [--devices N] "
 	                "[--mode workload|threads|oom|sigkill] [--threads N] "
-	                "[--iters N] [--pidfile FILE]\n");
+	                "[--iters N] [--size BYTES] [--pidfile FILE]\n");
 	return 2;
 }
 
@@ -742,6 +747,8 @@ int wl_main(int argc, char **argv, const struct cu_fns *flags0,
 			nthreads = atoi(v);
 		else if (!strcmp(a, "--iters") && v)
 			iters = atoi(v);
+		else if (!strcmp(a, "--size") && v)
+			fixed_size = strtoull(v, NULL, 10);
 		else if (!strcmp(a, "--pidfile") && v)
 			pidfile = v;
 		else
