@@ -82,7 +82,8 @@
 #include <unistd.h>
 
 #define VRT_EV_MAX    (192 + VRT_EV_BLOB_MAX)    /* room one record may take */
-#define REPEAT_MAX    (2 + 12 * VRT_UVARINT_MAX) /* a whole REPEAT record */
+/* a whole REPEAT record: header, 4 fields, up to 8 templates of 9 */
+#define REPEAT_MAX (2 + (4 + 9 * VRT_REPEAT_MAX_PERIOD) * VRT_UVARINT_MAX)
 #define TBUF_BLOCK    64                         /* tbufs made per mmap */
 #define POOL_WAIT_MS  1000
 #define CLK_STALE_NS  1000000000ull /* extrapolate the TSC this far at most */
@@ -98,6 +99,17 @@ struct fold_pair {
 	uint8_t alloc_api, free_api;
 };
 
+#define HIST (2 * VRT_REPEAT_MAX_PERIOD) /* pairs remembered per thread */
+
+/* The reader's registers for compact records (trace_format.h). */
+struct compact {
+	uint64_t addr;
+	uint64_t a_aux, a_phase, f_aux, f_phase;
+	int32_t a_dev, f_dev;
+	uint32_t f_stack;
+	uint8_t a_api, f_api, a_have, f_have;
+};
+
 struct vrt_tbuf {
 	_Atomic int lock;
 	_Atomic int busy; /* owner inside its fast path (see own_lock) */
@@ -109,17 +121,25 @@ struct vrt_tbuf {
 	struct vrt_tbuf *next;
 	/* Folding, under lock; reset when a chunk starts. tent: the chunk's
 	 * last record is an ALLOC (at tent_off) that a FREE may still fold;
-	 * have_pair: pair is the chunk's previous allocate-then-free pair;
-	 * tent_same: its ALLOC side equals pair's; rep_count > 0: that many
-	 * pairs folded, their REPEAT not written yet (it belongs before the
-	 * tentative ALLOC, if any). Compared field by field, never as whole
+	 * rep_count > 0: that many pairs folded, their REPEAT not written
+	 * yet (it belongs before the tentative ALLOC, if any). Compared field by field, never as whole
 	 * structs built on the stack (a partial store then a wide load
 	 * stalls the CPU). */
-	uint8_t tent, tent_same, have_pair, in_snapshot;
+	uint8_t tent, in_snapshot;
 	uint32_t tent_off;
 	uint64_t tent_addr, tent_ts, tent_prev_ts;
 	uint64_t rep_count, rep_prev_ts, rep_first_ts, rep_end_ts;
-	struct fold_pair tent_pair, pair;
+	struct fold_pair tent_pair;
+	/* The chunk's last pairs (written or folded), newest at
+	 * hist[(hpos - 1) % 8]; a run folds pairs that repeat the cycle of
+	 * the rep_period pairs before its first one (rep_tmpl, in order). */
+	struct fold_pair hist[HIST];
+	uint8_t nhist, hpos, rep_period;
+	struct fold_pair rep_tmpl[VRT_REPEAT_MAX_PERIOD];
+	/* Compact encoding state (trace_format.h: ALLOC_C, FREE_C), as a
+	 * reader will have it after the chunk's last record; cs_tent: as it
+	 * was before the tentative ALLOC (restored when that ALLOC folds). */
+	struct compact cs, cs_tent;
 	/* Owner-written per-thread area of live.c (pending allocation). */
 	_Alignas(64) uint8_t live[VRT_TBUF_LIVE];
 	/* Owner-only scratch for other modules (stack.c's cache of recent
@@ -556,7 +576,7 @@ static struct vrt_tbuf *tbuf_self(void)
 	spin_lock(&t->lock);
 	t->cur = NULL;
 	t->last_ts = 0;
-	t->tent = t->have_pair = t->in_snapshot = 0;
+	t->tent = t->nhist = t->in_snapshot = 0;
 	t->rep_count = 0;
 	spin_unlock(&t->lock);
 	my_tb = t;
@@ -693,20 +713,23 @@ static void fold_flush(struct vrt_tbuf *t, struct vrt_chunk *c)
 	if (!t->rep_count)
 		return;
 	uint8_t rec[REPEAT_MAX];
-	const struct fold_pair *p = &t->pair;
 	size_t n = 2;
 	n += put_u(rec + n, t->rep_end_ts - t->rep_prev_ts);
 	n += put_u(rec + n, t->rep_count);
 	n += put_u(rec + n, t->rep_end_ts - t->rep_first_ts);
-	n += put_u(rec + n, p->alloc_api);
-	n += put_u(rec + n, p->free_api);
-	n += put_s(rec + n, p->device);
-	n += put_s(rec + n, p->free_device);
-	n += put_u(rec + n, p->size);
-	n += put_u(rec + n, p->aux);
-	n += put_u(rec + n, p->free_aux);
-	n += put_u(rec + n, p->stack);
-	n += put_u(rec + n, p->phase);
+	n += put_u(rec + n, t->rep_period);
+	for (unsigned j = 0; j < t->rep_period; j++) {
+		const struct fold_pair *p = &t->rep_tmpl[j];
+		n += put_u(rec + n, p->alloc_api);
+		n += put_u(rec + n, p->free_api);
+		n += put_s(rec + n, p->device);
+		n += put_s(rec + n, p->free_device);
+		n += put_u(rec + n, p->size);
+		n += put_u(rec + n, p->aux);
+		n += put_u(rec + n, p->free_aux);
+		n += put_u(rec + n, p->stack);
+		n += put_u(rec + n, p->phase);
+	}
 	n = close_record(rec, VRT_REC_REPEAT, n - 2);
 	uint32_t at = t->tent ? t->tent_off : c->len;
 	if (t->tent) {
@@ -716,6 +739,118 @@ static void fold_flush(struct vrt_tbuf *t, struct vrt_chunk *c)
 	memcpy(c->data + at, rec, n);
 	c->len += (uint32_t)n;
 	t->rep_count = 0;
+}
+
+/* Field by field (see the note on struct vrt_tbuf); size first, the field
+ * that differs most often. */
+static inline int pair_eq(const struct fold_pair *a, const struct fold_pair *b)
+{
+	return a->size == b->size && a->stack == b->stack &&
+	       a->alloc_api == b->alloc_api && a->free_api == b->free_api &&
+	       a->device == b->device && a->free_device == b->free_device &&
+	       a->aux == b->aux && a->free_aux == b->free_aux &&
+	       a->phase == b->phase;
+}
+
+/* The pair k back in the chunk's history (1 = the newest). */
+static inline const struct fold_pair *hist_back(const struct vrt_tbuf *t,
+                                                unsigned k)
+{
+	return &t->hist[(t->hpos - k) & (HIST - 1)];
+}
+
+static inline void hist_push(struct vrt_tbuf *t, const struct fold_pair *p)
+{
+	t->hist[t->hpos & (HIST - 1)] = *p;
+	t->hpos = (uint8_t)((t->hpos + 1) & (HIST - 1));
+	if (t->nhist < HIST)
+		t->nhist++;
+}
+
+/* Whether pair p (the tentative ALLOC and the FREE of it) folds: it
+ * continues the running cycle, or starts one. A run of period 1 starts
+ * when p repeats the pair before it; a longer cycle only once the chunk
+ * wrote it twice in a row (so a pair that came once between runs of
+ * another does not start a cycle that ends at once), the shortest first. */
+static int fold_match(struct vrt_tbuf *t, const struct fold_pair *p)
+{
+	if (t->rep_count)
+		return pair_eq(p, &t->rep_tmpl[t->rep_count % t->rep_period]);
+	for (unsigned k = 1; k <= VRT_REPEAT_MAX_PERIOD; k++) {
+		if (t->nhist < 2 * k - 1)
+			break;
+		if (!pair_eq(p, hist_back(t, k)))
+			continue;
+		unsigned j = 1;
+		while (j < k && pair_eq(hist_back(t, j), hist_back(t, j + k)))
+			j++;
+		if (j < k)
+			continue;
+		t->rep_period = (uint8_t)k;
+		for (j = 0; j < k; j++)
+			t->rep_tmpl[j] = *hist_back(t, k - j);
+		return 1;
+	}
+	return 0;
+}
+
+/* Encodes an ALLOC or FREE at p + 2 (compact when the chunk's template
+ * allows), updates the registers, and returns its record type; *len gets
+ * the payload length. */
+static unsigned encode_hot(struct compact *cs, uint8_t *p,
+                           const struct vrt_ev *ev, uint64_t dts,
+                           size_t *len)
+{
+	size_t n = put_u(p, dts);
+	int64_t delta = (int64_t)(ev->addr - cs->addr);
+	unsigned type;
+
+	if (ev->rec == VRT_REC_ALLOC) {
+		if (cs->a_have && ev->api == cs->a_api &&
+		    ev->device == cs->a_dev && ev->aux == cs->a_aux &&
+		    ev->phase == cs->a_phase) {
+			n += put_s(p + n, delta);
+			n += put_u(p + n, ev->size);
+			n += put_u(p + n, ev->stack);
+			type = VRT_REC_ALLOC_C;
+		} else {
+			n += put_u(p + n, ev->api);
+			n += put_s(p + n, ev->device);
+			n += put_u(p + n, ev->addr);
+			n += put_u(p + n, ev->size);
+			n += put_u(p + n, ev->aux);
+			n += put_u(p + n, ev->stack);
+			n += put_u(p + n, ev->phase);
+			cs->a_api = ev->api;
+			cs->a_dev = ev->device;
+			cs->a_aux = ev->aux;
+			cs->a_phase = ev->phase;
+			cs->a_have = 1;
+			type = VRT_REC_ALLOC;
+		}
+	} else if (cs->f_have && ev->api == cs->f_api &&
+	           ev->device == cs->f_dev && ev->aux == cs->f_aux &&
+	           ev->stack == cs->f_stack && ev->phase == cs->f_phase) {
+		n += put_s(p + n, delta);
+		type = VRT_REC_FREE_C;
+	} else {
+		n += put_u(p + n, ev->api);
+		n += put_s(p + n, ev->device);
+		n += put_u(p + n, ev->addr);
+		n += put_u(p + n, ev->aux);
+		n += put_u(p + n, ev->stack);
+		n += put_u(p + n, ev->phase);
+		cs->f_api = ev->api;
+		cs->f_dev = ev->device;
+		cs->f_aux = ev->aux;
+		cs->f_stack = ev->stack;
+		cs->f_phase = ev->phase;
+		cs->f_have = 1;
+		type = VRT_REC_FREE;
+	}
+	cs->addr = ev->addr;
+	*len = n;
+	return type;
 }
 
 static void count_event(struct vrt_tbuf *t)
@@ -764,20 +899,31 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 		n += put_u(p + 2 + n, now);
 		c->len = (uint32_t)close_record(p, VRT_REC_CHUNK, n);
 		t->last_ts = now;
-		t->tent = t->have_pair = 0;
+		t->tent = t->nhist = 0;
 		t->rep_count = 0;
+		memset(&t->cs, 0, sizeof(t->cs));
 	}
 	if (VRT_UNLIKELY(now < t->last_ts))
 		now = t->last_ts; /* never backwards within a thread */
 
 	if (ev->rec == VRT_REC_FREE && t->tent && ev->addr == t->tent_addr &&
 	    ev->stack == 0 && ev->phase == t->tent_pair.phase) {
+		struct fold_pair pr = t->tent_pair;
+		pr.free_api = ev->api;
+		pr.free_device = ev->device;
+		pr.free_aux = ev->aux;
 		t->tent = 0;
-		if (t->tent_same && ev->api == t->pair.free_api &&
-		    ev->device == t->pair.free_device &&
-		    ev->aux == t->pair.free_aux) {
-			/* The same pair again: forget the ALLOC, count both. */
+		if (t->rep_count && !fold_match(t, &pr)) {
+			/* The run ends: its REPEAT goes before that ALLOC,
+			 * and the pair may start the next run. */
+			t->tent = 1;
+			fold_flush(t, c);
+			t->tent = 0;
+		}
+		if (fold_match(t, &pr)) {
+			/* Forget the ALLOC, count both. */
 			c->len = t->tent_off;
+			t->cs = t->cs_tent;
 			if (!t->rep_count) {
 				t->rep_prev_ts = t->tent_prev_ts;
 				t->rep_first_ts = t->tent_ts;
@@ -785,19 +931,12 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 			t->rep_count++;
 			t->rep_end_ts = now;
 			t->last_ts = now;
+			hist_push(t, &pr);
 			count_event(t);
 			own_unlock(t, fast);
 			return;
 		}
-		/* The REPEAT of the pairs before goes before that ALLOC. */
-		t->tent = 1;
-		fold_flush(t, c);
-		t->tent = 0;
-		t->pair = t->tent_pair;
-		t->pair.free_api = ev->api;
-		t->pair.free_device = ev->device;
-		t->pair.free_aux = ev->aux;
-		t->have_pair = 1;
+		hist_push(t, &pr);
 	} else if (t->rep_count &&
 	           (t->tent || ev->rec != VRT_REC_ALLOC || t->in_snapshot)) {
 		/* Anything but an ALLOC that may start the next folded pair
@@ -807,26 +946,31 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 
 	uint32_t off = c->len;
 	uint8_t *p = c->data + off;
-	size_t n = encode_event(p + 2, ev, now - t->last_ts);
-	c->len += (uint32_t)close_record(p, ev->rec, n);
+	size_t n;
+	if (ev->rec == VRT_REC_ALLOC || ev->rec == VRT_REC_FREE) {
+		struct compact before = t->cs;
+		unsigned type = encode_hot(&t->cs, p + 2, ev,
+		                           now - t->last_ts, &n);
+		c->len += (uint32_t)close_record(p, type, n);
+		t->cs_tent = before;
+	} else {
+		n = encode_event(p + 2, ev, now - t->last_ts);
+		c->len += (uint32_t)close_record(p, ev->rec, n);
+		/* Any other record resets the compact state. */
+		memset(&t->cs, 0, sizeof(t->cs));
+	}
 	if (ev->rec == VRT_REC_ALLOC && fold_on && !t->in_snapshot) {
 		t->tent = 1;
 		t->tent_off = off;
 		t->tent_addr = ev->addr;
 		t->tent_ts = now;
 		t->tent_prev_ts = t->last_ts;
-		t->tent_pair.alloc_api = ev->api;
+		t->tent_pair.alloc_api = (uint8_t)ev->api;
 		t->tent_pair.device = ev->device;
 		t->tent_pair.size = ev->size;
 		t->tent_pair.aux = ev->aux;
 		t->tent_pair.stack = ev->stack;
 		t->tent_pair.phase = ev->phase;
-		t->tent_same = t->have_pair && ev->size == t->pair.size &&
-		               ev->aux == t->pair.aux &&
-		               ev->phase == t->pair.phase &&
-		               ev->device == t->pair.device &&
-		               ev->stack == t->pair.stack &&
-		               ev->api == t->pair.alloc_api;
 	} else {
 		t->tent = 0;
 		if (ev->rec == VRT_REC_SNAPSHOT)
@@ -998,7 +1142,7 @@ void vrt_tbuf_after_fork_child(void)
 		atomic_store(&t->busy, 0);
 		atomic_store(&t->events, 0);
 		t->rep_count = 0;
-		t->tent = t->have_pair = t->in_snapshot = 0;
+		t->tent = t->nhist = t->in_snapshot = 0;
 		if (t->cur) {
 			t->cur->next = drop;
 			drop = t->cur;

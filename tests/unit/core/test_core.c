@@ -64,7 +64,7 @@ static void parse(const uint8_t *p, size_t n, struct decoded *d,
                   uint64_t *last_wm)
 {
 	const uint8_t *end = p + n;
-	uint64_t ts = 0;
+	uint64_t ts = 0, reg = 0; /* reg: the compact address register */
 	while (p < end) {
 		unsigned type = *p++;
 		uint64_t len;
@@ -84,13 +84,25 @@ static void parse(const uint8_t *p, size_t n, struct decoded *d,
 		case VRT_REC_CHUNK:
 			vrt_get_uvarint(&q, qe, &v);
 			vrt_get_uvarint(&q, qe, &ts);
+			reg = 0;
 			break;
+		case VRT_REC_ALLOC_C:
+		case VRT_REC_FREE_C:
 		case VRT_REC_ALLOC:
 		case VRT_REC_FREE:
 			vrt_get_uvarint(&q, qe, &dts);
-			vrt_get_uvarint(&q, qe, &api);
-			vrt_get_svarint(&q, qe, &dev);
-			vrt_get_uvarint(&q, qe, &addr);
+			if (type == VRT_REC_ALLOC_C || type == VRT_REC_FREE_C) {
+				int64_t delta = 0;
+				vrt_get_svarint(&q, qe, &delta);
+				addr = reg + (uint64_t)delta;
+				type = type == VRT_REC_ALLOC_C ? VRT_REC_ALLOC
+				                               : VRT_REC_FREE;
+			} else {
+				vrt_get_uvarint(&q, qe, &api);
+				vrt_get_svarint(&q, qe, &dev);
+				vrt_get_uvarint(&q, qe, &addr);
+			}
+			reg = addr;
 			ts += dts;
 			if (ts < *last_wm)
 				d->watermark_violations++;

@@ -185,6 +185,19 @@ static void sc_boundary(void)
 	}
 }
 
+/* Three sizes in turn: once the cycle was written twice, it folds. */
+#define CYCLES 30
+static const struct pair_spec P_C3 = {12288, 7, 0};
+
+static void sc_cycle(void)
+{
+	for (int i = 0; i < CYCLES; i++) {
+		pairs(1, &P);
+		pairs(1, &P_SIZE);
+		pairs(1, &P_C3);
+	}
+}
+
 static void sc_off(void)
 {
 	vrt_tbuf_set_fold(0);
@@ -204,6 +217,7 @@ static struct scenario scenarios[] = {
         {"interleave", sc_interleave, 0}, {"tentative", sc_tentative, 0},
         {"nested", sc_nested, 0},         {"snapshot", sc_snapshot, 0},
         {"boundary", sc_boundary, 0},     {"off", sc_off, 0},
+        {"cycle", sc_cycle, 0},
 };
 #define NSC ((int)(sizeof(scenarios) / sizeof(scenarios[0])))
 
@@ -225,10 +239,22 @@ struct rec {
 	uint64_t ts;
 	uint64_t api, addr, size, aux, stack, phase, op;
 	int64_t device;
-	/* REPEAT */
-	uint64_t count, span, free_api, free_aux;
+	/* REPEAT: its first template in the fields above and here, every
+	 * template in tp */
+	uint64_t count, span, free_api, free_aux, period;
 	int64_t free_device;
+	struct {
+		uint64_t api, free_api, size, aux, free_aux, stack, phase;
+		int64_t device, free_device;
+	} tp[VRT_REPEAT_MAX_PERIOD];
 };
+
+/* The compact state of the chunk being read (trace_format.h). */
+static struct {
+	uint64_t addr;
+	struct rec a, f;
+	int have_a, have_f;
+} cs;
 
 static struct rec *recs;
 static size_t nrecs, caprecs;
@@ -266,6 +292,7 @@ static void parse(const uint8_t *p, size_t n)
 		struct rec *r;
 		switch (type) {
 		case VRT_REC_CHUNK:
+			memset(&cs, 0, sizeof(cs));
 			vrt_get_uvarint(&q, qe, &v);
 			tid = (pid_t)v;
 			vrt_get_uvarint(&q, qe, &ts);
@@ -279,11 +306,16 @@ static void parse(const uint8_t *p, size_t n)
 			continue;
 		case VRT_REC_ALLOC:
 		case VRT_REC_FREE:
-		case VRT_REC_MARK:
-		case VRT_REC_SNAPSHOT:
+		case VRT_REC_ALLOC_C:
+		case VRT_REC_FREE_C:
 		case VRT_REC_REPEAT:
 			break;
+		case VRT_REC_MARK:
+		case VRT_REC_SNAPSHOT:
+			memset(&cs, 0, sizeof(cs));
+			break;
 		default:
+			memset(&cs, 0, sizeof(cs));
 			continue;
 		}
 		r = add_rec();
@@ -295,6 +327,27 @@ static void parse(const uint8_t *p, size_t n)
 		ts += dts;
 		r->ts = ts;
 		switch (type) {
+		case VRT_REC_ALLOC_C:
+		case VRT_REC_FREE_C: {
+			int64_t d = 0;
+			int alloc = type == VRT_REC_ALLOC_C;
+			if (!(alloc ? cs.have_a : cs.have_f))
+				bad = 1;
+			*r = alloc ? cs.a : cs.f;
+			r->type = alloc ? VRT_REC_ALLOC : VRT_REC_FREE;
+			r->tid = tid;
+			r->chunk = chunk;
+			r->ts = ts;
+			vrt_get_svarint(&q, qe, &d);
+			cs.addr += (uint64_t)d;
+			r->addr = cs.addr;
+			if (alloc) {
+				vrt_get_uvarint(&q, qe, &r->size);
+				if (vrt_get_uvarint(&q, qe, &r->stack))
+					bad = 1;
+			}
+			break;
+		}
 		case VRT_REC_ALLOC:
 		case VRT_REC_FREE:
 			vrt_get_uvarint(&q, qe, &r->api);
@@ -306,6 +359,14 @@ static void parse(const uint8_t *p, size_t n)
 			vrt_get_uvarint(&q, qe, &r->stack);
 			if (vrt_get_uvarint(&q, qe, &r->phase))
 				bad = 1;
+			cs.addr = r->addr;
+			if (type == VRT_REC_ALLOC) {
+				cs.a = *r;
+				cs.have_a = 1;
+			} else {
+				cs.f = *r;
+				cs.have_f = 1;
+			}
 			break;
 		case VRT_REC_SNAPSHOT:
 			vrt_get_uvarint(&q, qe, &r->op);
@@ -313,16 +374,32 @@ static void parse(const uint8_t *p, size_t n)
 		case VRT_REC_REPEAT:
 			vrt_get_uvarint(&q, qe, &r->count);
 			vrt_get_uvarint(&q, qe, &r->span);
-			vrt_get_uvarint(&q, qe, &r->api);
-			vrt_get_uvarint(&q, qe, &r->free_api);
-			vrt_get_svarint(&q, qe, &r->device);
-			vrt_get_svarint(&q, qe, &r->free_device);
-			vrt_get_uvarint(&q, qe, &r->size);
-			vrt_get_uvarint(&q, qe, &r->aux);
-			vrt_get_uvarint(&q, qe, &r->free_aux);
-			vrt_get_uvarint(&q, qe, &r->stack);
-			if (vrt_get_uvarint(&q, qe, &r->phase))
+			vrt_get_uvarint(&q, qe, &r->period);
+			if (r->period < 1 || r->period > VRT_REPEAT_MAX_PERIOD) {
 				bad = 1;
+				break;
+			}
+			for (uint64_t k = 0; k < r->period; k++) {
+				vrt_get_uvarint(&q, qe, &r->tp[k].api);
+				vrt_get_uvarint(&q, qe, &r->tp[k].free_api);
+				vrt_get_svarint(&q, qe, &r->tp[k].device);
+				vrt_get_svarint(&q, qe, &r->tp[k].free_device);
+				vrt_get_uvarint(&q, qe, &r->tp[k].size);
+				vrt_get_uvarint(&q, qe, &r->tp[k].aux);
+				vrt_get_uvarint(&q, qe, &r->tp[k].free_aux);
+				vrt_get_uvarint(&q, qe, &r->tp[k].stack);
+				if (vrt_get_uvarint(&q, qe, &r->tp[k].phase))
+					bad = 1;
+			}
+			r->api = r->tp[0].api;
+			r->free_api = r->tp[0].free_api;
+			r->device = r->tp[0].device;
+			r->free_device = r->tp[0].free_device;
+			r->size = r->tp[0].size;
+			r->aux = r->tp[0].aux;
+			r->free_aux = r->tp[0].free_aux;
+			r->stack = r->tp[0].stack;
+			r->phase = r->tp[0].phase;
 			break;
 		}
 	}
@@ -454,10 +531,16 @@ static struct totals count(pid_t tid)
 			t.repeats++;
 			t.allocs += r->count;
 			t.frees += r->count;
-			t.bytes += r->count * r->size;
+			for (uint64_t k = 0; k < r->period; k++)
+				t.bytes += (r->count / r->period +
+				            (k < r->count % r->period)) *
+				           r->tp[k].size;
 			t.events += 2 * r->count;
 			if (!pa)
 				t.orphan_repeat = 1;
+			else if (r->period > 1)
+				t.repeat_fields |= r->count == 0 ||
+				                   r->span > r->ts - pf->ts;
 			else if (r->api != pa->api || r->free_api != pf->api ||
 			         r->device != pa->device ||
 			         r->free_device != pf->device ||
@@ -492,7 +575,7 @@ int main(void)
 		return 1;
 	}
 	memset(big_label, 'x', VRT_EV_TEXT_MAX);
-	printf("1..23\n");
+	printf("1..25\n");
 	atomic_store(&vrt_state, VRT_STATE_ON);
 	ok(vrt_tbuf_init(16u << 20) == 0, "tbuf init");
 	/* A long flush interval: passes come only when asked for (or when
@@ -582,6 +665,15 @@ int main(void)
 	expect_seq(find("tentative"), "A F R2 A M F");
 	expect_seq(find("nested"), "A A F F A R1 F A R1 F A R1 F");
 	expect_seq(find("snapshot"), "A F R1 S A F A F A F S");
+	expect_seq(find("cycle"), "A F A F A F A F A F R85");
+	{
+		struct totals c = count(find("cycle")->tid);
+		ok(c.allocs == 3 * CYCLES && c.frees == 3 * CYCLES &&
+		           c.bytes == (uint64_t)CYCLES *
+		                              (P.size + P_SIZE.size +
+		                               P_C3.size),
+		   "cycle: one REPEAT of period 3 counts every pair's bytes");
+	}
 	char all_pairs[OFF_PAIRS * 4];
 	for (int i = 0; i < OFF_PAIRS; i++)
 		memcpy(all_pairs + 4 * i, "A F ", 4);
