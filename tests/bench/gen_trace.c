@@ -7,9 +7,12 @@
  * The events are alloc/free pairs of a caching allocator: --live address
  * slots (each with a fixed address, reused after its free, on one of two
  * CUDA devices), sizes from 512 B to 16 MiB, each allocation with one of
- * --stacks call stacks (real stacks, captured through trace_frames.c) and
- * the phase that stack belongs to (the built-in phases and custom ones, as
- * annotations name them). The sequence is a fixed pseudo-random one, so
+ * --stacks call stacks (real stacks, captured through trace_frames.c).
+ * As in a server, the thread works on one device for a while (a step of
+ * 64 events, then the other device) under one annotated phase at a time
+ * (the built-in phases and custom ones, the next every 4096 events), and
+ * frees carry the phase current when they happen. The sequence is a fixed
+ * pseudo-random one, so
  * every run writes the same events; the run ends with some allocations
  * still live, like a server that exits without freeing.
  *
@@ -139,15 +142,19 @@ int main(int argc, char **argv)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (uint64_t i = 0; i < events; i++) {
-		uint64_t r = next(), s = r % live;
-		int dev = (int)(s % NDEV);
+		uint64_t r = next();
+		int dev = (int)((i >> 6) % NDEV);
+		/* a slot of this step's device (slot % NDEV == dev) */
+		uint64_t s = (r % live) / NDEV * NDEV + (uint64_t)dev;
+		uint64_t phase = stack_phase[(i >> 12) % nstacks];
+		if (s >= live)
+			s = (uint64_t)dev;
 		uint64_t addr = ((uint64_t)(dev + 1) << 44) + s * SLOT_STRIDE;
 		struct vrt_ev ev = {.device = dev, .addr = addr};
 		if (slot_size[s]) {
-			uint64_t k = (r >> 32) % nstacks;
 			ev.rec = VRT_REC_FREE;
 			ev.api = VRT_API_cuMemFree_v2;
-			ev.phase = stack_phase[k];
+			ev.phase = phase;
 			slot_size[s] = 0;
 		} else {
 			uint64_t k = (r >> 32) % nstacks;
@@ -155,7 +162,7 @@ int main(int argc, char **argv)
 			ev.api = VRT_API_cuMemAlloc_v2;
 			ev.size = 512ull << ((r >> 20) % 16);
 			ev.stack = stack_id[k];
-			ev.phase = stack_phase[k];
+			ev.phase = phase;
 			slot_size[s] = ev.size;
 		}
 		vrt_tbuf_event(&ev);
