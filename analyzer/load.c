@@ -2369,7 +2369,7 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 		uint64_t plen, dts, api, sid, ph;
 		int64_t ts, tsx;
 		unsigned type;
-		struct vrt_event e;
+		struct vrt_event *e;
 		int bad = 0;
 
 		if (p >= end) {
@@ -2393,6 +2393,10 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 			p = rec;
 			break;
 		}
+		/* Decoded in place: a local copied out whole would be read
+		 * back wide right after narrow stores (a store-forwarding
+		 * stall per event). */
+		e = &out[n];
 		if (__builtin_expect(type == VRT_REC_REPEAT, 0)) {
 			st = emit_repeat(t, f, r, rec, &p, pe, out, max, &n, tsx,
 			                 &rep_k, err);
@@ -2412,61 +2416,60 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 			p = pe;
 			continue;
 		}
-		/* Built in a local (registers), stored once. */
-		e.extra = 0;
+		e->extra = 0;
 		switch (type) {
 		case VRT_REC_ALLOC_C:
 			cs.addr += (uint64_t)vrt_unzigzag(uv(&p, &bad));
-			e.addr = cs.addr;
-			e.size = uv(&p, &bad);
+			e->addr = cs.addr;
+			e->size = uv(&p, &bad);
 			sid = uv(&p, &bad);
 			api = cs.a.api;
-			e.device = (int32_t)cs.a.device;
-			e.aux = cs.a.aux;
+			e->device = (int32_t)cs.a.device;
+			e->aux = cs.a.aux;
 			ph = cs.a.phase;
-			e.kind = VRT_EV_ALLOC;
-			e.flags = snap;
+			e->kind = VRT_EV_ALLOC;
+			e->flags = snap;
 			bad |= !cs.a.have;
 			break;
 		case VRT_REC_FREE_C:
 			cs.addr += (uint64_t)vrt_unzigzag(uv(&p, &bad));
-			e.addr = cs.addr;
-			e.size = 0;
+			e->addr = cs.addr;
+			e->size = 0;
 			sid = cs.f.stack;
 			api = cs.f.api;
-			e.device = (int32_t)cs.f.device;
-			e.aux = cs.f.aux;
+			e->device = (int32_t)cs.f.device;
+			e->aux = cs.f.aux;
 			ph = cs.f.phase;
-			e.kind = VRT_EV_FREE;
-			e.flags = 0;
+			e->kind = VRT_EV_FREE;
+			e->flags = 0;
 			bad |= !cs.f.have;
 			break;
 		default:
 			api = uv(&p, &bad);
-			e.device = raw_device(vrt_unzigzag(uv(&p, &bad)));
-			e.addr = uv(&p, &bad);
+			e->device = raw_device(vrt_unzigzag(uv(&p, &bad)));
+			e->addr = uv(&p, &bad);
 			if (type == VRT_REC_ALLOC) {
-				e.size = uv(&p, &bad);
-				e.kind = VRT_EV_ALLOC;
-				e.flags = snap;
+				e->size = uv(&p, &bad);
+				e->kind = VRT_EV_ALLOC;
+				e->flags = snap;
 			} else {
-				e.size = 0;
-				e.kind = VRT_EV_FREE;
-				e.flags = 0;
+				e->size = 0;
+				e->kind = VRT_EV_FREE;
+				e->flags = 0;
 			}
-			e.aux = uv(&p, &bad);
+			e->aux = uv(&p, &bad);
 			sid = uv(&p, &bad);
 			ph = uv(&p, &bad);
 			if (v2) {
 				struct ctmpl *tp =
 				        type == VRT_REC_ALLOC ? &cs.a : &cs.f;
 				tp->api = api;
-				tp->device = e.device;
-				tp->aux = e.aux;
+				tp->device = e->device;
+				tp->aux = e->aux;
 				tp->stack = sid;
 				tp->phase = ph;
 				tp->have = 1;
-				cs.addr = e.addr;
+				cs.addr = e->addr;
 			}
 			break;
 		}
@@ -2487,16 +2490,16 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 			                  "api id out of range");
 			break;
 		}
-		e.api = (uint16_t)api;
-		e.ts = tsx;
-		e.proc = proc;
-		e.tid = tid;
+		e->api = (uint16_t)api;
+		e->ts = tsx;
+		e->proc = proc;
+		e->tid = tid;
 		/* Both are file ids until resolved: an id too large to be a
 		 * stack is no stack. */
-		e.stack = sid > UINT32_MAX ? 0 : (uint32_t)sid;
-		e.phase = ph > UINT32_MAX ? UINT32_MAX : (uint32_t)ph;
-		e.phase_src = 0;
-		st = resolve_event(t, f, &e, err);
+		e->stack = sid > UINT32_MAX ? 0 : (uint32_t)sid;
+		e->phase = ph > UINT32_MAX ? UINT32_MAX : (uint32_t)ph;
+		e->phase_src = 0;
+		st = resolve_event(t, f, e, err);
 		if (st)
 			break;
 		if (__builtin_expect(have_last && tsx < last, 0)) {
@@ -2505,7 +2508,7 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 			last = tsx;
 			have_last = 1;
 		}
-		out[n++] = e;
+		n++;
 		clock = ts;
 		p = pe;
 	}
