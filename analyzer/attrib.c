@@ -44,11 +44,23 @@ struct vrt_attrib {
 	size_t nprobes, next;
 };
 
-static int is_attributable(const struct vrt_event *e)
+/* The kinds the rules re-classify, one bit each (kinds are below 32). */
+#define ATTRIBUTABLE                                                           \
+	(1u << VRT_EV_ALLOC | 1u << VRT_EV_FREE | 1u << VRT_EV_MAP |          \
+	 1u << VRT_EV_UNMAP | 1u << VRT_EV_FAIL | 1u << VRT_EV_REPEAT)
+
+static inline int is_attributable(const struct vrt_event *e)
 {
-	return e->kind == VRT_EV_ALLOC || e->kind == VRT_EV_FREE ||
-	       e->kind == VRT_EV_MAP || e->kind == VRT_EV_UNMAP ||
-	       e->kind == VRT_EV_FAIL || e->kind == VRT_EV_REPEAT;
+	return e->kind < 32 && (ATTRIBUTABLE >> e->kind & 1);
+}
+
+/* Whether step 4 can touch e: a probe, or an allocation large enough
+ * (infer's first tests, cheap enough to run on every event). */
+static inline int may_infer(const struct vrt_event *e)
+{
+	return __builtin_expect(e->kind == VRT_EV_MEMINFO ||
+	                                e->size >= VRT_ATTRIB_LARGE_BYTES,
+	                        0);
 }
 
 /* Phase index of rule k (interned in t's table), cached per rule. */
@@ -238,14 +250,21 @@ int vrt_attrib_feed(struct vrt_attrib *a, struct vrt_trace *t,
 {
 	size_t i;
 
-	if (a->rules && t->nstacks > a->nstacks &&
+	if (!a->rules) {
+		/* Step 4 only: most events are neither probes nor large. */
+		for (i = 0; i < n; i++)
+			if (may_infer(&ev[i]))
+				infer(a, &ev[i]);
+		return 0;
+	}
+	if (t->nstacks > a->nstacks &&
 	    grow_ints(&a->srule, &a->nstacks, t->nstacks))
 		return -1;
 	for (i = 0; i < n; i++) {
 		struct vrt_event *e = &ev[i];
 		int k, g;
 
-		if (a->rules && e->stack && e->stack < t->nstacks &&
+		if (e->stack && e->stack < t->nstacks &&
 		    e->phase_src != VRT_SRC_ANNOTATION && is_attributable(e)) {
 			k = a->srule[e->stack];
 			if (k == UNKNOWN) {
@@ -263,7 +282,8 @@ int vrt_attrib_feed(struct vrt_attrib *a, struct vrt_trace *t,
 				e->phase_src = VRT_SRC_RULE;
 			}
 		}
-		infer(a, e);
+		if (may_infer(e))
+			infer(a, e);
 	}
 	return 0;
 }

@@ -8,6 +8,11 @@
  * (process, address space, address) and sized by the live set, never by
  * the event count. Values are indexes into a pool of objects, so a VMM
  * mapping can refer to its handle while the table moves entries around.
+ * A plain device pointer allocated on the common path needs no object:
+ * its entry holds its bytes, family and site (which names its device and
+ * phase slot), so a free touches one table line and one site. The rare
+ * paths that want an object for such an entry get one made on the spot
+ * (slot_obj), so everything but the common path sees objects only.
  *
  * Address spaces follow trace_format.h: device/async/managed pointers share
  * one space; pinned, registered, reserved VA, VMM handles each have their
@@ -28,7 +33,11 @@
  * that device's latest peak (it has not changed since), so it is stored
  * with the epoch. At the end, a site's share of the final peak is its
  * stored value when its epoch is the final one, else its live value. O(1)
- * per event; the snapshot costs no second pass.
+ * per event; the snapshot costs no second pass. The device's own split at
+ * its peak (peak_by_phase) is lazy the same way: a rise to a new peak only
+ * marks it pending, and it is copied from the live phase bytes before they
+ * next change otherwise (a fall, or tracked bytes that wrap), so a run of
+ * rising peaks costs one copy.
  *
  * Timelines are bounded: the run is cut into time buckets of width w from
  * its start; within one, a device keeps its highest point and, when it
@@ -39,6 +48,14 @@
  * VRT_REPLAY_SERIES_BUCKETS buckets, w doubles and each pair of buckets
  * merges into one (its highest point, and its last when that is another),
  * which is what bucketing at the doubled width would have kept.
+ *
+ * Speed: the common events (allocations and frees of plain pointers) take
+ * an inlined path (fast_alloc, fast_free) that touches one table line, one
+ * site and its device's counters, with no division and no per-event
+ * switch; the table line an event will probe is prefetched a few events
+ * ahead, as the table outgrows the first-level cache. Everything else
+ * takes the general path (replay_one), which the common path must agree
+ * with (tests/unit/analyzer/test_replay.c checks both against a model).
  */
 #include "replay.h"
 
@@ -46,6 +63,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define LIKELY(x)   __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* Off the per-event path: keeps the inlined common case small. */
+#define NOINLINE __attribute__((noinline))
 
 enum space {
 	SP_PTR = 0, /* device, async, managed */
@@ -77,13 +99,29 @@ struct obj {
 	uint8_t charged;  /* its bytes count in a device's tracked bytes */
 };
 
+/* What a table entry holds. */
+enum tag {
+	TAG_EMPTY = 0,
+	TAG_OBJ = 1, /* ref is an object index */
+	TAG_PTR = 2, /* a charged plain pointer allocation (SP_PTR): ref is
+	                its site, size and family are its own; no object */
+};
+
+/* 32 bytes: two per cache line (the table is 64-byte aligned), so the
+ * common free reads everything it needs from one line. */
 struct slot {
 	uint64_t addr;
-	uint32_t hash; /* hash_key's low bits: its home without rehashing */
+	uint64_t size; /* TAG_PTR: the allocation's bytes */
 	uint32_t proc;
-	uint32_t obj; /* NONE: empty slot */
+	uint32_t hash; /* hash_key: its home without rehashing */
+	uint32_t ref;  /* see enum tag */
 	uint8_t space;
+	uint8_t tag;
+	uint8_t family; /* TAG_PTR */
+	uint8_t pad_;
 };
+
+_Static_assert(sizeof(struct slot) == 32, "two table slots per line");
 
 #define TABLE_MAX_CAP (1ull << 31) /* homes fit the stored hash bits */
 
@@ -101,17 +139,31 @@ struct series_acc {
 /* One (device, phase slot, stack): live now, and at the device's peak
  * number epoch (see the top of the file). */
 struct site {
+	/* what every allocation and free of the site touches, first */
 	uint64_t bytes, allocs;
-	uint64_t peak_bytes, peak_allocs;
 	uint64_t epoch;
+	/* its device's result and state (r->dev[device], devs[device]),
+	 * set again whenever those arrays move (sites_rebase) */
+	struct vrt_replay_device *d;
+	struct devstate *ds;
 	int32_t device;
-	uint32_t slot, stack;
+	uint32_t slot;
+	/* at the device's peak number epoch */
+	uint64_t peak_bytes, peak_allocs;
+	uint32_t stack;
 };
 
 /* Per device, beside the result's vrt_replay_device. */
 struct devstate {
-	struct series_acc acc;
 	uint64_t epoch; /* peaks reached so far */
+	/* The device's peak_by_phase is not copied yet: the live phase
+	 * bytes are still those of its peak (copied before they go down,
+	 * see dev_pre_fall), so a run of rising peaks copies once. */
+	int peak_pending;
+	/* phase[k].live_bytes of the device, side by side, so copying a
+	 * point or a peak is one memcpy */
+	uint64_t live[VRT_REPLAY_MAX_PHASES];
+	struct series_acc acc;
 };
 
 #define SITE_HINTS 4 /* site hints per stack (power of two) */
@@ -121,6 +173,7 @@ struct state {
 	const struct vrt_trace *t; /* set by each call */
 	struct slot *tab;
 	size_t cap, used; /* cap is a power of two */
+	size_t grow_at;   /* used that makes the table grow: cap / 2 */
 	struct obj *objs;
 	size_t nobjs, capobjs;
 	uint32_t free_obj;
@@ -171,9 +224,14 @@ int vrt_replay_family_is_vram(int family)
 	return is_vram(family);
 }
 
-unsigned vrt_replay_phase_slot(uint32_t phase)
+static inline uint32_t phase_slot(uint32_t phase)
 {
 	return phase < VRT_REPLAY_MAX_PHASES ? phase : 0;
+}
+
+unsigned vrt_replay_phase_slot(uint32_t phase)
+{
+	return phase_slot(phase);
 }
 
 struct err_name {
@@ -212,141 +270,7 @@ const char *vrt_replay_error_name(unsigned api, int64_t code, char *buf,
 	return buf;
 }
 
-/* ---- the live table --------------------------------------------------- */
-
-static uint64_t hash_key(uint32_t proc, uint8_t space, uint64_t addr)
-{
-	uint64_t x = addr ^ ((uint64_t)proc << 32) ^ ((uint64_t)space << 58);
-	/* splitmix64 finalizer: addresses share their low and high bits. */
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
-static int table_grow(struct state *s)
-{
-	size_t ncap = s->cap ? s->cap * 2 : 1024, i;
-	struct slot *nt;
-
-	if (ncap > TABLE_MAX_CAP)
-		return -1;
-	nt = malloc(ncap * sizeof(*nt));
-	if (!nt)
-		return -1;
-	for (i = 0; i < ncap; i++)
-		nt[i].obj = NONE;
-	for (i = 0; i < s->cap; i++) {
-		struct slot *o = &s->tab[i];
-		size_t j;
-		if (o->obj == NONE)
-			continue;
-		j = o->hash & (ncap - 1);
-		while (nt[j].obj != NONE)
-			j = (j + 1) & (ncap - 1);
-		nt[j] = *o;
-	}
-	free(s->tab);
-	s->tab = nt;
-	s->cap = ncap;
-	return 0;
-}
-
-/* Index of the slot holding the key, or of the empty slot ending its
- * probe sequence. Requires cap > used. */
-static size_t table_find_h(const struct state *s, uint32_t proc,
-                           uint8_t space, uint64_t addr, uint32_t h)
-{
-	size_t i = h & (s->cap - 1);
-
-	while (s->tab[i].obj != NONE) {
-		const struct slot *e = &s->tab[i];
-		if (e->addr == addr && e->proc == proc && e->space == space)
-			return i;
-		i = (i + 1) & (s->cap - 1);
-	}
-	return i;
-}
-
-static size_t table_find(const struct state *s, uint32_t proc, uint8_t space,
-                         uint64_t addr)
-{
-	return table_find_h(s, proc, space, addr,
-	                    (uint32_t)hash_key(proc, space, addr));
-}
-
-static uint32_t table_get(const struct state *s, uint32_t proc, uint8_t space,
-                          uint64_t addr)
-{
-	if (!s->cap)
-		return NONE;
-	return s->tab[table_find(s, proc, space, addr)].obj;
-}
-
-/* Sets key -> obj and stores the object it replaced (or NONE) in *old.
- * Returns 0, or -1 when out of memory. */
-static int table_put(struct state *s, uint32_t proc, uint8_t space,
-                     uint64_t addr, uint32_t obj, uint32_t *old)
-{
-	uint32_t h = (uint32_t)hash_key(proc, space, addr);
-	size_t i;
-
-	/* At most half full: short clusters for lookups and deletions. */
-	if ((s->used + 1) * 2 > s->cap && table_grow(s))
-		return -1;
-	i = table_find_h(s, proc, space, addr, h);
-	*old = s->tab[i].obj;
-	if (*old == NONE)
-		s->used++;
-	s->tab[i].hash = h;
-	s->tab[i].addr = addr;
-	s->tab[i].proc = proc;
-	s->tab[i].space = space;
-	s->tab[i].obj = obj;
-	return 0;
-}
-
-/* Removes the entry at slot i, shifting later entries of its cluster back
- * so lookups never stop at a hole. */
-static void table_remove_at(struct state *s, size_t i)
-{
-	size_t mask = s->cap - 1, j = i;
-
-	s->tab[i].obj = NONE;
-	s->used--;
-	for (;;) {
-		size_t home;
-		j = (j + 1) & mask;
-		if (s->tab[j].obj == NONE)
-			return;
-		home = s->tab[j].hash & mask;
-		/* Move j into the hole i unless its home lies in (i, j]. */
-		if ((j > i && (home <= i || home > j)) ||
-		    (j < i && (home <= i && home > j))) {
-			s->tab[i] = s->tab[j];
-			s->tab[j].obj = NONE;
-			i = j;
-		}
-	}
-}
-
-/* Removes a key; returns its object or NONE. */
-static uint32_t table_take(struct state *s, uint32_t proc, uint8_t space,
-                           uint64_t addr)
-{
-	size_t i;
-	uint32_t o;
-
-	if (!s->cap)
-		return NONE;
-	i = table_find(s, proc, space, addr);
-	o = s->tab[i].obj;
-	if (o != NONE)
-		table_remove_at(s, i);
-	return o;
-}
+/* ---- objects ---------------------------------------------------------- */
 
 static inline uint32_t obj_new(struct state *s)
 {
@@ -379,9 +303,179 @@ static void obj_free(struct state *s, uint32_t o)
 	s->free_obj = o;
 }
 
+/* ---- the live table --------------------------------------------------- */
+
+/* One multiply: the high address bits are folded down first, so keys
+ * that differ only there (two devices' pointers at the same offset) still
+ * land apart; the product's high half mixes every input bit. */
+static inline uint32_t hash_key(uint32_t proc, uint8_t space, uint64_t addr)
+{
+	uint64_t x = addr ^ ((uint64_t)proc << 32) ^ ((uint64_t)space << 58);
+
+	x ^= x >> 32;
+	return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+static int table_grow(struct state *s)
+{
+	size_t ncap = s->cap ? s->cap * 2 : 1024, i;
+	struct slot *nt;
+
+	if (ncap > TABLE_MAX_CAP)
+		return -1;
+	nt = aligned_alloc(64, ncap * sizeof(*nt));
+	if (!nt)
+		return -1;
+	memset(nt, 0, ncap * sizeof(*nt)); /* TAG_EMPTY */
+	for (i = 0; i < s->cap; i++) {
+		struct slot *o = &s->tab[i];
+		size_t j;
+		if (o->tag == TAG_EMPTY)
+			continue;
+		j = o->hash & (ncap - 1);
+		while (nt[j].tag != TAG_EMPTY)
+			j = (j + 1) & (ncap - 1);
+		nt[j] = *o;
+	}
+	free(s->tab);
+	s->tab = nt;
+	s->cap = ncap;
+	s->grow_at = ncap / 2;
+	return 0;
+}
+
+/* Index of the slot holding the key, or of the empty slot ending its
+ * probe sequence. Requires cap > used. */
+static inline size_t table_find_h(const struct state *s, uint32_t proc,
+                                  uint8_t space, uint64_t addr, uint32_t h)
+{
+	size_t mask = s->cap - 1, i = h & mask;
+
+	while (s->tab[i].tag != TAG_EMPTY) {
+		const struct slot *e = &s->tab[i];
+		if (e->addr == addr && e->proc == proc && e->space == space)
+			return i;
+		i = (i + 1) & mask;
+	}
+	return i;
+}
+
+static size_t table_find(const struct state *s, uint32_t proc, uint8_t space,
+                         uint64_t addr)
+{
+	return table_find_h(s, proc, space, addr, hash_key(proc, space, addr));
+}
+
+/* The object of the entry at slot i (NONE when empty); a TAG_PTR entry
+ * gets its object made now (NONE and s->oom when out of memory). */
+static uint32_t slot_obj(struct state *s, size_t i)
+{
+	struct slot *sl = &s->tab[i];
+	const struct site *x;
+	struct obj *ob;
+	uint32_t o;
+
+	if (sl->tag != TAG_PTR)
+		return sl->tag == TAG_EMPTY ? NONE : sl->ref;
+	o = obj_new(s);
+	if (o == NONE) {
+		s->oom = 1;
+		return NONE;
+	}
+	x = &s->sites[sl->ref];
+	ob = &s->objs[o];
+	ob->size = sl->size;
+	ob->device = x->device;
+	ob->slot = x->slot;
+	ob->stack = x->stack;
+	ob->site = sl->ref;
+	ob->family = sl->family;
+	ob->kind = OBJ_ALLOC;
+	ob->charged = 1;
+	sl->tag = TAG_OBJ;
+	sl->ref = o;
+	return o;
+}
+
+static uint32_t table_get(struct state *s, uint32_t proc, uint8_t space,
+                          uint64_t addr)
+{
+	return slot_obj(s, table_find(s, proc, space, addr));
+}
+
+/* Sets key -> obj and stores the object it replaced (or NONE) in *old.
+ * Returns 0, or -1 when out of memory. */
+static int table_put(struct state *s, uint32_t proc, uint8_t space,
+                     uint64_t addr, uint32_t obj, uint32_t *old)
+{
+	uint32_t h = hash_key(proc, space, addr);
+	struct slot *sl;
+	size_t i;
+
+	/* At most half full: short clusters for lookups and deletions. */
+	if ((s->used + 1) * 2 > s->cap && table_grow(s))
+		return -1;
+	i = table_find_h(s, proc, space, addr, h);
+	*old = slot_obj(s, i);
+	if (s->oom)
+		return -1;
+	sl = &s->tab[i];
+	if (sl->tag == TAG_EMPTY)
+		s->used++;
+	sl->hash = h;
+	sl->addr = addr;
+	sl->proc = proc;
+	sl->space = space;
+	sl->tag = TAG_OBJ;
+	sl->ref = obj;
+	return 0;
+}
+
+/* Removes the entry at slot i, shifting later entries of its cluster back
+ * so lookups never stop at a hole. */
+static inline void table_remove_at(struct state *s, size_t i)
+{
+	size_t mask = s->cap - 1, j = i;
+
+	s->tab[i].tag = TAG_EMPTY;
+	s->used--;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (s->tab[j].tag == TAG_EMPTY)
+			return;
+		/* j may fill the hole unless its home lies in (i, j]: it is
+		 * at least as far from its home as from the hole. */
+		if (((j - s->tab[j].hash) & mask) >= ((j - i) & mask)) {
+			s->tab[i] = s->tab[j];
+			s->tab[j].tag = TAG_EMPTY;
+			i = j;
+		}
+	}
+}
+
+/* Removes a key; returns its object or NONE. */
+static uint32_t table_take(struct state *s, uint32_t proc, uint8_t space,
+                           uint64_t addr)
+{
+	size_t i = table_find(s, proc, space, addr);
+	uint32_t o = slot_obj(s, i);
+
+	if (o != NONE)
+		table_remove_at(s, i);
+	return o;
+}
+
 /* ---- accounting ------------------------------------------------------- */
 
-static void counters_add(struct vrt_counters *c, uint64_t bytes, int64_t ts)
+/* What to take from v to take bytes away without going below 0:
+ * min(v, bytes) (a compare and a conditional move). */
+static inline uint64_t sub_clamp(uint64_t v, uint64_t bytes)
+{
+	return v < bytes ? v : bytes;
+}
+
+static inline void counters_add(struct vrt_counters *c, uint64_t bytes,
+                                int64_t ts)
 {
 	c->live_bytes += bytes;
 	if (c->live_bytes > c->peak_bytes) {
@@ -390,20 +484,62 @@ static void counters_add(struct vrt_counters *c, uint64_t bytes, int64_t ts)
 	}
 }
 
-static void counters_sub(struct vrt_counters *c, uint64_t bytes)
+static inline void counters_sub(struct vrt_counters *c, uint64_t bytes)
 {
 	/* Cannot underflow for bytes we charged; clamp anyway. */
-	c->live_bytes = c->live_bytes >= bytes ? c->live_bytes - bytes : 0;
+	c->live_bytes -= sub_clamp(c->live_bytes, bytes);
 }
 
-static int is_host_family(int fam)
+/* A device's phase counters, kept in both places (devstate.live). */
+static inline void phase_add(struct vrt_replay_device *d, struct devstate *ds,
+                             uint32_t slot, uint64_t bytes, int64_t ts)
+{
+	counters_add(&d->phase[slot], bytes, ts);
+	ds->live[slot] = d->phase[slot].live_bytes;
+}
+
+static inline void phase_sub(struct vrt_replay_device *d, struct devstate *ds,
+                             uint32_t slot, uint64_t bytes)
+{
+	counters_sub(&d->phase[slot], bytes);
+	ds->live[slot] = d->phase[slot].live_bytes;
+}
+
+/* A new peak of device d: its phase split is copied lazily (see struct
+ * devstate), and every site's snapshot goes stale (the epoch). */
+static inline void dev_peak(struct vrt_replay_device *d, struct devstate *ds,
+                            int64_t ts)
+{
+	d->peak_bytes = d->tracked_bytes;
+	d->peak_ts = ts;
+	ds->epoch++;
+	ds->peak_pending = 1;
+}
+
+/* Copies a pending peak split: the live phase bytes are about to change
+ * other than by rising to a new peak. */
+static NOINLINE void peak_copy(struct vrt_replay_device *d,
+                               struct devstate *ds)
+{
+	memcpy(d->peak_by_phase, ds->live, sizeof(ds->live));
+	ds->peak_pending = 0;
+}
+
+static inline void peak_settle(struct vrt_replay_device *d,
+                               struct devstate *ds)
+{
+	if (ds->peak_pending)
+		peak_copy(d, ds);
+}
+
+static inline int is_host_family(int fam)
 {
 	return fam == VRT_FAM_PINNED || fam == VRT_FAM_REGISTERED;
 }
 
 /* While exactly one request is in flight, its forward bytes on device i
  * are a candidate for the single-request peak. */
-static void sample_single(struct state *s, size_t i, int64_t ts)
+static NOINLINE void sample_single(struct state *s, size_t i, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
 	uint64_t b = r->dev[i].phase[VRT_PHASE_forward].live_bytes;
@@ -421,7 +557,8 @@ static void sample_single(struct state *s, size_t i, int64_t ts)
 /* Windows (see on_mark): r->windows[r->nwindows - 1] is open. */
 /* Raises the open window's peaks of device dev to its live counters
  * (slot: the phase slot that changed; VRT_REPLAY_MAX_PHASES: all). */
-static void window_note(struct state *s, int32_t dev, unsigned slot)
+static NOINLINE void window_note(struct state *s, int32_t dev,
+                                 unsigned slot)
 {
 	struct vrt_replay *r = s->r;
 	struct vrt_replay_window_device *w;
@@ -461,27 +598,34 @@ static int push(void **v, size_t *n, const void *x, size_t sz)
 	return 0;
 }
 
-static void point_now(const struct vrt_replay_device *d, int64_t ts,
-                      struct vrt_replay_point *p)
+static NOINLINE void point_now(const struct state *s, int32_t dev,
+                               int64_t ts, struct vrt_replay_point *p)
 {
-	unsigned k;
-
 	p->ts = ts;
-	p->total = d->tracked_bytes;
-	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
-		p->by_phase[k] = d->phase[k].live_bytes;
+	p->total = s->r->dev[dev].tracked_bytes;
+	memcpy(p->by_phase, s->devs[dev].live, sizeof(p->by_phase));
 }
 
-/* Device dev's tracked bytes are about to go down: a highest point still
- * read from the live counters is copied first. */
-static void series_pre(struct state *s, int32_t dev)
+/* The highest point of dev's bucket, still read from the live counters,
+ * copied. */
+static NOINLINE void series_copy_max(struct state *s, int32_t dev)
 {
 	struct series_acc *a = &s->devs[dev].acc;
 
-	if (a->max_live) {
-		point_now(&s->r->dev[dev], a->max.ts, &a->max);
-		a->max_live = 0;
-	}
+	point_now(s, dev, a->max.ts, &a->max);
+	a->max_live = 0;
+}
+
+/* Device dev's tracked bytes are about to go down: a highest point still
+ * read from the live counters is copied first, and so is a peak's split
+ * (see struct devstate). */
+static inline void dev_pre_fall(struct state *s, int32_t dev)
+{
+	struct devstate *ds = &s->devs[dev];
+
+	if (UNLIKELY(ds->acc.max_live))
+		series_copy_max(s, dev);
+	peak_settle(&s->r->dev[dev], ds);
 }
 
 /* Device dev's tracked bytes changed at ts (the live counters hold the
@@ -535,7 +679,7 @@ static void series_flush(struct state *s)
 			continue;
 		a->active = 0;
 		if (a->max_live) {
-			point_now(d, a->max.ts, &a->max);
+			point_now(s, (int32_t)i, a->max.ts, &a->max);
 			a->max_live = 0;
 		}
 		if (push((void **)&d->series, &d->nseries, &a->max,
@@ -543,7 +687,7 @@ static void series_flush(struct state *s)
 			goto oom;
 		if (!a->after_max)
 			continue;
-		point_now(d, a->last_ts, &p);
+		point_now(s, (int32_t)i, a->last_ts, &p);
 		if (push((void **)&d->series, &d->nseries, &p, sizeof(p)))
 			goto oom;
 	}
@@ -612,7 +756,7 @@ static void series_widen(struct state *s)
 
 /* Before an event at ts that falls past the current bucket: flushes it,
  * widens the buckets while ts lies past the last one, and opens ts's. */
-static void series_tick(struct state *s, int64_t ts)
+static NOINLINE void series_tick(struct state *s, int64_t ts)
 {
 	int64_t b = bucket_of(s, ts, s->series_width), end;
 
@@ -635,8 +779,8 @@ static void series_tick(struct state *s, int64_t ts)
 
 /* The site of (dev, slot, stack), created when new; NONE when out of
  * memory. */
-static uint32_t site_get(struct state *s, int32_t dev, uint32_t slot,
-                         uint32_t stack)
+static NOINLINE uint32_t site_get(struct state *s, int32_t dev,
+                                  uint32_t slot, uint32_t stack)
 {
 	size_t hint = (size_t)stack * SITE_HINTS +
 	              ((uint32_t)dev & (SITE_HINTS - 1));
@@ -692,11 +836,21 @@ static uint32_t site_get(struct state *s, int32_t dev, uint32_t slot,
 	x->device = dev;
 	x->slot = slot;
 	x->stack = stack;
+	x->d = &s->r->dev[dev];
+	x->ds = &s->devs[dev];
 	s->sindex[i] = h;
 found:
 	if (hint < s->nstack_site)
 		s->stack_site[hint] = h;
 	return h;
+}
+
+/* x's value now is its value at its device's peak number epoch. */
+static inline void site_snapshot(struct site *x, uint64_t epoch)
+{
+	x->peak_bytes = x->bytes;
+	x->peak_allocs = x->allocs;
+	x->epoch = epoch;
 }
 
 /* Site x of device dev is about to change: if the device reached a peak
@@ -705,19 +859,16 @@ static inline void site_touch(struct state *s, struct site *x, int32_t dev)
 {
 	uint64_t epoch = s->devs[dev].epoch;
 
-	if (x->epoch != epoch) {
-		x->peak_bytes = x->bytes;
-		x->peak_allocs = x->allocs;
-		x->epoch = epoch;
-	}
+	if (x->epoch != epoch)
+		site_snapshot(x, epoch);
 }
 
 static void charge(struct state *s, struct obj *o, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
 	struct vrt_replay_device *d;
+	struct devstate *ds;
 	struct site *x;
-	unsigned k;
 
 	if (is_host_family(o->family)) {
 		counters_add(&r->host[o->family], o->size, ts);
@@ -741,20 +892,19 @@ static void charge(struct state *s, struct obj *o, int64_t ts)
 			return;
 		}
 	}
+	ds = &s->devs[o->device];
 	x = &s->sites[o->site];
 	site_touch(s, x, o->device);
 	x->bytes += o->size;
 	x->allocs++;
-	counters_add(&d->phase[o->slot], o->size, ts);
+	/* Tracked bytes that wrap are no new peak: settle the last one. */
+	if (UNLIKELY(d->tracked_bytes + o->size < o->size))
+		peak_settle(d, ds);
+	phase_add(d, ds, o->slot, o->size, ts);
 	o->charged = 1;
 	d->tracked_bytes += o->size;
-	if (d->tracked_bytes > d->peak_bytes) {
-		d->peak_bytes = d->tracked_bytes;
-		d->peak_ts = ts;
-		s->devs[o->device].epoch++;
-		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
-			d->peak_by_phase[k] = d->phase[k].live_bytes;
-	}
+	if (d->tracked_bytes > d->peak_bytes)
+		dev_peak(d, ds, ts);
 	if (o->slot == VRT_PHASE_forward)
 		sample_single(s, (size_t)o->device, ts);
 	if (r->nwindows)
@@ -785,8 +935,8 @@ static void discharge(struct state *s, struct obj *o)
 	site_touch(s, x, o->device);
 	x->bytes -= x->bytes >= o->size ? o->size : x->bytes;
 	x->allocs -= x->allocs ? 1 : 0;
-	series_pre(s, o->device);
-	counters_sub(&d->phase[o->slot], o->size);
+	dev_pre_fall(s, o->device);
+	phase_sub(d, &s->devs[o->device], o->slot, o->size);
 	o->charged = 0;
 	d->tracked_bytes -=
 	        d->tracked_bytes >= o->size ? o->size : d->tracked_bytes;
@@ -875,7 +1025,7 @@ static int snapshot_reset(struct state *s, uint32_t proc)
 	size_t i, n = 0, k;
 
 	for (i = 0; i < s->cap; i++)
-		n += s->tab[i].obj != NONE && s->tab[i].proc == proc &&
+		n += s->tab[i].tag != TAG_EMPTY && s->tab[i].proc == proc &&
 		     s->tab[i].space <= SP_MAP;
 	if (!n)
 		return 0;
@@ -883,7 +1033,7 @@ static int snapshot_reset(struct state *s, uint32_t proc)
 	if (!keys)
 		return -1;
 	for (i = 0, k = 0; i < s->cap; i++)
-		if (s->tab[i].obj != NONE && s->tab[i].proc == proc &&
+		if (s->tab[i].tag != TAG_EMPTY && s->tab[i].proc == proc &&
 		    s->tab[i].space <= SP_MAP)
 			keys[k++] = (struct key){s->tab[i].addr, s->tab[i].space};
 	for (int pass = 0; pass < 2; pass++) {
@@ -927,7 +1077,7 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 	ob = &s->objs[o];
 	ob->size = e->size;
 	ob->device = e->device;
-	ob->slot = vrt_replay_phase_slot(e->phase);
+	ob->slot = phase_slot(e->phase);
 	ob->stack = e->stack;
 	ob->family = (uint8_t)fam;
 	ob->kind = fam == VRT_FAM_VMM ? OBJ_HANDLE : OBJ_ALLOC;
@@ -1024,11 +1174,12 @@ static void on_unmap(struct state *s, const struct vrt_event *e)
 	if (cur < hi && s->nmappings) {
 		for (i = 0; i < s->cap; i++) {
 			struct slot *sl = &s->tab[i];
-			if (sl->obj == NONE || sl->space != SP_MAP ||
+			/* mappings are always objects (TAG_OBJ) */
+			if (sl->tag == TAG_EMPTY || sl->space != SP_MAP ||
 			    sl->proc != e->proc || sl->addr < lo ||
 			    sl->addr >= hi)
 				continue;
-			uint32_t m = sl->obj;
+			uint32_t m = sl->ref;
 			table_remove_at(s, i);
 			mapping_drop(s, m);
 			removed++;
@@ -1073,7 +1224,7 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 	f->requested_bytes = e->size;
 	f->addr = e->addr;
 	f->error = (int64_t)e->aux;
-	f->phase = vrt_replay_phase_slot(e->phase);
+	f->phase = phase_slot(e->phase);
 	f->stack = e->stack;
 	f->after_ready = r->have_server_ready;
 	f->inflight = r->inflight;
@@ -1101,7 +1252,7 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 		r->dev[f->device].fam[fam].failed++;
 		if (is_vram(fam))
 			r->dev[f->device]
-			        .phase[vrt_replay_phase_slot(e->phase)]
+			        .phase[phase_slot(e->phase)]
 			        .failed++;
 	}
 	return 0;
@@ -1187,7 +1338,7 @@ static void use_requests(struct state *s, uint32_t proc, int64_t ts)
 	r->connections -= r->connections >= s->conns[proc] ? s->conns[proc]
 	                                                   : r->connections;
 	for (i = 0; i < s->cap; i++) {
-		if (s->tab[i].obj == NONE || s->tab[i].space != SP_CONN ||
+		if (s->tab[i].tag == TAG_EMPTY || s->tab[i].space != SP_CONN ||
 		    s->tab[i].proc != proc)
 			continue;
 		table_remove_at(s, i);
@@ -1312,7 +1463,7 @@ static int on_repeat(struct state *s, const struct vrt_event *e, int fam)
 	memset(&o, 0, sizeof(o));
 	o.size = e->size;
 	o.device = e->device;
-	o.slot = vrt_replay_phase_slot(e->phase);
+	o.slot = phase_slot(e->phase);
 	o.stack = e->stack;
 	o.family = (uint8_t)fam;
 	o.kind = fam == VRT_FAM_VMM ? OBJ_HANDLE : OBJ_ALLOC;
@@ -1444,6 +1595,17 @@ static int remap_devices(struct vrt_replay *r, const uint32_t *map, size_t n)
 
 /* ---- the stream --------------------------------------------------------- */
 
+/* The per-device arrays moved: the sites' pointers into them follow. */
+static void sites_rebase(struct state *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nsites; i++) {
+		s->sites[i].d = &s->r->dev[s->sites[i].device];
+		s->sites[i].ds = &s->devs[s->sites[i].device];
+	}
+}
+
 /* Grows the per-device and per-process state to t's tables. */
 static int state_grow(struct state *s, const struct vrt_trace *t)
 {
@@ -1463,6 +1625,7 @@ static int state_grow(struct state *s, const struct vrt_trace *t)
 			return -1;
 		memset(ns + r->ndevices, 0, (n - r->ndevices) * sizeof(*ns));
 		s->devs = ns;
+		sites_rebase(s);
 		if (windows_grow(r, n))
 			return -1;
 		r->ndevices = n;
@@ -1532,7 +1695,7 @@ int vrt_replay_begin(struct vrt_replay *r, const struct vrt_trace *t)
 	return 0;
 }
 
-static int replay_one(struct state *s, const struct vrt_event *e)
+static NOINLINE int replay_one(struct state *s, const struct vrt_event *e)
 {
 	int fam = vrt_api_family(e->api);
 
@@ -1579,136 +1742,196 @@ static int replay_one(struct state *s, const struct vrt_event *e)
  * Most events are allocations and frees of plain device pointers (device,
  * async, managed: one address space, no handles, no host memory). These
  * take a straight path here with the same effect as on_alloc/on_free +
- * count + charge/discharge; anything unusual (an address already live, a
- * device outside the table, a standby snapshot entry) goes the general
- * way. The general path stays the reference: both must agree.
+ * count + charge/discharge, and their table entries carry what the free
+ * needs (TAG_PTR), so no object is made. Anything unusual (an address
+ * already live, a device outside the table, a standby snapshot entry, an
+ * entry that is an object) goes the general way. The general path stays
+ * the reference: both must agree.
  */
-static inline int is_ptr_family(int fam)
+
+/* Per api id: 1 + its family when that is a plain pointer family, else
+ * 0 (looked up once per event instead of two switches). */
+#define VRT_X_PTRFAM(i, name, fam, op)                                         \
+	[i] = ((fam) == VRT_FAM_DEVICE || (fam) == VRT_FAM_ASYNC ||            \
+	       (fam) == VRT_FAM_MANAGED)                                       \
+	              ? (fam) + 1                                              \
+	              : 0,
+static const uint8_t api_ptr_family[256] = {VRT_API_LIST(VRT_X_PTRFAM)};
+#undef VRT_X_PTRFAM
+
+/* Events between a table line's prefetch and its use (a power of
+ * two). */
+#define PREFETCH_AHEAD 8
+
+/* The hash of e's key as a plain pointer, its table line prefetched. */
+static inline uint32_t prefetch_slot(const struct state *s,
+                                     const struct vrt_event *e)
 {
-	return fam == VRT_FAM_DEVICE || fam == VRT_FAM_ASYNC ||
-	       fam == VRT_FAM_MANAGED;
+	uint32_t h = hash_key(e->proc, SP_PTR, e->addr);
+
+	__builtin_prefetch(&s->tab[h & (s->cap - 1)]);
+	return h;
 }
 
-/* 1 when handled, 0 to take the general path, -1 out of memory. */
-static inline int fast_alloc(struct state *s, const struct vrt_event *e,
-                             int fam)
+static inline unsigned ptr_family_of(uint16_t api)
 {
-	struct vrt_replay *r = s->r;
-	struct vrt_replay_device *d;
-	struct devstate *ds;
-	struct obj *ob;
-	struct site *x;
-	struct slot *sl;
-	uint32_t h, o, si, slot = vrt_replay_phase_slot(e->phase);
-	size_t i, hint;
-	int32_t dev = e->device;
+	return api < 256 ? api_ptr_family[api] : 0;
+}
 
-	if (dev < 0 || (size_t)dev >= r->ndevices ||
-	    (e->flags & VRT_EV_SNAP))
+/* The site of (dev, slot, stack): mostly the one this stack named last
+ * on this device. NONE when out of memory. */
+static inline uint32_t site_find(struct state *s, int32_t dev, uint32_t slot,
+                                 uint32_t stack)
+{
+	size_t hint = (size_t)stack * SITE_HINTS +
+	              ((uint32_t)dev & (SITE_HINTS - 1));
+	uint32_t si = hint < s->nstack_site ? s->stack_site[hint] : NONE;
+
+	/* A hint only ever names a site of its own stack. */
+	if (LIKELY(si != NONE)) {
+		const struct site *x = &s->sites[si];
+		if (LIKELY(x->device == dev && x->slot == slot))
+			return si;
+	}
+	return site_get(s, dev, slot, stack);
+}
+
+/* 1 when handled, 0 to take the general path, -1 out of memory. The
+ * state's arrays are read into locals first: the counters below are
+ * uint64_t, which could alias the state's size_t fields, and would make
+ * the compiler reload them after every store. */
+static inline int fast_alloc(struct state *s, const struct vrt_event *e,
+                             unsigned fam, uint32_t h)
+{
+	struct vrt_replay_device *d;
+	struct vrt_counters *pc;
+	struct devstate *ds;
+	struct series_acc *a;
+	struct site *x;
+	struct slot *tab, *sl;
+	uint32_t si, slot = phase_slot(e->phase), proc = e->proc;
+	uint64_t size = e->size, addr = e->addr, tracked;
+	int64_t ts = e->ts;
+	int32_t dev = e->device;
+	size_t i, mask;
+
+	if (UNLIKELY((uint32_t)dev >= s->r->ndevices ||
+	             (e->flags & VRT_EV_SNAP)))
 		return 0;
-	if ((s->used + 1) * 2 > s->cap && table_grow(s))
+	/* At most half full, as table_put keeps it. */
+	if (UNLIKELY(s->used >= s->grow_at) && table_grow(s))
 		return -1;
-	h = (uint32_t)hash_key(e->proc, SP_PTR, e->addr);
-	i = table_find_h(s, e->proc, SP_PTR, e->addr, h);
-	if (s->tab[i].obj != NONE)
-		return 0; /* live already: its free was lost */
-	hint = (size_t)e->stack * SITE_HINTS +
-	       ((uint32_t)dev & (SITE_HINTS - 1));
-	si = hint < s->nstack_site ? s->stack_site[hint] : NONE;
-	if (si == NONE || s->sites[si].device != dev ||
-	    s->sites[si].slot != slot || s->sites[si].stack != e->stack) {
-		si = site_get(s, dev, slot, e->stack);
-		if (si == NONE)
-			return -1;
-	}
-	o = obj_new(s);
-	if (o == NONE)
+	tab = s->tab;
+	mask = s->cap - 1;
+	for (i = h & mask; tab[i].tag != TAG_EMPTY; i = (i + 1) & mask)
+		if (UNLIKELY(tab[i].addr == addr && tab[i].proc == proc &&
+		             tab[i].space == SP_PTR))
+			return 0; /* live already: its free was lost */
+	si = site_find(s, dev, slot, e->stack); /* may move s->sites */
+	if (UNLIKELY(si == NONE))
 		return -1;
-	sl = &s->tab[i];
-	sl->addr = e->addr;
-	sl->hash = h;
-	sl->proc = e->proc;
-	sl->obj = o;
-	sl->space = SP_PTR;
 	s->used++;
-	ob = &s->objs[o];
-	ob->size = e->size;
-	ob->device = dev;
-	ob->slot = slot;
-	ob->stack = e->stack;
-	ob->site = si;
-	ob->family = (uint8_t)fam;
-	ob->kind = OBJ_ALLOC;
-	ob->charged = 1;
-	d = &r->dev[dev];
-	ds = &s->devs[dev];
-	d->fam[fam].allocs++;
-	d->phase[slot].allocs++;
-	counters_add(&d->fam[fam], e->size, e->ts);
 	x = &s->sites[si];
-	if (x->epoch != ds->epoch) {
-		x->peak_bytes = x->bytes;
-		x->peak_allocs = x->allocs;
-		x->epoch = ds->epoch;
-	}
-	x->bytes += e->size;
+	sl = &tab[i];
+	sl->addr = addr;
+	sl->size = size;
+	sl->proc = proc;
+	sl->hash = h;
+	sl->ref = si;
+	sl->space = SP_PTR;
+	sl->tag = TAG_PTR;
+	sl->family = (uint8_t)fam;
+	d = x->d;
+	ds = x->ds;
+	pc = &d->phase[slot];
+	d->fam[fam].allocs++;
+	counters_add(&d->fam[fam], size, ts);
+	if (x->epoch != ds->epoch) /* site_touch */
+		site_snapshot(x, ds->epoch);
+	x->bytes += size;
 	x->allocs++;
-	counters_add(&d->phase[slot], e->size, e->ts);
-	d->tracked_bytes += e->size;
-	if (d->tracked_bytes > d->peak_bytes) {
-		unsigned k;
-		d->peak_bytes = d->tracked_bytes;
-		d->peak_ts = e->ts;
-		ds->epoch++;
-		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
-			d->peak_by_phase[k] = d->phase[k].live_bytes;
-	}
-	if (slot == VRT_PHASE_forward)
-		sample_single(s, (size_t)dev, e->ts);
-	if (r->nwindows)
+	pc->allocs++;
+	tracked = d->tracked_bytes + size;
+	if (UNLIKELY(tracked < size))
+		peak_settle(d, ds); /* wraps: no new peak (see charge) */
+	counters_add(pc, size, ts); /* phase_add */
+	ds->live[slot] = pc->live_bytes;
+	d->tracked_bytes = tracked;
+	if (tracked > d->peak_bytes)
+		dev_peak(d, ds, ts);
+	if (UNLIKELY(slot == VRT_PHASE_forward))
+		sample_single(s, (size_t)dev, ts);
+	if (UNLIKELY(s->r->nwindows != 0))
 		window_note(s, dev, slot);
-	series_note(s, dev, e->ts);
+	a = &ds->acc; /* series_note */
+	if (!a->active || tracked > a->max.total) {
+		a->max.ts = ts;
+		a->max.total = tracked;
+		a->max_live = 1;
+		a->active = 1;
+		a->after_max = 0;
+	} else {
+		a->after_max = 1;
+	}
+	a->last_ts = ts;
 	return 1;
 }
 
 /* 1 when handled, 0 to take the general path. */
-static inline int fast_free(struct state *s, const struct vrt_event *e)
+static inline int fast_free(struct state *s, const struct vrt_event *e,
+                            uint32_t h)
 {
-	struct vrt_replay *r = s->r;
 	struct vrt_replay_device *d;
-	struct obj *ob;
+	struct vrt_counters *fc, *pc;
+	struct devstate *ds;
+	struct series_acc *a;
+	struct slot *tab = s->tab, *sl;
 	struct site *x;
-	uint32_t o;
-	size_t i;
-	int32_t dev;
+	uint64_t size, addr = e->addr;
+	uint32_t slot, proc = e->proc;
+	size_t i, mask = s->cap - 1;
 
-	if (!e->addr || !s->cap)
+	if (UNLIKELY(!addr))
 		return 0;
-	i = table_find_h(s, e->proc, SP_PTR, e->addr,
-	                 (uint32_t)hash_key(e->proc, SP_PTR, e->addr));
-	o = s->tab[i].obj;
-	if (o == NONE)
-		return 0;
-	ob = &s->objs[o];
-	dev = ob->device;
-	if (ob->kind != OBJ_ALLOC || !ob->charged || dev < 0 ||
-	    (size_t)dev >= r->ndevices)
-		return 0;
+	for (i = h & mask;; i = (i + 1) & mask) {
+		sl = &tab[i];
+		if (UNLIKELY(sl->tag == TAG_EMPTY))
+			return 0; /* unknown */
+		if (sl->addr == addr && sl->proc == proc &&
+		    sl->space == SP_PTR)
+			break;
+	}
+	if (UNLIKELY(sl->tag != TAG_PTR))
+		return 0; /* an object */
+	size = sl->size;
+	x = &s->sites[sl->ref];
+	d = x->d;
+	ds = x->ds;
+	slot = x->slot;
+	fc = &d->fam[sl->family];
+	pc = &d->phase[slot];
 	table_remove_at(s, i);
-	d = &r->dev[dev];
-	d->fam[ob->family].frees++;
-	d->phase[ob->slot].frees++;
-	counters_sub(&d->fam[ob->family], ob->size);
-	x = &s->sites[ob->site];
-	site_touch(s, x, dev);
-	x->bytes -= x->bytes >= ob->size ? ob->size : x->bytes;
-	x->allocs -= x->allocs ? 1 : 0;
-	series_pre(s, dev);
-	counters_sub(&d->phase[ob->slot], ob->size);
-	d->tracked_bytes -=
-	        d->tracked_bytes >= ob->size ? ob->size : d->tracked_bytes;
-	series_note(s, dev, e->ts);
-	obj_free(s, o);
+	fc->frees++;
+	pc->frees++;
+	counters_sub(fc, size);
+	if (x->epoch != ds->epoch) /* site_touch */
+		site_snapshot(x, ds->epoch);
+	x->bytes -= sub_clamp(x->bytes, size);
+	x->allocs--; /* >= 1: this entry is one of them */
+	a = &ds->acc;
+	if (UNLIKELY(a->max_live)) /* dev_pre_fall */
+		series_copy_max(s, x->device);
+	peak_settle(d, ds);
+	counters_sub(pc, size); /* phase_sub */
+	ds->live[slot] = pc->live_bytes;
+	d->tracked_bytes -= sub_clamp(d->tracked_bytes, size);
+	/* series_note: going down, so no new highest point once active */
+	if (LIKELY(a->active)) {
+		a->after_max = 1;
+		a->last_ts = e->ts;
+	} else {
+		series_note(s, x->device, e->ts);
+	}
 	return 1;
 }
 
@@ -1716,6 +1939,7 @@ int vrt_replay_feed(struct vrt_replay *r, const struct vrt_trace *t,
                     const struct vrt_event *ev, size_t n)
 {
 	struct state *s = r->priv;
+	uint32_t ahead[PREFETCH_AHEAD];
 	size_t i;
 
 	if (!s)
@@ -1723,20 +1947,30 @@ int vrt_replay_feed(struct vrt_replay *r, const struct vrt_trace *t,
 	s->t = t;
 	if (state_grow(s, t))
 		return -1;
+	/* The table is larger than the first-level cache and each event
+	 * lands at a random place in it: the line an event will probe is
+	 * loaded PREFETCH_AHEAD events early, its key's hash kept for it. */
+	for (i = 0; i < n && i < PREFETCH_AHEAD; i++)
+		ahead[i] = prefetch_slot(s, &ev[i]);
 	for (i = 0; i < n; i++) {
 		const struct vrt_event *e = &ev[i];
-		int fam, rc = 0;
-		if (e->ts >= s->bucket_end)
+		uint32_t h = ahead[i % PREFETCH_AHEAD];
+		unsigned pf;
+		int rc = 0;
+		if (LIKELY(i + PREFETCH_AHEAD < n))
+			ahead[i % PREFETCH_AHEAD] =
+			        prefetch_slot(s, &ev[i + PREFETCH_AHEAD]);
+		if (UNLIKELY(e->ts >= s->bucket_end))
 			series_tick(s, e->ts);
-		if (e->kind == VRT_EV_ALLOC || e->kind == VRT_EV_FREE) {
-			fam = vrt_api_family(e->api);
-			if (is_ptr_family(fam) && e->kind == VRT_EV_ALLOC)
-				rc = fast_alloc(s, e, fam);
-			else if (is_ptr_family(fam))
-				rc = fast_free(s, e);
-			if (rc < 0)
+		pf = ptr_family_of(e->api);
+		if (LIKELY(pf != 0)) {
+			if (e->kind == VRT_EV_ALLOC)
+				rc = fast_alloc(s, e, pf - 1, h);
+			else if (e->kind == VRT_EV_FREE)
+				rc = fast_free(s, e, h);
+			if (UNLIKELY(rc < 0))
 				return -1;
-			if (rc)
+			if (LIKELY(rc))
 				continue;
 		}
 		s->ts = e->ts;
@@ -1750,6 +1984,7 @@ int vrt_replay_end(struct vrt_replay *r, const struct vrt_trace *t)
 {
 	struct state *s = r->priv;
 	int rc = -1;
+	size_t i;
 
 	if (!s)
 		return -1;
@@ -1759,6 +1994,8 @@ int vrt_replay_end(struct vrt_replay *r, const struct vrt_trace *t)
 	series_flush(s);
 	if (s->oom)
 		goto out;
+	for (i = 0; i < r->ndevices; i++)
+		peak_settle(&r->dev[i], &s->devs[i]);
 	/* The last window runs to the end of the run. */
 	if (r->nwindows && t->end_ns > r->windows[r->nwindows - 1].start_ts)
 		r->windows[r->nwindows - 1].end_ts = t->end_ns;

@@ -197,7 +197,9 @@ struct vrt_replay {
  * with each batch of events in stream order (n may be 0), and
  * vrt_replay_end once the stream has ended (t's tables, devices and
  * device_remap final). Each returns 0, or -1 when out of memory; release
- * *r with vrt_replay_free in every case (also without an end).
+ * *r with vrt_replay_free in every case (also without an end). *r is
+ * complete only after vrt_replay_end: some of it (peak splits, the last
+ * timeline points, the sites) is settled there.
  */
 int vrt_replay_begin(struct vrt_replay *r, const struct vrt_trace *t);
 int vrt_replay_feed(struct vrt_replay *r, const struct vrt_trace *t,

@@ -4,8 +4,9 @@
  * handle/mapping reference semantics, unmatched frees, baseline, failures,
  * phases, requests in flight, the sites live at the peak (lazy snapshots
  * over several peaks), folded REPEAT pairs, devices that appear while
- * streaming and their final order (device_remap); and attrib.c's
- * inference. TAP output.
+ * streaming and their final order (device_remap), the common path for
+ * plain pointers against a model and against the general path, bytes
+ * that wrap; and attrib.c's inference. TAP output.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -646,6 +647,387 @@ static void test_devices_remap(void)
 	teardown();
 }
 
+/* ---- the common path against a model, and against the general path --- */
+
+/* A small deterministic generator for the random streams below. */
+static uint64_t rnd_state;
+
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+#define NADDR  48
+#define NSTACK 6
+
+/* A random stream of plain pointer allocations and frees over 2 devices
+ * and 2 processes: a pool of addresses (so some frees are of nothing and
+ * some addresses are allocated twice), phases past the slot limit, a few
+ * marks and requests. Returns how many events it wrote (at most max). */
+static size_t random_stream(struct vrt_event *v, size_t max, uint64_t seed)
+{
+	static const unsigned allocs[] = {
+	        VRT_API_cuMemAlloc_v2, VRT_API_cuMemAllocAsync,
+	        VRT_API_cuMemAllocManaged, VRT_API_hipMalloc};
+	static const unsigned frees[] = {VRT_API_cuMemFree_v2,
+	                                 VRT_API_cuMemFreeAsync,
+	                                 VRT_API_hipFree};
+	size_t n = 0;
+	int64_t ts = 0;
+
+	rnd_state = seed;
+	while (n < max) {
+		struct vrt_event *e = &v[n++];
+		uint64_t x = rnd();
+		memset(e, 0, sizeof(*e));
+		ts += (int64_t)(x % 3) * 700; /* ties too */
+		e->ts = ts;
+		e->proc = (uint32_t)(x >> 8) & 1;
+		e->addr = 0x10000 + (x >> 16) % NADDR * 0x1000;
+		switch ((x >> 24) % 16) {
+		case 0:
+			e->kind = VRT_EV_MARK;
+			break;
+		case 1:
+			e->kind = VRT_EV_REQUEST;
+			e->aux = 1 + (x >> 32) % 2;
+			e->addr = (x >> 40) % 3;
+			break;
+		case 2: case 3: case 4: case 5: case 6: case 7: case 8:
+			e->kind = VRT_EV_ALLOC;
+			e->api = (uint16_t)allocs[(x >> 32) % 4];
+			e->device = (int32_t)((x >> 36) % 2);
+			e->size = (x >> 40) % 4 ? (1 + (x >> 42) % 64) << 20 : 0;
+			e->phase = (uint32_t)((x >> 50) % 40);
+			e->stack = (uint32_t)((x >> 56) % NSTACK);
+			break;
+		default:
+			e->kind = VRT_EV_FREE;
+			e->api = (uint16_t)frees[(x >> 32) % 3];
+			e->device = -1;
+			break;
+		}
+	}
+	return n;
+}
+
+/* The model: what the live set of a stream of allocations and frees
+ * (no marks, no requests) must add up to, by plain arithmetic. */
+struct model_live {
+	int used;
+	int32_t dev;
+	int fam;
+	uint32_t slot, stack;
+	uint64_t size;
+};
+
+struct model_dev {
+	uint64_t fam_allocs[VRT_FAM_COUNT], fam_frees[VRT_FAM_COUNT];
+	uint64_t fam_live[VRT_FAM_COUNT], fam_peak[VRT_FAM_COUNT];
+	uint64_t ph_allocs[VRT_REPLAY_MAX_PHASES];
+	uint64_t ph_frees[VRT_REPLAY_MAX_PHASES];
+	uint64_t ph_live[VRT_REPLAY_MAX_PHASES];
+	uint64_t ph_peak[VRT_REPLAY_MAX_PHASES];
+	uint64_t tracked, peak, by_phase[VRT_REPLAY_MAX_PHASES];
+	int64_t peak_ts;
+	/* per (slot, stack): live bytes and allocations, and at the peak */
+	uint64_t site_bytes[VRT_REPLAY_MAX_PHASES][NSTACK];
+	uint64_t site_allocs[VRT_REPLAY_MAX_PHASES][NSTACK];
+	uint64_t at_peak_bytes[VRT_REPLAY_MAX_PHASES][NSTACK];
+	uint64_t at_peak_allocs[VRT_REPLAY_MAX_PHASES][NSTACK];
+};
+
+static void model_drop(struct model_dev *md, struct model_live *l)
+{
+	struct model_dev *m = &md[l->dev];
+
+	m->fam_live[l->fam] -= l->size;
+	m->ph_live[l->slot] -= l->size;
+	m->tracked -= l->size;
+	m->site_bytes[l->slot][l->stack] -= l->size;
+	m->site_allocs[l->slot][l->stack]--;
+	l->used = 0;
+}
+
+static void model_run(const struct vrt_event *v, size_t n,
+                      struct model_dev *md, uint64_t *unmatched)
+{
+	static struct model_live live[2][NADDR];
+	size_t i;
+
+	memset(live, 0, sizeof(live));
+	*unmatched = 0;
+	for (i = 0; i < n; i++) {
+		const struct vrt_event *e = &v[i];
+		struct model_live *l = &live[e->proc][(e->addr - 0x10000) /
+		                                      0x1000];
+		struct model_dev *m;
+		if (e->kind == VRT_EV_FREE) {
+			if (!l->used) {
+				(*unmatched)++;
+				continue;
+			}
+			md[l->dev].fam_frees[l->fam]++;
+			md[l->dev].ph_frees[l->slot]++;
+			model_drop(md, l);
+			continue;
+		}
+		if (l->used) /* its free was lost: replaced, not freed */
+			model_drop(md, l);
+		m = &md[e->device];
+		l->used = 1;
+		l->dev = e->device;
+		l->fam = vrt_api_family(e->api);
+		l->slot = e->phase < VRT_REPLAY_MAX_PHASES ? e->phase : 0;
+		l->stack = e->stack;
+		l->size = e->size;
+		m->fam_allocs[l->fam]++;
+		m->ph_allocs[l->slot]++;
+		m->fam_live[l->fam] += e->size;
+		if (m->fam_live[l->fam] > m->fam_peak[l->fam])
+			m->fam_peak[l->fam] = m->fam_live[l->fam];
+		m->ph_live[l->slot] += e->size;
+		if (m->ph_live[l->slot] > m->ph_peak[l->slot])
+			m->ph_peak[l->slot] = m->ph_live[l->slot];
+		m->site_bytes[l->slot][l->stack] += e->size;
+		m->site_allocs[l->slot][l->stack]++;
+		m->tracked += e->size;
+		if (m->tracked > m->peak) {
+			m->peak = m->tracked;
+			m->peak_ts = e->ts;
+			memcpy(m->by_phase, m->ph_live, sizeof(m->by_phase));
+			memcpy(m->at_peak_bytes, m->site_bytes,
+			       sizeof(m->site_bytes));
+			memcpy(m->at_peak_allocs, m->site_allocs,
+			       sizeof(m->site_allocs));
+		}
+	}
+}
+
+/* Random allocations and frees (the common path, and the general one for
+ * addresses allocated twice) give what the model adds up. */
+static void test_fast_path_model(void)
+{
+	static struct model_dev md[2];
+	struct vrt_event *v;
+	uint64_t unmatched, seed;
+	size_t n, i, k, bad;
+
+	for (seed = 1; seed <= 3; seed++) {
+		setup(2);
+		t.nprocs = 2; /* process 1 shares process 0's record */
+		r.top_sites = SIZE_MAX;
+		free(evs);
+		v = evs = calloc(5000, sizeof(*evs));
+		n = random_stream(v, 5000, seed * 0x9e3779b97f4a7c15ull);
+		/* allocations and frees only, for the model */
+		for (i = k = 0; i < n; i++)
+			if (v[i].kind == VRT_EV_ALLOC ||
+			    v[i].kind == VRT_EV_FREE)
+				v[k++] = v[i];
+		nev = k;
+		memset(md, 0, sizeof(md));
+		model_run(v, nev, md, &unmatched);
+		replay();
+		bad = 0;
+		for (i = 0; i < 2; i++) {
+			const struct vrt_replay_device *d = &r.dev[i];
+			const struct model_dev *m = &md[i];
+			for (k = 0; k < VRT_FAM_COUNT; k++)
+				bad += d->fam[k].allocs != m->fam_allocs[k] ||
+				       d->fam[k].frees != m->fam_frees[k] ||
+				       d->fam[k].live_bytes != m->fam_live[k] ||
+				       d->fam[k].peak_bytes != m->fam_peak[k];
+			for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+				bad += d->phase[k].allocs != m->ph_allocs[k] ||
+				       d->phase[k].frees != m->ph_frees[k] ||
+				       d->phase[k].live_bytes != m->ph_live[k] ||
+				       d->phase[k].peak_bytes != m->ph_peak[k] ||
+				       d->peak_by_phase[k] != m->by_phase[k];
+			bad += d->tracked_bytes != m->tracked ||
+			       d->peak_bytes != m->peak ||
+			       d->peak_ts != m->peak_ts;
+		}
+		EQ(bad, 0, "counters, peaks and peak splits match the model");
+		EQ(r.unmatched_frees, unmatched, "unmatched frees match");
+		bad = 0;
+		for (i = 0; i < r.nsites; i++) {
+			const struct vrt_replay_site *x = &r.sites[i];
+			const struct model_dev *m = &md[x->device];
+			bad += x->bytes != m->at_peak_bytes[x->phase][x->stack] ||
+			       x->allocs !=
+			               m->at_peak_allocs[x->phase][x->stack];
+		}
+		for (i = k = 0; i < 2; i++) {
+			size_t p, q;
+			for (p = 0; p < VRT_REPLAY_MAX_PHASES; p++)
+				for (q = 0; q < NSTACK; q++)
+					k += md[i].peak &&
+					     md[i].at_peak_allocs[p][q] != 0;
+		}
+		EQ(bad, 0, "sites at the peaks match the model");
+		EQ(r.nsites, k, "as many sites as the model");
+		teardown();
+	}
+}
+
+/* Everything a replay reports, but failures. */
+static size_t diff_results(const struct vrt_replay *a,
+                           const struct vrt_replay *b)
+{
+	size_t bad = 0, i, k;
+
+	if (a->ndevices != b->ndevices || a->nsites != b->nsites ||
+	    a->nwindows != b->nwindows ||
+	    a->ninflight_series != b->ninflight_series)
+		return 1;
+	for (i = 0; i < a->ndevices; i++) {
+		const struct vrt_replay_device *x = &a->dev[i], *y = &b->dev[i];
+		for (k = 0; k < VRT_FAM_COUNT; k++)
+			bad += x->fam[k].allocs != y->fam[k].allocs ||
+			       x->fam[k].frees != y->fam[k].frees ||
+			       x->fam[k].live_bytes != y->fam[k].live_bytes ||
+			       x->fam[k].peak_bytes != y->fam[k].peak_bytes ||
+			       x->fam[k].peak_ts != y->fam[k].peak_ts;
+		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+			bad += x->phase[k].allocs != y->phase[k].allocs ||
+			       x->phase[k].frees != y->phase[k].frees ||
+			       x->phase[k].live_bytes !=
+			               y->phase[k].live_bytes ||
+			       x->phase[k].peak_bytes !=
+			               y->phase[k].peak_bytes ||
+			       x->phase[k].peak_ts != y->phase[k].peak_ts;
+		bad += x->tracked_bytes != y->tracked_bytes ||
+		       x->peak_bytes != y->peak_bytes ||
+		       x->peak_ts != y->peak_ts ||
+		       memcmp(x->peak_by_phase, y->peak_by_phase,
+		              sizeof(x->peak_by_phase)) ||
+		       x->nseries != y->nseries ||
+		       (x->nseries && memcmp(x->series, y->series,
+		                             x->nseries * sizeof(*x->series)));
+		for (k = 0; k < a->nwindows; k++)
+			bad += memcmp(&a->windows[k].dev[i], &b->windows[k].dev[i],
+			              sizeof(*a->windows[k].dev));
+	}
+	for (k = 0; k < a->nwindows; k++)
+		bad += a->windows[k].max_inflight != b->windows[k].max_inflight;
+	/* field by field: these structs have padding */
+	for (k = 0; k < a->nsites; k++)
+		bad += a->sites[k].device != b->sites[k].device ||
+		       a->sites[k].phase != b->sites[k].phase ||
+		       a->sites[k].stack != b->sites[k].stack ||
+		       a->sites[k].bytes != b->sites[k].bytes ||
+		       a->sites[k].allocs != b->sites[k].allocs;
+	for (k = 0; k < a->ninflight_series; k++)
+		bad += a->inflight_series[k].ts != b->inflight_series[k].ts ||
+		       a->inflight_series[k].inflight !=
+		               b->inflight_series[k].inflight;
+	bad += a->unmatched_frees != b->unmatched_frees ||
+	       a->max_inflight != b->max_inflight ||
+	       a->have_single_request != b->have_single_request ||
+	       a->single_request_peak_bytes != b->single_request_peak_bytes ||
+	       a->single_request_peak_device != b->single_request_peak_device ||
+	       a->single_request_peak_ts != b->single_request_peak_ts;
+	return bad;
+}
+
+/* The same stream twice: as it is, and with a failed free of each
+ * address right before its free (same time), which makes the replay turn
+ * the common path's table entry into an object, so the free takes the
+ * general path. Everything but the failures must agree; standby
+ * snapshots of process 1 drop what it holds on both. */
+static void test_fast_path_general_path(void)
+{
+	static struct vrt_replay a;
+	struct vrt_event *v;
+	size_t n, i, k;
+	uint64_t seed;
+
+	for (seed = 1; seed <= 3; seed++) {
+		setup(2);
+		t.nprocs = 2;
+		r.top_sites = SIZE_MAX;
+		free(evs);
+		v = calloc(4000, sizeof(*v));
+		n = random_stream(v, 4000, seed * 0xbf58476d1ce4e5b9ull);
+		for (i = 0; i < n; i += 1000) { /* a standby snapshot */
+			v[i].kind = VRT_EV_SNAPSHOT;
+			v[i].proc = 1;
+			v[i].aux = 1;
+		}
+		evs = v;
+		nev = n;
+		replay();
+		a = r;
+		memset(&r, 0, sizeof(r));
+		r.top_sites = SIZE_MAX;
+		evs = calloc(2 * n, sizeof(*evs));
+		for (i = k = 0; i < n; i++) {
+			if (v[i].kind == VRT_EV_FREE) {
+				struct vrt_event *f = &evs[k++];
+				*f = v[i];
+				f->kind = VRT_EV_FAIL;
+				f->aux = 1; /* not out of memory */
+			}
+			evs[k++] = v[i];
+		}
+		nev = k;
+		replay();
+		ok(r.nfails > 0, "failed frees seen");
+		EQ(diff_results(&a, &r), 0,
+		   "common and general path agree");
+		vrt_replay_free(&a);
+		free(v);
+		teardown();
+	}
+}
+
+/* Tracked bytes that wrap around are no new peak: the split of the last
+ * peak is the one at that peak (the split is copied lazily). */
+static void test_wrapping_bytes(void)
+{
+	setup(1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 3ull << 62, 0);
+	tag(1, 1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x2000, 2ull << 62, 0);
+	tag(2, 1);
+	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x1000, 0, 0);
+	replay();
+	EQ(r.dev[0].peak_bytes, 3ull << 62, "the peak before the wrap");
+	EQ(r.dev[0].peak_ts, 0, "at the first allocation");
+	EQ(r.dev[0].peak_by_phase[1], 3ull << 62, "its split: phase 1");
+	EQ(r.dev[0].peak_by_phase[2], 0, "not the wrapped state");
+	teardown();
+}
+
+/* An allocation live while the device table grows (the per-device arrays
+ * move), freed after. */
+static void test_devices_grow_live(void)
+{
+	setup(1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 1 * GiB, 0);
+	tag(3, 1);
+	ok(vrt_replay_begin(&r, &t) == 0 &&
+	           vrt_replay_feed(&r, &t, evs, nev) == 0,
+	   "first batch: one device");
+	nev = 0;
+	t.ndevices = 4;
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 3, 0x2000, 2 * GiB, 0);
+	tag(3, 1);
+	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x1000, 0, 0);
+	ok(vrt_replay_feed(&r, &t, evs, nev) == 0 &&
+	           vrt_replay_end(&r, &t) == 0,
+	   "second batch and end");
+	EQ(r.dev[0].tracked_bytes, 0, "device 0 freed after the move");
+	EQ(r.dev[0].fam[VRT_FAM_DEVICE].frees, 1, "its free counted");
+	EQ(r.dev[0].phase[3].live_bytes, 0, "its phase emptied");
+	EQ(r.dev[3].tracked_bytes, 2 * GiB, "device 3 holds its own");
+	teardown();
+}
+
 int main(void)
 {
 	test_peaks();
@@ -660,6 +1042,10 @@ int main(void)
 	test_sites_over_peaks();
 	test_repeat();
 	test_devices_remap();
+	test_fast_path_model();
+	test_fast_path_general_path();
+	test_wrapping_bytes();
+	test_devices_grow_live();
 	test_json_escape();
 	printf("1..%d\n", ntests);
 	return nfailed ? 1 : 0;
