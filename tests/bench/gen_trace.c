@@ -10,8 +10,9 @@
  * --stacks call stacks (real stacks, captured through trace_frames.c).
  * As in a server, the thread works on one device for a while (a step of
  * 64 events, then the other device) under one annotated phase at a time
- * (the built-in phases and custom ones, the next every 4096 events), and
- * frees carry the phase current when they happen. The sequence is a fixed
+ * (the built-in phases and custom ones, the next every 4096 events),
+ * allocating from the stacks of that phase; frees carry the phase current
+ * when they happen. The sequence is a fixed
  * pseudo-random one, so
  * every run writes the same events; the run ends with some allocations
  * still live, like a server that exits without freeing.
@@ -146,7 +147,10 @@ int main(int argc, char **argv)
 		int dev = (int)((i >> 6) % NDEV);
 		/* a slot of this step's device (slot % NDEV == dev) */
 		uint64_t s = (r % live) / NDEV * NDEV + (uint64_t)dev;
-		uint64_t phase = stack_phase[(i >> 12) % nstacks];
+		/* this stretch's phase, and the stacks that belong to it */
+		uint64_t nph = nstacks < NPHASES ? nstacks : NPHASES;
+		uint64_t ph = (i >> 12) % nph, per = nstacks / nph;
+		uint64_t phase = stack_phase[ph];
 		if (s >= live)
 			s = (uint64_t)dev;
 		uint64_t addr = ((uint64_t)(dev + 1) << 44) + s * SLOT_STRIDE;
@@ -157,7 +161,7 @@ int main(int argc, char **argv)
 			ev.phase = phase;
 			slot_size[s] = 0;
 		} else {
-			uint64_t k = (r >> 32) % nstacks;
+			uint64_t k = ph + nph * ((r >> 32) % per);
 			ev.rec = VRT_REC_ALLOC;
 			ev.api = VRT_API_cuMemAlloc_v2;
 			ev.size = 512ull << ((r >> 20) % 16);
