@@ -327,8 +327,13 @@ uint32_t vrt_stack_capture(void)
 	for (int i = 0; i < npy; i++)
 		h = mix(h, mix((uint64_t)(uintptr_t)py[i].code,
 		               (uint64_t)py[i].lasti));
+	/* Four independent lanes: one mix per frame in a single chain
+	 * would make 40 frames 40 multiply latencies in a row. */
+	uint64_t l[4] = {h, h ^ 1, h ^ 2, h ^ 3};
 	for (int i = 0; i < nat; i++)
-		h = mix(h, (uint64_t)(uintptr_t)ips[i]);
+		l[i & 3] = (l[i & 3] ^ (uint64_t)(uintptr_t)ips[i]) *
+		           0x9e3779b97f4a7c15ull;
+	h = mix(mix(l[0], l[1]), mix(l[2], mix(l[3], (uint64_t)nat)));
 	h |= 1;
 	struct cache *c = vrt_tbuf_scratch();
 	unsigned way = (unsigned)(h >> 40) & (CACHE_SLOTS - 1);

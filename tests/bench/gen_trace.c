@@ -37,7 +37,7 @@
 #define LEVELS          12 /* 2^12 distinct stacks available */
 #define NDEV            2
 #define SLOT_STRIDE     (32ull << 20)
-#define SYNC_EVERY_MASK ((1ull << 22) - 1) /* a writer sync per 4M events */
+#define SYNC_EVERY_MASK ((1ull << 17) - 1) /* a writer pass per 128K events */
 
 typedef uint32_t (*trace_frames_fn)(void);
 uint32_t trace_frames_walk(unsigned key, int levels, trace_frames_fn capture);
@@ -170,9 +170,11 @@ int main(int argc, char **argv)
 			slot_size[s] = ev.size;
 		}
 		vrt_tbuf_event(&ev);
-		/* Lets the writer catch up now and then: this loop makes
-		 * events faster than a loaded machine compresses them, and
-		 * the pool would overflow (dropped events fail the run). */
+		/* A writer pass every 128K events, as a server's passes
+		 * (every flush interval) hold what it made in that time: this
+		 * loop makes events far faster than any server, and without
+		 * it passes would grow with the machine's load (and the pool
+		 * could overflow: dropped events fail the run). */
 		if ((i & SYNC_EVERY_MASK) == SYNC_EVERY_MASK)
 			vrt_writer_sync(60000);
 	}
