@@ -131,7 +131,7 @@ static void from_replay(struct view *v, const struct vrt_trace *t,
 
 	snprintf(v->source, sizeof(v->source), "trace");
 	v->nprocs = t->nprocs;
-	v->events = t->events_total;
+	v->events = vrt_load_events(t);
 	v->inflight = r->inflight;
 	v->max_inflight = r->max_inflight;
 	v->ooms = r->ooms;

@@ -505,6 +505,14 @@ static int tables_init(struct vrt_trace *t)
 	return phases_init(t);
 }
 
+uint64_t vrt_load_events(const struct vrt_trace *t)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		n += t->procs[i].events;
+	return n;
+}
+
 const char *vrt_load_str(const struct vrt_trace *t, uint32_t idx)
 {
 	return idx < t->nstrs ? t->strs[idx] : NULL;

@@ -282,6 +282,10 @@ void vrt_load_free(struct vrt_trace *t);
 enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
                                    struct vrt_load_error *err);
 
+/* Events the run's processes made: procs[].events summed (a REPEAT's
+ * folded pairs count as the allocations and frees they were). */
+uint64_t vrt_load_events(const struct vrt_trace *t);
+
 /* A string of the trace by index, NULL for 0 or out of range. */
 const char *vrt_load_str(const struct vrt_trace *t, uint32_t idx);
 

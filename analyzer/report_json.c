@@ -147,7 +147,7 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 		vrt_json_string(w, t->hosts[i]);
 	vrt_json_end_array(w);
 	vrt_json_key(w, "events");
-	vrt_json_uint(w, t->events_total);
+	vrt_json_uint(w, vrt_load_events(t));
 	vrt_json_key(w, "duration_s");
 	vrt_json_seconds(w, t->end_ns - t->start_ns);
 	vrt_json_key(w, "truncated");

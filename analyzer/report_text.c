@@ -61,8 +61,8 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 	size_t i, j, ntrunc = 0;
 
 	fprintf(f, "run: %zu process%s, %" PRIu64 " event%s over %s",
-	        t->nprocs, t->nprocs == 1 ? "" : "es", t->events_total,
-	        t->events_total == 1 ? "" : "s",
+	        t->nprocs, t->nprocs == 1 ? "" : "es", vrt_load_events(t),
+	        vrt_load_events(t) == 1 ? "" : "s",
 	        secs(b, sizeof(b), t, t->end_ns));
 	if (t->nhosts > 1)
 		fprintf(f, ", %zu hosts", t->nhosts);
