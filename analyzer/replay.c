@@ -1585,7 +1585,8 @@ static int remap_devices(struct vrt_replay *r, const uint32_t *map, size_t n)
 	for (i = 0; i < r->nsites; i++)
 		if (r->sites[i].device >= 0 && (size_t)r->sites[i].device < n)
 			r->sites[i].device = (int32_t)map[r->sites[i].device];
-	qsort(r->sites, r->nsites, sizeof(*r->sites), cmp_site_bytes);
+	if (r->nsites > 1)
+		qsort(r->sites, r->nsites, sizeof(*r->sites), cmp_site_bytes);
 	if (r->have_single_request && r->single_request_peak_device >= 0 &&
 	    (size_t)r->single_request_peak_device < n)
 		r->single_request_peak_device =
