@@ -101,15 +101,19 @@ struct fold_pair {
 
 #define HIST (2 * VRT_REPEAT_MAX_PERIOD) /* pairs remembered per thread */
 
-/* The reader's registers for compact records (trace_format.h). */
-struct compact {
-	uint64_t addr;
-	uint64_t a_aux, a_phase, f_aux, f_phase;
-	int32_t a_dev, f_dev;
-	uint32_t f_stack;
-	uint8_t a_api, f_api, a_have, f_have;
+/* The reader's registers for compact records (trace_format.h): the last
+ * address and the alloc and free templates. */
+struct tmpl {
+	uint64_t aux, phase;
+	int32_t device;
+	uint32_t stack; /* the free template's only */
+	uint8_t api, have;
 };
 
+struct compact {
+	uint64_t addr;
+	struct tmpl a, f;
+};
 struct vrt_tbuf {
 	_Atomic int lock;
 	_Atomic int busy; /* owner inside its fast path (see own_lock) */
@@ -794,62 +798,39 @@ static int fold_match(struct vrt_tbuf *t, const struct fold_pair *p)
 	return 0;
 }
 
-/* Encodes an ALLOC or FREE at p + 2 (compact when the chunk's template
- * allows), updates the registers, and returns its record type; *len gets
- * the payload length. */
+/* Encodes an ALLOC or FREE at p (compact when the chunk's template
+ * allows, else in full by encode_event), updates the registers, and
+ * returns its record type; *len gets the payload length. */
 static unsigned encode_hot(struct compact *cs, uint8_t *p,
                            const struct vrt_ev *ev, uint64_t dts,
                            size_t *len)
 {
-	size_t n = put_u(p, dts);
-	int64_t delta = (int64_t)(ev->addr - cs->addr);
+	int alloc = ev->rec == VRT_REC_ALLOC;
+	struct tmpl *t = alloc ? &cs->a : &cs->f;
+	uint32_t stack = alloc ? 0 : ev->stack; /* ALLOC_C carries its own */
 	unsigned type;
 
-	if (ev->rec == VRT_REC_ALLOC) {
-		if (cs->a_have && ev->api == cs->a_api &&
-		    ev->device == cs->a_dev && ev->aux == cs->a_aux &&
-		    ev->phase == cs->a_phase) {
-			n += put_s(p + n, delta);
+	if (t->have && ev->api == t->api && ev->device == t->device &&
+	    ev->aux == t->aux && ev->phase == t->phase && stack == t->stack) {
+		size_t n = put_u(p, dts);
+		n += put_s(p + n, (int64_t)(ev->addr - cs->addr));
+		if (alloc) {
 			n += put_u(p + n, ev->size);
 			n += put_u(p + n, ev->stack);
-			type = VRT_REC_ALLOC_C;
-		} else {
-			n += put_u(p + n, ev->api);
-			n += put_s(p + n, ev->device);
-			n += put_u(p + n, ev->addr);
-			n += put_u(p + n, ev->size);
-			n += put_u(p + n, ev->aux);
-			n += put_u(p + n, ev->stack);
-			n += put_u(p + n, ev->phase);
-			cs->a_api = ev->api;
-			cs->a_dev = ev->device;
-			cs->a_aux = ev->aux;
-			cs->a_phase = ev->phase;
-			cs->a_have = 1;
-			type = VRT_REC_ALLOC;
 		}
-	} else if (cs->f_have && ev->api == cs->f_api &&
-	           ev->device == cs->f_dev && ev->aux == cs->f_aux &&
-	           ev->stack == cs->f_stack && ev->phase == cs->f_phase) {
-		n += put_s(p + n, delta);
-		type = VRT_REC_FREE_C;
+		*len = n;
+		type = alloc ? VRT_REC_ALLOC_C : VRT_REC_FREE_C;
 	} else {
-		n += put_u(p + n, ev->api);
-		n += put_s(p + n, ev->device);
-		n += put_u(p + n, ev->addr);
-		n += put_u(p + n, ev->aux);
-		n += put_u(p + n, ev->stack);
-		n += put_u(p + n, ev->phase);
-		cs->f_api = ev->api;
-		cs->f_dev = ev->device;
-		cs->f_aux = ev->aux;
-		cs->f_stack = ev->stack;
-		cs->f_phase = ev->phase;
-		cs->f_have = 1;
-		type = VRT_REC_FREE;
+		*len = encode_event(p, ev, dts);
+		t->api = ev->api;
+		t->device = ev->device;
+		t->aux = ev->aux;
+		t->phase = ev->phase;
+		t->stack = stack;
+		t->have = 1;
+		type = ev->rec;
 	}
 	cs->addr = ev->addr;
-	*len = n;
 	return type;
 }
 
