@@ -39,45 +39,14 @@
 /* Phases named in a device's one-line summary. */
 #define SUMMARY_PHASES 3
 
-static void put_safe(FILE *f, const char *s, size_t max)
-{
-	size_t i;
-
-	for (i = 0; s && s[i] && i < max; i++) {
-		unsigned char c = (unsigned char)s[i];
-		fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
-	}
-	if (s && i == max && s[i])
-		fputs("...", f);
-}
-
-static const char *human(char *buf, size_t n, uint64_t b)
-{
-	static const char *const unit[] = {"KiB", "MiB", "GiB",
-	                                   "TiB", "PiB", "EiB"};
-	double v = (double)b;
-	int u = -1;
-
-	if (b < 1024) {
-		snprintf(buf, n, "%" PRIu64 " B", b);
-		return buf;
-	}
-	while (v >= 1024.0 && u < 5) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(buf, n, "%.2f %s", v, unit[u]);
-	return buf;
-}
-
 /* "+4.00 GiB", "-512.00 MiB", "0 B". */
 static const char *signed_human(char *buf, size_t n, struct vrt_diff_pair p)
 {
 	char h[24];
 
 	if (p.a == p.b)
-		return human(buf, n, 0);
-	human(h, sizeof(h), p.b > p.a ? p.b - p.a : p.a - p.b);
+		return vrt_report_bytes(buf, n, 0);
+	vrt_report_bytes(h, sizeof(h), p.b > p.a ? p.b - p.a : p.a - p.b);
 	snprintf(buf, n, "%c%s", p.b > p.a ? '+' : '-', h);
 	return buf;
 }
@@ -128,8 +97,8 @@ static void summary_line(char *buf, size_t n, const struct vrt_diff_device *d)
 
 	dev_label(lab, sizeof(lab), d);
 	len = (size_t)snprintf(buf, n, "peak on %s: %s → %s", lab,
-	                       human(b1, sizeof(b1), d->peak.a),
-	                       human(b2, sizeof(b2), d->peak.b));
+	                       vrt_report_bytes(b1, sizeof(b1), d->peak.a),
+	                       vrt_report_bytes(b2, sizeof(b2), d->peak.b));
 	if (len >= n)
 		return;
 	if (d->peak.a == d->peak.b) {
@@ -185,7 +154,7 @@ static void run_line(FILE *f, const char *tag, const struct vrt_run *run)
 	size_t i, j;
 
 	fprintf(f, "%s: ", tag);
-	put_safe(f, run->label, 200);
+	vrt_report_put_safe(f, run->label, 200);
 	fprintf(f, "  %zu process%s", run->t.nprocs,
 	        run->t.nprocs == 1 ? "" : "es");
 	for (i = 0; i < run->t.nprocs && i < 1; i++) {
@@ -194,10 +163,10 @@ static void run_line(FILE *f, const char *tag, const struct vrt_run *run)
 		for (j = 0; j < p->argc; j++) {
 			if (j)
 				fputc(' ', f);
-			put_safe(f, p->argv[j], 60);
+			vrt_report_put_safe(f, p->argv[j], 60);
 		}
 		if (!p->argc)
-			put_safe(f, p->exe, 60);
+			vrt_report_put_safe(f, p->exe, 60);
 	}
 	if (run->t.nprocs > 1)
 		fputs(", ...", f);
@@ -218,9 +187,9 @@ static void oom_line(FILE *f, const char *tag, const struct vrt_run *run,
 	else
 		fputs("host", f);
 	fprintf(f, "  %s  %s stage, phase ",
-	        human(b1, sizeof(b1), x->requested_bytes),
+	        vrt_report_bytes(b1, sizeof(b1), x->requested_bytes),
 	        x->after_ready ? "request" : "load");
-	put_safe(f, vrt_load_phase_name(&run->t, x->phase, pb, sizeof(pb)), 40);
+	vrt_report_put_safe(f, vrt_load_phase_name(&run->t, x->phase, pb, sizeof(pb)), 40);
 	fprintf(f, ", %" PRIu32 " in flight\n", x->inflight);
 }
 
@@ -257,9 +226,9 @@ static void row(FILE *f, const char *name, struct vrt_diff_pair p)
 	size_t w = strnlen(name, 20);
 
 	fputs("  ", f);
-	put_safe(f, name, 20);
+	vrt_report_put_safe(f, name, 20);
 	fprintf(f, "%*s %12s %12s %12s %6s\n", (int)(20 - w), "",
-	        human(b1, sizeof(b1), p.a), human(b2, sizeof(b2), p.b),
+	        vrt_report_bytes(b1, sizeof(b1), p.a), vrt_report_bytes(b2, sizeof(b2), p.b),
 	        signed_human(b3, sizeof(b3), p), pct_text(b4, sizeof(b4), p));
 }
 
@@ -275,12 +244,12 @@ static void device_text(FILE *f, const struct vrt_diff_device *d,
 		dv = dev_of(b, d->b);
 	dev_label(lab, sizeof(lab), d);
 	fprintf(f, "\n%s: ", lab);
-	put_safe(f, dv && dv->name ? dv->name : "(unnamed)", 80);
+	vrt_report_put_safe(f, dv && dv->name ? dv->name : "(unnamed)", 80);
 	if (dv) {
 		fprintf(f, " (ordinal %" PRId64, dv->ordinal);
 		if (dv->have_total)
 			fprintf(f, ", %s",
-			        human(b1, sizeof(b1), dv->total_bytes));
+			        vrt_report_bytes(b1, sizeof(b1), dv->total_bytes));
 		fputc(')', f);
 	}
 	fputc('\n', f);
@@ -316,10 +285,10 @@ static void frames_text(FILE *f, const struct vrt_trace *t, uint32_t stack)
 			if ((x->kind == VRT_FRAME_PYTHON) != (pass == 0))
 				continue;
 			fputs("      ", f);
-			put_safe(f, fn ? fn : "??", 100);
+			vrt_report_put_safe(f, fn ? fn : "??", 100);
 			if (file) {
 				fputs("  ", f);
-				put_safe(f, s && s[1] ? s + 1 : file, 60);
+				vrt_report_put_safe(f, s && s[1] ? s + 1 : file, 60);
 			}
 			fputc('\n', f);
 			shown++;
@@ -343,15 +312,15 @@ static void sites_text(FILE *f, const struct vrt_diff *d,
 		char lab[64], b1[32], b2[32], b3[32];
 		dev_label(lab, sizeof(lab), &d->dev[s->dev]);
 		fprintf(f, "  %s  ", lab);
-		put_safe(f, s->phase, 40);
+		vrt_report_put_safe(f, s->phase, 40);
 		fprintf(f, "  %s %s", vrt_diff_change_name(s->change),
 		        signed_human(b1, sizeof(b1), s->bytes));
 		if (s->bytes.a && s->bytes.b)
 			fprintf(f,
 			        ": %s in %" PRIu64 " → %s in %" PRIu64
 			        " allocation%s\n",
-			        human(b2, sizeof(b2), s->bytes.a), s->allocs.a,
-			        human(b3, sizeof(b3), s->bytes.b), s->allocs.b,
+			        vrt_report_bytes(b2, sizeof(b2), s->bytes.a), s->allocs.a,
+			        vrt_report_bytes(b3, sizeof(b3), s->bytes.b), s->allocs.b,
 			        s->allocs.b == 1 ? "" : "s");
 		else
 			fprintf(f, " in %" PRIu64 " allocation%s\n",
@@ -392,16 +361,16 @@ void vrt_report_compare_text(FILE *f, const struct vrt_diff *d,
 	if (d->have_single_request_a || d->have_single_request_b)
 		fprintf(f, "; single-request forward peak %s → %s",
 		        d->have_single_request_a
-		                ? human(b1, sizeof(b1), d->single_request.a)
+		                ? vrt_report_bytes(b1, sizeof(b1), d->single_request.a)
 		                : "-",
 		        d->have_single_request_b
-		                ? human(b2, sizeof(b2), d->single_request.b)
+		                ? vrt_report_bytes(b2, sizeof(b2), d->single_request.b)
 		                : "-");
 	fputc('\n', f);
 	if (d->pinned_peak.a || d->pinned_peak.b)
 		fprintf(f, "host pinned + registered peak: %s → %s\n",
-		        human(b1, sizeof(b1), d->pinned_peak.a),
-		        human(b2, sizeof(b2), d->pinned_peak.b));
+		        vrt_report_bytes(b1, sizeof(b1), d->pinned_peak.a),
+		        vrt_report_bytes(b2, sizeof(b2), d->pinned_peak.b));
 	for (i = 0; i < d->ndev; i++)
 		device_text(f, &d->dev[i], a, b);
 	sites_text(f, d, a, b);

@@ -41,25 +41,6 @@
 #include "json.h"
 #include "retest.h"
 
-static const char *human(char *buf, size_t n, uint64_t b)
-{
-	static const char *const unit[] = {"KiB", "MiB", "GiB",
-	                                   "TiB", "PiB", "EiB"};
-	double v = (double)b;
-	int u = -1;
-
-	if (b < 1024) {
-		snprintf(buf, n, "%" PRIu64 " B", b);
-		return buf;
-	}
-	while (v >= 1024.0 && u < 5) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(buf, n, "%.2f %s", v, unit[u]);
-	return buf;
-}
-
 /* A copy of s with control bytes as '?' (trace strings are untrusted). */
 static char *safe_dup(const char *s)
 {
@@ -128,7 +109,7 @@ static void split_cell(char **s, const struct vrt_retest_device *d)
 			cat(s, ", ");
 		cat(s, d->phases[k].name);
 		cat(s, " ");
-		cat(s, human(b, sizeof(b), d->phases[k].bytes));
+		cat(s, vrt_report_bytes(b, sizeof(b), d->phases[k].bytes));
 	}
 }
 
@@ -150,7 +131,7 @@ static void cells(char **c, const struct vrt_retest_row *r, const char *label)
 			snprintf(b, sizeof(b), "d%d ", r->dev[i].id);
 			cat(&c[C_PEAK], b);
 		}
-		cat(&c[C_PEAK], human(b, sizeof(b), r->dev[i].peak_bytes));
+		cat(&c[C_PEAK], vrt_report_bytes(b, sizeof(b), r->dev[i].peak_bytes));
 	}
 	if (!c[C_PEAK])
 		c[C_PEAK] = safe_dup("-");

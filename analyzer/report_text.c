@@ -13,7 +13,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-static void put_safe(FILE *f, const char *s, size_t max)
+void vrt_report_put_safe(FILE *f, const char *s, size_t max)
 {
 	size_t i;
 
@@ -25,7 +25,7 @@ static void put_safe(FILE *f, const char *s, size_t max)
 		fputs("...", f);
 }
 
-static const char *human(char *buf, size_t n, uint64_t b)
+const char *vrt_report_bytes(char *buf, size_t n, uint64_t b)
 {
 	static const char *const unit[] = {"KiB", "MiB", "GiB",
 	                                   "TiB", "PiB", "EiB"};
@@ -71,7 +71,7 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 		const struct vrt_process *p = &t->procs[i];
 		fprintf(f, "  pid %-7" PRIu64 " ", p->pid);
 		if (t->nhosts > 1) {
-			put_safe(f, p->host, 24);
+			vrt_report_put_safe(f, p->host, 24);
 			fputc(' ', f);
 		}
 		if (p->exit_kind == VRT_EXIT_CODE)
@@ -85,16 +85,16 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 		for (j = 0; j < p->argc; j++) {
 			if (j)
 				fputc(' ', f);
-			put_safe(f, p->argv[j], 60);
+			vrt_report_put_safe(f, p->argv[j], 60);
 		}
 		if (!p->argc)
-			put_safe(f, p->exe, 60);
+			vrt_report_put_safe(f, p->exe, 60);
 		if (p->events_dropped)
 			fprintf(f, "  (%" PRIu64 " events dropped)",
 			        p->events_dropped);
 		if (p->truncated) {
 			fputs("  [truncated: ", f);
-			put_safe(f, p->trunc_reason, 160);
+			vrt_report_put_safe(f, p->trunc_reason, 160);
 			fputc(']', f);
 			ntrunc++;
 		}
@@ -142,7 +142,7 @@ static void server(FILE *f, const struct vrt_trace *t,
 	if (r->have_single_request)
 		fprintf(f,
 		        "single-request forward peak: %s on device %d at %s\n",
-		        human(b, sizeof(b), r->single_request_peak_bytes),
+		        vrt_report_bytes(b, sizeof(b), r->single_request_peak_bytes),
 		        r->single_request_peak_device,
 		        secs(b2, sizeof(b2), t, r->single_request_peak_ts));
 	else
@@ -165,9 +165,9 @@ static void table_row(FILE *f, const struct vrt_trace *t, const char *name,
 	        "  %-11s %8" PRIu64 " %8" PRIu64 " %7" PRIu64
 	        " %12s %10s %12s\n",
 	        name, c->allocs, c->frees, c->failed,
-	        human(b1, sizeof(b1), c->peak_bytes),
+	        vrt_report_bytes(b1, sizeof(b1), c->peak_bytes),
 	        c->peak_bytes ? secs(b2, sizeof(b2), t, c->peak_ts) : "-",
-	        human(b3, sizeof(b3), c->live_bytes));
+	        vrt_report_bytes(b3, sizeof(b3), c->live_bytes));
 }
 
 static int used(const struct vrt_counters *c)
@@ -193,15 +193,15 @@ static void phase_table(FILE *f, const struct vrt_trace *t,
 		name = vrt_load_phase_name(t, k, pb, sizeof(pb));
 		w = strnlen(name, 20);
 		fputs("  ", f);
-		put_safe(f, name, 20);
+		vrt_report_put_safe(f, name, 20);
 		fprintf(f,
 		        "%*s %8" PRIu64 " %8" PRIu64 " %7" PRIu64
 		        " %12s %10s %12s\n",
 		        (int)(20 - w), "", c->allocs, c->frees, c->failed,
-		        human(b1, sizeof(b1), c->peak_bytes),
+		        vrt_report_bytes(b1, sizeof(b1), c->peak_bytes),
 		        c->peak_bytes ? secs(b2, sizeof(b2), t, c->peak_ts)
 		                      : "-",
-		        human(b3, sizeof(b3), c->live_bytes));
+		        vrt_report_bytes(b3, sizeof(b3), c->live_bytes));
 	}
 }
 
@@ -215,15 +215,15 @@ static void device(FILE *f, const struct vrt_trace *t,
 	unsigned k;
 
 	fprintf(f, "\ndevice %zu: ", i);
-	put_safe(f, dv->name ? dv->name : "(unnamed)", 80);
+	vrt_report_put_safe(f, dv->name ? dv->name : "(unnamed)", 80);
 	fprintf(f, " (");
 	if (t->nhosts > 1) {
-		put_safe(f, dv->host, 40);
+		vrt_report_put_safe(f, dv->host, 40);
 		fputs(", ", f);
 	}
 	fprintf(f, "ordinal %" PRId64, dv->ordinal);
 	if (dv->have_total)
-		fprintf(f, ", %s", human(b1, sizeof(b1), dv->total_bytes));
+		fprintf(f, ", %s", vrt_report_bytes(b1, sizeof(b1), dv->total_bytes));
 	if (dv->uuid[0])
 		fprintf(f, ", %s", dv->uuid);
 	fprintf(f, ")\n");
@@ -240,24 +240,24 @@ static void device(FILE *f, const struct vrt_trace *t,
 		phase_table(f, t, d);
 	if (d->peak_bytes) {
 		fprintf(f, "  peak %s at %s:",
-		        human(b1, sizeof(b1), d->peak_bytes),
+		        vrt_report_bytes(b1, sizeof(b1), d->peak_bytes),
 		        secs(b2, sizeof(b2), t, d->peak_ts));
 		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++) {
 			char pb[32];
 			if (!d->peak_by_phase[k])
 				continue;
 			fputc(' ', f);
-			put_safe(f, vrt_load_phase_name(t, k, pb, sizeof(pb)),
+			vrt_report_put_safe(f, vrt_load_phase_name(t, k, pb, sizeof(pb)),
 			         40);
 			fprintf(f, " %s",
-			        human(b1, sizeof(b1), d->peak_by_phase[k]));
+			        vrt_report_bytes(b1, sizeof(b1), d->peak_by_phase[k]));
 		}
 		fprintf(f, "; live at end %s\n",
-		        human(b1, sizeof(b1), d->tracked_bytes));
+		        vrt_report_bytes(b1, sizeof(b1), d->tracked_bytes));
 	}
 	if (d->have_baseline)
 		fprintf(f, "  used before this run: %s (first probe at %s)\n",
-		        human(b1, sizeof(b1), d->baseline_used_bytes),
+		        vrt_report_bytes(b1, sizeof(b1), d->baseline_used_bytes),
 		        secs(b2, sizeof(b2), t, d->baseline_ts));
 	if (used(&d->fam[VRT_FAM_VA])) {
 		const struct vrt_counters *c = &d->fam[VRT_FAM_VA];
@@ -266,8 +266,8 @@ static void device(FILE *f, const struct vrt_trace *t,
 		        " reserved, %" PRIu64 " freed, %" PRIu64
 		        " failed, peak %s, at end %s\n",
 		        c->allocs, c->frees, c->failed,
-		        human(b1, sizeof(b1), c->peak_bytes),
-		        human(b2, sizeof(b2), c->live_bytes));
+		        vrt_report_bytes(b1, sizeof(b1), c->peak_bytes),
+		        vrt_report_bytes(b2, sizeof(b2), c->live_bytes));
 	}
 }
 
@@ -285,7 +285,7 @@ static void host(FILE *f, const struct vrt_trace *t, const struct vrt_replay *r)
 	if (used(&r->host[VRT_FAM_REGISTERED]))
 		table_row(f, t, "registered", &r->host[VRT_FAM_REGISTERED]);
 	fprintf(f, "  pinned + registered peak %s\n",
-	        human(b, sizeof(b), r->host_pinned_peak));
+	        vrt_report_bytes(b, sizeof(b), r->host_pinned_peak));
 }
 
 /* Frames shown per site: python frames first (they name the engine's
@@ -300,7 +300,7 @@ static void frame_line(FILE *f, const struct vrt_trace *t,
 
 	fputs("      ", f);
 	if (fn) {
-		put_safe(f, fn, 100);
+		vrt_report_put_safe(f, fn, 100);
 		/* Call sites in one function differ only by offset. */
 		if (fr->kind == VRT_FRAME_NATIVE && fr->offset)
 			fprintf(f, "+0x%" PRIx64, fr->offset);
@@ -310,7 +310,7 @@ static void frame_line(FILE *f, const struct vrt_trace *t,
 		fputs("??", f);
 	if (file) {
 		fputs("  ", f);
-		put_safe(f, file, 60);
+		vrt_report_put_safe(f, file, 60);
 		if (fr->kind == VRT_FRAME_PYTHON && fr->line)
 			fprintf(f, ":%" PRIu64, fr->line);
 	}
@@ -365,14 +365,14 @@ static void sites(FILE *f, const struct vrt_trace *t,
 			const struct vrt_replay_device *d = &r->dev[x->device];
 			dev = x->device;
 			fprintf(f, "device %d: peak %s at %s\n", dev,
-			        human(b1, sizeof(b1), d->peak_bytes),
+			        vrt_report_bytes(b1, sizeof(b1), d->peak_bytes),
 			        secs(b2, sizeof(b2), t, d->peak_ts));
 		}
 		fputs("  ", f);
-		put_safe(f, vrt_load_phase_name(t, x->phase, pb, sizeof(pb)),
+		vrt_report_put_safe(f, vrt_load_phase_name(t, x->phase, pb, sizeof(pb)),
 		         40);
 		fprintf(f, "  %s in %" PRIu64 " allocation%s\n",
-		        human(b1, sizeof(b1), x->bytes), x->allocs,
+		        vrt_report_bytes(b1, sizeof(b1), x->bytes), x->allocs,
 		        x->allocs == 1 ? "" : "s");
 		site_frames(f, t, x->stack);
 	}
@@ -391,7 +391,7 @@ static void marks(FILE *f, const struct vrt_trace *t,
 		char b[32];
 		fprintf(f, "  %s  pid %" PRIu64 "  ",
 		        secs(b, sizeof(b), t, e->ts), t->procs[e->proc].pid);
-		put_safe(f, vrt_load_str(t, e->label), 120);
+		vrt_report_put_safe(f, vrt_load_str(t, e->label), 120);
 		fputc('\n', f);
 	}
 }
@@ -453,11 +453,11 @@ static void windows(FILE *f, const struct vrt_trace *t,
 				fprintf(f, "  %-20s %9s %9s %9s %5s", "", "",
 				        "", "", "");
 			fprintf(f, " %4zu %11s", j,
-			        human(b1, sizeof(b1), x->dev[j].peak_bytes));
+			        vrt_report_bytes(b1, sizeof(b1), x->dev[j].peak_bytes));
 			for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 				if (show[k])
 					fprintf(f, " %12s",
-					        human(b1, sizeof(b1),
+					        vrt_report_bytes(b1, sizeof(b1),
 					              x->dev[j].peak_by_phase
 					                      [k]));
 			fputc('\n', f);
@@ -491,7 +491,7 @@ static void failures(FILE *f, const struct vrt_trace *t,
 		else
 			snprintf(dev, sizeof(dev), "dev ?");
 		if (x->requested_bytes)
-			human(b2, sizeof(b2), x->requested_bytes);
+			vrt_report_bytes(b2, sizeof(b2), x->requested_bytes);
 		else if (x->addr)
 			snprintf(b2, sizeof(b2), "ptr 0x%" PRIx64, x->addr);
 		else
@@ -504,13 +504,13 @@ static void failures(FILE *f, const struct vrt_trace *t,
 		                              sizeof(b3)));
 		if (x->have_info)
 			fprintf(f, "  driver: %s free of %s",
-			        human(b1, sizeof(b1), x->free_bytes),
-			        human(b2, sizeof(b2), x->total_bytes));
+			        vrt_report_bytes(b1, sizeof(b1), x->free_bytes),
+			        vrt_report_bytes(b2, sizeof(b2), x->total_bytes));
 		if (x->oom) {
 			char pb[32];
 			fprintf(f, "  [%s stage, phase ",
 			        x->after_ready ? "request" : "load");
-			put_safe(f,
+			vrt_report_put_safe(f,
 			         vrt_load_phase_name(t, x->phase, pb,
 			                             sizeof(pb)),
 			         40);
