@@ -46,6 +46,11 @@ typedef enum CUdriverProcAddressQueryResult_enum {
 	CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
 } CUdriverProcAddressQueryResult;
 
+/* Only the attribute vramtrace asks for. */
+typedef enum CUpointer_attribute_enum {
+	CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+} CUpointer_attribute;
+
 typedef enum CUmemLocationType_enum {
 	CU_MEM_LOCATION_TYPE_INVALID = 0,
 	CU_MEM_LOCATION_TYPE_DEVICE = 1
@@ -147,5 +152,7 @@ CUresult cuCtxGetCurrent(CUcontext *pctx);
 CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+                               CUdeviceptr ptr);
 
 #endif /* VRT_CUDA_API_H */

@@ -72,6 +72,12 @@ void vrt_hook_record(struct vrt_ev *ev);
 void vrt_hook_alloc(int api, int dev, uint64_t addr, uint64_t size,
                     uint64_t aux);
 void vrt_hook_free(int api, int dev, uint64_t addr, uint64_t aux);
+/* vrt_hook_alloc for an allocation on the caller's current device, which
+ * cur_dev tells: asked only when recording. In standby the live table keeps
+ * the device for later (vrt_live_set_device_of), so that standby costs no
+ * driver call. */
+void vrt_hook_alloc_cur(int api, int (*cur_dev)(void), uint64_t addr,
+                        uint64_t size, uint64_t aux);
 
 /* A failed call (error: the runtime's code). For an allocation on the
  * caller's current device, mem_info (the runtime's free/total probe, or
@@ -174,6 +180,9 @@ static inline void *vrt_hooklib_real(struct vrt_hooklib *l, int idx)
  * driver's definition of it, returns our wrapper; else addr. Called by
  * dlsym for every successful look-up of a name starting with "cu". */
 void *vrt_hook_cuda_dlsym(const char *symbol, void *addr);
+/* hook_cuda.c: the device of a device allocation, by its address; < 0 if
+ * the driver cannot say (for vrt_live_set_device_of). */
+int vrt_hook_cuda_device_of(uint64_t addr);
 
 /* hook_hip.c: the same for the HIP runtime: our wrapper when symbol is a
  * hooked export and addr is libamdhip64's definition of it; else addr.

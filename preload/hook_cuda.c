@@ -149,6 +149,19 @@ static int cur_device(void)
 	return VRT_DEVICE_UNKNOWN;
 }
 
+static _Atomic(void *) aux_ptr_get_attribute;
+
+int vrt_hook_cuda_device_of(uint64_t addr)
+{
+	__typeof__(&cuPointerGetAttribute) f =
+	        aux(&aux_ptr_get_attribute, "cuPointerGetAttribute");
+	int ord;
+	if (f && f(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+	           (CUdeviceptr)addr) == CUDA_SUCCESS)
+		return ord;
+	return -1;
+}
+
 /* The driver's free/total for the current device; 0 on failure. The real
  * function is called directly, so the app's probe counters stay exact. */
 static int mem_info(uint64_t *free_b, uint64_t *total_b)
@@ -244,21 +257,36 @@ static int fail_device(int dev)
 	return dev == VRT_DEVICE_UNKNOWN ? cur_device() : dev;
 }
 
-/* Shared body of the device-pointer allocators. */
-#define ALLOC_BODY(api, call, dev_expr, out_expr, size_expr, aux_expr)         \
+/* Shared body of the device-pointer allocators: ok records a success,
+ * fail_dev is the device a failure is charged to. */
+#define ALLOC_BODY_(api, call, ok, fail_dev, size_expr, aux_expr)              \
 	do {                                                                   \
 		if (!vrt_hook_enter())                                         \
 			return call;                                           \
 		CUresult r_ = call;                                            \
-		int dev_ = (dev_expr);                                         \
 		if (r_ == CUDA_SUCCESS)                                        \
-			rec_alloc(api, dev_, (out_expr), (size_expr),          \
-			          (aux_expr));                                 \
+			ok;                                                    \
 		else                                                           \
-			rec_fail(api, dev_, 0, (size_expr), (aux_expr), r_);   \
+			rec_fail(api, (fail_dev), 0, (size_expr), (aux_expr),  \
+			         r_);                                          \
 		vrt_hook_leave();                                              \
 		return r_;                                                     \
 	} while (0)
+
+#define ALLOC_BODY(api, call, dev_expr, out_expr, size_expr, aux_expr)         \
+	ALLOC_BODY_(api, call,                                                 \
+	            rec_alloc(api, (dev_expr), (out_expr), (size_expr),        \
+	                      (aux_expr)),                                     \
+	            (dev_expr), size_expr, aux_expr)
+
+/* An allocation on the caller's current device: the device is asked for
+ * only when recording (see vrt_hook_alloc_cur). */
+#define ALLOC_CUR_BODY(api, call, out_expr, size_expr, aux_expr)               \
+	ALLOC_BODY_(api, call,                                                 \
+	            (inventory(), vrt_hook_alloc_cur(api, cur_device,          \
+	                                             (out_expr), (size_expr),  \
+	                                             (aux_expr))),             \
+	            cur_device(), size_expr, aux_expr)
 
 /* Shared body of the frees; a NULL free is not an event. */
 #define FREE_BODY(api, call, dev_expr, addr_expr, aux_expr)                    \
@@ -286,8 +314,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	__typeof__(&cuMemAlloc_v2) real = REAL(cuMemAlloc_v2);
 	CHECK_REAL(real);
-	ALLOC_BODY(VRT_API_cuMemAlloc_v2, real(dptr, bytesize), cur_device(),
-	           *dptr, bytesize, 0);
+	ALLOC_CUR_BODY(VRT_API_cuMemAlloc_v2, real(dptr, bytesize), *dptr,
+	               bytesize, 0);
 }
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
@@ -326,8 +354,9 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 	{                                                                      \
 		__typeof__(&name) real = REAL(name);                           \
 		CHECK_REAL(real);                                              \
-		ALLOC_BODY(VRT_API_##name, real(dptr, bytesize, hStream),      \
-		           cur_device(), *dptr, bytesize, PTR(hStream));       \
+		ALLOC_CUR_BODY(VRT_API_##name,                                 \
+		               real(dptr, bytesize, hStream), *dptr, bytesize, \
+		               PTR(hStream));                                  \
 	}
 ASYNC_ALLOC(cuMemAllocAsync)
 ASYNC_ALLOC(cuMemAllocAsync_ptsz)

@@ -129,8 +129,23 @@ void vrt_hook_alloc(int api, int dev, uint64_t addr, uint64_t size,
 	vrt_hook_record(&ev);
 }
 
+void vrt_hook_alloc_cur(int api, int (*cur_dev)(void), uint64_t addr,
+                        uint64_t size, uint64_t aux)
+{
+	if (!vrt_capture_on()) { /* standby: no stack, no driver call */
+		vrt_live_alloc(api, VRT_LIVE_DEVICE_LATER, addr, size, 0,
+		               vrt_phase_current());
+		return;
+	}
+	vrt_hook_alloc(api, cur_dev(), addr, size, aux);
+}
+
 void vrt_hook_free(int api, int dev, uint64_t addr, uint64_t aux)
 {
+	if (!vrt_capture_on()) { /* standby: the table only */
+		vrt_live_free(api, addr);
+		return;
+	}
 	struct vrt_ev ev = {.rec = VRT_REC_FREE,
 	                    .api = (uint8_t)api,
 	                    .device = dev,

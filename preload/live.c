@@ -328,62 +328,47 @@ static unsigned phase_slot(const struct slot *e)
 	return id < VRT_LIVE_PHASES ? id : 0;
 }
 
-void vrt_live_event(const struct vrt_ev *ev)
+void vrt_live_free(int api, uint64_t addr)
 {
-	switch (ev->rec) {
-	case VRT_REC_NET:
-		if (ev->op == VRT_NET_ACCEPT)
-			atomic_fetch_add(&inflight, 1);
-		else if (ev->op == VRT_NET_CLOSE && atomic_load(&inflight))
-			atomic_fetch_sub(&inflight, 1);
-		return;
-	case VRT_REC_FAIL:
-		if (ev->error == 2 /* out of memory, CUDA and HIP alike */ &&
-		    vrt_api_op(ev->api) == VRT_OP_ALLOC)
-			atomic_fetch_add(&ooms, 1);
-		return;
-	case VRT_REC_ALLOC:
-	case VRT_REC_FREE:
-		break;
-	default:
-		return;
-	}
 	struct pending *pd = vrt_tbuf_live();
-	int space = space_of(ev->api);
-	if (ev->rec == VRT_REC_FREE) {
-		if (pd) {
-			uint64_t st = atomic_load_explicit(&pd->state,
-			                                   memory_order_relaxed);
-			if ((st & PD_STATE) == PD_HAS &&
-			    atomic_load_explicit(&pd->addr,
-			                         memory_order_relaxed) == ev->addr &&
-			    (uint8_t)(atomic_load_explicit(&pd->w2,
-			                                   memory_order_relaxed) >>
-			              56) == space) {
-				/* A plain store: only this thread makes an
-				 * area HAS, and another thread clears this
-				 * generation only when it frees the same
-				 * address too (a double free: empty either
-				 * way). */
-				atomic_store_explicit(&pd->state,
-				                      st & ~(uint64_t)PD_STATE,
-				                      memory_order_release);
-				return;
-			}
+	int space = space_of(api);
+	if (pd) {
+		uint64_t st = atomic_load_explicit(&pd->state,
+		                                   memory_order_relaxed);
+		if ((st & PD_STATE) == PD_HAS &&
+		    atomic_load_explicit(&pd->addr, memory_order_relaxed) ==
+		            addr &&
+		    (uint8_t)(atomic_load_explicit(&pd->w2,
+		                                   memory_order_relaxed) >>
+		              56) == space) {
+			/* A plain store: only this thread makes an area HAS,
+			 * and another thread clears this generation only when
+			 * it frees the same address too (a double free: empty
+			 * either way). */
+			atomic_store_explicit(&pd->state,
+			                      st & ~(uint64_t)PD_STATE,
+			                      memory_order_release);
+			return;
 		}
-		table_free(space, ev->addr, pd);
-		return;
 	}
-	uint16_t phase = (uint16_t)vrt_phase_id(ev->phase);
-	uint8_t annotated = vrt_phase_source(ev->phase) == VRT_SRC_ANNOTATION;
+	table_free(space, addr, pd);
+}
+
+void vrt_live_alloc(int api, int device, uint64_t addr, uint64_t size,
+                    uint32_t stack, uint64_t phase_enc)
+{
+	struct pending *pd = vrt_tbuf_live();
+	int space = space_of(api);
+	uint16_t phase = (uint16_t)vrt_phase_id(phase_enc);
+	uint8_t annotated = vrt_phase_source(phase_enc) == VRT_SRC_ANNOTATION;
 	if (!pd) {
-		struct slot n = {.addr = ev->addr,
-		                 .size = ev->size,
-		                 .stack = ev->stack,
+		struct slot n = {.addr = addr,
+		                 .size = size,
+		                 .stack = stack,
 		                 .phase = phase,
-		                 .api = ev->api,
+		                 .api = (uint8_t)api,
 		                 .state = SLOT_USED,
-		                 .device = (int16_t)ev->device,
+		                 .device = (int16_t)device,
 		                 .space = (uint8_t)space,
 		                 .annotated = annotated};
 		table_put(&n);
@@ -402,20 +387,20 @@ void vrt_live_event(const struct vrt_ev *ev)
 		}
 		/* else another thread freed it meanwhile: nothing to move */
 	}
-	/* Straight from the event's fields: a struct built on the stack and
+	/* Straight from the arguments: a struct built on the stack and
 	 * copied wide would stall on store forwarding. */
 	/* Release stores: a reader that sees one of these fields also sees
 	 * the state that made the area this thread's to write again. */
 	st = atomic_load_explicit(&pd->state, memory_order_relaxed);
-	atomic_store_explicit(&pd->addr, ev->addr, memory_order_release);
-	atomic_store_explicit(&pd->size, ev->size, memory_order_release);
+	atomic_store_explicit(&pd->addr, addr, memory_order_release);
+	atomic_store_explicit(&pd->size, size, memory_order_release);
 	atomic_store_explicit(&pd->w2,
-	                      (uint64_t)ev->stack | (uint64_t)phase << 32 |
-	                              (uint64_t)ev->api << 48 |
+	                      (uint64_t)stack | (uint64_t)phase << 32 |
+	                              (uint64_t)(uint8_t)api << 48 |
 	                              (uint64_t)(uint8_t)space << 56,
 	                      memory_order_release);
 	atomic_store_explicit(&pd->w3,
-	                      (uint64_t)(uint16_t)(int16_t)ev->device |
+	                      (uint64_t)(uint16_t)(int16_t)device |
 	                              (uint64_t)annotated << 16,
 	                      memory_order_release);
 	atomic_store_explicit(&pd->state,
@@ -423,17 +408,73 @@ void vrt_live_event(const struct vrt_ev *ev)
 	                      memory_order_release);
 }
 
-static void stats_add(struct vrt_live_stats *out, const struct slot *e)
+void vrt_live_event(const struct vrt_ev *ev)
+{
+	switch (ev->rec) {
+	case VRT_REC_NET:
+		if (ev->op == VRT_NET_ACCEPT)
+			atomic_fetch_add(&inflight, 1);
+		else if (ev->op == VRT_NET_CLOSE && atomic_load(&inflight))
+			atomic_fetch_sub(&inflight, 1);
+		return;
+	case VRT_REC_FAIL:
+		if (ev->error == 2 /* out of memory, CUDA and HIP alike */ &&
+		    vrt_api_op(ev->api) == VRT_OP_ALLOC)
+			atomic_fetch_add(&ooms, 1);
+		return;
+	case VRT_REC_ALLOC:
+		vrt_live_alloc(ev->api, ev->device, ev->addr, ev->size,
+		               ev->stack, ev->phase);
+		return;
+	case VRT_REC_FREE:
+		vrt_live_free(ev->api, ev->addr);
+		return;
+	default:
+		return;
+	}
+}
+
+static int (*_Atomic device_of[3])(uint64_t addr); /* by enum vrt_vendor */
+
+void vrt_live_set_device_of(int vendor, int (*fn)(uint64_t addr))
+{
+	if (vendor > 0 && vendor < 3)
+		atomic_store(&device_of[vendor], fn);
+}
+
+/* An entry's device, asking its runtime for one kept for later. */
+static int entry_device(const struct slot *e)
+{
+	if (e->device != VRT_LIVE_DEVICE_LATER)
+		return e->device;
+	int v = vrt_api_vendor(e->api);
+	int (*fn)(uint64_t) = v > 0 && v < 3 ? atomic_load(&device_of[v]) : NULL;
+	int d = fn ? fn(e->addr) : -1;
+	return d >= 0 && d < INT16_MAX ? d : VRT_DEVICE_UNKNOWN;
+}
+
+/* The same for an entry of the table (stripe locked), kept once known. */
+static int slot_device(struct slot *e)
+{
+	if (e->device == VRT_LIVE_DEVICE_LATER)
+		e->device = (int16_t)entry_device(e);
+	return e->device;
+}
+
+/* e: a table slot (its stripe locked) or a copy of an area's entry. */
+static void stats_add(struct vrt_live_stats *out, struct slot *e)
 {
 	out->allocations++;
 	if (e->space == SP_PINNED || e->space == SP_REGISTERED) {
 		out->host_pinned_bytes += e->size;
 		return;
 	}
-	if (!counts_vram(e->space) || e->device < 0 ||
-	    e->device >= VRT_LIVE_MAX_DEVICES)
+	if (!counts_vram(e->space))
 		return;
-	struct vrt_live_device *d = &out->dev[e->device];
+	int dev = slot_device(e);
+	if (dev < 0 || dev >= VRT_LIVE_MAX_DEVICES)
+		return;
+	struct vrt_live_device *d = &out->dev[dev];
 	d->vendor = vrt_api_vendor(e->api);
 	d->bytes += e->size;
 	d->by_phase[phase_slot(e)] += e->size;
@@ -457,7 +498,7 @@ void vrt_live_stats(struct vrt_live_stats *out)
 		struct stripe *s = &stripes[i];
 		lock(s);
 		for (uint32_t k = 0; k < s->cap; k++) {
-			const struct slot *e = &s->slots[k];
+			struct slot *e = &s->slots[k];
 			if (e->state == SLOT_USED)
 				stats_add(out, e);
 		}
@@ -477,13 +518,13 @@ void vrt_live_stats(struct vrt_live_stats *out)
 	out->ooms = atomic_load(&ooms);
 }
 
-static void each_slot(const struct slot *e,
+static void each_slot(struct slot *e,
                       void (*fn)(const struct vrt_ev *ev, void *arg), void *arg)
 {
 	struct vrt_ev ev = {
 	        .rec = VRT_REC_ALLOC,
 	        .api = e->api,
-	        .device = e->device,
+	        .device = slot_device(e),
 	        .addr = e->addr,
 	        .size = e->size,
 	        .stack = e->stack,

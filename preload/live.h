@@ -39,6 +39,23 @@ struct vrt_live_stats {
 
 struct vrt_ev;
 
+/* The device of an entry added in standby on the caller's current device:
+ * asked for only when the table is read (stats, snapshot), through the
+ * function set for its runtime, so that standby makes no driver call. */
+#define VRT_LIVE_DEVICE_LATER (-100)
+
+/* How to tell the device of an allocation by its address, for a vendor
+ * (enum vrt_vendor): an ordinal, or < 0 when the runtime cannot say. Called
+ * from the thread that reads the table, with a stripe lock held: it must not
+ * re-enter the table. */
+void vrt_live_set_device_of(int vendor, int (*fn)(uint64_t addr));
+
+/* ALLOC and FREE of vrt_live_event, for hooks that have no event to
+ * build (standby): phase as in struct vrt_ev. */
+void vrt_live_alloc(int api, int device, uint64_t addr, uint64_t size,
+                    uint32_t stack, uint64_t phase);
+void vrt_live_free(int api, uint64_t addr);
+
 /* Applies one event to the table: ALLOC adds, FREE removes, an ACCEPT or
  * CLOSE moves the in-flight count, a FAIL for memory counts an OOM; other
  * events are ignored. From inside a hook, recording or in standby: one

@@ -515,6 +515,35 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 	return dev_alloc(dptr, bytesize, ord, K_MANAGED, "cuMemAllocManaged");
 }
 
+/* The device of a device allocation, by its start address (the real
+ * driver also answers for addresses inside it; vramtrace asks for starts
+ * only). Benchmark mode keeps no table: the address range tells. */
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+                               CUdeviceptr ptr)
+{
+	CUresult r = check_init();
+	struct entry *e;
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!data || attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (g_bench) {
+		unsigned long long ord = (ptr >> FAKE_DEV_RANGE_SHIFT) - 1;
+		if (ptr >> FAKE_DEV_RANGE_SHIFT == 0 || ord >= (unsigned)g_ndev)
+			return CUDA_ERROR_INVALID_VALUE;
+		*(int *)data = (int)ord;
+		return CUDA_SUCCESS;
+	}
+	pthread_mutex_lock(&g_lock);
+	e = table_find(SP_DEV, ptr);
+	if (e)
+		*(int *)data = e->dev;
+	pthread_mutex_unlock(&g_lock);
+	dbg("cuPointerGetAttribute(DEVICE_ORDINAL, 0x%llx) -> %d", ptr,
+	    e ? 0 : 1);
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 /* For the fake NVML only (not a CUDA call): the state of a device. */
 int fakecuda_device_count(void);
 int fakecuda_device_state(int ordinal, unsigned long long *cap,

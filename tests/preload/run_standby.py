@@ -5,8 +5,9 @@ Records standby_client.py with `record --standby` (see its docstring
 for what it does), then checks `vramtrace analyze --format json`: only the
 recording window counts — device 0 holds A (100 MiB, from the snapshot,
 not counted as an allocation) and C (50 MiB, the one allocation counted)
-at the end; B and D (made in standby) are not in the trace; the peak is
-150 MiB; the mark is there; the endpoint socket is gone after exit.
+at the end; device 1 holds E and F (50 MiB, from the snapshot); B and D
+(made in standby) are not in the trace; the peak is 150 MiB; the mark is
+there; the endpoint socket is gone after exit.
 
 Usage: run_standby.py --vramtrace EXE --preload LIB --fake-dir DIR
                       --client PY --tmp-root DIR
@@ -34,6 +35,7 @@ def main():
     run = os.path.join(tmp, "run")
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = a.fake_dir
+    env["FAKECUDA_DEVICES"] = "2"
     env["VRAMTRACE_PRELOAD"] = os.path.abspath(a.preload)
     env.pop("VRAMTRACE_OUT", None)
     fails = []
@@ -62,6 +64,14 @@ def main():
     check(fam.get("live_bytes_end") == 150 * MIB,
           f"150 MiB live at the end: snapshot + C (got {fam})")
     check(fam.get("peak_bytes") == 150 * MIB, f"peak 150 MiB (got {fam})")
+    dev1 = [d for d in rep.get("devices", []) if d.get("id") == 1]
+    fam1 = {}
+    if dev1:
+        fams = dev1[0]["families"]
+        fam1 = {"device": fams.get("device", {}).get("live_bytes_end"),
+                "async": fams.get("async", {}).get("live_bytes_end")}
+    check(fam1 == {"device": 30 * MIB, "async": 20 * MIB},
+          f"device 1 holds E and F from the snapshot (got {fam1})")
     labels = [m.get("label") for m in rep.get("marks", [])]
     check(labels == ["after-start"], f"the mark is recorded (got {labels})")
     if fails:

@@ -2,8 +2,10 @@
 """standby_client — a process started in standby that drives its own
 control endpoint, so the test needs no timing:
 
-  standby: alloc A 100 MiB (kept), alloc+free B 7 MiB
-  "status" must say standby with 100 MiB live on device 0
+  standby: alloc A 100 MiB (kept), alloc+free B 7 MiB; on device 1
+  (FAKECUDA_DEVICES=2), E 30 MiB and an async F 20 MiB (kept)
+  "status" must say standby with 100 MiB live on device 0 and 50 MiB on
+  device 1 (standby asks the driver for a device only when read)
   "start"  -> recording (the trace opens with a snapshot: A)
   alloc C 50 MiB, "mark after-start"
   "stop"   -> standby
@@ -22,14 +24,23 @@ import sys
 MIB = 1 << 20
 cuda = ctypes.CDLL("libcuda.so.1")
 ctx = ctypes.c_void_p()
+ctx1 = ctypes.c_void_p()
 assert cuda.cuInit(0) == 0
 assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx1), 1) == 0
 assert cuda.cuCtxSetCurrent(ctx) == 0
 
 
 def alloc(n):
     p = ctypes.c_uint64()
     assert cuda.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n)) == 0
+    return p.value
+
+
+def alloc_async(n):
+    p = ctypes.c_uint64()
+    assert cuda.cuMemAllocAsync(ctypes.byref(p), ctypes.c_size_t(n),
+                                ctypes.c_void_p(0)) == 0
     return p.value
 
 
@@ -54,9 +65,13 @@ def ctl(cmd):
 ok = True
 a = alloc(100 * MIB)
 cuda.cuMemFree_v2(ctypes.c_uint64(alloc(7 * MIB)))
+assert cuda.cuCtxSetCurrent(ctx1) == 0
+e = alloc(30 * MIB)
+f = alloc_async(20 * MIB)
+assert cuda.cuCtxSetCurrent(ctx) == 0
 st = json.loads(ctl("status"))
-dev = [d for d in st["devices"] if d["id"] == 0]
-ok &= st["state"] == "standby" and dev and dev[0]["live_bytes"] == 100 * MIB
+live = {d["id"]: d["live_bytes"] for d in st["devices"]}
+ok &= st["state"] == "standby" and live == {0: 100 * MIB, 1: 50 * MIB}
 ok &= ctl("start") == "ok recording"
 ok &= ctl("start") == "ok already recording"
 c = alloc(50 * MIB)

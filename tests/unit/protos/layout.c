@@ -19,4 +19,5 @@ void vrt_layout_ours(struct vrt_layout *l)
 	l->err_invalid_context = CUDA_ERROR_INVALID_CONTEXT;
 	l->ptds_flag = VRT_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 	l->symbol_not_found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	l->ptr_attr_device_ordinal = CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL;
 }

@@ -35,6 +35,7 @@ int main(void)
 	        .err_invalid_context = CUDA_ERROR_INVALID_CONTEXT,
 	        .ptds_flag = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
 	        .symbol_not_found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
+	        .ptr_attr_device_ordinal = CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
 	};
 	struct vrt_layout ours;
 	vrt_layout_ours(&ours);
@@ -47,7 +48,7 @@ int main(void)
 		       (size_t)ours.f);                                        \
 		bad |= !same;                                                  \
 	} while (0)
-	printf("1..15\n");
+	printf("1..16\n");
 	CHECK(prop_size);
 	CHECK(prop_location_type);
 	CHECK(prop_location_id);
@@ -63,5 +64,6 @@ int main(void)
 	CHECK(err_invalid_context);
 	CHECK(ptds_flag);
 	CHECK(symbol_not_found);
+	CHECK(ptr_attr_device_ordinal);
 	return bad;
 }
