@@ -981,7 +981,7 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 	pr->ppid = get_u(c);
 	pr->start_wall_ns = (int64_t)get_u(c);
 	pr->start_mono_ns = (int64_t)get_u(c);
-	(void)get_u(c); /* flags: unused in versions 1 and 2 */
+	(void)get_u(c); /* flags: unused in versions 1 to 3 */
 	n = get_str(c, &s);
 	pr->host = dup_bytes(s, n);
 	n = get_str(c, &s);
@@ -2346,6 +2346,12 @@ malformed:
 	                    "short event record");
 }
 
+/* The address delta of an ALLOC_C or FREE_C (packed from version 3). */
+static inline uint64_t addr_delta(uint64_t raw, int v3)
+{
+	return v3 ? (uint64_t)vrt_unpack_s(raw) : (uint64_t)vrt_unzigzag(raw);
+}
+
 /*
  * Decodes r's records into out[*np, max) while the next event sorts before
  * the bound (lim; equal times too when eq), then sets r->key to the next
@@ -2366,7 +2372,7 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 	int have_last = L->delivered;
 	uint64_t late = 0;
 	size_t n = *np;
-	int v2 = f->version >= 2;
+	int v2 = f->version >= 2, v3 = f->version >= 3;
 	struct compact cs = r->cs;
 	unsigned rep_k = r->rep_k;
 	enum vrt_load_status st = VRT_LOAD_OK;
@@ -2427,9 +2433,11 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 		e->extra = 0;
 		switch (type) {
 		case VRT_REC_ALLOC_C:
-			cs.addr += (uint64_t)vrt_unzigzag(uv(&p, &bad));
+			cs.addr += addr_delta(uv(&p, &bad), v3);
 			e->addr = cs.addr;
 			e->size = uv(&p, &bad);
+			if (v3)
+				e->size = vrt_unpack_u(e->size);
 			sid = uv(&p, &bad);
 			api = cs.a.api;
 			e->device = (int32_t)cs.a.device;
@@ -2440,7 +2448,7 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 			bad |= !cs.a.have;
 			break;
 		case VRT_REC_FREE_C:
-			cs.addr += (uint64_t)vrt_unzigzag(uv(&p, &bad));
+			cs.addr += addr_delta(uv(&p, &bad), v3);
 			e->addr = cs.addr;
 			e->size = 0;
 			sid = cs.f.stack;

@@ -810,12 +810,15 @@ static unsigned encode_hot(struct compact *cs, uint8_t *p,
 	uint32_t stack = alloc ? 0 : ev->stack; /* ALLOC_C carries its own */
 	unsigned type;
 
+	uint64_t pd, ps = 0;
 	if (t->have && ev->api == t->api && ev->device == t->device &&
-	    ev->aux == t->aux && ev->phase == t->phase && stack == t->stack) {
+	    ev->aux == t->aux && ev->phase == t->phase && stack == t->stack &&
+	    vrt_pack_s((int64_t)(ev->addr - cs->addr), &pd) &&
+	    (!alloc || vrt_pack_u(ev->size, &ps))) {
 		size_t n = put_u(p, dts);
-		n += put_s(p + n, (int64_t)(ev->addr - cs->addr));
+		n += put_u(p + n, pd);
 		if (alloc) {
-			n += put_u(p + n, ev->size);
+			n += put_u(p + n, ps);
 			n += put_u(p + n, ev->stack);
 		}
 		*len = n;

@@ -43,7 +43,9 @@
 
 #define VRT_TRACE_MAGIC     "VRAMTRC\x01" /* 8 bytes, first field of HEADER */
 #define VRT_TRACE_MAGIC_LEN 8
-#define VRT_TRACE_VERSION   2 /* 2 added REPEAT; readers take 1 and 2 */
+#define VRT_TRACE_VERSION   3 /* 2 added REPEAT, ALLOC_C, FREE_C; 3 packs
+                                   * their addr_delta and size (below);
+                                   * readers take 1 to 3 */
 #define VRT_TRACE_SUFFIX    ".vtrace"
 #define VRT_REC_MAX_PAYLOAD (64u * 1024u) /* writers never exceed this */
 
@@ -169,11 +171,12 @@ enum vrt_rec {
 	/* chunk event (version 2): dts, addr_delta(s), size, stack — an
 	 * ALLOC whose api, device, aux and phase are those of the chunk's
 	 * alloc template (below); addr = the chunk's last address +
-	 * addr_delta (mod 2^64). */
+	 * addr_delta (mod 2^64). From version 3, addr_delta is a packed
+	 * svarint and size a packed uvarint (vrt_pack_u below). */
 	VRT_REC_ALLOC_C = 23,
 	/* chunk event (version 2): dts, addr_delta(s) — a FREE whose api,
 	 * device, aux, stack and phase are those of the chunk's free
-	 * template; addr as for ALLOC_C. */
+	 * template; addr as for ALLOC_C (packed from version 3). */
 	VRT_REC_FREE_C = 24,
 };
 
@@ -429,6 +432,57 @@ static inline int64_t vrt_unzigzag(uint64_t v)
 static inline size_t vrt_put_svarint(uint8_t *p, int64_t v)
 {
 	return vrt_put_uvarint(p, vrt_zigzag(v));
+}
+
+/*
+ * Packed values (version 3, in ALLOC_C and FREE_C): GPU addresses and sizes
+ * are multiples of large powers of two (512 B, 2 MiB), which a plain varint
+ * spends whole bytes on. A packed uvarint holds v = m << s (m odd) as the
+ * uvarint of m << 6 | s, and 0 as 0; a packed svarint holds v = m << s
+ * (m odd, signed) as the uvarint of zigzag(m) << 6 | s. Values whose m (or
+ * zigzag(m)) needs more than 58 bits do not pack: a writer writes that
+ * event as a full ALLOC or FREE. A reader unpacks any uvarint (bits pushed
+ * past bit 63 are lost).
+ */
+static inline int vrt_pack_u(uint64_t v, uint64_t *out)
+{
+	if (!v) {
+		*out = 0;
+		return 1;
+	}
+	unsigned s = (unsigned)__builtin_ctzll(v);
+	uint64_t m = v >> s;
+	if (m >> 58)
+		return 0;
+	*out = m << 6 | s;
+	return 1;
+}
+
+static inline int vrt_pack_s(int64_t v, uint64_t *out)
+{
+	if (!v) {
+		*out = 0;
+		return 1;
+	}
+	unsigned s = (unsigned)__builtin_ctzll((uint64_t)v);
+	uint64_t u = (uint64_t)v >> s;
+	if (v < 0) /* arithmetic shift, spelled out */
+		u |= ~(UINT64_MAX >> s);
+	uint64_t z = vrt_zigzag((int64_t)u);
+	if (z >> 58)
+		return 0;
+	*out = z << 6 | s;
+	return 1;
+}
+
+static inline uint64_t vrt_unpack_u(uint64_t p)
+{
+	return (p >> 6) << (p & 63);
+}
+
+static inline int64_t vrt_unpack_s(uint64_t p)
+{
+	return (int64_t)((uint64_t)vrt_unzigzag(p >> 6) << (p & 63));
 }
 
 /* Reads a uvarint from [*p, end). On success advances *p and returns 0;

@@ -430,9 +430,36 @@ static void repeat_rec(uint64_t dts, uint64_t count, uint64_t stack)
 	rec(VRT_REC_REPEAT);
 }
 
+/* An ALLOC_C / FREE_C address delta and size as format `ver` has them
+ * (packed from version 3). */
+static void pdelta(unsigned ver, int64_t d)
+{
+	uint64_t v;
+	if (ver < 3) {
+		ps(&pl, d);
+		return;
+	}
+	if (!vrt_pack_s(d, &v))
+		abort(); /* the test only uses values that pack */
+	pu(&pl, v);
+}
+
+static void psize(unsigned ver, uint64_t size)
+{
+	uint64_t v;
+	if (ver < 3) {
+		pu(&pl, size);
+		return;
+	}
+	if (!vrt_pack_u(size, &v))
+		abort();
+	pu(&pl, v);
+}
+
 /* A REPEAT of a cycle of two pairs, and the compact ALLOC_C / FREE_C
- * records against the chunk's templates, at every caller buffer size. */
-static void test_compact(void)
+ * records against the chunk's templates, at every caller buffer size, in
+ * format versions 2 and 3. */
+static void test_compact_v(unsigned ver)
 {
 	static const size_t sizes[] = {1, 2, 3, 64};
 	enum vrt_load_status st;
@@ -443,13 +470,13 @@ static void test_compact(void)
 
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		new_file();
-		header(4);
+		header_v(4, "h", ver, 0, 0);
 		device(VRT_VENDOR_CUDA, 0);
 		chunk(1, 100);
 		alloc_s(0, 0, 0x1000, 4096, 0, 0);  /* 100 */
 		pu(&pl, 5); /* ALLOC_C at 105: 0x1000 + 0x100, 8192 */
-		ps(&pl, 0x100);
-		pu(&pl, 8192);
+		pdelta(ver, 0x100);
+		psize(ver, 8192);
 		pu(&pl, 0);
 		rec(VRT_REC_ALLOC_C);
 		pu(&pl, 5); /* FREE at 110 of 0x1000 */
@@ -461,7 +488,7 @@ static void test_compact(void)
 		pu(&pl, 0);
 		rec(VRT_REC_FREE);
 		pu(&pl, 5); /* FREE_C at 115 of 0x1100 */
-		ps(&pl, 0x100);
+		pdelta(ver, 0x100);
 		rec(VRT_REC_FREE_C);
 		pu(&pl, 100); /* REPEAT at 215: 5 pairs over 2 templates */
 		pu(&pl, 5);
@@ -480,36 +507,124 @@ static void test_compact(void)
 		}
 		rec(VRT_REC_REPEAT);
 		pu(&pl, 5); /* FREE_C after a REPEAT: the state stands */
-		ps(&pl, 0x100);
+		pdelta(ver, 0x100);
 		rec(VRT_REC_FREE_C);
 		watermark(5000);
 		trailer(5000);
 		end_frame();
 		st = load_mem(&t, &v, sizes[i], &err);
-		EQ(st, VRT_LOAD_OK, "compact: loads");
-		ok(v.n == 7, "compact: 7 events (buffer %zu)", sizes[i]);
+		ok(st == VRT_LOAD_OK, "compact v%u: loads", ver);
+		ok(v.n == 7, "compact v%u: 7 events (buffer %zu)", ver, sizes[i]);
 		if (v.n == 7) {
 			ok(v.e[1].kind == VRT_EV_ALLOC && v.e[1].addr == 0x1100 &&
 			           v.e[1].size == 8192 && v.e[1].ts == 105 &&
 			           v.e[1].api == VRT_API_cuMemAlloc_v2,
-			   "compact: ALLOC_C takes the template and the delta");
+			   "compact v%u: ALLOC_C takes the template and the delta",
+			   ver);
 			ok(v.e[3].kind == VRT_EV_FREE && v.e[3].addr == 0x1100 &&
 			           v.e[3].api == VRT_API_cuMemFree_v2 &&
 			           v.e[3].ts == 115,
-			   "compact: FREE_C takes the template and the delta");
+			   "compact v%u: FREE_C takes the template and the delta",
+			   ver);
 			ok(v.e[4].kind == VRT_EV_REPEAT && v.e[4].addr == 3 &&
 			           v.e[4].size == 100 && v.e[5].addr == 2 &&
 			           v.e[5].size == 200 && v.e[4].ts == 215 &&
 			           v.e[5].ts == 215,
-			   "compact: a REPEAT's cycle, count spread over it "
-			   "(buffer %zu)", sizes[i]);
+			   "compact v%u: a REPEAT's cycle, count spread over it "
+			   "(buffer %zu)", ver, sizes[i]);
 			ok(v.e[6].addr == 0x1200,
-			   "compact: the address register survives a REPEAT");
+			   "compact v%u: the address register survives a REPEAT",
+			   ver);
 		}
-		EQ(t.procs[0].events, 15, "compact: 2 x count for the REPEAT");
+		ok(t.procs[0].events == 15,
+		   "compact v%u: 2 x count for the REPEAT", ver);
 		vrt_load_free(&t);
 		free(v.e);
 	}
+}
+
+/* Packed values (version 3): every value round-trips, those that cannot
+ * pack say so, and a trace with large and negative deltas decodes. */
+static void test_packed(void)
+{
+	static const uint64_t us[] = {0, 1, 2, 3, 512, 20ull << 20,
+	                              (1ull << 58) - 1, 1ull << 63,
+	                              ((1ull << 58) - 1) << 6};
+	static const int64_t ss[] = {0, 1, -1, 512, -512, -(32ll << 20),
+	                             INT64_MIN, -(1ll << 57),
+	                             (1ll << 57) - 1};
+	int good = 1;
+	uint64_t p;
+	for (size_t i = 0; i < sizeof(us) / sizeof(us[0]); i++)
+		good &= vrt_pack_u(us[i], &p) && vrt_unpack_u(p) == us[i];
+	for (size_t i = 0; i < sizeof(ss) / sizeof(ss[0]); i++)
+		good &= vrt_pack_s(ss[i], &p) && vrt_unpack_s(p) == ss[i];
+	ok(good, "packed: values round-trip");
+	ok(!vrt_pack_u(UINT64_MAX, &p) && !vrt_pack_u((1ull << 58) | 1, &p) &&
+	           !vrt_pack_s(INT64_MAX, &p) && !vrt_pack_s(INT64_MAX - 1, &p) &&
+	           !vrt_pack_s(-(1ll << 57) - 1, &p),
+	   "packed: values of more than 58 significant bits do not pack");
+	ok(vrt_pack_u(20ull << 20, &p) && p < 1u << 14 &&
+	           vrt_pack_s(-(32ll << 20), &p) && p < 1u << 7,
+	   "packed: 20 MiB and -32 MiB take two bytes and one");
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	good = 1;
+	for (int i = 0; i < 100000 && good; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		uint64_t v = x >> (x & 63);
+		v <<= (x >> 6) & 63;
+		if (vrt_pack_u(v, &p))
+			good &= vrt_unpack_u(p) == v;
+		if (vrt_pack_s((int64_t)v, &p))
+			good &= vrt_unpack_s(p) == (int64_t)v;
+	}
+	ok(good, "packed: random values round-trip when they pack");
+
+	enum vrt_load_status st;
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	new_file();
+	header_v(4, "h", 3, 0, 0);
+	device(VRT_VENDOR_CUDA, 0);
+	chunk(1, 100);
+	alloc_s(0, 0, 0x7f0000000000ull, 4096, 0, 0);
+	pu(&pl, 1); /* ALLOC_C 64 MiB lower, 20 MiB */
+	pdelta(3, -(64ll << 20));
+	psize(3, 20ull << 20);
+	pu(&pl, 0);
+	rec(VRT_REC_ALLOC_C);
+	pu(&pl, 1); /* ALLOC_C back up 2^40 + 512 */
+	pdelta(3, (1ll << 40) + 512 + (64ll << 20));
+	psize(3, 0);
+	pu(&pl, 0);
+	rec(VRT_REC_ALLOC_C);
+	watermark(5000);
+	trailer(5000);
+	end_frame();
+	st = load_mem(&t, &v, 64, &err);
+	EQ(st, VRT_LOAD_OK, "packed: loads");
+	ok(v.n == 3 && v.e[1].addr == 0x7f0000000000ull - (64ull << 20) &&
+	           v.e[1].size == 20ull << 20 &&
+	           v.e[2].addr == 0x7f0000000000ull + (1ull << 40) + 512 &&
+	           v.e[2].size == 0,
+	   "packed: negative and large deltas, sizes");
+	vrt_load_free(&t);
+	free(v.e);
+}
+
+static void test_compact(void)
+{
+	enum vrt_load_status st;
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+
+	test_compact_v(2);
+	test_compact_v(3);
+	test_packed();
 
 	/* Any other record resets the state: a FREE_C after a MARK has no
 	 * template. */

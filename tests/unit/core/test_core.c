@@ -92,9 +92,9 @@ static void parse(const uint8_t *p, size_t n, struct decoded *d,
 		case VRT_REC_FREE:
 			vrt_get_uvarint(&q, qe, &dts);
 			if (type == VRT_REC_ALLOC_C || type == VRT_REC_FREE_C) {
-				int64_t delta = 0;
-				vrt_get_svarint(&q, qe, &delta);
-				addr = reg + (uint64_t)delta;
+				uint64_t delta = 0;
+				vrt_get_uvarint(&q, qe, &delta);
+				addr = reg + (uint64_t)vrt_unpack_s(delta);
 				type = type == VRT_REC_ALLOC_C ? VRT_REC_ALLOC
 				                               : VRT_REC_FREE;
 			} else {

@@ -198,6 +198,30 @@ static void sc_cycle(void)
 	}
 }
 
+/* Allocations whose address delta or size does not pack (version 3):
+ * written in full, the others compact; then their frees. */
+#define PACK_N 5
+static const uint64_t pack_addr[PACK_N] = {
+        0x7f0000000000ull, 0x7f0000000000ull + (20ull << 20),
+        0x7f0000000000ull + (20ull << 20) + (1ull << 62) + 1,
+        0x7f0000000000ull + (20ull << 20) + (1ull << 62) + 1 + 512,
+        0x7f0000000000ull + (20ull << 20) + (1ull << 62) + 1 + 1024};
+static const uint64_t pack_size[PACK_N] = {4096, 20ull << 20, 4096,
+                                           (1ull << 59) + 1, 4096};
+static const char pack_compact[] = "0100101011"; /* per record */
+
+static void sc_pack(void)
+{
+	vrt_tbuf_set_fold(0);
+	for (int i = 0; i < PACK_N; i++) {
+		struct pair_spec p = {pack_size[i], 7, 0};
+		rec_alloc(pack_addr[i], &p);
+	}
+	for (int i = 0; i < PACK_N; i++)
+		rec_free(pack_addr[i], &P);
+	vrt_tbuf_set_fold(1);
+}
+
 static void sc_off(void)
 {
 	vrt_tbuf_set_fold(0);
@@ -217,7 +241,7 @@ static struct scenario scenarios[] = {
         {"interleave", sc_interleave, 0}, {"tentative", sc_tentative, 0},
         {"nested", sc_nested, 0},         {"snapshot", sc_snapshot, 0},
         {"boundary", sc_boundary, 0},     {"off", sc_off, 0},
-        {"cycle", sc_cycle, 0},
+        {"cycle", sc_cycle, 0},           {"pack", sc_pack, 0},
 };
 #define NSC ((int)(sizeof(scenarios) / sizeof(scenarios[0])))
 
@@ -234,6 +258,7 @@ static void *run_scenario(void *arg)
 
 struct rec {
 	unsigned type;
+	int compact; /* read from an ALLOC_C or FREE_C */
 	pid_t tid;
 	uint32_t chunk; /* which CHUNK record it followed */
 	uint64_t ts;
@@ -329,20 +354,22 @@ static void parse(const uint8_t *p, size_t n)
 		switch (type) {
 		case VRT_REC_ALLOC_C:
 		case VRT_REC_FREE_C: {
-			int64_t d = 0;
+			uint64_t d = 0;
 			int alloc = type == VRT_REC_ALLOC_C;
 			if (!(alloc ? cs.have_a : cs.have_f))
 				bad = 1;
 			*r = alloc ? cs.a : cs.f;
 			r->type = alloc ? VRT_REC_ALLOC : VRT_REC_FREE;
+			r->compact = 1;
 			r->tid = tid;
 			r->chunk = chunk;
 			r->ts = ts;
-			vrt_get_svarint(&q, qe, &d);
-			cs.addr += (uint64_t)d;
+			vrt_get_uvarint(&q, qe, &d);
+			cs.addr += (uint64_t)vrt_unpack_s(d);
 			r->addr = cs.addr;
 			if (alloc) {
 				vrt_get_uvarint(&q, qe, &r->size);
+				r->size = vrt_unpack_u(r->size);
 				if (vrt_get_uvarint(&q, qe, &r->stack))
 					bad = 1;
 			}
@@ -350,6 +377,7 @@ static void parse(const uint8_t *p, size_t n)
 		}
 		case VRT_REC_ALLOC:
 		case VRT_REC_FREE:
+			r->compact = 0;
 			vrt_get_uvarint(&q, qe, &r->api);
 			vrt_get_svarint(&q, qe, &r->device);
 			vrt_get_uvarint(&q, qe, &r->addr);
@@ -575,7 +603,7 @@ int main(void)
 		return 1;
 	}
 	memset(big_label, 'x', VRT_EV_TEXT_MAX);
-	printf("1..25\n");
+	printf("1..27\n");
 	atomic_store(&vrt_state, VRT_STATE_ON);
 	ok(vrt_tbuf_init(16u << 20) == 0, "tbuf init");
 	/* A long flush interval: passes come only when asked for (or when
@@ -684,6 +712,27 @@ int main(void)
 		ok(o.allocs == OFF_PAIRS && o.frees == OFF_PAIRS &&
 		           o.repeats == 0,
 		   "fold off: every pair written in full, no REPEAT");
+	}
+
+	{
+		pid_t tid = find("pack")->tid;
+		char got[2 * PACK_N + 1] = {0};
+		int k = 0, exact = 1;
+		for (size_t i = 0; i < nrecs && k < 2 * PACK_N; i++) {
+			const struct rec *r = &recs[i];
+			if (r->tid != tid)
+				continue;
+			int j = k % PACK_N;
+			exact &= r->addr == pack_addr[j] &&
+			         (k >= PACK_N || r->size == pack_size[j]);
+			got[k++] = r->compact ? '1' : '0';
+		}
+		ok(k == 2 * PACK_N && exact,
+		   "pack: every address and size decodes exactly");
+		ok(!strcmp(got, pack_compact),
+		   "pack: what does not pack is written in full");
+		if (strcmp(got, pack_compact))
+			printf("# got %s\n", got);
 	}
 
 	struct totals b = count(find("boundary")->tid);
