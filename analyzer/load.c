@@ -690,6 +690,14 @@ struct ctmpl {
 	uint64_t api, aux, phase, stack;
 	int64_t device;
 	int have;
+	/* The template's events resolved, once known (g_ok): for the free
+	 * template device, stack and phase; for the alloc template device and
+	 * an annotated phase (a phase from a stack depends on each ALLOC_C's
+	 * stack: then never kept). Only answers of resolve_fast are kept,
+	 * which never change for the same ids. */
+	int32_t g_dev;
+	uint32_t g_stack, g_phase;
+	uint8_t g_src, g_ok;
 };
 
 struct compact {
@@ -2208,9 +2216,10 @@ static enum vrt_load_status resolve_slow(struct vrt_trace *t, struct lfile *f,
 	return VRT_LOAD_OK;
 }
 
-static inline __attribute__((always_inline)) enum vrt_load_status
-resolve_event(struct vrt_trace *t, struct lfile *f, struct vrt_event *e,
-              struct vrt_load_error *err)
+/* resolve_event from the file's caches alone: 1 when e was resolved, 0
+ * (e untouched) when resolve_slow must. */
+static inline __attribute__((always_inline)) int
+resolve_fast(const struct lfile *f, struct vrt_event *e)
 {
 	int32_t dev = e->device, g1 = 0;
 	uint32_t sid = e->stack, ph = e->phase, id, src, pg;
@@ -2222,14 +2231,14 @@ resolve_event(struct vrt_trace *t, struct lfile *f, struct vrt_event *e,
 	else if (dev < 0)
 		g1 = 0;
 	if (!g1 && dev >= 0)
-		return resolve_slow(t, f, e, err);
+		return 0;
 	if (!(e->kind <= VRT_EV_FAIL || e->kind == VRT_EV_REPEAT)) {
 		e->device = g1 - 1;
-		return VRT_LOAD_OK;
+		return 1;
 	}
 	if (sid) {
 		if (sid >= f->scap || !f->scache[sid].g1)
-			return resolve_slow(t, f, e, err);
+			return 0;
 		sr = f->scache[sid];
 	}
 	src = ph & 3;
@@ -2244,12 +2253,19 @@ resolve_event(struct vrt_trace *t, struct lfile *f, struct vrt_event *e,
 	else if (id < PHASE_CACHE && f->pcache[id])
 		pg = f->pcache[id] - 1;
 	else
-		return resolve_slow(t, f, e, err);
+		return 0;
 	e->device = g1 - 1;
 	e->stack = sr.g1 ? sr.g1 - 1 : 0;
 	e->phase = pg;
 	e->phase_src = (uint8_t)(pg ? src : VRT_SRC_RULE);
-	return VRT_LOAD_OK;
+	return 1;
+}
+
+static inline __attribute__((always_inline)) enum vrt_load_status
+resolve_event(struct vrt_trace *t, struct lfile *f, struct vrt_event *e,
+              struct vrt_load_error *err)
+{
+	return resolve_fast(f, e) ? VRT_LOAD_OK : resolve_slow(t, f, e, err);
 }
 
 /* Bookkeeping of one delivered event (its time aligned already). */
@@ -2485,6 +2501,7 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 				tp->stack = sid;
 				tp->phase = ph;
 				tp->have = 1;
+				tp->g_ok = 0;
 				cs.addr = e->addr;
 			}
 			break;
@@ -2515,9 +2532,38 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 		e->stack = sid > UINT32_MAX ? 0 : (uint32_t)sid;
 		e->phase = ph > UINT32_MAX ? UINT32_MAX : (uint32_t)ph;
 		e->phase_src = 0;
-		st = resolve_event(t, f, e, err);
-		if (st)
-			break;
+		if (type == VRT_REC_FREE_C && cs.f.g_ok) {
+			e->device = cs.f.g_dev;
+			e->stack = cs.f.g_stack;
+			e->phase = cs.f.g_phase;
+			e->phase_src = cs.f.g_src;
+		} else if (type == VRT_REC_ALLOC_C && cs.a.g_ok &&
+		           (!e->stack || (e->stack < f->scap &&
+		                          f->scache[e->stack].g1))) {
+			e->device = cs.a.g_dev;
+			e->stack = e->stack ? f->scache[e->stack].g1 - 1 : 0;
+			e->phase = cs.a.g_phase;
+			e->phase_src = cs.a.g_src;
+		} else if (resolve_fast(f, e)) {
+			/* Kept for the template's compact events (v2). */
+			if (type == VRT_REC_FREE || type == VRT_REC_FREE_C) {
+				cs.f.g_dev = e->device;
+				cs.f.g_stack = e->stack;
+				cs.f.g_phase = e->phase;
+				cs.f.g_src = e->phase_src;
+				cs.f.g_ok = (uint8_t)v2;
+			} else if (ph <= UINT32_MAX &&
+			           (ph & 3) == VRT_SRC_ANNOTATION) {
+				cs.a.g_dev = e->device;
+				cs.a.g_phase = e->phase;
+				cs.a.g_src = e->phase_src;
+				cs.a.g_ok = (uint8_t)v2;
+			}
+		} else {
+			st = resolve_slow(t, f, e, err);
+			if (st)
+				break;
+		}
 		if (__builtin_expect(have_last && tsx < last, 0)) {
 			late++;
 		} else {
