@@ -111,8 +111,9 @@ int main(int argc, char **argv)
 
 	atomic_store(&vrt_state, VRT_STATE_ON);
 	vrt_stack_init(VRT_STACKS_NATIVE, 64);
-	/* A pool large enough that the writer never makes us drop. */
-	if (vrt_tbuf_init(512u << 20) || vrt_writer_start(out, 100, 3)) {
+	/* A pool large enough that the writer never makes us drop; zstd at
+	 * the preload's default level (VRAMTRACE_ZSTD_LEVEL). */
+	if (vrt_tbuf_init(512u << 20) || vrt_writer_start(out, 100, 1)) {
 		fprintf(stderr,
 		        "gen_trace: error: %s: cannot start the "
 		        "writer\n",
