@@ -28,7 +28,8 @@ heaptrack, measured in one run on this machine, printed as one table:
    gives ~1).
 
 Medians of --runs runs (default 3), the configurations interleaved round
-by round so that a change in load falls on all alike; an analyzer run
+by round so that a change in load falls on all alike (the analyzers too:
+vramtrace's two traces and heaptrack_print in turn); an analyzer run
 that takes over 20 s is run once. Ratios inside one run are what to
 trust on a shared, noisy machine. heaptrack missing: 'n/a' in its column.
 
@@ -250,83 +251,85 @@ class Bench:
                       stderr)
         return secs, int(m.group(1)) if m else None
 
-    def timed_median(self, cmd, limit_as=None):
-        first = self.timed(cmd, limit_as)
-        rs = [first]
-        if first[0] < SLOW_ANALYZE_S:
-            rs += [self.timed(cmd, limit_as)
-                   for _ in range(self.a.runs - 1)]
-        return {"secs": median(r[0] for r in rs),
-                "rss": max((r[1] for r in rs if r[1] is not None),
-                           default=None),
-                "runs": len(rs)}
-
-    def analyzer(self, events):
-        """vramtrace analyze on a gen_trace trace of `events` events."""
-        out = self.fresh("gen")
+    def analyzers(self, events):
+        """The three analyzer runs on traces of `events` events, timed
+        round by round (one run of each, then the next round) so that a
+        change in the machine's speed falls on all alike: 'gen' (vramtrace
+        analyze, gen_trace's server-like trace), 'same' (vramtrace
+        analyze, the trace of bench_alloc: the program heaptrack's trace
+        comes from, native stacks, VRAMTRACE_FOLD=0 so that every event is
+        in the file) and 'ht' (heaptrack_print on heaptrack's trace of
+        bench_alloc --api malloc). Returns {key: {secs (median), rss (KiB,
+        max), runs, events, bytes} or None}; a run over SLOW_ANALYZE_S is
+        not repeated."""
+        cmds, info, got = {}, {}, {}
+        gen, same, ht = self.fresh("gen"), self.fresh("sp"), \
+            self.fresh("ht-gen")
+        pairs = events // 2
         try:
-            stdout, _, _ = run([self.a.gen, "--out", out, "--events",
-                                str(events)])
-            g = stdout.split()
-            f = dict(zip(g[0::2], g[1::2]))
-            n = int(f["events"])
-            r = self.timed_median([self.a.vramtrace, "analyze", "--format",
-                                   "json", out], self.a.mem_limit)
-            r.update(events=n, bytes=int(f["bytes"]))
-            return r
-        except Failed as e:
-            self.note(f"vramtrace analyze, {events:,} events: {e}")
-            return None
+            try:
+                stdout, _, _ = run([self.a.gen, "--out", gen, "--events",
+                                    str(events)])
+                g = stdout.split()
+                f = dict(zip(g[0::2], g[1::2]))
+                cmds["gen"] = [self.a.vramtrace, "analyze", "--format",
+                               "json", gen]
+                info["gen"] = {"events": int(f["events"]),
+                               "bytes": int(f["bytes"])}
+            except (Failed, KeyError, ValueError) as e:
+                self.note(f"vramtrace analyze, {events:,} events: {e}")
+            try:
+                env = dict(self.base,
+                           LD_PRELOAD=os.path.abspath(self.a.preload),
+                           VRAMTRACE_OUT=same, VRAMTRACE_FOLD="0",
+                           VRAMTRACE_STACKS="native")
+                run([self.a.bench, "--api", "cuda", "--pairs", str(pairs),
+                     "--depth", str(DEPTH)], env)
+                cmds["same"] = [self.a.vramtrace, "analyze", "--format",
+                                "json", same]
+                info["same"] = {"events": 2 * pairs, "bytes": dir_bytes(
+                    os.path.join(same, "*.vtrace"))}
+            except Failed as e:
+                self.note(f"vramtrace analyze, bench_alloc trace, "
+                          f"{events:,} events: {e}")
+            if self.heaptrack_print:
+                try:
+                    run([self.heaptrack, "-o", ht, self.a.bench, "--api",
+                         "malloc", "--pairs", str(pairs), "--depth",
+                         str(DEPTH)], self.base)
+                    trace = glob.glob(ht + ".*")
+                    if not trace:
+                        raise Failed("heaptrack wrote no trace")
+                    cmds["ht"] = [self.heaptrack_print, "-f", trace[0]]
+                    info["ht"] = {"events": 2 * pairs,
+                                  "bytes": os.path.getsize(trace[0])}
+                except Failed as e:
+                    self.note(f"heaptrack_print, {events:,} events: {e}")
+            runs = {k: [] for k in cmds}
+            for rnd in range(self.a.runs):
+                for k, cmd in cmds.items():
+                    if k not in runs or (rnd and runs[k] and
+                                         runs[k][0][0] >= SLOW_ANALYZE_S):
+                        continue
+                    try:
+                        runs[k].append(self.timed(cmd, self.a.mem_limit))
+                    except Failed as e:
+                        self.note(f"{cmd[0]} on {events:,} events: {e}")
+                        del runs[k]
+            for k, rs in runs.items():
+                if rs:
+                    got[k] = dict(info[k],
+                                  secs=median(r[0] for r in rs),
+                                  rss=max((r[1] for r in rs
+                                           if r[1] is not None),
+                                          default=None),
+                                  runs=len(rs))
         finally:
-            shutil.rmtree(out, ignore_errors=True)
-
-    def same_program_analyzer(self, events):
-        """vramtrace analyze on the trace of the program heaptrack_print's
-        trace comes from: bench_alloc making events / 2 pairs (cuMemAlloc
-        and cuMemFree on the fake driver), native stacks, folding off so
-        that every event is in the file."""
-        out = self.fresh("sp")
-        try:
-            env = dict(self.base, LD_PRELOAD=os.path.abspath(self.a.preload),
-                       VRAMTRACE_OUT=out, VRAMTRACE_FOLD="0",
-                       VRAMTRACE_STACKS="native")
-            run([self.a.bench, "--api", "cuda", "--pairs",
-                 str(events // 2), "--depth", str(DEPTH)], env)
-            r = self.timed_median([self.a.vramtrace, "analyze", "--format",
-                                   "json", out], self.a.mem_limit)
-            r.update(events=2 * (events // 2),
-                     bytes=dir_bytes(os.path.join(out, "*.vtrace")))
-            return r
-        except Failed as e:
-            self.note(f"vramtrace analyze, bench_alloc trace, "
-                      f"{events:,} events: {e}")
-            return None
-        finally:
-            shutil.rmtree(out, ignore_errors=True)
-
-    def heaptrack_analyzer(self, events):
-        """heaptrack_print on a heaptrack trace of `events` events."""
-        if not self.heaptrack_print:
-            return None
-        out = self.fresh("ht-gen")
-        try:
-            pairs = events // 2
-            run([self.heaptrack, "-o", out, self.a.bench, "--api",
-                 "malloc", "--pairs", str(pairs), "--depth", str(DEPTH)],
-                self.base)
-            trace = glob.glob(out + ".*")
-            if not trace:
-                raise Failed("heaptrack wrote no trace")
-            r = self.timed_median([self.heaptrack_print, "-f", trace[0]],
-                                  self.a.mem_limit)
-            r.update(events=2 * pairs, bytes=os.path.getsize(trace[0]))
-            return r
-        except Failed as e:
-            self.note(f"heaptrack_print, {events:,} events: {e}")
-            return None
-        finally:
-            for f in glob.glob(out + "*"):
+            shutil.rmtree(gen, ignore_errors=True)
+            shutil.rmtree(same, ignore_errors=True)
+            for f in glob.glob(ht + "*"):
                 os.unlink(f)
+        return {k: got.get(k) for k in ("gen", "same", "ht")}
 
 
 # ---- the table ---------------------------------------------------------
@@ -550,13 +553,12 @@ def main():
                         f"--format json vs heaptrack_print")
             print(f"analyzer: {a.events:,} events...", file=sys.stderr,
                   flush=True)
-            big = b.analyzer(a.events)
-            same = b.same_program_analyzer(a.events)
-            hbig = b.heaptrack_analyzer(a.events)
+            r = b.analyzers(a.events)
+            big, same, hbig = r["gen"], r["same"], r["ht"]
             print(f"analyzer: {small:,} events...", file=sys.stderr,
                   flush=True)
-            sm = b.analyzer(small)
-            hsm = b.heaptrack_analyzer(small)
+            r = b.analyzers(small)
+            sm, hsm = r["gen"], r["ht"]
 
             def rate(r):
                 return r and r["events"] / r["secs"]
