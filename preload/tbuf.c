@@ -883,7 +883,10 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 		n += put_u(p + 2 + n, now);
 		c->len = (uint32_t)close_record(p, VRT_REC_CHUNK, n);
 		t->last_ts = now;
-		t->tent = t->nhist = 0;
+		/* The pair history stays: a cycle that ran in the thread's
+		 * previous chunk folds from the first pair of this one (a
+		 * REPEAT carries every field of its cycle). */
+		t->tent = 0;
 		t->rep_count = 0;
 		memset(&t->cs, 0, sizeof(t->cs));
 	}

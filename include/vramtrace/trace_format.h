@@ -164,9 +164,10 @@ enum vrt_rec {
 	 * allocations and count frees; their bytes were live only between
 	 * each alloc and its free, so a reader that tracks peaks counts one
 	 * template's size at a time on top of what is live at the record's
-	 * time. The writer folds only pairs that repeat the pairs written
-	 * just before them in the same chunk (so the first cycle of a run is
-	 * always written in full); readers may rely on nothing else. */
+	 * time. The writer folds only pairs that repeat the pairs its thread
+	 * wrote just before them, in this chunk or the thread's previous ones
+	 * (so the first cycle of a run is always written in full once);
+	 * readers may rely on nothing else: a REPEAT may open a chunk. */
 	VRT_REC_REPEAT = 22,
 	/* chunk event (version 2): dts, addr_delta(s), size, stack — an
 	 * ALLOC whose api, device, aux and phase are those of the chunk's
