@@ -158,9 +158,10 @@ enum vrt_rec {
 	 * free_device, free_aux, stack 0, the same phase) of the same address.
 	 * The folded pairs continue a cycle of `period` pairs (1..8): the
 	 * k-th folded pair (from 0) is template k % period. Addresses are not
-	 * recorded. The last pair's FREE happened at this record's time (dts
-	 * from the previous event of the chunk, as usual); the first folded
-	 * pair's ALLOC `span` ns before it. A reader counts count
+	 * recorded. This record's time (dts from the previous event of the
+	 * chunk, as usual) is the last pair's ALLOC's, its FREE following
+	 * before the thread's next event (a writer reads no clock for a pair
+	 * it folds); the first folded pair's ALLOC `span` ns before it. A reader counts count
 	 * allocations and count frees; their bytes were live only between
 	 * each alloc and its free, so a reader that tracks peaks counts one
 	 * template's size at a time on top of what is live at the record's
