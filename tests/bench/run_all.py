@@ -497,8 +497,8 @@ def main():
                         ht["bytes"] is not None else None
                     fig[f"{stacks}_bytes_per_event_{th}"] = bpe
                     fig[f"heaptrack_bytes_per_event_{th}"] = hbpe
-                    size_rows.append((f"{name}, {th} thr", fmt(bpe, "", 3),
-                                      fmt(hbpe, "", 3),
+                    size_rows.append((f"{name}, {th} thr", fmt(bpe, "", 4),
+                                      fmt(hbpe, "", 4),
                                       "<= 4, < heaptrack",
                                       verdict(bpe <= 4 and (
                                           hbpe is None or bpe < hbpe))))
@@ -541,7 +541,7 @@ def main():
         fig["native_bytes_per_event_identical_1"] = bpe
         fig["heaptrack_bytes_per_event_identical_1"] = hbpe
         rows.append(("stacks=native, 1 thr, identical pairs",
-                      fmt(bpe, "", 3), fmt(hbpe, "", 3),
+                      fmt(bpe, "", 4), fmt(hbpe, "", 4),
                       "<= 4, < heaptrack",
                       verdict(None if bpe is None else bpe <= 4 and (
                           hbpe is None or bpe < hbpe))))
