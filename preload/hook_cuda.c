@@ -151,15 +151,58 @@ static int cur_device(void)
 
 static _Atomic(void *) aux_ptr_get_attribute;
 
+/* Asks the driver for addr's device with a context made current in this
+ * thread, which has none (ours: the control, metrics or snapshot reader):
+ * the primary context of a device the process already uses, retained for
+ * the call only, so nothing is created and nothing outlives the call. */
+static CUresult device_of_borrowed(__typeof__(&cuPointerGetAttribute) f,
+                                   int *ord, CUdeviceptr ptr)
+{
+	__typeof__(&cuDeviceGetCount) count = driver_sym("cuDeviceGetCount");
+	__typeof__(&cuDeviceGet) get = driver_sym("cuDeviceGet");
+	__typeof__(&cuDevicePrimaryCtxGetState) state =
+	        driver_sym("cuDevicePrimaryCtxGetState");
+	__typeof__(&cuDevicePrimaryCtxRetain) retain =
+	        driver_sym("cuDevicePrimaryCtxRetain");
+	__typeof__(&cuDevicePrimaryCtxRelease_v2) release =
+	        driver_sym("cuDevicePrimaryCtxRelease_v2");
+	__typeof__(&cuCtxSetCurrent) set = driver_sym("cuCtxSetCurrent");
+	int n = 0;
+	if (!count || !get || !state || !retain || !release || !set ||
+	    count(&n) != CUDA_SUCCESS)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	for (int i = 0; i < n; i++) {
+		CUdevice dev;
+		CUcontext ctx;
+		unsigned flags;
+		int active = 0;
+		if (get(&dev, i) != CUDA_SUCCESS ||
+		    state(dev, &flags, &active) != CUDA_SUCCESS || !active ||
+		    retain(&ctx, dev) != CUDA_SUCCESS)
+			continue;
+		CUresult r = CUDA_ERROR_INVALID_CONTEXT;
+		if (set(ctx) == CUDA_SUCCESS) {
+			r = f(ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
+			set(NULL);
+		}
+		release(dev);
+		return r;
+	}
+	return CUDA_ERROR_INVALID_CONTEXT;
+}
+
 int vrt_hook_cuda_device_of(uint64_t addr)
 {
 	__typeof__(&cuPointerGetAttribute) f =
 	        aux(&aux_ptr_get_attribute, "cuPointerGetAttribute");
 	int ord;
-	if (f && f(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-	           (CUdeviceptr)addr) == CUDA_SUCCESS)
-		return ord;
-	return -1;
+	if (!f)
+		return -1;
+	CUresult r = f(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+	               (CUdeviceptr)addr);
+	if (r == CUDA_ERROR_INVALID_CONTEXT)
+		r = device_of_borrowed(f, &ord, (CUdeviceptr)addr);
+	return r == CUDA_SUCCESS ? ord : -1;
 }
 
 /* The driver's free/total for the current device; 0 on failure. The real

@@ -517,7 +517,9 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 
 /* The device of a device allocation, by its start address (the real
  * driver also answers for addresses inside it; vramtrace asks for starts
- * only). Benchmark mode keeps no table: the address range tells. */
+ * only). Benchmark mode keeps no table: the address range tells. Like the
+ * strictest reading of the driver's documentation, a thread with no
+ * current context gets CUDA_ERROR_INVALID_CONTEXT. */
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
                                CUdeviceptr ptr)
 {
@@ -525,6 +527,8 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
 	struct entry *e;
 	if (r != CUDA_SUCCESS)
 		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
 	if (!data || attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (g_bench) {
@@ -1168,6 +1172,23 @@ CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
 	return cuDeviceGetUuid(uuid, dev);
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
+                                    int *active)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!flags || !active)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&g_lock);
+	*active = g_ctx[dev].refs > 0;
+	pthread_mutex_unlock(&g_lock);
+	*flags = 0;
+	return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
