@@ -206,43 +206,20 @@ static int record(const struct paths *p, const struct scenario *sc,
 /* Loads, attributes, replays and diagnoses dir; prints the diagnosis. */
 static int show(const char *dir)
 {
-	struct vrt_trace t;
-	struct vrt_replay r;
-	struct vrt_load_error *err = calloc(1, sizeof(*err));
+	struct vrt_run run;
 	struct vrt_diagnosis *d = malloc(sizeof(*d));
-	char *paths[1] = {(char *)dir};
 	int rc = -1;
 
-	memset(&t, 0, sizeof(t));
-	memset(&r, 0, sizeof(r));
-	if (!err || !d) {
+	memset(&run, 0, sizeof(run));
+	if (!d)
 		fprintf(stderr, "vramtrace: error: out of memory\n");
-		goto out;
+	else if (vrt_run_open(&run, dir, NULL, 0) == 0) {
+		vrt_diagnose_run(d, &run.t, &run.r, NULL);
+		vrt_report_diagnosis_text(stdout, &run.t, d);
+		rc = 0;
 	}
-	if (vrt_load_open(&t, paths, 1, err)) {
-		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
-		        err->msg);
-		goto out;
-	}
-	switch (vrt_run_pass(&t, NULL, &r, err)) {
-	case VRT_RUN_PASS_OK:
-		break;
-	case VRT_RUN_PASS_LOAD:
-		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
-		        err->msg);
-		goto out;
-	default:
-		fprintf(stderr, "vramtrace: error: %s: out of memory\n", dir);
-		goto out;
-	}
-	vrt_diagnose_run(d, &t, &r, NULL);
-	vrt_report_diagnosis_text(stdout, &t, d);
-	rc = 0;
-out:
-	vrt_replay_free(&r);
-	vrt_load_free(&t);
+	vrt_run_close(&run);
 	free(d);
-	free(err);
 	return rc;
 }
 
