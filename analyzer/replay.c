@@ -272,6 +272,23 @@ const char *vrt_replay_error_name(unsigned api, int64_t code, char *buf,
 
 /* ---- objects ---------------------------------------------------------- */
 
+/* Doubles *arr (*cap elements of sz bytes; first when empty), keeping its
+ * indices below NONE; -1 when it cannot. */
+static int grow_ids(void **arr, size_t *cap, size_t first, size_t sz)
+{
+	size_t nc = *cap ? *cap * 2 : first;
+	void *p;
+
+	if (nc >= NONE)
+		return -1;
+	p = realloc(*arr, nc * sz);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
 static inline uint32_t obj_new(struct state *s)
 {
 	uint32_t o;
@@ -280,17 +297,10 @@ static inline uint32_t obj_new(struct state *s)
 		o = s->free_obj;
 		s->free_obj = s->objs[o].next;
 	} else {
-		if (s->nobjs == s->capobjs) {
-			size_t nc = s->capobjs ? s->capobjs * 2 : 1024;
-			struct obj *no;
-			if (nc >= NONE)
-				return NONE;
-			no = realloc(s->objs, nc * sizeof(*no));
-			if (!no)
-				return NONE;
-			s->objs = no;
-			s->capobjs = nc;
-		}
+		if (s->nobjs == s->capobjs &&
+		    grow_ids((void **)&s->objs, &s->capobjs, 1024,
+		             sizeof(*s->objs)))
+			return NONE;
 		o = (uint32_t)s->nobjs++;
 	}
 	s->objs[o] = (struct obj){.handle = NONE, .site = NONE};
@@ -819,17 +829,9 @@ static NOINLINE uint32_t site_get(struct state *s, int32_t dev,
 			goto found;
 		}
 	}
-	if (s->nsites == s->capsites) {
-		size_t nc = s->capsites ? s->capsites * 2 : 256;
-		struct site *ns;
-		if (nc >= NONE)
-			return NONE;
-		ns = realloc(s->sites, nc * sizeof(*ns));
-		if (!ns)
-			return NONE;
-		s->sites = ns;
-		s->capsites = nc;
-	}
+	if (s->nsites == s->capsites &&
+	    grow_ids((void **)&s->sites, &s->capsites, 256, sizeof(*s->sites)))
+		return NONE;
 	h = (uint32_t)s->nsites++;
 	x = &s->sites[h];
 	memset(x, 0, sizeof(*x));
