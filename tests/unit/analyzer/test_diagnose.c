@@ -16,26 +16,7 @@
 #include "modelcfg.h"
 #include "replay.h"
 
-static int ntests, nfailed;
-
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
-
-#define EQ(a, b, name)                                                         \
-	ok((unsigned long long)(a) == (unsigned long long)(b),                 \
-	   "%s (got %llu, want %llu)", name, (unsigned long long)(a),          \
-	   (unsigned long long)(b))
+#include "tap.h"
 #define STR(a, b, name)                                                        \
 	ok(!strcmp((a), (b)), "%s (got '%s', want '%s')", name, (a), (b))
 

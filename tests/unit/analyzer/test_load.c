@@ -20,26 +20,7 @@
 #include "load.h"
 #include "vramtrace/trace_format.h"
 
-static int ntests, nfailed;
-
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
-
-#define EQ(a, b, name)                                                         \
-	ok((unsigned long long)(a) == (unsigned long long)(b),                 \
-	   "%s (got %llu, want %llu)", name, (unsigned long long)(a),          \
-	   (unsigned long long)(b))
+#include "tap.h"
 
 /* ---- a small trace writer ----------------------------------------------- */
 
@@ -161,6 +142,19 @@ static void alloc_s(uint64_t dts, int64_t dev, uint64_t addr, uint64_t size,
 	pu(&pl, stack);
 	pu(&pl, phase);
 	rec(VRT_REC_ALLOC);
+}
+
+/* A FREE of addr on device 0, no stack, no phase. */
+static void free_rec(uint64_t dts, uint64_t addr)
+{
+	pu(&pl, dts);
+	pu(&pl, VRT_API_cuMemFree_v2);
+	ps(&pl, 0);
+	pu(&pl, addr);
+	pu(&pl, 0);
+	pu(&pl, 0);
+	pu(&pl, 0);
+	rec(VRT_REC_FREE);
 }
 
 static void alloc(uint64_t dts, uint64_t addr)
@@ -479,14 +473,7 @@ static void test_compact_v(unsigned ver)
 		psize(ver, 8192);
 		pu(&pl, 0);
 		rec(VRT_REC_ALLOC_C);
-		pu(&pl, 5); /* FREE at 110 of 0x1000 */
-		pu(&pl, VRT_API_cuMemFree_v2);
-		ps(&pl, 0);
-		pu(&pl, 0x1000);
-		pu(&pl, 0);
-		pu(&pl, 0);
-		pu(&pl, 0);
-		rec(VRT_REC_FREE);
+		free_rec(5, 0x1000); /* FREE at 110 of 0x1000 */
 		pu(&pl, 5); /* FREE_C at 115 of 0x1100 */
 		pdelta(ver, 0x100);
 		rec(VRT_REC_FREE_C);
@@ -632,14 +619,7 @@ static void test_compact(void)
 	header(4);
 	device(VRT_VENDOR_CUDA, 0);
 	chunk(1, 100);
-	pu(&pl, 0);
-	pu(&pl, VRT_API_cuMemFree_v2);
-	ps(&pl, 0);
-	pu(&pl, 0x1000);
-	pu(&pl, 0);
-	pu(&pl, 0);
-	pu(&pl, 0);
-	rec(VRT_REC_FREE);
+	free_rec(0, 0x1000);
 	pu(&pl, 1);
 	pstr(&pl, "m");
 	rec(VRT_REC_MARK);
@@ -684,14 +664,7 @@ static void test_repeat(void)
 	rec(VRT_REC_STACK);
 	chunk(1, 100);
 	alloc_s(0, 0, 0x1000, 1 << 20, 1, 0);
-	pu(&pl, 10);
-	pu(&pl, VRT_API_cuMemFree_v2);
-	ps(&pl, 0);
-	pu(&pl, 0x1000);
-	pu(&pl, 0);
-	pu(&pl, 0);
-	pu(&pl, 0);
-	rec(VRT_REC_FREE);
+	free_rec(10, 0x1000);
 	repeat_rec(1000, 5, 1);
 	watermark(5000);
 	trailer(5000);
