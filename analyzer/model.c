@@ -16,7 +16,7 @@
 
 #include "load.h"
 
-/* ---- element types ------------------------------------------------------ */
+/* ---- element types ------------------------------------------------------- */
 
 static const struct {
 	const char *name;
@@ -186,8 +186,7 @@ void vrt_model_finish(struct vrt_model *m)
 		m->weight_bytes += m->weights[i].bytes;
 }
 
-/* ---- the engine's flags -----------------------------------------------------
- */
+/* ---- the engine's flags -------------------------------------------------- */
 
 int vrt_model_engine(const char *name)
 {
@@ -272,8 +271,7 @@ void vrt_model_budget_argv(struct vrt_model_budget *b, char *const *argv,
 	}
 }
 
-/* ---- per sequence ----------------------------------------------------------
- */
+/* ---- per sequence -------------------------------------------------------- */
 
 typedef unsigned __int128 u128;
 
@@ -455,8 +453,7 @@ void vrt_model_arith(struct vrt_model_arith *a, const struct vrt_model *m,
 	a->observed_weight_bytes = b->weight_bytes;
 }
 
-/* ---- words
- * ------------------------------------------------------------------- */
+/* ---- words --------------------------------------------------------------- */
 
 /* " x 2 B bf16", " x q8_0 (34 B per 32)", " x K q8_0, V fp16". */
 static size_t dtype_words(const struct vrt_model *m, char *buf, size_t n)
@@ -536,8 +533,7 @@ size_t vrt_model_kv_formula(const struct vrt_model *m, char *buf, size_t n)
 	return len;
 }
 
-/* ---- reading ---------------------------------------------------------------
- */
+/* ---- reading ------------------------------------------------------------- */
 
 int vrt_model_read(struct vrt_model *m, const char *path, const char *kv_dtype,
                    char *msg, size_t msgsz)

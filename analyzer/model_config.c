@@ -38,8 +38,7 @@
 
 #define MAX_LAYERS 4096
 
-/* ---- model types ------------------------------------------------------------
- */
+/* ---- model types --------------------------------------------------------- */
 
 enum { SW_NONE, SW_ALL, SW_ALTERNATE, SW_PATTERN, SW_QWEN };
 
@@ -116,7 +115,10 @@ static const struct family families[] = {
         {"deepseek_v2", 0, 2, F_MLA, SW_NONE, 0, NULL},
         {"deepseek_v3", 0, 2, F_MLA, SW_NONE, 0, NULL},
         {"kimi_k2", 0, 2, F_MLA, SW_NONE, 0, NULL},
-        {"gpt_oss", 0, 2, F_ALL_BIAS | F_SINKS | F_ROUTER_B, SW_ALL, 0, NULL},
+        /* gpt-oss without layer_types: GptOssConfig's default, the even
+         * layers windowed */
+        {"gpt_oss", 0, 2, F_ALL_BIAS | F_SINKS | F_ROUTER_B, SW_PATTERN, 2,
+         NULL},
         {"jamba", 0, 2, 0, SW_NONE, 0, NULL},
         {"mamba", 1, 1, F_NO_ATTN, SW_NONE, 0, NULL},
         {"falcon_mamba", 1, 1, F_NO_ATTN, SW_NONE, 0, NULL},
@@ -135,8 +137,7 @@ static const struct {
         {"llava_next", "llama"},   {"mistral3", "mistral"},
 };
 
-/* ---- parse state
- * -------------------------------------------------------------- */
+/* ---- parse state --------------------------------------------------------- */
 
 /* Parameter buckets: what quantization may touch is kept apart. */
 enum {
@@ -178,8 +179,7 @@ struct cfg {
 	uint64_t mla_head; /* MLA: a query/key head's size */
 };
 
-/* ---- JSON helpers
- * ------------------------------------------------------------------ */
+/* ---- JSON helpers -------------------------------------------------------- */
 
 /* A member of the text config, else of the whole config. */
 static json_t *get(struct cfg *c, const char *key)
@@ -253,8 +253,7 @@ static const char *sget(struct cfg *c, const char *key)
 	return json_string_value(get(c, key));
 }
 
-/* ---- counting
- * ----------------------------------------------------------------------- */
+/* ---- counting ------------------------------------------------------------ */
 
 /* count matrices of in x out in bucket k. */
 static void lin(struct cfg *c, int k, uint64_t in, uint64_t out, uint64_t count)
@@ -270,8 +269,7 @@ static void vec(struct cfg *c, uint64_t n)
 	c->b[B_OTHER].params += n;
 }
 
-/* ---- the layer pattern
- * ------------------------------------------------------------------ */
+/* ---- the layer pattern --------------------------------------------------- */
 
 static int kind_of_type(struct cfg *c, const char *t)
 {
@@ -356,27 +354,25 @@ static int pattern_nemotron(struct cfg *c, const char *p)
 	return 0;
 }
 
-/* Sliding layers by the type's rule; window from sliding_window. */
-static void pattern_sliding(struct cfg *c)
+/* Sliding layers by the type's rule; window from sliding_window. 0, or
+ * -1 with the error set. */
+static int pattern_sliding(struct cfg *c)
 {
 	uint64_t i, p = c->fam->pattern, maxwin = 0;
 	int sw = c->fam->sliding;
 
 	if (!c->window)
-		return;
+		return 0;
 	if (sw == SW_QWEN) {
 		/* transformers' Qwen2/Qwen3: sliding only with
 		 * use_sliding_window, from max_window_layers on. */
 		if (!bget(c, "use_sliding_window", 0))
-			return;
+			return 0;
 		if (uopt(c, "max_window_layers", c->L, &maxwin))
-			maxwin = c->L;
+			return -1;
 	}
-	if (sw == SW_PATTERN) {
-		uint64_t x;
-		if (uget(c, "sliding_window_pattern", &x) == 1)
-			p = x;
-	}
+	if (sw == SW_PATTERN && uopt(c, "sliding_window_pattern", p, &p))
+		return -1;
 	for (i = 0; i < c->L; i++) {
 		int s = 0;
 		switch (sw) {
@@ -396,6 +392,7 @@ static void pattern_sliding(struct cfg *c)
 		if (s && c->kind[i] == LK_FULL)
 			c->kind[i] = LK_SLIDING;
 	}
+	return 0;
 }
 
 static int layer_pattern(struct cfg *c)
@@ -435,8 +432,8 @@ static int layer_pattern(struct cfg *c)
 			c->kind[i] = (i + 1) % period ? LK_GDN : LK_FULL;
 		rc = 1;
 	}
-	if (rc == 0)
-		pattern_sliding(c);
+	if (rc == 0 && pattern_sliding(c))
+		return -1;
 	for (i = 0; i < c->L; i++)
 		if (c->kind[i] == LK_SLIDING && !c->window) {
 			x = 0;
@@ -500,8 +497,7 @@ static int ffn_pattern(struct cfg *c)
 	return 0;
 }
 
-/* ---- parameters of one layer
- * -------------------------------------------------------------------- */
+/* ---- parameters of one layer --------------------------------------------- */
 
 static void attn_standard(struct cfg *c)
 {
@@ -697,9 +693,7 @@ static void ffn_moe(struct cfg *c)
 	c->inactive += (c->E - c->topk) * expert;
 }
 
-/* ---- the vision tower
- * ------------------------------------------------------------------------------
- */
+/* ---- the vision tower ---------------------------------------------------- */
 
 static void vision(struct cfg *c)
 {
@@ -753,9 +747,7 @@ static void vision(struct cfg *c)
 	c->m->params_vision = c->b[B_VISION].params;
 }
 
-/* ---- quantization
- * ---------------------------------------------------------------------------------------------
- */
+/* ---- quantization -------------------------------------------------------- */
 
 /* Which buckets a quantization_config leaves in 16 bits: routers and
  * embeddings always, the head unless a method says otherwise, and what
@@ -995,9 +987,7 @@ static void weights(struct cfg *c)
 	add_weights(m, dt, rest, rest * m->dtype.block_bytes);
 }
 
-/* ---- the whole model
- * -----------------------------------------------------------------------------------------
- */
+/* ---- the whole model ----------------------------------------------------- */
 
 static const struct family *family_of(const char *type)
 {

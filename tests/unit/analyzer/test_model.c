@@ -55,8 +55,7 @@ static int has_note(const struct vrt_model *m, const char *needle)
 	return 0;
 }
 
-/* ---- the table ------------------------------------------------------------
- */
+/* ---- the table ----------------------------------------------------------- */
 
 static void table_row(char *line)
 {
@@ -133,12 +132,14 @@ static void test_table(void)
 	ok(rows >= 20, "the table has %d models (at least 20)", rows);
 }
 
-/* ---- two counts by hand
- * ------------------------------------------------------ Llama-3-8B (bf16):
- * KV/token = 2 x 32 x 8 x 128 x 2 = 131072 B. per layer: q,o 2 x 4096 x 4096 =
- * 33554432; k,v 2 x 4096 x 1024 = 8388608; MLP 3 x 4096 x 14336 = 176160768;
- * norms 8192 -> 218112000; x 32 = 6979584000; embeddings + lm_head 2 x 128256 x
- * 4096 = 1050673152; final norm 4096 -> 8030261248 parameters (the published
+/* ---- two counts by hand -------------------------------------------------- */
+
+/*
+ * Llama-3-8B (bf16): KV/token = 2 x 32 x 8 x 128 x 2 = 131072 B.
+ *   per layer: q,o 2 x 4096 x 4096 = 33554432; k,v 2 x 4096 x 1024 =
+ *   8388608; MLP 3 x 4096 x 14336 = 176160768; norms 8192 -> 218112000;
+ *   x 32 = 6979584000; embeddings + lm_head 2 x 128256 x 4096 =
+ *   1050673152; final norm 4096 -> 8030261248 parameters (the published
  *   8,030,261,248), 16060522496 bytes in bf16.
  * Falcon-7B (bf16, multi_query, parallel attention): head_dim 4544 / 71 =
  *   64, 1 KV head: KV/token = 2 x 32 x 1 x 64 x 2 = 8192 B.
@@ -169,8 +170,7 @@ static void test_by_count(void)
 	EQ(m.kv_bytes_per_token, 16384, "falcon: fp32 KV doubles it");
 }
 
-/* ---- element types and the engine's flags
- * ------------------------------------------------------ */
+/* ---- element types and the engine's flags -------------------------------- */
 
 static void test_dtypes(void)
 {
@@ -233,9 +233,7 @@ static void test_engine_flags(void)
 	   "engines by diagnose's names");
 }
 
-/* ---- KV types
- * ----------------------------------------------------------------------------------
- */
+/* ---- KV types ------------------------------------------------------------ */
 
 static void test_kv_types(void)
 {
@@ -298,9 +296,7 @@ static void test_kv_types(void)
 	EQ(m.kv_bytes_per_token, 61 * 576, "MLA at fp8: 576 B per layer");
 }
 
-/* ---- the arithmetic
- * ------------------------------------------------------------------------------
- */
+/* ---- the arithmetic ------------------------------------------------------ */
 
 static void budget(struct vrt_model_budget *b, uint64_t reserve, uint64_t head,
                    uint64_t ctx)
@@ -459,8 +455,7 @@ static void test_arith_tp(void)
 	EQ(a.kv_bytes_per_token, 327680, "8 KV heads over 8 ranks: none");
 }
 
-/* ---- parameters by type
- * -------------------------------------------------------------------------- */
+/* ---- parameters by type -------------------------------------------------- */
 
 /* A small dense model: H 256, I 512, 2 layers, 4 heads of 64, 2 KV
  * heads, vocabulary 1000. Per layer: q 256x256, k and v 256x128, o
@@ -610,6 +605,18 @@ static void test_defaults(void)
 	           m.group[1].kind == VRT_MODEL_SLIDING &&
 	           m.group[1].layers == 3 && m.group[1].window == 1024,
 	   "qwen2 with use_sliding_window: layers from max_window_layers");
+	/* gpt-oss without layer_types: GptOssConfig's even layers. */
+	parse("{\"model_type\": \"gpt_oss\", \"hidden_size\": 256, "
+	      "\"intermediate_size\": 256, \"num_hidden_layers\": 4, "
+	      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+	      "\"head_dim\": 64, \"vocab_size\": 1000, "
+	      "\"sliding_window\": 128, \"num_local_experts\": 4, "
+	      "\"num_experts_per_tok\": 2}",
+	      &m, msg, sizeof(msg));
+	ok(m.ngroups == 2 && m.group[0].kind == VRT_MODEL_FULL &&
+	           m.group[0].layers == 2 && m.group[1].layers == 2 &&
+	           m.group[1].window == 128 && !m.tied && m.moe_layers == 4,
+	   "gpt_oss: half the layers windowed, experts everywhere");
 	/* DeepSeek's MTP layer is named, not counted. */
 	read_model("models/deepseek-r1.json", NULL, &m, msg, sizeof(msg));
 	ok(has_note(&m, "multi-token-prediction") && m.experts == 256 &&
@@ -618,9 +625,7 @@ static void test_defaults(void)
 	   "deepseek-r1: 58 MoE layers, the MTP layer noted");
 }
 
-/* ---- errors
- * --------------------------------------------------------------------------------------
- */
+/* ---- errors -------------------------------------------------------------- */
 
 static void test_errors(void)
 {
@@ -684,8 +689,7 @@ static void test_errors(void)
 	   "a missing file (%s)", msg);
 }
 
-/* ---- a description filled field by field
- * --------------------------------------------------------- */
+/* ---- a description filled field by field --------------------------------- */
 
 static void test_by_hand(void)
 {
