@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "argv.h"
 #include "load.h"
 
 /* ---- element types ------------------------------------------------------- */
@@ -222,53 +223,47 @@ static void set_once(char *dst, size_t n, const char *v)
 		snprintf(dst, n, "%s", v);
 }
 
+/* One KV option's value into *b (the first of each kind wins). */
+static void take_flag(struct vrt_model_budget *b, int what, const char *flag,
+                      const char *v)
+{
+	char *end;
+	unsigned long long x;
+
+	switch (what) {
+	case KV_BLOCK:
+		x = strtoull(v, &end, 10);
+		if (!*end && x > 0 && x < (1u << 20) && !b->block_tokens)
+			b->block_tokens = x;
+		break;
+	case KV_SSM:
+		set_once(b->ssm_dtype, sizeof(b->ssm_dtype), v);
+		break;
+	case KV_V:
+		set_once(b->kv_dtype_v, sizeof(b->kv_dtype_v), v);
+		break;
+	default:
+		if (!b->kv_dtype[0])
+			set_once(b->kv_flag, sizeof(b->kv_flag), flag);
+		set_once(b->kv_dtype, sizeof(b->kv_dtype), v);
+		if (what == KV_BOTH)
+			set_once(b->kv_dtype_v, sizeof(b->kv_dtype_v), v);
+	}
+}
+
 void vrt_model_budget_argv(struct vrt_model_budget *b, char *const *argv,
                            size_t argc)
 {
+	const char *v;
 	size_t i, k;
 
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i], *eq, *v;
-		size_t n;
-		if (!a || a[0] != '-')
-			continue;
-		eq = strchr(a, '=');
-		n = eq ? (size_t)(eq - a) : strlen(a);
+	for (i = 0; i < argc; i++)
 		for (k = 0; k < sizeof(kv_flags) / sizeof(kv_flags[0]); k++) {
-			if (strlen(kv_flags[k].flag) != n ||
-			    strncmp(kv_flags[k].flag, a, n))
-				continue;
-			v = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
-			if (!v || !v[0])
-				break;
-			switch (kv_flags[k].what) {
-			case KV_BLOCK: {
-				char *end;
-				unsigned long long x = strtoull(v, &end, 10);
-				if (!*end && x > 0 && x < (1u << 20) &&
-				    !b->block_tokens)
-					b->block_tokens = x;
-				break;
-			}
-			case KV_SSM:
-				set_once(b->ssm_dtype, sizeof(b->ssm_dtype), v);
-				break;
-			case KV_V:
-				set_once(b->kv_dtype_v, sizeof(b->kv_dtype_v),
-				         v);
-				break;
-			default:
-				if (!b->kv_dtype[0])
-					set_once(b->kv_flag, sizeof(b->kv_flag),
-					         kv_flags[k].flag);
-				set_once(b->kv_dtype, sizeof(b->kv_dtype), v);
-				if (kv_flags[k].what == KV_BOTH)
-					set_once(b->kv_dtype_v,
-					         sizeof(b->kv_dtype_v), v);
-			}
-			break;
+			v = vrt_argv_value(argv, argc, i, kv_flags[k].flag);
+			if (v && v[0])
+				take_flag(b, kv_flags[k].what, kv_flags[k].flag,
+				          v);
 		}
-	}
 }
 
 /* ---- per sequence -------------------------------------------------------- */

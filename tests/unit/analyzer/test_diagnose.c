@@ -443,6 +443,26 @@ static const char *text_of(const char *key)
 	return e ? e->text : "";
 }
 
+/* A run on one device of total bytes with weights and a KV reserve,
+ * diagnosed with the config dir/name; argv (when not NULL) replaces the
+ * vLLM command line. -1 when the config does not read. */
+static int model_run(const char *dir, const char *name, struct vrt_model *c,
+                     uint64_t total, uint64_t weights, uint64_t kv, char **argv,
+                     size_t argc)
+{
+	if (read_cfg(dir, name, c))
+		return -1;
+	setup(1, total);
+	if (argv) {
+		proc.argv = argv;
+		proc.argc = argc;
+	}
+	alloc(0, 0x1000, weights, VRT_PHASE_weights);
+	alloc(0, 0x2000, kv, VRT_PHASE_kv_cache);
+	diagnose(c);
+	return 0;
+}
+
 /* Llama-3-8B shape, 16 GiB KV reserve and 8 GiB of headroom at
  * --max-model-len 8192; DeepSeek-R1 under vLLM with 8 tensor-parallel
  * ranks and an fp8 cache (the MLA latent on every rank); Jamba's Mamba
@@ -463,14 +483,9 @@ static void test_model_in_diagnosis(const char *dir)
 	struct vrt_model *c = malloc(sizeof(*c));
 	uint64_t per_tok = 61ull * 576 * 8;
 
-	if (!c || read_cfg(dir, "llama3-8b.config.json", c)) {
-		free(c);
-		return;
-	}
-	setup(1, 40 * GiB);
-	alloc(0, 0x1000, 16 * GiB, VRT_PHASE_weights);
-	alloc(0, 0x2000, 16 * GiB, VRT_PHASE_kv_cache);
-	diagnose(c);
+	if (!c || model_run(dir, "llama3-8b.config.json", c, 40 * GiB, 16 * GiB,
+	                    16 * GiB, NULL, 0))
+		goto out;
 	EQ(dg.model.have, 1, "model: arithmetic present");
 	EQ(dg.model.kv_reserve_tokens, 131072,
 	   "model: 16 GiB / 128 KiB = 131072 tokens in the reserve");
@@ -492,16 +507,9 @@ static void test_model_in_diagnosis(const char *dir)
 	   text_of("expected_weight_bytes"));
 	teardown();
 
-	if (read_cfg(dir, "models/deepseek-r1.json", c)) {
-		free(c);
-		return;
-	}
-	setup(1, 140 * GiB);
-	proc.argv = argv_ds;
-	proc.argc = sizeof(argv_ds) / sizeof(argv_ds[0]);
-	alloc(0, 0x1000, 80 * GiB, VRT_PHASE_weights);
-	alloc(0, 0x2000, 16 * GiB, VRT_PHASE_kv_cache);
-	diagnose(c);
+	if (model_run(dir, "models/deepseek-r1.json", c, 140 * GiB, 80 * GiB,
+	              16 * GiB, argv_ds, sizeof(argv_ds) / sizeof(argv_ds[0])))
+		goto out;
 	EQ(dg.model.tp, 8, "model: --tensor-parallel-size 8");
 	EQ(dg.model.block_tokens, 64, "model: --block-size 64");
 	EQ(value("kv_bytes_per_token"), per_tok,
@@ -516,19 +524,15 @@ static void test_model_in_diagnosis(const char *dir)
 	   "model: the engine's KV type");
 	teardown();
 
-	if (read_cfg(dir, "models/jamba-1.5-mini.json", c)) {
-		free(c);
-		return;
-	}
-	setup(1, 80 * GiB);
-	alloc(0, 0x1000, 40 * GiB, VRT_PHASE_weights);
-	alloc(0, 0x2000, 8 * GiB, VRT_PHASE_kv_cache);
-	diagnose(c);
+	if (model_run(dir, "models/jamba-1.5-mini.json", c, 80 * GiB, 40 * GiB,
+	              8 * GiB, NULL, 0))
+		goto out;
 	EQ(value("state_bytes_per_sequence"), 8716288,
 	   "model: Mamba state per sequence in the evidence");
 	EQ(dg.model.max_concurrency, 40 * GiB / (4ull * 4096 * 8192 + 8716288),
 	   "model: sequences of 8192 with their state, in 40 GiB");
 	teardown();
+out:
 	free(c);
 }
 

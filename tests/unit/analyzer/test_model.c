@@ -471,86 +471,80 @@ static void test_arith_tp(void)
 	"\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "             \
 	"\"vocab_size\": 1000, \"torch_dtype\": \"bfloat16\"" extra "}"
 
+/* One quantization_config on the tiny model: its weight bytes. */
+static void quant_case(struct vrt_model *m, const char *json, uint64_t want,
+                       const char *what)
+{
+	char msg[600];
+
+	if (parse(json, m, msg, sizeof(msg))) {
+		ok(0, "%s: parses (%s)", what, msg);
+		return;
+	}
+	EQ(m->weight_bytes, want, what);
+}
+
+#define QC(body) TINY(", \"quantization_config\": {" body "}")
+
 static void test_quantization(void)
 {
 	struct vrt_model m;
-	char msg[600];
 
-	ok(!parse(TINY(""), &m, msg, sizeof(msg)), "tiny llama parses (%s)",
-	   msg);
+	quant_case(&m, TINY(""), 2 * (TINY_LIN + TINY_OTHER),
+	           "tiny: bf16 bytes");
 	EQ(m.params_total, TINY_LIN + TINY_OTHER, "tiny: parameters");
-	EQ(m.weight_bytes, 2 * (TINY_LIN + TINY_OTHER), "tiny: bf16 bytes");
-
-	ok(!parse(TINY(", \"quantization_config\": {\"quant_method\": "
-	               "\"awq\", \"bits\": 4, \"group_size\": 128, "
-	               "\"zero_point\": false}"),
-	          &m, msg, sizeof(msg)),
-	   "awq without zero points parses");
-	EQ(m.weight_bytes, TINY_LIN / 2 + TINY_LIN / 128 * 2 + 2 * TINY_OTHER,
-	   "awq: codes and fp16 scales, no zeros");
-
-	ok(!parse(TINY(", \"quantization_config\": {\"quant_method\": "
-	               "\"gptq\", \"bits\": 8, \"group_size\": -1}"),
-	          &m, msg, sizeof(msg)),
-	   "gptq per channel parses");
-	EQ(m.weight_bytes,
-	   TINY_LIN + TINY_OUT * 2 + TINY_OUT + TINY_IN * 4 + 2 * TINY_OTHER,
-	   "gptq 8-bit per channel: scales and zeros per output, g_idx per "
-	   "input");
+	quant_case(&m,
+	           QC("\"quant_method\": \"awq\", \"bits\": 4, "
+	              "\"group_size\": 128, \"zero_point\": false"),
+	           TINY_LIN / 2 + TINY_LIN / 128 * 2 + 2 * TINY_OTHER,
+	           "awq: codes and fp16 scales, no zeros");
+	quant_case(&m,
+	           QC("\"quant_method\": \"gptq\", \"bits\": 8, "
+	              "\"group_size\": -1"),
+	           TINY_LIN + TINY_OUT * 2 + TINY_OUT + TINY_IN * 4 +
+	                   2 * TINY_OTHER,
+	           "gptq 8-bit per channel: scales and zeros per output, "
+	           "g_idx per input");
 	ok(!strcmp(m.quant, "int8 gptq per-channel"), "gptq: named (%s)",
 	   m.quant);
-
-	ok(!parse(TINY(", \"quantization_config\": {\"quant_method\": "
-	               "\"fp8\", \"activation_scheme\": \"static\"}"),
-	          &m, msg, sizeof(msg)),
-	   "fp8 per tensor parses");
-	EQ(m.weight_bytes, TINY_LIN + 14 * 4 * 2 + 2 * TINY_OTHER,
-	   "fp8: one weight and one input scale per matrix (14)");
-
-	ok(!parse(TINY(", \"quantization_config\": {\"quant_method\": "
-	               "\"compressed-tensors\", \"config_groups\": "
-	               "{\"group_0\": {\"targets\": [\"Linear\"], \"weights\": "
-	               "{\"num_bits\": 8, \"type\": \"float\", \"strategy\": "
-	               "\"channel\", \"symmetric\": true}}}, \"ignore\": "
-	               "[\"lm_head\"]}"),
-	          &m, msg, sizeof(msg)),
-	   "compressed-tensors fp8 per channel parses");
-	EQ(m.weight_bytes, TINY_LIN + TINY_OUT * 2 + 2 * TINY_OTHER,
-	   "compressed-tensors: bf16 scale per output channel");
-
-	ok(!parse(TINY(", \"quantization_config\": {\"quant_method\": "
-	               "\"compressed-tensors\", \"config_groups\": "
-	               "{\"group_0\": {\"weights\": {\"num_bits\": 4, "
-	               "\"type\": \"int\", \"strategy\": \"group\", "
-	               "\"group_size\": 64, \"symmetric\": false}}}}"),
-	          &m, msg, sizeof(msg)),
-	   "compressed-tensors int4 groups parses");
-	EQ(m.weight_bytes,
-	   TINY_LIN / 2 + TINY_LIN / 64 * 2 + TINY_LIN / 64 / 2 +
-	           2 * TINY_OTHER,
-	   "compressed-tensors int4 asymmetric: scales and zero points");
-
-	ok(!parse(TINY(", \"quantization_config\": {\"load_in_4bit\": true, "
-	               "\"bnb_4bit_quant_type\": \"nf4\", "
-	               "\"bnb_4bit_use_double_quant\": true}"),
-	          &m, msg, sizeof(msg)),
-	   "bitsandbytes nf4 parses");
-	EQ(m.weight_bytes,
-	   TINY_LIN / 2 + TINY_LIN / 64 + TINY_LIN / (64 * 256) * 4 +
-	           2 * TINY_OTHER,
-	   "nf4 double quantization: 8-bit absmax per 64, fp32 per 256 blocks");
-	ok(!parse(TINY(", \"quantization_config\": {\"quant_method\": "
-	               "\"bitsandbytes\", \"load_in_8bit\": true}"),
-	          &m, msg, sizeof(msg)),
-	   "bitsandbytes int8 parses");
-	EQ(m.weight_bytes, TINY_LIN + TINY_OUT * 4 + 2 * TINY_OTHER,
-	   "int8: an fp32 scale per output row");
-	ok(!parse(TINY(", \"quantization_config\": {\"quant_method\": "
-	               "\"hqq\"}"),
-	          &m, msg, sizeof(msg)) &&
-	           has_note(&m, "\"hqq\" is not known") &&
-	           m.weight_bytes == 2 * (TINY_LIN + TINY_OTHER),
-	   "an unknown method is noted, weights at the model's dtype");
+	quant_case(&m,
+	           QC("\"quant_method\": \"fp8\", \"activation_scheme\": "
+	              "\"static\""),
+	           TINY_LIN + 14 * 4 * 2 + 2 * TINY_OTHER,
+	           "fp8: one weight and one input scale per matrix (14)");
+	quant_case(&m,
+	           QC("\"quant_method\": \"compressed-tensors\", "
+	              "\"config_groups\": {\"group_0\": {\"targets\": "
+	              "[\"Linear\"], \"weights\": {\"num_bits\": 8, \"type\": "
+	              "\"float\", \"strategy\": \"channel\", \"symmetric\": "
+	              "true}}}, \"ignore\": [\"lm_head\"]"),
+	           TINY_LIN + TINY_OUT * 2 + 2 * TINY_OTHER,
+	           "compressed-tensors fp8: bf16 scale per output channel");
+	quant_case(
+	        &m,
+	        QC("\"quant_method\": \"compressed-tensors\", "
+	           "\"config_groups\": {\"group_0\": {\"weights\": "
+	           "{\"num_bits\": 4, \"type\": \"int\", \"strategy\": "
+	           "\"group\", \"group_size\": 64, \"symmetric\": false}}}"),
+	        TINY_LIN / 2 + TINY_LIN / 64 * 2 + TINY_LIN / 64 / 2 +
+	                2 * TINY_OTHER,
+	        "compressed-tensors int4 asymmetric: scales and zero points");
+	quant_case(&m,
+	           QC("\"load_in_4bit\": true, \"bnb_4bit_quant_type\": "
+	              "\"nf4\", \"bnb_4bit_use_double_quant\": true"),
+	           TINY_LIN / 2 + TINY_LIN / 64 + TINY_LIN / (64 * 256) * 4 +
+	                   2 * TINY_OTHER,
+	           "nf4 double quantization: 8-bit absmax per 64, fp32 per "
+	           "256 blocks");
+	quant_case(&m,
+	           QC("\"quant_method\": \"bitsandbytes\", \"load_in_8bit\": "
+	              "true"),
+	           TINY_LIN + TINY_OUT * 4 + 2 * TINY_OTHER,
+	           "int8: an fp32 scale per output row");
+	quant_case(&m, QC("\"quant_method\": \"hqq\""),
+	           2 * (TINY_LIN + TINY_OTHER),
+	           "an unknown method: weights at the model's dtype");
+	ok(has_note(&m, "\"hqq\" is not known"), "an unknown method is noted");
 }
 
 static void test_defaults(void)
