@@ -846,7 +846,9 @@ static uint64_t quant_bytes(struct cfg *c, json_t *qc, const char *method,
 			         b);
 			/* an fp32 scale_inv per block (dims are multiples
 			 * of the block in these checkpoints) */
-			scales = a && b ? q->params / (a * b) * 4 : 0;
+			scales = a && b && a <= 65536 && b <= 65536
+			                 ? q->params / (a * b) * 4
+			                 : 0;
 		} else {
 			snprintf(what, n, "fp8 per-tensor");
 			scales = q->mats * 4;
