@@ -371,8 +371,13 @@ static void run_kv_dtype(struct vrt_model *m, const struct vrt_model_budget *b)
 		 * whatever the weights are. */
 		snprintf(from, sizeof(from), "%s",
 		         k[0] || v[0] ? "-ctk/-ctv" : "llama.cpp default");
-		vrt_model_set_kv_dtype(m, k[0] ? k : "f16", v[0] ? v : "f16",
-		                       from);
+		if (vrt_model_set_kv_dtype(m, k[0] ? k : "f16",
+		                           v[0] ? v : "f16", from))
+			vrt_model_note(
+			        m,
+			        "llama.cpp's cache types '%s'/'%s' are not "
+			        "known: the model's dtype is used",
+			        k, v);
 		return;
 	}
 	if (k[0] && vrt_model_set_kv_dtype(m, k, v[0] ? v : k, b->kv_flag))

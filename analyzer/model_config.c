@@ -1440,7 +1440,8 @@ int vrt_model_config_parse(struct vrt_model *m, const char *text, size_t len,
 		m->params_total += c->b[k].params;
 	m->params_active = m->params_total - c->inactive;
 	weights(c);
-	vrt_model_set_kv_dtype(m, m->dtype.name, NULL, "model dtype");
+	/* A canonical name: cannot fail. */
+	(void)vrt_model_set_kv_dtype(m, m->dtype.name, NULL, "model dtype");
 	vrt_model_finish(m);
 	rc = 0;
 out:

@@ -277,6 +277,11 @@ static void test_kv_types(void)
 	vrt_model_arith(&a, &m, &b);
 	EQ(a.kv_bytes_per_token, 32 * 8 * (136 + 256),
 	   "llama.cpp: K q8_0, V f16");
+	snprintf(b.kv_dtype, sizeof(b.kv_dtype), "q3_k");
+	vrt_model_arith(&a, &m, &b);
+	ok(a.kv_bytes_per_token == 131072 && has_note(&a.desc, "'q3_k'"),
+	   "llama.cpp: an unknown cache type is noted");
+	snprintf(b.kv_dtype, sizeof(b.kv_dtype), "q8_0");
 	/* --kv-dtype beats the engine's flag. */
 	read_model("llama3-8b.config.json", "fp32", &m, msg, sizeof(msg));
 	vrt_model_arith(&a, &m, &b);
