@@ -11,11 +11,11 @@
  *   alloc FAMILY DEV BYTES ID     an allocation that succeeded (DEV: an
  *                                 ordinal, or "host" for pinned/registered)
  *   free ID                       its free, which succeeded
- *   oom API DEV BYTES FREE        an allocation the driver refused for lack
+ *   oom API DEV BYTES FREE TOTAL  an allocation the driver refused for lack
  *                                 of memory: the driver API the preload
- *                                 sees, the bytes asked, and the free bytes
- *                                 the program read just before (-1: not
- *                                 known)
+ *                                 sees, the bytes asked, and the free and
+ *                                 total bytes the program read just before
+ *                                 (-1: not known)
  *   skip REASON...                a part that cannot run here (one device)
  *
  * Header-only, C and C++ (nvcc). Not thread-safe: single-threaded programs.
@@ -24,6 +24,7 @@
 #define VRT_TEST_EVLOG_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -79,9 +80,17 @@ static inline void evlog_free(const void *id)
 }
 
 static inline void evlog_oom(const char *api, int dev,
-                             unsigned long long bytes, long long free_bytes)
+                             unsigned long long bytes, long long free_bytes,
+                             long long total_bytes)
 {
-	evlog_line("oom %s %d %llu %lld", api, dev, bytes, free_bytes);
+	evlog_line("oom %s %d %llu %lld %lld", api, dev, bytes, free_bytes,
+	           total_bytes);
+}
+
+/* A handle or device address as an evlog ID. */
+static inline void *evlog_id(unsigned long long v)
+{
+	return (void *)(uintptr_t)v;
 }
 
 #endif /* VRT_TEST_EVLOG_H */

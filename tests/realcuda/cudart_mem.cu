@@ -73,8 +73,10 @@ int main(int argc, char **argv)
 
 	/* Initialises the runtime; a NULL free is no event. */
 	CALL(cudaFree, NULL);
-	if (CALL(cudaMemGetInfo, &free_b, &total_b) == cudaSuccess)
-		evlog_device(0, total_b);
+	struct cudaDeviceProp prop;
+	if (CALL(cudaGetDeviceProperties, &prop, 0) == cudaSuccess)
+		evlog_device(0, prop.totalGlobalMem);
+	CALL(cudaMemGetInfo, &free_b, &total_b);
 
 	if (CALL(cudaMalloc, &dev_buf, 6 * MiB) == cudaSuccess)
 		evlog_alloc("device", 0, 6 * MiB, dev_buf);
@@ -107,10 +109,11 @@ int main(int argc, char **argv)
 		if (CALL(cudaMalloc, &oom_buf, 2 * total_b) ==
 		    cudaErrorMemoryAllocation)
 			evlog_oom("cuMemAlloc_v2", 0, 2ull * total_b,
-			          (long long)f);
+			          (long long)f, (long long)t);
 		if (CALL(cudaMallocAsync, &oom_buf, 2 * total_b, 0) ==
 		    cudaErrorMemoryAllocation)
-			evlog_oom("cuMemAllocAsync" PTSZ, 0, 2ull * total_b, -1);
+			evlog_oom("cuMemAllocAsync" PTSZ, 0, 2ull * total_b, -1,
+			          -1);
 	}
 
 	if (CALL(cudaFreeAsync, async_buf, 0) == cudaSuccess && async_buf)

@@ -121,9 +121,10 @@ def _ptr(s):
     return s if s == "(nil)" else hex(int(s, 16))
 
 
-def check(rows, driver_answers=None, must_ask=MUST_ASK):
-    """Returns (errors, wrapped): the differences from the rules above, and
-    the wrapped look-ups as (via, name, version, flags, export)."""
+def check(rows, driver_answers=None, must_ask=MUST_ASK, must_dlsym=()):
+    """Returns (errors, wrapped): the differences from the rules above (and
+    a hooked export in must_dlsym that no dlsym asked for), and the
+    wrapped look-ups as (via, name, version, flags, export)."""
     errors, wrapped = [], []
     asked = set()
     resolves = [r for r in rows if r["via"] in RESOLVERS]
@@ -167,6 +168,10 @@ def check(rows, driver_answers=None, must_ask=MUST_ASK):
             elif r["answer"] != "wrapper" and _ptr(r["pointer"]) != ptr:
                 errors.append(f"{where}: the caller got {r['pointer']}, "
                               f"the driver answered {ptr}")
+    dlsyms = {r["name"] for r in rows if r["via"] == "dlsym"}
+    for name in must_dlsym:
+        if name not in dlsyms:
+            errors.append(f"the program's dlsym of {name} is not in the log")
     for name, flags in must_ask:
         if (name, flags) not in asked:
             errors.append(f"the runtime never asked for {name} with flags "
