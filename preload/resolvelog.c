@@ -35,6 +35,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define WORD_MAX 160 /* bytes of a name kept in a line */
+
 static _Atomic int log_lock; /* 0 free, else the holder's pid */
 static int log_fd = -1;      /* log_lock */
 static pid_t log_pid;        /* the process log_fd belongs to; log_lock */
@@ -112,7 +114,7 @@ static size_t put_word(char *p, size_t room, const char *s)
 		s = "(null)";
 	else if (!s[0])
 		s = "\"\"";
-	for (; *s && n + 1 < room && n < 200; s++, n++)
+	for (; *s && n + 1 < room && n < WORD_MAX; s++, n++)
 		p[n] = (*s > ' ' && *s < 0x7f) ? *s : '?';
 	return n;
 }
@@ -128,7 +130,7 @@ void vrt_resolvelog_note(const char *via, const char *name, long long version,
                          long long flags, long long result, long long status,
                          int wrapped, const void *ptr)
 {
-	char line[768];
+	char line[1024]; /* 3 + 2 words of WORD_MAX, 4 numbers, a pointer */
 	size_t n = 0, room = sizeof(line) - 1;
 	n += put_word(line + n, room - n, via);
 	line[n++] = ' ';

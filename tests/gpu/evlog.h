@@ -18,7 +18,9 @@
  *                                 (-1: not known)
  *   skip REASON...                a part that cannot run here (one device)
  *
- * Header-only, C and C++ (nvcc). Not thread-safe: single-threaded programs.
+ * Also the programs' common "--case NAME --out FILE" arguments and a table
+ * of cases. Header-only, C and C++ (nvcc). Not thread-safe: single-threaded
+ * programs.
  */
 #ifndef VRT_TEST_EVLOG_H
 #define VRT_TEST_EVLOG_H
@@ -27,6 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static FILE *evlog_out;
 
@@ -79,9 +82,8 @@ static inline void evlog_free(const void *id)
 	evlog_line("free %p", id);
 }
 
-static inline void evlog_oom(const char *api, int dev,
-                             unsigned long long bytes, long long free_bytes,
-                             long long total_bytes)
+static inline void evlog_oom(const char *api, int dev, unsigned long long bytes,
+                             long long free_bytes, long long total_bytes)
 {
 	evlog_line("oom %s %d %llu %lld %lld", api, dev, bytes, free_bytes,
 	           total_bytes);
@@ -91,6 +93,36 @@ static inline void evlog_oom(const char *api, int dev,
 static inline void *evlog_id(unsigned long long v)
 {
 	return (void *)(uintptr_t)v;
+}
+
+/* "--case NAME" and "--out FILE", in any order; either may be missing
+ * (NULL): the caller says which it needs. */
+static inline void evlog_args(int argc, char **argv, const char **which,
+                              const char **out)
+{
+	*which = *out = NULL;
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--case"))
+			*which = argv[i + 1];
+		else if (!strcmp(argv[i], "--out"))
+			*out = argv[i + 1];
+	}
+}
+
+struct evlog_case {
+	const char *name;
+	int (*run)(void);
+};
+
+/* Runs the case named which: its exit status, or 2 if there is none. */
+static inline int evlog_run_case(const struct evlog_case *cases, size_t n,
+                                 const char *prog, const char *which)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(cases[i].name, which))
+			return cases[i].run();
+	fprintf(stderr, "%s: unknown case %s\n", prog, which);
+	return 2;
 }
 
 #endif /* VRT_TEST_EVLOG_H */

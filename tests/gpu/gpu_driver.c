@@ -246,13 +246,14 @@ static int case_multi(void)
 
 int main(int argc, char **argv)
 {
-	const char *which = NULL, *out = NULL;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--case"))
-			which = argv[i + 1];
-		else if (!strcmp(argv[i], "--out"))
-			out = argv[i + 1];
-	}
+	static const struct evlog_case cases[] = {
+	        {"vmm", case_vmm},
+	        {"pool", case_pool},
+	        {"oom", case_oom},
+	        {"multi", case_multi},
+	};
+	const char *which, *out;
+	evlog_args(argc, argv, &which, &out);
 	if (!which || (strcmp(which, "probe") != 0 && !out)) {
 		fprintf(stderr, "usage: gpu_driver --case probe | --case "
 		                "vmm|pool|oom|multi --out FILE\n");
@@ -266,14 +267,6 @@ int main(int argc, char **argv)
 	evlog_line("prog gpu_driver-%s driver default", which);
 	if (CALL(cuInit, 0) != CUDA_SUCCESS || use_device(0) < 0)
 		return 1;
-	if (!strcmp(which, "vmm"))
-		return case_vmm();
-	if (!strcmp(which, "pool"))
-		return case_pool();
-	if (!strcmp(which, "oom"))
-		return case_oom();
-	if (!strcmp(which, "multi"))
-		return case_multi();
-	fprintf(stderr, "gpu_driver: unknown case %s\n", which);
-	return 2;
+	return evlog_run_case(cases, sizeof(cases) / sizeof(cases[0]),
+	                      "gpu_driver", which);
 }

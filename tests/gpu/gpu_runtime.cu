@@ -41,8 +41,7 @@ static cudaError_t logged(const char *api, cudaError_t r)
 /* One capture on s: cudaMallocAsync of bytes and a memset, with the
  * cudaFreeAsync inside the capture, or after the launches (before the
  * executable graph is destroyed). */
-static int capture(cudaStream_t s, size_t bytes, int free_inside,
-                   int launches)
+static int capture(cudaStream_t s, size_t bytes, int free_inside, int launches)
 {
 	cudaGraph_t g = NULL;
 	cudaGraphExec_t ge = NULL;
@@ -131,13 +130,12 @@ static int case_vmm_entry(void)
 
 int main(int argc, char **argv)
 {
-	const char *which = NULL, *out = NULL;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--case"))
-			which = argv[i + 1];
-		else if (!strcmp(argv[i], "--out"))
-			out = argv[i + 1];
-	}
+	static const struct evlog_case cases[] = {
+	        {"graph", case_graph},
+	        {"vmm-entry", case_vmm_entry},
+	};
+	const char *which, *out;
+	evlog_args(argc, argv, &which, &out);
 	if (!which || !out) {
 		fprintf(stderr, "usage: gpu_runtime --case graph|vmm-entry "
 		                "--out FILE\n");
@@ -151,10 +149,6 @@ int main(int argc, char **argv)
 	    CALL(cudaGetDeviceProperties, &prop, 0) != cudaSuccess)
 		return 1;
 	evlog_device(0, prop.totalGlobalMem);
-	if (!strcmp(which, "graph"))
-		return case_graph();
-	if (!strcmp(which, "vmm-entry"))
-		return case_vmm_entry();
-	fprintf(stderr, "gpu_runtime: unknown case %s\n", which);
-	return 2;
+	return evlog_run_case(cases, sizeof(cases) / sizeof(cases[0]),
+	                      "gpu_runtime", which);
 }

@@ -230,7 +230,9 @@ def run_one(a, c, env, tmp):
         c.mismatch.append("the program logged nothing")
         return
     if c.kind == "torch":
-        torch_checks(a, c, lines, rundir, env)
+        rep = analyze(a, c, rundir, env)
+        if rep is not None:
+            torch_checks(c, lines, rep)
     else:
         want, va, unexpected = expectation(lines)
         for u in unexpected:
@@ -350,14 +352,12 @@ def check_resolve(c, rundir):
                    "MISMATCH" if errors else "ok"))
 
 
-def torch_checks(a, c, lines, rundir, env):
+def torch_checks(c, lines, rep):
     """PyTorch's caching allocator retries a failed cudaMalloc after freeing
     its cache, a number of times that depends on its version: the OOM
     counts are checked as at least one, the rest exactly."""
-    rep = analyze(a, c, rundir, env)
-    if rep is None:
-        return
-    total = int(next(w for w in lines if w[0] == "device")[2])
+    meminfo = [w for w in lines if w[0] == "meminfo"]
+    total = int(meminfo[0][2]) if meminfo else None
     asked = int(next(w for w in lines if w[0] == "oom-caught")[1]) if any(
         w[0] == "oom-caught" for w in lines) else None
     if asked is None:
@@ -494,6 +494,11 @@ def main():
     a.system_cudart = subprocess.run(
         ["sh", "-c", "ldconfig -p 2>/dev/null | grep -q libcudart.so.13"]
     ).returncode == 0
+    rc, _, err = run([a.vramtrace, "--help"], env, timeout=30)
+    if rc != 0:
+        print(f"error: {a.vramtrace} does not run here (exit {rc}): "
+              f"{err.strip()[-500:]}")
+        return 2
     ok, machine = probe(a, env)
     if not ok:
         print(f"SKIP: no NVIDIA GPU here ({machine}); the GPU suite did not "

@@ -105,5 +105,34 @@ for what, poke in [
     ok(case.mismatch and "MISMATCH" in text,
        f"{what}: a mismatch ({case.mismatch[:1]})")
 
+# PyTorch: one 256 MiB segment allocated and freed, OOMs retried.
+TORCH = [w.split() for w in """prog torch-2 torch default
+device 0 1000
+meminfo 900 1000
+alloc device 0 268435456 tensor
+free tensor
+oom-caught 2000""".splitlines()]
+
+
+def torch_report(oom_apis):
+    fam = {"allocs": 1, "frees": 1, "failed": len(oom_apis),
+           "peak_bytes": 268435456, "live_bytes_end": 0}
+    return {"devices": [{"id": 0, "families": {"device": fam}}],
+            "ooms": [{"device": 0, "api": api, "requested_bytes": 2097152,
+                      "free_bytes": 900, "total_bytes": 1000}
+                     for api in oom_apis]}
+
+
+for what, rep, good in [
+        ("two retried OOMs", torch_report(["cuMemAlloc_v2"] * 2), True),
+        ("no OOM", torch_report([]), False),
+        ("an OOM on another API", torch_report(["cuMemAllocAsync"]), False)]:
+    case = run_gpu.Case("torch", "torch", [], "torch")
+    run_gpu.torch_checks(case, TORCH, rep)
+    ok(bool(case.mismatch) != good and
+       ("MISMATCH" in table(case)) != good,
+       f"pytorch, {what}: {'ok' if good else 'a mismatch'} "
+       f"({case.mismatch[:1]})")
+
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

@@ -7,7 +7,8 @@ run_gpu.py (only where `import torch` works with a GPU).
 A 256 MiB tensor (one cudaMalloc of a 256 MiB segment), freed and the
 cache emptied (its cudaFree); then a tensor of twice the card, whose
 OutOfMemoryError is caught; the cache emptied again. Writes evlog lines
-(tests/gpu/evlog.h) to FILE, and "oom-caught BYTES" for the caught OOM.
+(tests/gpu/evlog.h) to FILE, and "meminfo FREE TOTAL" (the driver's
+reading) and "oom-caught BYTES" (the caught OOM's request).
 The native allocator is asked for explicitly: expandable segments would
 allocate through the VMM calls instead.
 """
@@ -26,6 +27,9 @@ def main():
         out.write(f"prog torch-{torch.__version__} torch default\n")
         total = torch.cuda.get_device_properties(0).total_memory
         out.write(f"device 0 {total}\n")
+        # The driver's free/total (cudaMemGetInfo), what an OOM reports.
+        free_b, total_b = torch.cuda.mem_get_info(0)
+        out.write(f"meminfo {free_b} {total_b}\n")
         x = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
         torch.cuda.synchronize()
         out.write(f"alloc device 0 {256 << 20} tensor\n")

@@ -35,8 +35,7 @@ struct vmm_fns {
 	const char *(*errname)(CUresult);
 };
 
-static CUresult vmm_logged(const struct vmm_fns *f, const char *api,
-                           CUresult r)
+static CUresult vmm_logged(const struct vmm_fns *f, const char *api, CUresult r)
 {
 	evlog_call(api, (int)r, f->errname(r));
 	return r;

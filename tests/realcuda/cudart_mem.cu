@@ -130,8 +130,7 @@ int main(int argc, char **argv)
 		evlog_free(pinned);
 	if (CALL(cudaFreeHost, pinned2) == cudaSuccess && pinned2)
 		evlog_free(pinned2);
-	if (registered &&
-	    CALL(cudaHostUnregister, registered) == cudaSuccess)
+	if (registered && CALL(cudaHostUnregister, registered) == cudaSuccess)
 		evlog_free(registered);
 	/* dev_buf stays live: the report must show it at the end. */
 	free(registered);
