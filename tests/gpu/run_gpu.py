@@ -234,7 +234,11 @@ def run_one(a, c, env, tmp):
         if rep is not None:
             torch_checks(c, lines, rep)
     else:
-        want, va, unexpected = expectation(lines)
+        try:
+            want, va, unexpected = expectation(lines)
+        except (ValueError, KeyError, IndexError) as e:
+            c.mismatch.append(f"the program's log {evpath}: {e!r}")
+            return
         for u in unexpected:
             c.mismatch.append("unexpected failure: " + u)
         rep = analyze(a, c, rundir, env)
