@@ -572,7 +572,8 @@ int vrt_cmd_rules_run(const struct vrt_cmd *self, int argc, char **argv)
 	}
 	if (scan(&s, &t))
 		goto out;
-	qsort(s.groups, s.ngroups, sizeof(*s.groups), by_bytes);
+	if (s.ngroups)
+		qsort(s.groups, s.ngroups, sizeof(*s.groups), by_bytes);
 	struct job job = {&set, &s, &t};
 	rc = vrt_run_write(NULL, write_report, &job);
 out:
