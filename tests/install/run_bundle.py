@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""run_bundle.py — the portable bundle (tools/make_bundle.py) unpacked into
+an empty directory and used with a library path that holds nothing but
+the fake driver (python3 stdlib, ldd, objdump).
+
+make        make_bundle.py writes vramtrace-VERSION-linux-ARCH.tar.gz; it
+            unpacks into an empty directory as one top directory.
+ldd         with LD_LIBRARY_PATH = a directory holding only the fake
+            libcuda.so.1: bin/vramtrace needs glibc alone; the preload's
+            libunwind.so.8 and liblzma.so.5 resolve inside the bundle;
+            libzstd is linked in (not needed at all); nothing else.
+glibc       no file of the bundle needs a glibc newer than MANIFEST and
+            `vramtrace --version` state.
+maps        a process running with the bundle's preload maps libunwind and
+            liblzma from the bundle, none from the system.
+record      the bundle's `record` (no VRAMTRACE_PRELOAD) traces
+            examples/llama_sim on the fake driver with that library path;
+            the bundle's `analyze` reads the trace: one process, the
+            weights and KV cache phases named (native stacks, through the
+            bundled libunwind).
+
+Usage: run_bundle.py --build DIR --source DIR --llama EXE --fake-dir DIR
+                     --tmp-root DIR
+Exit 0 pass, 1 fail.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+failures = []
+GLIBC = re.compile(r"^(libc|libm|libdl|libpthread|librt|ld-linux[-\w.]*)"
+                   r"\.so(\.\d+)*$|^linux-vdso")
+
+
+def check(cond, what):
+    print(("ok     " if cond else "FAILED ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def env_with(libpath):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("VRAMTRACE_") and k not in
+           ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    env["LD_LIBRARY_PATH"] = libpath
+    return env
+
+
+def ldd(path, env):
+    p = subprocess.run(["ldd", path], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, env=env)
+    print(p.stdout)
+    out = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"^\s*(\S+)\s+=>\s+(\S+)", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+        m = re.match(r"^\s*(/\S+)\s+\(", line)
+        if m:
+            out[os.path.basename(m.group(1))] = m.group(1)
+    return out
+
+
+def newest_glibc(path):
+    out = subprocess.run(["objdump", "-T", path], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True).stdout
+    vs = [tuple(int(x) for x in v.split("."))
+          for v in re.findall(r"\bGLIBC_(\d+(?:\.\d+)+)\b", out)]
+    return max(vs) if vs else (0,)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for o in ("--build", "--source", "--llama", "--fake-dir", "--tmp-root"):
+        ap.add_argument(o, required=True)
+    args = ap.parse_args()
+    os.makedirs(args.tmp_root, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="bundle-", dir=args.tmp_root)
+    try:
+        body(args, tmp)
+    finally:
+        if failures or os.environ.get("VRT_TEST_KEEP"):
+            print("files kept in " + tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    return 0
+
+
+def body(args, tmp):
+    out = os.path.join(tmp, "out")
+    p = subprocess.run([sys.executable, os.path.join(
+        args.source, "tools", "make_bundle.py"), "--build", args.build,
+        "--out", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, timeout=300)
+    print(p.stdout + p.stderr)
+    tgz = p.stdout.strip()
+    check(p.returncode == 0 and re.search(
+        r"/vramtrace-[\w.]+-linux-\w+\.tar\.gz$", tgz) is not None,
+        f"make: writes vramtrace-VERSION-linux-ARCH.tar.gz ({tgz})")
+    if p.returncode:
+        return
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    with tarfile.open(tgz) as t:
+        names = t.getnames()
+        t.extractall(empty)
+    tops = {n.split("/")[0] for n in names}
+    check(len(tops) == 1, f"make: one top directory ({sorted(tops)})")
+    root = os.path.join(empty, sorted(tops)[0])
+    exe = os.path.join(root, "bin", "vramtrace")
+    preload = os.path.join(root, "lib", "vramtrace", "libvramtrace.so")
+
+    # A library path holding nothing but the fake driver.
+    fake = os.path.join(tmp, "fake-only")
+    os.mkdir(fake)
+    shutil.copy(os.path.join(args.fake_dir, "libcuda.so.1"), fake)
+    check(os.listdir(fake) == ["libcuda.so.1"],
+          "the library path holds only the fake libcuda.so.1")
+    env = env_with(fake)
+
+    deps = ldd(exe, env)
+    extra = [n for n in deps if not GLIBC.match(n)]
+    check(not extra, f"ldd: bin/vramtrace needs glibc alone (also: {extra})")
+    deps = ldd(preload, env)
+    inside = os.path.realpath(root) + os.sep
+    for so in ("libunwind.so.8", "liblzma.so.5"):
+        where = deps.get(so, "")
+        check(os.path.realpath(where).startswith(inside),
+              f"ldd: the preload's {so} resolves inside the bundle "
+              f"({where})")
+    check(not any(n.startswith("libzstd") for n in deps),
+          "ldd: libzstd is linked into the preload, not needed")
+    outside = [f"{n} => {w}" for n, w in deps.items()
+               if not GLIBC.match(n) and
+               not os.path.realpath(w).startswith(inside)]
+    check(not outside, f"ldd: nothing else from the system ({outside})")
+
+    manifest = open(os.path.join(root, "MANIFEST")).read()
+    vout = subprocess.run([exe, "--version"], stdout=subprocess.PIPE,
+                          text=True, env=env).stdout
+    m = re.search(r"needs glibc (\d+(?:\.\d+)+)", vout)
+    stated = tuple(int(x) for x in m.group(1).split(".")) if m else None
+    newest = max(newest_glibc(f) for f in glob.glob(
+        os.path.join(root, "**"), recursive=True)
+        if os.path.isfile(f) and not os.path.islink(f) and
+        open(f, "rb").read(4) == b"\x7fELF")
+    check(stated is not None and newest <= stated and
+          f"needs glibc {m.group(1)} or newer" in manifest,
+          f"glibc: the bundle needs at most {stated} (newest symbol "
+          f"version: {newest}), as MANIFEST says")
+
+    # What a process with the bundle's preload really maps.
+    maps_env = dict(env)
+    maps_env["LD_PRELOAD"] = preload
+    maps_env["VRAMTRACE_ENABLE"] = "0"
+    p = subprocess.run(["cat", "/proc/self/maps"], stdout=subprocess.PIPE,
+                       text=True, env=maps_env)
+    mapped = {line.split()[-1] for line in p.stdout.splitlines()
+              if re.search(r"lib(unwind|lzma|zstd)", line)}
+    check(mapped and all(os.path.realpath(f).startswith(inside)
+                         for f in mapped) and
+          any("libunwind.so.8" in f for f in mapped) and
+          any("liblzma.so.5" in f for f in mapped),
+          f"maps: libunwind and liblzma mapped from the bundle only "
+          f"({sorted(mapped)})")
+
+    # record and analyze from the bundle.
+    run_dir = os.path.join(tmp, "run")
+    cmd = [exe, "record", "-o", run_dir, "--", args.llama, "-ngl", "4",
+           "--layer-mib", "8", "-c", "512", "--kv-kib-per-token", "64",
+           "-np", "1"]
+    print("$ LD_LIBRARY_PATH=" + fake + " " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, env=env, timeout=120)
+    print(p.stdout + p.stderr)
+    check(p.returncode == 0 and "trace in" in p.stderr,
+          "record: the bundle's record traces the program")
+    p = subprocess.run([exe, "analyze", "--format", "json", run_dir],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, env=env, timeout=120)
+    rep = json.loads(p.stdout) if p.returncode == 0 else {}
+    procs = rep.get("run", {}).get("processes", [])
+    check(len(procs) == 1, f"analyze: one process traced ({len(procs)})")
+    dev = (rep.get("devices") or [{}])[0]
+    ph = dev.get("phases", {})
+    check(ph.get("weights", {}).get("peak_bytes") == 4 * 8 << 20 and
+          ph.get("kv_cache", {}).get("peak_bytes") == 512 * 64 << 10,
+          "analyze: weights and KV cache named from native stacks "
+          f"({ {k: v.get('peak_bytes') for k, v in ph.items()} })")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
