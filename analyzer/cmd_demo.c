@@ -142,8 +142,8 @@ static int find_parts(struct paths *p)
 		}
 		if (used < sizeof(looked))
 			used += (size_t)snprintf(
-			        looked + used, sizeof(looked) - used, "%s%s%s%s",
-			        i ? ", " : "", dirs[i],
+			        looked + used, sizeof(looked) - used,
+			        "%s%s%s%s", i ? ", " : "", dirs[i],
 			        strcmp(fake, dirs[i]) ? " and " : "",
 			        strcmp(fake, dirs[i]) ? fake : "");
 	}

@@ -6,6 +6,8 @@
  */
 #include "retest.h"
 
+#include "engine.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,75 +91,15 @@ const char *vrt_retest_field_name(int field)
 	return field_names[field];
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s && s[1] ? s + 1 : p ? p : "";
-}
-
-static int starts(const char *s, const char *prefix)
-{
-	return !strncmp(s, prefix, strlen(prefix));
-}
-
-/* A module or program name: "vllm", "vllm.entrypoints.openai.api_server",
- * "llama-server", "text_generation_server.cli" ... */
-static int engine_of_name(const char *n)
-{
-	static const struct {
-		const char *prefix;
-		int engine;
-	} names[] = {
-	        {"vllm", E_VLLM},
-	        {"sglang", E_SGLANG},
-	        {"llama-", E_LLAMA},
-	        {"llama_", E_LLAMA},
-	        {"llama.cpp", E_LLAMA},
-	        {"ollama", E_OLLAMA},
-	        {"text-generation-", E_TGI},
-	        {"text_generation_", E_TGI},
-	        {"trtllm", E_TRTLLM},
-	        {"tensorrt_llm", E_TRTLLM},
-	};
-	size_t i, len;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		len = strlen(names[i].prefix);
-		/* "vllm" itself, "vllm.x", "vllm-x", "vllm_x": not "vllmx". */
-		if (starts(n, names[i].prefix) &&
-		    (names[i].prefix[len - 1] == '-' ||
-		     names[i].prefix[len - 1] == '_' || n[len] == '\0' ||
-		     n[len] == '.' || n[len] == '-' || n[len] == '_' ||
-		     n[len] == ' '))
-			return names[i].engine;
-	}
-	return -1;
-}
-
+/* The engine of argv (engine.c, shared with the preload's metrics) as an
+ * index of engines[], or -1. */
 static int detect_engine(char *const *argv, size_t argc)
 {
-	const char *prog;
-	size_t i;
-	int e;
+	const char *name = vrt_engine_detect(argv, argc);
 
-	if (!argc || !argv[0])
-		return -1;
-	prog = base_name(argv[0]);
-	if ((e = engine_of_name(prog)) >= 0)
-		return e;
-	if (!starts(prog, "python"))
-		return -1;
-	/* python [opts] -m MODULE ... or python [opts] SCRIPT ... */
-	for (i = 1; i < argc && argv[i]; i++) {
-		if (!strcmp(argv[i], "-m") && i + 1 < argc && argv[i + 1])
-			return engine_of_name(argv[i + 1]);
-		if (starts(argv[i], "-m") && argv[i][2])
-			return engine_of_name(argv[i] + 2);
-		if (!strcmp(argv[i], "-c"))
-			return -1; /* code on the command line */
-		if (argv[i][0] != '-')
-			return engine_of_name(base_name(argv[i]));
-	}
+	for (int e = 0; name && e < E_COUNT; e++)
+		if (!strcmp(engines[e].name, name))
+			return e;
 	return -1;
 }
 

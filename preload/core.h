@@ -44,12 +44,17 @@ enum vrt_option_id {
 	VRT_OPT_SAMPLE_MS,   /* VRAMTRACE_SAMPLE_MS: sampler period, 0 off */
 	VRT_OPT_NVML,        /* VRAMTRACE_NVML: device memory from NVML */
 	VRT_OPT_START,       /* VRAMTRACE_START: 0 record, 1 standby */
-	VRT_OPT_METRICS,     /* VRAMTRACE_METRICS: 127.0.0.1:PORT */
+	VRT_OPT_METRICS,     /* VRAMTRACE_METRICS: HOST:PORT */
 	VRT_OPT_REDACT,      /* VRAMTRACE_REDACT: argument values as *** */
 	VRT_OPT_FOLD,        /* VRAMTRACE_FOLD: REPEAT records for repeated
 	                      * allocate-then-free pairs (default 1) */
 	VRT_OPT_RESOLVE_LOG, /* VRAMTRACE_RESOLVE_LOG: <pid>.resolve, every
 	                      * driver look-up and its answer (resolvelog.c) */
+	VRT_OPT_METRICS_PUBLIC, /* VRAMTRACE_METRICS_PUBLIC: 1 lets the
+	                         * metrics bind another address than
+	                         * loopback (metrics.c) */
+	VRT_OPT_ENGINE,         /* VRAMTRACE_ENGINE: the metrics' engine
+	                         * label, else read off the command line */
 	VRT_OPT_COUNT
 };
 

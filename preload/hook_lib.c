@@ -132,9 +132,14 @@ void vrt_hook_alloc(int api, int dev, uint64_t addr, uint64_t size,
 void vrt_hook_alloc_cur(int api, int (*cur_dev)(void), uint64_t addr,
                         uint64_t size, uint64_t aux)
 {
-	if (!vrt_capture_on()) { /* standby: no stack, no driver call */
-		vrt_live_alloc(api, VRT_LIVE_DEVICE_LATER, addr, size, 0,
-		               vrt_phase_current());
+	if (!vrt_capture_on()) {
+		/* Standby: no stack, and no driver call unless the metrics'
+		 * peak per device needs the device now (live.h). */
+		vrt_live_alloc(api,
+		               vrt_live_tracking_peaks()
+		                       ? cur_dev()
+		                       : VRT_LIVE_DEVICE_LATER,
+		               addr, size, 0, vrt_phase_current());
 		return;
 	}
 	vrt_hook_alloc(api, cur_dev(), addr, size, aux);

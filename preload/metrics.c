@@ -1,46 +1,71 @@
 /*
  * metrics.c — an optional Prometheus endpoint in the traced process, for
- * dashboards during a load test: VRAMTRACE_METRICS=127.0.0.1:PORT serves
- * the live-allocation table (live.h) in the text exposition format on
- * GET /metrics.
+ * dashboards during a load test and for a cluster's Prometheus:
+ * VRAMTRACE_METRICS=HOST:PORT serves the live-allocation table (live.h) in
+ * the text exposition format on GET /metrics.
  *
  *   vramtrace_device_live_bytes{device,vendor,phase}  gauge
  *   vramtrace_device_used_bytes{device,vendor}        gauge (sum of phases)
+ *   vramtrace_device_peak_bytes{device,vendor}        gauge: the most held
+ *                                     since the previous scrape (live.h)
+ *   vramtrace_device_capacity_bytes{device,vendor}    gauge: the driver's
+ *                                     total for the device
  *   vramtrace_host_pinned_bytes                       gauge
  *   vramtrace_requests_inflight                       gauge
  *   vramtrace_ooms_total                              counter
  *   vramtrace_live_allocations                        gauge
- *   vramtrace_info{pid}                               gauge, always 1
+ *   vramtrace_info{version}                           gauge, always 1
  *
- * Only the loopback address is served: anything but 127.0.0.1 is refused
- * with one warning (the numbers describe the host's memory and the
- * endpoint has no authentication). Several processes of a traced tree
- * read the same variable: the first to bind a fixed port serves it, the
- * others print one warning and serve nothing. Port 0 gives every process
- * an ephemeral port of its own. A serving process writes its address
- * ("127.0.0.1:PORT\n") to "<run dir>/<pid>.metrics" and removes the file
- * when it stops.
+ * Every series also has the labels pid, rank (RANK, else LOCAL_RANK, as
+ * torchrun and the engines' launchers set them, else the first device the
+ * process holds memory on) and engine (VRAMTRACE_ENGINE, else read off
+ * the command line by engine.c; the process that reads it exports it, so
+ * its workers, started as `python -c ...`, carry it too).
  *
- * The endpoint starts with the process's first GPU event (vrt_entry_start,
- * so shells and wrappers of the tree never take the port) and is served by
- * a thread of ours ("vramtrace-met", all signals blocked, vrt_in_hook set
- * for its whole life so its own socket calls — listen, accept, close — are
- * never recorded as the server's). Every wait is bounded: poll() with
- * POLL_MS, a request of at most REQ_MAX bytes read and answered within
- * IO_MS each (and DRAIN_MS to let go of the connection), so a client that
- * stalls cannot stall the endpoint for long,
- * and the host never waits on it. All fds are O_CLOEXEC.
+ * Addresses: loopback (127.0.0.1:PORT) by default. Another address
+ * (0.0.0.0:9464 for a pod's Prometheus) only with
+ * VRAMTRACE_METRICS_PUBLIC=1, and then with one warning, from the process
+ * that binds it, that the endpoint has no authentication; without it the
+ * setting is refused with one warning. Both warnings come at the
+ * process's first GPU event, like the endpoint itself (vrt_entry_start),
+ * so shells and wrappers of the tree say nothing and never take the port.
+ *
+ * A tree on one fixed port (tensor-parallel workers): the first process
+ * to bind it serves the tree's endpoint; every other one serves its own
+ * numbers on a loopback port of its own (127.0.0.1:0) and the tree's
+ * endpoint adds them to each scrape (metrics_agg.c), so one scrape shows
+ * every process, told apart by pid and rank. A process without the port
+ * tries it again every RETRY_MS, so another one takes over when the
+ * tree's endpoint exits. A port held by a program outside the tree (no
+ * "<pid>.metrics" of the run names it) gets one warning. Port 0 gives
+ * every process an ephemeral port of its own and no aggregation. A
+ * serving process writes the address it serves ("HOST:PORT\n") to
+ * "<run dir>/<pid>.metrics" and removes the file when it stops.
+ *
+ * The endpoint is served by a thread of ours ("vramtrace-met", all signals
+ * blocked, vrt_in_hook set for its whole life so its own socket calls —
+ * listen, accept, connect, close — are never recorded as the server's).
+ * Every wait is bounded: poll() with POLL_MS, a request of at most REQ_MAX
+ * bytes read and answered within IO_MS each (and DRAIN_MS to let go of the
+ * connection), the tree's other processes asked within AGG_MS, so a client
+ * that stalls cannot stall the endpoint for long, and the host never waits
+ * on it. All fds are O_CLOEXEC.
  *
  * Locks: m_mu/m_cv guard running/exited between the owner (start/stop,
  * called by the lifecycle with start_mu semantics of entry.c) and the
  * thread; the thread owns the sockets. The stop request is an eventfd.
+ * vrt_metrics_init runs in the constructor, before any thread of ours:
+ * what it sets (the address, the labels) is read-only afterwards.
  */
 #include "hook.h"
 #include "live.h"
+#include "engine.h"
+#include "metrics_agg.h"
 
 #include <vramtrace/trace_format.h>
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -57,12 +82,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#define POLL_MS  500
-#define IO_MS    1000
-#define DRAIN_MS 200
-#define STOP_MS  2500 /* > 2 * IO_MS + DRAIN_MS: a scrape finishes */
-#define REQ_MAX  4096
-#define OUT_MAX  (32 * 1024)
+#define POLL_MS    500
+#define IO_MS      1000
+#define DRAIN_MS   200
+#define STOP_MS    2500 /* > 2 * IO_MS + DRAIN_MS: a scrape finishes */
+#define REQ_MAX    4096
+#define OUT_MAX    (32 * 1024)
+#define RETRY_MS   2000 /* a process without the fixed port tries again */
+#define SIBLING_MS 1000 /* how long to wait for the port's holder */
+
+#ifndef VRT_VERSION
+#define VRT_VERSION "unknown"
+#endif
 
 static pthread_mutex_t m_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t m_cv;
@@ -73,8 +104,18 @@ static int wake_fd = -1;
  * set before use, reset to -1 before close (so a child never closes a
  * number already reused). */
 static _Atomic int listen_fd = -1, conn_fd = -1;
+/* The loopback socket while the thread takes the fixed port over. */
+static _Atomic int spare_fd = -1;
 static int port;   /* wanted; -1 when the option is unset or refused */
 static int parsed; /* VRAMTRACE_METRICS looked at */
+static struct sockaddr_in want; /* the address to serve (port as wanted) */
+static char want_text[32];      /* it, as "HOST:PORT" */
+static int public_bind;         /* want is not loopback (opted in) */
+static char refusal[512];       /* the warning of a refused setting */
+static char env_rank[16];       /* RANK / LOCAL_RANK, "" when unset */
+static char engine[32];         /* the engine label, "" when unknown */
+static int dev_rank = -1;       /* the first device holding memory */
+static int tree_port;           /* the thread serves the fixed port */
 static char dir[PATH_MAX];
 static char file_path[PATH_MAX + 32];
 static char out[OUT_MAX]; /* the thread's response buffer */
@@ -100,27 +141,116 @@ static void warn(const char *fmt, ...)
 		;
 }
 
-/* "127.0.0.1:PORT" → port, or -1 with a warning. */
+/* "HOST:PORT" (IPv4) → port, and want/want_text set; or -1 with the
+ * warning kept in refusal, printed at the first GPU event. */
 static int parse_address(const char *s)
 {
-	static const char host[] = "127.0.0.1:";
+	char host[INET_ADDRSTRLEN];
+	const char *colon = strrchr(s, ':');
 	char *end;
-	if (strncmp(s, host, sizeof(host) - 1)) {
-		warn("VRAMTRACE_METRICS=%s: only 127.0.0.1:PORT is served (the "
-		     "endpoint has no authentication); not serving metrics\n",
-		     s);
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host)) {
+		snprintf(refusal, sizeof(refusal),
+		         "VRAMTRACE_METRICS=%s: not HOST:PORT (e.g. "
+		         "127.0.0.1:9464); not serving metrics\n",
+		         s);
 		return -1;
 	}
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
 	errno = 0;
-	long p = strtol(s + sizeof(host) - 1, &end, 10);
-	if (errno || end == s + sizeof(host) - 1 || *end || p < 0 ||
-	    p > 65535) {
-		warn("VRAMTRACE_METRICS=%s: not a port in [0, 65535]; not "
-		     "serving metrics\n",
-		     s);
+	long p = strtol(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || p < 0 || p > 65535) {
+		snprintf(refusal, sizeof(refusal),
+		         "VRAMTRACE_METRICS=%s: not a port in [0, 65535]; not "
+		         "serving metrics\n",
+		         s);
 		return -1;
 	}
+	memset(&want, 0, sizeof(want));
+	want.sin_family = AF_INET;
+	want.sin_port = htons((uint16_t)p);
+	if (inet_pton(AF_INET, host, &want.sin_addr) != 1) {
+		snprintf(refusal, sizeof(refusal),
+		         "VRAMTRACE_METRICS=%s: %s is not an IPv4 address; not "
+		         "serving metrics\n",
+		         s, host);
+		return -1;
+	}
+	public_bind = (ntohl(want.sin_addr.s_addr) >> 24) != 127;
+	if (public_bind && !vrt_options_int(VRT_OPT_METRICS_PUBLIC)) {
+		snprintf(refusal, sizeof(refusal),
+		         "VRAMTRACE_METRICS=%s: serving another address than "
+		         "127.0.0.1 needs VRAMTRACE_METRICS_PUBLIC=1 (the "
+		         "endpoint has no authentication); not serving "
+		         "metrics\n",
+		         s);
+		return -1;
+	}
+	snprintf(want_text, sizeof(want_text), "%s:%ld", host, p);
 	return (int)p;
+}
+
+/* A label value as it may be printed: [A-Za-z0-9._-], at most n - 1. */
+static void label_value(char *dst, size_t n, const char *v)
+{
+	size_t i = 0;
+	for (; v && v[i] && i + 1 < n; i++)
+		dst[i] = isalnum((unsigned char)v[i]) || v[i] == '.' ||
+		                         v[i] == '_' || v[i] == '-'
+		                 ? v[i]
+		                 : '_';
+	dst[i] = '\0';
+}
+
+/* The engine of this process's own command line (engine.c), read from
+ * /proc/self/cmdline; NULL when none. */
+static const char *engine_of_self(void)
+{
+	static char buf[4096];
+	char *argv[64];
+	size_t argc = 0, len = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	for (;;) {
+		ssize_t r = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (len == sizeof(buf) - 1)
+			break;
+	}
+	close(fd);
+	buf[len] = '\0';
+	for (size_t i = 0; i < len && argc < 64; i += strlen(buf + i) + 1)
+		argv[argc++] = buf + i;
+	return vrt_engine_detect(argv, argc);
+}
+
+void vrt_metrics_init(void)
+{
+	const char *s = vrt_options_str(VRT_OPT_METRICS);
+	parsed = 1;
+	port = s ? parse_address(s) : -1;
+	if (port < 0)
+		return;
+	/* Before the first allocation, so every free finds its
+	 * allocation counted (live.h). */
+	vrt_live_track_peaks();
+	const char *r = secure_getenv("RANK");
+	if (!r || !*r)
+		r = secure_getenv("LOCAL_RANK");
+	label_value(env_rank, sizeof(env_rank), r);
+	const char *e = vrt_options_str(VRT_OPT_ENGINE);
+	if (!e && (e = engine_of_self()))
+		/* Workers started as `python -c ...` name no engine: they
+		 * take this one from the environment (before hook_env.c
+		 * saves the settings children get back). */
+		setenv("VRAMTRACE_ENGINE", e, 0);
+	label_value(engine, sizeof(engine), e);
 }
 
 /* ---- the exposition ------------------------------------------------------ */
@@ -130,12 +260,44 @@ static const char *vendor_name(int v)
 	return v == VRT_VENDOR_HIP ? "hip" : "cuda";
 }
 
-/* Formats the current numbers into out; returns the length. */
+/* The driver's total for a device of this process's table, or 0. */
+static uint64_t capacity_of(const struct vrt_device_info *inv, int ninv,
+                            int vendor, int device)
+{
+	for (int i = 0; i < ninv; i++)
+		if (inv[i].vendor == vendor && inv[i].ordinal == device)
+			return inv[i].total_bytes;
+	return 0;
+}
+
+/* Formats the current numbers into out; returns the length. Starts a new
+ * peak window (live.h). */
 static size_t format_metrics(void)
 {
+	static struct vrt_device_info inv[64];
 	struct vrt_live_stats st;
+	uint64_t peak[VRT_LIVE_MAX_DEVICES];
+	char lbl[128], rank[16];
 	size_t n = 0;
+	vrt_live_take_peaks(peak);
 	vrt_live_stats(&st);
+	int ninv = vrt_writer_known_devices(inv, 64);
+	/* The rank: the launcher's, else the first device this process
+	 * held memory on (kept, so the series keeps its name). */
+	if (dev_rank < 0)
+		for (int d = 0; d < st.ndev; d++)
+			if (st.dev[d].bytes) {
+				dev_rank = st.dev[d].device;
+				break;
+			}
+	if (env_rank[0])
+		snprintf(rank, sizeof(rank), "%s", env_rank);
+	else if (dev_rank >= 0)
+		snprintf(rank, sizeof(rank), "%d", dev_rank);
+	else
+		rank[0] = '\0';
+	snprintf(lbl, sizeof(lbl), "pid=\"%d\",rank=\"%s\",engine=\"%s\"",
+	         (int)getpid(), rank, engine);
 #define PUT(...)                                                               \
 	do {                                                                   \
 		int k_ = snprintf(out + n, sizeof(out) - n, __VA_ARGS__);      \
@@ -149,42 +311,71 @@ static size_t format_metrics(void)
 	    "# TYPE vramtrace_device_live_bytes gauge\n");
 	for (int d = 0; d < st.ndev; d++)
 		for (unsigned p = 0; p < VRT_LIVE_PHASES; p++)
-			PUT("vramtrace_device_live_bytes{device=\"%d\","
+			PUT("vramtrace_device_live_bytes{%s,device=\"%d\","
 			    "vendor=\"%s\",phase=\"%s\"} %llu\n",
-			    st.dev[d].device, vendor_name(st.dev[d].vendor),
+			    lbl, st.dev[d].device,
+			    vendor_name(st.dev[d].vendor),
 			    vrt_phase_builtin_name(p),
 			    (unsigned long long)st.dev[d].by_phase[p]);
 	PUT("# HELP vramtrace_device_used_bytes GPU memory this process "
 	    "holds on the device, all phases together.\n"
 	    "# TYPE vramtrace_device_used_bytes gauge\n");
 	for (int d = 0; d < st.ndev; d++)
-		PUT("vramtrace_device_used_bytes{device=\"%d\",vendor=\"%s\"} "
-		    "%llu\n",
-		    st.dev[d].device, vendor_name(st.dev[d].vendor),
+		PUT("vramtrace_device_used_bytes{%s,device=\"%d\","
+		    "vendor=\"%s\"} %llu\n",
+		    lbl, st.dev[d].device, vendor_name(st.dev[d].vendor),
 		    (unsigned long long)st.dev[d].bytes);
+	PUT("# HELP vramtrace_device_peak_bytes The most GPU memory this "
+	    "process held on the device since the previous scrape.\n"
+	    "# TYPE vramtrace_device_peak_bytes gauge\n");
+	for (int d = 0; d < st.ndev; d++) {
+		int dev = st.dev[d].device;
+		uint64_t p = dev < VRT_LIVE_MAX_DEVICES ? peak[dev] : 0;
+		/* The table and the counters are read apart: never below
+		 * what is held now. */
+		PUT("vramtrace_device_peak_bytes{%s,device=\"%d\","
+		    "vendor=\"%s\"} %llu\n",
+		    lbl, dev, vendor_name(st.dev[d].vendor),
+		    (unsigned long long)(p > st.dev[d].bytes
+		                                 ? p
+		                                 : st.dev[d].bytes));
+	}
+	PUT("# HELP vramtrace_device_capacity_bytes The device's memory, as "
+	    "its driver reports it.\n"
+	    "# TYPE vramtrace_device_capacity_bytes gauge\n");
+	for (int d = 0; d < st.ndev; d++) {
+		uint64_t cap = capacity_of(inv, ninv, st.dev[d].vendor,
+		                           st.dev[d].device);
+		if (cap)
+			PUT("vramtrace_device_capacity_bytes{%s,device=\"%d\","
+			    "vendor=\"%s\"} %llu\n",
+			    lbl, st.dev[d].device,
+			    vendor_name(st.dev[d].vendor),
+			    (unsigned long long)cap);
+	}
 	PUT("# HELP vramtrace_host_pinned_bytes Page-locked host memory "
 	    "(pinned and registered) this process holds.\n"
 	    "# TYPE vramtrace_host_pinned_bytes gauge\n"
-	    "vramtrace_host_pinned_bytes %llu\n"
+	    "vramtrace_host_pinned_bytes{%s} %llu\n"
 	    "# HELP vramtrace_requests_inflight Accepted connections open "
 	    "now.\n"
 	    "# TYPE vramtrace_requests_inflight gauge\n"
-	    "vramtrace_requests_inflight %llu\n"
+	    "vramtrace_requests_inflight{%s} %llu\n"
 	    "# HELP vramtrace_ooms_total Allocations refused for lack of "
 	    "memory.\n"
 	    "# TYPE vramtrace_ooms_total counter\n"
-	    "vramtrace_ooms_total %llu\n"
+	    "vramtrace_ooms_total{%s} %llu\n"
 	    "# HELP vramtrace_live_allocations Live allocations this process "
 	    "holds.\n"
 	    "# TYPE vramtrace_live_allocations gauge\n"
-	    "vramtrace_live_allocations %llu\n"
+	    "vramtrace_live_allocations{%s} %llu\n"
 	    "# HELP vramtrace_info The traced process serving these "
 	    "numbers.\n"
 	    "# TYPE vramtrace_info gauge\n"
-	    "vramtrace_info{pid=\"%d\"} 1\n",
-	    (unsigned long long)st.host_pinned_bytes,
-	    (unsigned long long)st.inflight, (unsigned long long)st.ooms,
-	    (unsigned long long)st.allocations, (int)getpid());
+	    "vramtrace_info{%s,version=\"%s\"} 1\n",
+	    lbl, (unsigned long long)st.host_pinned_bytes, lbl,
+	    (unsigned long long)st.inflight, lbl, (unsigned long long)st.ooms,
+	    lbl, (unsigned long long)st.allocations, lbl, VRT_VERSION);
 #undef PUT
 	return n;
 }
@@ -283,9 +474,17 @@ static void serve(int fd)
 		        sizeof(msg) - 1);
 	} else if ((plen == 8 && !memcmp(path, "/metrics", 8)) ||
 	           (plen == 1 && path[0] == '/')) {
-		size_t len = format_metrics();
+		size_t len = format_metrics(), cap = 0;
+		/* The tree's endpoint: every process of the run, merged. */
+		char *all = tree_port && port
+		                    ? vrt_metrics_agg_collect(dir, out, len,
+		                                              &len, &cap)
+		                    : NULL;
 		respond(fd, "200 OK",
-		        "text/plain; version=0.0.4; charset=utf-8", out, len);
+		        "text/plain; version=0.0.4; charset=utf-8",
+		        all ? all : out, len);
+		if (all)
+			vrt_metrics_agg_free(all, cap);
 	} else {
 		static const char msg[] = "not found: try /metrics\n";
 		respond(fd, "404 Not Found", "text/plain", msg,
@@ -319,15 +518,18 @@ static void drain(int fd)
 
 /* ---- the thread ---------------------------------------------------------- */
 
-/* "<dir>/<pid>.metrics" with our address, written whole (tmp + rename) so
- * a reader never sees half of it. */
-static void write_address_file(int bound_port)
+/* "<dir>/<pid>.metrics" with the address served, written whole (tmp +
+ * rename) so a reader never sees half of it. */
+static void write_address_file(const struct sockaddr_in *a)
 {
-	char tmp[PATH_MAX + 48], line[32];
+	char tmp[PATH_MAX + 48], line[48], host[INET_ADDRSTRLEN];
 	snprintf(file_path, sizeof(file_path), "%s/%d.metrics", dir,
 	         (int)getpid());
 	snprintf(tmp, sizeof(tmp), "%s.tmp", file_path);
-	int n = snprintf(line, sizeof(line), "127.0.0.1:%d\n", bound_port);
+	if (!inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host)))
+		snprintf(host, sizeof(host), "127.0.0.1");
+	int n = snprintf(line, sizeof(line), "%s:%d\n", host,
+	                 (int)ntohs(a->sin_port));
 	unlink(tmp);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	              0600);
@@ -343,42 +545,106 @@ static void write_address_file(int bound_port)
 	}
 }
 
-static int open_listener(void)
+/* A listening socket on *a (its port filled in when 0); -errno. */
+static int listen_on(struct sockaddr_in *a)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		warn("metrics: socket: %s; not serving metrics\n",
-		     strerror(errno));
-		return -1;
-	}
+	if (fd < 0)
+		return -errno;
 	/* Published at once: a fork from now on must close its copy. */
 	atomic_store(&listen_fd, fd);
 	int one = 1;
 	/* A restarted server must not wait out TIME_WAIT of its previous
 	 * life's scrapes. It does not let two listeners share the port. */
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	struct sockaddr_in a = {.sin_family = AF_INET,
-	                        .sin_port = htons((uint16_t)port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof(a);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	socklen_t len = sizeof(*a);
+	if (bind(fd, (struct sockaddr *)a, sizeof(*a)) < 0 ||
 	    listen(fd, 16) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+	    getsockname(fd, (struct sockaddr *)a, &len) < 0) {
 		int e = errno;
-		if (e == EADDRINUSE)
-			warn("metrics: 127.0.0.1:%d is in use (another traced "
-			     "process of this run serves it?); this process "
-			     "serves no metrics (VRAMTRACE_METRICS=127.0.0.1:0 "
-			     "gives each process its own port)\n",
-			     port);
-		else
-			warn("metrics: 127.0.0.1:%d: %s; not serving metrics\n",
-			     port, strerror(e));
 		atomic_store(&listen_fd, -1);
 		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* The fixed address, as this process's endpoint, with the warning a
+ * public address gets; -errno when it is taken or cannot be bound. */
+static int take_fixed(void)
+{
+	struct sockaddr_in a = want;
+	int fd = listen_on(&a);
+	if (fd < 0)
+		return fd;
+	tree_port = port != 0;
+	write_address_file(&a);
+	if (public_bind)
+		warn("metrics: serving %s to every host that can reach it, "
+		     "without authentication (VRAMTRACE_METRICS_PUBLIC=1)\n",
+		     want_text);
+	return fd;
+}
+
+/* From the loopback socket lfd to the fixed port, when it is free: the
+ * socket to serve from now on (lfd when the port is still taken). */
+static int take_over(int lfd)
+{
+	/* Both sockets published while both are open. */
+	atomic_store(&spare_fd, lfd);
+	int fd = take_fixed();
+	if (fd >= 0) {
+		atomic_store(&spare_fd, -1);
+		close(lfd);
+		return fd;
+	}
+	atomic_store(&listen_fd, lfd);
+	atomic_store(&spare_fd, -1);
+	return lfd;
+}
+
+static int open_listener(void)
+{
+	struct sockaddr_in a;
+	int fd = take_fixed();
+	if (fd >= 0)
+		return fd;
+	if (fd != -EADDRINUSE || port == 0) {
+		warn("metrics: %s: %s; not serving metrics\n", want_text,
+		     strerror(-fd));
 		return -1;
 	}
-	write_address_file(ntohs(a.sin_port));
+	/* Taken: our numbers on a loopback port of our own, which the
+	 * process holding the fixed one adds to its scrapes. */
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = listen_on(&a);
+	if (fd < 0) {
+		warn("metrics: 127.0.0.1:0: %s; not serving metrics\n",
+		     strerror(-fd));
+		return -1;
+	}
+	write_address_file(&a);
+	/* Who has the port: a process of this run names it in its address
+	 * file (which may lag its bind by a moment), or it has just left
+	 * and the port is free again, or a stranger has it. */
+	int64_t deadline = now_ms() + SIBLING_MS;
+	for (;;) {
+		if (vrt_metrics_agg_owner(dir, want_text) > 0)
+			return fd;
+		int now = take_over(fd);
+		if (now != fd)
+			return now;
+		struct pollfd p = {.fd = wake_fd, .events = POLLIN};
+		if (now_ms() >= deadline || poll(&p, 1, 100) > 0)
+			break;
+	}
+	warn("metrics: %s is in use by a program outside this run; this "
+	     "process serves its metrics on 127.0.0.1:%d (in %s) and tries "
+	     "%s again every %d s\n",
+	     want_text, (int)ntohs(a.sin_port), file_path, want_text,
+	     RETRY_MS / 1000);
 	return fd;
 }
 
@@ -392,6 +658,7 @@ static void *metrics_main(void *arg)
 	 * wrappers: this thread is never a hook's caller to record. */
 	vrt_in_hook = 1;
 	int lfd = open_listener();
+	int64_t retry = now_ms() + RETRY_MS;
 	for (;;) {
 		struct pollfd p[2] = {{.fd = wake_fd, .events = POLLIN},
 		                      {.fd = lfd, .events = POLLIN}};
@@ -400,6 +667,12 @@ static void *metrics_main(void *arg)
 			break;
 		if (p[0].revents)
 			break;
+		/* Without the fixed port (another process of the tree, or
+		 * a stranger, has it): take it over once it is free. */
+		if (lfd >= 0 && !tree_port && port && now_ms() >= retry) {
+			retry = now_ms() + RETRY_MS;
+			lfd = take_over(lfd);
+		}
 		if (r <= 0 || lfd < 0 || !(p[1].revents & POLLIN))
 			continue;
 		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -426,10 +699,13 @@ static void *metrics_main(void *arg)
 
 int vrt_metrics_start(const char *run_dir)
 {
-	if (!parsed) {
-		const char *s = vrt_options_str(VRT_OPT_METRICS);
-		parsed = 1;
-		port = s ? parse_address(s) : -1;
+	if (!parsed)
+		vrt_metrics_init();
+	if (refusal[0]) {
+		/* Once per process, at its first GPU event (a fork child of
+		 * a process that warned already says nothing). */
+		warn("%s", refusal);
+		refusal[0] = 0;
 	}
 	if (port < 0 || !run_dir)
 		return 0;
@@ -517,10 +793,15 @@ void vrt_metrics_after_fork_child(void)
 	fd = atomic_exchange(&conn_fd, -1);
 	if (fd >= 0)
 		close(fd);
+	fd = atomic_exchange(&spare_fd, -1);
+	if (fd >= 0)
+		close(fd);
+	vrt_metrics_agg_after_fork_child();
 	if (running && wake_fd >= 0)
 		close(wake_fd);
 	wake_fd = -1;
 	running = 0;
 	exited = 0;
+	tree_port = 0;
 	file_path[0] = 0;
 }
