@@ -101,8 +101,10 @@ fi
 # libjansson-dev: parses Hugging Face config.json (analyze --model-config).
 # chromium, chromium-driver: open the HTML report headless in its test
 # (skipped without them).
+# python3-yaml: parses the Kubernetes recipes of docs/deploy.md (the
+# bundle's test).
 packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3 python3-dev zstd
-          libamdhip64-5 tmux curl chromium chromium-driver)
+          libamdhip64-5 tmux curl chromium chromium-driver python3-yaml)
 # bench: heaptrack (the profiler it is measured against; its column reads
 # n/a without it), util-linux (taskset pins the analyzers to one core),
 # time (/usr/bin/time -v reports their peak RSS).

@@ -19,6 +19,19 @@ record      the bundle's `record` (no VRAMTRACE_PRELOAD) traces
             weights and KV cache phases named (native stacks, through the
             bundled libunwind).
 
+docs        docs/deploy.md's recipes against this bundle: every
+            /opt/vramtrace/... path it names exists in the bundle, every
+            VRAMTRACE_* variable it names is one the preload reads
+            (preload/options.c) or record's VRAMTRACE_PRELOAD; every YAML
+            block parses (PyYAML); the Deployment's env names are defined,
+            its $(VAR) references come after their definitions, its mounts
+            name its volumes, LD_PRELOAD lies in the bundle's mount and
+            VRAMTRACE_OUT in the runs' mount, the metrics port of
+            VRAMTRACE_METRICS is the container port the PodMonitor scrapes;
+            the Ray --runtime-env-json is JSON with known variables; the
+            systemd unit passes `systemd-analyze verify` (its program
+            replaced by one that exists).
+
 Usage: run_bundle.py --build DIR --source DIR --llama EXE --fake-dir DIR
                      --tmp-root DIR
 Exit 0 pass, 1 fail.
@@ -193,10 +206,121 @@ def body(args, tmp):
     check(len(procs) == 1, f"analyze: one process traced ({len(procs)})")
     dev = (rep.get("devices") or [{}])[0]
     ph = dev.get("phases", {})
+    docs(args, tmp, root)
     check(ph.get("weights", {}).get("peak_bytes") == 4 * 8 << 20 and
           ph.get("kv_cache", {}).get("peak_bytes") == 512 * 64 << 10,
           "analyze: weights and KV cache named from native stacks "
           f"({ {k: v.get('peak_bytes') for k, v in ph.items()} })")
+
+
+def known_variables(source):
+    text = open(os.path.join(source, "preload", "options.c")).read()
+    return set(re.findall(r'"(VRAMTRACE_[A-Z_]+)"', text)) | {
+        "VRAMTRACE_PRELOAD"}
+
+
+def blocks(text, lang):
+    return re.findall(r"```" + lang + r"\n(.*?)```", text, re.S)
+
+
+def docs(args, tmp, root):
+    text = open(os.path.join(args.source, "docs", "deploy.md")).read()
+    known = known_variables(args.source)
+    named = set(re.findall(r"\bVRAMTRACE_[A-Z_]+[A-Z]\b", text))
+    check(named and named <= known, f"docs: every VRAMTRACE_ variable is "
+          f"the preload's (unknown: {sorted(named - known)})")
+    paths = set(re.findall(r"/opt/vramtrace/[\w./-]*[\w/]", text))
+    missing = [p for p in paths if not os.path.exists(
+        os.path.join(root, p[len("/opt/vramtrace/"):]))]
+    check(paths and not missing, f"docs: every /opt/vramtrace path is in "
+          f"the bundle (missing: {sorted(missing)})")
+
+    try:
+        import yaml
+    except ImportError:
+        check(False, "docs: PyYAML (python3-yaml) is installed")
+        return
+    docs_ = []
+    for b in blocks(text, "yaml"):
+        try:
+            docs_.append(yaml.safe_load(b))
+        except yaml.YAMLError as e:
+            check(False, f"docs: a YAML block parses ({e})")
+    check(len(docs_) == len(blocks(text, "yaml")) >= 2,
+          f"docs: {len(docs_)} YAML blocks parse")
+    dep = [d for d in docs_ if d.get("kind") == "Deployment"]
+    mon = [d for d in docs_ if d.get("kind") == "PodMonitor"]
+    check(len(dep) == 1 and len(mon) == 1,
+          "docs: a Deployment and a PodMonitor")
+    if not dep or not mon:
+        return
+    spec = dep[0]["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    env = c["env"]
+    seen, order_ok = set(), True
+    for e in env:
+        for ref in re.findall(r"\$\((\w+)\)", str(e.get("value", ""))):
+            order_ok &= ref in seen
+        seen.add(e["name"])
+    names = {e["name"] for e in env}
+    check(order_ok, "docs: every $(VAR) of the env is defined before it")
+    check({n for n in names if n.startswith("VRAMTRACE_")} <= known and
+          "LD_PRELOAD" in names, f"docs: the env names are the preload's "
+          f"({sorted(names)})")
+    vols = {v["name"] for v in spec["volumes"]}
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"] +
+              [m for ic in spec.get("initContainers", [])
+               for m in ic["volumeMounts"]]}
+    check(set(mounts) <= vols, f"docs: the mounts name the pod's volumes "
+          f"({sorted(set(mounts) - vols)} undefined)")
+    val = {e["name"]: e.get("value", "") for e in env}
+    pre = val.get("LD_PRELOAD", "")
+    check(pre.startswith(mounts.get("vramtrace", "?") + "/") and
+          os.path.exists(os.path.join(root, os.path.relpath(
+              pre, mounts.get("vramtrace", "/")))),
+          f"docs: LD_PRELOAD ({pre}) is the bundle's preload in its mount")
+    check(val.get("VRAMTRACE_OUT", "").startswith(
+        mounts.get("runs", "?") + "/"),
+          "docs: VRAMTRACE_OUT lies in the runs' volume")
+    port = {p["name"]: p["containerPort"] for p in c["ports"]}
+    mport = mon[0]["spec"]["podMetricsEndpoints"][0]["port"]
+    check(val.get("VRAMTRACE_METRICS", "").endswith(
+        f":{port.get(mport)}") and
+          val.get("VRAMTRACE_METRICS_PUBLIC") == "1" and
+          mon[0]["spec"]["selector"]["matchLabels"] ==
+          dep[0]["spec"]["template"]["metadata"]["labels"],
+          "docs: the PodMonitor scrapes the pod's metrics port, opted in")
+
+    # Ray's runtime environment, as the shell passes it.
+    m = re.search(r"--runtime-env-json '([^']*)'", text)
+    try:
+        renv = json.loads(m.group(1)) if m else {}
+    except ValueError:
+        renv = {}
+    ev = renv.get("env_vars", {})
+    check(set(ev) == {"LD_PRELOAD", "VRAMTRACE_OUT"} and os.path.exists(
+        os.path.join(root, ev["LD_PRELOAD"][len("/opt/vramtrace/"):])),
+          f"docs: the Ray runtime env is JSON naming the preload ({renv})")
+
+    # The systemd unit, its program replaced by one that exists.
+    units = blocks(text, "ini")
+    sa = shutil.which("systemd-analyze")
+    if units and sa:
+        unit = re.sub(r"^ExecStart=\S+", "ExecStart=/bin/true", units[0],
+                      flags=re.M)
+        path = os.path.join(tmp, "vramtrace-doc.service")
+        with open(path, "w") as f:
+            f.write(unit)
+        p = subprocess.run([sa, "verify", path], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=60)
+        check(p.returncode == 0 and not p.stdout.strip(),
+              f"docs: systemd-analyze verify accepts the unit "
+              f"({p.stdout.strip()!r})")
+        envs = re.findall(r"^Environment=(\w+)=", units[0], re.M)
+        check(envs and all(e == "LD_PRELOAD" or e in known for e in envs),
+              f"docs: the unit's Environment= names are known ({envs})")
+    else:
+        print(f"skip   docs: systemd unit ({'no ini block' if not units else 'no systemd-analyze'})")
 
 
 if __name__ == "__main__":
