@@ -36,7 +36,6 @@ Usage: run_bundle.py --build DIR --source DIR --llama EXE --fake-dir DIR
                      --tmp-root DIR
 Exit 0 pass, 1 fail.
 """
-import argparse
 import glob
 import json
 import os
@@ -45,17 +44,12 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 
-failures = []
+from harness import check
+import harness
+
 GLIBC = re.compile(r"^(libc|libm|libdl|libpthread|librt|ld-linux[-\w.]*)"
                    r"\.so(\.\d+)*$|^linux-vdso")
-
-
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def env_with(libpath):
@@ -87,26 +81,6 @@ def newest_glibc(path):
     vs = [tuple(int(x) for x in v.split("."))
           for v in re.findall(r"\bGLIBC_(\d+(?:\.\d+)+)\b", out)]
     return max(vs) if vs else (0,)
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--build", "--source", "--llama", "--fake-dir", "--tmp-root"):
-        ap.add_argument(o, required=True)
-    args = ap.parse_args()
-    os.makedirs(args.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="bundle-", dir=args.tmp_root)
-    try:
-        body(args, tmp)
-    finally:
-        if failures or os.environ.get("VRT_TEST_KEEP"):
-            print("files kept in " + tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
 
 
 def body(args, tmp):
@@ -324,4 +298,4 @@ def docs(args, tmp, root):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    harness.run(["--build", "--source", "--llama", "--fake-dir"], "bundle-", body)

@@ -25,20 +25,11 @@ Usage: run_explain.py --vramtrace EXE --preload LIB --llama EXE
                       --fake-dir DIR --cc CC --tmp-root DIR
 Exit 0 pass, 1 fail.
 """
-import argparse
 import os
-import shutil
 import subprocess
-import sys
-import tempfile
 
-failures = []
-
-
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+from harness import check
+import harness
 
 
 def base_env(args, preload=None, libpath=None):
@@ -86,27 +77,6 @@ def build_stub(args, tmp, version):
     cc(args, "-shared", "-fPIC", "-o", os.path.join(d, "libvrtstub.so.1"),
        "-Wl,-soname,libvrtstub.so.1", f"-Wl,--version-script={vs}", src)
     return d
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--vramtrace", "--preload", "--llama", "--fake-dir", "--cc",
-              "--tmp-root"):
-        ap.add_argument(o, required=True)
-    args = ap.parse_args()
-    os.makedirs(args.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="explain-", dir=args.tmp_root)
-    try:
-        body(args, tmp)
-    finally:
-        if failures or os.environ.get("VRT_TEST_KEEP"):
-            print("files kept in " + tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
 
 
 def body(args, tmp):
@@ -186,4 +156,4 @@ def body(args, tmp):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    harness.run(["--vramtrace", "--preload", "--llama", "--fake-dir", "--cc"], "explain-", body)

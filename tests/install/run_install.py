@@ -21,22 +21,14 @@ pkg-config  --cflags and --variable=preload of the installed .pc; a
 Usage: run_install.py --build DIR --source DIR --tmp-root DIR --cc CC
 Exit 0 pass, 1 fail.
 """
-import argparse
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
-import tempfile
 
-failures = []
-
-
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+from harness import check
+import harness
 
 
 def clean_env():
@@ -66,26 +58,6 @@ def newest_glibc(path):
     vs = [tuple(int(x) for x in v.split("."))
           for v in re.findall(r"\bGLIBC_(\d+(?:\.\d+)+)\b", out)]
     return max(vs) if vs else None
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--build", "--source", "--tmp-root", "--cc"):
-        ap.add_argument(o, required=True)
-    args = ap.parse_args()
-    os.makedirs(args.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="install-", dir=args.tmp_root)
-    try:
-        body(args, tmp)
-    finally:
-        if failures or os.environ.get("VRT_TEST_KEEP"):
-            print("files kept in " + tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
 
 
 def body(args, tmp):
@@ -191,4 +163,4 @@ def body(args, tmp):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    harness.run(["--build", "--source", "--cc"], "install-", body)
