@@ -545,11 +545,27 @@ static int open_trace(const char *dir)
 	return out < 0 ? err : out;
 }
 
+static uint64_t origin_mono, origin_wall; /* 0: none; start_mu */
+
+void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns)
+{
+	origin_mono = mono_ns;
+	origin_wall = wall_ns;
+}
+
 int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 {
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
 	uint64_t mono = vrt_tbuf_now();
+	if (origin_mono) {
+		/* The header (and its frame's watermark) at the origin: a
+		 * PAST record written later is no broken promise. */
+		mono = origin_mono;
+		wall.tv_sec = (time_t)(origin_wall / 1000000000u);
+		wall.tv_nsec = (long)(origin_wall % 1000000000u);
+		origin_mono = 0;
+	}
 	flush_ms = flush_interval_ms;
 	failed = 0;
 	stage_len = 0;
