@@ -766,7 +766,6 @@ struct lfile {
 	uint64_t frame_off;
 	int have_chunk, in_snap;
 	uint32_t tid, snap_tid;
-	int saw_event;   /* an event record was read */
 	int in_past;     /* a PAST record is being read ... */
 	int64_t past_at; /* ... and this is its time */
 	int64_t ts;             /* chunk time after the records before ts_at */
@@ -992,7 +991,7 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 	pr->ppid = get_u(c);
 	pr->start_wall_ns = (int64_t)get_u(c);
 	pr->start_mono_ns = (int64_t)get_u(c);
-	(void)get_u(c); /* flags: unused in versions 1 to 3 */
+	pr->started_in_standby = (get_u(c) & VRT_HEADER_STANDBY) != 0;
 	n = get_str(c, &s);
 	pr->host = dup_bytes(s, n);
 	n = get_str(c, &s);
@@ -1688,24 +1687,6 @@ static enum vrt_load_status intern_new_symbols(struct vrt_trace *t,
                                                struct lfile *f,
                                                struct vrt_load_error *err);
 
-/* The first event record of a file says how its capture began: a kept
- * fact or a snapshot first means in standby. */
-static void first_event(struct vrt_trace *t, struct lfile *f, unsigned type,
-                        const struct cursor *c)
-{
-	struct cursor k = *c;
-
-	f->saw_event = 1;
-	if (type == VRT_REC_SNAPSHOT) {
-		(void)get_u(&k);
-		if (get_u(&k) != 1 || k.bad)
-			return;
-	} else if (type != VRT_REC_PAST) {
-		return;
-	}
-	t->procs[f->proc].started_in_standby = 1;
-}
-
 /*
  * Reads the records of one decoded frame: metadata goes into the tables at
  * once; ALLOC, FREE and REPEAT records are only counted and timed (their
@@ -1766,12 +1747,6 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 		c.p = p;
 		c.end = pe;
 		c.bad = 0;
-		if (__builtin_expect(!f->saw_event, 0) && type >= VRT_REC_CHUNK &&
-		    type != VRT_REC_STRING && type != VRT_REC_FRAME &&
-		    type != VRT_REC_STACK && type != VRT_REC_PHASE &&
-		    type != VRT_REC_WATERMARK && type != VRT_REC_TRAILER &&
-		    type != VRT_REC_CHUNK)
-			first_event(t, f, type, &c);
 		switch (type) {
 		case VRT_REC_REPEAT:
 		case VRT_REC_ALLOC_C:

@@ -162,9 +162,9 @@ struct vrt_process {
 	int64_t trunc_offset;
 	char trunc_reason[160];
 	uint64_t events; /* events decoded from this file */
-	int started_in_standby; /* its first event record was a kept fact
-	                         * (PAST) or a snapshot: capture began in
-	                         * standby */
+	int started_in_standby; /* HEADER flag VRT_HEADER_STANDBY: capture
+	                         * began in standby (only kept facts before
+	                         * its first snapshot) */
 	int exit_kind;   /* enum vrt_exit_kind, from "<pid>.exit" */
 	int exit_code;   /* exit status or signal number */
 };

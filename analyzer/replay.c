@@ -160,6 +160,22 @@ struct site {
 	uint32_t stack;
 };
 
+/* A request edge of a process in standby (PAST REQ_BEGIN, REQ_END, or
+ * the CLOSE of a connection with a request open). */
+struct past_edge {
+	int64_t ts;
+	uint64_t fd;
+	uint32_t proc;
+	uint8_t begin;
+};
+
+/* A process started (a snapshot) or stopped recording. */
+struct mode_change {
+	int64_t ts;
+	uint32_t proc;
+	uint8_t on;
+};
+
 /* The earliest listen() of a kind. */
 struct listen_seen {
 	int have;
@@ -213,6 +229,13 @@ struct state {
 	size_t nprocs;
 	/* server readiness candidates (settled by vrt_replay_end) */
 	struct listen_seen inet, unknown;
+	/* request edges kept in standby (PAST) and when each process
+	 * started and stopped recording, for the requests in flight at a
+	 * failure in another process (settle_inflight) */
+	struct past_edge *edges;
+	size_t nedges;
+	struct mode_change *modes;
+	size_t nmodes;
 	struct devstate *devs; /* r->ndevices of them */
 	struct series_acc inflight_acc;
 	int64_t series_start, series_width, bucket, bucket_end;
@@ -1197,12 +1220,17 @@ static void snapshot_done(struct state *s, int64_t ts)
 static int on_snapshot(struct state *s, const struct vrt_event *e)
 {
 	struct vrt_replay *r = s->r;
+	struct mode_change m = {e->ts, e->proc, e->aux == 1};
 
 	if (e->aux == 2) {
 		snapshot_done(s, e->ts);
 		return 0;
 	}
-	if (e->aux != 1)
+	if (e->aux != 1 && e->aux != 3)
+		return 0;
+	if (push((void **)&s->modes, &s->nmodes, &m, sizeof(m)))
+		return -1;
+	if (e->aux == 3) /* recording stops: standby from here */
 		return 0;
 	if (!r->have_recording_start || e->ts < r->recording_start_ts) {
 		r->have_recording_start = 1;
@@ -1567,12 +1595,19 @@ static int on_net(struct state *s, const struct vrt_event *e)
 	if (e->aux == VRT_NET_LISTEN)
 		return on_listen(s, e);
 	if (e->flags & VRT_EV_PAST) {
-		/* Kept in standby: when the first requests came, nothing
+		/* Kept in standby: when requests came and went, nothing
 		 * about what is open now (the snapshot says that). */
 		if (e->aux == VRT_NET_REQ_BEGIN)
 			first_request(r, e->ts);
 		else if (e->aux == VRT_NET_REQ_END)
 			first_response(r, e->ts, e->size);
+		if (e->aux == VRT_NET_REQ_BEGIN || e->aux == VRT_NET_REQ_END ||
+		    e->aux == VRT_NET_CLOSE) {
+			struct past_edge x = {e->ts, e->addr, e->proc,
+			                      e->aux == VRT_NET_REQ_BEGIN};
+			return push((void **)&s->edges, &s->nedges, &x,
+			            sizeof(x));
+		}
 		return 0;
 	}
 	switch (e->aux) {
@@ -1605,6 +1640,86 @@ static int on_net(struct state *s, const struct vrt_event *e)
 		return 0;
 	}
 	return 0; /* an op from a newer writer */
+}
+
+/* Whether process p was recording at ts: from its start unless it began
+ * in standby, then as its last start or stop before ts says; *since: when
+ * that last change was (INT64_MIN: none). */
+static int recording_at(const struct state *s, uint32_t p, int64_t ts,
+                        int64_t *since)
+{
+	int on = p < s->t->nprocs && !s->t->procs[p].started_in_standby;
+	size_t i;
+
+	*since = INT64_MIN;
+	for (i = 0; i < s->nmodes; i++) {
+		const struct mode_change *m = &s->modes[i];
+		if (m->proc == p && m->ts <= ts && m->ts >= *since) {
+			*since = m->ts;
+			on = m->on;
+		}
+	}
+	return on;
+}
+
+/* How the requests in flight of process p changed by ts, by the edges
+ * it kept since `from` (when it went to standby): a request whose last
+ * edge is a begin is open (+1); one that ended without beginning in that
+ * stretch was open when it stopped recording, which the replay still
+ * counts (-1). */
+static int64_t standby_inflight(const struct state *s, uint32_t p,
+                                int64_t from, int64_t ts)
+{
+	int64_t n = 0;
+	size_t i, j;
+
+	for (i = 0; i < s->nedges; i++) {
+		const struct past_edge *a = &s->edges[i];
+		int first = 1, last = 1;
+		if (a->proc != p || a->ts < from || a->ts > ts)
+			continue;
+		for (j = 0; j < s->nedges; j++) {
+			const struct past_edge *b = &s->edges[j];
+			int before;
+			if (j == i || b->proc != p || b->fd != a->fd ||
+			    b->ts < from || b->ts > ts)
+				continue;
+			before = b->ts < a->ts || (b->ts == a->ts && j < i);
+			first &= !before;
+			last &= before;
+		}
+		if (last && a->begin)
+			n++;
+		if (first && !a->begin)
+			n--;
+	}
+	return n;
+}
+
+/* A failure while other processes of the run were in standby: their
+ * requests then (kept edges) are in flight too. What the replay counted
+ * is what the recording processes had open. */
+static void settle_inflight(struct state *s)
+{
+	struct vrt_replay *r = s->r;
+	size_t i;
+	uint32_t p;
+
+	if (!s->nedges)
+		return;
+	for (i = 0; i < r->nfails; i++) {
+		struct vrt_replay_failure *f = &r->fails[i];
+		int64_t n = f->inflight, since;
+		for (p = 0; p < s->nprocs; p++)
+			if (!recording_at(s, p, f->ts, &since))
+				n += standby_inflight(s, p, since, f->ts);
+		f->inflight = n > 0 ? (uint32_t)n : 0;
+		/* at least that many were in flight at some point */
+		if (f->inflight > r->max_inflight) {
+			r->max_inflight = f->inflight;
+			r->max_inflight_ts = f->ts;
+		}
+	}
 }
 
 /* Readiness from the listen() facts (see replay.h), and the stage of each
@@ -1955,6 +2070,8 @@ static void state_free(struct state *s)
 	free(s->uses_requests);
 	free(s->conns);
 	free(s->ps);
+	free(s->edges);
+	free(s->modes);
 	free(s->devs);
 	free(s->sites);
 	free(s->sindex);
@@ -2294,6 +2411,7 @@ int vrt_replay_end(struct vrt_replay *r, const struct vrt_trace *t)
 		        s->devs[i].snap_peak_ts == r->dev[i].peak_ts;
 	}
 	settle_ready(s);
+	settle_inflight(s);
 	for (i = 0; i < r->nprocs && i < t->nprocs; i++)
 		r->procs[i].started_in_standby = t->procs[i].started_in_standby;
 	/* The last window runs to the end of the run. */

@@ -88,6 +88,11 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 
 	vrt_json_key(w, "run");
 	vrt_json_begin_object(w);
+	/* The run's time origin on the CLOCK_MONOTONIC of its first host:
+	 * every *_s is seconds after it (lines reports up with other
+	 * monotonic logs of that host). */
+	vrt_json_key(w, "start_monotonic_ns");
+	vrt_json_int(w, t->start_ns);
 	vrt_json_key(w, "processes");
 	vrt_json_begin_array(w);
 	for (i = 0; i < t->nprocs; i++) {

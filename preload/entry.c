@@ -146,6 +146,8 @@ int vrt_entry_record_start(void)
 int vrt_entry_record_stop(void)
 {
 	pthread_mutex_lock(&start_mu);
+	if (atomic_load(&vrt_state) == VRT_STATE_ON)
+		vrt_standby_write_stop(); /* readers: standby from here */
 	int s = VRT_STATE_ON;
 	int was_on = atomic_compare_exchange_strong(&vrt_state, &s,
 	                                            VRT_STATE_STANDBY);

@@ -3,9 +3,10 @@
  * starts a recording (see standby.h for what is kept and why).
  *
  * Store: a fixed array of facts under one spinlock (kept_lock), filled by
- * hooks on any thread in standby; rare events only (listen, fork/exec,
- * the first probe per device, the first request begun and answered), so
- * the lock is never hot. The open request ids of the annotation API live
+ * hooks on any thread in standby; rare events (listen, fork/exec, the
+ * first probe per device, the first request begun and answered) and a
+ * ring of the latest request edges (one store per request begun or
+ * ended), so the lock is never hot. The open request ids of the annotation API live
  * in a small table under its own spinlock (ids_lock), updated at every
  * bracket in both modes. The writing side (vrt_standby_write) runs under
  * entry.c's start_mu: it moves the facts to out[] under kept_lock and
@@ -24,6 +25,7 @@
 #include <time.h>
 
 #define MAX_KEPT  96 /* facts between two snapshots */
+#define MAX_EDGES 256 /* the latest request edges of a standby stretch */
 #define TEXT_KEPT 160
 #define MAX_IDS   256 /* open annotated requests remembered */
 
@@ -38,7 +40,18 @@ struct kept {
 static _Atomic int kept_lock, ids_lock;
 static struct kept kept[MAX_KEPT];
 static int nkept;
-static struct kept out[MAX_KEPT]; /* the writer's copy; start_mu */
+/* Request edges (a begin, an end, the close of a connection with a
+ * request open): a ring of the latest, so a failure in another process
+ * of the run can be told how many requests were in flight here then. */
+static struct edge {
+	uint64_t at;
+	int32_t fd;
+	uint16_t status;
+	uint8_t op;
+} edges[MAX_EDGES];
+static unsigned edge_next, nedges;
+static struct kept out[MAX_KEPT + MAX_EDGES]; /* the writer's copy;
+                                                * start_mu */
 
 /* One flag per fact taken once per image. */
 static _Atomic int first_begin, first_end, first_ok, first_annotated;
@@ -124,6 +137,21 @@ static void keep_probe(const struct vrt_ev *ev, struct kept *k)
 	keep(k);
 }
 
+static void keep_edge(const struct vrt_ev *ev)
+{
+	uint64_t now = vrt_tbuf_now();
+	spin_lock(&kept_lock);
+	struct edge *e = &edges[edge_next];
+	edge_next = (edge_next + 1) % MAX_EDGES;
+	if (nedges < MAX_EDGES)
+		nedges++;
+	e->at = now;
+	e->fd = (int32_t)ev->addr;
+	e->op = ev->op;
+	e->status = ev->op == VRT_NET_REQ_END ? (uint16_t)ev->aux : 0;
+	spin_unlock(&kept_lock);
+}
+
 void vrt_standby_keep(const struct vrt_ev *ev)
 {
 	struct kept k;
@@ -136,6 +164,9 @@ void vrt_standby_keep(const struct vrt_ev *ev)
 	switch (ev->rec) {
 	case VRT_REC_NET: {
 		int ok = ev->aux >= 200 && ev->aux < 300, want = 0;
+		if (ev->op == VRT_NET_REQ_BEGIN || ev->op == VRT_NET_REQ_END ||
+		    (ev->op == VRT_NET_CLOSE && ev->size))
+			keep_edge(ev);
 		if (ev->op == VRT_NET_LISTEN)
 			want = 1;
 		else if (ev->op == VRT_NET_REQ_BEGIN)
@@ -246,6 +277,18 @@ void vrt_standby_write(void)
 	n = nkept;
 	memcpy(out, kept, (size_t)n * sizeof(out[0]));
 	nkept = 0;
+	for (unsigned i = 0; i < nedges; i++) {
+		const struct edge *e =
+		        &edges[(edge_next + MAX_EDGES - nedges + i) % MAX_EDGES];
+		struct kept *k = &out[n++];
+		memset(k, 0, sizeof(*k));
+		k->at = e->at;
+		k->rec = VRT_REC_NET;
+		k->op = e->op;
+		k->addr = (uint64_t)e->fd;
+		k->aux = e->status;
+	}
+	nedges = edge_next = 0;
 	spin_unlock(&kept_lock);
 	/* In time order (a handful: insertion sort). */
 	for (int i = 1; i < n; i++) {
@@ -282,11 +325,18 @@ void vrt_standby_write(void)
 	vrt_tbuf_event(&mark);
 }
 
+void vrt_standby_write_stop(void)
+{
+	struct vrt_ev mark = {.rec = VRT_REC_SNAPSHOT, .op = 3};
+	vrt_tbuf_event(&mark);
+}
+
 void vrt_standby_after_fork_child(void)
 {
 	atomic_store(&kept_lock, 0);
 	atomic_store(&ids_lock, 0);
 	nkept = 0;
+	nedges = edge_next = 0;
 	memset(ids, 0, sizeof(ids));
 	memset((void *)probed, 0, sizeof(probed));
 	atomic_store(&first_begin, 0);

@@ -9,7 +9,9 @@
  * smaller one only the phase the application announced. The facts that
  * cost nothing per allocation are kept from the process's first event
  * and written, as PAST records, when recording starts: each listen()
- * (port, inet or unix), the first request begun and answered, the
+ * (port, inet or unix), the first request begun and answered, the latest
+ * request edges (begun, answered, closed: how many were in flight when
+ * another process of the run failed), the
  * children made (fork, exec, posix_spawn), the first free-memory probe
  * per device (with the bytes the process held then), the sampler's
  * readings (NVML: other processes). The header of the trace then says the
@@ -59,6 +61,10 @@ void vrt_standby_request(int op, uint64_t id);
  * and requests, SNAPSHOT end) into the calling thread's buffer, then
  * forgets the facts written. Recording must be on. */
 void vrt_standby_write(void);
+
+/* Recording stops here (SNAPSHOT op 3): standby until the next snapshot.
+ * Written while still recording. */
+void vrt_standby_write_stop(void);
 
 void vrt_standby_after_fork_child(void);
 

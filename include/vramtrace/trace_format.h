@@ -54,8 +54,9 @@
 enum vrt_rec {
 	/* The first record of the file, exactly once.
 	 * magic[8] raw, version, pid, ppid, start_wall_ns (CLOCK_REALTIME),
-	 * start_mono_ns, flags (unused, 0), host(str), exe(str), argc,
-	 * argv[argc](str) */
+	 * start_mono_ns, flags (VRT_HEADER_*), host(str), exe(str), argc,
+	 * argv[argc](str). start_*: when the process's capture began — its
+	 * first event, recording or in standby. */
 	VRT_REC_HEADER = 1,
 	/* vendor (enum vrt_vendor), ordinal, total_bytes, name(str),
 	 * uuid(str: 16 raw bytes, or empty). Readers show a CUDA uuid as
@@ -170,7 +171,9 @@ enum vrt_rec {
 	 * reader replaces what it held live (and open) for this process by
 	 * exactly that set (an address it already holds live stays as it
 	 * is), counting none of it as allocations, frees or new
-	 * connections. PAST records of the process come just before. */
+	 * connections. PAST records of the process come just before.
+	 * op 3 (alone): recording stops here (`ctl stop`); the process is in
+	 * standby until its next begin. */
 	VRT_REC_SNAPSHOT = 21,
 	/* chunk event (version 2): dts, count, span, period, then `period`
 	 * pair templates, each: alloc_api, free_api, device(s),
@@ -322,6 +325,12 @@ static inline const char *vrt_phase_builtin_name(unsigned id)
 	}
 	return NULL;
 }
+
+enum vrt_header_flag {
+	/* Capture began in standby: the file holds nothing but PAST facts
+	 * before its first SNAPSHOT (older writers: 0). */
+	VRT_HEADER_STANDBY = 1,
+};
 
 enum vrt_trailer_flag {
 	VRT_TRAILER_CLEAN_EXIT = 1,  /* written by the exit path */

@@ -22,8 +22,9 @@
  *               --act-gib of activations per request until told to
  *               finish it. Out of memory: it tells the API server and
  *               exits 3 (the API server answers 500 to every held request
- *               and exits 3), or with --oom-recovers it answers that one
- *               request 503 and goes on.
+ *               and exits 3), or with --oom-recovers the API server
+ *               answers that request 503, finishes the ones it holds and
+ *               goes on.
  *
  * Phases come from the native function names, through a rules file
  * (engine_load_weights, engine_reserve_kv_cache, engine_capture_graphs,
@@ -352,8 +353,10 @@ static int request(int i, const char *req)
 		fail_all(500);
 	int got = engine_wait(line, sizeof(line));
 	if (got == 'E' && o.oom_recovers) {
+		/* Refused; the ones held so far run as a smaller batch. */
 		c->stream = 0;
 		answer(c, 503, "out of memory, retry\n");
+		finish_batch();
 		return 0;
 	}
 	if (got != 'A') {

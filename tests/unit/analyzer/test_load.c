@@ -92,6 +92,9 @@ static void new_file(void)
 	frame.n = file.n = pl.n = 0;
 }
 
+/* The flags of the next header written (then 0 again). */
+static uint64_t header_flags;
+
 static void header_v(uint64_t pid, const char *host, unsigned version,
                      int64_t wall, int64_t mono)
 {
@@ -101,7 +104,8 @@ static void header_v(uint64_t pid, const char *host, unsigned version,
 	pu(&pl, 1);
 	pu(&pl, (uint64_t)wall);
 	pu(&pl, (uint64_t)mono);
-	pu(&pl, 0);
+	pu(&pl, header_flags);
+	header_flags = 0;
 	pstr(&pl, host);
 	pstr(&pl, "/bin/x");
 	pu(&pl, 1);
@@ -464,6 +468,7 @@ static void test_past(void)
 	/* the standby one: header at its first event (200), facts kept at
 	 * 300 and 400, written with the snapshot at 6000 */
 	new_file();
+	header_flags = VRT_HEADER_STANDBY;
 	header_v(2, "h", VRT_TRACE_VERSION, 0, 200);
 	watermark(200);
 	end_frame();
@@ -538,7 +543,7 @@ static void test_past(void)
 	ok(t.nprocs == 2 && t.procs[0].started_in_standby +
 	                                t.procs[1].started_in_standby ==
 	                        1,
-	   "past: one process began in standby");
+	   "past: one process began in standby (its header says so)");
 	vrt_load_free(&t);
 	free(v.e);
 	clear_dir();

@@ -638,6 +638,67 @@ static void test_standby_facts(void)
 	   "a peak only a snapshot saw is a lower bound");
 	EQ(r.procs[0].snapshots, 2, "two snapshots");
 	teardown();
+
+	/* Two processes: an engine (0) fails while its API server (1) is in
+	 * standby with three requests in flight (kept edges, written when
+	 * it started later); a failure while the API server records counts
+	 * only what its trace holds. */
+	{
+		static struct vrt_process two[2];
+		setup(1);
+		memset(two, 0, sizeof(two));
+		two[0].pid = 42;
+		two[1].pid = 43;
+		two[1].started_in_standby = 1;
+		t.procs = two;
+		t.nprocs = 2;
+		for (int k = 0; k < 4; k++) { /* API: 4 begin, one ends */
+			ev(VRT_EV_NET, 0, -1, (uint64_t)(10 + k), 0,
+			   VRT_NET_REQ_BEGIN);
+			netx(0, VRT_EV_PAST);
+			evs[nev - 1].proc = 1;
+			evs[nev - 1].ts = 100 + k;
+		}
+		ev(VRT_EV_NET, 0, -1, 10, 200, VRT_NET_REQ_END);
+		netx(0, VRT_EV_PAST);
+		evs[nev - 1].proc = 1;
+		evs[nev - 1].ts = 200;
+		ev(VRT_EV_NET, 0, -1, 11, 0, VRT_NET_CLOSE);
+		netx(0, VRT_EV_PAST);
+		evs[nev - 1].proc = 1;
+		evs[nev - 1].ts = 99000; /* after the failure */
+		/* the engine's failure at 8000 (recording all along) */
+		for (size_t k = 0; k < nev; k++)
+			evs[k].ts = evs[k].ts ? evs[k].ts : 1;
+		ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+		ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 1); /* API starts: 9000 */
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_NET, 0, -1, 12, 5, VRT_NET_ACCEPT);
+		netx(VRT_NET_KIND_INET, VRT_EV_SNAP);
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_NET, 0, -1, 12, 0, VRT_NET_REQ_BEGIN);
+		netx(0, VRT_EV_SNAP);
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 2);
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+		ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 3); /* API stops: 14000 */
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_NET, 0, -1, 13, 0, VRT_NET_REQ_BEGIN);
+		netx(0, VRT_EV_PAST);
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+		replay();
+		ok(r.nfails == 3 && r.fails[0].inflight == 3,
+		   "a failure while another process was in standby: its "
+		   "kept requests in flight count (3)");
+		ok(r.nfails == 3 && r.fails[1].inflight == 1,
+		   "while it records, only what its trace holds (1)");
+		ok(r.nfails == 3 && r.fails[2].inflight == 2,
+		   "after it stopped: what it held, and what it kept (2)");
+		EQ(r.max_inflight, 3, "at least 3 were in flight at once");
+		teardown();
+	}
 }
 
 static void test_inference(void)
