@@ -20,10 +20,20 @@
  * stay charged until it is released AND all its mappings are unmapped,
  * whichever comes last.
  *
- * Requests in flight are two more key spaces of the same table (accepted
- * connections by fd, annotated requests by id). A process counts its
- * annotated requests instead of its connections from its first REQUEST
- * event on (its connections still open then stop counting).
+ * Requests in flight are three more key spaces of the same table (accepted
+ * connections by fd, annotated requests by id, HTTP/1.x requests by fd).
+ * A connection of an older writer is itself a request in flight; a newer
+ * writer's says its family and its requests come as REQ_BEGIN/REQ_END. A
+ * process counts its annotated requests instead from its first REQUEST
+ * event on (its connections and requests still open then stop counting).
+ *
+ * A process that began in standby brings facts kept there (PAST events,
+ * with the times they happened, delivered after later events) and
+ * snapshots (the state at that moment: live allocations, open connections
+ * and requests, replacing what the process held). What depends on the
+ * order of such facts — readiness, the stage of each failure, requests in
+ * flight at a failure while another process was in standby — is settled
+ * by vrt_replay_end.
  *
  * One pass, fed in batches. The allocation sites live at a device's peak
  * are kept by lazy snapshots: a site (device, phase slot, stack) holds its
@@ -1069,11 +1079,11 @@ static void mapping_drop(struct state *s, uint32_t m)
 
 static void inflight_changed(struct state *s, int64_t ts);
 
-/* A snapshot begins: the connections and requests this process held open
- * are replaced by the snapshot's (closes it missed in standby), so drop
- * them without counting anything but what was in flight. */
-static void snapshot_reset_requests(struct state *s, uint32_t proc,
-                                    int64_t ts)
+/* Removes process proc's open connections and HTTP requests (and, with
+ * annotated, its annotated requests) from the table; those that were
+ * requests in flight stop counting. */
+static void drop_open(struct state *s, uint32_t proc, int annotated,
+                      int64_t ts)
 {
 	struct vrt_replay *r = s->r;
 	uint32_t dropped = 0;
@@ -1082,8 +1092,8 @@ static void snapshot_reset_requests(struct state *s, uint32_t proc,
 	for (i = 0; i < s->cap; i++) {
 		struct slot *sl = &s->tab[i];
 		if (sl->tag == TAG_EMPTY || sl->proc != proc ||
-		    (sl->space != SP_CONN && sl->space != SP_REQ &&
-		     sl->space != SP_HREQ))
+		    (sl->space != SP_CONN && sl->space != SP_HREQ &&
+		     (!annotated || sl->space != SP_REQ)))
 			continue;
 		/* A newer writer's connection is no request itself. */
 		if (sl->space != SP_CONN || sl->ref == CONN_LEGACY)
@@ -1244,7 +1254,9 @@ static int on_snapshot(struct state *s, const struct vrt_event *e)
 		}
 		p->snapshots++;
 	}
-	snapshot_reset_requests(s, e->proc, e->ts);
+	/* Its connections and requests are the snapshot's (closes it
+	 * missed in standby). */
+	drop_open(s, e->proc, 1, e->ts);
 	return snapshot_reset(s, e->proc);
 }
 
@@ -1483,26 +1495,11 @@ static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
 static void use_requests(struct state *s, uint32_t proc, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
-	uint32_t dropped = 0;
-	size_t i;
 
 	s->uses_requests[proc] = 1;
 	r->connections -= r->connections >= s->conns[proc] ? s->conns[proc]
 	                                                   : r->connections;
-	for (i = 0; i < s->cap; i++) {
-		struct slot *sl = &s->tab[i];
-		if (sl->tag == TAG_EMPTY || sl->proc != proc ||
-		    (sl->space != SP_CONN && sl->space != SP_HREQ))
-			continue;
-		if (sl->space == SP_HREQ || sl->ref == CONN_LEGACY)
-			dropped++;
-		table_remove_at(s, i);
-		i--; /* backward shift may have moved an entry here */
-	}
-	if (!dropped)
-		return;
-	r->inflight -= r->inflight >= dropped ? dropped : r->inflight;
-	inflight_changed(s, ts);
+	drop_open(s, proc, 0, ts);
 }
 
 static void listen_note(struct listen_seen *l, const struct vrt_event *e)

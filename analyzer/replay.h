@@ -151,7 +151,9 @@ struct vrt_replay_failure {
 	uint32_t stack;
 	int after_ready;   /* the server was ready (server_ready_ts <= ts):
 	                    * stage "request" */
-	uint32_t inflight; /* requests in flight at that moment */
+	uint32_t inflight; /* requests in flight at that moment (those of
+	                    * processes in standby then: by the request
+	                    * edges they kept) */
 	/* the device's live bytes by phase slot when the call failed */
 	uint64_t live_by_phase[VRT_REPLAY_MAX_PHASES];
 };

@@ -58,29 +58,10 @@ import sys
 import tempfile
 import re
 import threading
-import time
+
+from vrt_tap import Tap, poll
 
 GIB = 1 << 30
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, name, detail=""):
-        self.n += 1
-        print(("ok" if cond else "not ok") + f" {self.n} - {name}")
-        if not cond:
-            self.failed += 1
-            for line in str(detail).splitlines():
-                print(f"# {line}")
-        sys.stdout.flush()
-        return cond
-
-    def done(self):
-        print(f"1..{self.n}")
-        return 1 if self.failed else 0
 
 
 tap = Tap()
@@ -90,15 +71,6 @@ kv_cache   native:engine_reserve_kv_cache
 cuda_graph native:engine_capture_graphs
 forward    native:engine_execute_model
 """
-
-
-def poll(fn, tries=300, delay=0.05):
-    for _ in range(tries):
-        v = fn()
-        if v:
-            return v
-        time.sleep(delay)
-    return None
 
 
 def env_for(a, extra=None):
@@ -216,7 +188,7 @@ def demo_case(a, tmp, name, extra, args):
                              "--"] + cmd, env=senv, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     waiting = poll(lambda: os.path.exists(hold + ".waiting") or
-                   proc.poll() is not None)
+                   proc.poll() is not None, tries=600, delay=0.05)
     started = None
     if os.path.exists(hold + ".waiting"):
         started, out = ctl(a, sb, "start", env)
