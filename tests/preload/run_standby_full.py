@@ -377,11 +377,12 @@ def live_inflight(srv):
 
 
 def group_mp(a, tmp):
-    full = Server(a, tmp, "mp-full", False)
+    two = {"FAKECUDA_DEVICES": "2"}  # the engine uses device 0 only
+    full = Server(a, tmp, "mp-full", False, env_extra=two)
     tap.ok(full.port > 0, "mp: the full run serves")
     _, codes_f = mp_load(full, False)
     rc_f, _ = full.wait()
-    sb = Server(a, tmp, "mp-standby", True)
+    sb = Server(a, tmp, "mp-standby", True, env_extra=two)
     tap.ok(sb.port > 0, "mp: the standby run serves")
     # In standby the table is there, and the capacity with it.
     st = vt(a, "ctl", sb.run, "status", "--json", env=sb.env).stdout
@@ -411,6 +412,15 @@ def group_mp(a, tmp):
     req = rf.get("requests", {})
     tap.ok(req.get("not_http_connections") == 1 and req.get("http") == 13,
            "mp full: the engine's channel is no HTTP connection", req)
+    for tag, rep in (("full", rf), ("standby", rs)):
+        devs = {d.get("id"): d for d in rep.get("devices", [])}
+        d1 = devs.get(1, {})
+        tap.ok(len(devs) == 2 and d1.get("total_bytes") == 80 * GIB and
+               d1.get("live_bytes_end") == 0,
+               f"mp {tag}: the device the run never allocated on is listed "
+               f"with its capacity (the inventory at the first driver call)",
+               {k: (v.get("name"), v.get("total_bytes")) for k, v in
+                devs.items()})
     tap.ok(all(p.get("started_in_standby")
                for p in rs.get("run", {}).get("processes", [])) and
            not any(p.get("started_in_standby")
