@@ -110,8 +110,7 @@ void vrt_hook_record(struct vrt_ev *ev)
 	int on = vrt_capture_on();
 	if (on ? ev->rec != VRT_REC_FREE && ev->rec != VRT_REC_UNMAP &&
 	                 ev->rec != VRT_REC_NET
-	       : ev->rec == VRT_REC_ALLOC &&
-	                 ev->size >= vrt_standby_stack_min)
+	       : ev->rec == VRT_REC_ALLOC && vrt_standby_keeps_stack(ev->size))
 		ev->stack = vrt_stack_capture();
 	if (ev->rec != VRT_REC_MEMINFO && ev->rec != VRT_REC_NET)
 		ev->phase = vrt_phase_current();
@@ -141,7 +140,7 @@ void vrt_hook_alloc_cur(int api, int (*cur_dev)(void), uint64_t addr,
 		/* Standby: no driver call; a stack only for the large
 		 * allocations, where the budgets are. */
 		vrt_live_alloc(api, VRT_LIVE_DEVICE_LATER, addr, size,
-		               VRT_UNLIKELY(size >= vrt_standby_stack_min)
+		               VRT_UNLIKELY(vrt_standby_keeps_stack(size))
 		                       ? vrt_stack_capture()
 		                       : 0,
 		               vrt_phase_current());

@@ -65,7 +65,7 @@ static struct {
 static _Atomic int origin_set;
 static uint64_t origin_mono, origin_wall;
 
-uint64_t vrt_standby_stack_min = UINT64_MAX;
+_Atomic uint64_t vrt_standby_stack_min = UINT64_MAX;
 
 static void spin_lock(_Atomic int *l)
 {
@@ -83,7 +83,8 @@ void vrt_standby_begin(int first_event)
 {
 	struct timespec wall;
 	long kib = vrt_options_int(VRT_OPT_STANDBY_STACK_KIB);
-	vrt_standby_stack_min = (uint64_t)kib << 10;
+	atomic_store_explicit(&vrt_standby_stack_min, (uint64_t)kib << 10,
+	                      memory_order_relaxed);
 	if (!first_event)
 		return;
 	clock_gettime(CLOCK_REALTIME, &wall);

@@ -30,6 +30,7 @@
 #ifndef VRT_STANDBY_H
 #define VRT_STANDBY_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct vrt_ev;
@@ -45,7 +46,13 @@ int vrt_standby_origin(uint64_t *mono_ns, uint64_t *wall_ns);
 
 /* Allocations of at least this many bytes keep their stack in standby
  * (VRAMTRACE_STANDBY_STACK_KIB). Read on the hot path. */
-extern uint64_t vrt_standby_stack_min;
+extern _Atomic uint64_t vrt_standby_stack_min;
+
+static inline int vrt_standby_keeps_stack(uint64_t size)
+{
+	return size >= atomic_load_explicit(&vrt_standby_stack_min,
+	                                    memory_order_relaxed);
+}
 
 /* From hooks in standby: keeps what ev says about the run (NET, PROC,
  * MEMINFO, REQUEST); other events are ignored. No malloc, no wait

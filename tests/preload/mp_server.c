@@ -10,7 +10,10 @@
  *               the engine has loaded, then listens on 127.0.0.1 and writes
  *               "PORT UNIX_LISTEN_NS INET_LISTEN_NS" (CLOCK_MONOTONIC of
  *               its two listen() calls) to --port-file. It serves
- *               keep-alive HTTP/1.1 from one poll() loop: GET /health at
+ *               keep-alive HTTP/1.1 from one poll() loop (each connection
+ *               reads with one of read, recv, readv, recvmsg, recvfrom and
+ *               answers with one of writev, sendmsg, send + sendto, two
+ *               writes): GET /health at
  *               once; POST /gen?hold=N forwards one request to the engine
  *               and holds it until N requests are held, then all held ones
  *               finish (engine frees, answer written: Content-Length with
@@ -269,7 +272,45 @@ static void answer(struct conn *c, int status, const char *body)
 	                 "Content-Length: %zu\r\n\r\n",
 	                 status, reason, strlen(body));
 	struct iovec v[2] = {{head, (size_t)n}, {(void *)body, strlen(body)}};
-	(void)writev(c->fd, v, 2);
+	struct msghdr m = {.msg_iov = v, .msg_iovlen = 2};
+	/* Servers answer with any of these; each connection its own. */
+	switch (c->fd % 4) {
+	case 0:
+		(void)writev(c->fd, v, 2);
+		break;
+	case 1:
+		(void)sendmsg(c->fd, &m, MSG_NOSIGNAL);
+		break;
+	case 2: /* headers, then the body on its own */
+		if (send(c->fd, head, (size_t)n, MSG_NOSIGNAL) == n)
+			(void)sendto(c->fd, body, strlen(body), MSG_NOSIGNAL,
+			             NULL, 0);
+		break;
+	default:
+		if (write(c->fd, head, (size_t)n) == n)
+			(void)write(c->fd, body, strlen(body));
+	}
+}
+
+/* Reads what a client sent, with one of the calls servers use. */
+static ssize_t take(struct conn *c)
+{
+	char *p = c->buf + c->have;
+	size_t room = sizeof(c->buf) - 1 - c->have;
+	struct iovec v = {p, room};
+	struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+	switch (c->fd % 5) {
+	case 0:
+		return read(c->fd, p, room);
+	case 1:
+		return recv(c->fd, p, room, 0);
+	case 2:
+		return readv(c->fd, &v, 1);
+	case 3:
+		return recvmsg(c->fd, &m, 0);
+	default:
+		return recvfrom(c->fd, p, room, 0, NULL, NULL);
+	}
 }
 
 static char ebuf[4096];
@@ -478,12 +519,7 @@ static int api_main(const char *self)
 			ssize_t r;
 			if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
-			/* Half the connections read with read(), half with
-			 * recv(): servers use both. */
-			r = i % 2 ? recv(c->fd, c->buf + c->have,
-			                 sizeof(c->buf) - 1 - c->have, 0)
-			          : read(c->fd, c->buf + c->have,
-			                 sizeof(c->buf) - 1 - c->have);
+			r = take(c);
 			if (r <= 0) {
 				if (!c->held) {
 					close(c->fd);
