@@ -203,6 +203,7 @@ gpu-test)
 bench)
     python3 tests/bench/run_all.py \
         --bench "$build/tests/bench/bench_alloc" \
+        --io-bench "$build/tests/bench/bench_io" \
         --python-bench tests/bench/bench_python.py \
         --preload "$build/preload/libvramtrace.so" \
         --fake-dir "$build/tests/fake" \

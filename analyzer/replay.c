@@ -20,10 +20,20 @@
  * stay charged until it is released AND all its mappings are unmapped,
  * whichever comes last.
  *
- * Requests in flight are two more key spaces of the same table (accepted
- * connections by fd, annotated requests by id). A process counts its
- * annotated requests instead of its connections from its first REQUEST
- * event on (its connections still open then stop counting).
+ * Requests in flight are three more key spaces of the same table (accepted
+ * connections by fd, annotated requests by id, HTTP/1.x requests by fd).
+ * A connection of an older writer is itself a request in flight; a newer
+ * writer's says its family and its requests come as REQ_BEGIN/REQ_END. A
+ * process counts its annotated requests instead from its first REQUEST
+ * event on (its connections and requests still open then stop counting).
+ *
+ * A process that began in standby brings facts kept there (PAST events,
+ * with the times they happened, delivered after later events) and
+ * snapshots (the state at that moment: live allocations, open connections
+ * and requests, replacing what the process held). What depends on the
+ * order of such facts — readiness, the stage of each failure, requests in
+ * flight at a failure while another process was in standby — is settled
+ * by vrt_replay_end.
  *
  * One pass, fed in batches. The allocation sites live at a device's peak
  * are kept by lazy snapshots: a site (device, phase slot, stack) holds its
@@ -76,9 +86,16 @@ enum space {
 	SP_VA = 3,
 	SP_HANDLE = 4, /* VMM handles */
 	SP_MAP = 5,    /* VMM mappings: address -> handle */
-	SP_CONN = 6,   /* accepted connections: fd -> nothing */
+	SP_CONN = 6,   /* accepted connections: fd -> CONN_* */
 	SP_REQ = 7,    /* annotated requests: id -> nothing */
+	SP_HREQ = 8,   /* HTTP/1.x requests in flight: fd -> nothing */
 };
+
+/* What an SP_CONN entry holds: a connection of an older writer is itself
+ * a request in flight (CONN_LEGACY); a newer writer's says its family
+ * (CONN_KIND + enum vrt_net_kind) and its requests are SP_HREQ entries. */
+#define CONN_LEGACY 0u
+#define CONN_KIND   1u
 
 #define NONE UINT32_MAX
 
@@ -153,6 +170,37 @@ struct site {
 	uint32_t stack;
 };
 
+/* A request edge of a process in standby (PAST REQ_BEGIN, REQ_END, or
+ * the CLOSE of a connection with a request open). */
+struct past_edge {
+	int64_t ts;
+	uint64_t fd;
+	uint32_t proc;
+	uint8_t begin;
+};
+
+/* A process started (a snapshot) or stopped recording. */
+struct mode_change {
+	int64_t ts;
+	uint32_t proc;
+	uint8_t on;
+};
+
+/* The earliest listen() of a kind. */
+struct listen_seen {
+	int have;
+	int64_t ts;
+	uint32_t proc;
+	uint64_t port;
+};
+
+/* Per process, beside the result's vrt_replay_proc: its earliest unix
+ * socket listen(), and whether it served HTTP/1.x over unix connections. */
+struct pstate {
+	struct listen_seen unix_listen;
+	uint8_t unix_http;
+};
+
 /* Per device, beside the result's vrt_replay_device. */
 struct devstate {
 	uint64_t epoch; /* peaks reached so far */
@@ -164,6 +212,10 @@ struct devstate {
 	 * point or a peak is one memcpy */
 	uint64_t live[VRT_REPLAY_MAX_PHASES];
 	struct series_acc acc;
+	/* a snapshot's allocation raised the peak, at this time */
+	int snap_peak;
+	int64_t snap_peak_ts;
+	int snap_touched; /* named by the snapshot being read */
 };
 
 #define SITE_HINTS 4 /* site hints per stack (power of two) */
@@ -183,7 +235,17 @@ struct state {
 	 * and connections it accepted until then */
 	uint8_t *uses_requests;
 	uint64_t *conns;
+	struct pstate *ps;
 	size_t nprocs;
+	/* server readiness candidates (settled by vrt_replay_end) */
+	struct listen_seen inet, unknown;
+	/* request edges kept in standby (PAST) and when each process
+	 * started and stopped recording, for the requests in flight at a
+	 * failure in another process (settle_inflight) */
+	struct past_edge *edges;
+	size_t nedges;
+	struct mode_change *modes;
+	size_t nmodes;
 	struct devstate *devs; /* r->ndevices of them */
 	struct series_acc inflight_acc;
 	int64_t series_start, series_width, bucket, bucket_end;
@@ -1015,6 +1077,36 @@ static void mapping_drop(struct state *s, uint32_t m)
 	handle_unref(s, h);
 }
 
+static void inflight_changed(struct state *s, int64_t ts);
+
+/* Removes process proc's open connections and HTTP requests (and, with
+ * annotated, its annotated requests) from the table; those that were
+ * requests in flight stop counting. */
+static void drop_open(struct state *s, uint32_t proc, int annotated,
+                      int64_t ts)
+{
+	struct vrt_replay *r = s->r;
+	uint32_t dropped = 0;
+	size_t i;
+
+	for (i = 0; i < s->cap; i++) {
+		struct slot *sl = &s->tab[i];
+		if (sl->tag == TAG_EMPTY || sl->proc != proc ||
+		    (sl->space != SP_CONN && sl->space != SP_HREQ &&
+		     (!annotated || sl->space != SP_REQ)))
+			continue;
+		/* A newer writer's connection is no request itself. */
+		if (sl->space != SP_CONN || sl->ref == CONN_LEGACY)
+			dropped++;
+		table_remove_at(s, i);
+		i--; /* backward shift may have moved an entry here */
+	}
+	if (!dropped)
+		return;
+	r->inflight -= r->inflight >= dropped ? dropped : r->inflight;
+	inflight_changed(s, ts);
+}
+
 /* A standby snapshot begins: what this process held live is replaced by
  * the snapshot's allocations, so drop it all without counting frees
  * (mappings first, so their handles come free with them). */
@@ -1105,7 +1197,67 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 	if (!(e->flags & VRT_EV_SNAP))
 		count(s, ob, 0, 1);
 	charge(s, ob, e->ts);
+	if ((e->flags & VRT_EV_SNAP) && ob->charged && ob->device >= 0 &&
+	    (size_t)ob->device < s->r->ndevices) {
+		const struct vrt_replay_device *d = &s->r->dev[ob->device];
+		struct devstate *ds = &s->devs[ob->device];
+		ds->snap_touched = 1;
+		/* The peak is what the snapshot found: a lower bound. */
+		if (d->peak_ts == e->ts && d->peak_bytes == d->tracked_bytes) {
+			ds->snap_peak = 1;
+			ds->snap_peak_ts = e->ts;
+		}
+	}
 	return 0;
+}
+
+/* SNAPSHOT end: the devices it named hold what the run held then. */
+static void snapshot_done(struct state *s, int64_t ts)
+{
+	size_t i;
+
+	for (i = 0; i < s->r->ndevices; i++) {
+		struct vrt_replay_device *d = &s->r->dev[i];
+		if (!s->devs[i].snap_touched)
+			continue;
+		s->devs[i].snap_touched = 0;
+		d->have_snapshot = 1;
+		d->snapshot_bytes = d->tracked_bytes;
+		d->snapshot_ts = ts;
+	}
+}
+
+static int on_snapshot(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay *r = s->r;
+	struct mode_change m = {e->ts, e->proc, e->aux == 1};
+
+	if (e->aux == 2) {
+		snapshot_done(s, e->ts);
+		return 0;
+	}
+	if (e->aux != 1 && e->aux != 3)
+		return 0;
+	if (push((void **)&s->modes, &s->nmodes, &m, sizeof(m)))
+		return -1;
+	if (e->aux == 3) /* recording stops: standby from here */
+		return 0;
+	if (!r->have_recording_start || e->ts < r->recording_start_ts) {
+		r->have_recording_start = 1;
+		r->recording_start_ts = e->ts;
+	}
+	if (e->proc < r->nprocs) {
+		struct vrt_replay_proc *p = &r->procs[e->proc];
+		if (!p->have_snapshot) {
+			p->have_snapshot = 1;
+			p->first_snapshot_ts = e->ts;
+		}
+		p->snapshots++;
+	}
+	/* Its connections and requests are the snapshot's (closes it
+	 * missed in standby). */
+	drop_open(s, e->proc, 1, e->ts);
+	return snapshot_reset(s, e->proc);
 }
 
 static void on_free(struct state *s, const struct vrt_event *e, int fam)
@@ -1228,8 +1380,7 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 	f->error = (int64_t)e->aux;
 	f->phase = phase_slot(e->phase);
 	f->stack = e->stack;
-	f->after_ready = r->have_server_ready;
-	f->inflight = r->inflight;
+	f->inflight = r->inflight; /* after_ready: settle_ready */
 	f->oom = e->aux == 2 && vrt_api_op(e->api) == VRT_OP_ALLOC;
 	if (e->flags & VRT_EV_HAVE_INFO && e->extra < s->t->nfails) {
 		f->have_info = 1;
@@ -1263,21 +1414,25 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 static void on_meminfo(struct state *s, const struct vrt_event *e)
 {
 	struct vrt_replay_device *d;
-	uint64_t used;
+	uint64_t used, held;
 
 	if (e->device < 0 || (size_t)e->device >= s->r->ndevices)
 		return;
 	d = &s->r->dev[e->device];
-	if (d->have_baseline)
+	/* The first probe: a fact kept in standby may arrive after a later
+	 * one. */
+	if (d->have_baseline && e->ts >= d->baseline_ts)
 		return;
 	d->have_baseline = 1;
 	d->baseline_ts = e->ts;
 	d->probe_total_bytes = e->size;
 	used = e->size >= e->addr ? e->size - e->addr : 0;
 	/* What the driver counts as used beyond our live bytes was there
-	 * before us (or is driver overhead); never negative. */
-	d->baseline_used_bytes =
-	        used > d->tracked_bytes ? used - d->tracked_bytes : 0;
+	 * before us (or is driver overhead); never negative. A kept probe
+	 * carries what its process held then (the trace never saw those
+	 * allocations). */
+	held = (e->flags & VRT_EV_PAST) ? e->aux : d->tracked_bytes;
+	d->baseline_used_bytes = used > held ? used - held : 0;
 }
 
 static void inflight_changed(struct state *s, int64_t ts)
@@ -1298,7 +1453,8 @@ static void inflight_changed(struct state *s, int64_t ts)
 }
 
 /* Opens (or closes) one request in key space sp; duplicates and unknown
- * closes (lost events) change nothing. */
+ * closes (lost events) change nothing. A snapshot's open request is no
+ * new one (VRT_EV_SNAP: counted in flight, not begun). */
 static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
                         int open)
 {
@@ -1306,18 +1462,24 @@ static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
 	uint32_t old;
 
 	if (open) {
-		/* The value is never read: any non-NONE object index. */
-		if (table_put(s, e->proc, sp, e->addr, 0, &old))
+		/* The value is never read: any non-NONE object index
+		 * (CONN_LEGACY for a connection). */
+		if (table_put(s, e->proc, sp, e->addr, CONN_LEGACY, &old))
 			return -1;
 		if (old != NONE)
 			return 0;
 		r->inflight++;
-		if (sp == SP_CONN) {
+		if (e->flags & VRT_EV_SNAP) {
+			/* open at the snapshot: not a new one */
+		} else if (sp == SP_CONN) {
 			r->connections++;
 			if (e->proc < s->nprocs)
 				s->conns[e->proc]++;
-		} else
+		} else if (sp == SP_HREQ) {
+			r->http_requests++;
+		} else {
 			r->requests++;
+		}
 	} else {
 		if (table_take(s, e->proc, sp, e->addr) == NONE)
 			return 0;
@@ -1328,29 +1490,98 @@ static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
 }
 
 /* The first REQUEST of process proc: from now on it counts its
- * annotated requests, not its connections (never both); the connections
- * it holds open stop counting. */
+ * annotated requests, not its connections or HTTP requests (never both);
+ * those it holds open stop counting. */
 static void use_requests(struct state *s, uint32_t proc, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
-	uint32_t dropped = 0;
-	size_t i;
 
 	s->uses_requests[proc] = 1;
 	r->connections -= r->connections >= s->conns[proc] ? s->conns[proc]
 	                                                   : r->connections;
-	for (i = 0; i < s->cap; i++) {
-		if (s->tab[i].tag == TAG_EMPTY || s->tab[i].space != SP_CONN ||
-		    s->tab[i].proc != proc)
-			continue;
-		table_remove_at(s, i);
-		dropped++;
-		i--; /* backward shift may have moved an entry here */
-	}
-	if (!dropped)
+	drop_open(s, proc, 0, ts);
+}
+
+static void listen_note(struct listen_seen *l, const struct vrt_event *e)
+{
+	if (l->have && l->ts <= e->ts)
 		return;
-	r->inflight -= r->inflight >= dropped ? dropped : r->inflight;
-	inflight_changed(s, ts);
+	l->have = 1;
+	l->ts = e->ts;
+	l->proc = e->proc;
+	l->port = e->size;
+}
+
+/* Facts of the first request begun, answered, answered 2xx (also from
+ * the annotation API's brackets). */
+static void first_request(struct vrt_replay *r, int64_t ts)
+{
+	if (!r->have_first_request || ts < r->first_request_ts) {
+		r->have_first_request = 1;
+		r->first_request_ts = ts;
+	}
+}
+
+static void first_response(struct vrt_replay *r, int64_t ts, uint64_t status)
+{
+	if (!r->have_first_response || ts < r->first_response_ts) {
+		r->have_first_response = 1;
+		r->first_response_ts = ts;
+		r->first_response_status = (uint32_t)status;
+	}
+	if (status >= 200 && status < 300 &&
+	    (!r->have_first_ok_response || ts < r->first_ok_response_ts)) {
+		r->have_first_ok_response = 1;
+		r->first_ok_response_ts = ts;
+	}
+}
+
+static int on_listen(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay *r = s->r;
+
+	if (!r->have_first_listen || e->ts < r->first_listen_ts) {
+		r->have_first_listen = 1;
+		r->first_listen_ts = e->ts;
+	}
+	if (e->extra == VRT_NET_KIND_INET)
+		listen_note(&s->inet, e);
+	else if (e->extra == VRT_NET_KIND_UNKNOWN)
+		listen_note(&s->unknown, e);
+	else if (e->extra == VRT_NET_KIND_UNIX && e->proc < s->nprocs)
+		listen_note(&s->ps[e->proc].unix_listen, e);
+	return 0;
+}
+
+/* A connection of a writer that follows requests: remembered with its
+ * family; its requests come as REQ_BEGIN/REQ_END. */
+static int conn_open(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay *r = s->r;
+	uint32_t old;
+
+	if (table_put(s, e->proc, SP_CONN, e->addr, CONN_KIND + e->extra,
+	              &old))
+		return -1;
+	if (old != NONE || (e->flags & VRT_EV_SNAP))
+		return 0;
+	r->connections++;
+	if (e->proc < s->nprocs)
+		s->conns[e->proc]++;
+	return 0;
+}
+
+static int conn_close(struct state *s, const struct vrt_event *e)
+{
+	size_t i = table_find(s, e->proc, SP_CONN, e->addr);
+	uint32_t v = slot_obj(s, i);
+
+	if (v == CONN_LEGACY) /* the connection was the request */
+		return request_edge(s, e, SP_CONN, 0);
+	if (v != NONE)
+		table_remove_at(s, i);
+	/* A request still in flight ends with its connection. */
+	return request_edge(s, e, SP_HREQ, 0);
 }
 
 static int on_net(struct state *s, const struct vrt_event *e)
@@ -1358,21 +1589,171 @@ static int on_net(struct state *s, const struct vrt_event *e)
 	struct vrt_replay *r = s->r;
 	int by_conn = e->proc >= s->nprocs || !s->uses_requests[e->proc];
 
-	switch (e->aux) {
-	case VRT_NET_LISTEN:
-		if (!r->have_server_ready) {
-			r->have_server_ready = 1;
-			r->server_ready_ts = e->ts;
-			r->server_ready_proc = e->proc;
-			r->server_port = e->size;
+	if (e->aux == VRT_NET_LISTEN)
+		return on_listen(s, e);
+	if (e->flags & VRT_EV_PAST) {
+		/* Kept in standby: when requests came and went, nothing
+		 * about what is open now (the snapshot says that). */
+		if (e->aux == VRT_NET_REQ_BEGIN)
+			first_request(r, e->ts);
+		else if (e->aux == VRT_NET_REQ_END)
+			first_response(r, e->ts, e->size);
+		if (e->aux == VRT_NET_REQ_BEGIN || e->aux == VRT_NET_REQ_END ||
+		    e->aux == VRT_NET_CLOSE) {
+			struct past_edge x = {e->ts, e->addr, e->proc,
+			                      e->aux == VRT_NET_REQ_BEGIN};
+			return push((void **)&s->edges, &s->nedges, &x,
+			            sizeof(x));
 		}
 		return 0;
+	}
+	switch (e->aux) {
 	case VRT_NET_ACCEPT:
-		return by_conn ? request_edge(s, e, SP_CONN, 1) : 0;
+		if (!by_conn)
+			return 0;
+		if (e->extra != VRT_NET_KIND_UNKNOWN)
+			return conn_open(s, e);
+		return request_edge(s, e, SP_CONN, 1);
 	case VRT_NET_CLOSE:
-		return by_conn ? request_edge(s, e, SP_CONN, 0) : 0;
+		return by_conn ? conn_close(s, e) : 0;
+	case VRT_NET_REQ_BEGIN: {
+		uint32_t kind;
+		if (!by_conn)
+			return 0;
+		if (!(e->flags & VRT_EV_SNAP))
+			first_request(r, e->ts);
+		kind = table_get(s, e->proc, SP_CONN, e->addr);
+		if (kind == CONN_KIND + VRT_NET_KIND_UNIX && e->proc < s->nprocs)
+			s->ps[e->proc].unix_http = 1;
+		return request_edge(s, e, SP_HREQ, 1);
+	}
+	case VRT_NET_REQ_END:
+		if (!by_conn)
+			return 0;
+		first_response(r, e->ts, e->size);
+		return request_edge(s, e, SP_HREQ, 0);
+	case VRT_NET_PROTO:
+		r->other_connections++;
+		return 0;
 	}
 	return 0; /* an op from a newer writer */
+}
+
+/* Whether process p was recording at ts: from its start unless it began
+ * in standby, then as its last start or stop before ts says; *since: when
+ * that last change was (INT64_MIN: none). */
+static int recording_at(const struct state *s, uint32_t p, int64_t ts,
+                        int64_t *since)
+{
+	int on = p < s->t->nprocs && !s->t->procs[p].started_in_standby;
+	size_t i;
+
+	*since = INT64_MIN;
+	for (i = 0; i < s->nmodes; i++) {
+		const struct mode_change *m = &s->modes[i];
+		if (m->proc == p && m->ts <= ts && m->ts >= *since) {
+			*since = m->ts;
+			on = m->on;
+		}
+	}
+	return on;
+}
+
+/* How the requests in flight of process p changed by ts, by the edges
+ * it kept since `from` (when it went to standby): a request whose last
+ * edge is a begin is open (+1); one that ended without beginning in that
+ * stretch was open when it stopped recording, which the replay still
+ * counts (-1). */
+static int64_t standby_inflight(const struct state *s, uint32_t p,
+                                int64_t from, int64_t ts)
+{
+	int64_t n = 0;
+	size_t i, j;
+
+	for (i = 0; i < s->nedges; i++) {
+		const struct past_edge *a = &s->edges[i];
+		int first = 1, last = 1;
+		if (a->proc != p || a->ts < from || a->ts > ts)
+			continue;
+		for (j = 0; j < s->nedges; j++) {
+			const struct past_edge *b = &s->edges[j];
+			int before;
+			if (j == i || b->proc != p || b->fd != a->fd ||
+			    b->ts < from || b->ts > ts)
+				continue;
+			before = b->ts < a->ts || (b->ts == a->ts && j < i);
+			first &= !before;
+			last &= before;
+		}
+		if (last && a->begin)
+			n++;
+		if (first && !a->begin)
+			n--;
+	}
+	return n;
+}
+
+/* A failure while other processes of the run were in standby: their
+ * requests then (kept edges) are in flight too. What the replay counted
+ * is what the recording processes had open. */
+static void settle_inflight(struct state *s)
+{
+	struct vrt_replay *r = s->r;
+	size_t i;
+	uint32_t p;
+
+	if (!s->nedges)
+		return;
+	for (i = 0; i < r->nfails; i++) {
+		struct vrt_replay_failure *f = &r->fails[i];
+		int64_t n = f->inflight, since;
+		for (p = 0; p < s->nprocs; p++)
+			if (!recording_at(s, p, f->ts, &since))
+				n += standby_inflight(s, p, since, f->ts);
+		f->inflight = n > 0 ? (uint32_t)n : 0;
+		/* at least that many were in flight at some point */
+		if (f->inflight > r->max_inflight) {
+			r->max_inflight = f->inflight;
+			r->max_inflight_ts = f->ts;
+		}
+	}
+}
+
+/* Readiness from the listen() facts (see replay.h), and the stage of each
+ * failure by it: facts kept in standby arrive out of time order, so both
+ * are settled here. */
+static void settle_ready(struct state *s)
+{
+	struct vrt_replay *r = s->r;
+	const struct listen_seen *best = NULL;
+	int kind = VRT_NET_KIND_UNKNOWN;
+	size_t i;
+
+	if (s->inet.have) {
+		best = &s->inet;
+		kind = VRT_NET_KIND_INET;
+	} else {
+		for (i = 0; i < s->nprocs; i++) {
+			const struct listen_seen *u = &s->ps[i].unix_listen;
+			if (u->have && s->ps[i].unix_http &&
+			    (!best || u->ts < best->ts)) {
+				best = u;
+				kind = VRT_NET_KIND_UNIX;
+			}
+		}
+		if (!best && s->unknown.have)
+			best = &s->unknown;
+	}
+	r->have_server_ready = best != NULL;
+	if (best) {
+		r->server_ready_ts = best->ts;
+		r->server_ready_proc = best->proc;
+		r->server_port = best->port;
+		r->server_ready_kind = kind;
+	}
+	for (i = 0; i < r->nfails; i++)
+		r->fails[i].after_ready = r->have_server_ready &&
+		                          r->fails[i].ts >= r->server_ready_ts;
 }
 
 /* ---- windows ------------------------------------------------------------ */
@@ -1636,16 +2017,29 @@ static int state_grow(struct state *s, const struct vrt_trace *t)
 	if (t->nprocs > s->nprocs) {
 		uint8_t *nu = realloc(s->uses_requests, t->nprocs);
 		uint64_t *nc;
+		struct pstate *np;
+		struct vrt_replay_proc *rp;
+		size_t add = t->nprocs - s->nprocs;
 		if (!nu)
 			return -1;
-		memset(nu + s->nprocs, 0, t->nprocs - s->nprocs);
+		memset(nu + s->nprocs, 0, add);
 		s->uses_requests = nu;
 		nc = realloc(s->conns, t->nprocs * sizeof(*nc));
 		if (!nc)
 			return -1;
-		memset(nc + s->nprocs, 0,
-		       (t->nprocs - s->nprocs) * sizeof(*nc));
+		memset(nc + s->nprocs, 0, add * sizeof(*nc));
 		s->conns = nc;
+		np = realloc(s->ps, t->nprocs * sizeof(*np));
+		if (!np)
+			return -1;
+		memset(np + s->nprocs, 0, add * sizeof(*np));
+		s->ps = np;
+		rp = realloc(r->procs, t->nprocs * sizeof(*rp));
+		if (!rp)
+			return -1;
+		memset(rp + s->nprocs, 0, add * sizeof(*rp));
+		r->procs = rp;
+		r->nprocs = t->nprocs;
 		s->nprocs = t->nprocs;
 	}
 	if (t->nstacks * SITE_HINTS > s->nstack_site) {
@@ -1672,6 +2066,9 @@ static void state_free(struct state *s)
 	free(s->objs);
 	free(s->uses_requests);
 	free(s->conns);
+	free(s->ps);
+	free(s->edges);
+	free(s->modes);
 	free(s->devs);
 	free(s->sites);
 	free(s->sindex);
@@ -1723,13 +2120,20 @@ static NOINLINE int replay_one(struct state *s, const struct vrt_event *e)
 	case VRT_EV_REQUEST:
 		if (e->aux != 1 && e->aux != 2)
 			return 0;
+		if (e->flags & VRT_EV_PAST) {
+			if (e->aux == 1)
+				first_request(s->r, e->ts);
+			return 0;
+		}
 		if (e->proc < s->nprocs && !s->uses_requests[e->proc])
 			use_requests(s, e->proc, e->ts);
+		if (e->aux == 1 && !(e->flags & VRT_EV_SNAP))
+			first_request(s->r, e->ts);
 		return request_edge(s, e, SP_REQ, e->aux == 1);
 	case VRT_EV_MARK:
 		return on_mark(s, e);
 	case VRT_EV_SNAPSHOT:
-		return e->aux == 1 ? snapshot_reset(s, e->proc) : 0;
+		return on_snapshot(s, e);
 	case VRT_EV_FAIL:
 		return on_fail(s, e);
 	case VRT_EV_MEMINFO:
@@ -1997,8 +2401,16 @@ int vrt_replay_end(struct vrt_replay *r, const struct vrt_trace *t)
 	series_flush(s);
 	if (s->oom)
 		goto out;
-	for (i = 0; i < r->ndevices; i++)
+	for (i = 0; i < r->ndevices; i++) {
 		peak_settle(&r->dev[i], &s->devs[i]);
+		r->dev[i].peak_at_snapshot =
+		        s->devs[i].snap_peak &&
+		        s->devs[i].snap_peak_ts == r->dev[i].peak_ts;
+	}
+	settle_ready(s);
+	settle_inflight(s);
+	for (i = 0; i < r->nprocs && i < t->nprocs; i++)
+		r->procs[i].started_in_standby = t->procs[i].started_in_standby;
 	/* The last window runs to the end of the run. */
 	if (r->nwindows && t->end_ns > r->windows[r->nwindows - 1].start_ts)
 		r->windows[r->nwindows - 1].end_ts = t->end_ns;
@@ -2022,6 +2434,7 @@ void vrt_replay_free(struct vrt_replay *r)
 	for (i = 0; r->dev && i < r->ndevices; i++)
 		free(r->dev[i].series);
 	free(r->inflight_series);
+	free(r->procs);
 	free(r->dev);
 	free(r->fails);
 	free(r->marks);

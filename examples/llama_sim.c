@@ -125,6 +125,22 @@ NOINLINE CUdeviceptr llama_decode(void)
 	return p;
 }
 
+/* Requests and answers are minimal HTTP/1.1, so a tracer that counts
+ * requests (not connections) sees each one in flight from the moment the
+ * server reads it until its answer is written. */
+#define REQUEST  "POST /v1/completions HTTP/1.1\r\nHost: sim\r\n\r\n"
+#define RESPONSE "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"
+
+/* Accepts a connection and reads its request. */
+static int accept_request(int srv)
+{
+	char buf[256];
+	int fd = accept(srv, NULL, NULL);
+	if (fd >= 0 && read(fd, buf, sizeof(buf)) <= 0)
+		fprintf(stderr, "%s: a client sent no request\n", "llama_sim");
+	return fd;
+}
+
 static void *client(void *arg)
 {
 	int port = (int)(intptr_t)arg;
@@ -134,6 +150,7 @@ static void *client(void *arg)
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	char c;
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    write(fd, REQUEST, sizeof(REQUEST) - 1) < 0 ||
 	    read(fd, &c, 1) != 1)
 		fprintf(stderr, "llama_sim: client could not be served\n");
 	if (fd >= 0)
@@ -151,7 +168,7 @@ static void serve(int srv, int port, int n)
 	for (int i = 0; i < n; i++)
 		pthread_create(&t[i], NULL, client, (void *)(intptr_t)port);
 	for (int i = 0; i < n; i++)
-		conn[i] = accept(srv, NULL, NULL);
+		conn[i] = accept_request(srv);
 	for (int i = 0; i < n; i++)
 		act[i] = llama_decode();
 	if (o.hold_ms > 0) {
@@ -161,10 +178,13 @@ static void serve(int srv, int port, int n)
 			;
 	}
 	for (int i = 0; i < n; i++) {
-		if (write(conn[i], "x", 1) != 1)
-			fprintf(stderr, "llama_sim: lost a client\n");
+		/* A finished sequence gives its activations back, then is
+		 * answered. */
 		cu.free_(act[i]);
 		inflight--;
+		if (write(conn[i], RESPONSE, sizeof(RESPONSE) - 1) !=
+		    (ssize_t)sizeof(RESPONSE) - 1)
+			fprintf(stderr, "llama_sim: lost a client\n");
 		close(conn[i]);
 	}
 	for (int i = 0; i < n; i++)

@@ -273,6 +273,22 @@ static void allocate_swap_space(void)
 
 /* ---- serving ------------------------------------------------------------- */
 
+/* Requests and answers are minimal HTTP/1.1, so a tracer that counts
+ * requests (not connections) sees each one in flight from the moment the
+ * server reads it until its answer is written. */
+#define REQUEST  "POST /v1/completions HTTP/1.1\r\nHost: sim\r\n\r\n"
+#define RESPONSE "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"
+
+/* Accepts a connection and reads its request. */
+static int accept_request(int srv)
+{
+	char buf[256];
+	int fd = accept(srv, NULL, NULL);
+	if (fd >= 0 && read(fd, buf, sizeof(buf)) <= 0)
+		fprintf(stderr, "%s: a client sent no request\n", "serve_sim");
+	return fd;
+}
+
 static void *client(void *arg)
 {
 	int port = (int)(intptr_t)arg;
@@ -285,7 +301,8 @@ static void *client(void *arg)
 	/* The server may die mid-request (that is the point of some runs):
 	 * a failed read just ends this client. */
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    read(fd, &c, 1) != 1)
+	    (write(fd, REQUEST, sizeof(REQUEST) - 1) < 0 ||
+	     read(fd, &c, 1) != 1))
 		c = 0;
 	if (fd >= 0)
 		close(fd);
@@ -326,7 +343,7 @@ static void serve(int srv, int port, int n)
 	for (int i = 0; i < n; i++)
 		pthread_create(&t[i], NULL, client, (void *)(intptr_t)port);
 	for (int i = 0; i < n; i++)
-		conn[i] = accept(srv, NULL, NULL);
+		conn[i] = accept_request(srv);
 	for (int done = 0; done < n;) {
 		int batch =
 		        n - done < o.max_num_seqs ? n - done : o.max_num_seqs;
@@ -334,7 +351,8 @@ static void serve(int srv, int port, int n)
 			execute_model(act[i]);
 		for (int i = done; i < done + batch; i++) {
 			finish(act[i]);
-			if (write(conn[i], "x", 1) != 1)
+			if (write(conn[i], RESPONSE, sizeof(RESPONSE) - 1) !=
+			    (ssize_t)sizeof(RESPONSE) - 1)
 				fprintf(stderr, "serve_sim: lost a client\n");
 			close(conn[i]);
 		}

@@ -45,6 +45,8 @@ GOLDEN_CASES = [
      ["analyze", "--rules", "rules/user.rules", "run"]),
     ("rules-reclass.json", "rules.mkt",
      ["analyze", "--rules=rules/user.rules", "-f", "json", "run"]),
+    ("standby.text", "standby.mkt", ["analyze", "run"]),
+    ("standby.json", "standby.mkt", ["analyze", "-f", "json", "run"]),
     ("inferred.text", "inferred.mkt", ["analyze", "run"]),
     ("inferred.json", "inferred.mkt", ["analyze", "-f", "json", "run"]),
     ("basic.perfetto", "basic.mkt", ["analyze", "-f", "perfetto", "run"]),
