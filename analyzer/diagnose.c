@@ -34,21 +34,6 @@ const char *vrt_diagnose_verdict_name(int verdict)
 	return "none";
 }
 
-const char *vrt_diagnose_engine_name(int engine)
-{
-	switch (engine) {
-	case VRT_ENGINE_VLLM:
-		return "vllm";
-	case VRT_ENGINE_SGLANG:
-		return "sglang";
-	case VRT_ENGINE_LLAMACPP:
-		return "llama.cpp";
-	case VRT_ENGINE_TGI:
-		return "tgi";
-	}
-	return NULL;
-}
-
 const char *vrt_diagnose_unit_name(int unit)
 {
 	static const char *const names[] = {"bytes", "count",  "seconds",
@@ -139,156 +124,16 @@ static void verify(struct vrt_diagnosis *d, const char *fmt, ...)
 
 /* ---- the engine and its flags ------------------------------------------ */
 
-static const char *base(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s ? s + 1 : p ? p : "";
-}
-
-static int engine_of_word(const char *w)
-{
-	const char *b = base(w);
-
-	if (strstr(b, "vllm"))
-		return VRT_ENGINE_VLLM;
-	if (strstr(b, "sglang"))
-		return VRT_ENGINE_SGLANG;
-	if (strstr(b, "llama-server") || strstr(b, "llama-cli") ||
-	    strstr(b, "llama_sim") || !strcmp(b, "ollama") ||
-	    strstr(b, "llama_cpp"))
-		return VRT_ENGINE_LLAMACPP;
-	if (strstr(b, "text-generation") || strstr(b, "text_generation"))
-		return VRT_ENGINE_TGI;
-	return VRT_ENGINE_UNKNOWN;
-}
-
-struct flag_def {
-	const char *name;
-	int engine; /* the engine the flag betrays, or UNKNOWN */
-	int field;
-};
-
-enum {
-	F_CTX = 1,
-	F_SEQS,
-	F_TP,
-	F_UTIL,
-	F_TOTAL_TOKENS,
-	F_NGL,
-};
-
-static const struct flag_def flag_defs[] = {
-        {"--max-model-len", VRT_ENGINE_VLLM, F_CTX},
-        {"--max-num-seqs", VRT_ENGINE_VLLM, F_SEQS},
-        {"--tensor-parallel-size", VRT_ENGINE_VLLM, F_TP},
-        {"-tp", VRT_ENGINE_VLLM, F_TP},
-        {"--gpu-memory-utilization", VRT_ENGINE_VLLM, F_UTIL},
-        {"--context-length", VRT_ENGINE_SGLANG, F_CTX},
-        {"--max-running-requests", VRT_ENGINE_SGLANG, F_SEQS},
-        {"--tp", VRT_ENGINE_SGLANG, F_TP},
-        {"--tp-size", VRT_ENGINE_SGLANG, F_TP},
-        {"--mem-fraction-static", VRT_ENGINE_SGLANG, F_UTIL},
-        {"-c", VRT_ENGINE_LLAMACPP, F_CTX},
-        {"--ctx-size", VRT_ENGINE_LLAMACPP, F_CTX},
-        {"-np", VRT_ENGINE_LLAMACPP, F_SEQS},
-        {"--parallel", VRT_ENGINE_LLAMACPP, F_SEQS},
-        {"-ngl", VRT_ENGINE_LLAMACPP, F_NGL},
-        {"--n-gpu-layers", VRT_ENGINE_LLAMACPP, F_NGL},
-        {"--gpu-layers", VRT_ENGINE_LLAMACPP, F_NGL},
-        {"--max-total-tokens", VRT_ENGINE_TGI, F_TOTAL_TOKENS},
-        {"--max-concurrent-requests", VRT_ENGINE_TGI, F_SEQS},
-        {"--num-shard", VRT_ENGINE_TGI, F_TP},
-        {"--cuda-memory-fraction", VRT_ENGINE_TGI, F_UTIL},
-};
-
-static void set_field(struct vrt_diag_flags *f, int field, const char *v)
-{
-	char *end;
-	double x = strtod(v, &end);
-
-	if (end == v || *end || x < 0 || x > 1e15)
-		return;
-	switch (field) {
-	case F_CTX:
-		if (!f->max_model_len)
-			f->max_model_len = (uint64_t)x;
-		break;
-	case F_SEQS:
-		if (!f->max_num_seqs)
-			f->max_num_seqs = (uint64_t)x;
-		break;
-	case F_TP:
-		if (!f->tp)
-			f->tp = (uint64_t)x;
-		break;
-	case F_UTIL:
-		if (!f->mem_util_milli && x <= 1.0)
-			f->mem_util_milli = (uint64_t)(x * 1000.0 + 0.5);
-		break;
-	case F_TOTAL_TOKENS:
-		if (!f->max_total_tokens)
-			f->max_total_tokens = (uint64_t)x;
-		break;
-	case F_NGL:
-		if (!f->have_ngl) {
-			f->ngl = (uint64_t)x;
-			f->have_ngl = 1;
-		}
-		break;
-	}
-}
-
-void vrt_diagnose_flags(struct vrt_diag_flags *f, char *const *argv,
-                        size_t argc)
-{
-	int by_flag = VRT_ENGINE_UNKNOWN;
-	size_t i, k;
-
-	for (i = 0; i < argc && i < 3 && !f->engine; i++)
-		if (argv[i])
-			f->engine = engine_of_word(argv[i]);
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i], *eq, *v;
-		size_t n;
-		if (!a || a[0] != '-')
-			continue;
-		eq = strchr(a, '=');
-		n = eq ? (size_t)(eq - a) : strlen(a);
-		for (k = 0; k < sizeof(flag_defs) / sizeof(flag_defs[0]); k++) {
-			if (strlen(flag_defs[k].name) != n ||
-			    strncmp(flag_defs[k].name, a, n))
-				continue;
-			v = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
-			if (v)
-				set_field(f, flag_defs[k].field, v);
-			if (!by_flag)
-				by_flag = flag_defs[k].engine;
-			break;
-		}
-	}
-	if (!f->engine)
-		f->engine = by_flag;
-}
-
-/* The engine's name for a setting, or generic words; NULL where the
- * engine has no such setting (llama.cpp sizes memory by -c, not by a
- * fraction, and splits layers over every visible GPU, no degree). */
+/* The engine's spelling of a setting (engine.h), or generic words; NULL
+ * where the engine has no such setting. */
 enum { N_CTX, N_SEQS, N_UTIL, N_TP };
 
 static const char *flag_name(int engine, int what)
 {
-	static const char *const names[5][4] = {
-	        {"max context length", "max concurrent sequences",
-	         "GPU memory fraction", "tensor-parallel size"},
-	        {"--max-model-len", "--max-num-seqs",
-	         "--gpu-memory-utilization", "--tensor-parallel-size"},
-	        {"--context-length", "--max-running-requests",
-	         "--mem-fraction-static", "--tp"},
-	        {"-c", "-np", NULL, NULL},
-	        {"--max-total-tokens", "--max-concurrent-requests",
-	         "--cuda-memory-fraction", "--num-shard"},
-	};
-	return names[engine >= 0 && engine <= 4 ? engine : 0][what];
+	static const int field[] = {VRT_ENGINE_CONTEXT, VRT_ENGINE_CONCURRENCY,
+	                            VRT_ENGINE_MEM_FRACTION,
+	                            VRT_ENGINE_PARALLEL};
+	return vrt_engine_info(engine)->setting[field[what]];
 }
 
 /* The variable that picks a process's GPUs: HIP's on AMD cards (ROCm also
@@ -303,17 +148,7 @@ static const char *visible_devices(const struct vrt_trace *t, int32_t dev)
 
 static const char *engine_label(int engine)
 {
-	switch (engine) {
-	case VRT_ENGINE_VLLM:
-		return "vLLM: ";
-	case VRT_ENGINE_SGLANG:
-		return "SGLang: ";
-	case VRT_ENGINE_LLAMACPP:
-		return "llama.cpp: ";
-	case VRT_ENGINE_TGI:
-		return "TGI: ";
-	}
-	return "";
+	return vrt_engine_info(engine)->prefix;
 }
 
 /* ---- the numbers ----------------------------------------------------------
@@ -470,13 +305,23 @@ static void devices(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	}
 }
 
+/* The run's engine (from its root command, inherited by its workers)
+ * and the numbers of its memory flags. */
 static void run_flags(struct vrt_diagnosis *d, const struct vrt_trace *t)
 {
-	size_t i;
+	struct vrt_engine_run er;
+	struct vrt_diag_flags *f = &d->flags;
 
-	for (i = 0; i < t->nprocs; i++)
-		vrt_diagnose_flags(&d->flags, t->procs[i].argv,
-		                   t->procs[i].argc);
+	vrt_engine_of_run(&er, t);
+	f->engine = er.engine;
+	vrt_engine_uint(er.value[VRT_ENGINE_CONTEXT], &f->max_model_len);
+	vrt_engine_uint(er.value[VRT_ENGINE_CONCURRENCY], &f->max_num_seqs);
+	vrt_engine_uint(er.value[VRT_ENGINE_PARALLEL], &f->tp);
+	vrt_engine_fraction_milli(er.value[VRT_ENGINE_MEM_FRACTION],
+	                          &f->mem_util_milli);
+	f->have_ngl = vrt_engine_uint(er.value[VRT_ENGINE_GPU_LAYERS], &f->ngl);
+	if (f->engine == VRT_ENGINE_TGI)
+		f->max_total_tokens = f->max_model_len;
 }
 
 /* Rounds a fraction (x1000) down to a multiple of 0.01, at least 0.05. */

@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h"
 #include "load.h"
 #include "modelcfg.h"
 #include "replay.h"
@@ -56,14 +57,6 @@ enum vrt_verdict {
 	VRT_VERDICT_CONCURRENCY = 3,
 	VRT_VERDICT_HOST_MEMORY = 4,
 	VRT_VERDICT_OTHER_PROCESSES = 5,
-};
-
-enum vrt_engine {
-	VRT_ENGINE_UNKNOWN = 0,
-	VRT_ENGINE_VLLM = 1,
-	VRT_ENGINE_SGLANG = 2,
-	VRT_ENGINE_LLAMACPP = 3,
-	VRT_ENGINE_TGI = 4,
 };
 
 /* Units of an evidence value (JSON "unit"). */
@@ -99,7 +92,7 @@ struct vrt_diag_device {
 
 /* The command-line settings found in the run's processes (0: absent). */
 struct vrt_diag_flags {
-	int engine;                /* enum vrt_engine */
+	int engine;                /* enum vrt_engine (engine.h) */
 	uint64_t max_model_len;    /* --max-model-len, --context-length, -c */
 	uint64_t max_num_seqs;     /* --max-num-seqs, --max-running-requests,
 	                              -np, --max-concurrent-requests */
@@ -162,14 +155,7 @@ void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
 /* "weights", "kv_cache", ... never NULL. */
 const char *vrt_diagnose_verdict_name(int verdict);
 
-/* "vllm", "sglang", "llama.cpp", "tgi" or NULL. */
-const char *vrt_diagnose_engine_name(int engine);
-
 /* "bytes", "count", "seconds", "pid", "tokens", "percent". */
 const char *vrt_diagnose_unit_name(int unit);
-
-/* Reads the engine and its memory flags from argv (one process). */
-void vrt_diagnose_flags(struct vrt_diag_flags *f, char *const *argv,
-                        size_t argc);
 
 #endif /* VRT_DIAGNOSE_H */

@@ -22,7 +22,7 @@ static void put_line(FILE *f, const char *s)
 void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
                                const struct vrt_diagnosis *d)
 {
-	const char *eng = vrt_diagnose_engine_name(d->flags.engine);
+	const char *eng = vrt_engine_name(d->flags.engine);
 	size_t i;
 
 	(void)t;
@@ -126,7 +126,7 @@ static void model(struct vrt_json *w, const struct vrt_diag_model *m)
 void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
                                const struct vrt_diagnosis *d)
 {
-	const char *eng = vrt_diagnose_engine_name(d->flags.engine);
+	const char *eng = vrt_engine_name(d->flags.engine);
 	size_t i;
 
 	(void)t;

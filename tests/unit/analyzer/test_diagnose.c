@@ -1,7 +1,7 @@
 /*
  * Unit tests of diagnose.c on hand-made traces (replayed by replay.c):
  * one run per verdict with the exact verdict, detail, stage and evidence
- * numbers; the engine flags read from command lines; and modelcfg.c's
+ * numbers; and modelcfg.c's
  * arithmetic on the two configs of tests/data (Llama-3-8B: grouped-query
  * attention; Falcon-7B: multi-query), checked against hand-computed
  * values. TAP output. argv[1]: the tests/data directory.
@@ -367,62 +367,6 @@ static void test_none(void)
 	teardown();
 }
 
-static void test_flags(void)
-{
-	struct vrt_diag_flags f;
-	char *sg[] = {"python3",
-	              "-m",
-	              "sglang.launch_server",
-	              "--context-length",
-	              "32768",
-	              "--max-running-requests",
-	              "64",
-	              "--mem-fraction-static=0.85",
-	              "--tp",
-	              "4"};
-	char *ll[] = {"/opt/llama-server",
-	              "-m",
-	              "x.gguf",
-	              "-c",
-	              "4096",
-	              "-np",
-	              "8",
-	              "-ngl",
-	              "99"};
-	char *tg[] = {"text-generation-launcher",
-	              "--max-total-tokens",
-	              "2048",
-	              "--max-concurrent-requests",
-	              "128",
-	              "--num-shard",
-	              "2"};
-	char *bare[] = {"./serve", "--max-num-seqs", "12",
-	                "--tensor-parallel-size", "2"};
-
-	memset(&f, 0, sizeof(f));
-	vrt_diagnose_flags(&f, sg, 10);
-	EQ(f.engine, VRT_ENGINE_SGLANG, "flags: sglang recognised");
-	EQ(f.max_model_len, 32768, "flags: --context-length");
-	EQ(f.max_num_seqs, 64, "flags: --max-running-requests");
-	EQ(f.mem_util_milli, 850, "flags: --mem-fraction-static=0.85");
-	EQ(f.tp, 4, "flags: --tp");
-	memset(&f, 0, sizeof(f));
-	vrt_diagnose_flags(&f, ll, 9);
-	EQ(f.engine, VRT_ENGINE_LLAMACPP, "flags: llama-server recognised");
-	EQ(f.max_model_len, 4096, "flags: -c");
-	EQ(f.max_num_seqs, 8, "flags: -np");
-	EQ(f.ngl, 99, "flags: -ngl");
-	memset(&f, 0, sizeof(f));
-	vrt_diagnose_flags(&f, tg, 7);
-	EQ(f.engine, VRT_ENGINE_TGI, "flags: TGI recognised");
-	EQ(f.max_total_tokens, 2048, "flags: --max-total-tokens");
-	EQ(f.max_num_seqs, 128, "flags: --max-concurrent-requests");
-	memset(&f, 0, sizeof(f));
-	vrt_diagnose_flags(&f, bare, 5);
-	EQ(f.engine, VRT_ENGINE_VLLM, "flags: vLLM by its flags alone");
-	EQ(f.tp, 2, "flags: --tensor-parallel-size");
-}
-
 /* ---- model configs --------------------------------------------------------
  * Llama-3-8B (bf16): KV/token = 2 x 32 x 8 x 128 x 2 = 131072 B.
  *   per layer: q,o 2 x 4096 x 4096 = 33554432; k,v 2 x 4096 x 1024 =
@@ -555,7 +499,6 @@ int main(int argc, char **argv)
 	test_host_samples();
 	test_other();
 	test_none();
-	test_flags();
 	test_model_configs(dir);
 	test_model_in_diagnosis(dir);
 	printf("1..%d\n", ntests);
