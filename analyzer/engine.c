@@ -15,10 +15,10 @@
 
 /* Each setting as advice writes it, in enum vrt_engine_field order:
  * context, concurrency, memory fraction, tensor parallel, GPU layers,
- * pipeline parallel, batch tokens, physical batch. */
-#define SETTINGS(ctx, seqs, frac, tp, ngl, pp, batch, ubatch)                  \
+ * pipeline parallel, batch tokens, physical batch, split mode. */
+#define SETTINGS(ctx, seqs, frac, tp, ngl, pp, batch, ubatch, split)           \
 	{                                                                      \
-		ctx, seqs, frac, tp, ngl, pp, batch, ubatch                    \
+		ctx, seqs, frac, tp, ngl, pp, batch, ubatch, split             \
 	}
 
 /* clang-format off */
@@ -27,43 +27,45 @@ static const struct vrt_engine_info infos[VRT_ENGINE_COUNT] = {
 		NULL, "", "",
 		SETTINGS("max context length", "max concurrent sequences",
 		         "GPU memory fraction", "tensor-parallel size", NULL,
-		         "pipeline-parallel size", "max tokens per batch", NULL),
+		         "pipeline-parallel size", "max tokens per batch", NULL,
+		         NULL),
 		0, NULL, NULL, 0},
 	[VRT_ENGINE_VLLM] = {
 		"vllm", "vLLM", "vLLM: ",
 		SETTINGS("--max-model-len", "--max-num-seqs",
 		         "--gpu-memory-utilization", "--tensor-parallel-size", NULL,
 		         "--pipeline-parallel-size", "--max-num-batched-tokens",
-		         NULL),
+		         NULL, NULL),
 		0, "--enforce-eager",
 		"--compilation-config '{\"max_cudagraph_capture_size\": N}'", 0},
 	[VRT_ENGINE_SGLANG] = {
 		"sglang", "SGLang", "SGLang: ",
 		SETTINGS("--context-length", "--max-running-requests",
 		         "--mem-fraction-static", "--tp", NULL, "--pp-size",
-		         "--chunked-prefill-size", NULL),
+		         "--chunked-prefill-size", NULL, NULL),
 		0, "--disable-cuda-graph", "--cuda-graph-max-bs N", 0},
 	[VRT_ENGINE_LLAMACPP] = {
 		"llama.cpp", "llama.cpp", "llama.cpp: ",
-		SETTINGS("-c", "-np", NULL, NULL, "-ngl", NULL, "-b", "-ub"),
+		SETTINGS("-c", "-np", NULL, NULL, "-ngl", NULL, "-b", "-ub",
+		         "-sm"),
 		0, NULL, NULL, 1},
 	[VRT_ENGINE_TGI] = {
 		"tgi", "TGI", "TGI: ",
 		SETTINGS("--max-total-tokens", "--max-concurrent-requests",
 		         "--cuda-memory-fraction", "--num-shard", NULL, NULL,
-		         "--max-batch-prefill-tokens", NULL),
+		         "--max-batch-prefill-tokens", NULL, NULL),
 		0, "--cuda-graphs 0", "--cuda-graphs with fewer batch sizes", 1},
 	[VRT_ENGINE_TRTLLM] = {
 		"trtllm", "TensorRT-LLM", "TensorRT-LLM: ",
 		SETTINGS("--max_seq_len", "--max_batch_size",
 		         "--kv_cache_free_gpu_memory_fraction", "--tp_size", NULL,
-		         "--pp_size", "--max_num_tokens", NULL),
+		         "--pp_size", "--max_num_tokens", NULL, NULL),
 		0, NULL, NULL, 0},
 	/* Ollama's settings are environment variables and model options */
 	[VRT_ENGINE_OLLAMA] = {
 		"ollama", "Ollama", "Ollama: ",
 		SETTINGS("OLLAMA_CONTEXT_LENGTH", "OLLAMA_NUM_PARALLEL", NULL, NULL,
-		         "num_gpu", NULL, "num_batch", NULL),
+		         "num_gpu", NULL, "num_batch", NULL, NULL),
 		1, NULL, NULL, 1},
 };
 /* clang-format on */
@@ -83,7 +85,7 @@ const char *vrt_engine_name(int engine)
 static const char *const field_names[VRT_ENGINE_NFIELDS] = {
         "context_length",  "concurrency", "memory_fraction",
         "tensor_parallel", "gpu_layers",  "pipeline_parallel",
-        "batch_tokens",    "ubatch",
+        "batch_tokens",    "ubatch",      "split_mode",
 };
 
 const char *vrt_engine_field_name(int field)
@@ -136,6 +138,8 @@ static const struct flag flags[] = {
         {VRT_ENGINE_LLAMACPP, VRT_ENGINE_BATCH_TOKENS, "--batch-size"},
         {VRT_ENGINE_LLAMACPP, VRT_ENGINE_UBATCH, "-ub"},
         {VRT_ENGINE_LLAMACPP, VRT_ENGINE_UBATCH, "--ubatch-size"},
+        {VRT_ENGINE_LLAMACPP, VRT_ENGINE_SPLIT_MODE, "-sm"},
+        {VRT_ENGINE_LLAMACPP, VRT_ENGINE_SPLIT_MODE, "--split-mode"},
 
         {VRT_ENGINE_TGI, VRT_ENGINE_CONTEXT, "--max-total-tokens"},
         {VRT_ENGINE_TGI, VRT_ENGINE_CONCURRENCY, "--max-concurrent-requests"},

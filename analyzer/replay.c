@@ -167,6 +167,9 @@ struct devstate {
 	/* the per-request phases' live bytes when the run was last idle (no
 	 * request in flight): set when the first request begins */
 	uint64_t idle_demand;
+	/* ... and when serving began: the last idle level while the server
+	 * was still loading (what loading left there, not requests) */
+	uint64_t serve_demand;
 };
 
 /* An out-of-memory failure not yet recovered (see on_fail). */
@@ -1443,6 +1446,9 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 		f->demand_bytes = demand_level(ds);
 		f->idle_demand_bytes =
 		        r->inflight ? ds->idle_demand : f->demand_bytes;
+		f->serve_demand_bytes = ds->serve_demand < f->idle_demand_bytes
+		                                ? ds->serve_demand
+		                                : f->idle_demand_bytes;
 	}
 	if (f->oom && pending_fail(s, f))
 		return -1;
@@ -1496,8 +1502,12 @@ static void requests_moved(struct state *s, int64_t ts)
 		r->serving_ts = ts;
 	}
 	if (!prev && now)
-		for (i = 0; i < r->ndevices; i++)
-			s->devs[i].idle_demand = demand_level(&s->devs[i]);
+		for (i = 0; i < r->ndevices; i++) {
+			struct devstate *ds = &s->devs[i];
+			ds->idle_demand = demand_level(ds);
+			if (s->loading)
+				ds->serve_demand = ds->idle_demand;
+		}
 	s->single_on = now == 1 && prev == 0;
 	if (s->single_on)
 		for (i = 0; i < r->ndevices; i++)
@@ -2264,8 +2274,8 @@ static int run_end(const struct vrt_trace *t)
  * trace cut short), or its end is unknown and the run died, or nothing
  * tells and the process allocated nothing after it. The decisive failure
  * is the earliest fatal one (the first to break; the others may follow
- * from it), else the last unrecovered one (a failure the program saw and
- * survived).
+ * from it), else the earliest unrecovered one (a failure the program saw
+ * and survived).
  */
 static void classify(struct state *s, const struct vrt_trace *t)
 {
@@ -2303,7 +2313,7 @@ static void classify(struct state *s, const struct vrt_trace *t)
 			r->decisive = i;
 			return;
 		}
-	for (i = r->nfails; i-- > 0;)
+	for (i = 0; i < r->nfails; i++)
 		if (r->fails[i].oom && !r->fails[i].recovered) {
 			r->decisive = i;
 			return;

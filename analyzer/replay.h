@@ -147,9 +147,12 @@ struct vrt_replay_failure {
 	/* the device's live bytes by phase slot when the call failed */
 	uint64_t live_by_phase[VRT_REPLAY_MAX_PHASES];
 	/* the per-request phases' live bytes (vrt_replay_phase_is_demand)
-	 * at the failure, and their level when the run was last idle (no
-	 * request in flight; the same when none is in flight now) */
-	uint64_t demand_bytes, idle_demand_bytes;
+	 * at the failure, their level when the run was last idle (no
+	 * request in flight; the same when none is in flight now), and
+	 * their level when serving began (what loading left there: the
+	 * rest of the idle level is memory a caching allocator kept from
+	 * earlier requests) */
+	uint64_t demand_bytes, idle_demand_bytes, serve_demand_bytes;
 	/* Recovered: the same process (and thread) later allocated at least
 	 * requested_bytes on the same device within seconds, as a caching
 	 * allocator does after emptying its cache: the time, size and api of
@@ -180,7 +183,7 @@ struct vrt_replay {
 	uint64_t ooms;
 	uint64_t recovered; /* out-of-memory failures recovered */
 	/* The failure a verdict rests on: the earliest fatal one, else the
-	 * last unrecovered out-of-memory failure; SIZE_MAX when none. */
+	 * earliest unrecovered out-of-memory failure; SIZE_MAX when none. */
 	size_t decisive;
 	/* Serving: a request began (whatever counts them), and when. */
 	int serving;

@@ -99,7 +99,10 @@ int vrt_retest_row(struct vrt_retest_row *row, const struct vrt_trace *t,
 		return -1;
 	row->max_inflight = r->max_inflight;
 	row->ooms = r->ooms;
-	for (i = 0; i < r->nfails; i++) {
+	/* The failure the run's verdict rests on (replay.h), else its
+	 * first out-of-memory failure (every one was recovered). */
+	for (i = r->decisive < r->nfails ? r->decisive : 0; i < r->nfails;
+	     i++) {
 		const struct vrt_replay_failure *x = &r->fails[i];
 		if (!x->oom)
 			continue;

@@ -2,8 +2,9 @@
  * Retest rows: one replayed run in; the line an engineer writes down after
  * each restart out, for `vramtrace table`: the engine and the flags that
  * set its memory budget (parsed from the recorded command lines), the peak
- * of each device and its split by phase, requests in flight, the first
- * out-of-memory failure (stage, phase) and the exit status.
+ * of each device and its split by phase, requests in flight, the
+ * out-of-memory failure a verdict rests on (stage, phase) and the exit
+ * status.
  *
  * The engine and its flags come from engine.h (one table for every
  * command): the columns are its first five settings, context length,
@@ -59,7 +60,8 @@ struct vrt_retest_row {
 	size_t ndev;
 	uint32_t max_inflight;
 	uint64_t ooms;
-	int have_oom; /* the first out-of-memory failure: */
+	int have_oom; /* the decisive out-of-memory failure (replay.h),
+	                 else the first: */
 	int oom_after_ready;
 	char oom_phase[VRT_RETEST_NAME];
 	int32_t oom_device;

@@ -68,7 +68,9 @@ static void test_programs(void)
 	              "-b",
 	              "2048",
 	              "-ub",
-	              "512"};
+	              "512",
+	              "-sm",
+	              "none"};
 	char *ol[] = {"/usr/bin/ollama", "runner", "--model",      "blob",
 	              "-ctx-size",       "8192",   "--parallel",   "4",
 	              "-n-gpu-layers",   "33",     "--batch-size", "512"};
@@ -132,6 +134,7 @@ static void test_programs(void)
 	STR(f.value[VRT_ENGINE_GPU_LAYERS], "99", "-ngl");
 	STR(f.value[VRT_ENGINE_BATCH_TOKENS], "2048", "-b");
 	STR(f.value[VRT_ENGINE_UBATCH], "512", "-ub");
+	STR(f.value[VRT_ENGINE_SPLIT_MODE], "none", "-sm");
 	vrt_engine_parse_argv(&f, ol, N(ol));
 	STR(vrt_engine_name(f.engine), "ollama", "ollama runner");
 	STR(f.value[VRT_ENGINE_CONTEXT], "8192", "Go flag -ctx-size");
