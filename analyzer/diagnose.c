@@ -1159,7 +1159,7 @@ static void verdict_reserve(struct ctx *c)
 	const struct vrt_replay_failure *f = c->f;
 	const struct vrt_engine_info *e = vrt_engine_info(c->engine);
 	int graph = f->phase == VRT_PHASE_cuda_graph,
-	    comm = f->phase == VRT_PHASE_comm;
+	    comm = f->phase == VRT_PHASE_comm, kv_call;
 
 	d->verdict = VRT_VERDICT_KV_CACHE;
 	common_failure_evidence(c);
@@ -1188,24 +1188,18 @@ static void verdict_reserve(struct ctx *c)
 			cost(d, "without CUDA graphs decoding is slower");
 		return;
 	}
-	/* The reserve itself did not fit next to the weights. */
+	/* The reserve itself did not fit next to the weights (or, when a
+	 * later call failed, left it no room). */
 	snprintf(d->detail, sizeof(d->detail), "kv_reserve");
+	kv_call = f->phase == VRT_PHASE_kv_cache ||
+	          f->phase == VRT_LOAD_PHASE_INFERRED_KV;
 	evidence(d, "kv_reserve_requested_bytes", f->device, VRT_DIAG_BYTES,
-	         f->phase == VRT_PHASE_kv_cache ||
-	                         f->phase == VRT_LOAD_PHASE_INFERRED_KV
-	                 ? f->requested_bytes
-	                 : c->x.kv,
+	         kv_call ? f->requested_bytes : c->x.kv,
 	         "the KV cache reserve %s %s with %s left after the "
 	         "weights: %s short",
-	         f->phase == VRT_PHASE_kv_cache ||
-	                         f->phase == VRT_LOAD_PHASE_INFERRED_KV
-	                 ? "asked"
-	                 : "holds",
-	         SZ(f->phase == VRT_PHASE_kv_cache ||
-	                            f->phase == VRT_LOAD_PHASE_INFERRED_KV
-	                    ? f->requested_bytes
-	                    : c->x.kv),
-	         SZ(f->free_bytes), SZ(c->shortfall));
+	         kv_call ? "asked" : "holds",
+	         SZ(kv_call ? f->requested_bytes : c->x.kv), SZ(f->free_bytes),
+	         SZ(c->shortfall));
 	lower_context(c, f->free_bytes, f->requested_bytes);
 	shrink_fraction(c, " less KV cache");
 	cost(d, "shorter inputs: prompts longer than the new limit are "
@@ -1473,6 +1467,13 @@ static void without_failure(struct ctx *c)
 		        "then died of something else",
 		        "read the server's log for the error it died of "
 		        "(vramtrace record keeps the command's output)");
+	else if (!c->r->serving && stopped(root))
+		verdict_inconclusive(
+		        c, "stopped_while_loading",
+		        "the run was stopped while loading, before anything "
+		        "failed: no budget was tested",
+		        "record again and let the server load (and serve) "
+		        "before stopping it");
 	else if (!c->r->serving)
 		verdict_inconclusive(
 		        c, "died_while_loading",

@@ -782,6 +782,14 @@ static void test_died_loading(void)
 	    "recovered then died: inconclusive");
 	EQ(value("exit_signal"), 11, "recovered then died: signal 11");
 	teardown();
+	/* stopped on purpose while loading: still inconclusive */
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 10 * GiB, VRT_PHASE_weights);
+	exited(0, VRT_EXIT_CODE, 130);
+	diagnose(NULL);
+	STR(dg.detail, "stopped_while_loading",
+	    "SIGINT (130) while loading: inconclusive, not none");
+	teardown();
 	/* stopped on purpose while serving: none */
 	setup(1, 80 * GiB);
 	alloc(0, 0x1000, 10 * GiB, VRT_PHASE_weights);
