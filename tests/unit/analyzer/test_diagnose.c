@@ -758,6 +758,46 @@ static void test_llama_visible(void)
 	llama_visible(1, "card_too_small", "llama.cpp -sm none: one GPU");
 }
 
+/* Ollama loads models on demand long after it listened: a request for a
+ * second model makes its runner load weights next to the first model's,
+ * and the KV reserve of that load fails: a load stage again, while the
+ * request that asked for it is in flight. */
+static void test_on_demand_load(void)
+{
+	char *serve[] = {"/usr/bin/ollama", "serve"};
+	char *runner[] = {"/usr/bin/ollama", "runner", "--model",    "b.gguf",
+	                  "--ctx-size",      "32768",  "--parallel", "4"};
+	uint32_t run2;
+
+	setup(1, 48 * GiB);
+	command(serve, N(serve));
+	net(VRT_NET_LISTEN, 3);
+	net(VRT_NET_ACCEPT, 10); /* model A: loaded, then served */
+	alloc(0, 0x1000, 20 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 8 * GiB, VRT_PHASE_kv_cache);
+	alloc(0, 0x3000, 1 * GiB, VRT_PHASE_forward);
+	free_(0x3000);
+	net(VRT_NET_CLOSE, 10);
+	net(VRT_NET_ACCEPT, 11); /* model B asked for */
+	run2 = add_proc(43, 42, runner, N(runner));
+	cur_proc = run2;
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	oom(VRT_API_cuMemAlloc_v2, 0, 8 * GiB, 6 * GiB, 48 * GiB,
+	    VRT_PHASE_kv_cache);
+	exited(0, VRT_EXIT_CODE, 0);
+	diagnose(NULL);
+	STR(dg.stage, "load", "on demand: the second model's load stage");
+	ok(r.serving && r.fails[0].inflight == 1,
+	   "on demand: while serving, with its request in flight");
+	STR(vrt_engine_name(dg.flags.engine), "ollama", "on demand: ollama");
+	STR(vrt_diagnose_verdict_name(dg.verdict), "kv_cache",
+	    "on demand: the KV reserve of the load");
+	STR(dg.detail, "kv_reserve", "on demand: kv_reserve");
+	ok(has_action("OLLAMA_CONTEXT_LENGTH="),
+	   "on demand: Ollama's own setting (got '%s')", dg.actions[0]);
+	teardown();
+}
+
 /* The root exits 1 while loading, no allocation failed. */
 static void test_died_loading(void)
 {
@@ -1003,6 +1043,7 @@ int main(int argc, char **argv)
 	test_listen_first();
 	test_tp_spawn();
 	test_llama_visible();
+	test_on_demand_load();
 	test_died_loading();
 	test_no_request();
 	test_keepalive();
