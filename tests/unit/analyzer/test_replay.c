@@ -22,7 +22,8 @@
 
 #define GiB (1ull << 30)
 
-/* A trace with one process and ndev devices; events appended by ev(). */
+/* A trace with one process (room for two: t.nprocs may be raised) and
+ * ndev devices; events appended by ev(). */
 static struct vrt_trace t;
 static struct vrt_replay r;
 static struct vrt_failinfo fails[8];
@@ -32,15 +33,16 @@ static size_t nev;
 
 static void setup(size_t ndev)
 {
-	static struct vrt_process proc;
+	static struct vrt_process procs[2];
 	static struct vrt_device devs[4];
 
 	memset(&t, 0, sizeof(t));
 	memset(&r, 0, sizeof(r));
-	memset(&proc, 0, sizeof(proc));
+	memset(procs, 0, sizeof(procs));
 	memset(devs, 0, sizeof(devs));
-	proc.pid = 42;
-	t.procs = &proc;
+	procs[0].pid = 42;
+	procs[1].pid = 43;
+	t.procs = procs;
 	t.nprocs = 1;
 	t.devices = devs;
 	t.ndevices = ndev;
@@ -801,7 +803,7 @@ static void test_fast_path_model(void)
 
 	for (seed = 1; seed <= 3; seed++) {
 		setup(2);
-		t.nprocs = 2; /* process 1 shares process 0's record */
+		t.nprocs = 2;
 		r.top_sites = SIZE_MAX;
 		free(evs);
 		v = evs = calloc(5000, sizeof(*evs));
