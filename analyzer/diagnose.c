@@ -502,8 +502,11 @@ static void common_failure_evidence(struct ctx *c)
 
 	if (f->device >= 0)
 		snprintf(where, sizeof(where), "on device %d", f->device);
-	else
+	else if (f->family == VRT_FAM_PINNED ||
+	         f->family == VRT_FAM_REGISTERED)
 		snprintf(where, sizeof(where), "on the host");
+	else
+		snprintf(where, sizeof(where), "on an unknown device");
 	evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
 	         f->requested_bytes,
 	         "%s of %s failed %s at %.3fs (%s stage, phase %s, %" PRIu32
@@ -1686,10 +1689,17 @@ void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		                ? c.f->requested_bytes - c.f->free_bytes
 		                : c.f->requested_bytes;
 	}
-	if (c.f && c.f->device < 0)
+	if (c.f && (c.f->family == VRT_FAM_PINNED ||
+	            c.f->family == VRT_FAM_REGISTERED))
 		verdict_host(&c);
 	else if (!c.f)
 		without_failure(&c);
+	else if (c.f->device < 0 || (size_t)c.f->device >= r->ndevices)
+		verdict_inconclusive(&c, "device_unknown",
+		                     "the failing call named no device (no "
+		                     "current context)",
+		                     "the trace cannot place it; the server's "
+		                     "log may");
 	else if (c.other >= VRT_DIAG_OTHER_MIN_BYTES &&
 	         c.other * 20 >= c.total && c.other >= c.shortfall) {
 		climb(&c);
