@@ -390,7 +390,7 @@ struct ctx {
 	struct vrt_diagnosis *d;
 	const struct vrt_trace *t;
 	const struct vrt_replay *r;
-	const struct vrt_modelcfg *cfg;
+	const struct vrt_model *cfg;
 	const struct vrt_replay_failure *f; /* the decisive failure, or NULL */
 	struct vrt_diag_device *fd;         /* its device's budget */
 	const struct vrt_process *root;     /* the run's root, or NULL */
@@ -502,8 +502,7 @@ static void common_failure_evidence(struct ctx *c)
 
 	if (f->device >= 0)
 		snprintf(where, sizeof(where), "on device %d", f->device);
-	else if (f->family == VRT_FAM_PINNED ||
-	         f->family == VRT_FAM_REGISTERED)
+	else if (f->family == VRT_FAM_PINNED || f->family == VRT_FAM_REGISTERED)
 		snprintf(where, sizeof(where), "on the host");
 	else
 		snprintf(where, sizeof(where), "on an unknown device");
@@ -1551,55 +1550,76 @@ static void with_failure(struct ctx *c)
 	near_miss_evidence(c);
 }
 
+/* --model-config: the model's description solved against the observed
+ * budgets (model.c), and the lines that say what came out. */
 static void model_arith(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
-	struct vrt_diag_model *m = &d->model;
-	const struct vrt_modelcfg *cfg = c->cfg;
-	uint64_t head = 0;
+	struct vrt_model_arith *m = &d->model;
+	struct vrt_model_budget b;
+	char how[VRT_DIAG_TEXT / 2];
 	size_t k;
 
-	if (!cfg || !cfg->kv_bytes_per_token)
+	if (!c->cfg)
 		return;
-	m->have = 1;
-	m->kv_bytes_per_token = cfg->kv_bytes_per_token;
+	memset(&b, 0, sizeof(b));
 	for (k = 0; k < d->ndevices; k++) {
-		m->kv_reserve_bytes += d->devices[k].kv_bytes;
-		m->observed_weight_bytes += d->devices[k].weights_bytes;
-		head += d->devices[k].headroom_bytes;
+		b.kv_reserve_bytes += d->devices[k].kv_bytes;
+		b.weight_bytes += d->devices[k].weights_bytes;
+		b.headroom_bytes += d->devices[k].headroom_bytes;
 	}
-	m->kv_reserve_tokens = m->kv_reserve_bytes / m->kv_bytes_per_token;
-	m->kv_headroom_bytes = m->kv_reserve_bytes + head;
-	m->max_tokens = m->kv_headroom_bytes / m->kv_bytes_per_token;
-	m->context_len = d->flags.max_model_len ? d->flags.max_model_len
-	                                        : cfg->max_positions;
-	m->max_concurrency =
-	        m->context_len ? m->max_tokens / m->context_len : 0;
-	m->max_context_single = m->max_tokens;
-	m->params = cfg->params;
-	m->expected_weight_bytes = cfg->weight_bytes;
+	for (k = 0; k < c->t->nprocs; k++)
+		vrt_model_budget_argv(&b, c->t->procs[k].argv,
+		                      c->t->procs[k].argc);
+	b.engine = vrt_model_engine(vrt_engine_name(d->flags.engine));
+	b.context_len = d->flags.max_model_len;
+	b.max_seqs = d->flags.max_num_seqs;
+	b.tp = d->flags.tp;
+	vrt_model_arith(m, c->cfg, &b);
+	vrt_model_kv_formula(&m->desc, how, sizeof(how));
 	evidence(d, "kv_bytes_per_token", -1, VRT_DIAG_BYTES,
-	         m->kv_bytes_per_token,
-	         "model: %s of KV per token (2 x %" PRIu64 " layers x %" PRIu64
-	         " KV heads x %" PRIu64 " head dim x %u bytes %s)",
-	         SZ(m->kv_bytes_per_token), cfg->layers, cfg->kv_heads,
-	         cfg->head_dim, cfg->kv_bytes_per_elem, cfg->kv_dtype);
+	         m->kv_bytes_per_token, "model: %s of KV per token (%s%s)",
+	         SZ(m->kv_bytes_per_token), how,
+	         m->kv_bytes_per_token > m->desc.kv_bytes_per_token
+	                 ? "; copied on every tensor-parallel rank"
+	                 : "");
+	if (m->context_len &&
+	    m->kv_bytes_per_token_at_context < m->kv_bytes_per_token)
+		evidence(d, "kv_bytes_per_token_at_context", -1, VRT_DIAG_BYTES,
+		         m->kv_bytes_per_token_at_context,
+		         "at %" PRIu64 " tokens of context: %s of KV per token "
+		         "(sliding-window layers hold at most their window)",
+		         m->context_len, SZ(m->kv_bytes_per_token_at_context));
+	if (m->state_bytes_per_seq)
+		evidence(d, "state_bytes_per_sequence", -1, VRT_DIAG_BYTES,
+		         m->state_bytes_per_seq,
+		         "plus %s per sequence whatever its length (recurrent "
+		         "state, cross-attention)",
+		         SZ(m->state_bytes_per_seq));
 	evidence(d, "kv_reserve_tokens", -1, VRT_DIAG_TOKENS,
 	         m->kv_reserve_tokens,
 	         "the observed KV reserve (%s) holds %" PRIu64 " tokens",
 	         SZ(m->kv_reserve_bytes), m->kv_reserve_tokens);
-	if (m->context_len)
+	if (m->context_len && m->max_context_single == VRT_MODEL_UNBOUNDED)
 		evidence(d, "max_concurrency_at_context", -1, VRT_DIAG_COUNT,
 		         m->max_concurrency,
-		         "reserve + headroom hold %" PRIu64 " tokens: %" PRIu64
+		         "reserve + headroom (%s) hold %" PRIu64
+		         " sequences of %" PRIu64 " tokens, or one of any "
+		         "length (every attention layer is windowed)",
+		         SZ(m->kv_budget_bytes), m->max_concurrency,
+		         m->context_len);
+	else if (m->context_len)
+		evidence(d, "max_concurrency_at_context", -1, VRT_DIAG_COUNT,
+		         m->max_concurrency,
+		         "reserve + headroom (%s) hold %" PRIu64
 		         " sequences of %" PRIu64 " tokens, or one of %" PRIu64,
-		         m->max_tokens, m->max_concurrency, m->context_len,
-		         m->max_context_single);
+		         SZ(m->kv_budget_bytes), m->max_concurrency,
+		         m->context_len, m->max_context_single);
 	evidence(d, "expected_weight_bytes", -1, VRT_DIAG_BYTES,
 	         m->expected_weight_bytes,
-	         "weights: %.2fB parameters x %u bytes = %s expected, %s "
-	         "observed",
-	         (double)m->params / 1e9, cfg->weight_bytes_per_param,
+	         "weights: %.2fB parameters (%.2fB active per token) = %s "
+	         "expected, %s observed",
+	         (double)m->params_total / 1e9, (double)m->params_active / 1e9,
 	         SZ(m->expected_weight_bytes), SZ(m->observed_weight_bytes));
 }
 
@@ -1638,8 +1658,7 @@ static void high_reason(struct ctx *c)
 }
 
 void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
-                      const struct vrt_replay *r,
-                      const struct vrt_modelcfg *cfg)
+                      const struct vrt_replay *r, const struct vrt_model *cfg)
 {
 	struct ctx c;
 	size_t root;

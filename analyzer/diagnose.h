@@ -52,7 +52,7 @@
 
 #include "engine.h"
 #include "load.h"
-#include "modelcfg.h"
+#include "model.h"
 #include "replay.h"
 
 #define VRT_DIAG_OTHER_MIN_BYTES (1ull << 30) /* 1 GiB: past a context */
@@ -142,22 +142,6 @@ struct vrt_diag_flags {
 	int one_device;        /* llama.cpp -sm none: one GPU on purpose */
 };
 
-/* --model-config arithmetic (have = 0 without a config). */
-struct vrt_diag_model {
-	int have;
-	uint64_t kv_bytes_per_token;
-	uint64_t kv_reserve_bytes;   /* observed, all devices */
-	uint64_t kv_reserve_tokens;  /* what that reserve holds */
-	uint64_t kv_headroom_bytes;  /* reserve + unused headroom */
-	uint64_t max_tokens;         /* tokens that budget holds */
-	uint64_t context_len;        /* flag, else max_position_embeddings */
-	uint64_t max_concurrency;    /* max_tokens / context_len */
-	uint64_t max_context_single; /* = max_tokens (one sequence) */
-	uint64_t params;
-	uint64_t expected_weight_bytes;
-	uint64_t observed_weight_bytes; /* weights phase peaks, summed */
-};
-
 struct vrt_diagnosis {
 	int verdict;     /* enum vrt_verdict */
 	char detail[48]; /* "not_sharded", ... or "" */
@@ -173,7 +157,7 @@ struct vrt_diagnosis {
 	size_t ndevices;
 	uint64_t other_pids[VRT_DIAG_MAX_PIDS];
 	size_t nother_pids;
-	struct vrt_diag_model model;
+	struct vrt_model_arith model; /* --model-config (model.h) */
 	/* The ladder on the failing device (have_ladder = 0 without a
 	 * device failure); rung is the one the verdict names, -1 none. */
 	int have_ladder;
@@ -198,8 +182,7 @@ struct vrt_diagnosis {
  * (no --model-config). Never fails.
  */
 void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
-                      const struct vrt_replay *r,
-                      const struct vrt_modelcfg *cfg);
+                      const struct vrt_replay *r, const struct vrt_model *cfg);
 
 /* "weights", "kv_cache", ... never NULL. */
 const char *vrt_diagnose_verdict_name(int verdict);

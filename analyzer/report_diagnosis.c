@@ -110,6 +110,8 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 		fputc('\n', f);
 	}
 	fputc('\n', f);
+	if (d->model.explain)
+		vrt_report_model_text(f, &d->model);
 }
 
 static void strings(struct vrt_json *w, const char *key,
@@ -131,41 +133,6 @@ static void opt_uint(struct vrt_json *w, const char *key, uint64_t v)
 		vrt_json_uint(w, v);
 	else
 		vrt_json_null(w);
-}
-
-static void model(struct vrt_json *w, const struct vrt_diag_model *m)
-{
-	vrt_json_key(w, "model");
-	if (!m->have) {
-		vrt_json_null(w);
-		return;
-	}
-	vrt_json_begin_object(w);
-	vrt_json_key(w, "kv_bytes_per_token");
-	vrt_json_uint(w, m->kv_bytes_per_token);
-	vrt_json_key(w, "kv_reserve_bytes");
-	vrt_json_uint(w, m->kv_reserve_bytes);
-	vrt_json_key(w, "kv_reserve_tokens");
-	vrt_json_uint(w, m->kv_reserve_tokens);
-	vrt_json_key(w, "kv_budget_bytes");
-	vrt_json_uint(w, m->kv_headroom_bytes);
-	vrt_json_key(w, "max_tokens");
-	vrt_json_uint(w, m->max_tokens);
-	opt_uint(w, "context_len", m->context_len);
-	vrt_json_key(w, "max_concurrency_at_context");
-	if (m->context_len)
-		vrt_json_uint(w, m->max_concurrency);
-	else
-		vrt_json_null(w);
-	vrt_json_key(w, "max_context_single");
-	vrt_json_uint(w, m->max_context_single);
-	vrt_json_key(w, "params");
-	vrt_json_uint(w, m->params);
-	vrt_json_key(w, "expected_weight_bytes");
-	vrt_json_uint(w, m->expected_weight_bytes);
-	vrt_json_key(w, "observed_weight_bytes");
-	vrt_json_uint(w, m->observed_weight_bytes);
-	vrt_json_end_object(w);
 }
 
 /* "ladder": [{rung, bytes, cumulative_bytes, fits}] on "ladder_device"
@@ -296,7 +263,8 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 	for (i = 0; i < d->nother_pids; i++)
 		vrt_json_uint(w, d->other_pids[i]);
 	vrt_json_end_array(w);
-	model(w, &d->model);
+	vrt_json_key(w, "model");
+	vrt_report_model_json(w, &d->model);
 	ladder_json(w, d);
 	vrt_json_end_object(w);
 }

@@ -21,6 +21,12 @@
  *   --linger-ms N     stays alive N ms after serving everything (after
  *                     printing "served"), its memory still allocated, so
  *                     a test can scrape the metrics endpoint
+ *   --pool-mib M      each request in flight also needs M MiB of ggml's
+ *                     CUDA pool (per-batch temporaries): llama_decode grows
+ *                     the pool in ggml_cuda_pool_leg_alloc (a C name for
+ *                     ggml-cuda's ggml_cuda_pool_leg::alloc) to M MiB per
+ *                     request in flight before its activations, and the
+ *                     pool never shrinks, as ggml's does not
  *
  * Exit status: 0 served everything, 2 usage, 3 CUDA out of memory, 4 no
  * driver.
@@ -60,12 +66,18 @@ static struct {
 static struct {
 	int n_layers, layer_mib, ctx_size, kv_kib, act_mib, clients, port;
 	int hold_ms, linger_ms, nsteps, steps[MAX_STEPS];
-} o = {32, 16, 4096, 128, 64, 4, 0, 0, 0, 0, {0}};
+	int pool_mib;
+} o = {32, 16, 4096, 128, 64, 4, 0, 0, 0, 0, {0}, 0};
+
+/* The pool's size and the requests in flight (the serving thread only). */
+static size_t pool_bytes;
+static int inflight;
 
 /* The functions a profiler must see, exported by name. */
 void llama_model_load(void);
 void llama_kv_cache_init(void);
 CUdeviceptr llama_decode(void);
+void ggml_cuda_pool_leg_alloc(size_t bytes);
 volatile int llama_sim_sink;
 
 static void oom(const char *where)
@@ -92,9 +104,21 @@ NOINLINE void llama_kv_cache_init(void)
 	llama_sim_sink++;
 }
 
+NOINLINE void ggml_cuda_pool_leg_alloc(size_t bytes)
+{
+	CUdeviceptr p;
+	if (cu.alloc(&p, bytes))
+		oom("ggml_cuda_pool_leg_alloc");
+	pool_bytes += bytes;
+	llama_sim_sink++;
+}
+
 NOINLINE CUdeviceptr llama_decode(void)
 {
 	CUdeviceptr p;
+	size_t need = (size_t)++inflight * (size_t)o.pool_mib * MIB;
+	if (need > pool_bytes)
+		ggml_cuda_pool_leg_alloc(need - pool_bytes);
 	if (cu.alloc(&p, (size_t)o.act_mib * MIB))
 		oom("llama_decode");
 	llama_sim_sink++;
@@ -140,6 +164,7 @@ static void serve(int srv, int port, int n)
 		if (write(conn[i], "x", 1) != 1)
 			fprintf(stderr, "llama_sim: lost a client\n");
 		cu.free_(act[i]);
+		inflight--;
 		close(conn[i]);
 	}
 	for (int i = 0; i < n; i++)
@@ -168,7 +193,7 @@ static int usage(void)
 	        "                 [--kv-kib-per-token K] [--act-mib M] "
 	        "[-np|--parallel N] [--port P]\n"
 	        "                 [--ladder N,N,...] [--hold-ms MS] "
-	        "[--linger-ms MS]\n");
+	        "[--linger-ms MS] [--pool-mib M]\n");
 	return 2;
 }
 
@@ -215,10 +240,13 @@ int main(int argc, char **argv)
 			o.hold_ms = v;
 		else if (!strcmp(a, "--linger-ms"))
 			o.linger_ms = v;
+		else if (!strcmp(a, "--pool-mib"))
+			o.pool_mib = v;
 		else
 			return usage();
 	}
-	if (o.clients < 1 || o.clients > MAX_CLIENTS || o.n_layers < 0)
+	if (o.clients < 1 || o.clients > MAX_CLIENTS || o.n_layers < 0 ||
+	    o.pool_mib < 0)
 		return usage();
 	CUcontext ctx;
 	if (resolve() || cu.init(0) || cu.retain(&ctx, 0) ||

@@ -1,10 +1,11 @@
 /*
  * Unit tests of diagnose.c on hand-made traces (replayed by replay.c):
  * one run per verdict with the exact verdict, detail, stage and evidence
- * numbers; and modelcfg.c's
- * arithmetic on the two configs of tests/data (Llama-3-8B: grouped-query
- * attention; Falcon-7B: multi-query), checked against hand-computed
- * values. TAP output. argv[1]: the tests/data directory.
+ * numbers, the cases of issue 14 shaped as the engines make them (with
+ * the ladder's numbers), and the model arithmetic (model.c) as the
+ * diagnosis states it, from the configs of tests/data and the engine's
+ * flags in the command line. TAP output. argv[1]: the tests/data
+ * directory.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 
 #include "diagnose.h"
 #include "load.h"
-#include "modelcfg.h"
+#include "model.h"
 #include "replay.h"
 
 #include "tap.h"
@@ -165,7 +166,7 @@ static int has_evidence_text(const char *key, const char *needle)
 	return 0;
 }
 
-static void diagnose(const struct vrt_modelcfg *cfg)
+static void diagnose(const struct vrt_model *cfg)
 {
 	ok(vrt_replay_begin(&r, &t) == 0 &&
 	           vrt_replay_feed(&r, &t, evs, nev) == 0 &&
@@ -903,112 +904,67 @@ static void test_keepalive(void)
 	teardown();
 }
 
-/* ---- model configs --------------------------------------------------------
- * Llama-3-8B (bf16): KV/token = 2 x 32 x 8 x 128 x 2 = 131072 B.
- *   per layer: q,o 2 x 4096 x 4096 = 33554432; k,v 2 x 4096 x 1024 =
- *   8388608; MLP 3 x 4096 x 14336 = 176160768; norms 8192 -> 218112000;
- *   x 32 = 6979584000; embeddings + lm_head 2 x 128256 x 4096 =
- *   1050673152; final norm 4096 -> 8030261248 parameters (the published
- *   8,030,261,248), 16060522496 bytes in bf16.
- * Falcon-7B (bf16, multi_query): head_dim 4544 / 71 = 64, 1 KV head:
- *   KV/token = 2 x 32 x 1 x 64 x 2 = 8192 B (4096 in fp8).
- *   per layer: q,o 2 x 4544 x 4544 = 41295872; k,v 2 x 4544 x 64 =
- *   581632; MLP 2 x 4544 x 18176 = 165183488; norms 9088 -> 207070080;
- *   x 32 = 6626242560; tied embeddings 65024 x 4544 = 295469056; final
- *   norm 4544 -> 6921716160 (published: 6.92B).
- */
-static int read_cfg(const char *dir, const char *name, const char *kv,
-                    struct vrt_modelcfg *c, char *msg, size_t msgsz)
+/* ---- the model arithmetic in the diagnosis ----------------------------- */
+
+static int read_cfg(const char *dir, const char *name, struct vrt_model *m)
 {
-	struct vrt_load_error err;
-	char path[4096], *text = NULL;
-	size_t len = 0;
-	int rc;
+	char path[4096], msg[600];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (vrt_load_text(path, &text, &len, &err)) {
-		snprintf(msg, msgsz, "%s", err.msg);
-		return -2;
+	if (vrt_model_read(m, path, NULL, msg, sizeof(msg))) {
+		ok(0, "%s for the diagnosis: %s", name, msg);
+		return -1;
 	}
-	rc = vrt_modelcfg_parse(c, text, len, kv, msg, msgsz);
-	free(text);
-	return rc;
+	return 0;
 }
 
-static void test_model_configs(const char *dir)
+static const char *text_of(const char *key)
 {
-	struct vrt_modelcfg c;
-	char msg[600];
-	const char *bad;
-
-	ok(read_cfg(dir, "llama3-8b.config.json", NULL, &c, msg, sizeof(msg)) ==
-	           0,
-	   "llama3-8b parses");
-	EQ(c.kv_heads, 8, "llama3: 8 KV heads (GQA)");
-	EQ(c.head_dim, 128, "llama3: head_dim 4096/32");
-	EQ(c.kv_bytes_per_token, 131072, "llama3: KV bytes per token");
-	EQ(c.params, 8030261248ull, "llama3: parameters");
-	EQ(c.weight_bytes, 16060522496ull, "llama3: weight bytes (bf16)");
-	ok(read_cfg(dir, "llama3-8b.config.json", "fp8", &c, msg,
-	            sizeof(msg)) == 0,
-	   "llama3-8b parses with --kv-dtype fp8");
-	EQ(c.kv_bytes_per_token, 65536, "llama3: fp8 KV halves it");
-	ok(read_cfg(dir, "falcon-7b.config.json", NULL, &c, msg, sizeof(msg)) ==
-	           0,
-	   "falcon-7b parses");
-	EQ(c.kv_heads, 1, "falcon: multi_query is 1 KV head (MQA)");
-	EQ(c.head_dim, 64, "falcon: head_dim 4544/71");
-	EQ(c.kv_bytes_per_token, 8192, "falcon: KV bytes per token");
-	EQ(c.params, 6921716160ull, "falcon: parameters");
-	ok(read_cfg(dir, "falcon-7b.config.json", "fp32", &c, msg,
-	            sizeof(msg)) == 0,
-	   "falcon-7b parses with --kv-dtype fp32");
-	EQ(c.kv_bytes_per_token, 16384, "falcon: fp32 KV doubles it");
-
-	bad = "{\"num_hidden_layers\": 2, \"hidden_size\": 64, "
-	      "\"vocab_size\": 10}";
-	ok(vrt_modelcfg_parse(&c, bad, strlen(bad), NULL, msg, sizeof(msg)) ==
-	                   -1 &&
-	           strstr(msg, "missing key \"num_attention_heads\""),
-	   "missing key named (got '%s')", msg);
-	bad = "{\"num_hidden_layers\": 2,";
-	ok(vrt_modelcfg_parse(&c, bad, strlen(bad), NULL, msg, sizeof(msg)) ==
-	                   -1 &&
-	           strstr(msg, "invalid JSON at line 1"),
-	   "invalid JSON with its position (got '%s')", msg);
-	bad = "{\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
-	      "\"num_key_value_heads\": 3, \"hidden_size\": 64, "
-	      "\"vocab_size\": 10}";
-	ok(vrt_modelcfg_parse(&c, bad, strlen(bad), NULL, msg, sizeof(msg)) ==
-	                   -1 &&
-	           strstr(msg, "does not divide"),
-	   "KV heads that do not divide the heads (got '%s')", msg);
-	bad = "{\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
-	      "\"hidden_size\": 64, \"vocab_size\": 10}";
-	ok(vrt_modelcfg_parse(&c, bad, strlen(bad), "int3", msg, sizeof(msg)) ==
-	                   -1 &&
-	           strstr(msg, "unknown KV dtype"),
-	   "unknown KV dtype (got '%s')", msg);
-	ok(read_cfg(dir, "no-such.json", NULL, &c, msg, sizeof(msg)) == -2,
-	   "a missing file is an error");
+	const struct vrt_diag_evidence *e = find(key);
+	return e ? e->text : "";
 }
 
-/* KV arithmetic in the diagnosis: Llama-3-8B shape, 16 GiB KV reserve
- * and 8 GiB of headroom at --max-model-len 8192. */
+/* A run on one device of total bytes with weights and a KV reserve,
+ * diagnosed with the config dir/name; argv (when not NULL) replaces the
+ * vLLM command line. -1 when the config does not read. */
+static int model_run(const char *dir, const char *name, struct vrt_model *c,
+                     uint64_t total, uint64_t weights, uint64_t kv, char **argv,
+                     size_t argc)
+{
+	if (read_cfg(dir, name, c))
+		return -1;
+	setup(1, total);
+	if (argv)
+		command(argv, argc);
+	alloc(0, 0x1000, weights, VRT_PHASE_weights);
+	alloc(0, 0x2000, kv, VRT_PHASE_kv_cache);
+	diagnose(c);
+	return 0;
+}
+
+/* Llama-3-8B shape, 16 GiB KV reserve and 8 GiB of headroom at
+ * --max-model-len 8192; DeepSeek-R1 under vLLM with 8 tensor-parallel
+ * ranks and an fp8 cache (the MLA latent on every rank); Jamba's Mamba
+ * state per sequence. */
 static void test_model_in_diagnosis(const char *dir)
 {
-	struct vrt_modelcfg c;
-	char msg[600];
+	static char *argv_ds[] = {"vllm",
+	                          "serve",
+	                          "deepseek-ai/DeepSeek-R1",
+	                          "--max-model-len",
+	                          "32768",
+	                          "--tensor-parallel-size",
+	                          "8",
+	                          "--kv-cache-dtype",
+	                          "fp8",
+	                          "--block-size",
+	                          "64"};
+	struct vrt_model *c = malloc(sizeof(*c));
+	uint64_t per_tok = 61ull * 576 * 8;
 
-	if (read_cfg(dir, "llama3-8b.config.json", NULL, &c, msg,
-	             sizeof(msg))) {
-		ok(0, "llama3 config for the diagnosis: %s", msg);
-		return;
-	}
-	setup(1, 40 * GiB);
-	alloc(0, 0x1000, 16 * GiB, VRT_PHASE_weights);
-	alloc(0, 0x2000, 16 * GiB, VRT_PHASE_kv_cache);
-	diagnose(&c);
+	if (!c || model_run(dir, "llama3-8b.config.json", c, 40 * GiB, 16 * GiB,
+	                    16 * GiB, NULL, 0))
+		goto out;
 	EQ(dg.model.have, 1, "model: arithmetic present");
 	EQ(dg.model.kv_reserve_tokens, 131072,
 	   "model: 16 GiB / 128 KiB = 131072 tokens in the reserve");
@@ -1019,7 +975,44 @@ static void test_model_in_diagnosis(const char *dir)
 	EQ(dg.model.expected_weight_bytes, 16060522496ull,
 	   "model: expected weight bytes");
 	EQ(value("kv_bytes_per_token"), 131072, "model: evidence");
+	ok(strstr(text_of("kv_bytes_per_token"),
+	          "32 full layers x 8 KV heads x (128 + 128) x 2 B bf16") !=
+	           NULL,
+	   "model: the formula in the evidence ('%s')",
+	   text_of("kv_bytes_per_token"));
+	ok(strstr(text_of("expected_weight_bytes"),
+	          "8.03B parameters (8.03B active per token)") != NULL,
+	   "model: parameters in the evidence ('%s')",
+	   text_of("expected_weight_bytes"));
 	teardown();
+
+	if (model_run(dir, "models/deepseek-r1.json", c, 140 * GiB, 80 * GiB,
+	              16 * GiB, argv_ds, sizeof(argv_ds) / sizeof(argv_ds[0])))
+		goto out;
+	EQ(dg.model.tp, 8, "model: --tensor-parallel-size 8");
+	EQ(dg.model.block_tokens, 64, "model: --block-size 64");
+	EQ(value("kv_bytes_per_token"), per_tok,
+	   "model: the fp8 latent on 8 ranks");
+	ok(strstr(text_of("kv_bytes_per_token"),
+	          "61 MLA layers x 576 latent x 1 B fp8; copied on every "
+	          "tensor-parallel rank") != NULL,
+	   "model: MLA in the evidence ('%s')", text_of("kv_bytes_per_token"));
+	EQ(dg.model.kv_reserve_tokens, 16 * GiB / per_tok,
+	   "model: the reserve in tokens at 32768");
+	ok(!strcmp(dg.model.desc.kv_from, "--kv-cache-dtype"),
+	   "model: the engine's KV type");
+	teardown();
+
+	if (model_run(dir, "models/jamba-1.5-mini.json", c, 80 * GiB, 40 * GiB,
+	              8 * GiB, NULL, 0))
+		goto out;
+	EQ(value("state_bytes_per_sequence"), 8716288,
+	   "model: Mamba state per sequence in the evidence");
+	EQ(dg.model.max_concurrency, 40 * GiB / (4ull * 4096 * 8192 + 8716288),
+	   "model: sequences of 8192 with their state, in 40 GiB");
+	teardown();
+out:
+	free(c);
 }
 
 int main(int argc, char **argv)
@@ -1047,7 +1040,6 @@ int main(int argc, char **argv)
 	test_died_loading();
 	test_no_request();
 	test_keepalive();
-	test_model_configs(dir);
 	test_model_in_diagnosis(dir);
 	printf("1..%d\n", ntests);
 	return nfailed ? 1 : 0;
