@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "argv.h"
+
 /* ---- the engines ---------------------------------------------------- */
 
 /* Each setting as advice writes it, in enum vrt_engine_field order:
@@ -274,31 +276,25 @@ static int detect(char *const *argv, size_t argc)
 static void read_flags(struct vrt_engine_flags *f, int e, char *const *argv,
                        size_t argc)
 {
-	size_t i, k, n;
+	size_t i, k;
 
 	for (i = 1; i < argc && argv[i]; i++) {
-		const char *a = argv[i];
-		if (a[0] != '-')
+		if (argv[i][0] != '-')
 			continue;
 		for (k = 0; k < NFLAGS; k++) {
 			const struct flag *x = &flags[k];
+			const char *v;
 			if (e ? x->engine != e : x->option[1] != '-')
 				continue;
-			n = strlen(x->option);
-			if (strncmp(a, x->option, n))
+			v = vrt_argv_value(argv, argc, i, x->option);
+			if (!v)
 				continue;
-			if (a[n] == '=') {
-				f->value[x->field] = a + n + 1;
-			} else if (a[n] == '\0' && i + 1 < argc &&
-			           argv[i + 1]) {
-				f->value[x->field] = argv[i + 1];
-				i++; /* the value is not an option itself */
-			} else {
-				continue;
-			}
+			f->value[x->field] = v;
 			f->option[x->field] = x->option;
 			if (!e && !f->guess)
 				f->guess = x->engine;
+			if (i + 1 < argc && v == argv[i + 1])
+				i++; /* the value is not an option itself */
 			break;
 		}
 	}
