@@ -216,6 +216,22 @@ struct devstate {
 	int snap_peak;
 	int64_t snap_peak_ts;
 	int snap_touched; /* named by the snapshot being read */
+	/* the per-request phases' live bytes when the run was last idle (no
+	 * request in flight): set when the first request begins */
+	uint64_t idle_demand;
+	/* ... and when serving began: the last idle level while the server
+	 * was still loading (what loading left there, not requests) */
+	uint64_t serve_demand;
+};
+
+/* An out-of-memory failure not yet recovered (see on_fail). */
+struct pending {
+	size_t fail; /* index into r->fails */
+	uint32_t proc, tid;
+	int32_t device;
+	int host;
+	uint64_t size, freed;
+	int64_t ts;
 };
 
 #define SITE_HINTS 4 /* site hints per stack (power of two) */
@@ -259,6 +275,23 @@ struct state {
 	uint32_t *stack_site;
 	size_t nstack_site;
 	int oom;
+	/* Serving and stage (see on_fail): requests in flight before the
+	 * last change, a lone request seen from its start (its growth is
+	 * one request's), weights loading since the last per-request
+	 * allocation made while requests were in flight. */
+	uint32_t prev_inflight;
+	int single_on;
+	/* the in-flight change being noted comes from a snapshot: requests
+	 * that began before recording did, not now */
+	int snap_edge;
+	int loading;
+	/* failures that a later allocation may still recover */
+	struct pending *pend;
+	size_t npend, cappend;
+	/* per process: the time of its last successful allocation */
+	int64_t *last_alloc;
+	/* the process of the event being replayed (general path) */
+	uint32_t proc;
 };
 
 /* ---- names --------------------------------------------------------------- */
@@ -609,21 +642,77 @@ static inline int is_host_family(int fam)
 	return fam == VRT_FAM_PINNED || fam == VRT_FAM_REGISTERED;
 }
 
-/* While exactly one request is in flight, its forward bytes on device i
- * are a candidate for the single-request peak. */
-static NOINLINE void sample_single(struct state *s, size_t i, int64_t ts)
+/* The per-request phases: what a request allocates, whatever a rule
+ * called it (a pool, a workspace, nothing); the others are what loading
+ * and the engine's own sizing reserve. */
+static inline int slot_is_demand(uint32_t slot)
+{
+	return slot == VRT_PHASE_unattributed || slot == VRT_PHASE_forward ||
+	       slot == VRT_PHASE_workspace ||
+	       slot > VRT_LOAD_PHASE_INFERRED_KV;
+}
+
+int vrt_replay_phase_is_demand(unsigned slot)
+{
+	return slot < VRT_REPLAY_MAX_PHASES && slot_is_demand(slot);
+}
+
+static uint64_t demand_level(const struct devstate *ds)
+{
+	uint64_t sum = 0;
+	uint32_t k;
+
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+		if (slot_is_demand(k))
+			sum += ds->live[k];
+	return sum;
+}
+
+/* While one request is in flight alone since it began, its growth on
+ * device i (the per-request phases above their level when it began) is a
+ * candidate for the single-request peak. A request that overlapped others
+ * is not measured: caching allocators keep what the overlap grew. */
+static NOINLINE void single_note(struct state *s, size_t i, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
-	uint64_t b = r->dev[i].phase[VRT_PHASE_forward].live_bytes;
+	struct vrt_replay_device *d = &r->dev[i];
+	uint64_t lvl = demand_level(&s->devs[i]);
+	uint64_t g = lvl > s->devs[i].idle_demand
+	                     ? lvl - s->devs[i].idle_demand
+	                     : 0;
 
-	if (r->inflight != 1)
+	if (!s->single_on)
 		return;
-	if (!r->have_single_request || b > r->single_request_peak_bytes) {
+	if (!d->have_single_request || g > d->single_request_bytes) {
+		d->have_single_request = 1;
+		d->single_request_bytes = g;
+	}
+	if (!r->have_single_request || g > r->single_request_peak_bytes) {
 		r->have_single_request = 1;
-		r->single_request_peak_bytes = b;
+		r->single_request_peak_bytes = g;
 		r->single_request_peak_device = (int32_t)i;
 		r->single_request_peak_ts = ts;
 	}
+}
+
+/* An allocation succeeded: loading and stage state, and the failures it
+ * may recover. */
+static NOINLINE void pending_alloc(struct state *s, const struct vrt_event *e,
+                                   int fam);
+static NOINLINE void pending_freed(struct state *s, uint32_t proc,
+                                   int32_t dev, int host, uint64_t bytes);
+
+static inline void alloc_noted(struct state *s, const struct vrt_event *e,
+                               uint32_t slot, int fam)
+{
+	if (slot == VRT_PHASE_weights)
+		s->loading = 1;
+	else if (s->loading && s->r->inflight && slot_is_demand(slot))
+		s->loading = 0;
+	if (e->proc < s->nprocs)
+		s->last_alloc[e->proc] = e->ts;
+	if (s->npend)
+		pending_alloc(s, e, fam);
 }
 
 /* Windows (see on_mark): r->windows[r->nwindows - 1] is open. */
@@ -969,8 +1058,8 @@ static void charge(struct state *s, struct obj *o, int64_t ts)
 	d->tracked_bytes += o->size;
 	if (d->tracked_bytes > d->peak_bytes)
 		dev_peak(d, ds, ts);
-	if (o->slot == VRT_PHASE_forward)
-		sample_single(s, (size_t)o->device, ts);
+	if (s->single_on && slot_is_demand(o->slot))
+		single_note(s, (size_t)o->device, ts);
 	if (r->nwindows)
 		window_note(s, o->device, o->slot);
 	series_note(s, o->device, ts);
@@ -1208,6 +1297,8 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 			ds->snap_peak_ts = e->ts;
 		}
 	}
+	if (fam != VRT_FAM_VA && !(e->flags & VRT_EV_SNAP))
+		alloc_noted(s, e, phase_slot(e->phase), fam);
 	return 0;
 }
 
@@ -1280,6 +1371,9 @@ static void on_free(struct state *s, const struct vrt_event *e, int fam)
 		if (ob->refs)
 			return; /* bytes stay until the last unmap */
 	}
+	if (s->npend && ob->family != VRT_FAM_VA)
+		pending_freed(s, e->proc, ob->device,
+		              is_host_family(ob->family), ob->size);
 	discharge(s, ob);
 	obj_free(s, o);
 }
@@ -1346,6 +1440,109 @@ static void on_unmap(struct state *s, const struct vrt_event *e)
 		s->r->unmatched_frees++;
 }
 
+/*
+ * Stage of a failure in phase slot: "request" once the server serves (a
+ * request has begun), except while it loads: weights always load (a
+ * model loaded on demand or swapped in after serving is a load again),
+ * and after weights were loaded the reserves the engine sizes (KV cache,
+ * profile run, graphs, communicators), or anything while no request is
+ * in flight (a warm-up run), belong to that load until a request in
+ * flight makes per-request allocations. A listening socket alone does
+ * not end the load: servers listen before they load (llama-server
+ * answers 503 meanwhile).
+ */
+static int stage_request(const struct state *s, uint32_t slot)
+{
+	if (!s->r->serving || slot == VRT_PHASE_weights)
+		return 0;
+	return !(s->loading && (!slot_is_demand(slot) || !s->r->inflight));
+}
+
+/* Failures within this long of a successful allocation for the same
+ * need were recovered: caching allocators free their cache and retry at
+ * once (PyTorch's release_cached_blocks, llama.cpp's pool clear_pool). */
+#define RECOVER_NS 10000000000LL
+
+static int same_thread(uint32_t a, uint32_t b)
+{
+	return !a || !b || a == b;
+}
+
+/* An out-of-memory failure: it may yet be recovered. An earlier one of
+ * the same thread still pending was not (the thread failed again). */
+static int pending_fail(struct state *s, const struct vrt_replay_failure *f)
+{
+	size_t i;
+
+	for (i = 0; i < s->npend;) {
+		const struct pending *p = &s->pend[i];
+		if (p->proc == f->proc && same_thread(p->tid, f->tid))
+			s->pend[i] = s->pend[--s->npend];
+		else
+			i++;
+	}
+	if (s->npend == s->cappend) {
+		size_t n = s->cappend ? s->cappend * 2 : 8;
+		void *np = realloc(s->pend, n * sizeof(*s->pend));
+		if (!np)
+			return -1;
+		s->pend = np;
+		s->cappend = n;
+	}
+	s->pend[s->npend++] = (struct pending){
+	        .fail = (size_t)(f - s->r->fails),
+	        .proc = f->proc,
+	        .tid = f->tid,
+	        .device = f->device,
+	        .host = is_host_family(f->family),
+	        .size = f->requested_bytes,
+	        .ts = f->ts,
+	};
+	return 0;
+}
+
+static NOINLINE void pending_alloc(struct state *s, const struct vrt_event *e,
+                                   int fam)
+{
+	size_t i;
+
+	for (i = 0; i < s->npend;) {
+		struct pending *p = &s->pend[i];
+		struct vrt_replay_failure *f = &s->r->fails[p->fail];
+		if (e->ts - p->ts > RECOVER_NS) {
+			s->pend[i] = s->pend[--s->npend]; /* too late */
+			continue;
+		}
+		if (p->proc != e->proc || !same_thread(p->tid, e->tid) ||
+		    p->host != is_host_family(fam) ||
+		    (!p->host && p->device != e->device) || e->size < p->size) {
+			i++;
+			continue;
+		}
+		f->recovered = 1;
+		f->recovered_ts = e->ts;
+		f->recovered_bytes = e->size;
+		f->recovered_api = e->api;
+		f->freed_bytes = p->freed;
+		s->pend[i] = s->pend[--s->npend];
+	}
+}
+
+/* Process proc freed bytes on device dev (-1: host): counted for its
+ * pending failures there (what its allocator gave back to retry). */
+static NOINLINE void pending_freed(struct state *s, uint32_t proc,
+                                   int32_t dev, int host, uint64_t bytes)
+{
+	size_t i;
+
+	for (i = 0; i < s->npend; i++) {
+		struct pending *p = &s->pend[i];
+		if (p->proc == proc && p->host == host &&
+		    (host || p->device == dev))
+			p->freed += bytes;
+	}
+}
+
 static int on_fail(struct state *s, const struct vrt_event *e)
 {
 	struct vrt_replay *r = s->r;
@@ -1380,7 +1577,8 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 	f->error = (int64_t)e->aux;
 	f->phase = phase_slot(e->phase);
 	f->stack = e->stack;
-	f->inflight = r->inflight; /* after_ready: settle_ready */
+	f->after_ready = stage_request(s, f->phase);
+	f->inflight = r->inflight;
 	f->oom = e->aux == 2 && vrt_api_op(e->api) == VRT_OP_ALLOC;
 	if (e->flags & VRT_EV_HAVE_INFO && e->extra < s->t->nfails) {
 		f->have_info = 1;
@@ -1392,11 +1590,20 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 	if (f->oom && r->nwindows)
 		r->windows[r->nwindows - 1].ooms++;
 	if (f->device >= 0 && (size_t)f->device < r->ndevices) {
+		const struct devstate *ds = &s->devs[f->device];
 		unsigned k;
 		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 			f->live_by_phase[k] =
 			        r->dev[f->device].phase[k].live_bytes;
+		f->demand_bytes = demand_level(ds);
+		f->idle_demand_bytes =
+		        r->inflight ? ds->idle_demand : f->demand_bytes;
+		f->serve_demand_bytes = ds->serve_demand < f->idle_demand_bytes
+		                                ? ds->serve_demand
+		                                : f->idle_demand_bytes;
 	}
+	if (f->oom && pending_fail(s, f))
+		return -1;
 	if (fam < 0 || fam == VRT_FAM_NONE)
 		return 0;
 	if (is_host_family(fam)) {
@@ -1435,10 +1642,37 @@ static void on_meminfo(struct state *s, const struct vrt_event *e)
 	d->baseline_used_bytes = used > held ? used - held : 0;
 }
 
+/* The number in flight changed (however requests are counted): the
+ * first request begins serving; leaving idle sets each device's idle
+ * level of the per-request phases; a request alone from its start is
+ * measured (single_note). */
+static void requests_moved(struct state *s, int64_t ts)
+{
+	struct vrt_replay *r = s->r;
+	uint32_t prev = s->prev_inflight, now = r->inflight;
+	size_t i;
+
+	s->prev_inflight = now;
+	if (now > prev && !r->serving && !s->snap_edge) {
+		r->serving = 1;
+		r->serving_ts = ts;
+	}
+	if (!prev && now)
+		for (i = 0; i < r->ndevices; i++) {
+			struct devstate *ds = &s->devs[i];
+			ds->idle_demand = demand_level(ds);
+			if (s->loading)
+				ds->serve_demand = ds->idle_demand;
+		}
+	s->single_on = now == 1 && prev == 0 && !s->snap_edge;
+	if (s->single_on)
+		for (i = 0; i < r->ndevices; i++)
+			single_note(s, i, ts);
+}
+
 static void inflight_changed(struct state *s, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
-	size_t i;
 
 	if (r->inflight > r->max_inflight) {
 		r->max_inflight = r->inflight;
@@ -1447,8 +1681,7 @@ static void inflight_changed(struct state *s, int64_t ts)
 	if (r->nwindows &&
 	    r->inflight > r->windows[r->nwindows - 1].max_inflight)
 		r->windows[r->nwindows - 1].max_inflight = r->inflight;
-	for (i = 0; i < r->ndevices; i++)
-		sample_single(s, i, ts);
+	requests_moved(s, ts);
 	inflight_note(s, ts);
 }
 
@@ -1485,7 +1718,9 @@ static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
 			return 0;
 		r->inflight--;
 	}
+	s->snap_edge = (e->flags & VRT_EV_SNAP) != 0;
 	inflight_changed(s, e->ts);
+	s->snap_edge = 0;
 	return 0;
 }
 
@@ -1719,9 +1954,33 @@ static void settle_inflight(struct state *s)
 	}
 }
 
-/* Readiness from the listen() facts (see replay.h), and the stage of each
- * failure by it: facts kept in standby arrive out of time order, so both
- * are settled here. */
+/* Serving from facts kept in standby: a process that was in standby when
+ * its first request came keeps it as a fact, read out of time order, so
+ * serving may have begun before the stream said. A failure of a
+ * per-request phase with requests in flight after that moment is of the
+ * request stage, as stage_request would have said had it known. */
+static void settle_serving(struct state *s)
+{
+	struct vrt_replay *r = s->r;
+	size_t i;
+
+	if (r->have_first_request &&
+	    (!r->serving || r->first_request_ts < r->serving_ts)) {
+		r->serving = 1;
+		r->serving_ts = r->first_request_ts;
+	}
+	if (!r->serving)
+		return;
+	for (i = 0; i < r->nfails; i++) {
+		struct vrt_replay_failure *f = &r->fails[i];
+		if (!f->after_ready && f->ts >= r->serving_ts && f->inflight &&
+		    f->phase != VRT_PHASE_weights && slot_is_demand(f->phase))
+			f->after_ready = 1;
+	}
+}
+
+/* Readiness from the listen() facts (see replay.h): facts kept in standby
+ * arrive out of time order, so it is settled here. */
 static void settle_ready(struct state *s)
 {
 	struct vrt_replay *r = s->r;
@@ -1751,9 +2010,6 @@ static void settle_ready(struct state *s)
 		r->server_port = best->port;
 		r->server_ready_kind = kind;
 	}
-	for (i = 0; i < r->nfails; i++)
-		r->fails[i].after_ready = r->have_server_ready &&
-		                          r->fails[i].ts >= r->server_ready_ts;
 }
 
 /* ---- windows ------------------------------------------------------------ */
@@ -2020,6 +2276,8 @@ static int state_grow(struct state *s, const struct vrt_trace *t)
 		struct pstate *np;
 		struct vrt_replay_proc *rp;
 		size_t add = t->nprocs - s->nprocs;
+		int64_t *la;
+		size_t i;
 		if (!nu)
 			return -1;
 		memset(nu + s->nprocs, 0, add);
@@ -2040,6 +2298,12 @@ static int state_grow(struct state *s, const struct vrt_trace *t)
 		memset(rp + s->nprocs, 0, add * sizeof(*rp));
 		r->procs = rp;
 		r->nprocs = t->nprocs;
+		la = realloc(s->last_alloc, t->nprocs * sizeof(*la));
+		if (!la)
+			return -1;
+		for (i = s->nprocs; i < t->nprocs; i++)
+			la[i] = INT64_MIN;
+		s->last_alloc = la;
 		s->nprocs = t->nprocs;
 	}
 	if (t->nstacks * SITE_HINTS > s->nstack_site) {
@@ -2073,6 +2337,8 @@ static void state_free(struct state *s)
 	free(s->sites);
 	free(s->sindex);
 	free(s->stack_site);
+	free(s->pend);
+	free(s->last_alloc);
 	free(s);
 }
 
@@ -2090,6 +2356,7 @@ int vrt_replay_begin(struct vrt_replay *r, const struct vrt_trace *t)
 	s->series_width = 1;
 	s->bucket = 0;
 	s->bucket_end = t->start_ns < INT64_MAX ? t->start_ns + 1 : INT64_MAX;
+	s->loading = 1;
 	if (table_grow(s) || state_grow(s, t))
 		return -1;
 	return 0;
@@ -2266,8 +2533,8 @@ static inline int fast_alloc(struct state *s, const struct vrt_event *e,
 	d->tracked_bytes = tracked;
 	if (tracked > d->peak_bytes)
 		dev_peak(d, ds, ts);
-	if (UNLIKELY(slot == VRT_PHASE_forward))
-		sample_single(s, (size_t)dev, ts);
+	if (UNLIKELY(s->single_on) && slot_is_demand(slot))
+		single_note(s, (size_t)dev, ts);
 	if (UNLIKELY(s->r->nwindows != 0))
 		window_note(s, dev, slot);
 	a = &ds->acc; /* series_note */
@@ -2281,6 +2548,7 @@ static inline int fast_alloc(struct state *s, const struct vrt_event *e,
 		a->after_max = 1;
 	}
 	a->last_ts = ts;
+	alloc_noted(s, e, slot, (int)fam);
 	return 1;
 }
 
@@ -2318,6 +2586,8 @@ static inline int fast_free(struct state *s, const struct vrt_event *e,
 	fc = &d->fam[sl->family];
 	pc = &d->phase[slot];
 	table_remove_at(s, i);
+	if (UNLIKELY(s->npend))
+		pending_freed(s, proc, x->device, 0, size);
 	fc->frees++;
 	pc->frees++;
 	counters_sub(fc, size);
@@ -2387,6 +2657,97 @@ int vrt_replay_feed(struct vrt_replay *r, const struct vrt_trace *t,
 	return 0;
 }
 
+/* ---- fatal and recovered failures ------------------------------------ */
+
+enum end_kind { END_UNKNOWN = 0, END_DIED = 1, END_LIVED = 2 };
+
+/* How process p ended: its exit status (vramtrace record writes it for
+ * the command it started), else a trace cut short (no TRAILER: killed);
+ * a TRAILER alone says the exit path ran, not with which status. */
+static int proc_end(const struct vrt_process *p)
+{
+	if (p->exit_kind == VRT_EXIT_SIGNAL ||
+	    (p->exit_kind == VRT_EXIT_CODE && p->exit_code != 0))
+		return END_DIED;
+	if (p->exit_kind == VRT_EXIT_CODE)
+		return END_LIVED;
+	return p->truncated ? END_DIED : END_UNKNOWN;
+}
+
+/* How the run ended: as its root processes (parent not in the run). */
+static int run_end(const struct vrt_trace *t)
+{
+	int end = END_UNKNOWN;
+	size_t i, k;
+
+	for (i = 0; i < t->nprocs; i++) {
+		int root = 1, e;
+		for (k = 0; k < t->nprocs && root; k++)
+			if (k != i && t->procs[k].pid == t->procs[i].ppid)
+				root = 0;
+		if (!root)
+			continue;
+		e = proc_end(&t->procs[i]);
+		if (e == END_DIED)
+			return END_DIED;
+		if (e == END_LIVED)
+			end = END_LIVED;
+	}
+	return end;
+}
+
+/*
+ * Marks each process's fatal failure: the last out-of-memory failure it
+ * did not recover from, when the process died (signal, non-zero exit,
+ * trace cut short), or its end is unknown and the run died, or nothing
+ * tells and the process allocated nothing after it. The decisive failure
+ * is the earliest fatal one (the first to break; the others may follow
+ * from it), else the earliest unrecovered one (a failure the program saw
+ * and survived).
+ */
+static void classify(struct state *s, const struct vrt_trace *t)
+{
+	struct vrt_replay *r = s->r;
+	int run = run_end(t);
+	size_t i, k;
+
+	r->decisive = SIZE_MAX;
+	for (i = 0; i < r->nfails; i++) {
+		struct vrt_replay_failure *f = &r->fails[i];
+		int end;
+		if (!f->oom)
+			continue;
+		if (f->recovered) {
+			r->recovered++;
+			continue;
+		}
+		for (k = i + 1; k < r->nfails; k++)
+			if (r->fails[k].oom && !r->fails[k].recovered &&
+			    r->fails[k].proc == f->proc)
+				break;
+		if (k < r->nfails) /* not the process's last */
+			continue;
+		end = f->proc < t->nprocs ? proc_end(&t->procs[f->proc])
+		                          : END_UNKNOWN;
+		f->fatal = end == END_DIED ||
+		           (end == END_UNKNOWN &&
+		            (run == END_DIED ||
+		             (run == END_UNKNOWN &&
+		              (f->proc >= s->nprocs ||
+		               s->last_alloc[f->proc] <= f->ts))));
+	}
+	for (i = 0; i < r->nfails; i++)
+		if (r->fails[i].fatal) {
+			r->decisive = i;
+			return;
+		}
+	for (i = 0; i < r->nfails; i++)
+		if (r->fails[i].oom && !r->fails[i].recovered) {
+			r->decisive = i;
+			return;
+		}
+}
+
 int vrt_replay_end(struct vrt_replay *r, const struct vrt_trace *t)
 {
 	struct state *s = r->priv;
@@ -2409,6 +2770,8 @@ int vrt_replay_end(struct vrt_replay *r, const struct vrt_trace *t)
 	}
 	settle_ready(s);
 	settle_inflight(s);
+	settle_serving(s);
+	classify(s, t);
 	for (i = 0; i < r->nprocs && i < t->nprocs; i++)
 		r->procs[i].started_in_standby = t->procs[i].started_in_standby;
 	/* The last window runs to the end of the run. */

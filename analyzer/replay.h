@@ -68,6 +68,10 @@ struct vrt_replay_device {
 	int have_snapshot;
 	uint64_t snapshot_bytes;
 	int64_t snapshot_ts;
+	/* the most one request grew the per-request phases here while it was
+	 * in flight alone (see vrt_replay.single_request_peak_bytes) */
+	int have_single_request;
+	uint64_t single_request_bytes;
 	/* the timeline: live bytes by phase over time (downsampled, see
 	 * VRT_REPLAY_SERIES_BUCKETS), in time order */
 	struct vrt_replay_point *series;
@@ -149,13 +153,40 @@ struct vrt_replay_failure {
 	uint64_t free_bytes, total_bytes;
 	uint32_t phase; /* phase slot of the failed call */
 	uint32_t stack;
-	int after_ready;   /* the server was ready (server_ready_ts <= ts):
-	                    * stage "request" */
+	/* Stage "request": the server was serving, not loading. It serves
+	 * from the first request on (a listening socket alone is not enough:
+	 * servers listen before they load); a weights allocation is always a
+	 * load (on demand, a model swap), and so are the reserves sized
+	 * after it (KV cache, profile run, graphs, communicators) and
+	 * anything while no request is in flight, until a request in flight
+	 * makes per-request allocations. */
+	int after_ready;
 	uint32_t inflight; /* requests in flight at that moment (those of
 	                    * processes in standby then: by the request
 	                    * edges they kept) */
 	/* the device's live bytes by phase slot when the call failed */
 	uint64_t live_by_phase[VRT_REPLAY_MAX_PHASES];
+	/* the per-request phases' live bytes (vrt_replay_phase_is_demand)
+	 * at the failure, their level when the run was last idle (no
+	 * request in flight; the same when none is in flight now), and
+	 * their level when serving began (what loading left there: the
+	 * rest of the idle level is memory a caching allocator kept from
+	 * earlier requests) */
+	uint64_t demand_bytes, idle_demand_bytes, serve_demand_bytes;
+	/* Recovered: the same process (and thread) later allocated at least
+	 * requested_bytes on the same device within seconds, as a caching
+	 * allocator does after emptying its cache: the time, size and api of
+	 * that allocation and what the process freed in between. */
+	int recovered;
+	int64_t recovered_ts;
+	uint64_t recovered_bytes;
+	uint16_t recovered_api;
+	uint64_t freed_bytes;
+	/* Fatal: the process's last unrecovered out-of-memory failure, and
+	 * the process died (signal, non-zero exit, trace cut short), or its
+	 * end is unknown and the run's root died, or nothing tells and it
+	 * allocated nothing after the failure. */
+	int fatal;
 };
 
 struct vrt_replay {
@@ -170,6 +201,13 @@ struct vrt_replay {
 	uint64_t unmatched_frees; /* frees/releases/unmaps of unknown
 	                             addresses */
 	uint64_t ooms;
+	uint64_t recovered; /* out-of-memory failures recovered */
+	/* The failure a verdict rests on: the earliest fatal one, else the
+	 * earliest unrecovered out-of-memory failure; SIZE_MAX when none. */
+	size_t decisive;
+	/* Serving: a request began (whatever counts them), and when. */
+	int serving;
+	int64_t serving_ts;
 	/* Server readiness, settled at the end: the run's first listen() on
 	 * an inet socket; without one, the first unix socket listened on by
 	 * a process that then served HTTP/1.x over unix connections; for
@@ -212,8 +250,10 @@ struct vrt_replay {
 	/* connections whose first bytes were not HTTP/1.x (HTTP/2, gRPC,
 	 * TLS, ZMQ): nothing on them was counted */
 	uint64_t other_connections;
-	/* largest live "forward" bytes on one device while exactly one
-	 * request was in flight */
+	/* The single-request peak: the most one request grew the
+	 * per-request phases of a device (above their level when it began)
+	 * while it was in flight alone from its start; 0 when a caching
+	 * allocator served it from memory it kept. */
 	int have_single_request;
 	uint64_t single_request_peak_bytes;
 	int32_t single_request_peak_device;
@@ -265,6 +305,12 @@ void vrt_replay_free(struct vrt_replay *r);
 
 /* Slot of a phase id in the per-device phase arrays. */
 unsigned vrt_replay_phase_slot(uint32_t phase);
+
+/* 1 for the per-request phases: unattributed, forward, workspace and
+ * custom phases (what a request grows, whatever a rule called it); 0 for
+ * weights and the reserves an engine sizes (kv_cache, inferred KV,
+ * profile, cuda_graph, comm). */
+int vrt_replay_phase_is_demand(unsigned slot);
 
 /* Name of a family ("device", "async", ...), NULL out of range. */
 const char *vrt_replay_family_name(int family);

@@ -302,12 +302,28 @@ static void failure(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_key(w, "phase");
 	vrt_json_string(w, vrt_load_phase_name(t, f->phase, buf, sizeof(buf)));
 	if (oom_form) {
-		/* "load" until the first listen() of the run. */
+		/* "load" until the server serves (replay.h) */
 		vrt_json_key(w, "stage");
 		vrt_json_string(w, f->after_ready ? "request" : "load");
 		vrt_json_key(w, "inflight");
 		vrt_json_uint(w, f->inflight);
 		by_phase(w, t, "live_by_phase", f->live_by_phase);
+		vrt_json_key(w, "fatal");
+		vrt_json_bool(w, f->fatal);
+		vrt_json_key(w, "recovered_by");
+		if (f->recovered) {
+			vrt_json_begin_object(w);
+			vrt_json_key(w, "time_s");
+			seconds(w, t, f->recovered_ts);
+			vrt_json_key(w, "api");
+			api_name(w, f->recovered_api);
+			vrt_json_key(w, "bytes");
+			vrt_json_uint(w, f->recovered_bytes);
+			vrt_json_key(w, "freed_bytes");
+			vrt_json_uint(w, f->freed_bytes);
+			vrt_json_end_object(w);
+		} else
+			vrt_json_null(w);
 	}
 	vrt_json_end_object(w);
 }
@@ -332,6 +348,11 @@ static void requests(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_key(w, "single_request_peak_device");
 	if (r->have_single_request)
 		vrt_json_int(w, r->single_request_peak_device);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "serving_s"); /* the first request's begin */
+	if (r->serving)
+		seconds(w, t, r->serving_ts);
 	else
 		vrt_json_null(w);
 	vrt_json_key(w, "connections");

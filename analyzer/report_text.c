@@ -151,15 +151,19 @@ static void server(FILE *f, const struct vrt_trace *t,
 		        r->other_connections,
 		        r->other_connections == 1 ? "" : "s");
 	fputc('\n', f);
+	if (r->serving)
+		fprintf(f, "serving from: %s (the first request)\n",
+		        secs(b, sizeof(b), t, r->serving_ts));
 	if (r->have_single_request)
 		fprintf(f,
-		        "single-request forward peak: %s on device %d at %s\n",
+		        "single-request peak: %s on device %d at %s (growth "
+		        "while one request was in flight alone)\n",
 		        vrt_report_bytes(b, sizeof(b), r->single_request_peak_bytes),
 		        r->single_request_peak_device,
 		        secs(b2, sizeof(b2), t, r->single_request_peak_ts));
 	else
-		fprintf(f, "single-request forward peak: never exactly one "
-		           "request in flight\n");
+		fprintf(f, "single-request peak: never one request in flight "
+		           "alone\n");
 }
 
 static void table_head(FILE *f)
@@ -530,7 +534,17 @@ static void failures(FILE *f, const struct vrt_trace *t,
 			         vrt_load_phase_name(t, x->phase, pb,
 			                             sizeof(pb)),
 			         40);
-			fprintf(f, ", %" PRIu32 " in flight]", x->inflight);
+			fprintf(f, ", %" PRIu32 " in flight", x->inflight);
+			if (x->recovered)
+				fprintf(f,
+				        "; recovered at %s: %s after %s freed]",
+				        secs(b1, sizeof(b1), t, x->recovered_ts),
+				        vrt_report_bytes(b2, sizeof(b2),
+				                         x->recovered_bytes),
+				        vrt_report_bytes(b3, sizeof(b3),
+				                         x->freed_bytes));
+			else
+				fprintf(f, "%s]", x->fatal ? "; fatal" : "");
 		}
 		fputc('\n', f);
 	}

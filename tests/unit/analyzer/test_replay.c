@@ -22,7 +22,8 @@
 
 #define GiB (1ull << 30)
 
-/* A trace with one process and ndev devices; events appended by ev(). */
+/* A trace with one process (room for two: t.nprocs may be raised) and
+ * ndev devices; events appended by ev(). */
 static struct vrt_trace t;
 static struct vrt_replay r;
 static struct vrt_failinfo fails[8];
@@ -32,15 +33,16 @@ static size_t nev;
 
 static void setup(size_t ndev)
 {
-	static struct vrt_process proc;
+	static struct vrt_process procs[2];
 	static struct vrt_device devs[4];
 
 	memset(&t, 0, sizeof(t));
 	memset(&r, 0, sizeof(r));
-	memset(&proc, 0, sizeof(proc));
+	memset(procs, 0, sizeof(procs));
 	memset(devs, 0, sizeof(devs));
-	proc.pid = 42;
-	t.procs = &proc;
+	procs[0].pid = 42;
+	procs[1].pid = 43;
+	t.procs = procs;
 	t.nprocs = 1;
 	t.devices = devs;
 	t.ndevices = ndev;
@@ -369,8 +371,10 @@ static void test_phases_and_requests(void)
 	EQ(r.inflight, 0, "none in flight at the end");
 	EQ(r.connections, 2, "two connections");
 	ok(r.have_single_request, "one request alone at some point");
-	EQ(r.single_request_peak_bytes, 2 * GiB,
-	   "single-request forward peak: after the first close");
+	/* The first request alone grew 1 GiB; the one left after the
+	 * overlap is not measured (its start level is unknown). */
+	EQ(r.single_request_peak_bytes, 1 * GiB,
+	   "single-request peak: the first request, alone from its start");
 	EQ(r.nfails, 2, "two failures");
 	f = &r.fails[0];
 	ok(!f->after_ready && f->inflight == 0 &&
@@ -1057,7 +1061,7 @@ static void test_fast_path_model(void)
 
 	for (seed = 1; seed <= 3; seed++) {
 		setup(2);
-		t.nprocs = 2; /* process 1 shares process 0's record */
+		t.nprocs = 2;
 		r.top_sites = SIZE_MAX;
 		free(evs);
 		v = evs = calloc(5000, sizeof(*evs));
