@@ -10,6 +10,13 @@
 #                       $BUILD_DIR-asan (address,undefined: unit,
 #                       preload, cli, fuzz) and $BUILD_DIR-tsan (thread:
 #                       unit, cli)
+#   ./build.sh scenarios [NAME...]
+#                       build, then run the scenario corpus
+#                       (tests/scenarios/*.scn: recorded runs of the
+#                       example servers, each with the verdict it
+#                       deserves) and print one row per scenario —
+#                       expected, got, right/wrong — and the count right;
+#                       exits 1 when one is wrong
 #   ./build.sh bench [ARGS]
 #                       build, then print every performance figure in one
 #                       table, vramtrace beside heaptrack, with targets
@@ -26,11 +33,11 @@ mode=${1:-build}
 [ $# -gt 0 ] && shift
 
 case "$mode" in
-build|demo|test|sanitize|bench) ;;
--h|--help) sed -n '2,21p' "$0"; exit 0 ;;
-*) echo "build.sh: unknown mode '$mode' (build, demo, test, sanitize or bench)" >&2; exit 2 ;;
+build|demo|test|sanitize|bench|scenarios) ;;
+-h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+*) echo "build.sh: unknown mode '$mode' (build, demo, test, sanitize, scenarios or bench)" >&2; exit 2 ;;
 esac
-if [ "$mode" != bench ] && [ $# -gt 0 ]; then
+if [ "$mode" != bench ] && [ "$mode" != scenarios ] && [ $# -gt 0 ]; then
     echo "build.sh: mode '$mode' takes no arguments" >&2
     exit 2
 fi
@@ -102,6 +109,14 @@ demo)
     ;;
 test)
     meson test -C "$build" --print-errorlogs
+    ;;
+scenarios)
+    python3 tests/scenarios/run_scenarios.py --format table \
+        --vramtrace "$build/analyzer/vramtrace" \
+        --preload "$build/preload/libvramtrace.so" \
+        --fake-dir "$build/tests/fake" \
+        --bin-dir "$build/examples" \
+        --tmp-root "$build/tests/scenarios/tmp" "$@"
     ;;
 bench)
     python3 tests/bench/run_all.py \

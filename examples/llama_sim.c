@@ -11,9 +11,10 @@
  *   ggml_backend_sched_reserve  --compute-mib MiB: the compute buffer of the
  *                               worst-case graph, reserved at context
  *                               creation (0: none)
- *   --warmup                    a warm-up decode of one sequence before the
- *                               server is ready, as llama-server's start-up
- *                               (common_init_from_params) runs one
+ *   --warmup                    a warm-up decode of a couple of tokens
+ *                               (1/16 of a request's activations) before
+ *                               the server is ready, as llama-server's
+ *                               start-up (common_init_from_params) runs one
  *   serving                     one request alone, then -np at once; each
  *                               request's llama_decode holds --act-mib MiB
  *                               of activations until it is answered
@@ -69,6 +70,9 @@
 #define MIB         (1024ull * 1024ull)
 #define NOINLINE    __attribute__((noinline, noclone, used))
 #define MAX_CLIENTS 64
+/* The warm-up decodes a couple of tokens where a request brings a prompt:
+ * its activations are this fraction of a request's. */
+#define WARMUP_SHARE 16
 
 static struct {
 	int n_layers, layer_mib, ctx_size, kv_kib, act_mib, clients, port;
@@ -105,18 +109,6 @@ void llama_context_decode(int n_seqs, uint64_t *out)
         __asm__("_ZN13llama_context6decodeERK11llama_batch");
 volatile int llama_sim_sink;
 
-static void phase_push(const char *phase)
-{
-	if (o.annotate)
-		VRAMTRACE_PHASE_PUSH(phase);
-}
-
-static void phase_pop(void)
-{
-	if (o.annotate)
-		VRAMTRACE_PHASE_POP();
-}
-
 static void oom(const char *where)
 {
 	fprintf(stderr, "llama_sim: %s out of memory in %s\n", sim_gpu_name(),
@@ -147,7 +139,7 @@ NOINLINE void llama_model_load(void)
 {
 	uint64_t bytes = (uint64_t)o.layer_mib * MIB;
 
-	phase_push("weights");
+	sim_alloc_phase_push("weights");
 	for (int i = 0; i < o.n_layers; i++) {
 		uint64_t p;
 		if (o.load_ms && o.n_layers)
@@ -155,7 +147,7 @@ NOINLINE void llama_model_load(void)
 		if (DEV_ALLOC(&p, bytes))
 			buffer_oom("llama_model_load", "CUDA0 model", bytes);
 	}
-	phase_pop();
+	sim_alloc_phase_pop();
 	printf("load_tensors:        CUDA0 model buffer size = %.2f MiB\n",
 	       (double)o.n_layers * o.layer_mib);
 	llama_sim_sink++;
@@ -165,10 +157,10 @@ NOINLINE void llama_kv_cache_init(void)
 {
 	uint64_t p, bytes = (uint64_t)o.ctx_size * (uint64_t)o.kv_kib * 1024;
 
-	phase_push("kv_cache");
+	sim_alloc_phase_push("kv_cache");
 	if (DEV_ALLOC(&p, bytes))
 		buffer_oom("llama_kv_cache_init", "CUDA0 KV", bytes);
-	phase_pop();
+	sim_alloc_phase_pop();
 	printf("llama_kv_cache_init:      CUDA0 KV buffer size = %.2f MiB\n",
 	       (double)bytes / MIB);
 	llama_sim_sink++;
@@ -180,10 +172,10 @@ NOINLINE void ggml_backend_sched_reserve(void)
 
 	if (!bytes)
 		return;
-	phase_push("profile");
+	sim_alloc_phase_push("profile");
 	if (DEV_ALLOC(&p, bytes))
 		buffer_oom("llama_context", "CUDA0 compute", bytes);
-	phase_pop();
+	sim_alloc_phase_pop();
 	printf("llama_context:      CUDA0 compute buffer size = %.2f MiB\n",
 	       (double)bytes / MIB);
 	llama_sim_sink++;
@@ -210,7 +202,8 @@ static void pool_fatal(uint64_t bytes)
 NOINLINE void ggml_backend_sched_graph_compute_async(int n_seqs,
                                                      uint64_t *out)
 {
-	uint64_t bytes = (uint64_t)n_seqs * (uint64_t)o.act_mib * MIB;
+	uint64_t bytes = n_seqs ? (uint64_t)n_seqs * (uint64_t)o.act_mib * MIB
+	                        : (uint64_t)o.act_mib * MIB / WARMUP_SHARE;
 
 	if (sim_alloc_malloc(g_pool, bytes, out)) {
 		if (o.allocator == SIM_ALLOC_POOL_VMM ||
@@ -229,19 +222,22 @@ NOINLINE void llama_context_decode(int n_seqs, uint64_t *out)
 }
 
 /* Plain: one request's activations, one driver call, returned to the
- * caller to free. Otherwise: a batch of n_seqs through the pool. */
+ * caller to free. Otherwise: a batch of n_seqs through the pool. n_seqs 0
+ * is the warm-up's batch: a couple of tokens, not a prompt, so a
+ * WARMUP_SHARE-th of a request's activations. */
 NOINLINE uint64_t llama_decode(int n_seqs)
 {
 	uint64_t p = 0;
 
-	phase_push("forward");
+	sim_alloc_phase_push("forward");
 	if (o.allocator == SIM_ALLOC_PLAIN) {
-		if (DEV_ALLOC(&p, (uint64_t)o.act_mib * MIB))
+		uint64_t bytes = (uint64_t)o.act_mib * MIB;
+		if (DEV_ALLOC(&p, n_seqs ? bytes : bytes / WARMUP_SHARE))
 			oom("llama_decode");
 	} else {
 		llama_context_decode(n_seqs, &p);
 	}
-	phase_pop();
+	sim_alloc_phase_pop();
 	llama_sim_sink++;
 	return p;
 }
@@ -263,7 +259,7 @@ static void load_model(void)
 	if (o.warmup) {
 		printf("common_init_from_params: warming up the model with an "
 		       "empty run - please wait ... (--no-warmup to disable)\n");
-		release_decode(llama_decode(1));
+		release_decode(llama_decode(0));
 	}
 	fflush(stdout);
 }
@@ -408,10 +404,11 @@ int main(int argc, char **argv)
 {
 	struct sim_load load = {.path = "/completion", .gated = 1};
 	struct sim_http *http = NULL;
-	int loaded = 0, served = 0;
+	int loaded = 0, served = 0, failed;
 
 	if (parse(argc, argv))
 		return 2;
+	sim_alloc_annotate(o.annotate);
 	if (sim_gpu_open(o.hip) || sim_gpu_use(0)) {
 		fprintf(stderr, "llama_sim: no usable %s\n",
 		        o.hip ? "HIP runtime" : "CUDA driver");
@@ -431,16 +428,6 @@ int main(int argc, char **argv)
 		       sim_http_port(http));
 		fflush(stdout);
 	}
-	if (!o.on_request) {
-		load_model();
-		loaded = 1;
-	}
-	if (!http && !(http = sim_http_listen(o.port, 0)))
-		return 1;
-	sim_http_set_loading(http, 0);
-	printf("llama_sim: listening on 127.0.0.1:%d\n", sim_http_port(http));
-	fflush(stdout);
-	load.port = sim_http_port(http);
 	load.wait_ready = 1;
 	load.idle = o.idle;
 	if (o.nsteps) {
@@ -451,8 +438,24 @@ int main(int argc, char **argv)
 		if (o.clients > 1)
 			load.steps[load.nsteps++] = o.clients;
 	}
-	if (sim_load_start(&load))
+	/* A client that finds the server listening polls /health at once:
+	 * 503 while llama-server loads, 200 from Ollama's server. */
+	if (http && (load.port = sim_http_port(http), sim_load_start(&load)))
 		return 1;
+	if (!o.on_request) {
+		load_model();
+		loaded = 1;
+	}
+	if (!http) {
+		if (!(http = sim_http_listen(o.port, 0)))
+			return 1;
+		load.port = sim_http_port(http);
+		if (sim_load_start(&load))
+			return 1;
+	}
+	sim_http_set_loading(http, 0);
+	printf("llama_sim: listening on 127.0.0.1:%d\n", sim_http_port(http));
+	fflush(stdout);
 	for (int s = 0; s < load.nsteps; s++) {
 		if (o.nsteps) {
 			char label[32];
@@ -464,8 +467,13 @@ int main(int argc, char **argv)
 		serve(http, load.steps[s], &loaded);
 		served += load.steps[s];
 	}
-	sim_load_join(&load);
+	failed = sim_load_join(&load);
 	sim_http_stop(http);
+	if (failed) {
+		fprintf(stderr, "llama_sim: %d requests got no complete answer\n",
+		        failed);
+		return 1;
+	}
 	printf("llama_sim: served %d requests\n", served);
 	fflush(stdout);
 	sleep_ms(o.linger_ms);

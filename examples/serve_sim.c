@@ -76,7 +76,6 @@
 #include "sim_gpu.h"
 #include "sim_http.h"
 #include "sim_spawn.h"
-#include "vramtrace.h"
 
 #define KIB        1024.0
 #define GIB        (1024.0 * 1024.0 * 1024.0)
@@ -125,21 +124,9 @@ static struct rank {
 static char **g_argv; /* the settings, as given to the API server */
 static int g_argc;
 
-static void phase_push(const char *phase)
-{
-	if (o.annotate)
-		VRAMTRACE_PHASE_PUSH(phase);
-}
-
-static void phase_pop(void)
-{
-	if (o.annotate)
-		VRAMTRACE_PHASE_POP();
-}
-
 /* A line of the engine's log, prefixed as vLLM prefixes its processes'. */
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logf_(const char *fmt, ...)
+static void engine_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void engine_log(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -229,7 +216,7 @@ static void load_weights(int r)
 		return;
 	use_rank(r);
 	before = reserved(r);
-	phase_push("weights");
+	sim_alloc_phase_push("weights");
 	for (int l = 0; l < o.layers; l++) {
 		if (o.load_ms)
 			sleep_ms(o.load_ms / o.layers);
@@ -237,9 +224,9 @@ static void load_weights(int r)
 			raise(SIGKILL);
 		tensor(r, per, &p, "load_weights");
 	}
-	phase_pop();
+	sim_alloc_phase_pop();
 	ranks[r].weights = reserved(r) - before;
-	logf_("INFO [gpu_model_runner.py] Model loading took %.4f GiB",
+	engine_log("INFO [gpu_model_runner.py] Model loading took %.4f GiB",
 	      (double)ranks[r].weights / GIB);
 }
 
@@ -253,13 +240,13 @@ static void profile_run(int r)
 	/* vLLM empties the cache first so the profile measures its own peak;
 	 * what the run frees afterwards stays cached. */
 	sim_alloc_empty_cache(ranks[r].al);
-	phase_push("profile");
+	sim_alloc_phase_push("profile");
 	if (act) {
 		tensor(r, act, &p, "profile_run");
 		sim_alloc_free(ranks[r].al, p);
 	}
 	ranks[r].profile_peak = act;
-	phase_pop();
+	sim_alloc_phase_pop();
 }
 
 static void thousands(char *buf, size_t n, unsigned long long v)
@@ -296,18 +283,18 @@ static void initialize_kv_cache(int r)
 		        r);
 		exit(oom_exit());
 	}
-	logf_("INFO [gpu_worker.py] Available KV cache memory: %.2f GiB",
+	engine_log("INFO [gpu_worker.py] Available KV cache memory: %.2f GiB",
 	      kv / GIB);
 	thousands(tokens, sizeof(tokens),
 	          per_token > 0 ? (unsigned long long)(kv / per_token) : 0);
 	thousands(len, sizeof(len), (unsigned long long)o.max_model_len);
-	logf_("INFO [kv_cache_utils.py] GPU KV cache size: %s tokens, Maximum "
+	engine_log("INFO [kv_cache_utils.py] GPU KV cache size: %s tokens, Maximum "
 	      "concurrency for %s tokens per request: %.2fx",
 	      tokens, len,
 	      per_token > 0 ? kv / per_token / o.max_model_len : 0.0);
-	phase_push("kv_cache");
+	sim_alloc_phase_push("kv_cache");
 	tensor(r, (size_t)kv, &p, "initialize_kv_cache");
-	phase_pop();
+	sim_alloc_phase_pop();
 	printf("serve_sim: rank %d: weights %.2f GiB, KV cache %.2f GiB\n", r,
 	       (double)ranks[r].weights / GIB, kv / GIB);
 	fflush(stdout);
@@ -322,13 +309,13 @@ static void capture_model(int r)
 	if (!per)
 		return;
 	use_rank(r);
-	phase_push("cuda_graph");
+	sim_alloc_phase_push("cuda_graph");
 	sim_alloc_capture(ranks[r].al, 1);
 	for (int g = 0; g < N_CAPTURES; g++)
 		tensor(r, per, &ranks[r].graphs[g], "capture_model");
 	sim_alloc_capture(ranks[r].al, 0);
-	phase_pop();
-	logf_("INFO [gpu_model_runner.py] Graph capturing finished, took "
+	sim_alloc_phase_pop();
+	engine_log("INFO [gpu_model_runner.py] Graph capturing finished, took "
 	      "%.2f GiB",
 	      (double)per * N_CAPTURES / GIB);
 }
@@ -353,9 +340,9 @@ static void warm_up_sampler(int r)
 	                                          : o.batched_tokens;
 
 	use_rank(r);
-	phase_push("profile");
+	sim_alloc_phase_push("profile");
 	sampler(r, n, "_dummy_sampler_run");
-	phase_pop();
+	sim_alloc_phase_pop();
 }
 
 static void allocate_swap_space(void)
@@ -366,7 +353,7 @@ static void allocate_swap_space(void)
 
 	if (!per)
 		return;
-	phase_push("kv_cache");
+	sim_alloc_phase_push("kv_cache");
 	for (int l = 0; l < n; l++)
 		if (sim_gpu_host_alloc(&block, per)) {
 			fprintf(stderr,
@@ -375,7 +362,7 @@ static void allocate_swap_space(void)
 			        o.swap_gib, l);
 			exit(oom_exit());
 		}
-	phase_pop();
+	sim_alloc_phase_pop();
 }
 
 /* One batch step: n requests' activations, then the sampler's tensors
@@ -386,11 +373,11 @@ static void execute_model(int r, int n)
 	size_t act = (size_t)((double)len * o.act_kib * KIB / o.tp);
 
 	use_rank(r);
-	phase_push("forward");
+	sim_alloc_phase_push("forward");
 	for (int i = 0; i < n && ranks[r].nact < MAX_REQS; i++)
 		tensor(r, act, &ranks[r].act[ranks[r].nact++], "execute_model");
 	sampler(r, n, "sample_tokens");
-	phase_pop();
+	sim_alloc_phase_pop();
 }
 
 static void finish(int r)
@@ -460,7 +447,7 @@ static void core_op(const char *op, int n)
 			goto dead;
 	return;
 dead:
-	logf_("ERROR [core.py] EngineCore encountered a fatal error.");
+	engine_log("ERROR [core.py] EngineCore encountered a fatal error.");
 	reap_workers();
 	exit(1);
 }
@@ -582,7 +569,7 @@ static int serve(void)
 	                        .path = "/v1/completions",
 	                        .idle = o.idle};
 	struct sim_http_req reqs[MAX_REQS];
-	int served = 0;
+	int served = 0, failed;
 
 	if (!http)
 		return 1;
@@ -608,8 +595,13 @@ static int serve(void)
 			core_step(n, reply_batch, &c);
 		served += n;
 	}
-	sim_load_join(&load);
+	failed = sim_load_join(&load);
 	sim_http_stop(http);
+	if (failed) {
+		fprintf(stderr, "serve_sim: %d requests got no complete answer\n",
+		        failed);
+		return 1;
+	}
 	printf("serve_sim: served %d requests\n", served);
 	return 0;
 }
@@ -842,6 +834,7 @@ int main(int argc, char **argv)
 	g_argv = argv;
 	if (parse(argc, argv))
 		return 2;
+	sim_alloc_annotate(o.annotate);
 	if (o.role == API_SERVER)
 		return run_api_server(); /* no GPU here, as in vLLM */
 	if (sim_gpu_open(o.hip) || sim_gpu_count(&ndev)) {

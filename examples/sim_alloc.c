@@ -32,7 +32,8 @@
  * (C++ names, demangled by a profiler that has __cxa_demangle), so stacks
  * read as a real engine's would.
  *
- * Threads: one thread per allocator (see sim_alloc.h); no shared state.
+ * Threads: one thread per allocator (see sim_alloc.h); the only shared
+ * state is the annotate switch, set before any thread starts.
  */
 #include "sim_alloc.h"
 
@@ -41,6 +42,7 @@
 #include <string.h>
 
 #include "sim_gpu.h"
+#include "vramtrace.h"
 
 #define MIB ((size_t)1 << 20)
 
@@ -104,6 +106,25 @@ struct sim_alloc {
 		size_t size;
 	} bufs[LEG_BUFFERS];
 };
+
+static int g_annotate; /* set once at start-up, before any thread */
+
+void sim_alloc_annotate(int on)
+{
+	g_annotate = on;
+}
+
+void sim_alloc_phase_push(const char *phase)
+{
+	if (g_annotate)
+		VRAMTRACE_PHASE_PUSH(phase);
+}
+
+void sim_alloc_phase_pop(void)
+{
+	if (g_annotate)
+		VRAMTRACE_PHASE_POP();
+}
 
 static const char *const mode_names[] = {
         "plain", "caching", "expandable", "async", "pool-vmm", "pool-leg",
@@ -479,65 +500,66 @@ static int es_try(struct sim_alloc *a, struct segment *s, size_t size,
 	return rc;
 }
 
-/* malloc with expandable segments: map what the chosen block lacks; on a
- * refusal unmap the unused cache and try once more. */
-static int es_malloc(struct sim_alloc *a, size_t bytes, uint64_t *ptr)
-{
-	size_t size = round_size(bytes);
-	struct segment *s = xseg_of(a, size <= K_SMALL_SIZE);
-	struct block *b = NULL;
-	int rc;
-
-	if (!s)
-		return -1;
-	rc = es_try(a, s, size, &b);
-	if (rc == SIM_GPU_OOM && !a->capturing &&
-	    dca_release_cached_blocks(a)) {
-		rc = es_try(a, s, size, &b);
-		if (!rc)
-			a->st.retries++;
-	}
-	if (rc)
-		return rc;
-	if (take_block(a, b, size))
-		return -1;
-	*ptr = b->ptr;
-	return 0;
-}
-
 int dca_malloc(struct sim_alloc *a, size_t bytes, uint64_t *ptr)
         __asm__("_ZN3c104cuda20CUDACachingAllocator6Native22DeviceCaching"
                 "Allocator6mallocEamP11CUstream_st");
-NAMED int dca_malloc(struct sim_alloc *a, size_t bytes, uint64_t *ptr)
-{
-	size_t size = round_size(bytes);
-	int small = size <= K_SMALL_SIZE;
+/* One way to get a new block for a request: a new segment (caching) or
+ * more pages of the expandable segment. */
+struct want {
+	size_t size;
+	int small;
+	struct segment *xs; /* expandable only */
 	struct block *b;
-	int rc = 0;
+};
 
-	if (a->mode == SIM_ALLOC_EXPANDABLE)
-		return es_malloc(a, bytes, ptr);
-	b = get_free_block(a, size, small);
-	if (!b) {
-		size_t seg = allocation_size(size);
-		rc = dca_alloc_block(a, seg, small, &b);
-		/* Free every wholly unused cached segment and retry once;
-		 * PyTorch skips this while a graph capture is under way. */
-		if (rc == SIM_GPU_OOM && !a->capturing &&
-		    dca_release_cached_blocks(a)) {
-			rc = dca_alloc_block(a, seg, small, &b);
-			if (!rc)
-				a->st.retries++;
-		}
-		if (rc)
-			return rc;
-	}
-	if (take_block(a, b, size))
-		return -1;
-	*ptr = b->ptr;
-	return 0;
+static int new_segment(struct sim_alloc *a, struct want *w)
+{
+	return dca_alloc_block(a, allocation_size(w->size), w->small, &w->b);
 }
 
+static int more_pages(struct sim_alloc *a, struct want *w)
+{
+	return es_try(a, w->xs, w->size, &w->b);
+}
+
+/* Tries; on a refusal frees every wholly unused cached segment (or page)
+ * and tries once more. PyTorch skips that while a graph is captured. */
+static int try_twice(struct sim_alloc *a,
+                     int (*attempt)(struct sim_alloc *, struct want *),
+                     struct want *w)
+{
+	int rc = attempt(a, w);
+
+	if (rc == SIM_GPU_OOM && !a->capturing &&
+	    dca_release_cached_blocks(a)) {
+		rc = attempt(a, w);
+		if (!rc)
+			a->st.retries++;
+	}
+	return rc;
+}
+
+NAMED int dca_malloc(struct sim_alloc *a, size_t bytes, uint64_t *ptr)
+{
+	struct want w = {round_size(bytes), 0, NULL, NULL};
+	int rc = 0;
+
+	w.small = w.size <= K_SMALL_SIZE;
+	if (a->mode == SIM_ALLOC_EXPANDABLE) {
+		/* Mapped cache first, then new pages (es_candidate). */
+		if (!(w.xs = xseg_of(a, w.small)))
+			return -1;
+		rc = try_twice(a, more_pages, &w);
+	} else if (!(w.b = get_free_block(a, w.size, w.small))) {
+		rc = try_twice(a, new_segment, &w);
+	}
+	if (rc)
+		return rc;
+	if (take_block(a, w.b, w.size))
+		return -1;
+	*ptr = w.b->ptr;
+	return 0;
+}
 
 /* ---- PyTorch backend:cudaMallocAsync --------------------------------------- */
 

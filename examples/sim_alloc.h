@@ -53,6 +53,14 @@ struct sim_alloc_stats {
 
 struct sim_alloc;
 
+/* Phases for the annotation API (include/vramtrace.h): with
+ * sim_alloc_annotate(1) the example servers announce each phase they
+ * allocate in; with 0 (--annotate none) the push and pop do nothing and a
+ * profiler has only the names on the stack. Process-wide. */
+void sim_alloc_annotate(int on);
+void sim_alloc_phase_push(const char *phase);
+void sim_alloc_phase_pop(void);
+
 /* The mode a --allocator word names, or -1. */
 int sim_alloc_mode_of(const char *word);
 const char *sim_alloc_mode_name(int mode);

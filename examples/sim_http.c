@@ -79,6 +79,18 @@ static int send_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* recv() that retries an interrupted call; > 0, or -1 at the end of the
+ * stream or on an error. */
+static ssize_t recv_some(int fd, char *p, size_t n)
+{
+	ssize_t r;
+
+	do
+		r = recv(fd, p, n, 0);
+	while (r < 0 && errno == EINTR);
+	return r > 0 ? r : -1;
+}
+
 /* Case-insensitive search for a header line's name in [p, end). */
 static const char *header(const char *p, const char *end, const char *name)
 {
@@ -234,11 +246,9 @@ static void accept_conn(struct sim_http *h)
 static void read_conn(struct sim_http *h, int slot)
 {
 	struct conn *c = &h->conns[slot];
-	ssize_t r = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
+	ssize_t r = recv_some(c->fd, c->buf + c->len, sizeof(c->buf) - c->len);
 
-	if (r < 0 && errno == EINTR)
-		return;
-	if (r <= 0) {
+	if (r < 0) {
 		/* The client is gone; an unanswered request dies with it. */
 		close_conn(c);
 		return;
@@ -440,10 +450,8 @@ static int read_response(int fd)
 	int status;
 
 	while (!end) {
-		ssize_t r = recv(fd, buf + len, sizeof(buf) - len - 1, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
+		ssize_t r = recv_some(fd, buf + len, sizeof(buf) - len - 1);
+		if (r < 0)
 			return -1;
 		len += (size_t)r;
 		end = memmem(buf, len, "\r\n\r\n", 4);
@@ -464,10 +472,8 @@ static int read_response(int fd)
 				memmove(buf, buf + len - 8, 8);
 				len = 8;
 			}
-			r = recv(fd, buf + len, sizeof(buf) - len - 1, 0);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
+			r = recv_some(fd, buf + len, sizeof(buf) - len - 1);
+			if (r < 0)
 				return -1;
 			len += (size_t)r;
 		}
@@ -476,10 +482,8 @@ static int read_response(int fd)
 	long want = header_num(buf, end, "Content-Length");
 	size_t have = len - (size_t)(end - buf);
 	while (want > 0 && have < (size_t)want) {
-		ssize_t r = recv(fd, buf, sizeof(buf), 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
+		ssize_t r = recv_some(fd, buf, sizeof(buf));
+		if (r < 0)
 			return -1;
 		have += (size_t)r;
 	}
@@ -498,7 +502,7 @@ static int get_health(int fd, int keep_alive)
 
 struct one_request {
 	pthread_t t;
-	int port, stream;
+	int port, stream, status;
 	const char *path;
 };
 
@@ -508,6 +512,7 @@ static void *request_thread(void *arg)
 	char req[512], body[160];
 	int fd = dial(q->port), n;
 
+	q->status = -1;
 	if (fd < 0)
 		return NULL;
 	n = snprintf(body, sizeof(body),
@@ -522,7 +527,7 @@ static void *request_thread(void *arg)
 	/* A server that dies mid-request (the point of some runs) just ends
 	 * this client. */
 	if (!send_all(fd, req, (size_t)n))
-		read_response(fd);
+		q->status = read_response(fd);
 	close(fd);
 	return NULL;
 }
@@ -564,13 +569,16 @@ static void *load_thread(void *arg)
 			pthread_cond_wait(&l->cv, &l->mu);
 		pthread_mutex_unlock(&l->mu);
 		for (int i = 0; i < n; i++) {
-			q[i] = (struct one_request){0, l->port, i % 2, l->path};
+			q[i] = (struct one_request){0, l->port, i % 2, -1,
+			                            l->path};
 			if (pthread_create(&q[i].t, NULL, request_thread, &q[i]))
 				q[i].port = -1;
 		}
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			if (q[i].port >= 0)
 				pthread_join(q[i].t, NULL);
+			l->failed += q[i].status != 200;
+		}
 	}
 	for (int i = 0; i < nidle; i++)
 		close(idle[i]);
@@ -582,6 +590,7 @@ int sim_load_start(struct sim_load *l)
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->cv, NULL);
 	l->opened = 0;
+	l->failed = 0;
 	return pthread_create(&l->thread, NULL, load_thread, l) ? -1 : 0;
 }
 
@@ -593,7 +602,8 @@ void sim_load_open(struct sim_load *l)
 	pthread_mutex_unlock(&l->mu);
 }
 
-void sim_load_join(struct sim_load *l)
+int sim_load_join(struct sim_load *l)
 {
 	pthread_join(l->thread, NULL);
+	return l->failed;
 }

@@ -62,6 +62,7 @@ struct sim_load {
 	int nsteps;
 	int steps[SIM_HTTP_MAX_STEPS];
 	int gated;         /* each step waits for sim_load_open */
+	int failed;        /* requests without a complete 200 answer */
 	/* private */
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -74,7 +75,9 @@ int sim_load_start(struct sim_load *l);
 /* With gated set: lets the next step of the plan start (the engine calls
  * it once it is ready for that step, e.g. after marking it). */
 void sim_load_open(struct sim_load *l);
-/* Waits for the plan to finish and the idle connections to close. */
-void sim_load_join(struct sim_load *l);
+/* Waits for the plan to finish and the idle connections to close;
+ * returns how many requests had no complete 200 answer (a server that
+ * breaks its framing fails its run). */
+int sim_load_join(struct sim_load *l);
 
 #endif
