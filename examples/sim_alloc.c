@@ -677,7 +677,6 @@ NAMED void leg_pool_free(struct sim_alloc *a, uint64_t ptr, size_t size)
 struct sim_alloc *sim_alloc_new(int mode, int dev)
 {
 	struct sim_alloc *a;
-	size_t free_b;
 
 	if ((mode == SIM_ALLOC_ASYNC && !sim_gpu_has_async()) ||
 	    ((mode == SIM_ALLOC_EXPANDABLE || mode == SIM_ALLOC_POOL_VMM) &&
@@ -693,7 +692,7 @@ struct sim_alloc *sim_alloc_new(int mode, int dev)
 		return NULL;
 	a->mode = mode;
 	a->dev = dev;
-	sim_gpu_mem_info(&free_b, &a->total);
+	a->total = sim_gpu_total(dev);
 	if (mode == SIM_ALLOC_POOL_VMM &&
 	    (sim_gpu_granularity(&a->gran, dev) || !a->gran)) {
 		free(a);

@@ -34,6 +34,7 @@ static struct {
 	CU_FN(cuDevicePrimaryCtxRetain) retain;
 	CU_FN(cuCtxSetCurrent) set_current;
 	CU_FN(cuCtxGetDevice) get_device;
+	CU_FN(cuDeviceTotalMem_v2) total_mem;
 	CU_FN(cuMemAlloc_v2) alloc;
 	CU_FN(cuMemFree_v2) free_;
 	CU_FN(cuMemAllocAsync) alloc_async;
@@ -55,6 +56,7 @@ static struct {
 	CU_FN(hipGetDeviceCount) count;
 	CU_FN(hipSetDevice) set_device;
 	CU_FN(hipGetDevice) get_device;
+	CU_FN(hipDeviceTotalMem) total_mem;
 	CU_FN(hipMalloc) malloc_;
 	CU_FN(hipFree) free_;
 	CU_FN(hipMallocAsync) malloc_async;
@@ -92,6 +94,7 @@ static int resolve_cuda(void)
 	        {"cuDevicePrimaryCtxRetain", (void **)&cu.retain, 0},
 	        {"cuCtxSetCurrent", (void **)&cu.set_current, 0},
 	        {"cuCtxGetDevice", (void **)&cu.get_device, 0},
+	        {"cuDeviceTotalMem", (void **)&cu.total_mem, 0},
 	        {"cuMemAlloc", (void **)&cu.alloc, 0},
 	        {"cuMemFree", (void **)&cu.free_, 0},
 	        {"cuMemGetInfo", (void **)&cu.mem_info, 0},
@@ -127,6 +130,7 @@ static int resolve_hip(void)
 	        {"hipGetDeviceCount", (void **)&hip.count, 0},
 	        {"hipSetDevice", (void **)&hip.set_device, 0},
 	        {"hipGetDevice", (void **)&hip.get_device, 0},
+	        {"hipDeviceTotalMem", (void **)&hip.total_mem, 0},
 	        {"hipMalloc", (void **)&hip.malloc_, 0},
 	        {"hipFree", (void **)&hip.free_, 0},
 	        {"hipMemGetInfo", (void **)&hip.mem_info, 0},
@@ -207,6 +211,15 @@ int sim_gpu_current(void)
 	if (g_hip ? hip.get_device(&d) : cu.get_device(&d))
 		return -1;
 	return d;
+}
+
+size_t sim_gpu_total(int dev)
+{
+	size_t t = 0;
+
+	if (g_hip ? hip.total_mem(&t, dev) : cu.total_mem(&t, dev))
+		return 0;
+	return t;
 }
 
 int sim_gpu_malloc(uint64_t *p, size_t bytes)

@@ -32,6 +32,8 @@ int sim_gpu_count(int *n);
 int sim_gpu_use(int dev);
 int sim_gpu_current(void);
 
+/* The device's capacity, as its properties say (no free-memory probe). */
+size_t sim_gpu_total(int dev);
 int sim_gpu_malloc(uint64_t *p, size_t bytes);
 int sim_gpu_free(uint64_t p);
 /* Whether the runtime has the stream-ordered / virtual-memory calls. */
