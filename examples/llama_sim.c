@@ -68,7 +68,12 @@
 #include "vramtrace.h"
 
 #define MIB         (1024ull * 1024ull)
-#define NOINLINE    __attribute__((noinline, noclone, used))
+/* Kept out of line and uncloned, so each name is a frame of its own. */
+#if defined(__has_attribute) && __has_attribute(noclone)
+#define NOINLINE __attribute__((noinline, noclone, used))
+#else
+#define NOINLINE __attribute__((noinline, used))
+#endif
 #define MAX_CLIENTS 64
 /* The warm-up decodes a couple of tokens where a request brings a prompt:
  * its activations are this fraction of a request's. */
