@@ -91,6 +91,23 @@ static const struct vrt_cmd commands[] = {
          "  -o, --output FILE  write the table to FILE (atomically)\n"
          "      --rules FILE   re-classify stacks with FILE's rules first\n"
          "  -h, --help         show this help\n"},
+        {"rules", vrt_cmd_rules_run,
+         "the call paths no phase rule claims, to write the missing rule",
+         "rules RUN... [--rules FILE] [--top N] | rules --builtin",
+         "Lists the recorded allocating call paths that no phase rule\n"
+         "claims, or that only a rule marked obsolete claims (an engine\n"
+         "function since renamed), grouped by their named frames and\n"
+         "ordered by the bytes they allocated, each with its frames as the\n"
+         "rule patterns that would name them, innermost first. Several\n"
+         "RUNs (run directories or .vtrace files) are read as one.\n"
+         "Annotated allocations are left out: the annotation decides.\n"
+         "\n"
+         "      --rules FILE  your rules in front of the built-in ones (to\n"
+         "                    check a rules file before using it)\n"
+         "  -n, --top N       list the N largest groups (default 10; 0: "
+         "all)\n"
+         "      --builtin     print the built-in rules file and exit\n"
+         "  -h, --help        show this help\n"},
         {"ctl", vrt_cmd_ctl_run,
          "control traced processes while they run: start, stop, mark, status",
          "ctl DIR|PID start|stop|mark LABEL|flush|status [--json]",

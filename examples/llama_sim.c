@@ -44,6 +44,13 @@
  *   --linger-ms N         stays alive N ms after serving everything (after
  *                         printing "served"), its memory still allocated,
  *                         so a test can scrape the metrics endpoint
+ *   --pool-mib M          plain allocations only: each request in flight
+ *                         also needs M MiB of ggml's CUDA pool (per-batch
+ *                         temporaries): llama_decode grows the pool in
+ *                         ggml_cuda_pool_leg_alloc (a C name for ggml-cuda's
+ *                         ggml_cuda_pool_leg::alloc) to M MiB per request in
+ *                         flight before its activations, and the pool never
+ *                         shrinks, as ggml's does not
  *   --annotate api|none   announce phases with the annotation API (api) or
  *                         leave them to the names on the stack (none, the
  *                         default)
@@ -83,7 +90,7 @@ static struct {
 	int n_layers, layer_mib, ctx_size, kv_kib, act_mib, clients, port;
 	int hold_ms, linger_ms, nsteps, steps[SIM_HTTP_MAX_STEPS];
 	int compute_mib, warmup, listen_first, on_request, idle, annotate;
-	int allocator, hip, load_ms;
+	int allocator, hip, load_ms, pool_mib;
 } o = {.n_layers = 32,
        .layer_mib = 16,
        .ctx_size = 4096,
@@ -91,6 +98,11 @@ static struct {
        .act_mib = 64,
        .clients = 4,
        .allocator = SIM_ALLOC_PLAIN};
+
+/* --pool-mib: the pool's size and the requests in flight (the serving
+ * thread only). */
+static uint64_t pool_bytes;
+static int inflight;
 
 static sim_gpu_alloc_fn raw_alloc;
 static sim_gpu_free_fn raw_free;
@@ -109,6 +121,8 @@ void llama_model_load(void);
 void llama_kv_cache_init(void);
 void ggml_backend_sched_reserve(void);
 uint64_t llama_decode(int n_seqs);
+void ggml_cuda_pool_leg_alloc(uint64_t bytes);
+void common_init_from_params(void);
 void ggml_backend_sched_graph_compute_async(int n_seqs, uint64_t *out);
 void llama_context_decode(int n_seqs, uint64_t *out)
         __asm__("_ZN13llama_context6decodeERK11llama_batch");
@@ -226,6 +240,16 @@ NOINLINE void llama_context_decode(int n_seqs, uint64_t *out)
 	llama_sim_sink++;
 }
 
+NOINLINE void ggml_cuda_pool_leg_alloc(uint64_t bytes)
+{
+	uint64_t p;
+
+	if (DEV_ALLOC(&p, bytes))
+		oom("ggml_cuda_pool_leg_alloc");
+	pool_bytes += bytes;
+	llama_sim_sink++;
+}
+
 /* Plain: one request's activations, one driver call, returned to the
  * caller to free. Otherwise: a batch of n_seqs through the pool. n_seqs 0
  * is the warm-up's batch: a couple of tokens, not a prompt, so a
@@ -237,6 +261,11 @@ NOINLINE uint64_t llama_decode(int n_seqs)
 	sim_alloc_phase_push("forward");
 	if (o.allocator == SIM_ALLOC_PLAIN) {
 		uint64_t bytes = (uint64_t)o.act_mib * MIB;
+		uint64_t need = n_seqs ? (uint64_t)++inflight *
+		                                 (uint64_t)o.pool_mib * MIB
+		                       : 0;
+		if (need > pool_bytes)
+			ggml_cuda_pool_leg_alloc(need - pool_bytes);
 		if (DEV_ALLOC(&p, n_seqs ? bytes : bytes / WARMUP_SHARE))
 			oom("llama_decode");
 	} else {
@@ -255,8 +284,9 @@ static void release_decode(uint64_t p)
 		sim_alloc_free(g_pool, p);
 }
 
-/* llama_model_load_from_file + llama_init_from_model, then the warm-up. */
-static void load_model(void)
+/* llama_model_load_from_file + llama_init_from_model, then the warm-up:
+ * what llama-server's load_model asks of common_init_from_params. */
+NOINLINE void common_init_from_params(void)
 {
 	llama_model_load();
 	llama_kv_cache_init();
@@ -281,7 +311,8 @@ NOINLINE static void serve(struct sim_http *http, int n, int *loaded)
 		if (sim_http_next(http, &reqs[i]))
 			exit(1);
 	if (!*loaded) {
-		load_model(); /* Ollama: the first request loads the model */
+		/* Ollama: the first request loads the model. */
+		common_init_from_params();
 		*loaded = 1;
 	}
 	if (o.allocator == SIM_ALLOC_PLAIN)
@@ -291,8 +322,10 @@ NOINLINE static void serve(struct sim_http *http, int n, int *loaded)
 		act[nact++] = llama_decode(n);
 	sleep_ms(o.hold_ms);
 	for (int i = 0; i < n; i++) {
-		if (i < nact && o.allocator == SIM_ALLOC_PLAIN)
+		if (i < nact && o.allocator == SIM_ALLOC_PLAIN) {
 			release_decode(act[i]);
+			inflight--;
+		}
 		sim_http_reply(http, &reqs[i]);
 	}
 	if (o.allocator != SIM_ALLOC_PLAIN)
@@ -313,7 +346,8 @@ static int usage(void)
 	        "[--load-ms MS]\n"
 	        "                 [--allocator plain|pool-vmm|pool-leg|caching|"
 	        "expandable|async]\n"
-	        "                 [--annotate api|none] [--runtime cuda|hip]\n");
+	        "                 [--pool-mib M] [--annotate api|none] "
+	        "[--runtime cuda|hip]\n");
 	return 2;
 }
 
@@ -395,12 +429,15 @@ static int parse(int argc, char **argv)
 				o.idle = n;
 			else if (!strcmp(a, "--load-ms"))
 				o.load_ms = n;
+			else if (!strcmp(a, "--pool-mib"))
+				o.pool_mib = n;
 			else
 				return usage();
 		}
 	}
 	if (o.clients < 1 || o.clients > MAX_CLIENTS || o.n_layers < 0 ||
-	    o.idle < 0 || o.idle > 128 || (o.listen_first && o.on_request))
+	    o.idle < 0 || o.idle > 128 || o.pool_mib < 0 ||
+	    (o.listen_first && o.on_request))
 		return usage();
 	return 0;
 }
@@ -448,7 +485,7 @@ int main(int argc, char **argv)
 	if (http && (load.port = sim_http_port(http), sim_load_start(&load)))
 		return 1;
 	if (!o.on_request) {
-		load_model();
+		common_init_from_params();
 		loaded = 1;
 	}
 	if (!http) {

@@ -48,6 +48,8 @@ enum vrt_option_id {
 	VRT_OPT_REDACT,      /* VRAMTRACE_REDACT: argument values as *** */
 	VRT_OPT_FOLD,        /* VRAMTRACE_FOLD: REPEAT records for repeated
 	                      * allocate-then-free pairs (default 1) */
+	VRT_OPT_RESOLVE_LOG, /* VRAMTRACE_RESOLVE_LOG: <pid>.resolve, every
+	                      * driver look-up and its answer (resolvelog.c) */
 	VRT_OPT_COUNT
 };
 

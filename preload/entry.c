@@ -176,6 +176,11 @@ int vrt_entry_is_self(void)
 	return getpid() == self_pid;
 }
 
+const char *vrt_entry_run_dir(void)
+{
+	return run_dir;
+}
+
 /* Everything off, with bounded waits: the control endpoint, the sampler,
  * then the writer's last frame and trailer. Returns the state it left. */
 static int shut_down(void)

@@ -45,6 +45,9 @@ void vrt_metrics_after_fork_child(void);
 /* entry.c: 1 in the process the preload initialised (or a fork child of
  * it), 0 in a vfork child, which shares our memory but is not us. */
 int vrt_entry_is_self(void);
+/* entry.c: the absolute run directory, set by the constructor before any
+ * hook is armed and read-only after; "" when capture is disabled. */
+const char *vrt_entry_run_dir(void);
 /* entry.c: flush and close the trace before an exec replaces the image;
  * after a failed exec, arm capture again (a new file). */
 void vrt_entry_before_exec(void);
@@ -175,6 +178,18 @@ static inline void *vrt_hooklib_real(struct vrt_hooklib *l, int idx)
 	void *p = atomic_load_explicit(&l->real[idx], memory_order_relaxed);
 	return VRT_LIKELY(p != NULL) ? p : vrt_hooklib_real_slow(l, idx);
 }
+
+/* resolvelog.c: the resolver log (VRAMTRACE_RESOLVE_LOG). on: whether it is
+ * wanted (one option read). note: appends one look-up — via is the
+ * function the caller used, version/flags/result/status the arguments and
+ * codes (VRT_RESOLVELOG_NONE: not part of that call), wrapped whether ptr
+ * is our wrapper, ptr what the caller got. Any thread, inside a hook;
+ * takes a spin lock and writes: for look-ups, not for the per-call path. */
+#define VRT_RESOLVELOG_NONE (-0x7fffffffffffffffLL - 1)
+int vrt_resolvelog_on(void);
+void vrt_resolvelog_note(const char *via, const char *name, long long version,
+                         long long flags, long long result, long long status,
+                         int wrapped, const void *ptr);
 
 /* hook_cuda.c: if symbol is a hooked driver export and addr is the
  * driver's definition of it, returns our wrapper; else addr. Called by

@@ -74,6 +74,15 @@ GOLDEN_CASES = [
     ("table-bad.text", "compare.mkt", ["table", "runA", "nothing-here"]),
     ("windows.text", "windows.mkt", ["analyze", "run"]),
     ("windows.json", "windows.mkt", ["analyze", "-f", "json", "run"]),
+    # rules: the call paths no rule claims, or only an obsolete rule
+    ("rules-unclaimed.text", "unclaimed.mkt", ["rules", "run"]),
+    ("rules-unclaimed-top.text", "unclaimed.mkt",
+     ["rules", "--top", "1", "run/900.vtrace"]),
+    ("rules-plugin.text", "rules.mkt", ["rules", "run"]),
+    ("rules-plugin-claimed.text", "rules.mkt",
+     ["rules", "--rules", "rules/user.rules", "run"]),
+    ("rules-bad.text", "rules.mkt",
+     ["rules", "--rules", "rules/bad.rules", "run"]),
 ]
 
 # Bad inputs: file (made by bad.mkt or below) -> expected text in the error.
@@ -185,6 +194,20 @@ def group_golden(opts, tap):
                 good, doc = False, e
             tap.ok(good, f"golden {name} parses with its schema", doc)
     compare_checks(opts, tap)
+    builtin_checks(opts, tap)
+
+
+def builtin_checks(opts, tap):
+    """`vramtrace rules --builtin` prints the rules file the build
+    embeds, byte for byte."""
+    path = os.path.join(opts.src, "..", "..", "common", "builtin.rules")
+    with open(path) as f:
+        want = f.read()
+    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+        rc, out, err = run([opts.vramtrace, "rules", "--builtin"], tmp)
+    tap.ok(rc == 0 and out == want and err == "",
+           "rules --builtin prints common/builtin.rules",
+           f"exit {rc}, {len(out)} of {len(want)} bytes, stderr {err!r}")
 
 
 def compare_checks(opts, tap):
@@ -364,6 +387,11 @@ def group_usage(opts, tap):
             (["table"], 2, "err"),
             (["table", "--format", "xml", "a"], 2, "err"),
             (["table", "--bogus", "a"], 2, "err"),
+            (["rules"], 2, "err"),
+            (["rules", "--builtin", "run"], 2, "err"),
+            (["rules", "--builtin", "--rules", "f"], 2, "err"),
+            (["rules", "--top", "-1", "run"], 2, "err"),
+            (["rules", "--top"], 2, "err"),
         ]:
             rc, out, err = run([exe] + args, tmp)
             lines = err.splitlines()
@@ -375,6 +403,7 @@ def group_usage(opts, tap):
         for args in (["--help"], ["-h"], ["help"], ["help", "analyze"],
                      ["help", "record"], ["analyze", "--help"],
                      ["compare", "--help"], ["help", "table"],
+                     ["rules", "--help"], ["help", "rules"],
                      ["record", "--help"], ["record", "-h", "--", "x"]):
             rc, out, err = run([exe] + args, tmp)
             tap.ok(rc == 0 and out.startswith("usage: vramtrace") and

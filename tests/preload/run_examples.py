@@ -199,7 +199,8 @@ def llama_runs(args, tmp):
           f"live at the end)")
     check(v.get("live_bytes_end") == 4 * 256 << 20,
           "pool-vmm: the pool ends as large as the batch of 4 needed")
-    names = functions(rep, "workspace")
+    # The rules give the pool the phase of the decode that grows it.
+    names = functions(rep, "forward")
     check("ggml_cuda_pool_vmm::alloc(unsigned long, unsigned long*)" in names
           and "llama_context::decode(llama_batch const&)" in names,
           f"pool-vmm: stacks name llama.cpp's pool (got {names[:5]})")
