@@ -19,8 +19,8 @@
  * Every series also has the labels pid, rank (RANK, else LOCAL_RANK, as
  * torchrun and the engines' launchers set them, else the first device the
  * process holds memory on) and engine (VRAMTRACE_ENGINE, else read off
- * the command line by engine.c; the process that reads it exports it, so
- * its workers, started as `python -c ...`, carry it too).
+ * the command line by common/cmdline.c; the process that reads it exports
+ * it, so its workers, started as `python -c ...`, carry it too).
  *
  * Addresses: loopback (127.0.0.1:PORT) by default. Another address
  * (0.0.0.0:9464 for a pod's Prometheus) only with
@@ -59,7 +59,7 @@
  */
 #include "hook.h"
 #include "live.h"
-#include "engine.h"
+#include "cmdline.h"
 #include "metrics_agg.h"
 
 #include <vramtrace/trace_format.h>
@@ -203,7 +203,7 @@ static void label_value(char *dst, size_t n, const char *v)
 	dst[i] = '\0';
 }
 
-/* The engine of this process's own command line (engine.c), read from
+/* The engine of this process's own command line (cmdline.c), read from
  * /proc/self/cmdline; NULL when none. */
 static const char *engine_of_self(void)
 {
@@ -227,7 +227,7 @@ static const char *engine_of_self(void)
 	buf[len] = '\0';
 	for (size_t i = 0; i < len && argc < 64; i += strlen(buf + i) + 1)
 		argv[argc++] = buf + i;
-	return vrt_engine_detect(argv, argc);
+	return vrt_cmdline_engine(argv, argc);
 }
 
 void vrt_metrics_init(void)

@@ -45,6 +45,8 @@ GOLDEN_CASES = [
      ["analyze", "--rules", "rules/user.rules", "run"]),
     ("rules-reclass.json", "rules.mkt",
      ["analyze", "--rules=rules/user.rules", "-f", "json", "run"]),
+    ("standby.text", "standby.mkt", ["analyze", "run"]),
+    ("standby.json", "standby.mkt", ["analyze", "-f", "json", "run"]),
     ("inferred.text", "inferred.mkt", ["analyze", "run"]),
     ("inferred.json", "inferred.mkt", ["analyze", "-f", "json", "run"]),
     ("basic.perfetto", "basic.mkt", ["analyze", "-f", "perfetto", "run"]),
@@ -84,6 +86,46 @@ GOLDEN_CASES = [
      ["rules", "--rules", "rules/user.rules", "run"]),
     ("rules-bad.text", "rules.mkt",
      ["rules", "--rules", "rules/bad.rules", "run"]),
+    # verdicts on engine-shaped runs (traces/verdict-*.mkt say each case)
+    ("verdict-near-miss.text", "verdict-recovered.mkt", ["analyze", "runN"]),
+    ("verdict-near-miss.json", "verdict-recovered.mkt",
+     ["analyze", "-f", "json", "runN"]),
+    ("verdict-recovered-fatal.text", "verdict-recovered.mkt",
+     ["analyze", "runF"]),
+    ("verdict-profile.text", "verdict-profile.mkt", ["analyze", "run"]),
+    ("verdict-profile.json", "verdict-profile.mkt",
+     ["analyze", "-f", "json", "run"]),
+    ("verdict-graphs.text", "verdict-graphs.mkt", ["analyze", "run"]),
+    ("verdict-llama-pool.text", "verdict-llama.mkt", ["analyze", "runP"]),
+    ("verdict-listen-first.text", "verdict-llama.mkt", ["analyze", "runW"]),
+    ("verdict-tp-spawn.text", "verdict-tp.mkt", ["analyze", "run"]),
+    ("verdict-died-loading.text", "verdict-died.mkt", ["analyze", "run"]),
+    ("verdict-keepalive.text", "verdict-keepalive.mkt", ["analyze", "run"]),
+]
+
+# The verdict each engine-shaped run must get, checked on its JSON report
+# (independent of how the goldens word it): script, run, verdict, detail,
+# stage, the decisive failure's index (None: none), and the fatal and
+# recovered flags of its ooms[].
+VERDICT_CASES = [
+    ("verdict-recovered.mkt", "runN", "none", "near_miss", "request", None,
+     [(False, True)]),
+    ("verdict-recovered.mkt", "runF", "concurrency", "overlapping_requests",
+     "request", 2, [(False, True), (False, False), (True, False)]),
+    ("verdict-profile.mkt", "run", "concurrency", "batch_activations", "load",
+     1, [(False, False), (True, False)]),
+    ("verdict-graphs.mkt", "run", "kv_cache", "graph_capture_after_reserve",
+     "load", 0, [(True, False)]),
+    ("verdict-llama.mkt", "runP", "concurrency", "overlapping_requests",
+     "request", 1, [(False, False), (True, False)]),
+    ("verdict-llama.mkt", "runW", "weights", "card_too_small", "load", 0,
+     [(True, False)]),
+    ("verdict-tp.mkt", "run", "weights", "not_sharded", "load", 0,
+     [(True, False)]),
+    ("verdict-died.mkt", "run", "inconclusive", "died_while_loading", "load",
+     None, []),
+    ("verdict-keepalive.mkt", "run", "concurrency", "overlapping_requests",
+     "request", 0, [(True, False)]),
 ]
 
 # Bad inputs: file (made by bad.mkt or below) -> expected text in the error.
@@ -196,6 +238,7 @@ def group_golden(opts, tap):
             tap.ok(good, f"golden {name} parses with its schema", doc)
     compare_checks(opts, tap)
     builtin_checks(opts, tap)
+    verdict_checks(opts, tap)
 
 
 def builtin_checks(opts, tap):
@@ -209,6 +252,34 @@ def builtin_checks(opts, tap):
     tap.ok(rc == 0 and out == want and err == "",
            "rules --builtin prints common/builtin.rules",
            f"exit {rc}, {len(out)} of {len(want)} bytes, stderr {err!r}")
+
+
+def verdict_checks(opts, tap):
+    """The verdicts of VERDICT_CASES, read from the JSON report."""
+    for script, run_dir, verdict, detail, stage, index, ooms in VERDICT_CASES:
+        with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+            mktrace(opts, script, tmp)
+            rc, out, err = run([opts.vramtrace, "analyze", "-f", "json",
+                                run_dir], tmp)
+        doc = json.loads(out) if rc == 0 else {}
+        d = doc.get("diagnosis") or {}
+        got = (d.get("verdict"), d.get("detail"), d.get("stage"),
+               d.get("failure_index"))
+        tap.ok(got == (verdict, detail, stage, index),
+               f"verdict {script} {run_dir}: {verdict} ({detail}), "
+               f"{stage} stage", f"got {got}\n{err}")
+        flags = [(o.get("fatal"), o.get("recovered_by") is not None)
+                 for o in doc.get("ooms", [])]
+        tap.ok(flags == ooms, f"verdict {script} {run_dir}: fatal and "
+               "recovered failures", f"got {flags}, want {ooms}")
+        rungs = [x.get("rung") for x in d.get("ladder", [])]
+        tap.ok(d.get("confidence") in ("high", "medium", "low") and
+               d.get("confidence_reason") and
+               rungs in ([], ["baseline", "weights", "reserves",
+                              "activations", "in_flight"]),
+               f"verdict {script} {run_dir}: confidence and ladder",
+               f"{d.get('confidence')!r} {d.get('confidence_reason')!r} "
+               f"{rungs}")
 
 
 def compare_checks(opts, tap):

@@ -1,8 +1,8 @@
 /*
- * engine.c — the engine a command line starts (engine.h). The names are
- * the analyzer's: its reports and the preload's metrics labels agree.
+ * cmdline.c — the engine a command line starts (cmdline.h). The names are
+ * analyzer/engine.c's table names.
  */
-#include "engine.h"
+#include "cmdline.h"
 
 #include <string.h>
 
@@ -39,22 +39,41 @@ static const char *engine_of_name(const char *n)
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		size_t len = strlen(names[i].prefix);
-		/* "vllm" itself, "vllm.x", "vllm-x", "vllm_x": not "vllmx". */
-		if (starts(n, names[i].prefix) &&
-		    (names[i].prefix[len - 1] == '-' ||
-		     names[i].prefix[len - 1] == '_' || n[len] == '\0' ||
-		     n[len] == '.' || n[len] == '-' || n[len] == '_' ||
-		     n[len] == ' '))
+		char last = names[i].prefix[len - 1];
+		if (!starts(n, names[i].prefix))
+			continue;
+		/* "vllm" itself, "vllm.x", "vllm-x", "vllm_x": not
+		 * "vllmx". */
+		if (last == '-' || last == '_' || n[len] == '\0' ||
+		    n[len] == '.' || n[len] == '-' || n[len] == '_' ||
+		    n[len] == ' ')
 			return names[i].engine;
 	}
 	return NULL;
 }
 
-const char *vrt_engine_detect(char *const *argv, size_t argc)
+int vrt_cmdline_is_worker(char *const *argv, size_t argc)
+{
+	for (size_t i = 1; i < argc; i++) {
+		if (!argv[i])
+			continue;
+		if (!strcmp(argv[i], "--multiprocessing-fork"))
+			return 1;
+		/* python -c "from multiprocessing.spawn import spawn_main;
+		 * spawn_main(...)" and the forkserver's
+		 * "from multiprocessing.forkserver import main; ..." */
+		if (!strcmp(argv[i], "-c") && i + 1 < argc && argv[i + 1] &&
+		    strstr(argv[i + 1], "from multiprocessing."))
+			return 1;
+	}
+	return 0;
+}
+
+const char *vrt_cmdline_engine(char *const *argv, size_t argc)
 {
 	const char *prog, *e;
 
-	if (!argc || !argv[0])
+	if (!argc || !argv[0] || vrt_cmdline_is_worker(argv, argc))
 		return NULL;
 	prog = base_name(argv[0]);
 	if ((e = engine_of_name(prog)))
