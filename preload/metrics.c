@@ -803,5 +803,7 @@ void vrt_metrics_after_fork_child(void)
 	running = 0;
 	exited = 0;
 	tree_port = 0;
+	/* The child's rank is its own first device, not the parent's. */
+	dev_rank = -1;
 	file_path[0] = 0;
 }
