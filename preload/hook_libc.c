@@ -121,14 +121,24 @@ void *dlsym(void *handle, const char *symbol)
  * so close(), which every program calls all the time, costs one bit test
  * for the fds that are not ours. The CLOSE event is recorded before the
  * real close, so a racing accept() that reuses the number is always
- * stamped after it. Connections closed by other means (dup2 over them,
- * close_range, exit) are not seen; the report says so.
+ * stamped after it. close_range, closefrom, dup2 and dup3 over an
+ * accepted fd close it too, and are recorded the same way; connections
+ * that end with the process (exit) are not seen; the report says so.
+ *
+ * The same calls are where the program may take a number of ours (the
+ * trace, the control and metrics sockets): each tells fds.c first, so
+ * the preload never writes to or closes the program's new file at that
+ * number. In a vfork child (a pid not ours) all of this is skipped: its
+ * closes act on its own fd table, while every bitmap and table here is
+ * the parent's.
  */
 
 #include <vramtrace/trace_format.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
 #include <netinet/in.h>
 #include <sys/syscall.h>
 #include <spawn.h>
@@ -212,23 +222,106 @@ VRT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen,
 	return r;
 }
 
+/* The program is about to close (or replace) every fd in [lo, hi]: the
+ * accepted connections among them end, and fds.c learns which of ours it
+ * takes. Not in a vfork child. */
+static void closing(unsigned lo, unsigned hi)
+{
+	if (!vrt_entry_is_self())
+		return;
+	vrt_fds_release(lo, hi, !vrt_in_hook);
+	if (lo >= MAX_TRACKED_FD)
+		return;
+	unsigned last = hi < MAX_TRACKED_FD - 1 ? hi : MAX_TRACKED_FD - 1;
+	for (unsigned w = lo / 64; w <= last / 64; w++) {
+		uint64_t mask = ~0ull;
+		if (w == lo / 64)
+			mask &= ~0ull << (lo % 64);
+		if (w == last / 64 && last % 64 != 63)
+			mask &= (1ull << (last % 64 + 1)) - 1;
+		if (!(atomic_load_explicit(&accepted[w],
+		                           memory_order_relaxed) &
+		      mask))
+			continue;
+		uint64_t was = atomic_fetch_and(&accepted[w], ~mask) & mask;
+		while (was) {
+			int fd = (int)(w * 64 + (unsigned)__builtin_ctzll(was));
+			was &= was - 1;
+			if (vrt_hook_enter()) {
+				net_event(VRT_NET_CLOSE, fd, 0);
+				vrt_hook_leave();
+			}
+		}
+	}
+}
+
+static inline int is_accepted(int fd)
+{
+	return fd >= 0 && fd < MAX_TRACKED_FD &&
+	       (atomic_load_explicit(&accepted[fd / 64],
+	                             memory_order_relaxed) &
+	        (1ull << (fd % 64)));
+}
+
 VRT_EXPORT int close(int fd)
 {
 	NEXT(close);
 	if (VRT_UNLIKELY(!real_close))
 		return (int)syscall(SYS_close, fd);
-	if (fd >= 0 && fd < MAX_TRACKED_FD &&
-	    VRT_UNLIKELY(atomic_load_explicit(&accepted[fd / 64],
-	                                      memory_order_relaxed) &
-	                 (1ull << (fd % 64)))) {
-		uint64_t bit = 1ull << (fd % 64);
-		if ((atomic_fetch_and(&accepted[fd / 64], ~bit) & bit) &&
-		    vrt_hook_enter()) {
-			net_event(VRT_NET_CLOSE, fd, 0);
-			vrt_hook_leave();
-		}
-	}
+	if (VRT_UNLIKELY(is_accepted(fd) || vrt_fds_maybe_ours(fd)))
+		closing((unsigned)fd, (unsigned)fd);
 	return real_close(fd);
+}
+
+VRT_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	NEXT(close_range);
+	/* CLOSE_RANGE_CLOEXEC only marks the fds: ours are O_CLOEXEC
+	 * already, and nothing is closed now. */
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+		closing(first, last);
+	if (VRT_UNLIKELY(!real_close_range))
+		return (int)syscall(SYS_close_range, first, last, flags);
+	return real_close_range(first, last, flags);
+}
+
+VRT_EXPORT void closefrom(int lowfd)
+{
+	NEXT(closefrom);
+	closing(lowfd > 0 ? (unsigned)lowfd : 0u, ~0u);
+	if (VRT_UNLIKELY(!real_closefrom)) {
+		syscall(SYS_close_range, lowfd > 0 ? (unsigned)lowfd : 0u, ~0u,
+		        0);
+		return;
+	}
+	real_closefrom(lowfd);
+}
+
+/* dup2/dup3 close newfd first when oldfd is valid and differs. */
+static void replacing(int oldfd, int newfd)
+{
+	if (newfd >= 0 && oldfd != newfd &&
+	    (is_accepted(newfd) || vrt_fds_maybe_ours(newfd)) &&
+	    fcntl(oldfd, F_GETFD) >= 0)
+		closing((unsigned)newfd, (unsigned)newfd);
+}
+
+VRT_EXPORT int dup2(int oldfd, int newfd)
+{
+	NEXT(dup2);
+	replacing(oldfd, newfd);
+	if (VRT_UNLIKELY(!real_dup2))
+		return (int)syscall(SYS_dup2, oldfd, newfd);
+	return real_dup2(oldfd, newfd);
+}
+
+VRT_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	NEXT(dup3);
+	replacing(oldfd, newfd);
+	if (VRT_UNLIKELY(!real_dup3))
+		return (int)syscall(SYS_dup3, oldfd, newfd, flags);
+	return real_dup3(oldfd, newfd, flags);
 }
 
 /* ---- children: fork, exec, posix_spawn ----------------------------------

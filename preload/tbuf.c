@@ -510,8 +510,12 @@ static struct vrt_chunk *pool_get(void)
 		}
 		writer_kicked = 1;
 		pthread_cond_signal(&writer_cv);
-		if (pthread_cond_timedwait(&pool_cv, &mu, &deadline) ==
-		    ETIMEDOUT)
+		/* A cancellation acted on inside this wait would end the
+		 * program's thread holding mu. */
+		int cancel = vrt_capture_cancel_off();
+		int r = pthread_cond_timedwait(&pool_cv, &mu, &deadline);
+		vrt_capture_cancel_restore(cancel);
+		if (r == ETIMEDOUT)
 			break;
 	}
 	pthread_mutex_unlock(&mu);

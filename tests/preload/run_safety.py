@@ -39,10 +39,25 @@ security  trace 0600, run directory 0700, control socket 0600; a symlink
           analyzed in every format and by table, printed literally;
           `record --redact` keeps the program, flag names and the
           allowlisted numeric engine values, and stores "***" for the rest.
+lifecycle (issue 13) A vfork child whose exec fails and that leaves with
+          _exit, from C and from Python's subprocess: the parent's trace
+          keeps all 8 allocations, untruncated, no warning. 20 rounds of
+          threads cancelled while their allocations fail: no hang, exit 0,
+          the trace complete. main ending with pthread_exit: exit 0 as
+          without the preload, the trace complete with its trailer; with
+          an atexit handler that sleeps, SIGTERM kills it as it does
+          without the preload. close_range(3, ~0) and closefrom(3), then
+          the program's own file at every number: no trace byte in it, the
+          control and metrics threads end (one warning each) instead of
+          spinning, a forked child writes through the preload's old
+          number, fork + exec and exec keep it; dup2 over the trace's fd:
+          the program's file holds only its own lines, one warning, the
+          trace holds the allocations made before.
 
 Usage: run_safety.py --vramtrace EXE --preload LIB --fake-dir DIR
                      --host EXE --interposer SO --stress EXE --mktrace EXE
-                     --tmp-root DIR host|crash|security
+                     --vfork-py PY --tmp-root DIR
+                     host|crash|security|lifecycle
 Exit 0 pass (or 77: nothing could run), 1 fail.
 """
 import argparse
@@ -50,7 +65,9 @@ import glob
 import json
 import os
 import random
+import select
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -611,15 +628,152 @@ def redact(c):
               f"(want {want})")
 
 
+# ---- lifecycle ------------------------------------------------------------
+
+def summary(c, out):
+    """(analyze exit, device allocations, truncated, failed) of a run."""
+    rc, rep = c.analyze(out)
+    fails = sum(d.get("families", {}).get("device", {}).get("failed", 0)
+                for d in rep.get("devices", []))
+    return rc, dev_allocs(rep), rep.get("run", {}).get("truncated"), fails
+
+
+def vfork_exec_fails(c):
+    for name, cmd in (("C", [c.a.host, "vfork"]),
+                      ("Python subprocess",
+                       [sys.executable, c.a.vfork_py])):
+        out = os.path.join(c.tmp, "vfork-" + name.split()[0])
+        p = c.run(cmd, c.env(out))
+        check(p is not None and p.returncode == 0 and
+              not warnings(p.stderr),
+              f"vfork + failed exec + _exit ({name}): host exit 0, no "
+              f"warning {p.stderr.strip() if p else 'hung'}")
+        if p is not None and "vfork False" in p.stdout:
+            print(f"note   this Python's subprocess does not vfork")
+        rc, n, trunc, _ = summary(c, out)
+        check(rc == 0 and n == 8 and trunc is False,
+              f"vfork + failed exec ({name}): the parent's trace keeps "
+              f"all 8 allocations, untruncated (got {n}, truncated "
+              f"{trunc})")
+
+
+def cancel_in_failure(c):
+    out = os.path.join(c.tmp, "cancel")
+    p = c.run([c.a.host, "cancel", "20"], c.env(out), timeout=60)
+    check(p is not None and p.returncode == 0 and "rounds 20" in p.stdout
+          and not warnings(p.stderr),
+          "20 rounds of threads cancelled while their allocations fail: "
+          f"no hang, exit 0 ({'hung' if p is None else p.returncode})")
+    rc, n, trunc, fails = summary(c, out)
+    check(rc == 0 and n == 2 and trunc is False and fails >= 1,
+          f"cancelled threads: the trace is complete (2 allocations, "
+          f"{fails} failures, truncated {trunc})")
+
+
+def pthread_exit_main(c):
+    bare = c.run([c.a.host, "pthreadexit"], c.env(), timeout=20)
+    out = os.path.join(c.tmp, "pthreadexit")
+    p = c.run([c.a.host, "pthreadexit"], c.env(out), timeout=20)
+    want = bare.returncode if bare else 0
+    check(p is not None and p.returncode == want and
+          not warnings(p.stderr),
+          f"main ends with pthread_exit: the process exits {want} as "
+          f"without the preload "
+          f"({'hung' if p is None else p.returncode})")
+    rc, n, trunc, _ = summary(c, out)
+    check(rc == 0 and n == 4 and trunc is False,
+          f"pthread_exit from main: 4 allocations, trace ended cleanly "
+          f"(got {n}, truncated {trunc})")
+    for pre in (False, True):
+        out = os.path.join(c.tmp, "pthreadexit-term")
+        h = subprocess.Popen([c.a.host, "pthreadexit-term"],
+                             env=c.env(out if pre else None),
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+        # "atexit": the handler runs (a process that never exits never
+        # prints it: give up after 10 s).
+        ready = select.select([h.stdout], [], [], 10)[0]
+        line = h.stdout.readline() if ready else ""
+        h.send_signal(signal.SIGTERM)
+        try:
+            rc = h.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            h.kill()
+            rc = None
+        check(line.strip() == "atexit" and rc == -signal.SIGTERM,
+              f"pthread_exit from main, {'with' if pre else 'without'} "
+              f"the preload: SIGTERM during exit kills it (got {rc})")
+
+
+def close_fds(c):
+    for how, metrics in (("range", True), ("from", False)):
+        d = c.dir(f"closefds-{how}")
+        out = os.path.join(c.tmp, f"closefds-{how}-run")
+        extra = {"VRAMTRACE_METRICS": "127.0.0.1:0"} if metrics else {}
+        p = c.run([c.a.host, "closefds", d, how], c.env(out, extra),
+                  timeout=60)
+        what = "close_range(3, ~0)" if how == "range" else "closefrom(3)"
+        check(p is not None and p.returncode == 0,
+              f"{what}: host exit 0, and the exec'd sh could write to "
+              f"the preload's old fd "
+              f"({'hung' if p is None else p.returncode} "
+              f"{p.stderr.strip() if p else ''})")
+        if p is None:
+            continue
+        log = open(os.path.join(d, "app.log"), "rb").read()
+        check(log == b"fork-child\nexec-child\nexec-self\n",
+              f"{what}: the program's file holds its own 3 lines and no "
+              f"trace byte (got {log[:60]!r})")
+        check("ctl-thread gone" in p.stdout and
+              "met-thread gone" in p.stdout,
+              f"{what}: the control and metrics threads ended instead "
+              f"of serving another fd ({p.stdout.split()})")
+        check("fork-child-status 0" in p.stdout and
+              "exec-child-status 0" in p.stdout,
+              f"{what}: a forked child, and one that execs, keep the "
+              f"program's fd at the preload's old number")
+        w = warnings(p.stderr)
+        want = ["trace file's descriptor", "control socket"]
+        if metrics:
+            want.append("metrics:")
+        check(len(w) == len(want) and
+              all(sum(k in ln for ln in w) == 1 for k in want),
+              f"{what}: one warning each for {want} (got {w})")
+        rc, n, trunc, _ = summary(c, out)
+        check(rc == 0 and n == 3,
+              f"{what}: the trace holds the 3 allocations made before "
+              f"(got {n}, exit {rc})")
+
+
+def dup2_over_trace(c):
+    d = c.dir("dup2")
+    out = os.path.join(c.tmp, "dup2-run")
+    p = c.run([c.a.host, "dup2", d], c.env(out))
+    w = warnings(p.stderr) if p else []
+    check(p is not None and p.returncode == 0 and len(w) == 1 and
+          "trace file's descriptor" in w[0],
+          f"dup2 over the trace's fd: host exit 0, one warning (got {w})")
+    log = open(os.path.join(d, "app.log"), "rb").read()
+    check(log == b"app-line\napp-line-2\n",
+          f"dup2 over the trace's fd: the program's file holds only its "
+          f"own lines (got {log[:60]!r})")
+    rc, n, trunc, _ = summary(c, out)
+    check(rc == 0 and n == 3 and trunc is True,
+          f"dup2 over the trace's fd: the trace holds the 3 allocations "
+          f"made before, ends there (got {n}, truncated {trunc})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     for o in ("--vramtrace", "--preload", "--fake-dir", "--host",
-              "--interposer", "--stress", "--mktrace", "--tmp-root"):
+              "--interposer", "--stress", "--mktrace", "--vfork-py",
+              "--tmp-root"):
         ap.add_argument(o, required=True)
-    ap.add_argument("group", choices=("host", "crash", "security"))
+    ap.add_argument("group", choices=("host", "crash", "security",
+                                      "lifecycle"))
     a = ap.parse_args()
     for o in ("vramtrace", "preload", "fake_dir", "host", "interposer",
-              "stress", "mktrace", "tmp_root"):
+              "stress", "mktrace", "vfork_py", "tmp_root"):
         setattr(a, o, os.path.abspath(getattr(a, o)))
     os.makedirs(a.tmp_root, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f"safety-{a.group}-", dir=a.tmp_root)
@@ -629,6 +783,8 @@ def main():
                  signals, exit_race, dl_reopen, setuid, interposers],
         "crash": [crash],
         "security": [permissions, symlinks, hostile_trace, redact],
+        "lifecycle": [vfork_exec_fails, cancel_in_failure,
+                      pthread_exit_main, close_fds, dup2_over_trace],
     }
     for f in groups[a.group]:
         print(f"# {f.__name__}", flush=True)
