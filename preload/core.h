@@ -179,6 +179,9 @@ struct vrt_fd vrt_fds_accept(struct vrt_fd f, int flags);
  * cancellation point) for a thread of ours inside a bracket on one of
  * them. Returns how many were ours. Not in a vfork child. */
 int vrt_fds_release(unsigned lo, unsigned hi, int may_flush);
+/* 1 when a registered fd of ours lies in [lo, hi] (a scan of the table,
+ * no system call). */
+int vrt_fds_any(unsigned lo, unsigned hi);
 /* Bit fd % 64 set for every number ever registered: a close() of any
  * other number skips vrt_fds_release with one load. */
 extern _Atomic uint64_t vrt_fds_mask VRT_HIDDEN;

@@ -196,6 +196,18 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+int vrt_fds_any(unsigned lo, unsigned hi)
+{
+	for (int i = 0; i < SLOTS; i++) {
+		struct slot *s = &slots[i];
+		if (atomic_load_explicit(&s->state, memory_order_acquire) ==
+		            LIVE &&
+		    (unsigned)s->fd >= lo && (unsigned)s->fd <= hi)
+			return 1;
+	}
+	return 0;
+}
+
 int vrt_fds_release(unsigned lo, unsigned hi, int may_flush)
 {
 	int n = 0;

@@ -225,20 +225,38 @@ VRT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen,
 /* The program is about to close (or replace) every fd in [lo, hi]: the
  * accepted connections among them end, and fds.c learns which of ours it
  * takes. Not in a vfork child. */
+/* The bits of accepted[w] that lie in [lo, last]. */
+static uint64_t word_mask(unsigned w, unsigned lo, unsigned last)
+{
+	uint64_t mask = ~0ull;
+	if (w == lo / 64)
+		mask &= ~0ull << (lo % 64);
+	if (w == last / 64 && last % 64 != 63)
+		mask &= (1ull << (last % 64 + 1)) - 1;
+	return mask;
+}
+
+static int any_accepted(unsigned lo, unsigned last)
+{
+	for (unsigned w = lo / 64; lo <= last && w <= last / 64; w++)
+		if (atomic_load_explicit(&accepted[w], memory_order_relaxed) &
+		    word_mask(w, lo, last))
+			return 1;
+	return 0;
+}
+
 static void closing(unsigned lo, unsigned hi)
 {
-	if (!vrt_entry_is_self())
+	unsigned last = hi < MAX_TRACKED_FD - 1 ? hi : MAX_TRACKED_FD - 1;
+	int acc = lo < MAX_TRACKED_FD && any_accepted(lo, last);
+	/* Scans first: the pid check is a system call. */
+	if ((!acc && !vrt_fds_any(lo, hi)) || !vrt_entry_is_self())
 		return;
 	vrt_fds_release(lo, hi, !vrt_in_hook);
-	if (lo >= MAX_TRACKED_FD)
+	if (!acc)
 		return;
-	unsigned last = hi < MAX_TRACKED_FD - 1 ? hi : MAX_TRACKED_FD - 1;
 	for (unsigned w = lo / 64; w <= last / 64; w++) {
-		uint64_t mask = ~0ull;
-		if (w == lo / 64)
-			mask &= ~0ull << (lo % 64);
-		if (w == last / 64 && last % 64 != 63)
-			mask &= (1ull << (last % 64 + 1)) - 1;
+		uint64_t mask = word_mask(w, lo, last);
 		if (!(atomic_load_explicit(&accepted[w],
 		                           memory_order_relaxed) &
 		      mask))

@@ -198,11 +198,11 @@ static uint64_t anchor_tsc, anchor_ns; /* writer only */
 static int file_has(const char *path, const char *const *want, int nwant)
 {
 	char buf[16384];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct vrt_fd fd = vrt_fds_open(path, O_RDONLY, 0);
+	if (fd.fd < 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	ssize_t n = vrt_fds_read(fd, buf, sizeof(buf) - 1);
+	vrt_fds_close(&fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;

@@ -52,7 +52,8 @@ lifecycle (issue 13) A vfork child whose exec fails and that leaves with
           spinning, a forked child writes through the preload's old
           number, fork + exec and exec keep it; dup2 over the trace's fd:
           the program's file holds only its own lines, one warning, the
-          trace holds the allocations made before.
+          trace holds the allocations made before. close_range over
+          accepted connections ends them (no request in flight after).
 files     (issue 13) -o of analyze, compare and table onto a character
           device made with mknod (root only) stays a device; onto a FIFO,
           its reader gets the report; onto a listening UNIX socket, its
@@ -764,6 +765,20 @@ def close_fds(c):
               f"(got {n}, exit {rc})")
 
 
+def close_range_connections(c):
+    out = os.path.join(c.tmp, "acceptclose")
+    p = c.run([c.a.host, "acceptclose"], c.env(out))
+    check(p is not None and p.returncode == 0 and not warnings(p.stderr),
+          "close_range over accepted connections: host exit 0")
+    rc, rep = c.analyze(out)
+    ooms = rep.get("ooms", [])
+    check(rc == 0 and rep.get("requests", {}).get("max_inflight") == 3 and
+          len(ooms) == 1 and ooms[0].get("inflight") == 0,
+          f"close_range over 3 accepted connections ends them: 3 in "
+          f"flight before, 0 at the OOM after (got "
+          f"{rep.get('requests')}, {[o.get('inflight') for o in ooms]})")
+
+
 def dup2_over_trace(c):
     d = c.dir("dup2")
     out = os.path.join(c.tmp, "dup2-run")
@@ -1133,7 +1148,8 @@ def main():
         "crash": [crash],
         "security": [permissions, symlinks, hostile_trace, redact],
         "lifecycle": [vfork_exec_fails, cancel_in_failure,
-                      pthread_exit_main, close_fds, dup2_over_trace],
+                      pthread_exit_main, close_fds,
+                      close_range_connections, dup2_over_trace],
         "files": [output_targets, run_dirs, analyzer_inputs],
     }
     for f in groups[a.group]:

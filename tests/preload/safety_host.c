@@ -51,6 +51,10 @@
  *                   ("exec-child-status S"), and finally this process
  *                   execs sh to write "exec-self" to fd T (its exit
  *                   status is sh's)
+ *   acceptclose     one allocation, then listens on 127.0.0.1, accepts 3
+ *                   connections of its own, then close_range over the
+ *                   accepted fds and a 1 TiB allocation that fails (an
+ *                   OOM with no request in flight); exit 0
  *   dup2 DIR        3 allocations, dup2 of DIR/app.log over the trace's
  *                   fd, "app-line" written through it, 3 allocations and
  *                   300 ms, "app-line-2" written; exit 0
@@ -63,8 +67,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <linux/close_range.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -504,6 +511,38 @@ static int mode_closefds(const char *dir, const char *how)
 	return 1;
 }
 
+static int mode_acceptclose(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int cl[3], ac[3], lo = 1 << 30, hi = -1;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* Recording starts here, so the preload's own fds lie below the
+	 * range closed later. */
+	one(MIB);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(l, 8) || getsockname(l, (struct sockaddr *)&a, &len))
+		die("listen");
+	for (int i = 0; i < 3; i++) {
+		cl[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (cl[i] < 0 ||
+		    connect(cl[i], (struct sockaddr *)&a, sizeof(a)))
+			die("connect");
+		ac[i] = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+		if (ac[i] < 0)
+			die("accept");
+		lo = ac[i] < lo ? ac[i] : lo;
+		hi = ac[i] > hi ? ac[i] : hi;
+	}
+	if (close_range((unsigned)lo, (unsigned)hi, 0))
+		die("close_range");
+	devptr p;
+	if (mem_alloc(&p, 1ull << 40) == 0)
+		die("the 1 TiB allocation succeeded");
+	return 0;
+}
+
 static int mode_dup2(const char *dir)
 {
 	for (int i = 0; i < 3; i++)
@@ -586,6 +625,8 @@ int main(int argc, char **argv)
 		return mode_pthreadexit(m[11] == '-');
 	if (!strcmp(m, "closefds") && argc > 3)
 		return mode_closefds(argv[2], argv[3]);
+	if (!strcmp(m, "acceptclose"))
+		return mode_acceptclose();
 	if (!strcmp(m, "dup2") && argc > 2)
 		return mode_dup2(argv[2]);
 	if (!strcmp(m, "crash") && argc > 4) {
