@@ -49,7 +49,7 @@
 static pthread_t thread;
 static int running;
 static _Atomic int stopping;
-static struct vrt_fd lfd = {-1, -1}; /* the listening socket */
+static struct vrt_fd lfd = {-1, -1, 0}; /* the listening socket */
 static char sock_path[PATH_MAX];
 
 /* Binds fd to name in the checked directory dfd (through /proc/self/fd, so

@@ -134,8 +134,9 @@ void vrt_capture_warn(const char *fmt, ...)
 struct vrt_fd {
 	int fd;
 	int slot;
+	unsigned gen; /* the slot's use: a stale handle matches nothing */
 };
-#define VRT_FD_NONE ((struct vrt_fd){-1, -1})
+#define VRT_FD_NONE ((struct vrt_fd){-1, -1, 0})
 
 /* Registers fd (the result of an open/socket/accept call; -1 passes
  * through) with its device and inode, moved above 2 if it was 0, 1 or 2

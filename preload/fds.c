@@ -64,7 +64,8 @@ struct slot {
 	_Atomic int state;
 	_Atomic int taken;
 	_Atomic int busy;
-	int fd;
+	_Atomic int fd; /* relaxed: scans may read it while it is reused */
+	_Atomic unsigned gen; /* bumped at each claim */
 	dev_t dev;
 	ino_t ino;
 	void (*_Atomic flush)(void); /* called once before it is taken */
@@ -80,14 +81,15 @@ static struct slot *slot_of(struct vrt_fd f)
 		return NULL;
 	struct slot *s = &slots[f.slot];
 	if (atomic_load_explicit(&s->state, memory_order_acquire) != LIVE ||
-	    s->fd != f.fd)
+	    atomic_load_explicit(&s->fd, memory_order_relaxed) != f.fd ||
+	    atomic_load_explicit(&s->gen, memory_order_relaxed) != f.gen)
 		return NULL;
 	return s;
 }
 
 struct vrt_fd vrt_fds_own(int fd)
 {
-	struct vrt_fd f = {fd, -1};
+	struct vrt_fd f = {fd, -1, 0};
 	if (fd < 0)
 		return f;
 	if (fd <= 2) {
@@ -106,7 +108,10 @@ struct vrt_fd vrt_fds_own(int fd)
 		int free_ = FREE;
 		if (!atomic_compare_exchange_strong(&s->state, &free_, CLAIMED))
 			continue;
-		s->fd = fd;
+		atomic_store_explicit(&s->fd, fd, memory_order_relaxed);
+		f.gen = atomic_fetch_add_explicit(&s->gen, 1,
+		                                  memory_order_relaxed) +
+		        1;
 		s->dev = st.st_dev;
 		s->ino = st.st_ino;
 		atomic_store(&s->taken, 0);
@@ -200,9 +205,12 @@ int vrt_fds_any(unsigned lo, unsigned hi)
 {
 	for (int i = 0; i < SLOTS; i++) {
 		struct slot *s = &slots[i];
-		if (atomic_load_explicit(&s->state, memory_order_acquire) ==
-		            LIVE &&
-		    (unsigned)s->fd >= lo && (unsigned)s->fd <= hi)
+		if (atomic_load_explicit(&s->state, memory_order_acquire) !=
+		            LIVE)
+			continue;
+		unsigned fd = (unsigned)atomic_load_explicit(
+		        &s->fd, memory_order_relaxed);
+		if (fd >= lo && fd <= hi)
 			return 1;
 	}
 	return 0;
@@ -214,8 +222,11 @@ int vrt_fds_release(unsigned lo, unsigned hi, int may_flush)
 	for (int i = 0; i < SLOTS; i++) {
 		struct slot *s = &slots[i];
 		if (atomic_load_explicit(&s->state, memory_order_acquire) !=
-		            LIVE ||
-		    (unsigned)s->fd < lo || (unsigned)s->fd > hi)
+		            LIVE)
+			continue;
+		unsigned fd = (unsigned)atomic_load_explicit(
+		        &s->fd, memory_order_relaxed);
+		if (fd < lo || fd > hi)
 			continue;
 		/* The owner's last word while the number is still ours (the
 		 * writer puts what it holds on disk, bounded). */
@@ -337,7 +348,8 @@ void vrt_fds_after_fork_child(void)
 			 * busy, and each of their fds is closed when it is
 			 * still the file they opened. */
 			atomic_store(&s->busy, 0);
-			struct vrt_fd f = {s->fd, i};
+			struct vrt_fd f = {atomic_load(&s->fd), i,
+			                   atomic_load(&s->gen)};
 			vrt_fds_close(&f);
 		}
 		atomic_store(&s->state, FREE);

@@ -74,7 +74,7 @@ static pthread_mutex_t m_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t m_cv;
 static pthread_t thread;
 static int running, exited;
-static struct vrt_fd wake = {-1, -1}; /* the stop request (eventfd) */
+static struct vrt_fd wake = {-1, -1, 0}; /* the stop request (eventfd) */
 static int port;   /* wanted; -1 when the option is unset or refused */
 static int parsed; /* VRAMTRACE_METRICS looked at */
 static char dir[PATH_MAX];

@@ -69,7 +69,7 @@ static int devs_pending; /* known_devs not yet in this trace */
 
 /* Writer-thread state. */
 static pthread_t thread;
-static struct vrt_fd tfd = {-1, -1}; /* the trace file */
+static struct vrt_fd tfd = {-1, -1, 0}; /* the trace file */
 static int flush_ms = 100;
 static ZSTD_CCtx *cctx;
 static uint8_t *zout;
