@@ -134,13 +134,22 @@ void vrt_fds_set_flush(struct vrt_fd f, void (*fn)(void))
 		atomic_store(&s->flush, fn);
 }
 
+/* 1 with *s for a handle whose slot is live, 0 for an unguarded fd (no
+ * slot: used as it is), -1 for none or a stale handle. */
+static int lookup(struct vrt_fd f, struct slot **s)
+{
+	*s = f.fd < 0 ? NULL : slot_of(f);
+	if (*s)
+		return 1;
+	return f.fd >= 0 && f.slot < 0 ? 0 : -1;
+}
+
 int vrt_fds_use(struct vrt_fd f)
 {
-	if (f.fd < 0)
-		return 0;
-	struct slot *s = slot_of(f);
-	if (!s)
-		return f.slot < 0;
+	struct slot *s;
+	int k = lookup(f, &s);
+	if (k <= 0)
+		return k == 0;
 	atomic_fetch_add(&s->busy, 1);
 	if (atomic_load(&s->taken)) {
 		atomic_fetch_sub(&s->busy, 1);
@@ -158,11 +167,10 @@ void vrt_fds_done(struct vrt_fd f)
 
 int vrt_fds_check(struct vrt_fd f)
 {
-	if (f.fd < 0)
-		return 0;
-	struct slot *s = slot_of(f);
-	if (!s)
-		return f.slot < 0;
+	struct slot *s;
+	int k = lookup(f, &s);
+	if (k <= 0)
+		return k == 0;
 	if (atomic_load(&s->taken))
 		return 0;
 	struct stat st;

@@ -87,18 +87,19 @@ static int parse_address(const char *s)
 	static const char host[] = "127.0.0.1:";
 	char *end;
 	if (strncmp(s, host, sizeof(host) - 1)) {
-		vrt_capture_warn("VRAMTRACE_METRICS=%s: only 127.0.0.1:PORT is served (the "
-		     "endpoint has no authentication); not serving metrics\n",
-		     s);
+		vrt_capture_warn("VRAMTRACE_METRICS=%s: only 127.0.0.1:PORT is "
+		                 "served (the endpoint has no authentication); "
+		                 "not serving metrics\n",
+		                 s);
 		return -1;
 	}
 	errno = 0;
 	long p = strtol(s + sizeof(host) - 1, &end, 10);
 	if (errno || end == s + sizeof(host) - 1 || *end || p < 0 ||
 	    p > 65535) {
-		vrt_capture_warn("VRAMTRACE_METRICS=%s: not a port in [0, 65535]; not "
-		     "serving metrics\n",
-		     s);
+		vrt_capture_warn("VRAMTRACE_METRICS=%s: not a port in [0, 65535]; "
+		                 "not serving metrics\n",
+		                 s);
 		return -1;
 	}
 	return (int)p;

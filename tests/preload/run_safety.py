@@ -1025,53 +1025,44 @@ def run_dirs(c):
     ctl_refusals(c, root)
 
 
+def ctl_against(c, name, dir_mode=0o700, dir_owner=None, sock_owner=None,
+                listener=None):
+    """`vramtrace ctl DIR status` against a forged server in a new
+    directory set up as asked; returns its completed process."""
+    d = os.path.join(c.tmp, name)
+    os.mkdir(d, 0o700)
+    sock = os.path.join(d, "4242.ctl")
+    pid = forged_server(sock, uid=listener)
+    if sock_owner is not None:
+        os.chown(sock, sock_owner, sock_owner)
+    os.chmod(d, dir_mode)
+    if dir_owner is not None:
+        os.chown(d, dir_owner, dir_owner)
+    try:
+        return vt(c, "ctl", d, "status")
+    finally:
+        stop(pid)
+
+
 def ctl_refusals(c, root):
-    cases = [("writable by others", 0o777, None)]
+    cases = [("a run directory writable by others", "writable by others",
+              {"dir_mode": 0o777})]
     if root:
-        cases.append(("owned by uid 65534", 0o700, 65534))
-    for what, mode, owner in cases:
-        d = os.path.join(c.tmp, f"ctl-{mode:o}-{owner}")
-        os.mkdir(d, 0o700)
-        pid = forged_server(os.path.join(d, "4242.ctl"))
-        os.chmod(d, mode)
-        if owner is not None:
-            os.chown(d, owner, owner)
-        try:
-            p = vt(c, "ctl", d, "status")
-        finally:
-            stop(pid)
-        check(p is not None and p.returncode == 1 and
-              "99999" not in p.stdout and what in p.stderr,
-              f"ctl on a run directory {what}: refused, the forged status "
-              f"never printed ({(p.stdout + p.stderr).strip() if p else 'hung'})")
-    if not root:
+        cases += [("a run directory owned by another user",
+                   "owned by uid 65534", {"dir_owner": 65534}),
+                  ("a socket file owned by another user",
+                   "socket is owned by uid 65534", {"sock_owner": 65534}),
+                  ("a socket whose listener runs as another user",
+                   "listening runs as uid 65534", {"listener": 65534})]
+    else:
         skip("ctl and sockets of another user: chown and setuid need root")
-        return
-    d = c.dir("ctl-sock-owner")
-    os.chmod(d, 0o700)
-    pid = forged_server(os.path.join(d, "4242.ctl"))
-    os.chown(os.path.join(d, "4242.ctl"), 65534, 65534)
-    try:
-        p = vt(c, "ctl", d, "status")
-    finally:
-        stop(pid)
-    check(p is not None and p.returncode == 1 and "99999" not in p.stdout
-          and "socket is owned by uid 65534" in p.stdout,
-          f"ctl: a socket file owned by another user is refused "
-          f"({p.stdout.strip() if p else 'hung'})")
-    # Our directory and socket file, but the process listening on it
-    # runs as another user.
-    d = c.dir("ctl-peer")
-    os.chmod(d, 0o700)
-    pid = forged_server(os.path.join(d, "4242.ctl"), uid=65534)
-    try:
-        p = vt(c, "ctl", d, "status")
-    finally:
-        stop(pid)
-    check(p is not None and p.returncode == 1 and "99999" not in p.stdout
-          and "listening runs as uid 65534" in p.stdout,
-          f"ctl: a socket whose listener runs as another user is refused "
-          f"({p.stdout.strip() if p else 'hung'})")
+    for k, (what, why, setup) in enumerate(cases):
+        p = ctl_against(c, f"ctl-{k}", **setup)
+        out = (p.stdout + p.stderr) if p else "hung"
+        check(p is not None and p.returncode == 1 and "99999" not in out
+              and why in out,
+              f"ctl against {what}: refused, the forged status never "
+              f"printed ({out.strip()})")
 
 
 def analyzer_inputs(c):
