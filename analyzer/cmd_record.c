@@ -21,6 +21,10 @@
  * They are blocked around fork so the handler never sees a child pid of 0;
  * the child restores default dispositions and the mask before exec, since
  * both survive exec. A CLOEXEC pipe tells the parent when exec failed.
+ *
+ * An existing run directory is used only when it is ours, not a symlink
+ * and writable by nobody else (rundir.h), the same rule the preload and
+ * `ctl` apply.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +42,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "rundir.h"
 #include "vramtrace/trace_format.h"
 
 #ifndef VRT_INSTALL_LIBDIR
@@ -139,6 +144,37 @@ static int has_traces(const char *dir)
 	return found;
 }
 
+/* An existing run directory must be ours and writable by nobody else
+ * (rundir.h): the preload would refuse it anyway, and another user who
+ * can write there could swap traces or plant control sockets. It must not
+ * be a symlink either (the preload opens it O_NOFOLLOW). 0, or -1 after
+ * printing why. */
+static int trust_rundir(const char *dir)
+{
+	char why[128];
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr,
+		        "vramtrace: error: %s: cannot record: %s\n", dir,
+		        errno == ELOOP    ? "the run directory is a symlink"
+		        : errno == ENOTDIR ? "not a directory"
+		                           : strerror(errno));
+		return -1;
+	}
+	if (vrt_rundir_check(fd, geteuid(), why, sizeof(why))) {
+		fprintf(stderr,
+		        "vramtrace: error: %s: cannot record: the run "
+		        "directory is %s; use a directory of your own that "
+		        "nobody else can write to (mode 0700)\n",
+		        dir, why);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /* Creates the run directory; *created says whether it is new. */
 static int make_rundir(const struct settings *s, char *dir, size_t n,
                        int *created)
@@ -162,6 +198,8 @@ static int make_rundir(const struct settings *s, char *dir, size_t n,
 			                        : strerror(errno));
 			return -1;
 		}
+		if (trust_rundir(dir))
+			return -1;
 		switch (has_traces(dir)) {
 		case 0:
 			return 0;

@@ -54,10 +54,17 @@
  * (and the hosts whose clocks are aligned onto the first host's) are known
  * before the first event goes out.
  *
+ * Inputs are opened through readfile.c: a path that is not a regular file
+ * (a FIFO named *.vtrace, a device) is never opened for reading (it would
+ * block or never end). In a run directory, and among several paths given,
+ * such a file is skipped with a note in t->skipped; alone, it is an error.
+ * Text inputs (rules, config.json) are capped at VRT_READFILE_TEXT_MAX.
+ *
  * Single-threaded, no globals. Every length read from the input is
  * bounds-checked; no input can make this file assert or crash.
  */
 #include "load.h"
+#include "readfile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -928,27 +935,26 @@ static enum vrt_load_status nomem(struct lfile *f, struct vrt_load_error *err,
 /* Reads "<dir>/<pid>.exit" (written by vramtrace record) if present. */
 static void read_exit_file(struct vrt_process *pr)
 {
-	char path[4200], line[64];
+	char path[4200], why[128], *line = NULL;
 	const char *slash = strrchr(pr->path, '/');
 	int dirlen = slash ? (int)(slash - pr->path) : 1;
-	FILE *fp;
+	size_t len;
 	int code;
 
 	snprintf(path, sizeof(path), "%.*s/%" PRIu64 ".exit", dirlen,
 	         slash ? pr->path : ".", pr->pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return; /* absent: the exit status stays unknown */
-	if (fgets(line, sizeof(line), fp)) {
-		if (sscanf(line, "exit %d", &code) == 1 && code >= 0) {
-			pr->exit_kind = VRT_EXIT_CODE;
-			pr->exit_code = code;
-		} else if (sscanf(line, "signal %d", &code) == 1 && code > 0) {
-			pr->exit_kind = VRT_EXIT_SIGNAL;
-			pr->exit_code = code;
-		}
+	/* Absent, not a regular file or not a line of ours: the exit
+	 * status stays unknown. */
+	if (vrt_readfile_read(path, 64, &line, &len, why, sizeof(why)))
+		return;
+	if (sscanf(line, "exit %d", &code) == 1 && code >= 0) {
+		pr->exit_kind = VRT_EXIT_CODE;
+		pr->exit_code = code;
+	} else if (sscanf(line, "signal %d", &code) == 1 && code > 0) {
+		pr->exit_kind = VRT_EXIT_SIGNAL;
+		pr->exit_code = code;
 	}
-	fclose(fp);
+	free(line);
 }
 
 static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
@@ -2728,10 +2734,10 @@ static enum vrt_load_status more_input(struct lstate *L, struct lfile *f,
 		f->incap = ncap;
 	}
 	if (f->fd < 0) {
-		f->fd = open(f->name, O_RDONLY | O_CLOEXEC);
+		char why[128];
+		f->fd = vrt_readfile_open(f->name, why, sizeof(why));
 		if (f->fd < 0)
-			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
-			            strerror(errno));
+			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s", why);
 		if (f->pos + f->hi &&
 		    lseek(f->fd, (off_t)(f->pos + f->hi), SEEK_SET) < 0)
 			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
@@ -3010,6 +3016,42 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A path that exists but is not a regular file (a FIFO named *.vtrace, a
+ * device) is noted in t->skipped and never opened: returns 1. *first keeps
+ * the first reason (the error when nothing else loads). 0 for anything
+ * else (a regular file, or one stat cannot see: opening it says why);
+ * *s is set only when the note cannot be kept (out of memory). */
+static int skip_irregular(struct vrt_trace *t, const char *name,
+                          struct vrt_load_error *first,
+                          enum vrt_load_status *s, struct vrt_load_error *err)
+{
+	struct vrt_load_error e;
+	struct stat st;
+	char why[128], *note;
+	int fd;
+
+	*s = VRT_LOAD_OK;
+	if (stat(name, &st) < 0 || S_ISREG(st.st_mode))
+		return 0;
+	/* The same words and checks as opening it would give. */
+	fd = vrt_readfile_open(name, why, sizeof(why));
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	fail(&e, VRT_LOAD_ERR_IO, name, "%s", why);
+	if (!first->status)
+		*first = e;
+	if (asprintf(&note, "%s: %s", name, why) < 0 ||
+	    grow((void **)&t->skipped, &t->cap_skipped, t->nskipped + 1,
+	         sizeof(*t->skipped))) {
+		*s = fail(err, VRT_LOAD_ERR_NOMEM, name, "listing");
+		return 0;
+	}
+	t->skipped[t->nskipped++] = note;
+	return 1;
+}
+
 /* Opens every *.vtrace file of a directory, in name order. A file that is
  * empty or holds no complete frame (its process died before the first
  * flush) is listed in t->skipped instead, as long as another file loads. */
@@ -3050,7 +3092,12 @@ static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
 	/* Name order, so reports do not depend on readdir order. */
 	qsort(names, n, sizeof(*names), cmp_str);
 	for (i = 0; i < n && !s; i++) {
-		struct lfile *f = file_new(L, names[i]);
+		struct lfile *f;
+		if (skip_irregular(t, names[i], &first, &s, err))
+			continue;
+		if (s)
+			goto out;
+		f = file_new(L, names[i]);
 		if (!f) {
 			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
 			goto out;
@@ -3202,6 +3249,7 @@ static enum vrt_load_status stick(struct lstate *L, enum vrt_load_status st,
 enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
                                    size_t npaths, struct vrt_load_error *err)
 {
+	struct vrt_load_error irregular;
 	enum vrt_load_status s;
 	struct lstate *L;
 	size_t i;
@@ -3211,6 +3259,7 @@ enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
 		return s;
 	L = lstate_of(t);
 	L->nfiles_hint = t->progress ? count_files(paths, npaths) : 0;
+	memset(&irregular, 0, sizeof(irregular));
 	for (i = 0; i < npaths && !s; i++) {
 		struct stat sb;
 		if (stat(paths[i], &sb) < 0) {
@@ -3218,12 +3267,19 @@ enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
 			         strerror(errno));
 		} else if (S_ISDIR(sb.st_mode)) {
 			s = open_dir(L, t, paths[i], err);
-		} else {
+		} else if (skip_irregular(t, paths[i], &irregular, &s, err)) {
+			continue;
+		} else if (!s) {
 			struct lfile *f = file_new(L, paths[i]);
 			s = f ? prime(L, t, f, err)
 			      : fail(err, VRT_LOAD_ERR_NOMEM, paths[i],
 			             "decoder");
 		}
+	}
+	/* Nothing but FIFOs and devices: that is the error. */
+	if (!s && !t->nprocs && irregular.status) {
+		*err = irregular;
+		s = irregular.status;
 	}
 	if (!s)
 		s = start_stream(L, t, npaths ? paths[0] : "", err);
@@ -3462,84 +3518,17 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 
 /* ---- text files, release ------------------------------------------------- */
 
-static enum vrt_load_status read_file(const char *path, uint8_t **buf,
-                                      size_t *len, struct vrt_load_error *err)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	size_t cap, n = 0;
-	uint8_t *b = NULL;
-	enum vrt_load_status s = VRT_LOAD_OK;
-
-	if (fd < 0)
-		return fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		s = fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
-		goto out;
-	}
-	/* st_size is a hint only: the file may still be growing. */
-	cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
-	b = malloc(cap);
-	if (!b) {
-		s = fail(err, VRT_LOAD_ERR_NOMEM, path, "file of %zu bytes",
-		         cap);
-		goto out;
-	}
-	for (;;) {
-		ssize_t r;
-		if (n == cap) {
-			uint8_t *nb =
-			        cap < SIZE_MAX / 2 ? realloc(b, cap * 2) : NULL;
-			if (!nb) {
-				s = fail(err, VRT_LOAD_ERR_NOMEM, path,
-				         "file too large");
-				goto out;
-			}
-			b = nb;
-			cap *= 2;
-		}
-		r = read(fd, b + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			s = fail(err, VRT_LOAD_ERR_IO, path, "%s",
-			         strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-out:
-	close(fd);
-	if (s) {
-		free(b);
-		return s;
-	}
-	*buf = b;
-	*len = n;
-	return VRT_LOAD_OK;
-}
-
 enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
                                    struct vrt_load_error *err)
 {
-	uint8_t *b = NULL;
-	size_t n = 0;
-	enum vrt_load_status s = read_file(path, &b, &n, err);
-	char *nb;
+	char why[128];
 
-	if (s)
-		return s;
-	nb = realloc(b, n + 1);
-	if (!nb) {
-		free(b);
-		return fail(err, VRT_LOAD_ERR_NOMEM, path, "file of %zu bytes",
-		            n);
-	}
-	nb[n] = '\0';
-	*text = nb;
-	*len = n;
+	if (vrt_readfile_read(path, VRT_READFILE_TEXT_MAX, text, len, why,
+	                      sizeof(why)))
+		return fail(err,
+		            strcmp(why, "out of memory") ? VRT_LOAD_ERR_IO
+		                                         : VRT_LOAD_ERR_NOMEM,
+		            path, "%s", why);
 	return VRT_LOAD_OK;
 }
 

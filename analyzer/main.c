@@ -51,7 +51,9 @@ static const struct vrt_cmd commands[] = {
          "                     (Chrome trace JSON for ui.perfetto.dev) or\n"
          "                     folded (the stacks live at each device's\n"
          "                     peak, for flamegraph.pl and speedscope)\n"
-         "  -o, --output FILE  write the report to FILE (atomically)\n"
+         "  -o, --output FILE  write the report to FILE (atomically,\n"
+         "                     mode 0600; an existing FIFO or device is\n"
+         "                     written in place; - is stdout)\n"
          "      --rules FILE   re-classify stacks into phases with the\n"
          "                     built-in rules plus FILE (FILE's rules\n"
          "                     first); annotations still win\n"
@@ -78,7 +80,9 @@ static const struct vrt_cmd commands[] = {
          "address still matches. Exits 0 whatever changed.\n"
          "\n"
          "  -f, --format FMT   text (default) or json (vramtrace-compare/1)\n"
-         "  -o, --output FILE  write the comparison to FILE (atomically)\n"
+         "  -o, --output FILE  write the comparison to FILE (atomically,\n"
+         "                     mode 0600; an existing FIFO or device is\n"
+         "                     written in place; - is stdout)\n"
          "      --rules FILE   re-classify both runs' stacks with FILE's\n"
          "                     rules in front of the built-in ones\n"
          "  -h, --help         show this help\n"},
@@ -95,7 +99,9 @@ static const struct vrt_cmd commands[] = {
          "\n"
          "  -f, --format FMT   text (default), csv or json "
          "(vramtrace-table/1)\n"
-         "  -o, --output FILE  write the table to FILE (atomically)\n"
+         "  -o, --output FILE  write the table to FILE (atomically,\n"
+         "                     mode 0600; an existing FIFO or device is\n"
+         "                     written in place; - is stdout)\n"
          "      --rules FILE   re-classify stacks with FILE's rules first\n"
          "  -h, --help         show this help\n"},
         {"rules", vrt_cmd_rules_run,

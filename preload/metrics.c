@@ -34,6 +34,12 @@
  * Locks: m_mu/m_cv guard running/exited between the owner (start/stop,
  * called by the lifecycle with start_mu semantics of entry.c) and the
  * thread; the thread owns the sockets. The stop request is an eventfd.
+ *
+ * Every fd is registered with fds.c and every call on one is bracketed:
+ * when the program closes or replaces one of them (close_range,
+ * closefrom, dup2), the thread notices at its next poll, stops serving
+ * with one warning and never touches the number again; a fork child
+ * closes its copies only while they are still ours.
  */
 #include "hook.h"
 #include "live.h"
@@ -68,37 +74,12 @@ static pthread_mutex_t m_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t m_cv;
 static pthread_t thread;
 static int running, exited;
-static int wake_fd = -1;
-/* The thread's sockets, published for a fork child to close its copies:
- * set before use, reset to -1 before close (so a child never closes a
- * number already reused). */
-static _Atomic int listen_fd = -1, conn_fd = -1;
+static struct vrt_fd wake = {-1, -1, 0}; /* the stop request (eventfd) */
 static int port;   /* wanted; -1 when the option is unset or refused */
 static int parsed; /* VRAMTRACE_METRICS looked at */
 static char dir[PATH_MAX];
 static char file_path[PATH_MAX + 32];
 static char out[OUT_MAX]; /* the thread's response buffer */
-
-/* One warning line, without stdio (a hook may be on this stack). */
-static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void warn(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	int n = snprintf(line, sizeof(line),
-	                 "vramtrace: warning: pid %d: ", (int)getpid());
-	va_start(ap, fmt);
-	if (n > 0 && (size_t)n < sizeof(line))
-		n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-	va_end(ap);
-	if (n <= 0)
-		return;
-	if ((size_t)n >= sizeof(line))
-		n = (int)sizeof(line) - 1;
-	/* Nothing to do if stderr is gone: the warning is lost. */
-	while (write(STDERR_FILENO, line, (size_t)n) < 0 && errno == EINTR)
-		;
-}
 
 /* "127.0.0.1:PORT" → port, or -1 with a warning. */
 static int parse_address(const char *s)
@@ -106,18 +87,19 @@ static int parse_address(const char *s)
 	static const char host[] = "127.0.0.1:";
 	char *end;
 	if (strncmp(s, host, sizeof(host) - 1)) {
-		warn("VRAMTRACE_METRICS=%s: only 127.0.0.1:PORT is served (the "
-		     "endpoint has no authentication); not serving metrics\n",
-		     s);
+		vrt_capture_warn("VRAMTRACE_METRICS=%s: only 127.0.0.1:PORT is "
+		                 "served (the endpoint has no authentication); "
+		                 "not serving metrics\n",
+		                 s);
 		return -1;
 	}
 	errno = 0;
 	long p = strtol(s + sizeof(host) - 1, &end, 10);
 	if (errno || end == s + sizeof(host) - 1 || *end || p < 0 ||
 	    p > 65535) {
-		warn("VRAMTRACE_METRICS=%s: not a port in [0, 65535]; not "
-		     "serving metrics\n",
-		     s);
+		vrt_capture_warn("VRAMTRACE_METRICS=%s: not a port in [0, 65535]; "
+		                 "not serving metrics\n",
+		                 s);
 		return -1;
 	}
 	return (int)p;
@@ -198,14 +180,16 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Waits for events on fd until deadline; 1 ready, 0 timeout or error. */
-static int wait_fd(int fd, short events, int64_t deadline)
+/* Waits for events on fd until deadline; 1 ready, 0 timeout or error.
+ * (A poll of a number the program took reads nothing of its file; the
+ * calls after it are bracketed.) */
+static int wait_fd(struct vrt_fd fd, short events, int64_t deadline)
 {
 	for (;;) {
 		int64_t left = deadline - now_ms();
 		if (left <= 0)
 			return 0;
-		struct pollfd p = {.fd = fd, .events = events};
+		struct pollfd p = {.fd = fd.fd, .events = events};
 		int r = poll(&p, 1, (int)left);
 		if (r > 0)
 			return 1;
@@ -214,13 +198,13 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	}
 }
 
-static void send_all(int fd, const char *buf, size_t len)
+static void send_all(struct vrt_fd fd, const char *buf, size_t len)
 {
 	int64_t deadline = now_ms() + IO_MS;
 	size_t done = 0;
 	while (done < len) {
-		ssize_t w = send(fd, buf + done, len - done,
-		                 MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w = vrt_fds_send(fd, buf + done, len - done,
+		                         MSG_DONTWAIT);
 		if (w > 0) {
 			done += (size_t)w;
 		} else if (w < 0 && errno == EINTR) {
@@ -234,7 +218,7 @@ static void send_all(int fd, const char *buf, size_t len)
 	}
 }
 
-static void respond(int fd, const char *status, const char *type,
+static void respond(struct vrt_fd fd, const char *status, const char *type,
                     const char *body, size_t len)
 {
 	char head[256];
@@ -247,7 +231,7 @@ static void respond(int fd, const char *status, const char *type,
 }
 
 /* Reads one request (headers only: a GET has no body) and answers it. */
-static void serve(int fd)
+static void serve(struct vrt_fd fd)
 {
 	char req[REQ_MAX + 1];
 	size_t got = 0;
@@ -262,7 +246,8 @@ static void serve(int fd)
 			        "text/plain", msg, sizeof(msg) - 1);
 			return;
 		}
-		ssize_t r = recv(fd, req + got, REQ_MAX - got, MSG_DONTWAIT);
+		ssize_t r = vrt_fds_recv(fd, req + got, REQ_MAX - got,
+		                         MSG_DONTWAIT);
 		if (r > 0)
 			got += (size_t)r;
 		else if (r < 0 && errno == EINTR)
@@ -296,14 +281,17 @@ static void serve(int fd)
 /* Closing with unread input resets the connection, and the client may
  * lose the answer with it: say we are done, then read what is left for a
  * bounded time before closing. */
-static void drain(int fd)
+static void drain(struct vrt_fd fd)
 {
 	char buf[4096];
 	size_t total = 0;
 	int64_t deadline = now_ms() + DRAIN_MS;
-	shutdown(fd, SHUT_WR);
+	if (!vrt_fds_use(fd))
+		return;
+	shutdown(fd.fd, SHUT_WR);
+	vrt_fds_done(fd);
 	while (total < REQ_MAX * 16) {
-		ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		ssize_t r = vrt_fds_recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (r > 0)
 			total += (size_t)r;
 		else if (r < 0 && errno == EINTR)
@@ -329,30 +317,38 @@ static void write_address_file(int bound_port)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", file_path);
 	int n = snprintf(line, sizeof(line), "127.0.0.1:%d\n", bound_port);
 	unlink(tmp);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	              0600);
-	if (fd < 0 || write(fd, line, (size_t)n) != n || close(fd) < 0 ||
-	    rename(tmp, file_path) < 0) {
+	struct vrt_fd fd = vrt_fds_open(
+	        tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	int made = fd.fd >= 0, err = made ? 0 : -errno;
+	if (!err)
+		err = vrt_fds_write_all(fd, line, (size_t)n);
+	if (made) {
+		int c = vrt_fds_close(&fd);
+		err = err ? err : c;
+	}
+	if (!err && rename(tmp, file_path) < 0)
+		err = -errno;
+	if (err) {
 		/* The endpoint still serves; only its address is not
 		 * published, which port 0 users need to know. */
-		warn("%s: cannot write the metrics address: %s\n", file_path,
-		     strerror(errno));
-		if (fd >= 0)
+		vrt_capture_warn("%s: cannot write the metrics address: %s\n",
+		                 file_path, strerror(-err));
+		if (made)
 			unlink(tmp);
 		file_path[0] = 0;
 	}
 }
 
-static int open_listener(void)
+static struct vrt_fd open_listener(void)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct vrt_fd lfd = vrt_fds_own(
+	        socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+	int fd = lfd.fd;
 	if (fd < 0) {
-		warn("metrics: socket: %s; not serving metrics\n",
-		     strerror(errno));
-		return -1;
+		vrt_capture_warn("metrics: socket: %s; not serving metrics\n",
+		                 strerror(errno));
+		return lfd;
 	}
-	/* Published at once: a fork from now on must close its copy. */
-	atomic_store(&listen_fd, fd);
 	int one = 1;
 	/* A restarted server must not wait out TIME_WAIT of its previous
 	 * life's scrapes. It does not let two listeners share the port. */
@@ -366,20 +362,22 @@ static int open_listener(void)
 	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
 		int e = errno;
 		if (e == EADDRINUSE)
-			warn("metrics: 127.0.0.1:%d is in use (another traced "
-			     "process of this run serves it?); this process "
-			     "serves no metrics (VRAMTRACE_METRICS=127.0.0.1:0 "
-			     "gives each process its own port)\n",
-			     port);
+			vrt_capture_warn(
+			        "metrics: 127.0.0.1:%d is in use (another "
+			        "traced process of this run serves it?); this "
+			        "process serves no metrics "
+			        "(VRAMTRACE_METRICS=127.0.0.1:0 gives each "
+			        "process its own port)\n",
+			        port);
 		else
-			warn("metrics: 127.0.0.1:%d: %s; not serving metrics\n",
-			     port, strerror(e));
-		atomic_store(&listen_fd, -1);
-		close(fd);
-		return -1;
+			vrt_capture_warn("metrics: 127.0.0.1:%d: %s; not "
+			                 "serving metrics\n",
+			                 port, strerror(e));
+		vrt_fds_close(&lfd);
+		return lfd;
 	}
 	write_address_file(ntohs(a.sin_port));
-	return fd;
+	return lfd;
 }
 
 static _Atomic int thread_started;
@@ -391,32 +389,48 @@ static void *metrics_main(void *arg)
 	/* Our socket calls go through the preload's own listen/accept/close
 	 * wrappers: this thread is never a hook's caller to record. */
 	vrt_in_hook = 1;
-	int lfd = open_listener();
+	struct vrt_fd lfd = open_listener();
+	int gone = 0;
 	for (;;) {
-		struct pollfd p[2] = {{.fd = wake_fd, .events = POLLIN},
-		                      {.fd = lfd, .events = POLLIN}};
-		int r = poll(p, lfd >= 0 ? 2 : 1, POLL_MS);
+		if (vrt_capture_tick)
+			vrt_capture_tick();
+		if (!vrt_fds_check(wake) ||
+		    (lfd.fd >= 0 && !vrt_fds_check(lfd))) {
+			gone = 1;
+			break;
+		}
+		struct pollfd p[2] = {{.fd = wake.fd, .events = POLLIN},
+		                      {.fd = lfd.fd, .events = POLLIN}};
+		int r = poll(p, lfd.fd >= 0 ? 2 : 1, POLL_MS);
 		if (r < 0 && errno != EINTR)
 			break;
-		if (p[0].revents)
+		if (r <= 0)
+			continue;
+		if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL) ||
+		    (p[0].revents && !vrt_fds_check(wake))) {
+			gone = 1;
 			break;
-		if (r <= 0 || lfd < 0 || !(p[1].revents & POLLIN))
+		}
+		if (p[0].revents)
+			break; /* the stop request */
+		if (!(p[1].revents & POLLIN))
 			continue;
-		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (c < 0)
+		struct vrt_fd c = vrt_fds_accept(lfd, SOCK_NONBLOCK);
+		if (c.fd < 0)
 			continue;
-		atomic_store(&conn_fd, c);
 		serve(c);
 		drain(c);
-		atomic_store(&conn_fd, -1);
-		close(c);
+		vrt_fds_close(&c);
 	}
-	atomic_store(&listen_fd, -1);
-	if (lfd >= 0)
-		close(lfd);
+	if (gone)
+		vrt_capture_warn("metrics: the program closed or replaced the "
+		                 "endpoint's descriptors; not serving metrics "
+		                 "any more\n");
+	vrt_fds_close(&lfd);
 	if (file_path[0])
 		unlink(file_path);
 	file_path[0] = 0;
+	vrt_capture_thread_exiting();
 	pthread_mutex_lock(&m_mu);
 	exited = 1;
 	pthread_cond_broadcast(&m_cv);
@@ -443,8 +457,8 @@ int vrt_metrics_start(const char *run_dir)
 		return -ENAMETOOLONG;
 	}
 	strcpy(dir, run_dir);
-	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (wake_fd < 0) {
+	wake = vrt_fds_own(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	if (wake.fd < 0) {
 		int e = errno;
 		pthread_mutex_unlock(&m_mu);
 		return -e;
@@ -461,8 +475,7 @@ int vrt_metrics_start(const char *run_dir)
 	if (!err)
 		vrt_capture_wait_started(&thread_started);
 	if (err) {
-		close(wake_fd);
-		wake_fd = -1;
+		vrt_fds_close(&wake);
 	} else {
 		pthread_setname_np(thread, "vramtrace-met");
 		running = 1;
@@ -480,8 +493,10 @@ void vrt_metrics_stop(void)
 	}
 	running = 0;
 	uint64_t one = 1;
-	/* The eventfd cannot be full after one write: nothing to handle. */
-	if (write(wake_fd, &one, sizeof(one)) < 0)
+	/* The eventfd cannot be full after one write: nothing to handle.
+	 * When the program took its number, nothing is written: the thread
+	 * notices that at its next poll and ends by itself. */
+	if (vrt_fds_write_all(wake, &one, sizeof(one)) < 0)
 		one = 0;
 	/* The thread sees the request at once, or after the scrape it is
 	 * serving (bounded by IO_MS twice); past STOP_MS it is left to
@@ -495,12 +510,12 @@ void vrt_metrics_stop(void)
 	pthread_mutex_unlock(&m_mu);
 	if (done) {
 		pthread_join(thread, NULL);
-		close(wake_fd);
+		vrt_fds_close(&wake);
 	} else {
-		/* Still using wake_fd: leave it open for the thread. */
+		/* Still using the eventfd: leave it open for the thread. */
 		pthread_detach(thread);
+		wake = VRT_FD_NONE;
 	}
-	wake_fd = -1;
 }
 
 void vrt_metrics_after_fork_child(void)
@@ -510,16 +525,10 @@ void vrt_metrics_after_fork_child(void)
 	 * (a fixed port is then busy: one warning). */
 	pthread_mutex_init(&m_mu, NULL);
 	/* Our copy of the listening socket would keep the port bound (and
-	 * queue connections nobody accepts) after the parent is gone. */
-	int fd = atomic_exchange(&listen_fd, -1);
-	if (fd >= 0)
-		close(fd);
-	fd = atomic_exchange(&conn_fd, -1);
-	if (fd >= 0)
-		close(fd);
-	if (running && wake_fd >= 0)
-		close(wake_fd);
-	wake_fd = -1;
+	 * queue connections nobody accepts) after the parent is gone: it is
+	 * closed with every fd of ours (vrt_fds_after_fork_child), only
+	 * while it is still ours. */
+	wake = VRT_FD_NONE;
 	running = 0;
 	exited = 0;
 	file_path[0] = 0;

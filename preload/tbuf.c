@@ -198,11 +198,11 @@ static uint64_t anchor_tsc, anchor_ns; /* writer only */
 static int file_has(const char *path, const char *const *want, int nwant)
 {
 	char buf[16384];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct vrt_fd fd = vrt_fds_open(path, O_RDONLY, 0);
+	if (fd.fd < 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	ssize_t n = vrt_fds_read(fd, buf, sizeof(buf) - 1);
+	vrt_fds_close(&fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
@@ -510,8 +510,12 @@ static struct vrt_chunk *pool_get(void)
 		}
 		writer_kicked = 1;
 		pthread_cond_signal(&writer_cv);
-		if (pthread_cond_timedwait(&pool_cv, &mu, &deadline) ==
-		    ETIMEDOUT)
+		/* A cancellation acted on inside this wait would end the
+		 * program's thread holding mu. */
+		int cancel = vrt_capture_cancel_off();
+		int r = pthread_cond_timedwait(&pool_cv, &mu, &deadline);
+		vrt_capture_cancel_restore(cancel);
+		if (r == ETIMEDOUT)
 			break;
 	}
 	pthread_mutex_unlock(&mu);
