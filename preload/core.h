@@ -3,6 +3,8 @@
  *
  *   options.c  VRAMTRACE_* variables, read once at start
  *   tbuf.c     per-thread event buffers (chunks) and the chunk pool
+ *   batch.c    the writer's re-encoding of chunks' ALLOC and FREE records
+ *              into BATCH records
  *   writer.c   the writer thread: compresses chunks into zstd frames
  *
  * Interposition (hook_*.c) calls vrt_tbuf_event() from inside hooks; the
@@ -50,6 +52,8 @@ enum vrt_option_id {
 	                      * allocate-then-free pairs (default 1) */
 	VRT_OPT_RESOLVE_LOG, /* VRAMTRACE_RESOLVE_LOG: <pid>.resolve, every
 	                      * driver look-up and its answer (resolvelog.c) */
+	VRT_OPT_BATCH,       /* VRAMTRACE_BATCH: BATCH records (batch.c) for
+	                      * ALLOC and FREE events (default 1) */
 	VRT_OPT_COUNT
 };
 
@@ -117,6 +121,8 @@ struct vrt_chunk {
 	struct vrt_chunk *next;
 	uint32_t len; /* bytes used in data */
 	uint32_t cap;
+	const void *owner; /* the tbuf that filled it (collect's order) */
+	uint64_t seq;      /* its place among that tbuf's chunks */
 	uint8_t data[];
 };
 
@@ -152,8 +158,9 @@ void vrt_tbuf_live_each(void (*fn)(void *area, void *arg), void *arg);
  * unless set to 0). Set before events are recorded. */
 void vrt_tbuf_set_fold(int on);
 
-/* Moves every non-empty chunk (threads' current chunks, then full ones)
- * to *out as a list in hand-off order. Writer thread only. */
+/* Moves every non-empty chunk to *out as a list in which each thread's
+ * chunks come in the order it filled them (batch.c relies on it).
+ * Writer thread only. */
 void vrt_tbuf_collect(struct vrt_chunk **out);
 
 /* Returns chunks to the pool. Writer thread only. */
@@ -198,6 +205,23 @@ uint64_t vrt_tbuf_clock_slack(void);
  * absolute deadline ms from now. */
 void vrt_tbuf_cond_init(pthread_cond_t *cv);
 void vrt_tbuf_deadline(struct timespec *ts, int ms);
+
+/* ---- batch.c ---------------------------------------------------------- */
+
+/* BATCH records on (default) or off (the chunks go out as the hot path
+ * wrote them). Before recording starts. */
+void vrt_batch_set(int on);
+
+/* Re-encodes one chunk (data as tbuf.c wrote it): *out and *out_len get
+ * what to write instead, the chunk itself when nothing changes (the
+ * result lives until the next call). Each thread's chunks must come in
+ * the order it filled them. Writer thread only. */
+void vrt_batch_chunk(const uint8_t *data, size_t len, const uint8_t **out,
+                     size_t *out_len);
+
+/* Forgets every thread's batch state: a new trace file starts. Writer
+ * thread, or before it starts. */
+void vrt_batch_reset(void);
 
 /* ---- stack.c ---------------------------------------------------------- */
 

@@ -121,6 +121,7 @@ struct vrt_tbuf {
 	pid_t tid;
 	uint64_t last_ts;
 	struct vrt_chunk *cur;
+	uint64_t chunk_seq; /* chunks installed so far (vrt_chunk.seq) */
 	_Atomic uint64_t events; /* written by the owner only */
 	struct vrt_tbuf *next;
 	/* Folding, under lock; reset when a chunk starts. tent: the chunk's
@@ -874,6 +875,8 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 		}
 		fast = own_lock(t);
 		/* Only this thread installs chunks, so cur is still NULL. */
+		c->owner = t;
+		c->seq = t->chunk_seq++;
 		t->cur = c;
 	}
 	/* Read once the event is known not to fold: a folded pair takes its
@@ -883,7 +886,12 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 	uint64_t now = 0;
 	int have_now = c->len == 0;
 	if (have_now) {
+		/* Never below the thread's previous chunk either: a reader
+		 * decodes a thread's BATCH records in time order, which must
+		 * be the order they were written in. */
 		now = clock_now();
+		if (VRT_UNLIKELY(now < t->last_ts))
+			now = t->last_ts;
 		uint8_t *p = c->data;
 		size_t n = put_u(p + 2, (uint64_t)t->tid);
 		n += put_u(p + 2 + n, now);
@@ -988,6 +996,41 @@ static void take(struct vrt_tbuf *t, struct vrt_chunk ***tail)
 	}
 }
 
+static int chunk_before(const struct vrt_chunk *a, const struct vrt_chunk *b)
+{
+	if (a->owner != b->owner)
+		return (uintptr_t)a->owner < (uintptr_t)b->owner;
+	return a->seq < b->seq;
+}
+
+/* Sorts a list by (owner, seq): merge sort, no allocation. A pass hands
+ * over a thread's current chunk before its full ones (and a chunk it
+ * filled while the sweep went on after them), so without this a thread's
+ * chunks would not be in the order it filled them. */
+static struct vrt_chunk *chunk_sort(struct vrt_chunk *list)
+{
+	if (!list || !list->next)
+		return list;
+	struct vrt_chunk *slow = list, *fast = list->next;
+	while (fast && fast->next) {
+		slow = slow->next;
+		fast = fast->next->next;
+	}
+	struct vrt_chunk *b = slow->next, *a = list, *head = NULL,
+	                 **tail = &head;
+	slow->next = NULL;
+	a = chunk_sort(a);
+	b = chunk_sort(b);
+	while (a && b) {
+		struct vrt_chunk **pick = chunk_before(b, a) ? &b : &a;
+		*tail = *pick;
+		tail = &(*pick)->next;
+		*pick = (*pick)->next;
+	}
+	*tail = a ? a : b;
+	return head;
+}
+
 void vrt_tbuf_collect(struct vrt_chunk **out)
 {
 	struct vrt_chunk *head = NULL, **tail = &head;
@@ -1030,7 +1073,7 @@ void vrt_tbuf_collect(struct vrt_chunk **out)
 	*tail = q_head;
 	q_head = q_tail = NULL;
 	pthread_mutex_unlock(&mu);
-	*out = head;
+	*out = chunk_sort(head);
 }
 
 void vrt_tbuf_release(struct vrt_chunk *list)
