@@ -2556,24 +2556,30 @@ static struct bsite *bsite_define(struct bstate *b)
  * state changes event by event, exactly as the writer's did.
  */
 static enum vrt_load_status
-emit_batch(struct lstate *L, struct vrt_trace *t, struct run *r,
-           const uint8_t *rec, const uint8_t *p, const uint8_t *pe,
-           int64_t clock, struct vrt_event *out, size_t max, size_t *np,
-           int64_t lim, int eq, int64_t *lastp, int *have_lastp,
-           uint64_t *latep, int *fin, struct vrt_load_error *err)
+emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
+           const uint8_t *p, const uint8_t *pe, int64_t clock,
+           struct vrt_event *out, size_t max, size_t *np, int64_t lim, int eq,
+           int64_t *lastp, int *have_lastp, uint64_t *latep, int *fin,
+           struct vrt_load_error *err)
 {
 	struct lfile *f = r->f;
 	struct bcur *bc = &r->bc;
 	struct bstate *b = r->bs;
-	int64_t shift = f->shift, last = *lastp;
-	int have_last = *have_lastp;
+	int64_t shift = f->shift, last = *lastp, prev;
+	int have_last = *have_lastp, bad = 0;
 	uint64_t late = 0;
 	size_t n = *np;
+	uint32_t i, cnt;
 	uint8_t snap = r->snap ? VRT_EV_SNAP : 0;
 	enum vrt_load_status st = VRT_LOAD_OK;
 	const char *why = "malformed BATCH";
+	/* The columns' cursors, in registers while the loop runs (the
+	 * run keeps them between calls). Each is checked against its end
+	 * right after it moved, so a column that runs short never lets a
+	 * read go further than one varint past it (the padding covers). */
+	const uint8_t *ck, *ct, *cs[2], *cz, *ca[2], *cx, *cd;
+	const uint8_t *et, *es[2], *ez, *ea[2], *ex, *ed;
 
-	(void)L;
 	*fin = 0;
 	if (!b && !(b = r->bs = bstate_of(f, r->tid)))
 		return nomem(f, err, "events");
@@ -2588,25 +2594,39 @@ emit_batch(struct lstate *L, struct vrt_trace *t, struct run *r,
 		(void)chunk_time(&bc->after, span);
 		bc->on = 1;
 	}
-	while (bc->i < bc->n) {
-		const uint8_t *tp = bc->c[1];
-		int bad = 0, kind;
+	ck = bc->c[0];
+	ct = bc->c[1], et = bc->e[1];
+	cs[0] = bc->c[2], es[0] = bc->e[2];
+	cs[1] = bc->c[3], es[1] = bc->e[3];
+	cz = bc->c[4], ez = bc->e[4];
+	ca[0] = bc->c[5], ea[0] = bc->e[5];
+	ca[1] = bc->c[6], ea[1] = bc->e[6];
+	cx = bc->c[7], ex = bc->e[7];
+	cd = bc->c[8], ed = bc->e[8];
+	prev = bc->prev;
+	i = bc->i;
+	cnt = bc->n;
+	while (i < cnt) {
+		const uint8_t *tp = ct;
+		int kind;
 		uint64_t v, c, addr, size = 0;
-		int64_t ts = bc->prev, tsx;
+		int64_t ts = prev, tsx;
 		struct bsite *site;
 		struct vrt_event *e;
 
-		v = uv(&bc->c[1], &bad);
+		v = uv(&ct, &bad);
+		bad |= ct > et;
 		(void)chunk_time(&ts, batch_dt(v));
 		tsx = shift ? sat_add(ts, shift) : ts;
 		if (n == max || tsx > lim || (tsx == lim && !eq)) {
-			bc->c[1] = tp;
+			ct = tp;
 			r->key = tsx;
 			break;
 		}
-		kind = (bc->c[0][bc->i >> 3] >> (bc->i & 7)) & 1;
-		c = uv(&bc->c[2 + kind], &bad);
-		if (c) {
+		kind = (ck[i >> 3] >> (i & 7)) & 1;
+		c = uv(&cs[kind], &bad);
+		bad |= cs[kind] > es[kind];
+		if (__builtin_expect(c != 0, 1)) {
 			if (c > b->nsites || b->sites[c - 1].kind != kind)
 				goto malformed;
 			site = &b->sites[c - 1];
@@ -2614,11 +2634,12 @@ emit_batch(struct lstate *L, struct vrt_trace *t, struct run *r,
 			uint64_t api, dev;
 			if (!(site = bsite_define(b)))
 				return nomem(f, err, "events");
-			api = uv(&bc->c[8], &bad);
-			dev = uv(&bc->c[8], &bad);
-			site->aux = uv(&bc->c[8], &bad);
-			site->phase = uv(&bc->c[8], &bad);
-			site->stack = uv(&bc->c[8], &bad);
+			api = uv(&cd, &bad);
+			dev = uv(&cd, &bad);
+			site->aux = uv(&cd, &bad);
+			site->phase = uv(&cd, &bad);
+			site->stack = uv(&cd, &bad);
+			bad |= cd > ed;
 			if (api > VRT_API_MAX) {
 				why = "api id out of range";
 				goto malformed;
@@ -2627,16 +2648,18 @@ emit_batch(struct lstate *L, struct vrt_trace *t, struct run *r,
 			site->device = raw_device(vrt_unzigzag(dev));
 			site->kind = (uint8_t)kind;
 		}
+		c = uv(&ca[kind], &bad);
+		bad |= ca[kind] > ea[kind];
 		if (!kind) {
 			int32_t zslot;
-			uint64_t z = uv(&bc->c[4], &bad);
+			uint64_t z = uv(&cz, &bad);
 			if (z == 0) {
 				if (!site->has_size)
 					goto malformed;
 				size = site->size;
 				zslot = site->zslot;
 			} else if (z == 1) {
-				size = vrt_unpack_u(uv(&bc->c[4], &bad));
+				size = vrt_unpack_u(uv(&cz, &bad));
 				zslot = -1;
 				if (b->nsizes < VRT_BATCH_SIZES) {
 					if (grow((void **)&b->sizes, &b->capsizes,
@@ -2652,13 +2675,14 @@ emit_batch(struct lstate *L, struct vrt_trace *t, struct run *r,
 				zslot = (int32_t)(z - 2);
 				size = b->sizes[zslot].size;
 			}
+			bad |= cz > ez;
 			site->size = size;
 			site->zslot = zslot;
 			site->has_size = 1;
-			c = uv(&bc->c[5], &bad);
 			if (!c) {
 				addr = b->last_alloc +
-				       (uint64_t)vrt_unpack_s(uv(&bc->c[7], &bad));
+				       (uint64_t)vrt_unpack_s(uv(&cx, &bad));
+				bad |= cx > ex;
 			} else {
 				struct bsize *zs;
 				uint32_t k;
@@ -2671,40 +2695,35 @@ emit_batch(struct lstate *L, struct vrt_trace *t, struct run *r,
 				        (zs->n - k - 1) * sizeof(zs->lifo[0]));
 				zs->n--;
 			}
-			if (!b->ring &&
+			if (__builtin_expect(!b->ring, 0) &&
 			    !(b->ring = malloc(VRT_BATCH_RING * sizeof(*b->ring))))
 				return nomem(f, err, "events");
 			b->ring[b->nalloc % VRT_BATCH_RING].addr = addr;
 			b->ring[b->nalloc % VRT_BATCH_RING].zslot = zslot;
 			b->nalloc++;
 			b->last_alloc = addr;
+		} else if (!c) {
+			addr = b->last_free + (uint64_t)vrt_unpack_s(uv(&cx, &bad));
+			bad |= cx > ex;
+			b->last_free = addr;
 		} else {
-			c = uv(&bc->c[6], &bad);
-			if (!c) {
-				addr = b->last_free +
-				       (uint64_t)vrt_unpack_s(uv(&bc->c[7], &bad));
-				b->last_free = addr;
-			} else {
-				const struct bring *a;
-				if (c > b->nalloc || c > VRT_BATCH_RING)
-					goto malformed;
-				a = &b->ring[(b->nalloc - c) % VRT_BATCH_RING];
-				addr = a->addr;
-				if (a->zslot >= 0) {
-					struct bsize *zs = &b->sizes[a->zslot];
-					if (zs->n == VRT_BATCH_LIFO) {
-						memmove(&zs->lifo[0], &zs->lifo[1],
-						        (VRT_BATCH_LIFO - 1) *
-						                sizeof(zs->lifo[0]));
-						zs->n--;
-					}
-					zs->lifo[zs->n++] = addr;
+			const struct bring *a;
+			if (c > b->nalloc || c > VRT_BATCH_RING)
+				goto malformed;
+			a = &b->ring[(b->nalloc - c) % VRT_BATCH_RING];
+			addr = a->addr;
+			if (a->zslot >= 0) {
+				struct bsize *zs = &b->sizes[a->zslot];
+				if (zs->n == VRT_BATCH_LIFO) {
+					memmove(&zs->lifo[0], &zs->lifo[1],
+					        (VRT_BATCH_LIFO - 1) *
+					                sizeof(zs->lifo[0]));
+					zs->n--;
 				}
+				zs->lifo[zs->n++] = addr;
 			}
 		}
-		for (int k = 1; k < VRT_BATCH_COLS; k++)
-			bad |= bc->c[k] > bc->e[k];
-		if (bad)
+		if (__builtin_expect(bad, 0))
 			goto malformed;
 		e = &out[n];
 		e->ts = tsx;
@@ -2717,7 +2736,7 @@ emit_batch(struct lstate *L, struct vrt_trace *t, struct run *r,
 		e->api = site->api;
 		e->kind = kind ? VRT_EV_FREE : VRT_EV_ALLOC;
 		e->flags = kind ? 0 : snap;
-		if (site->g_ok) {
+		if (__builtin_expect(site->g_ok, 1)) {
 			e->device = site->g_dev;
 			e->stack = site->g_stack;
 			e->phase = site->g_phase;
@@ -2747,11 +2766,21 @@ emit_batch(struct lstate *L, struct vrt_trace *t, struct run *r,
 			last = tsx;
 			have_last = 1;
 		}
-		bc->prev = ts;
-		bc->i++;
+		prev = ts;
+		i++;
 		n++;
 	}
-	if (!st && bc->i == bc->n) {
+	bc->c[1] = ct;
+	bc->c[2] = cs[0];
+	bc->c[3] = cs[1];
+	bc->c[4] = cz;
+	bc->c[5] = ca[0];
+	bc->c[6] = ca[1];
+	bc->c[7] = cx;
+	bc->c[8] = cd;
+	bc->prev = prev;
+	bc->i = i;
+	if (!st && i == cnt) {
 		bc->on = 0;
 		*fin = 1;
 	}
@@ -2818,9 +2847,8 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 		}
 		if (type == VRT_REC_BATCH) {
 			int fin;
-			st = emit_batch(L, t, r, rec, p, pe, clock, out, max, &n,
-			                lim, eq, &last, &have_last, &late, &fin,
-			                err);
+			st = emit_batch(t, r, rec, p, pe, clock, out, max, &n, lim,
+			                eq, &last, &have_last, &late, &fin, err);
 			if (st || !fin) {
 				p = rec; /* resumed at this record */
 				break;

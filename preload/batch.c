@@ -41,7 +41,6 @@
 #define BATCH_EVENTS 8192
 #define EV_MAX_BYTES 96 /* column bytes one event may add */
 #define BATCH_BYTES  (VRT_REC_MAX_PAYLOAD - 1024) /* columns of one BATCH */
-#define ADDR_PROBE   16 /* slots an address may sit from its home slot */
 
 /* A call site: what an event's record says besides address, size, time. */
 struct site {
@@ -83,7 +82,8 @@ struct bstate {
 	struct hent *zhash;
 	uint32_t zhcap;
 	struct aent *atab;
-	uint32_t acap;
+	uint32_t acap, an;
+	uint64_t *ring_addr; /* address of allocation number k at k % RING */
 	uint64_t nalloc, last_alloc, last_free;
 };
 
@@ -133,7 +133,7 @@ static void *grow_array(void *p, uint32_t *cap, uint32_t need, size_t sz)
 	return np;
 }
 
-static uint8_t *room(struct bytes *b, size_t n)
+static inline uint8_t *room(struct bytes *b, size_t n)
 {
 	if (b->cap - b->n < n) {
 		size_t ncap = b->cap ? b->cap : 4096;
@@ -150,7 +150,7 @@ static uint8_t *room(struct bytes *b, size_t n)
 	return b->p + b->n;
 }
 
-static void put_u(struct bytes *b, uint64_t v)
+static inline void put_u(struct bytes *b, uint64_t v)
 {
 	uint8_t *p = room(b, VRT_UVARINT_MAX);
 	if (p)
@@ -177,6 +177,7 @@ static void state_free(struct bstate *s)
 	free(s->sizes);
 	free(s->zhash);
 	free(s->atab);
+	free(s->ring_addr);
 	free(s);
 }
 
@@ -225,11 +226,13 @@ static void state_drop(struct bstate *s)
 
 static uint64_t site_hash(const struct site *x)
 {
-	uint64_t h = mix64(x->aux ^ ((uint64_t)x->api << 56) ^
-	                   ((uint64_t)x->kind << 48));
-	h = mix64(h ^ (uint64_t)x->device);
-	h = mix64(h ^ x->phase);
-	return mix64(h ^ x->stack) | 1;
+	uint64_t h = x->aux * 0x9e3779b97f4a7c15ull ^
+	             x->stack * 0xc2b2ae3d27d4eb4full ^
+	             x->phase * 0x165667b19e3779f9ull ^
+	             ((uint64_t)x->device << 16 | (uint64_t)x->api << 8 |
+	              x->kind) *
+	                     0xd6e8feb86659fd93ull;
+	return (h ^ h >> 31) | 1;
 }
 
 static int site_eq(const struct site *a, const struct site *b)
@@ -366,74 +369,84 @@ static int32_t size_define(struct bstate *s, uint64_t size)
 	return (int32_t)slot;
 }
 
-/* Whether allocation number idx + 1 is still in the ring. */
-static int in_ring(const struct bstate *s, uint64_t idx)
+/* The index of the ring's allocations not yet freed, by address: linear
+ * probing, at most half full, deletion by moving the rest of a probe
+ * chain back; an allocation leaves it when freed or when it drops out of
+ * the ring (ring_addr says which one that is). */
+static uint32_t aslot(const struct bstate *s, uint64_t addr)
 {
-	return idx && s->nalloc - (idx - 1) <= VRT_BATCH_RING;
+	uint32_t j = (uint32_t)mix64(addr) & (s->acap - 1);
+	while (s->atab[j].idx && s->atab[j].addr != addr)
+		j = (j + 1) & (s->acap - 1);
+	return j;
+}
+
+static void adel(struct bstate *s, uint32_t i)
+{
+	uint32_t mask = s->acap - 1;
+	for (uint32_t j = (i + 1) & mask; s->atab[j].idx; j = (j + 1) & mask) {
+		uint32_t h = (uint32_t)mix64(s->atab[j].addr) & mask;
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			s->atab[i] = s->atab[j];
+			i = j;
+		}
+	}
+	s->atab[i].idx = 0;
+	s->an--;
+}
+
+static int agrow(struct bstate *s)
+{
+	uint32_t ncap = s->acap ? s->acap * 2 : 64;
+	struct aent *old = s->atab;
+	uint32_t ocap = s->acap;
+	s->atab = calloc(ncap, sizeof(*s->atab));
+	if (!s->atab) {
+		s->atab = old;
+		oom = 1;
+		return -1;
+	}
+	s->acap = ncap;
+	for (uint32_t i = 0; i < ocap; i++)
+		if (old[i].idx)
+			s->atab[aslot(s, old[i].addr)] = old[i];
+	free(old);
+	return 0;
 }
 
 /* Remembers the allocation about to get number s->nalloc. */
 static void ring_put(struct bstate *s, uint64_t addr, int32_t zslot)
 {
-	uint32_t want = s->nalloc < VRT_BATCH_RING ? (uint32_t)s->nalloc + 1
-	                                           : VRT_BATCH_RING;
-	if (want * 2 > s->acap && s->acap < 2 * VRT_BATCH_RING) {
-		uint32_t ncap = s->acap ? s->acap * 2 : 64;
-		struct aent *nt = calloc(ncap, sizeof(*nt));
-		if (!nt) {
-			oom = 1;
-			return;
-		}
-		for (uint32_t i = 0; i < s->acap; i++) {
-			const struct aent *e = &s->atab[i];
-			if (!in_ring(s, e->idx))
-				continue;
-			uint32_t j = (uint32_t)mix64(e->addr) & (ncap - 1);
-			for (unsigned k = 0; k < ADDR_PROBE && nt[j].idx; k++)
-				j = (j + 1) & (ncap - 1);
-			if (!nt[j].idx)
-				nt[j] = *e;
-		}
-		free(s->atab);
-		s->atab = nt;
-		s->acap = ncap;
+	uint32_t k = (uint32_t)(s->nalloc % VRT_BATCH_RING);
+	if (!s->ring_addr &&
+	    !(s->ring_addr = malloc(VRT_BATCH_RING * sizeof(uint64_t)))) {
+		oom = 1;
+		return;
 	}
-	/* The address's own entry if it has one (an allocation whose free
-	 * this thread never saw), else the first free slot, else the
-	 * oldest in reach. */
-	uint32_t home = (uint32_t)mix64(addr) & (s->acap - 1), pick = UINT32_MAX;
-	uint32_t oldest = home;
-	for (unsigned k = 0; k < ADDR_PROBE; k++) {
-		uint32_t j = (home + k) & (s->acap - 1);
-		struct aent *e = &s->atab[j];
-		if (e->idx && e->addr == addr) {
-			pick = j;
-			break;
-		}
-		if (!in_ring(s, e->idx) && pick == UINT32_MAX)
-			pick = j;
-		if (e->idx < s->atab[oldest].idx)
-			oldest = j;
+	if (s->nalloc >= VRT_BATCH_RING && s->an) {
+		/* The allocation that leaves the ring now. */
+		uint32_t j = aslot(s, s->ring_addr[k]);
+		if (s->atab[j].idx == s->nalloc - VRT_BATCH_RING + 1)
+			adel(s, j);
 	}
-	if (pick == UINT32_MAX)
-		pick = oldest;
-	s->atab[pick].addr = addr;
-	s->atab[pick].idx = s->nalloc + 1;
-	s->atab[pick].zslot = zslot;
+	s->ring_addr[k] = addr;
+	if ((s->an + 1) * 2 > s->acap && agrow(s))
+		return;
+	uint32_t j = aslot(s, addr);
+	if (!s->atab[j].idx)
+		s->an++;
+	s->atab[j].addr = addr;
+	s->atab[j].idx = s->nalloc + 1;
+	s->atab[j].zslot = zslot;
 }
 
-/* The ring entry of a live allocation at addr, or NULL. */
-static struct aent *ring_find(struct bstate *s, uint64_t addr)
+/* The slot of the live ring allocation at addr, or UINT32_MAX. */
+static uint32_t ring_find(const struct bstate *s, uint64_t addr)
 {
-	if (!s->acap)
-		return NULL;
-	uint32_t home = (uint32_t)mix64(addr) & (s->acap - 1);
-	for (unsigned k = 0; k < ADDR_PROBE; k++) {
-		struct aent *e = &s->atab[(home + k) & (s->acap - 1)];
-		if (e->idx && e->addr == addr)
-			return in_ring(s, e->idx) ? e : NULL;
-	}
-	return NULL;
+	if (!s->an)
+		return UINT32_MAX;
+	uint32_t j = aslot(s, addr);
+	return s->atab[j].idx ? j : UINT32_MAX;
 }
 
 /* ---- one chunk ----------------------------------------------------------- */
@@ -539,7 +552,7 @@ static void batch_add(struct batch *b, const struct hot *e)
 	uint64_t code = 0, packed = 0, size_code = 0;
 	uint64_t h = site_hash(&e->site);
 	int32_t sl = site_find(s, &e->site, h), zslot = -1;
-	struct aent *ae = NULL;
+	uint32_t ae = UINT32_MAX;
 
 	/* The codes first: an event that cannot be written must leave the
 	 * state alone. */
@@ -562,8 +575,8 @@ static void batch_add(struct batch *b, const struct hot *e)
 			goto full;
 	} else {
 		ae = ring_find(s, e->addr);
-		if (ae)
-			code = s->nalloc - (ae->idx - 1);
+		if (ae != UINT32_MAX)
+			code = s->nalloc - (s->atab[ae].idx - 1);
 		else if (!vrt_pack_s((int64_t)(e->addr - s->last_free), &packed))
 			goto full;
 	}
@@ -601,8 +614,8 @@ static void batch_add(struct batch *b, const struct hot *e)
 			s->last_free = e->addr;
 			return;
 		}
-		int32_t zs = ae->zslot;
-		ae->idx = 0; /* freed: out of the index */
+		int32_t zs = s->atab[ae].zslot;
+		adel(s, ae); /* freed: out of the index */
 		if (zs >= 0) {
 			struct size_slot *z = &s->sizes[zs];
 			if (z->n == VRT_BATCH_LIFO) {

@@ -142,7 +142,7 @@ void vrt_tbuf_event(const struct vrt_ev *ev);
 /* A per-thread area of VRT_TBUF_SCRATCH bytes (zeroed when first made,
  * kept across thread reuse), or NULL if no buffer could be made. Owner
  * thread only; hot-path safe. */
-#define VRT_TBUF_SCRATCH 2048
+#define VRT_TBUF_SCRATCH 4096
 void *vrt_tbuf_scratch(void);
 
 /* A per-thread area of VRT_TBUF_LIVE bytes for live.c (zeroed when first
