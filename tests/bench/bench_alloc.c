@@ -31,8 +31,12 @@
  * out again as a pool does. The blocks left in the ring at the end are
  * freed too, so every allocation has its free.
  *
+ * --rate N paces each thread to N pairs a second (a server's rate, not a
+ * tight loop: what a trace holds per event depends on the time between
+ * events); the CPU figure leaves out the time asleep.
+ *
  *   bench_alloc [--api cuda|malloc] [--threads N] [--pairs N] [--depth N]
- *               [--sizes N] [--mixed] [--paths N] [--ring N]
+ *               [--sizes N] [--mixed] [--paths N] [--ring N] [--rate N]
  *
  * Exit 0; 1 when the driver is missing or a call fails; 2 usage.
  */
@@ -66,6 +70,8 @@ static enum api api = API_CUDA;
 static int mixed;
 static unsigned npaths = 64;
 static long ring = 256;
+static double rate; /* pairs per second per thread, 0: as fast as it can */
+static _Thread_local double pace_t0;
 /* Volatile, so the compiler cannot see (and drop) a malloc+free pair. */
 static void *(*volatile c_malloc)(size_t) = malloc;
 static void (*volatile c_free)(void *) = free;
@@ -77,10 +83,27 @@ static double now(clockid_t clock)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+/* With --rate: sleeps until pair i is due (checked every 16 pairs). */
+static void pace(long i)
+{
+	if (rate <= 0 || i % 16)
+		return;
+	if (!pace_t0)
+		pace_t0 = now(CLOCK_MONOTONIC);
+	double due = pace_t0 + (double)i / rate * 1e9;
+	double left = due - now(CLOCK_MONOTONIC);
+	if (left > 0) {
+		struct timespec ts = {(time_t)(left / 1e9),
+		                      (long)((long long)left % 1000000000LL)};
+		nanosleep(&ts, NULL);
+	}
+}
+
 static __attribute__((noinline)) void loop(void)
 {
 	if (api == API_MALLOC) {
 		for (long i = 0; i < pairs; i++) {
+			pace(i);
 			void *p = c_malloc(4096 + (size_t)(i % nsizes) * 512);
 			if (!p) {
 				fprintf(stderr, "bench_alloc: malloc failed\n");
@@ -92,6 +115,7 @@ static __attribute__((noinline)) void loop(void)
 	}
 	for (long i = 0; i < pairs; i++) {
 		CUdeviceptr p;
+		pace(i);
 		if (cu_alloc(&p, 4096 + (size_t)(i % nsizes) * 512) ||
 		    cu_free(p)) {
 			fprintf(stderr, "bench_alloc: driver call failed\n");
@@ -191,6 +215,7 @@ static void mix_loop(struct mix *m)
 		top <<= 1;
 	for (long i = 0; i < pairs; i++) {
 		unsigned path = (unsigned)(mix_next(m) % npaths);
+		pace(i);
 		/* Depth: 0 to 23 more levels, by path. */
 		mix_walk(path, top, (int)(path * 7 % 24), &m->ring[i % ring]);
 	}
@@ -251,7 +276,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: bench_alloc [--api cuda|malloc] [--threads N] "
 	                "[--pairs N] [--depth N] [--sizes N] [--mixed] "
-	                "[--paths N] [--ring N]\n");
+	                "[--paths N] [--ring N] [--rate N]\n");
 	return 2;
 }
 
@@ -301,6 +326,8 @@ int main(int argc, char **argv)
 			npaths = (unsigned)atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--ring"))
 			ring = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--rate"))
+			rate = atof(argv[i + 1]);
 		else if (!strcmp(argv[i], "--api") &&
 		         !strcmp(argv[i + 1], "cuda"))
 			api = API_CUDA;
@@ -312,7 +339,7 @@ int main(int argc, char **argv)
 	}
 	if (threads < 1 || threads > 256 || pairs < 1 || depth < 1 ||
 	    nsizes < 1 || nsizes > 1024 || npaths < 1 || npaths > 256 ||
-	    ring < 1 || ring > 1000000)
+	    ring < 1 || ring > 1000000 || rate < 0)
 		return usage();
 	mix_sizes();
 	if (api == API_CUDA && open_driver()) {
