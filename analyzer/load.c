@@ -2522,6 +2522,18 @@ static inline uint64_t addr_delta(uint64_t raw, int v3)
 	return v3 ? (uint64_t)vrt_unpack_s(raw) : (uint64_t)vrt_unzigzag(raw);
 }
 
+/* Keeps the latest time delivered; an event below it counts as late. */
+static inline void note_time(int64_t tsx, int64_t *last, int *have_last,
+                             uint64_t *late)
+{
+	if (__builtin_expect(*have_last && tsx < *last, 0)) {
+		(*late)++;
+	} else {
+		*last = tsx;
+		*have_last = 1;
+	}
+}
+
 /* Empties a thread's BATCH state (its memory stays for reuse). */
 static void bstate_clear(struct bstate *b)
 {
@@ -2760,12 +2772,7 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 					break;
 			}
 		}
-		if (have_last && tsx < last) {
-			late++;
-		} else {
-			last = tsx;
-			have_last = 1;
-		}
+		note_time(tsx, &last, &have_last, &late);
 		prev = ts;
 		i++;
 		n++;
@@ -2880,12 +2887,7 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 					r->key = tsx;
 				break;
 			}
-			if (have_last && tsx < last) {
-				late++;
-			} else {
-				last = tsx;
-				have_last = 1;
-			}
+			note_time(tsx, &last, &have_last, &late);
 			clock = ts;
 			p = pe;
 			continue;
@@ -3008,12 +3010,7 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 			if (st)
 				break;
 		}
-		if (__builtin_expect(have_last && tsx < last, 0)) {
-			late++;
-		} else {
-			last = tsx;
-			have_last = 1;
-		}
+		note_time(tsx, &last, &have_last, &late);
 		n++;
 		clock = ts;
 		p = pe;

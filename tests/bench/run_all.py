@@ -273,6 +273,24 @@ class Bench:
 
     # ---- the analyzers -----------------------------------------------
 
+    def heaptrack_trace(self, out, args, env, pairs, cmds, info, what):
+        """heaptrack records bench_alloc --api malloc ARGS making pairs
+        pairs into out.*; heaptrack_print of it goes into cmds and info
+        under 'ht' (a failure is a note)."""
+        if not self.heaptrack_print:
+            return
+        try:
+            run([self.heaptrack, "-o", out, self.a.bench, "--api", "malloc",
+                 "--pairs", str(pairs), "--depth", str(DEPTH)] + args, env)
+            trace = glob.glob(out + ".*")
+            if not trace:
+                raise Failed("heaptrack wrote no trace")
+            cmds["ht"] = [self.heaptrack_print, "-f", trace[0]]
+            info["ht"] = {"events": 2 * pairs,
+                          "bytes": os.path.getsize(trace[0])}
+        except Failed as e:
+            self.note(f"heaptrack_print, {what}: {e}")
+
     def timed_rounds(self, cmds, what=""):
         """Runs each command of {key: cmd} --runs times, in turn round by
         round; a run over SLOW_ANALYZE_S is not repeated. Returns {key:
@@ -315,19 +333,8 @@ class Bench:
                     os.path.join(v, "*.vtrace"))}
             except Failed as e:
                 self.note(f"vramtrace analyze, mixed trace: {e}")
-            if self.heaptrack_print:
-                try:
-                    run([self.heaptrack, "-o", ht, self.a.bench, "--api",
-                         "malloc", "--mixed", "--pairs", str(pairs),
-                         "--depth", str(DEPTH)], env)
-                    trace = glob.glob(ht + ".*")
-                    if not trace:
-                        raise Failed("heaptrack wrote no trace")
-                    cmds["ht"] = [self.heaptrack_print, "-f", trace[0]]
-                    info["ht"] = {"events": 2 * pairs,
-                                  "bytes": os.path.getsize(trace[0])}
-                except Failed as e:
-                    self.note(f"heaptrack_print, mixed trace: {e}")
+            self.heaptrack_trace(ht, ["--mixed"], env, pairs, cmds, info,
+                                 "mixed trace")
             for k, (secs, rss, n) in self.timed_rounds(
                     cmds, f" on the mixed trace, {events:,} events").items():
                 got[k] = dict(info[k], secs=secs, rss=rss, runs=n)
@@ -388,19 +395,8 @@ class Bench:
             except Failed as e:
                 self.note(f"vramtrace analyze, bench_alloc trace, "
                           f"{events:,} events: {e}")
-            if self.heaptrack_print:
-                try:
-                    run([self.heaptrack, "-o", ht, self.a.bench, "--api",
-                         "malloc", "--pairs", str(pairs), "--depth",
-                         str(DEPTH)], self.base)
-                    trace = glob.glob(ht + ".*")
-                    if not trace:
-                        raise Failed("heaptrack wrote no trace")
-                    cmds["ht"] = [self.heaptrack_print, "-f", trace[0]]
-                    info["ht"] = {"events": 2 * pairs,
-                                  "bytes": os.path.getsize(trace[0])}
-                except Failed as e:
-                    self.note(f"heaptrack_print, {events:,} events: {e}")
+            self.heaptrack_trace(ht, [], self.base, pairs, cmds, info,
+                                 f"{events:,} events")
             for k, (secs, rss, n) in self.timed_rounds(
                     cmds, f" on {events:,} events").items():
                 got[k] = dict(info[k], secs=secs, rss=rss, runs=n)

@@ -240,6 +240,19 @@ static enum vrt_load_status load_mem(struct vrt_trace *t, struct evs *v,
 
 static char tmpdir[] = "/tmp/vrt-test-load-XXXXXX";
 
+/* Loads the files written to tmpdir, max events per call. */
+static enum vrt_load_status load_dir(struct vrt_trace *t, struct evs *v,
+                                     size_t max, struct vrt_load_error *err)
+{
+	char *paths[1] = {tmpdir};
+	enum vrt_load_status st;
+
+	memset(t, 0, sizeof(*t));
+	memset(v, 0, sizeof(*v));
+	st = vrt_load_open(t, paths, 1, err);
+	return st ? st : drain(t, v, max, err);
+}
+
 static void write_file(const char *name)
 {
 	char path[256];
@@ -328,7 +341,6 @@ static void test_watermark_threads(void)
 static void test_two_files_ties(void)
 {
 	static const uint64_t want[] = {10, 1, 2, 11, 3, 12};
-	char *paths[1] = {tmpdir};
 	struct vrt_trace t;
 	struct vrt_load_error err;
 	struct evs v;
@@ -361,11 +373,7 @@ static void test_two_files_ties(void)
 	end_frame();
 	write_file("b.vtrace");
 
-	memset(&t, 0, sizeof(t));
-	memset(&v, 0, sizeof(v));
-	st = vrt_load_open(&t, paths, 1, &err);
-	if (!st)
-		st = drain(&t, &v, 2, &err);
+	st = load_dir(&t, &v, 2, &err);
 	EQ(st, VRT_LOAD_OK, "two files: load");
 	ok(addrs_are(&v, want, 6), "two files: ties go in file order");
 	EQ(t.nprocs, 2, "two files: two processes");
@@ -863,7 +871,6 @@ static size_t build_random(int fileno, struct ref *refs, size_t nref)
 static void test_random(void)
 {
 	static struct ref refs[2 * 40 * 6 * 8];
-	char *paths[1] = {tmpdir};
 	struct vrt_trace t;
 	struct vrt_load_error err;
 	struct evs v;
@@ -878,11 +885,7 @@ static void test_random(void)
 		nref = build_random(1, refs, nref);
 		write_file("b.vtrace");
 		qsort(refs, nref, sizeof(*refs), cmp_ref);
-		memset(&t, 0, sizeof(t));
-		memset(&v, 0, sizeof(v));
-		st = vrt_load_open(&t, paths, 1, &err);
-		if (!st)
-			st = drain(&t, &v, 1 + rnd(50), &err);
+		st = load_dir(&t, &v, 1 + rnd(50), &err);
 		EQ(st, VRT_LOAD_OK, "random: loads");
 		same = v.n == nref;
 		for (i = 0; same && i < nref; i++) {
@@ -1090,7 +1093,6 @@ static void test_batch_decode(void)
 static void test_batch_key(void)
 {
 	static const int64_t want[] = {1000, 1500, 6000};
-	char *paths[1] = {tmpdir};
 	struct vrt_trace t;
 	struct vrt_load_error err;
 	struct evs v;
@@ -1115,11 +1117,7 @@ static void test_batch_key(void)
 	trailer(9000);
 	end_frame();
 	write_file("b.vtrace");
-	memset(&t, 0, sizeof(t));
-	memset(&v, 0, sizeof(v));
-	st = vrt_load_open(&t, paths, 1, &err);
-	if (!st)
-		st = drain(&t, &v, 64, &err);
+	st = load_dir(&t, &v, 64, &err);
 	EQ(st, VRT_LOAD_OK, "batch key: loads");
 	ok(v.n == 3 && v.e[0].ts == want[0] && v.e[1].ts == want[1] &&
 	           v.e[2].ts == want[2] && v.e[1].proc == 1,
