@@ -121,8 +121,13 @@ struct vrt_chunk {
 	struct vrt_chunk *next;
 	uint32_t len; /* bytes used in data */
 	uint32_t cap;
-	const void *owner; /* the tbuf that filled it (collect's order) */
-	uint64_t seq;      /* its place among that tbuf's chunks */
+	/* What orders a thread's chunks (vrt_tbuf_collect): its thread id,
+	 * the time in its CHUNK record, the tbuf that filled it and its
+	 * place among that tbuf's chunks. */
+	pid_t tid;
+	uint64_t t0;
+	const void *owner;
+	uint64_t seq;
 	uint8_t data[];
 };
 
