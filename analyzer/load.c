@@ -2578,7 +2578,7 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 	struct bcur *bc = &r->bc;
 	struct bstate *b = r->bs;
 	int64_t shift = f->shift, last = *lastp, prev;
-	int have_last = *have_lastp, bad = 0;
+	int have_last = *have_lastp, bad = 0, keyed = 0;
 	uint64_t late = 0;
 	size_t n = *np;
 	uint32_t i, cnt;
@@ -2618,6 +2618,14 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 	prev = bc->prev;
 	i = bc->i;
 	cnt = bc->n;
+	/* One comparison per event for the bound (equal times go when eq),
+	 * and the caller's room as a count. */
+	if (!eq && lim != INT64_MIN)
+		lim--;
+	else if (!eq)
+		cnt = i; /* nothing sorts below INT64_MIN */
+	if (cnt - i > max - n)
+		cnt = i + (uint32_t)(max - n);
 	while (i < cnt) {
 		const uint8_t *tp = ct;
 		int kind;
@@ -2630,9 +2638,10 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 		bad |= ct > et;
 		(void)chunk_time(&ts, batch_dt(v));
 		tsx = shift ? sat_add(ts, shift) : ts;
-		if (n == max || tsx > lim || (tsx == lim && !eq)) {
+		if (tsx > lim) {
 			ct = tp;
 			r->key = tsx;
+			keyed = 1;
 			break;
 		}
 		kind = (ck[i >> 3] >> (i & 7)) & 1;
@@ -2703,8 +2712,9 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 				zs = &b->sizes[zslot];
 				k = zs->n - (uint32_t)c;
 				addr = zs->lifo[k];
-				memmove(&zs->lifo[k], &zs->lifo[k + 1],
-				        (zs->n - k - 1) * sizeof(zs->lifo[0]));
+				if (c > 1) /* not the top: the rest moves down */
+					memmove(&zs->lifo[k], &zs->lifo[k + 1],
+					        (c - 1) * sizeof(zs->lifo[0]));
 				zs->n--;
 			}
 			if (__builtin_expect(!b->ring, 0) &&
@@ -2747,7 +2757,7 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 		e->extra = 0;
 		e->api = site->api;
 		e->kind = kind ? VRT_EV_FREE : VRT_EV_ALLOC;
-		e->flags = kind ? 0 : snap;
+		e->flags = (uint8_t)(snap & (kind - 1));
 		if (__builtin_expect(site->g_ok, 1)) {
 			e->device = site->g_dev;
 			e->stack = site->g_stack;
@@ -2787,9 +2797,16 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 	bc->c[8] = cd;
 	bc->prev = prev;
 	bc->i = i;
-	if (!st && i == cnt) {
+	if (!st && i == bc->n) {
 		bc->on = 0;
 		*fin = 1;
+	} else if (!st && !keyed) {
+		/* The caller's buffer is full: the next event's time is the
+		 * run's key (a column too short is found when it is read). */
+		const uint8_t *q = ct;
+		int64_t ts = prev;
+		(void)chunk_time(&ts, batch_dt(uv(&q, &bad)));
+		r->key = shift ? sat_add(ts, shift) : ts;
 	}
 	*lastp = last;
 	*have_lastp = have_last;
