@@ -42,14 +42,21 @@
 #define EV_MAX_BYTES 96 /* column bytes one event may add */
 #define BATCH_BYTES  (VRT_REC_MAX_PAYLOAD - 1024) /* columns of one BATCH */
 
-/* A call site: what an event's record says besides address, size, time. */
+/* A call site: what an event's record says besides address, size, time.
+ * api and kind share one word (SITE_AK), written and compared whole: two
+ * byte stores read back as one wider load would stall the CPU. */
 struct site {
 	uint64_t aux, phase, stack;
 	int64_t device;
 	uint64_t size; /* alloc site: its last size */
 	int32_t zslot; /* and that size's slot, -1 none */
-	uint8_t api, kind, has_size;
+	uint32_t ak;   /* SITE_AK(api, kind) */
+	uint8_t has_size;
 };
+
+#define SITE_AK(api, kind) ((uint32_t)(api) | (uint32_t)(kind) << 16)
+#define SITE_API(ak)       ((ak) & 0xffff)
+#define SITE_FREE(ak)      ((ak) >> 16) /* 1 for a free site */
 
 struct size_slot {
 	uint64_t size;
@@ -82,7 +89,7 @@ struct bstate {
 	struct hent *zhash;
 	uint32_t zhcap;
 	struct aent *atab;
-	uint32_t acap, an;
+	uint32_t acap, abits, an; /* acap = 1 << abits */
 	uint64_t *ring_addr; /* address of allocation number k at k % RING */
 	uint64_t nalloc, last_alloc, last_free;
 };
@@ -159,6 +166,8 @@ static inline void put_u(struct bytes *b, uint64_t v)
 
 static void put_raw(struct bytes *b, const void *src, size_t n)
 {
+	if (!n)
+		return; /* an empty column may have no buffer yet */
 	uint8_t *p = room(b, n);
 	if (p) {
 		memcpy(p, src, n);
@@ -229,15 +238,14 @@ static uint64_t site_hash(const struct site *x)
 	uint64_t h = x->aux * 0x9e3779b97f4a7c15ull ^
 	             x->stack * 0xc2b2ae3d27d4eb4full ^
 	             x->phase * 0x165667b19e3779f9ull ^
-	             ((uint64_t)x->device << 16 | (uint64_t)x->api << 8 |
-	              x->kind) *
+	             ((uint64_t)x->device << 24 | x->ak) *
 	                     0xd6e8feb86659fd93ull;
 	return (h ^ h >> 31) | 1;
 }
 
 static int site_eq(const struct site *a, const struct site *b)
 {
-	return a->api == b->api && a->kind == b->kind &&
+	return a->ak == b->ak &&
 	       a->device == b->device && a->aux == b->aux &&
 	       a->phase == b->phase && a->stack == b->stack;
 }
@@ -373,9 +381,16 @@ static int32_t size_define(struct bstate *s, uint64_t size)
  * probing, at most half full, deletion by moving the rest of a probe
  * chain back; an allocation leaves it when freed or when it drops out of
  * the ring (ring_addr says which one that is). */
-static uint32_t aslot(const struct bstate *s, uint64_t addr)
+/* An address's home slot: the top bits of a multiplicative hash (device
+ * addresses are multiples of 512: their low bits say nothing). */
+static inline uint32_t ahome(const struct bstate *s, uint64_t addr)
 {
-	uint32_t j = (uint32_t)mix64(addr) & (s->acap - 1);
+	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> (64 - s->abits));
+}
+
+static inline uint32_t aslot(const struct bstate *s, uint64_t addr)
+{
+	uint32_t j = ahome(s, addr);
 	while (s->atab[j].idx && s->atab[j].addr != addr)
 		j = (j + 1) & (s->acap - 1);
 	return j;
@@ -385,7 +400,7 @@ static void adel(struct bstate *s, uint32_t i)
 {
 	uint32_t mask = s->acap - 1;
 	for (uint32_t j = (i + 1) & mask; s->atab[j].idx; j = (j + 1) & mask) {
-		uint32_t h = (uint32_t)mix64(s->atab[j].addr) & mask;
+		uint32_t h = ahome(s, s->atab[j].addr);
 		if (((j - h) & mask) >= ((j - i) & mask)) {
 			s->atab[i] = s->atab[j];
 			i = j;
@@ -407,6 +422,7 @@ static int agrow(struct bstate *s)
 		return -1;
 	}
 	s->acap = ncap;
+	s->abits = (uint32_t)__builtin_ctz(ncap);
 	for (uint32_t i = 0; i < ocap; i++)
 		if (old[i].idx)
 			s->atab[aslot(s, old[i].addr)] = old[i];
@@ -504,9 +520,9 @@ static void write_full(struct batch *b, const struct hot *e)
 {
 	uint8_t p[1 + VRT_UVARINT_MAX + 8 * VRT_UVARINT_MAX];
 	size_t n = 2;
-	int alloc = e->site.kind == 0;
+	int alloc = !SITE_FREE(e->site.ak);
 	n += vrt_put_uvarint(p + n, e->ts - b->last);
-	n += vrt_put_uvarint(p + n, e->site.api);
+	n += vrt_put_uvarint(p + n, SITE_API(e->site.ak));
 	n += vrt_put_svarint(p + n, e->site.device);
 	n += vrt_put_uvarint(p + n, e->addr);
 	if (alloc)
@@ -533,7 +549,7 @@ static int32_t put_site(struct bstate *s, int c, const struct site *x,
 	if (sl < 0)
 		return -1;
 	put_u(&col[c], 0);
-	put_u(&col[C_DEF], x->api);
+	put_u(&col[C_DEF], SITE_API(x->ak));
 	uint8_t *p = room(&col[C_DEF], VRT_UVARINT_MAX);
 	if (p)
 		col[C_DEF].n += vrt_put_svarint(p, x->device);
@@ -548,7 +564,7 @@ static int32_t put_site(struct bstate *s, int c, const struct site *x,
 static void batch_add(struct batch *b, const struct hot *e)
 {
 	struct bstate *s = b->st;
-	int alloc = e->site.kind == 0, same_size = 0;
+	int alloc = !SITE_FREE(e->site.ak), same_size = 0;
 	uint64_t code = 0, packed = 0, size_code = 0;
 	uint64_t h = site_hash(&e->site);
 	int32_t sl = site_find(s, &e->site, h), zslot = -1;
@@ -703,8 +719,7 @@ static int decode_hot(unsigned type, const uint8_t *p, const uint8_t *end,
 		t->device = dev;
 		t->have = 1;
 		*addr_reg = e->addr;
-		e->site.kind = type == VRT_REC_FREE;
-		e->site.api = (uint8_t)t->api;
+		e->site.ak = SITE_AK(t->api, type == VRT_REC_FREE);
 		e->site.device = t->device;
 		e->site.aux = t->aux;
 		e->site.phase = t->phase;
@@ -726,8 +741,7 @@ static int decode_hot(unsigned type, const uint8_t *p, const uint8_t *end,
 				return -1;
 			e->size = vrt_unpack_u(v);
 		}
-		e->site.kind = !alloc;
-		e->site.api = (uint8_t)t->api;
+		e->site.ak = SITE_AK(t->api, !alloc);
 		e->site.device = t->device;
 		e->site.aux = t->aux;
 		e->site.phase = t->phase;
