@@ -212,7 +212,7 @@ enum vrt_rec {
  *   sites  up to VRT_BATCH_SITES, each (kind, api, device, aux, phase,
  *          stack) and, for an alloc site, its last size; defined in
  *          order into slots 0, 1, ..., then over again from slot 0
- *   sizes  up to VRT_BATCH_SIZES distinct sizes, each with a last-in-
+ *   sizes  up to VRT_BATCH_SIZES sizes, each with a last-in-
  *          first-out list of at most VRT_BATCH_LIFO freed addresses;
  *          slots 0, 1, ... in order of definition, never replaced (a size
  *          defined once the table is full has no slot)
@@ -246,11 +246,14 @@ enum vrt_rec {
  *                 (dropping the list's bottom entry when full) if it has a
  *                 size slot.
  * Anything else (a value out of range, a column too short, a site of the
- * other kind, an empty list or register) makes the record malformed. A
- * writer chooses the codes (which it can: the state is the same on both
- * sides); the preload gives an event whose address is not from the
- * state (a = 0) its exact time, so that events of different threads on
- * the same address keep their order.
+ * other kind, an entry the list does not have) makes the record
+ * malformed. A thread's BATCH records are written in the order of their
+ * events, so a reader that takes each thread's events in time order (ties
+ * in record order) applies them in the order written. A writer chooses
+ * the codes (which it can: the state is the same on both sides); the
+ * preload gives an event whose address is not from the state (a = 0) its
+ * exact time, so that events of different threads on the same address
+ * keep their order.
  */
 #define VRT_BATCH_RESET 1 /* flags: the thread's batch state starts over */
 #define VRT_BATCH_SITES 4096
