@@ -725,9 +725,12 @@ struct bsite {
 	uint8_t g_src, g_ok;
 };
 
+/* A size and its list of freed addresses: a circle, the top at
+ * lifo[(h - 1) % LIFO], so that a push onto a full list drops the bottom
+ * entry by writing over it. */
 struct bsize {
 	uint64_t size;
-	uint32_t n; /* the top at lifo[n - 1] */
+	uint32_t n, h;
 	uint64_t lifo[VRT_BATCH_LIFO];
 };
 
@@ -2689,6 +2692,7 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 					zslot = (int32_t)b->nsizes++;
 					b->sizes[zslot].size = size;
 					b->sizes[zslot].n = 0;
+					b->sizes[zslot].h = 0;
 				}
 			} else {
 				if (z - 2 >= b->nsizes)
@@ -2710,11 +2714,15 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 				if (zslot < 0 || c > b->sizes[zslot].n)
 					goto malformed;
 				zs = &b->sizes[zslot];
-				k = zs->n - (uint32_t)c;
-				addr = zs->lifo[k];
-				if (c > 1) /* not the top: the rest moves down */
-					memmove(&zs->lifo[k], &zs->lifo[k + 1],
-					        (c - 1) * sizeof(zs->lifo[0]));
+				addr = zs->lifo[(zs->h - (uint32_t)c) %
+				                VRT_BATCH_LIFO];
+				/* The entries above it move down one. */
+				for (k = (uint32_t)c - 1; k-- > 0;)
+					zs->lifo[(zs->h - 2 - k) % VRT_BATCH_LIFO] =
+					        zs->lifo[(zs->h - 1 - k) %
+					                 VRT_BATCH_LIFO];
+				zs->h = (zs->h + VRT_BATCH_LIFO - 1) %
+				        VRT_BATCH_LIFO;
 				zs->n--;
 			}
 			if (__builtin_expect(!b->ring, 0) &&
@@ -2736,13 +2744,9 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 			addr = a->addr;
 			if (a->zslot >= 0) {
 				struct bsize *zs = &b->sizes[a->zslot];
-				if (zs->n == VRT_BATCH_LIFO) {
-					memmove(&zs->lifo[0], &zs->lifo[1],
-					        (VRT_BATCH_LIFO - 1) *
-					                sizeof(zs->lifo[0]));
-					zs->n--;
-				}
-				zs->lifo[zs->n++] = addr;
+				zs->lifo[zs->h % VRT_BATCH_LIFO] = addr;
+				zs->h = (zs->h + 1) % VRT_BATCH_LIFO;
+				zs->n += zs->n < VRT_BATCH_LIFO;
 			}
 		}
 		if (__builtin_expect(bad, 0))

@@ -58,11 +58,34 @@ struct site {
 #define SITE_API(ak)       ((ak) & 0xffff)
 #define SITE_FREE(ak)      ((ak) >> 16) /* 1 for a free site */
 
+/* A size and its list of freed addresses: a circle of VRT_BATCH_LIFO
+ * entries, the top at lifo[(h - 1) % LIFO], so that a push onto a full
+ * list drops the bottom entry by writing over it, no move. */
 struct size_slot {
 	uint64_t size;
-	uint32_t n; /* addresses in lifo, the top at lifo[n - 1] */
+	uint32_t n, h;
 	uint64_t lifo[VRT_BATCH_LIFO];
 };
+
+#define LIFO_AT(z, k) ((z)->lifo[((z)->h - 1 - (k)) % VRT_BATCH_LIFO])
+
+static void lifo_push(struct size_slot *z, uint64_t addr)
+{
+	z->lifo[z->h % VRT_BATCH_LIFO] = addr;
+	z->h = (z->h + 1) % VRT_BATCH_LIFO;
+	if (z->n < VRT_BATCH_LIFO)
+		z->n++;
+}
+
+/* Takes the entry k from the top out (the ones above move down). */
+static void lifo_take(struct size_slot *z, uint32_t k)
+{
+	for (uint32_t j = k; j-- > 0;)
+		z->lifo[(z->h - 2 - j) % VRT_BATCH_LIFO] =
+		        z->lifo[(z->h - 1 - j) % VRT_BATCH_LIFO];
+	z->h = (z->h + VRT_BATCH_LIFO - 1) % VRT_BATCH_LIFO;
+	z->n--;
+}
 
 struct hent {
 	uint64_t key;
@@ -368,7 +391,7 @@ static int32_t size_define(struct bstate *s, uint64_t size)
 	s->sizes = nz;
 	uint32_t slot = s->nsizes++;
 	s->sizes[slot].size = size;
-	s->sizes[slot].n = 0;
+	s->sizes[slot].n = s->sizes[slot].h = 0;
 	uint32_t j = (uint32_t)mix64(size) & (s->zhcap - 1);
 	while (s->zhash[j].val)
 		j = (j + 1) & (s->zhcap - 1);
@@ -578,9 +601,9 @@ static void batch_add(struct batch *b, const struct hot *e)
 		zslot = same_size ? s->sites[sl].zslot : size_find(s, e->size);
 		if (zslot >= 0) {
 			const struct size_slot *z = &s->sizes[zslot];
-			for (uint32_t i = z->n; i-- > 0;)
-				if (z->lifo[i] == e->addr) {
-					code = z->n - i; /* 1 = the top */
+			for (uint32_t k = 0; k < z->n; k++)
+				if (LIFO_AT(z, k) == e->addr) {
+					code = k + 1; /* 1 = the top */
 					break;
 				}
 		}
@@ -632,15 +655,8 @@ static void batch_add(struct batch *b, const struct hot *e)
 		}
 		int32_t zs = s->atab[ae].zslot;
 		adel(s, ae); /* freed: out of the index */
-		if (zs >= 0) {
-			struct size_slot *z = &s->sizes[zs];
-			if (z->n == VRT_BATCH_LIFO) {
-				memmove(&z->lifo[0], &z->lifo[1],
-				        (VRT_BATCH_LIFO - 1) * sizeof(z->lifo[0]));
-				z->n--;
-			}
-			z->lifo[z->n++] = e->addr;
-		}
+		if (zs >= 0)
+			lifo_push(&s->sizes[zs], e->addr);
 		return;
 	}
 	sl = put_site(s, C_ASITE, &e->site, sl, h);
@@ -660,15 +676,10 @@ static void batch_add(struct batch *b, const struct hot *e)
 	site->zslot = zslot;
 	site->has_size = 1;
 	put_u(&col[C_AADDR], code);
-	if (code) {
-		struct size_slot *z = &s->sizes[zslot];
-		uint32_t i = z->n - (uint32_t)code;
-		memmove(&z->lifo[i], &z->lifo[i + 1],
-		        (z->n - i - 1) * sizeof(z->lifo[0]));
-		z->n--;
-	} else {
+	if (code)
+		lifo_take(&s->sizes[zslot], (uint32_t)code - 1);
+	else
 		put_u(&col[C_ADDR], packed);
-	}
 	s->last_alloc = e->addr;
 	ring_put(s, e->addr, zslot);
 	s->nalloc++;

@@ -259,6 +259,21 @@ static void *script_tables(void *arg)
 			pool_free(&p, live[i], 65536);
 		}
 	}
+	/* 12 blocks of one size freed, then taken again in another order
+	 * (a pool that does not hand out its newest block first): each from
+	 * somewhere in the list */
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 12; i++) {
+			int k = (i * 5 + 3 * round) % 12;
+			live[i] = (10ull << 40) + 1048576 * (uint64_t)k;
+			/* a size of the first 1024: it has a slot */
+			rec(1, live[i], 512000, VRT_API_cuMemAlloc_v2, 1, 0, 6,
+			    0);
+		}
+		for (int i = 0; i < 12; i++)
+			rec(0, live[i], 0, VRT_API_cuMemFree_v2,
+			    VRT_DEVICE_UNKNOWN, 0, 0, 0);
+	}
 	/* 6000 live at once, freed oldest first: past the ring */
 	for (int i = 0; i < 6000; i++) {
 		live[i] = pool_alloc(&p, 1024);
