@@ -420,6 +420,20 @@ def fmt(v, unit="", nd=0):
     return f"{v:,.{nd}f}{unit}"
 
 
+def rate(r):
+    """Events/s of an analyzer run (None when it failed)."""
+    return r and r["events"] / r["secs"]
+
+
+def rss(r):
+    """Peak RSS of an analyzer run, MiB."""
+    return r and r["rss"] and r["rss"] / 1024
+
+
+def ratio(x, y):
+    return rss(x) / rss(y) if rss(x) and rss(y) else None
+
+
 def mixed_section(a, b, rows, fig):
     """The mixed workload's rows: cost, size, the analyzer on its trace,
     and both workloads paced to 10,000 events/s."""
@@ -509,15 +523,6 @@ def mixed_section(a, b, rows, fig):
         print(f"analyzer, mixed: {small:,} events...", file=sys.stderr,
               flush=True)
         sm = b.mixed_analyzers(small)
-
-        def rate(r):
-            return r and r["events"] / r["secs"]
-
-        def rss(r):
-            return r and r["rss"] and r["rss"] / 1024
-
-        def ratio(x, y):
-            return rss(x) / rss(y) if rss(x) and rss(y) else None
 
         ev, hev = rate(big["v"]), rate(big["ht"])
         fig.update(mixed_analyze_events_per_s=ev,
@@ -816,15 +821,6 @@ def main():
                   flush=True)
             r = b.analyzers(small)
             sm, hsm = r["gen"], r["ht"]
-
-            def rate(r):
-                return r and r["events"] / r["secs"]
-
-            def rss(r):
-                return r and r["rss"] and r["rss"] / 1024
-
-            def ratio(x, y):
-                return rss(x) / rss(y) if rss(x) and rss(y) else None
 
             ev, hev, sev = rate(big), rate(hbig), rate(same)
             fig.update(analyze_events_per_s=ev,
