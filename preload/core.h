@@ -3,6 +3,8 @@
  *
  *   options.c  VRAMTRACE_* variables, read once at start
  *   tbuf.c     per-thread event buffers (chunks) and the chunk pool
+ *   batch.c    the writer's re-encoding of chunks' ALLOC and FREE records
+ *              into BATCH records
  *   writer.c   the writer thread: compresses chunks into zstd frames
  *
  * Interposition (hook_*.c) calls vrt_tbuf_event() from inside hooks; the
@@ -53,6 +55,8 @@ enum vrt_option_id {
 	VRT_OPT_STANDBY_STACK_KIB, /* VRAMTRACE_STANDBY_STACK_KIB: in standby,
 	                            * allocations of at least this many KiB
 	                            * keep their stack (default 1024) */
+	VRT_OPT_BATCH,       /* VRAMTRACE_BATCH: BATCH records (batch.c) for
+	                      * ALLOC and FREE events (default 1) */
 	VRT_OPT_COUNT
 };
 
@@ -239,6 +243,13 @@ struct vrt_chunk {
 	struct vrt_chunk *next;
 	uint32_t len; /* bytes used in data */
 	uint32_t cap;
+	/* What orders a thread's chunks (vrt_tbuf_collect): its thread id,
+	 * the time in its CHUNK record, the tbuf that filled it and its
+	 * place among that tbuf's chunks. */
+	pid_t tid;
+	uint64_t t0;
+	const void *owner;
+	uint64_t seq;
 	uint8_t data[];
 };
 
@@ -258,7 +269,7 @@ void vrt_tbuf_event(const struct vrt_ev *ev);
 /* A per-thread area of VRT_TBUF_SCRATCH bytes (zeroed when first made,
  * kept across thread reuse), or NULL if no buffer could be made. Owner
  * thread only; hot-path safe. */
-#define VRT_TBUF_SCRATCH 2048
+#define VRT_TBUF_SCRATCH 4096
 void *vrt_tbuf_scratch(void);
 
 /* A per-thread area of VRT_TBUF_LIVE bytes for live.c (zeroed when first
@@ -274,8 +285,9 @@ void vrt_tbuf_live_each(void (*fn)(void *area, void *arg), void *arg);
  * unless set to 0). Set before events are recorded. */
 void vrt_tbuf_set_fold(int on);
 
-/* Moves every non-empty chunk (threads' current chunks, then full ones)
- * to *out as a list in hand-off order. Writer thread only. */
+/* Moves every non-empty chunk to *out as a list in which each thread's
+ * chunks come in the order it filled them (batch.c relies on it).
+ * Writer thread only. */
 void vrt_tbuf_collect(struct vrt_chunk **out);
 
 /* Returns chunks to the pool. Writer thread only. */
@@ -320,6 +332,23 @@ uint64_t vrt_tbuf_clock_slack(void);
  * absolute deadline ms from now. */
 void vrt_tbuf_cond_init(pthread_cond_t *cv);
 void vrt_tbuf_deadline(struct timespec *ts, int ms);
+
+/* ---- batch.c ---------------------------------------------------------- */
+
+/* BATCH records on (default) or off (the chunks go out as the hot path
+ * wrote them). Before recording starts. */
+void vrt_batch_set(int on);
+
+/* Re-encodes one chunk (data as tbuf.c wrote it): *out and *out_len get
+ * what to write instead, the chunk itself when nothing changes (the
+ * result lives until the next call). Each thread's chunks must come in
+ * the order it filled them. Writer thread only. */
+void vrt_batch_chunk(const uint8_t *data, size_t len, const uint8_t **out,
+                     size_t *out_len);
+
+/* Forgets every thread's batch state: a new trace file starts. Writer
+ * thread, or before it starts. */
+void vrt_batch_reset(void);
 
 /* ---- stack.c ---------------------------------------------------------- */
 

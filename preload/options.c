@@ -68,6 +68,7 @@ static struct vrt_option options[VRT_OPT_COUNT] = {
         [VRT_OPT_STANDBY_STACK_KIB] = {"VRAMTRACE_STANDBY_STACK_KIB",
                                        VRT_KIND_INT, 1024, 0, 1L << 40, 0,
                                        NULL},
+        [VRT_OPT_BATCH] = {"VRAMTRACE_BATCH", VRT_KIND_BOOL, 1, 0, 1, 0, NULL},
 };
 
 static int parse_start(const char *s, long *out)

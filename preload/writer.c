@@ -460,7 +460,10 @@ static void write_pass(uint64_t watermark, struct vrt_chunk *chunks)
 		vrt_phase_emit(emit_record);
 	}
 	for (struct vrt_chunk *c = chunks; c; c = c->next) {
-		zfeed(c->data, c->len, 0);
+		const uint8_t *data;
+		size_t len;
+		vrt_batch_chunk(c->data, c->len, &data, &len);
+		zfeed(data, len, 0);
 		if (frame_in >= FRAME_MAX && c->next)
 			zfeed(NULL, 0, 1);
 	}
@@ -619,6 +622,7 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 	stage_len = 0;
 	frame_open = 0;
 	frame_in = 0;
+	vrt_batch_reset(); /* a new file: readers start without state */
 	int err = -ENOMEM;
 	if (!stage)
 		stage = malloc(STAGE_BYTES);

@@ -35,7 +35,13 @@
  * window wraps, and a thread never sees another thread's addresses);
  * every free of a non-zero pointer succeeds. Capacity is not charged, so
  * cuMemGetInfo and out-of-memory do not see these allocations. Every
- * other call behaves as without the variable.
+ * other call behaves as without the variable. FAKECUDA_BENCH=reuse also
+ * covers cuMemAllocAsync/cuMemFreeAsync and hands addresses back as a
+ * caching pool does: a thread's freed block goes on a last-in-first-out
+ * list of its size (rounded to 512 B) and the thread's next allocation of
+ * that size takes it, so addresses repeat as they do under a real
+ * driver's pool (per thread, no lock: a block freed by another thread is
+ * not reused).
  *
  * Threads: any thread may call anything. One mutex (g_lock) guards all
  * mutable driver state: the allocation table, per-device live bytes and
@@ -98,7 +104,8 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int g_inited;
 static int g_ndev = 1;
 static int g_debug;
-static int g_bench; /* FAKECUDA_BENCH: lock-free cuMemAlloc/cuMemFree */
+static int g_bench; /* FAKECUDA_BENCH: lock-free cuMemAlloc/cuMemFree;
+                     * 2 with "reuse" (freed addresses handed out again) */
 static atomic_uint g_bench_windows; /* windows handed out (bench mode) */
 static _Thread_local unsigned long long tls_bench_base, tls_bench_off;
 static unsigned long long g_host_cap;
@@ -198,6 +205,8 @@ static void parse_env(void)
 	const char *bench = getenv("FAKECUDA_BENCH");
 	g_debug = getenv("FAKECUDA_DEBUG") != NULL;
 	g_bench = bench && *bench && strcmp(bench, "0") != 0;
+	if (g_bench && !strcmp(bench, "reuse"))
+		g_bench = 2;
 	if (s && *s) {
 		long n = strtol(s, NULL, 10);
 		g_ndev = n < 0 ? 0 : n > FAKE_MAX_DEV ? FAKE_MAX_DEV : (int)n;
@@ -457,12 +466,133 @@ static CUresult bench_dev_alloc(CUdeviceptr *dptr, unsigned long long bytes,
 	return CUDA_SUCCESS;
 }
 
+/* FAKECUDA_BENCH=reuse: a thread's live blocks (address -> rounded size,
+ * linear probing) and its freed blocks, one last-in-first-out list per
+ * rounded size. Made on the thread's first allocation; a thread that
+ * fills either table goes on without reuse for what does not fit. */
+#define POOL_LIVE_BITS 15
+#define POOL_CLASSES   1024
+#define POOL_LIFO      32
+
+struct bench_pool {
+	struct {
+		unsigned long long addr, step;
+	} live[1u << POOL_LIVE_BITS];
+	unsigned nlive;
+	struct {
+		unsigned long long step;
+		unsigned n;
+		unsigned long long addr[POOL_LIFO];
+	} cls[POOL_CLASSES];
+};
+
+static _Thread_local struct bench_pool *tls_pool;
+
+static unsigned pool_hash(unsigned long long v, unsigned bits)
+{
+	return (unsigned)(((v >> 9) * 0x9e3779b97f4a7c15ull) >> (64 - bits));
+}
+
+/* The free list of a rounded size, made when add and missing; NULL when
+ * there is none (or no room for it). */
+static unsigned long long *pool_class(struct bench_pool *bp,
+                                      unsigned long long step, unsigned **n,
+                                      int add)
+{
+	unsigned i = pool_hash(step << 9, 10);
+	for (unsigned k = 0; k < POOL_CLASSES; k++, i = (i + 1) % POOL_CLASSES) {
+		if (bp->cls[i].step == step) {
+			*n = &bp->cls[i].n;
+			return bp->cls[i].addr;
+		}
+		if (!bp->cls[i].step) {
+			if (!add)
+				return NULL;
+			bp->cls[i].step = step;
+			*n = &bp->cls[i].n;
+			return bp->cls[i].addr;
+		}
+	}
+	return NULL;
+}
+
+static void pool_track(struct bench_pool *bp, unsigned long long addr,
+                       unsigned long long step)
+{
+	const unsigned cap = 1u << POOL_LIVE_BITS;
+	if (bp->nlive >= cap / 2)
+		return; /* full enough: this block is not reused */
+	unsigned i = pool_hash(addr, POOL_LIVE_BITS);
+	while (bp->live[i].addr)
+		i = (i + 1) & (cap - 1);
+	bp->live[i].addr = addr;
+	bp->live[i].step = step;
+	bp->nlive++;
+}
+
+/* Puts a block of this thread back on its size's list (backward-shift
+ * deletion keeps the probe chains whole). */
+static void pool_release(unsigned long long addr)
+{
+	const unsigned cap = 1u << POOL_LIVE_BITS;
+	struct bench_pool *bp = tls_pool;
+	if (!bp)
+		return;
+	unsigned i = pool_hash(addr, POOL_LIVE_BITS);
+	while (bp->live[i].addr && bp->live[i].addr != addr)
+		i = (i + 1) & (cap - 1);
+	if (!bp->live[i].addr)
+		return; /* another thread's, or untracked */
+	unsigned long long step = bp->live[i].step, *lifo;
+	unsigned *n;
+	for (unsigned j = (i + 1) & (cap - 1); bp->live[j].addr;
+	     j = (j + 1) & (cap - 1)) {
+		unsigned h = pool_hash(bp->live[j].addr, POOL_LIVE_BITS);
+		if (((j - h) & (cap - 1)) >= ((j - i) & (cap - 1))) {
+			bp->live[i] = bp->live[j];
+			i = j;
+		}
+	}
+	bp->live[i].addr = 0;
+	bp->nlive--;
+	lifo = pool_class(bp, step, &n, 1);
+	if (lifo && *n < POOL_LIFO)
+		lifo[(*n)++] = addr;
+}
+
+/* Benchmark reuse mode: the last freed block of this size, else a fresh
+ * address from the thread's window. */
+static CUresult bench_pool_alloc(CUdeviceptr *dptr, unsigned long long bytes,
+                                 int ord)
+{
+	unsigned long long step, *lifo;
+	unsigned *n;
+	if (!dptr || bytes == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!tls_pool && !(tls_pool = calloc(1, sizeof(*tls_pool))))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	step = (bytes + FAKE_DEV_ALIGN - 1) &
+	       ~(unsigned long long)(FAKE_DEV_ALIGN - 1);
+	lifo = pool_class(tls_pool, step, &n, 0);
+	if (lifo && *n) {
+		*dptr = lifo[--*n];
+	} else {
+		CUresult r = bench_dev_alloc(dptr, bytes, ord);
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
+	pool_track(tls_pool, *dptr, step);
+	return CUDA_SUCCESS;
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	int ord;
 	CUresult r = current_dev(&ord);
 	if (r != CUDA_SUCCESS)
 		return r;
+	if (g_bench == 2)
+		return bench_pool_alloc(dptr, bytesize, ord);
 	if (g_bench)
 		return bench_dev_alloc(dptr, bytesize, ord);
 	return dev_alloc(dptr, bytesize, ord, K_DEVICE, "cuMemAlloc_v2");
@@ -498,6 +628,8 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (dptr == 0)
 		return CUDA_SUCCESS; /* cudaFree(0) idiom: nothing happens */
+	if (g_bench == 2)
+		pool_release(dptr);
 	if (g_bench)
 		return CUDA_SUCCESS; /* benchmark mode keeps no table */
 	return dev_free(dptr, "cuMemFree_v2");
@@ -612,6 +744,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize,
 		return r;
 	if (!valid_stream(hStream))
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (g_bench == 2)
+		return bench_pool_alloc(dptr, bytesize, ord);
 	return dev_alloc(dptr, bytesize, ord, K_ASYNC, api);
 }
 
@@ -640,6 +774,10 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, const char *api)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (dptr == 0)
 		return CUDA_SUCCESS; /* like cuMemFree_v2(0) */
+	if (g_bench == 2) {
+		pool_release(dptr);
+		return CUDA_SUCCESS;
+	}
 	return dev_free(dptr, api);
 }
 
