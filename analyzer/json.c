@@ -36,7 +36,8 @@ static void before_value(struct vrt_json *w)
 	if (!w->first[w->depth])
 		fputc(',', w->f);
 	w->first[w->depth] = 0;
-	indent(w);
+	if (!w->oneline[w->depth])
+		indent(w);
 }
 
 static void open_(struct vrt_json *w, char c)
@@ -46,14 +47,15 @@ static void open_(struct vrt_json *w, char c)
 	if (w->depth + 1 < VRT_JSON_MAX_DEPTH)
 		w->depth++;
 	w->first[w->depth] = 1;
+	w->oneline[w->depth] = 0;
 }
 
 static void close_(struct vrt_json *w, char c)
 {
-	int empty = w->first[w->depth];
+	int empty = w->first[w->depth], oneline = w->oneline[w->depth];
 	if (w->depth > 0)
 		w->depth--;
-	if (!empty)
+	if (!empty && !oneline)
 		indent(w);
 	fputc(c, w->f);
 }
@@ -71,6 +73,12 @@ void vrt_json_end_object(struct vrt_json *w)
 void vrt_json_begin_array(struct vrt_json *w)
 {
 	open_(w, '[');
+}
+
+void vrt_json_begin_array_oneline(struct vrt_json *w)
+{
+	open_(w, '[');
+	w->oneline[w->depth] = 1;
 }
 
 void vrt_json_end_array(struct vrt_json *w)
