@@ -143,11 +143,14 @@ struct series_acc {
 	int after_max;
 	int max_live;
 	int64_t last_ts;
+	/* devices only: the bucket's range so far (vrt_replay_range): the
+	 * tracked bytes it began with and the least since, each phase's
+	 * least and most (equal to the live state between buckets); its
+	 * most tracked bytes are max.total or tstart. Beside the fields
+	 * every event touches, so an event reads no further line. */
+	uint64_t tstart, tmin;
+	uint64_t pmax[VRT_REPLAY_MAX_PHASES], pmin[VRT_REPLAY_MAX_PHASES];
 	struct vrt_replay_point max;
-	/* devices only: the bucket's range so far (vrt_replay_range); equal
-	 * to the live state between buckets */
-	uint64_t tmin, tmax;
-	uint64_t pmin[VRT_REPLAY_MAX_PHASES], pmax[VRT_REPLAY_MAX_PHASES];
 };
 
 /* One (device, phase slot, stack): live now, and at the device's peak
@@ -675,24 +678,25 @@ static inline void series_note(struct state *s, int32_t dev, int64_t ts)
 	a->last_ts = ts;
 }
 
-/* A device's bucket range, after its phase slot rose to live (tracked
- * bytes in all), or fell. */
+/* A device's bucket range, after its phase slot rose to live, or fell
+ * (to tracked bytes in all). */
 static inline void range_up(struct series_acc *a, uint32_t slot,
-                            uint64_t live, uint64_t tracked)
+                            uint64_t live)
 {
-	if (live > a->pmax[slot])
-		a->pmax[slot] = live;
-	if (tracked > a->tmax)
-		a->tmax = tracked;
+	uint64_t m = a->pmax[slot];
+
+	/* A select and a store, no branch: whether an event sets a new
+	 * extreme is a coin toss the predictor would lose. */
+	a->pmax[slot] = live > m ? live : m;
 }
 
 static inline void range_down(struct series_acc *a, uint32_t slot,
                               uint64_t live, uint64_t tracked)
 {
-	if (live < a->pmin[slot])
-		a->pmin[slot] = live;
-	if (tracked < a->tmin)
-		a->tmin = tracked;
+	uint64_t m = a->pmin[slot], t = a->tmin;
+
+	a->pmin[slot] = live < m ? live : m;
+	a->tmin = tracked < t ? tracked : t;
 }
 
 static void inflight_note(struct state *s, int64_t ts)
@@ -816,7 +820,8 @@ static void series_flush(struct state *s)
 		 * now, which is the state at this one's end. */
 		g.start_ts = bucket_start(s, s->bucket, w);
 		g.min_total = a->tmin;
-		g.max_total = a->tmax;
+		g.max_total = a->max.total > a->tstart ? a->max.total
+		                                       : a->tstart;
 		memcpy(g.min_by_phase, a->pmin, sizeof(g.min_by_phase));
 		memcpy(g.max_by_phase, a->pmax, sizeof(g.max_by_phase));
 		if (d->nranges && d->ranges[d->nranges - 1].start_ts ==
@@ -824,7 +829,7 @@ static void series_flush(struct state *s)
 			range_merge(&d->ranges[d->nranges - 1], &g);
 		else if (push((void **)&d->ranges, &d->nranges, &g, sizeof(g)))
 			goto oom;
-		a->tmin = a->tmax = d->tracked_bytes;
+		a->tmin = a->tstart = d->tracked_bytes;
 		memcpy(a->pmin, s->devs[i].live, sizeof(a->pmin));
 		memcpy(a->pmax, s->devs[i].live, sizeof(a->pmax));
 		if (a->after_max) {
@@ -1046,7 +1051,7 @@ static void charge(struct state *s, struct obj *o, int64_t ts)
 		sample_single(s, (size_t)o->device, ts);
 	if (r->nwindows)
 		window_note(s, o->device, o->slot);
-	range_up(&ds->acc, o->slot, ds->live[o->slot], d->tracked_bytes);
+	range_up(&ds->acc, o->slot, ds->live[o->slot]);
 	series_note(s, o->device, ts);
 }
 
@@ -2006,7 +2011,7 @@ static inline int fast_alloc(struct state *s, const struct vrt_event *e,
 	if (UNLIKELY(s->r->nwindows != 0))
 		window_note(s, dev, slot);
 	a = &ds->acc;
-	range_up(a, slot, pc->live_bytes, tracked);
+	range_up(a, slot, pc->live_bytes);
 	/* series_note */
 	if (!a->active || tracked > a->max.total) {
 		a->max.ts = ts;

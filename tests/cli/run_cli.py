@@ -731,17 +731,26 @@ def group_reports(opts, tap):
                "line for a quick analysis", tty)
 
 
-def main():
+def parse_args(add):
+    """The options every cli test script takes (--vramtrace, --mktrace,
+    --src), and those add(parser) adds; programs as absolute paths."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--vramtrace", required=True)
     ap.add_argument("--mktrace", required=True)
     ap.add_argument("--src", required=True)
-    ap.add_argument("--noop")
-    ap.add_argument("group", choices=["golden", "bad", "usage", "record",
-                                      "reports"])
+    add(ap)
     opts = ap.parse_args()
     opts.vramtrace = os.path.abspath(opts.vramtrace)
     opts.mktrace = os.path.abspath(opts.mktrace)
+    return opts
+
+
+def main():
+    def add(ap):
+        ap.add_argument("--noop")
+        ap.add_argument("group", choices=["golden", "bad", "usage", "record",
+                                          "reports"])
+    opts = parse_args(add)
     if opts.noop:
         opts.noop = os.path.abspath(opts.noop)
     tap = Tap()

@@ -18,7 +18,6 @@ bucket's range holds; marker labels never overlap and marker colours
 differ; the header fits; keys other reports add (wall clock, confidence,
 the ladder, the engine's log, findings) are shown, missing ones degrade.
 """
-import argparse
 import base64
 import json
 import os
@@ -32,7 +31,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_cli import Tap, mktrace, run  # noqa: E402
+from run_cli import Tap, mktrace, parse_args, run  # noqa: E402
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -651,14 +650,7 @@ def windows_checks(opts, tap, wd, tmp, artifacts):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--vramtrace", required=True)
-    ap.add_argument("--mktrace", required=True)
-    ap.add_argument("--src", required=True)
-    ap.add_argument("--artifacts")
-    opts = ap.parse_args()
-    opts.vramtrace = os.path.abspath(opts.vramtrace)
-    opts.mktrace = os.path.abspath(opts.mktrace)
+    opts = parse_args(lambda ap: ap.add_argument("--artifacts"))
     chromium = next((shutil.which(n) for n in
                      ("chromium", "chromium-browser", "google-chrome")
                      if shutil.which(n)), None)
