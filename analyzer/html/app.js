@@ -1,10 +1,10 @@
 /*
  * The vramtrace HTML report: draws the page from the "vramtrace-report/1"
  * JSON document in #vramtrace-data, the one `analyze --format json` writes
- * (docs/report-json.md). Keys a report lacks (an older or newer vramtrace,
- * a run without a server or without marks) leave their part out; keys it
- * does not know are ignored, except in the engine's log and the findings,
- * which are shown as they come.
+ * (README.md, "Reading the report"). Keys a report lacks (an older or
+ * newer vramtrace, a run without a server or without marks) leave their
+ * part out; keys it does not know are ignored, except in the engine's log
+ * and the findings, which are shown as they come.
  *
  * Trace strings (command lines, labels, symbol names) only ever become text
  * (textContent, SVG text nodes, attribute values): never markup.
@@ -675,7 +675,7 @@
         var p = vis[qi], v = agg.rep[jj] < 0 ? 0 : m.v[p][agg.rep[jj]];
         var hi = agg.pmax[qi][jj], lo = agg.pmin[qi][jj];
         if (!v && !hi) continue;
-        add(tb, add(el('tr'), add(el('td'), swatch(p), ' ' + p), el('td', {'class': 'num'}, bytes(v)),
+        add(tb, add(el('tr'), add(el('td', {'class': 'phase'}), swatch(p), ' ' + p), el('td', {'class': 'num'}, bytes(v)),
                     el('td', {'class': 'num sub'}, hi > v || lo < v ? bytes(lo) + ' \u2013 ' + bytes(hi) : '')));
       }
       if (hasRequests) {
@@ -1094,7 +1094,7 @@
       names.forEach(function (p) {
         var c = isObj(phases[p]) ? phases[p] : {};
         if (!c.allocs && !c.frees && !c.failed && !c.peak_bytes && !(at[p] > 0)) return;
-        add(tb, add(el('tr', {'data-phase': p}), add(el('td'), swatch(p), ' ' + p),
+        add(tb, add(el('tr', {'data-phase': p}), add(el('td', {'class': 'phase'}), swatch(p), ' ' + p),
           el('td', {'class': 'num'}, bytes(at[p] || 0)), el('td', {'class': 'num'}, bytes(c.peak_bytes)),
           el('td', {'class': 'num'}, bytes(c.live_bytes_end)), el('td', {'class': 'num'}, num(c.allocs) ? c.allocs : '-'),
           el('td', {'class': 'num'}, num(c.frees) ? c.frees : '-'), el('td', {'class': 'num'}, num(c.failed) ? c.failed : '-')));
@@ -1248,7 +1248,7 @@
           add(det, el('pre', {'class': 'stack'}, frames.join('\n') + (depth > frames.length ? '\n... ' + (depth - frames.length) + ' more' : '')));
           add(cell, det);
         }
-        add(tb, add(el('tr', {'class': 'site', 'data-phase': s.phase}), add(el('td'), swatch(s.phase), ' ' + s.phase),
+        add(tb, add(el('tr', {'class': 'site', 'data-phase': s.phase}), add(el('td', {'class': 'phase'}), swatch(s.phase), ' ' + s.phase),
           el('td', {'class': 'num'}, bytes(s.bytes)), el('td', {'class': 'num'}, s.allocs), cell));
       });
       add(box, add(el('div', {'class': 'scroll'}), tb));

@@ -94,19 +94,21 @@ class WebDriver:
         return self.cmd("POST", "/execute/sync",
                         {"script": script, "args": list(args)})
 
-    def settle(self):
-        """Waits two animation frames (the page redraws on the next)."""
+    def settle(self, ms=0):
+        """Waits ms milliseconds, then two animation frames (the page
+        redraws on the next; after a resize, once 150 ms passed)."""
         return self.cmd("POST", "/execute/async", {"script": (
             "var cb = arguments[arguments.length - 1];"
-            "requestAnimationFrame(function () {"
-            " requestAnimationFrame(function () { cb(1); }); });"),
-            "args": []})
+            "setTimeout(function () { requestAnimationFrame(function () {"
+            " requestAnimationFrame(function () { cb(1); }); }); },"
+            " arguments[0]);"), "args": [ms]})
 
     def logs(self):
         return self.cmd("POST", "/se/log", {"type": "browser"})
 
     def size(self, width, height):
         self.cmd("POST", "/window/rect", {"width": width, "height": height})
+        self.settle(300)
 
     def actions(self, sources):
         self.cmd("POST", "/actions", {"actions": sources})
