@@ -10,6 +10,13 @@
 #                       $BUILD_DIR-asan (address,undefined: unit,
 #                       preload, cli, fuzz) and $BUILD_DIR-tsan (thread:
 #                       unit, cli)
+#   ./build.sh scenarios [NAME...]
+#                       build, then run the scenario corpus
+#                       (tests/scenarios/*.scn: recorded runs of the
+#                       example servers, each with the verdict it
+#                       deserves) and print one row per scenario —
+#                       expected, got, right/wrong — and the count right;
+#                       exits 1 when one is wrong
 #   ./build.sh bench [ARGS]
 #                       build, then print every performance figure in one
 #                       table, vramtrace beside heaptrack, with targets
@@ -39,12 +46,12 @@ mode=${1:-build}
 [ $# -gt 0 ] && shift
 
 case "$mode" in
-build|demo|test|sanitize|bench|gpu-bundle|gpu-test) ;;
--h|--help) sed -n '2,34p' "$0"; exit 0 ;;
-*) echo "build.sh: unknown mode '$mode' (build, demo, test, sanitize, bench, gpu-bundle or gpu-test)" >&2; exit 2 ;;
+build|demo|test|sanitize|scenarios|bench|gpu-bundle|gpu-test) ;;
+-h|--help) sed -n '2,41p' "$0"; exit 0 ;;
+*) echo "build.sh: unknown mode '$mode' (build, demo, test, sanitize, scenarios, bench, gpu-bundle or gpu-test)" >&2; exit 2 ;;
 esac
 case "$mode" in
-bench) ;;
+bench|scenarios) ;;
 gpu-bundle|gpu-test)
     if [ $# -gt 1 ]; then
         echo "build.sh: mode '$mode' takes one directory at most" >&2
@@ -200,9 +207,18 @@ gpu-test)
     exec python3 tests/gpu/run_gpu.py --bundle "$build/gpu-bundle" \
         --tmp-root "${TMPDIR:-/tmp}"
     ;;
+scenarios)
+    python3 tests/scenarios/run_scenarios.py --format table \
+        --vramtrace "$build/analyzer/vramtrace" \
+        --preload "$build/preload/libvramtrace.so" \
+        --fake-dir "$build/tests/fake" \
+        --bin-dir "$build/examples" \
+        --tmp-root "$build/tests/scenarios/tmp" "$@"
+    ;;
 bench)
     python3 tests/bench/run_all.py \
         --bench "$build/tests/bench/bench_alloc" \
+        --io-bench "$build/tests/bench/bench_io" \
         --python-bench tests/bench/bench_python.py \
         --preload "$build/preload/libvramtrace.so" \
         --fake-dir "$build/tests/fake" \

@@ -41,7 +41,7 @@ static const struct vrt_cmd commands[] = {
          "replay traces into a per-device memory budget and failure list",
          "analyze PATH... [--format text|json|html|perfetto|folded]\n"
          "        [-o FILE] [--rules FILE]\n"
-         "        [--model-config config.json [--kv-dtype T]]",
+         "        [--model-config config.json [--kv-dtype T] [--explain]]",
          "Each PATH is a run directory (all its *.vtrace files) or one\n"
          ".vtrace file; several runs (hosts) merge into one report.\n"
          "\n"
@@ -56,11 +56,18 @@ static const struct vrt_cmd commands[] = {
          "                     built-in rules plus FILE (FILE's rules\n"
          "                     first); annotations still win\n"
          "      --model-config FILE  a Hugging Face config.json: adds the\n"
-         "                     KV arithmetic (bytes per token, tokens the\n"
-         "                     KV reserve holds, context x concurrency that\n"
-         "                     fits) and expected vs observed weights\n"
-         "      --kv-dtype T   fp16, bf16, fp8 or fp32 for the KV cache\n"
-         "                     (default: the config's torch_dtype)\n"
+         "                     model arithmetic (KV bytes per token by\n"
+         "                     layer type: full, sliding window, MLA,\n"
+         "                     recurrent state per sequence; tokens the KV\n"
+         "                     reserve holds; context x concurrency that\n"
+         "                     fits; parameters and expected vs observed\n"
+         "                     weights, quantization included)\n"
+         "      --kv-dtype T   the KV cache type: fp16, bf16, fp32, fp8,\n"
+         "                     fp8_e4m3, fp8_e5m2, int8, fp8_ds_mla, q8_0,\n"
+         "                     q4_0, q4_1, q5_0, q5_1, iq4_nl (default: the\n"
+         "                     engine's flag, else the model's dtype)\n"
+         "      --explain      print the model description in full and\n"
+         "                     the KV arithmetic line by line\n"
          "  -h, --help         show this help\n"},
         {"compare", vrt_cmd_compare_run,
          "before/after of two runs: peaks by device, phase and call path",

@@ -23,9 +23,11 @@ extern VRT_TLS int vrt_in_hook VRT_HIDDEN;
 int vrt_entry_start(void);
 
 /* entry.c, for the control endpoint: switch to recording (the trace gets
- * a snapshot of the live allocations first) or back to standby. start
- * returns 0 on switching, 1 if already recording, -1 on failure; stop 0
- * on switching, 1 if not recording. Not from inside a hook. */
+ * the facts kept in standby and a snapshot of the live allocations first)
+ * or back to standby. start returns 0 on switching, 1 if already
+ * recording, -1 on failure; stop 0 on switching, 1 if not recording. From
+ * the control thread, and from a hook only for an allocation refused in
+ * standby (hook_lib.c: both waits are bounded). */
 int vrt_entry_record_start(void);
 int vrt_entry_record_stop(void);
 
@@ -67,7 +69,9 @@ static inline int vrt_hook_enter(void)
 
 /* hook_lib.c: one event from a hook. Always updates the live table;
  * when recording, also adds the call stack (for allocations, failures,
- * maps and probes) and the thread's announced phase, and writes it. */
+ * maps and probes) and the thread's announced phase, and writes it; in
+ * standby, keeps what it says about the run (standby.h) and the stack of
+ * a large allocation. */
 void vrt_hook_record(struct vrt_ev *ev);
 
 /* hook_lib.c: the events every runtime's wrappers make, through
@@ -85,7 +89,10 @@ void vrt_hook_alloc_cur(int api, int (*cur_dev)(void), uint64_t addr,
 /* A failed call (error: the runtime's code). For an allocation on the
  * caller's current device, mem_info (the runtime's free/total probe, or
  * NULL) is asked right away; and the frame is closed and synced before the
- * host sees the error, so a host that dies next still leaves it on disk. */
+ * host sees the error, so a host that dies next still leaves it on disk.
+ * An allocation refused for lack of memory in standby is recorded all the
+ * same: the process records for this call (kept facts, a snapshot, the
+ * failure), then goes back to standby. */
 #define VRT_HOOK_NO_DEVICE (-3) /* cur_dev when the caller did not ask */
 void vrt_hook_fail(int api, int dev, uint64_t addr, uint64_t size, uint64_t aux,
                    uint32_t error, int cur_dev,
@@ -131,6 +138,14 @@ void vrt_hook_env_init(const char *run_dir);
  * call that used the result returned. */
 char *const *vrt_hook_env_fix(char *const envp[], struct vrt_hook_env *b);
 void vrt_hook_env_release(struct vrt_hook_env *b);
+
+/* hook_libc.c: calls fn for every accepted connection still open (its
+ * listening fd, enum vrt_net_kind, whether a request is in flight on it),
+ * each under its connection's lock: fn must not do I/O on it. For the
+ * snapshot. */
+void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
+                                        int busy, void *arg),
+                             void *arg);
 
 /* hook_libc.c: the libc dlsym behind our interposed one. Never NULL after
  * vrt_hook_libc_init(). */

@@ -416,6 +416,7 @@
   }
   function deviceTitle(d) {
     var s = 'device ' + d.id + ': ' + (d.name || '(unnamed)');
+    if (isObj(d.peak) && d.peak.before_recording) s += ' [peak at the first snapshot: a lower bound]';
     if (d.host && arr(run.hosts).length > 1) s += ' on ' + d.host;
     if (num(d.total_bytes)) s += ' (' + bytes(d.total_bytes) + ')';
     return s;
@@ -896,11 +897,14 @@
     var s = document.getElementById('summary');
     function chip(text, cls) { add(s, el('span', {'class': 'chip' + (cls ? ' ' + cls : '')}, text)); }
     if (startMs !== null) chip('started ' + clock(startMs, 0, true) + ' UTC');
+    if (num(R.recording_start_s)) chip('recording started at ' + secs(R.recording_start_s) + ' (what was live then comes from a snapshot)');
     chip(plural(processes.length, 'process', 'processes') + ', ' + (num(run.events) ? run.events : 0) + ' events over ' + secs(run.duration_s));
     chip(plural(devices.length, 'device'));
     if (readyS !== null) chip('server ready at ' + secs(readyS) + (listen ? ' (pid ' + listen.pid + ', port ' + listen.port + ')' : ''));
     else chip('no server listened');
     if (hasRequests) chip('at most ' + plural(requests.max_inflight || 0, 'request') + ' in flight');
+    if (num(requests.single_request_peak_bytes))
+      chip('one request alone: ' + bytes(requests.single_request_peak_bytes) + ' grown on device ' + requests.single_request_peak_device);
     chip(plural(ooms.length, 'allocation') + ' out of memory', ooms.length ? 'bad' : '');
     var other = failures.filter(function (f) { return !f.oom; }).length;
     if (other) chip(plural(other, 'other failed call'));
@@ -1126,8 +1130,15 @@
           el('td', null, num(o.free_bytes) ? bytes(o.free_bytes) + (num(o.total_bytes) ? ' of ' + bytes(o.total_bytes) : '') : '-'),
           el('td', null, o.stage), el('td', null, o.phase), el('td', {'class': 'num'}, num(o.inflight) ? o.inflight : '-'), el('td', null, lv || '-'));
         if (hasFatal) {
-          var out = o.fatal === true ? 'fatal' : o.fatal === false ? 'recovered' : '-';
-          if (o.recovered_by) out += ' (' + textOf(o.recovered_by) + ')';
+          var out = o.fatal === true ? 'fatal' : o.fatal === false ? 'recovered' : '-', rb = o.recovered_by;
+          if (isObj(rb)) {
+            /* the allocation that succeeded for the same need */
+            out += ' ' + [num(rb.time_s) ? 'at ' + secs(rb.time_s) : '', rb.api ? 'by ' + rb.api : '',
+                          num(rb.bytes) ? 'of ' + bytes(rb.bytes) : '',
+                          num(rb.freed_bytes) ? 'after ' + bytes(rb.freed_bytes) + ' freed' : ''].filter(Boolean).join(' ');
+          } else if (rb) {
+            out += ' (' + textOf(rb) + ')';
+          }
           add(tr, el('td', null, out));
         }
         add(tb, tr);
