@@ -964,13 +964,15 @@
       add(div, el('h4', null, 'The ladder: each budget added to what came before, on the failing device'));
       var tb = el('table', {'class': 'data ladder'});
       add(tb, add(el('tr'), el('th', null, 'rung'), el('th', {'class': 'num'}, 'bytes'), el('th', {'class': 'num'}, 'running sum'), el('th', null, 'fits')));
-      var broke = false;
+      /* the rung the verdict names (diagnosis.rung), else the first that
+         does not fit */
+      var brokeAt = ladder.filter(function (r) { return d.rung ? r.rung === d.rung : r.fits === false; })[0];
       ladder.forEach(function (r) {
-        var first = r.fits === false && !broke;
-        if (first) broke = true;
-        add(tb, add(el('tr', {'class': first ? 'broke' : ''}), el('td', null, r.rung), el('td', {'class': 'num'}, bytes(r.bytes)),
+        var broke = r === brokeAt;
+        add(tb, add(el('tr', {'class': broke ? 'broke' : ''}), el('td', null, r.rung), el('td', {'class': 'num'}, bytes(r.bytes)),
                     el('td', {'class': 'num'}, bytes(r.cumulative_bytes)),
-                    el('td', {'class': r.fits === false ? 'breaks' : r.fits === true ? 'fits' : ''}, r.fits === false ? 'no: this budget broke it' : r.fits === true ? 'yes' : '-')));
+                    el('td', {'class': r.fits === false ? 'breaks' : r.fits === true ? 'fits' : ''},
+                       (r.fits === false ? 'no' : r.fits === true ? 'yes' : '-') + (broke ? ': the budget that broke' : ''))));
       });
       add(div, add(el('div', {'class': 'scroll'}), tb));
     }
