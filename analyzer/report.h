@@ -70,21 +70,29 @@ void vrt_report_table_json(FILE *f, const struct vrt_retest_row *rows,
                            char *const *labels, size_t nrows);
 
 /* One self-contained HTML page (inline CSS, JS and SVG; nothing loaded
- * from the network): per-device timelines by phase with server-ready,
- * mark, request and OOM markers, budget bars against capacity, the
- * diagnosis (d, or NULL when there is none), failures and top sites. */
+ * from the network) drawn from the JSON report of t, r and d (d may be
+ * NULL), embedded in it: the diagnosis, per-device timelines by phase
+ * (zoom and pan) with server-ready, mark, request and OOM markers, the
+ * load-test windows, budget bars against capacity, failures, top sites. */
 void vrt_report_html_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
                            const struct vrt_diagnosis *d);
 
+/* The page around the report's JSON document: generated at build time
+ * from analyzer/html/ by html/embed_page.py (html_page.c). */
+extern const char vrt_html_page_head[];
+extern const char vrt_html_page_tail[];
+
 /* Chrome trace event JSON for ui.perfetto.dev: a process per traced pid,
- * counter tracks per device and phase, requests in flight, instant events
- * for OOMs, marks and server readiness. */
+ * counter tracks per device and phase (and, once the timeline is
+ * downsampled, each phase's most and least per bucket), requests in
+ * flight, instant events for OOMs, marks and server readiness. */
 void vrt_report_perfetto_write(FILE *f, const struct vrt_trace *t,
                                const struct vrt_replay *r);
 
-/* Folded stacks ("[phase];root;...;leaf bytes") of everything live at each
- * device's peak, for flamegraph.pl and speedscope. Needs every site: r
+/* Folded stacks ("[phase];root;...;leaf bytes", "[device N];" in front
+ * when several devices peak) of everything live at each device's peak,
+ * for flamegraph.pl (--countname=bytes) and speedscope. Needs every site: r
  * replayed with top_sites = SIZE_MAX. Returns 0, or -1 when out of memory
  * (nothing written). */
 int vrt_report_folded_write(FILE *f, const struct vrt_trace *t,

@@ -444,6 +444,151 @@ static void windows(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_end_array(w);
 }
 
+/* The first listen() of the run: who, when, which port (null: none). */
+static void listen_(struct vrt_json *w, const struct vrt_trace *t,
+                    const struct vrt_replay *r)
+{
+	vrt_json_key(w, "listen");
+	if (!r->have_server_ready) {
+		vrt_json_null(w);
+		return;
+	}
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "time_s");
+	seconds(w, t, r->server_ready_ts);
+	vrt_json_key(w, "pid");
+	vrt_json_uint(w, t->procs[r->server_ready_proc].pid);
+	vrt_json_key(w, "port");
+	vrt_json_uint(w, r->server_port);
+	vrt_json_end_object(w);
+}
+
+/* The phases a timeline names: every one that ever held memory or was
+ * allocated from. */
+static int timeline_phase(const struct vrt_counters *c)
+{
+	return c->allocs || c->frees || c->peak_bytes;
+}
+
+/* { "<phase>": [n numbers] } for the phases of d, the i-th number read
+ * by at(base, i, slot). */
+static void timeline_by_phase(struct vrt_json *w, const struct vrt_trace *t,
+                              const struct vrt_replay_device *d,
+                              const char *key, const void *base, size_t n,
+                              uint64_t (*at)(const void *, size_t, unsigned))
+{
+	char buf[32];
+	unsigned k;
+	size_t i;
+
+	vrt_json_key(w, key);
+	vrt_json_begin_object(w);
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++) {
+		if (!timeline_phase(&d->phase[k]))
+			continue;
+		vrt_json_key(w, vrt_load_phase_name(t, k, buf, sizeof(buf)));
+		vrt_json_begin_array_oneline(w);
+		for (i = 0; i < n; i++)
+			vrt_json_uint(w, at(base, i, k));
+		vrt_json_end_array(w);
+	}
+	vrt_json_end_object(w);
+}
+
+static uint64_t point_phase(const void *v, size_t i, unsigned k)
+{
+	return ((const struct vrt_replay_point *)v)[i].by_phase[k];
+}
+
+static uint64_t range_min(const void *v, size_t i, unsigned k)
+{
+	return ((const struct vrt_replay_range *)v)[i].min_by_phase[k];
+}
+
+static uint64_t range_max(const void *v, size_t i, unsigned k)
+{
+	return ((const struct vrt_replay_range *)v)[i].max_by_phase[k];
+}
+
+static void timeline_device(struct vrt_json *w, const struct vrt_trace *t,
+                            const struct vrt_replay_device *d, size_t id)
+{
+	size_t i;
+
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "id");
+	vrt_json_uint(w, id);
+	vrt_json_key(w, "points");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "time_s");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < d->nseries; i++)
+		seconds(w, t, d->series[i].ts);
+	vrt_json_end_array(w);
+	timeline_by_phase(w, t, d, "by_phase", d->series, d->nseries,
+	                  point_phase);
+	vrt_json_end_object(w);
+	vrt_json_key(w, "buckets");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "start_s");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < d->nranges; i++)
+		seconds(w, t, d->ranges[i].start_ts);
+	vrt_json_end_array(w);
+	vrt_json_key(w, "min_total");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < d->nranges; i++)
+		vrt_json_uint(w, d->ranges[i].min_total);
+	vrt_json_end_array(w);
+	vrt_json_key(w, "max_total");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < d->nranges; i++)
+		vrt_json_uint(w, d->ranges[i].max_total);
+	vrt_json_end_array(w);
+	timeline_by_phase(w, t, d, "min_by_phase", d->ranges, d->nranges,
+	                  range_min);
+	timeline_by_phase(w, t, d, "max_by_phase", d->ranges, d->nranges,
+	                  range_max);
+	vrt_json_end_object(w);
+	vrt_json_end_object(w);
+}
+
+/* Each device's live bytes by phase over time, as replay downsampled
+ * them: "points" (the state right after the event at each time, held
+ * until the next), and "buckets" (from each start, for bucket_s, the
+ * least and most of the total and of each phase: what happened between
+ * points); requests in flight the same way. Arrays of numbers stay on one
+ * line each. */
+static void timeline(struct vrt_json *w, const struct vrt_trace *t,
+                     const struct vrt_replay *r)
+{
+	size_t i;
+
+	vrt_json_key(w, "timeline");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "bucket_s");
+	vrt_json_seconds(w, r->series_bucket_ns);
+	vrt_json_key(w, "devices");
+	vrt_json_begin_array(w);
+	for (i = 0; i < t->ndevices && i < r->ndevices; i++)
+		timeline_device(w, t, &r->dev[i], i);
+	vrt_json_end_array(w);
+	vrt_json_key(w, "inflight");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "time_s");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < r->ninflight_series; i++)
+		seconds(w, t, r->inflight_series[i].ts);
+	vrt_json_end_array(w);
+	vrt_json_key(w, "requests");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < r->ninflight_series; i++)
+		vrt_json_uint(w, r->inflight_series[i].inflight);
+	vrt_json_end_array(w);
+	vrt_json_end_object(w);
+	vrt_json_end_object(w);
+}
+
 /* Frames innermost first, as heaptrack prints a backtrace. */
 #define JSON_SITE_FRAMES 64
 
@@ -563,6 +708,8 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 	marks(&w, t, r);
 	top_sites(&w, t, r);
 	windows(&w, t, r);
+	listen_(&w, t, r);
+	timeline(&w, t, r);
 	vrt_json_key(&w, "diagnosis");
 	if (dg)
 		vrt_report_diagnosis_json(&w, t, dg);

@@ -6,7 +6,13 @@
  *     for its lifetime and its marks as process-scoped instant events;
  *   - one synthetic process per device ("device 0: NVIDIA L4") holding a
  *     counter track per phase (Perfetto names them "live bytes <phase>"),
- *     from replay's downsampled timeline;
+ *     from replay's downsampled timeline, and beside each the most and
+ *     least the phase held in each of the timeline's buckets ("live bytes
+ *     max <phase>", "live bytes min <phase>", from the bucket's start to
+ *     its end) once the timeline is downsampled (a bucket wider than a
+ *     nanosecond): it keeps a bucket's highest total, so a phase that rose
+ *     and fell back while another grew (a profiling run's activations
+ *     freed before the KV cache is reserved) shows only there;
  *   - a synthetic "vramtrace run" process with the requests-in-flight
  *     counter;
  *   - global instant events for the server becoming ready and for every
@@ -118,16 +124,17 @@ static int phase_used(const struct vrt_counters *c)
 	return c->allocs || c->frees || c->peak_bytes;
 }
 
-/* One "C" event: every used phase of device i at point p (NULL: zero). */
+/* One "C" event named name: every used phase of device i, its bytes from
+ * v (NULL: zero). */
 static void counter(FILE *f, int *first, const struct vrt_trace *t,
-                    const struct vrt_replay_device *d, size_t i, int64_t ts,
-                    const struct vrt_replay_point *p)
+                    const struct vrt_replay_device *d, size_t i,
+                    const char *name, int64_t ts, const uint64_t *v)
 {
 	char pb[32];
 	unsigned k;
 	int any = 0;
 
-	begin(f, first, "C", "live bytes", DEVICE_PID + i);
+	begin(f, first, "C", name, DEVICE_PID + i);
 	fputs(",\"ts\":", f);
 	ts_us(f, t, ts);
 	fputs(",\"args\":{", f);
@@ -136,9 +143,42 @@ static void counter(FILE *f, int *first, const struct vrt_trace *t,
 			continue;
 		fputs(any++ ? "," : "", f);
 		str(f, vrt_load_phase_name(t, (unsigned)k, pb, sizeof(pb)));
-		fprintf(f, ":%" PRIu64, p ? p->by_phase[k] : 0);
+		fprintf(f, ":%" PRIu64, v ? v[k] : 0);
 	}
 	fputs("}}", f);
+}
+
+/* The most and least of each phase per bucket of device i's timeline:
+ * from a bucket's start, its range; at its end, when no bucket follows
+ * at once, the state then (the device's last point before it), which
+ * holds until the next bucket that changed. */
+static void bucket_counters(FILE *f, int *first, const struct vrt_trace *t,
+                            const struct vrt_replay *r, size_t i)
+{
+	const struct vrt_replay_device *d = &r->dev[i];
+	int64_t w = r->series_bucket_ns;
+	size_t j, p = 0;
+
+	counter(f, first, t, d, i, "live bytes max", t->start_ns, NULL);
+	counter(f, first, t, d, i, "live bytes min", t->start_ns, NULL);
+	for (j = 0; j < d->nranges; j++) {
+		const struct vrt_replay_range *g = &d->ranges[j];
+		int64_t end = g->start_ts + w;
+		counter(f, first, t, d, i, "live bytes max", g->start_ts,
+		        g->max_by_phase);
+		counter(f, first, t, d, i, "live bytes min", g->start_ts,
+		        g->min_by_phase);
+		if (j + 1 < d->nranges && d->ranges[j + 1].start_ts <= end)
+			continue;
+		if (end > t->end_ns)
+			continue; /* the last bucket holds to the end */
+		while (p + 1 < d->nseries && d->series[p + 1].ts < end)
+			p++;
+		counter(f, first, t, d, i, "live bytes max", end,
+		        d->series[p].by_phase);
+		counter(f, first, t, d, i, "live bytes min", end,
+		        d->series[p].by_phase);
+	}
 }
 
 static void devices(FILE *f, int *first, const struct vrt_trace *t,
@@ -159,14 +199,16 @@ static void devices(FILE *f, int *first, const struct vrt_trace *t,
 		meta(f, first, DEVICE_PID + i, "process_name", label, 0);
 		meta(f, first, DEVICE_PID + i, "process_sort_index", NULL,
 		     (int64_t)i - 1000);
-		counter(f, first, t, d, i, t->start_ns, NULL);
+		counter(f, first, t, d, i, "live bytes", t->start_ns, NULL);
 		for (j = 0; j < d->nseries; j++)
-			counter(f, first, t, d, i, d->series[j].ts,
-			        &d->series[j]);
+			counter(f, first, t, d, i, "live bytes",
+			        d->series[j].ts, d->series[j].by_phase);
 		/* Hold the last value to the end of the run. */
 		if (d->series[d->nseries - 1].ts < t->end_ns)
-			counter(f, first, t, d, i, t->end_ns,
-			        &d->series[d->nseries - 1]);
+			counter(f, first, t, d, i, "live bytes", t->end_ns,
+			        d->series[d->nseries - 1].by_phase);
+		if (r->series_bucket_ns > 1)
+			bucket_counters(f, first, t, r, i);
 	}
 }
 
