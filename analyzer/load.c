@@ -3543,6 +3543,58 @@ enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
 	return VRT_LOAD_OK;
 }
 
+enum vrt_load_status vrt_load_head(const char *path, size_t max, uint8_t **buf,
+                                   size_t *len, int *more,
+                                   struct vrt_load_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint8_t *b = NULL, probe;
+	size_t n = 0;
+	enum vrt_load_status s = VRT_LOAD_OK;
+	ssize_t r;
+
+	*more = 0;
+	if (fd < 0)
+		return fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
+	b = malloc(max + 1);
+	if (!b) {
+		s = fail(err, VRT_LOAD_ERR_NOMEM, path, "buffer of %zu bytes",
+		         max + 1);
+		goto out;
+	}
+	while (n < max) {
+		r = read(fd, b + n, max - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			s = fail(err, VRT_LOAD_ERR_IO, path, "%s",
+			         strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	/* One byte more says whether the file goes on (a pipe or a file
+	 * still growing has no reliable size). */
+	if (n == max) {
+		do
+			r = read(fd, &probe, 1);
+		while (r < 0 && errno == EINTR);
+		*more = r > 0;
+	}
+out:
+	close(fd);
+	if (s) {
+		free(b);
+		return s;
+	}
+	b[n] = 0;
+	*buf = b;
+	*len = n;
+	return VRT_LOAD_OK;
+}
+
 void vrt_load_free(struct vrt_trace *t)
 {
 	struct lstate *L = lstate_of(t);

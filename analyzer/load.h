@@ -292,6 +292,13 @@ void vrt_load_free(struct vrt_trace *t);
 enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
                                    struct vrt_load_error *err);
 
+/* Reads at most max bytes from the start of the file at path into a
+ * malloc'd buffer (NUL-terminated, so a small text file reads as text);
+ * *more: 1 when the file goes on past them. Same error convention. */
+enum vrt_load_status vrt_load_head(const char *path, size_t max, uint8_t **buf,
+                                   size_t *len, int *more,
+                                   struct vrt_load_error *err);
+
 /* Events the run's processes made: procs[].events summed (a REPEAT's
  * folded pairs count as the allocations and frees they were). */
 uint64_t vrt_load_events(const struct vrt_trace *t);
