@@ -1059,6 +1059,22 @@ static enum vrt_load_status parse_device(struct vrt_trace *t, struct lfile *f,
 		d->vendor = vendor <= 255 ? (int)vendor : 0;
 		d->total_bytes = total;
 		d->have_total = 1;
+		d->pid = pr->pid;
+	} else if (!d->conflict[0] &&
+	           ((total && d->total_bytes && total != d->total_bytes) ||
+	            (nname && d->name[0] &&
+	             (nname != strlen(d->name) ||
+	              memcmp(name, d->name, nname))) ||
+	            (pr->host && strcmp(pr->host, d->host)))) {
+		/* One UUID, two cards: the same card cannot have two names,
+		 * two capacities or two hosts. */
+		snprintf(d->conflict, sizeof(d->conflict),
+		         "PID %" PRIu64 " on %.40s names it '%.*s' of %" PRIu64
+		         " bytes; PID %" PRIu64 " on %.40s named it '%.40s' of "
+		         "%" PRIu64 " bytes",
+		         pr->pid, pr->host, (int)(nname < 40 ? nname : 40),
+		         (const char *)name, total, d->pid, d->host, d->name,
+		         d->total_bytes);
 	}
 	for (i = 0; i < f->ndevs; i++) {
 		if (f->devs[i].ordinal == (int64_t)ordinal &&

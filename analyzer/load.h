@@ -138,6 +138,11 @@ struct vrt_device {
 	char *name;        /* NULL when no DEVICE record named it */
 	char uuid[64];     /* "GPU-xxxxxxxx-...", or "" */
 	unsigned host_idx; /* order of first appearance of its host */
+	uint64_t pid;      /* the first process that named it */
+	/* Processes of the run disagree about this card: one names it
+	 * (by its UUID) with another name or capacity, or from another
+	 * host. conflict says how, for people; "" when they agree. */
+	char conflict[200];
 };
 
 enum vrt_exit_kind {

@@ -244,8 +244,18 @@ static void test_concurrency(void)
 	ok(has_action("vLLM: cap concurrent sequences: --max-num-seqs 4"),
 	   "concurrency: action names vLLM's --max-num-seqs 4 (got '%s')",
 	   dg.actions[0]);
-	ok(dg.ncosts && strstr(dg.costs[0], "throughput"),
-	   "concurrency: cost is throughput");
+	ok(dg.ncosts == dg.nactions, "concurrency: a cost for every action");
+	ok(dg.nactions > 1 && strstr(dg.actions[0], "shrink the KV reserve") &&
+	           strstr(dg.costs[0], "of the 57.50 GiB KV cache (15%)"),
+	   "concurrency: the cheapest first: 15%% of the KV cache (got '%s')",
+	   dg.costs[0]);
+	ok(has_action("--gpu-memory-utilization 0.79 (was 0.90)"),
+	   "concurrency: or --gpu-memory-utilization 0.79: frees 16 GiB x "
+	   "1.05 - 8.5 GiB");
+	ok(dg.nactions > 1 && strstr(dg.costs[1], "throughput") &&
+	           strstr(dg.costs[1], "at most 4 sequences at once where 8"),
+	   "concurrency: the cap's cost is throughput (got '%s')",
+	   dg.nactions > 1 ? dg.costs[1] : "");
 	ok(dg.nverify && strstr(dg.verify[0], "vramtrace compare"),
 	   "concurrency: verify with vramtrace compare");
 	teardown();
@@ -266,9 +276,10 @@ static void test_kv_context(void)
 	STR(dg.detail, "context_too_long", "kv_cache: detail");
 	STR(dg.stage, "request", "kv_cache: stage");
 	EQ(value("single_request_bytes"), 8 * GiB, "kv_cache: one request");
-	/* 8192 x 4 GiB / 8 GiB = 4096 tokens; 0.90 - (4 GiB / 80 GiB) */
-	ok(has_action("--max-model-len 4096 (was 8192)"),
-	   "kv_cache: --max-model-len 4096 (got '%s')", dg.actions[0]);
+	/* 8192 x 4 GiB / 8 GiB x 0.95 (the margin) = 3891, rounded down to
+	 * 256: 3840; 0.90 - (8 GiB x 1.05 - 4 GiB) / 80 GiB = 0.845 */
+	ok(has_action("--max-model-len 3840 (was 8192)"),
+	   "kv_cache: --max-model-len 3840 (got '%s')", dg.actions[0]);
 	ok(has_action("--gpu-memory-utilization 0.84 (was 0.90"),
 	   "kv_cache: --gpu-memory-utilization 0.84 (got '%s')",
 	   dg.nactions > 1 ? dg.actions[1] : "");
@@ -554,12 +565,13 @@ static void test_profile_oom(void)
 	   "profile: weights fit, the batch does not");
 	EQ(value("batch_activation_bytes"), 35 * GiB, "profile: 35 GiB");
 	EQ(value("batch_tokens"), 65536, "profile: the batch flag read");
-	/* 65536 x 30 / 35 = 56173, to a multiple of 1024 */
+	/* 65536 x 30 / 35 x 0.95 (the margin) = 53364, to a multiple of
+	 * 1024; 256 x 30 / 35 x 0.95 = 208 sequences */
 	ok(has_action("vLLM: fewer tokens per batch: "
-	              "--max-num-batched-tokens 55296 (was 65536)"),
-	   "profile: --max-num-batched-tokens 55296 (got '%s')", dg.actions[0]);
-	ok(has_action("--max-num-seqs 219 (was 256)"),
-	   "profile: --max-num-seqs 219");
+	              "--max-num-batched-tokens 53248 (was 65536)"),
+	   "profile: --max-num-batched-tokens 53248 (got '%s')", dg.actions[0]);
+	ok(has_action("--max-num-seqs 208 (was 256)"),
+	   "profile: --max-num-seqs 208");
 	ok(!has_action("shard"), "profile: no sharding advice");
 	EQ(dg.failure, 1, "profile: the retry's failure is the fatal one");
 	teardown();
