@@ -2177,11 +2177,23 @@ static int data_problem(struct ctx *c)
 			           bad->device,
 			           visible_devices(c->t, bad->device));
 	}
-	ACT(advise(c, RANK_FREE),
-	    "analyze each run apart (or each process: vramtrace analyze "
-	    "RUN/PID.vtrace), check each process's %s, and record again "
-	    "with this vramtrace (its traces name every card by UUID)",
-	    visible_devices(c->t, bad->device));
+	if (dv->conflict[0])
+		ACT(advise(c, RANK_FREE),
+		    "analyze each host's run apart (one process: vramtrace "
+		    "analyze RUN/PID.vtrace); from one host, the driver gave "
+		    "two cards one UUID");
+	else if (dv->uuid[0])
+		ACT(advise(c, RANK_FREE),
+		    "analyze each run apart (one process: vramtrace analyze "
+		    "RUN/PID.vtrace) and check each process's %s",
+		    visible_devices(c->t, bad->device));
+	else
+		ACT(advise(c, RANK_FREE),
+		    "analyze each process apart (vramtrace analyze "
+		    "RUN/PID.vtrace), check each process's %s, and record "
+		    "again with this vramtrace (its traces name every card "
+		    "by UUID)",
+		    visible_devices(c->t, bad->device));
 	return 1;
 }
 

@@ -101,6 +101,39 @@ GOLDEN_CASES = [
     ("verdict-tp-spawn.text", "verdict-tp.mkt", ["analyze", "run"]),
     ("verdict-died-loading.text", "verdict-died.mkt", ["analyze", "run"]),
     ("verdict-keepalive.text", "verdict-keepalive.mkt", ["analyze", "run"]),
+    # advice in each engine's terms, with the margin, cheapest first
+    # (traces/advice.mkt; models/ holds the GGUF heads mkgguf.py writes)
+    ("advice-vllm-context.text", "advice.mkt", ["analyze", "runKV"]),
+    ("advice-vllm-margin.text", "advice.mkt",
+     ["analyze", "--margin", "10", "runKV"]),
+    ("advice-vllm-concurrency.json", "advice.mkt",
+     ["analyze", "-f", "json", "runC"]),
+    ("advice-sglang.text", "advice.mkt", ["analyze", "runSG"]),
+    ("advice-tgi.text", "advice.mkt", ["analyze", "runTGI"]),
+    ("advice-llama-weights.text", "advice.mkt",
+     ["analyze", "--model-config", "models/llama3-70b-q4_k_m.gguf",
+      "runLW"]),
+    ("advice-llama-weights-bare.text", "advice.mkt", ["analyze", "runLW"]),
+    ("advice-llama-kv.text", "advice.mkt",
+     ["analyze", "--model-config", "models/llama3-8b-q4_k_m.gguf", "runLK"]),
+    ("advice-none-margin.text", "advice.mkt", ["analyze", "runN"]),
+    ("advice-margin-bad.text", "advice.mkt",
+     ["analyze", "--margin", "60", "runN"]),
+    # the retest loop: B's verdict, whether it fixed A, the flags changed
+    ("compare-fixed.text", "advice.mkt", ["compare", "runKV", "runFix"]),
+    ("compare-fixed.json", "advice.mkt",
+     ["compare", "-f", "json", "runKV", "runFix"]),
+    ("compare-not-shown.text", "advice.mkt", ["compare", "runC", "runCap"]),
+    ("compare-engines.text", "advice.mkt", ["compare", "runC", "runSG"]),
+    ("table-verdicts.text", "advice.mkt",
+     ["table", "runKV", "runFix", "runC", "runCap", "runSG", "runTGI",
+      "runLW", "runLK", "runN"]),
+    ("table-verdicts.csv", "advice.mkt",
+     ["table", "-f", "csv", "runKV", "runFix", "runN"]),
+    # numbers that cannot be: a data problem (traces/sanity.mkt)
+    ("sanity-over-capacity.text", "sanity.mkt", ["analyze", "runO"]),
+    ("sanity-identity.json", "sanity.mkt", ["analyze", "-f", "json",
+                                            "runI"]),
 ]
 
 # The verdict each engine-shaped run must get, checked on its JSON report
@@ -184,6 +217,13 @@ def mktrace(opts, script, cwd):
                                                     script)], cwd)
     if rc != 0:
         raise RuntimeError(f"mktrace {script} failed: {err}")
+    if script == "advice.mkt":
+        # the GGUF heads the advice reads (--model-config models/...)
+        rc, out, err = run([sys.executable,
+                            os.path.join(opts.src, "..", "data",
+                                         "mkgguf.py"), "models"], cwd)
+        if rc != 0:
+            raise RuntimeError(f"mkgguf.py failed: {err}")
 
 
 def sanitizer_report(err):

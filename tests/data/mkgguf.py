@@ -104,6 +104,29 @@ def llama3_8b():
     return gguf(kvs, t)
 
 
+def llama3_70b():
+    """Llama 3.1 70B at Q4_K_M: 80 layers, the same mix as the 8B."""
+    embd, kv, ffn, vocab = 8192, 1024, 28672, 128256
+    t = [("token_embd.weight", [embd, vocab], Q4_K)]
+    for i in range(80):
+        q6 = Q6_K if i % 2 == 0 else Q4_K
+        t += block(i, embd, kv, ffn, vtype=q6, dtype=q6)
+    t += [("output_norm.weight", [embd], F32_T),
+          ("output.weight", [embd, vocab], Q6_K)]
+    kvs = [
+        ("general.architecture", STRING, "llama"),
+        ("general.name", STRING, "Meta Llama 3.1 70B Instruct"),
+        ("llama.block_count", U32, 80),
+        ("llama.context_length", U32, 131072),
+        ("llama.embedding_length", U32, embd),
+        ("llama.feed_forward_length", U32, ffn),
+        ("llama.attention.head_count", U32, 64),
+        ("llama.attention.head_count_kv", U32, 8),
+        ("general.file_type", U32, FT_Q4_K_M),
+    ]
+    return gguf(kvs, t)
+
+
 def mixtral():
     """Mixtral 8x7B at Q8_0: 8 experts, 2 per token, the experts of a
     layer in one 3-D tensor each (ffn_*_exps)."""
@@ -217,6 +240,7 @@ def bad_files():
 
 FILES = {
     "llama3-8b-q4_k_m.gguf": llama3_8b,
+    "llama3-70b-q4_k_m.gguf": llama3_70b,
     "mixtral-8x7b-q8_0.gguf": mixtral,
     "deepseek-v2-lite-f16.gguf": deepseek_mla,
     "gemma3-4b-q8_0.gguf": gemma3,
