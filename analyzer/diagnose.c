@@ -1218,7 +1218,9 @@ static void lever_kv_quant(struct ctx *c, uint64_t need_free)
 	saved4 = kv - kv * 18 / cur;
 	type = saved8 >= need_free || saved4 <= saved8 ? "q8_0" : "q4_0";
 	saved = type[1] == '8' ? saved8 : saved4;
-	a = advise(c, type[1] == '8' ? 0.3 : 0.7);
+	/* A q8_0 cache costs less than a fifth of anything: little
+	 * quality, no capacity. */
+	a = advise(c, type[1] == '8' ? 0.15 : 0.5);
 	ACT(a, "llama.cpp: quantize the KV cache: -ctk %s -ctv %s -fa on: the "
 	       "%s cache takes %s, %s less%s (a quantized V cache needs "
 	       "flash attention)",
