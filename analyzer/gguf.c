@@ -62,17 +62,15 @@ const char *vrt_gguf_type(uint32_t t, unsigned *bytes, unsigned *elems)
 
 /* llama.cpp's enum llama_ftype (include/llama.h), "MOSTLY_" dropped. */
 static const char *const file_types[] = {
-        [0] = "F32",       [1] = "F16",        [2] = "Q4_0",
-        [3] = "Q4_1",      [7] = "Q8_0",       [8] = "Q5_0",
-        [9] = "Q5_1",      [10] = "Q2_K",      [11] = "Q3_K_S",
-        [12] = "Q3_K_M",   [13] = "Q3_K_L",    [14] = "Q4_K_S",
-        [15] = "Q4_K_M",   [16] = "Q5_K_S",    [17] = "Q5_K_M",
-        [18] = "Q6_K",     [19] = "IQ2_XXS",   [20] = "IQ2_XS",
-        [21] = "Q2_K_S",   [22] = "IQ3_XS",    [23] = "IQ3_XXS",
-        [24] = "IQ1_S",    [25] = "IQ4_NL",    [26] = "IQ3_S",
-        [27] = "IQ3_M",    [28] = "IQ2_S",     [29] = "IQ2_M",
-        [30] = "IQ4_XS",   [31] = "IQ1_M",     [32] = "BF16",
-        [36] = "TQ1_0",    [37] = "TQ2_0",     [38] = "MXFP4_MOE",
+        [0] = "F32",        [1] = "F16",     [2] = "Q4_0",    [3] = "Q4_1",
+        [7] = "Q8_0",       [8] = "Q5_0",    [9] = "Q5_1",    [10] = "Q2_K",
+        [11] = "Q3_K_S",    [12] = "Q3_K_M", [13] = "Q3_K_L", [14] = "Q4_K_S",
+        [15] = "Q4_K_M",    [16] = "Q5_K_S", [17] = "Q5_K_M", [18] = "Q6_K",
+        [19] = "IQ2_XXS",   [20] = "IQ2_XS", [21] = "Q2_K_S", [22] = "IQ3_XS",
+        [23] = "IQ3_XXS",   [24] = "IQ1_S",  [25] = "IQ4_NL", [26] = "IQ3_S",
+        [27] = "IQ3_M",     [28] = "IQ2_S",  [29] = "IQ2_M",  [30] = "IQ4_XS",
+        [31] = "IQ1_M",     [32] = "BF16",   [36] = "TQ1_0",  [37] = "TQ2_0",
+        [38] = "MXFP4_MOE",
 };
 
 const char *vrt_gguf_file_type_name(uint32_t ftype)
@@ -86,10 +84,9 @@ const char *vrt_gguf_file_type_name(uint32_t ftype)
  * Llama-3-8B (8.03B parameters; Q8_0 7.96 GiB ... Q2_K 2.96 GiB) with
  * its mix of tensor types, and its stated bits for the IQ types. */
 static const struct vrt_gguf_quant quants[] = {
-        {"F16", 16.0},   {"Q8_0", 8.52},   {"Q6_K", 6.57},  {"Q5_K_M", 5.70},
-        {"Q5_K_S", 5.57}, {"Q4_K_M", 4.90}, {"Q4_K_S", 4.67},
-        {"IQ4_XS", 4.25}, {"Q3_K_M", 4.00}, {"IQ3_M", 3.66},
-        {"Q2_K", 3.17},   {"IQ2_M", 2.70},
+        {"F16", 16.0},    {"Q8_0", 8.52},   {"Q6_K", 6.57},   {"Q5_K_M", 5.70},
+        {"Q5_K_S", 5.57}, {"Q4_K_M", 4.90}, {"Q4_K_S", 4.67}, {"IQ4_XS", 4.25},
+        {"Q3_K_M", 4.00}, {"IQ3_M", 3.66},  {"Q2_K", 3.17},   {"IQ2_M", 2.70},
 };
 
 const struct vrt_gguf_quant *vrt_gguf_quants(size_t *n)
@@ -229,7 +226,6 @@ static uint64_t as_uint(struct cur *c, uint32_t t, int *ok)
 	return v;
 }
 
-
 /* An array's elements, skipped. */
 static void skip_array(struct cur *c, int depth)
 {
@@ -246,8 +242,9 @@ static void skip_array(struct cur *c, int depth)
 	}
 	if (sz) {
 		if (n > left(c) / sz) {
-			bad(c, "array of %" PRIu64 " values at byte %zu runs "
-			       "past the end",
+			bad(c,
+			    "array of %" PRIu64 " values at byte %zu runs "
+			    "past the end",
 			    n, c->off);
 			return;
 		}
@@ -262,8 +259,9 @@ static void skip_array(struct cur *c, int depth)
 	/* Strings and arrays take at least 8 bytes each: a count larger
 	 * than that cannot be in the buffer. */
 	if (n > left(c) / 8) {
-		bad(c, "array of %" PRIu64 " values at byte %zu runs past the "
-		       "end",
+		bad(c,
+		    "array of %" PRIu64 " values at byte %zu runs past the "
+		    "end",
 		    n, c->off);
 		return;
 	}
@@ -294,8 +292,8 @@ static void skip_value(struct cur *c, uint32_t t, int depth)
 /* A per-layer value: one number for every layer, or one per layer. */
 struct layered {
 	int have;
-	uint64_t one;    /* the number, or the largest of the array */
-	uint64_t *each;  /* per layer (NULL: one for all) */
+	uint64_t one;   /* the number, or the largest of the array */
+	uint64_t *each; /* per layer (NULL: one for all) */
 	size_t n;
 };
 
@@ -344,8 +342,9 @@ static void read_layered(struct cur *c, struct layered *l)
 		return;
 	}
 	if (n > left(c) / sz) {
-		bad(c, "array of %" PRIu64 " values at byte %zu runs past the "
-		       "end",
+		bad(c,
+		    "array of %" PRIu64 " values at byte %zu runs past the "
+		    "end",
 		    n, c->off);
 		return;
 	}
@@ -509,7 +508,8 @@ static void kv_pair(struct cur *c, struct meta *m, int pass)
 	}
 }
 
-/* ---- the tensors ---------------------------------------------------------- */
+/* ---- the tensors ----------------------------------------------------------
+ */
 
 struct tensors {
 	uint64_t params[NTYPES], bytes[NTYPES];
@@ -572,8 +572,9 @@ static void tensor_info(struct cur *c, struct tensors *ts)
 		return;
 	}
 	if (nd && dims[0] % be) {
-		bad(c, "tensor '%.*s': %" PRIu64 " elements per row are not "
-		       "whole blocks of %u",
+		bad(c,
+		    "tensor '%.*s': %" PRIu64 " elements per row are not "
+		    "whole blocks of %u",
 		    (int)(nn < 64 ? nn : 64), name, dims[0], be);
 		return;
 	}
@@ -598,7 +599,8 @@ static void tensor_info(struct cur *c, struct tensors *ts)
 	}
 }
 
-/* ---- the description ------------------------------------------------------- */
+/* ---- the description -------------------------------------------------------
+ */
 
 static uint64_t at(const struct layered *l, uint64_t i)
 {
@@ -625,15 +627,14 @@ static int add_layer_group(struct vrt_model *m, const struct meta *x,
 			return 0;
 		}
 	}
-	g = vrt_model_add_group(
-	        m, l.kind,
-	        l.kind == VRT_MODEL_RECURRENT ? "mamba"
-	        : l.kind == VRT_MODEL_MLA     ? "mla"
-	        : l.kind == VRT_MODEL_SLIDING ? "sliding"
-	        : l.kv == 1                   ? "mqa"
-	        : l.kv == at(&x->heads, 0)    ? "mha"
-	                                      : "gqa",
-	        count);
+	g = vrt_model_add_group(m, l.kind,
+	                        l.kind == VRT_MODEL_RECURRENT ? "mamba"
+	                        : l.kind == VRT_MODEL_MLA     ? "mla"
+	                        : l.kind == VRT_MODEL_SLIDING ? "sliding"
+	                        : l.kv == 1                   ? "mqa"
+	                        : l.kv == at(&x->heads, 0)    ? "mha"
+	                                                      : "gqa",
+	                        count);
 	if (!g)
 		return -1;
 	g->kv_heads = l.kind == VRT_MODEL_RECURRENT ? 0 : l.kv;
@@ -645,12 +646,11 @@ static int add_layer_group(struct vrt_model *m, const struct meta *x,
 		/* Mamba: a conv window of (kernel - 1) steps over the inner
 		 * channels (and, Mamba 2, the B and C groups), the SSM state
 		 * inner x state. */
-		uint64_t conv_ch = x->ssm_inner + (x->ssm_groups
-		                                           ? 2 * x->ssm_groups *
-		                                                     x->ssm_state
-		                                           : 0);
-		g->conv_elems = (x->conv_kernel ? x->conv_kernel - 1 : 0) *
-		                conv_ch;
+		uint64_t conv_ch =
+		        x->ssm_inner +
+		        (x->ssm_groups ? 2 * x->ssm_groups * x->ssm_state : 0);
+		g->conv_elems =
+		        (x->conv_kernel ? x->conv_kernel - 1 : 0) * conv_ch;
 		g->ssm_elems = x->ssm_inner * x->ssm_state;
 		snprintf(g->label, sizeof(g->label), "%s",
 		         x->ssm_groups ? "mamba2" : "mamba");
@@ -698,8 +698,8 @@ static void add_weights(struct vrt_model *m, const struct tensors *ts)
 			order[n++] = i;
 	/* Largest bytes first. */
 	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && ts->bytes[order[j - 1]] <
-		                             ts->bytes[order[j]];
+		for (j = i;
+		     j > 0 && ts->bytes[order[j - 1]] < ts->bytes[order[j]];
 		     j--) {
 			size_t tmp = order[j];
 			order[j] = order[j - 1];
@@ -707,7 +707,8 @@ static void add_weights(struct vrt_model *m, const struct tensors *ts)
 		}
 	for (i = 0; i < n; i++) {
 		struct vrt_model_weights *w;
-		if (i + 1 >= VRT_MODEL_MAX_WEIGHTS && n > VRT_MODEL_MAX_WEIGHTS) {
+		if (i + 1 >= VRT_MODEL_MAX_WEIGHTS &&
+		    n > VRT_MODEL_MAX_WEIGHTS) {
 			rest_p += ts->params[order[i]];
 			rest_b += ts->bytes[order[i]];
 			continue;
@@ -825,9 +826,9 @@ static int describe(struct vrt_model *m, const struct meta *x,
 	m->params_embedding = ts->embd_params;
 	m->params_active = ts->total_params;
 	if (x->experts && x->experts_used && x->experts_used < x->experts)
-		m->params_active -= ts->exps_params -
-		                    ts->exps_params / x->experts *
-		                            x->experts_used;
+		m->params_active -= ts->exps_params - ts->exps_params /
+		                                              x->experts *
+		                                              x->experts_used;
 	m->tied = ts->have_embd && !ts->have_output;
 	m->block_weight_bytes = ts->block_bytes;
 	add_weights(m, ts);
@@ -844,7 +845,8 @@ static int describe(struct vrt_model *m, const struct meta *x,
 	return 0;
 }
 
-/* ---- the file ------------------------------------------------------------- */
+/* ---- the file -------------------------------------------------------------
+ */
 
 int vrt_gguf_is(const uint8_t *buf, size_t len)
 {
@@ -884,8 +886,9 @@ int vrt_gguf_parse(struct vrt_model *m, const uint8_t *buf, size_t len,
 	 * 8: larger counts cannot be in the file. */
 	if (!c.bad && !truncated &&
 	    (nkv > left(&c) / 13 || ntensors > left(&c) / 24))
-		bad(&c, "%" PRIu64 " keys and %" PRIu64 " tensors cannot fit "
-		        "in %zu bytes",
+		bad(&c,
+		    "%" PRIu64 " keys and %" PRIu64 " tensors cannot fit "
+		    "in %zu bytes",
 		    nkv, ntensors, len);
 	kv_start = c.off;
 	for (pass = 0; pass < 2 && !c.bad; pass++) {

@@ -84,8 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	for (truncated = 0; truncated < 2; truncated++) {
 		msg[0] = '\0';
-		if (!vrt_gguf_parse(m, data, size, truncated, msg,
-		                    sizeof(msg)))
+		if (!vrt_gguf_parse(m, data, size, truncated, msg, sizeof(msg)))
 			solve(m, out);
 		else if (!msg[0])
 			abort(); /* an error always says what */

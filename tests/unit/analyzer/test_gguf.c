@@ -22,8 +22,7 @@
 
 static const char *dir = ".";
 
-static int read_gguf(const char *name, struct vrt_model *m, char *msg,
-                     size_t n)
+static int read_gguf(const char *name, struct vrt_model *m, char *msg, size_t n)
 {
 	char path[4096];
 
@@ -56,7 +55,7 @@ static uint8_t *slurp(const char *name, size_t *len)
 }
 
 static const struct vrt_model_weights *weights_of(const struct vrt_model *m,
-                                                   const char *what)
+                                                  const char *what)
 {
 	size_t i;
 
@@ -107,8 +106,7 @@ static void llama(void)
 	w = weights_of(&m, "q6_K");
 	ok(w && w->params == 16 * (4194304ull + 58720256) + 525336576ull,
 	   "llama: q6_K parameters (v and down of even layers, output)");
-	ok(!strcmp(m.gguf_type, "Q4_K_M") &&
-	           !strcmp(m.quant, "gguf Q4_K_M"),
+	ok(!strcmp(m.gguf_type, "Q4_K_M") && !strcmp(m.quant, "gguf Q4_K_M"),
 	   "llama: quantization Q4_K_M (%s)", m.quant);
 }
 
