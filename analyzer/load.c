@@ -3478,12 +3478,32 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 
 /* ---- text files, release ------------------------------------------------- */
 
+/* read(2) until n bytes, the end of the file or an error: what was read
+ * into *got. 0, or -1 with errno set. */
+static int read_upto(int fd, uint8_t *b, size_t n, size_t *got)
+{
+	ssize_t r;
+
+	*got = 0;
+	while (*got < n) {
+		r = read(fd, b + *got, n - *got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		*got += (size_t)r;
+	}
+	return 0;
+}
+
 static enum vrt_load_status read_file(const char *path, uint8_t **buf,
                                       size_t *len, struct vrt_load_error *err)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	size_t cap, n = 0;
+	size_t cap, n = 0, got;
 	uint8_t *b = NULL;
 	enum vrt_load_status s = VRT_LOAD_OK;
 
@@ -3502,7 +3522,6 @@ static enum vrt_load_status read_file(const char *path, uint8_t **buf,
 		goto out;
 	}
 	for (;;) {
-		ssize_t r;
 		if (n == cap) {
 			uint8_t *nb =
 			        cap < SIZE_MAX / 2 ? realloc(b, cap * 2) : NULL;
@@ -3514,17 +3533,14 @@ static enum vrt_load_status read_file(const char *path, uint8_t **buf,
 			b = nb;
 			cap *= 2;
 		}
-		r = read(fd, b + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
+		if (read_upto(fd, b + n, cap - n, &got)) {
 			s = fail(err, VRT_LOAD_ERR_IO, path, "%s",
 			         strerror(errno));
 			goto out;
 		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
+		n += got;
+		if (n < cap)
+			break; /* the end of the file */
 	}
 out:
 	close(fd);
@@ -3565,9 +3581,8 @@ enum vrt_load_status vrt_load_head(const char *path, size_t max, uint8_t **buf,
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	uint8_t *b = NULL, probe;
-	size_t n = 0;
+	size_t n = 0, got = 0;
 	enum vrt_load_status s = VRT_LOAD_OK;
-	ssize_t r;
 
 	*more = 0;
 	if (fd < 0)
@@ -3578,27 +3593,14 @@ enum vrt_load_status vrt_load_head(const char *path, size_t max, uint8_t **buf,
 		         max + 1);
 		goto out;
 	}
-	while (n < max) {
-		r = read(fd, b + n, max - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			s = fail(err, VRT_LOAD_ERR_IO, path, "%s",
-			         strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
 	/* One byte more says whether the file goes on (a pipe or a file
 	 * still growing has no reliable size). */
-	if (n == max) {
-		do
-			r = read(fd, &probe, 1);
-		while (r < 0 && errno == EINTR);
-		*more = r > 0;
+	if (read_upto(fd, b, max, &n) ||
+	    (n == max && read_upto(fd, &probe, 1, &got))) {
+		s = fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
+		goto out;
 	}
+	*more = got > 0;
 out:
 	close(fd);
 	if (s) {

@@ -71,60 +71,49 @@ def block(i, embd, kv_dim, ffn, qtype=Q4_K, vtype=Q4_K, dtype=Q4_K):
     ]
 
 
-def llama3_8b():
-    """Llama 3.1 8B at Q4_K_M: attn_v and ffn_down in Q6_K on half the
-    layers, as llama-quantize's mix does; a 128256-token vocabulary (a
-    string array, skipped by the reader)."""
-    embd, kv, ffn, vocab = 4096, 1024, 14336, 128256
+def llama(name, layers, embd, heads, ffn, extra=()):
+    """A Llama 3.1 at Q4_K_M: attn_v and ffn_down in Q6_K on half the
+    layers, as llama-quantize's mix does; 8 KV heads of 128, a
+    128256-token vocabulary, 131072 tokens of context."""
+    kv, vocab = 1024, 128256
     t = [("token_embd.weight", [embd, vocab], Q4_K)]
-    for i in range(32):
+    for i in range(layers):
         q6 = Q6_K if i % 2 == 0 else Q4_K
         t += block(i, embd, kv, ffn, vtype=q6, dtype=q6)
     t += [("output_norm.weight", [embd], F32_T),
           ("output.weight", [embd, vocab], Q6_K)]
     kvs = [
         ("general.architecture", STRING, "llama"),
-        ("general.name", STRING, "Meta Llama 3.1 8B Instruct"),
-        ("general.alignment", U32, 32),
-        ("llama.block_count", U32, 32),
+        ("general.name", STRING, name),
+        ("llama.block_count", U32, layers),
         ("llama.context_length", U32, 131072),
         ("llama.embedding_length", U32, embd),
         ("llama.feed_forward_length", U32, ffn),
-        ("llama.attention.head_count", U32, 32),
+        ("llama.attention.head_count", U32, heads),
         ("llama.attention.head_count_kv", U32, 8),
+        ("general.file_type", U32, FT_Q4_K_M),
+    ] + list(extra)
+    return gguf(kvs, t)
+
+
+def llama3_8b():
+    """Llama 3.1 8B, with the keys a converter adds besides (floats,
+    the tokenizer's string and integer arrays: skipped by the reader)."""
+    return llama("Meta Llama 3.1 8B Instruct", 32, 4096, 32, 14336, [
+        ("general.alignment", U32, 32),
         ("llama.rope.freq_base", F32, 500000.0),
         ("llama.attention.layer_norm_rms_epsilon", F32, 1e-5),
-        ("general.file_type", U32, FT_Q4_K_M),
         ("tokenizer.ggml.model", STRING, "gpt2"),
         ("tokenizer.ggml.tokens", ARRAY, (STRING, [f"t{i}" for i in
                                                    range(300)])),
         ("tokenizer.ggml.token_type", ARRAY, (I32, [1] * 300)),
         ("general.quantization_version", U32, 2),
-    ]
-    return gguf(kvs, t)
+    ])
 
 
 def llama3_70b():
-    """Llama 3.1 70B at Q4_K_M: 80 layers, the same mix as the 8B."""
-    embd, kv, ffn, vocab = 8192, 1024, 28672, 128256
-    t = [("token_embd.weight", [embd, vocab], Q4_K)]
-    for i in range(80):
-        q6 = Q6_K if i % 2 == 0 else Q4_K
-        t += block(i, embd, kv, ffn, vtype=q6, dtype=q6)
-    t += [("output_norm.weight", [embd], F32_T),
-          ("output.weight", [embd, vocab], Q6_K)]
-    kvs = [
-        ("general.architecture", STRING, "llama"),
-        ("general.name", STRING, "Meta Llama 3.1 70B Instruct"),
-        ("llama.block_count", U32, 80),
-        ("llama.context_length", U32, 131072),
-        ("llama.embedding_length", U32, embd),
-        ("llama.feed_forward_length", U32, ffn),
-        ("llama.attention.head_count", U32, 64),
-        ("llama.attention.head_count_kv", U32, 8),
-        ("general.file_type", U32, FT_Q4_K_M),
-    ]
-    return gguf(kvs, t)
+    """Llama 3.1 70B: 80 layers of 8192."""
+    return llama("Meta Llama 3.1 70B Instruct", 80, 8192, 64, 28672)
 
 
 def mixtral():

@@ -18,9 +18,7 @@
  * kept across inputs.
  */
 #include "gguf.h"
-#include "json.h"
-#include "model.h"
-#include "report.h"
+#include "model_solve.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -31,42 +29,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void solve(const struct vrt_model *m, FILE *out)
 {
-	static const struct {
-		uint64_t ctx, tp, block;
-		const char *k, *v;
-	} cases[] = {
-	        {0, 0, 0, "", ""},
-	        {131072, 2, 256, "q8_0", "q4_0"},
-	        {1ull << 40, 8, 1, "f16", ""},
+	static const struct solve_case cases[] = {
+	        {0, 0, 0, "", "", VRT_MODEL_ENGINE_LLAMACPP},
+	        {131072, 2, 256, "q8_0", "q4_0", VRT_MODEL_ENGINE_LLAMACPP},
+	        {1ull << 40, 8, 1, "f16", "", VRT_MODEL_ENGINE_LLAMACPP},
 	};
-	struct vrt_model_arith *a = malloc(sizeof(*a));
-	struct vrt_model_budget b;
-	struct vrt_json w;
-	char f[512];
-	size_t i;
 
-	if (!a)
-		abort();
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		memset(&b, 0, sizeof(b));
-		b.kv_reserve_bytes = 20ull << 30;
-		b.headroom_bytes = (4ull << 30) * i;
-		b.context_len = cases[i].ctx;
-		b.tp = cases[i].tp;
-		b.block_tokens = cases[i].block;
-		b.engine = VRT_MODEL_ENGINE_LLAMACPP;
-		snprintf(b.kv_dtype, sizeof(b.kv_dtype), "%s", cases[i].k);
-		snprintf(b.kv_dtype_v, sizeof(b.kv_dtype_v), "%s", cases[i].v);
-		vrt_model_arith(a, m, &b);
-		a->explain = 1;
-		vrt_report_model_text(out, a);
-		vrt_json_init(&w, out);
-		vrt_report_model_json(&w, a);
-		vrt_json_finish(&w);
-	}
-	vrt_model_kv_formula(m, f, sizeof(f));
-	fputs(f, out);
-	free(a);
+	solve_cases(m, out, cases, sizeof(cases) / sizeof(cases[0]),
+	            20ull << 30, 4ull << 30);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -261,7 +261,9 @@ static void test_concurrency(void)
 	teardown();
 }
 
-static void test_kv_context(void)
+/* One request's 8 GiB of activations where weights and the KV reserve
+ * leave 4 GiB of 80. */
+static void kv_context_run(void)
 {
 	setup(1, 80 * GiB);
 	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
@@ -270,6 +272,11 @@ static void test_kv_context(void)
 	net(VRT_NET_ACCEPT, 10);
 	oom(VRT_API_cuMemAlloc_v2, 0, 8 * GiB, 4 * GiB, 80 * GiB,
 	    VRT_PHASE_forward);
+}
+
+static void test_kv_context(void)
+{
+	kv_context_run();
 	diagnose(NULL);
 	STR(vrt_diagnose_verdict_name(dg.verdict), "kv_cache",
 	    "kv_cache: verdict");
@@ -459,13 +466,7 @@ static void test_margin(void)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct vrt_diag_options o = {cases[i].pct};
-		setup(1, 80 * GiB);
-		alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
-		alloc(0, 0x2000, 62 * GiB, VRT_PHASE_kv_cache);
-		net(VRT_NET_LISTEN, 3);
-		net(VRT_NET_ACCEPT, 10);
-		oom(VRT_API_cuMemAlloc_v2, 0, 8 * GiB, 4 * GiB, 80 * GiB,
-		    VRT_PHASE_forward);
+		kv_context_run();
 		ok(vrt_replay_begin(&r, &t) == 0 &&
 		           vrt_replay_feed(&r, &t, evs, nev) == 0 &&
 		           vrt_replay_end(&r, &t) == 0,
