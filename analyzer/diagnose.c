@@ -1121,6 +1121,46 @@ static int lever_scale(struct ctx *c, int field, uint64_t v, int dflt,
 	return 1;
 }
 
+/* The tokens-per-step setting (vLLM --max-num-batched-tokens, SGLang
+ * --chunked-prefill-size, TGI --max-batch-prefill-tokens, llama.cpp
+ * -ub): scaled when the command line gives it (llama.cpp's default 512
+ * otherwise), else as a share of the value the engine runs with (its
+ * log says which). */
+static void lever_step_tokens(struct ctx *c, uint64_t have, uint64_t need,
+                              const char *mem)
+{
+	const struct vrt_diag_flags *f = &c->d->flags;
+	int field = setting(c, VRT_ENGINE_UBATCH) ? VRT_ENGINE_UBATCH
+	                                          : VRT_ENGINE_BATCH_TOKENS;
+	uint64_t v = field == VRT_ENGINE_UBATCH ? f->ubatch : f->batch_tokens;
+	uint64_t pct;
+	int dflt = 0;
+	struct advice *a;
+
+	if (!setting(c, field) || !need || have >= need)
+		return;
+	if (!v && c->engine == VRT_ENGINE_LLAMACPP) {
+		v = 512; /* llama.cpp's default -ub */
+		dflt = 1;
+	}
+	if (v) {
+		lever_scale(c, field, v, dflt, have, need,
+		            "fewer tokens per step", mem);
+		return;
+	}
+	pct = fit_value(c, 100, have, need);
+	if (!pct)
+		return;
+	a = advise(c, (1.0 - (double)pct / 100.0) / 2);
+	ACT(a, "%sfewer tokens per step: %s at about %" PRIu64 "%% of the value "
+	       "the engine runs with (its log says it): %s grow with it, %s "
+	       "where %s is left; %s",
+	    engine_label(c->engine), setting(c, field), pct, mem, SZ(need),
+	    SZ(have), margin_words(c));
+	COST(a, "long prompts prefill in more steps: lower prefill "
+	        "throughput");
+}
+
 /* The sequences the KV cache holds at the engine's context, from the
  * model arithmetic; 0 unknown. */
 static uint64_t kv_sequences(const struct ctx *c)
@@ -1247,6 +1287,28 @@ static int lever_ngl(struct ctx *c, uint64_t avail, int generic)
 
 	if (!flag)
 		return 0;
+	if ((!m || !m->layers || !m->weight_bytes) && d->flags.have_ngl &&
+	    d->flags.ngl > 1 && d->flags.ngl < 99 && c->x.weights > avail) {
+		/* A layer count given on the command line (99 and above
+		 * stand for every layer): the weights it loaded, or the one
+		 * buffer llama.cpp asks for them, scale with it. */
+		n = fit_value(c, d->flags.ngl, avail, c->x.weights);
+		if (!n || n >= d->flags.ngl)
+			return 0;
+		a = advise(c, (double)(d->flags.ngl - n) /
+		                      (double)d->flags.ngl);
+		ACT(a, "%soffload fewer layers: %s (was %" PRIu64 "): the "
+		       "layers asked for take %s of weights where %s is left; "
+		       "%s",
+		    engine_label(c->engine),
+		    set_to(b, sizeof(b), c, VRT_ENGINE_GPU_LAYERS, n),
+		    d->flags.ngl, SZ(c->x.weights), SZ(avail),
+		    margin_words(c));
+		COST(a, "%" PRIu64 " more layers run on the CPU: generation "
+		        "slows about in proportion",
+		     d->flags.ngl - n);
+		return 1;
+	}
 	if (!m || !m->layers || !m->weight_bytes) {
 		if (!generic)
 			return 0;
@@ -1787,10 +1849,6 @@ static void verdict_context(struct ctx *c)
 	struct vrt_diagnosis *d = c->d;
 	const struct vrt_replay_failure *f = c->f;
 	uint64_t one = c->x.one, room = c->x.room;
-	int bt = setting(c, VRT_ENGINE_UBATCH) ? VRT_ENGINE_UBATCH
-	                                       : VRT_ENGINE_BATCH_TOKENS;
-	uint64_t batch = bt == VRT_ENGINE_UBATCH ? d->flags.ubatch
-	                                         : d->flags.batch_tokens;
 
 	d->verdict = VRT_VERDICT_KV_CACHE;
 	snprintf(d->detail, sizeof(d->detail), "context_too_long");
@@ -1820,12 +1878,7 @@ static void verdict_context(struct ctx *c)
 	}
 	/* A long prompt's activations grow with the tokens of a step, which
 	 * the batch setting caps (chunked prefill, llama.cpp's -ub). */
-	if (!batch && c->engine == VRT_ENGINE_LLAMACPP &&
-	    bt == VRT_ENGINE_UBATCH)
-		batch = 512; /* llama.cpp's default -ub */
-	lever_scale(c, bt, batch, !(bt == VRT_ENGINE_UBATCH ? d->flags.ubatch
-	                                                    : d->flags.batch_tokens),
-	            room, one, "fewer tokens per step", "a step's activations");
+	lever_step_tokens(c, room, one, "a step's activations");
 	if (spread_engine(c))
 		lever_kv_quant(c, to_free(c, one, room));
 	else
@@ -1904,10 +1957,6 @@ static void verdict_concurrency(struct ctx *c)
 	uint64_t one = c->x.one, room = c->x.room;
 	uint64_t fit = one ? room / one : 0;
 	uint64_t demand = one * (f->inflight ? f->inflight : 1);
-	int bt = setting(c, VRT_ENGINE_UBATCH) ? VRT_ENGINE_UBATCH
-	                                       : VRT_ENGINE_BATCH_TOKENS;
-	uint64_t batch = bt == VRT_ENGINE_UBATCH ? d->flags.ubatch
-	                                         : d->flags.batch_tokens;
 
 	d->verdict = VRT_VERDICT_CONCURRENCY;
 	snprintf(d->detail, sizeof(d->detail), "overlapping_requests");
@@ -1949,14 +1998,8 @@ static void verdict_concurrency(struct ctx *c)
 	/* What a step holds grows with its tokens: fewer tokens per step
 	 * (vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size,
 	 * TGI --max-batch-prefill-tokens, llama.cpp -ub). */
-	if (!batch && c->engine == VRT_ENGINE_LLAMACPP &&
-	    bt == VRT_ENGINE_UBATCH)
-		batch = 512; /* llama.cpp's default -ub */
-	lever_scale(c, bt, batch,
-	            !(bt == VRT_ENGINE_UBATCH ? d->flags.ubatch
-	                                      : d->flags.batch_tokens),
-	            room, demand, "fewer tokens per step",
-	            "the activations of the requests in flight");
+	lever_step_tokens(c, room, demand,
+	                  "the activations of the requests in flight");
 	if (spread_engine(c))
 		lever_kv_quant(c, to_free(c, demand, room));
 	else

@@ -114,6 +114,7 @@ GOLDEN_CASES = [
      ["analyze", "--model-config", "models/llama3-70b-q4_k_m.gguf",
       "runLW"]),
     ("advice-llama-weights-bare.text", "advice.mkt", ["analyze", "runLW"]),
+    ("advice-llama-ngl.text", "advice.mkt", ["analyze", "runLN"]),
     ("advice-llama-kv.text", "advice.mkt",
      ["analyze", "--model-config", "models/llama3-8b-q4_k_m.gguf", "runLK"]),
     ("advice-none-margin.text", "advice.mkt", ["analyze", "runN"]),

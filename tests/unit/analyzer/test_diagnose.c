@@ -252,10 +252,17 @@ static void test_concurrency(void)
 	ok(has_action("--gpu-memory-utilization 0.79 (was 0.90)"),
 	   "concurrency: or --gpu-memory-utilization 0.79: frees 16 GiB x "
 	   "1.05 - 8.5 GiB");
-	ok(dg.nactions > 1 && strstr(dg.costs[1], "throughput") &&
-	           strstr(dg.costs[1], "at most 4 sequences at once where 8"),
-	   "concurrency: the cap's cost is throughput (got '%s')",
-	   dg.nactions > 1 ? dg.costs[1] : "");
+	/* no --max-num-batched-tokens given: a share of the engine's own
+	 * value, 8.5 / 16 x 0.95 = 50% (half as dear: a quarter) */
+	ok(dg.nactions > 2 &&
+	           strstr(dg.actions[1], "--max-num-batched-tokens at about "
+	                                 "50% of the value the engine runs "
+	                                 "with") &&
+	           strstr(dg.costs[2], "throughput") &&
+	           strstr(dg.costs[2], "at most 4 sequences at once where 8"),
+	   "concurrency: then fewer tokens per step, then the cap, whose cost "
+	   "is throughput (got '%s')",
+	   dg.nactions > 2 ? dg.costs[2] : "");
 	ok(dg.nverify && strstr(dg.verify[0], "vramtrace compare"),
 	   "concurrency: verify with vramtrace compare");
 	teardown();
