@@ -1020,18 +1020,25 @@ static uint64_t fraction_now(const struct ctx *c, int *is_default)
 static void lever_fraction(struct ctx *c, uint64_t free_b, const char *why)
 {
 	const char *flag = setting(c, VRT_ENGINE_MEM_FRACTION);
-	uint64_t kv = kv_bytes(c), cut, now, nu;
+	uint64_t kv = kv_bytes(c), cut, now, nu, base = c->total;
 	int dflt;
 	struct advice *a;
 	char tok[64];
 
 	if (!flag || !c->total || !free_b)
 		return;
+	/* TensorRT-LLM's fraction is of the memory free after the weights,
+	 * the others' of the card. */
+	if (c->engine == VRT_ENGINE_TRTLLM)
+		base = sub0(c->total,
+		            c->other + (c->fd ? c->fd->weights_bytes : 0));
+	if (!base)
+		return;
 	now = fraction_now(c, &dflt);
-	cut = (free_b * 1000 + c->total - 1) / c->total;
+	cut = (free_b * 1000 + base - 1) / base;
 	a = advise(c, kv ? (double)free_b / (double)kv : RANK_UNKNOWN);
 	if (now > cut && (nu = util_down(now - cut)) < now) {
-		free_b = (now - nu) * c->total / 1000;
+		free_b = (now - nu) * base / 1000;
 		ACT(a, "%sshrink the KV reserve: %s %.2f (was %.2f%s): frees %s "
 		       "%s, %s",
 		    engine_label(c->engine), flag, (double)nu / 1000.0,
@@ -1040,7 +1047,7 @@ static void lever_fraction(struct ctx *c, uint64_t free_b, const char *why)
 	} else {
 		/* In whole hundredths, as the flag is written. */
 		cut = (cut + 9) / 10 * 10;
-		free_b = cut * c->total / 1000;
+		free_b = cut * base / 1000;
 		ACT(a, "%sshrink the KV reserve: lower %s by %.2f: frees %s %s, "
 		       "%s",
 		    engine_label(c->engine), flag, (double)cut / 1000.0,
