@@ -1,7 +1,7 @@
 /*
  * cmd_analyze.c — `vramtrace analyze PATH... [--format text|json|html|
- * perfetto|folded] [-o FILE] [--rules FILE] [--model-config FILE
- * [--kv-dtype T] [--explain]]`
+ * perfetto|folded] [-o FILE] [--rules FILE] [--margin PCT]
+ * [--model-config FILE [--kv-dtype T] [--explain]]`
  *
  * Parses its arguments into struct settings, then reads the rules (if
  * any), loads (load.c), attributes phases (attrib.c), replays (replay.c)
@@ -38,6 +38,7 @@ struct settings {
 	const char *model_config; /* --model-config FILE, or NULL */
 	const char *kv_dtype;     /* --kv-dtype NAME, or NULL */
 	int explain;              /* --explain: the model in full */
+	unsigned margin_pct;      /* --margin: advice keeps this spare */
 	char **paths;
 	int npaths;
 };
@@ -48,7 +49,8 @@ enum {
 	OPT_RULES,
 	OPT_MODEL_CONFIG,
 	OPT_KV_DTYPE,
-	OPT_EXPLAIN
+	OPT_EXPLAIN,
+	OPT_MARGIN
 };
 
 static const struct vrt_option options[] = {
@@ -58,6 +60,7 @@ static const struct vrt_option options[] = {
         {"model-config", 0, 1, OPT_MODEL_CONFIG},
         {"kv-dtype", 0, 1, OPT_KV_DTYPE},
         {"explain", 0, 0, OPT_EXPLAIN},
+        {"margin", 0, 1, OPT_MARGIN},
         {NULL, 0, 0, 0},
 };
 
@@ -134,6 +137,19 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 		case OPT_EXPLAIN:
 			s->explain = 1;
 			break;
+		case OPT_MARGIN: {
+			char *end;
+			unsigned long v = strtoul(st->arg, &end, 10);
+			if (end == st->arg || (*end && strcmp(end, "%")) ||
+			    st->arg[0] == '-' || v > VRT_DIAG_MARGIN_MAX)
+				return vrt_main_usage_error(
+				        self,
+				        "--margin takes a whole percent from 0 to "
+				        "%d (got '%s')",
+				        VRT_DIAG_MARGIN_MAX, st->arg);
+			s->margin_pct = (unsigned)v;
+			break;
+		}
 		}
 	}
 	if (id == VRT_OPT_HELP)
@@ -162,7 +178,8 @@ static int read_model_config(const struct settings *s, struct vrt_model *cfg)
 
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {.format = FMT_TEXT};
+	struct settings s = {.format = FMT_TEXT,
+	                     .margin_pct = VRT_DIAG_MARGIN_PCT};
 	struct vrt_rules *rules = NULL;
 	struct vrt_optstate st;
 	struct vrt_trace t;
@@ -234,7 +251,8 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
-	vrt_diagnose_run(dg, &t, &r, cfg);
+	struct vrt_diag_options dopt = {s.margin_pct};
+	vrt_diagnose_run_opts(dg, &t, &r, cfg, &dopt);
 	dg->model.explain = s.explain;
 	struct report_job job = {&s, &t, &r, dg};
 	rc = vrt_run_write(s.output, write_job, &job);

@@ -61,6 +61,8 @@
 #define VRT_DIAG_MAX_ITEMS       24
 #define VRT_DIAG_MAX_PIDS        8
 #define VRT_DIAG_TEXT            320
+#define VRT_DIAG_MARGIN_PCT      5  /* --margin: share kept spare */
+#define VRT_DIAG_MARGIN_MAX      50
 
 enum vrt_verdict {
 	VRT_VERDICT_NONE = 0,
@@ -140,10 +142,14 @@ struct vrt_diag_flags {
 	uint64_t batch_tokens; /* tokens in one forward batch */
 	uint64_t ubatch;       /* llama.cpp -ub */
 	int one_device;        /* llama.cpp -sm none: one GPU on purpose */
+	char cache_k[16];      /* KV cache type asked for (llama.cpp -ctk,
+	                          --kv-cache-dtype), "" default */
+	char cache_v[16];      /* llama.cpp -ctv, else as cache_k */
 };
 
 struct vrt_diagnosis {
 	int verdict;     /* enum vrt_verdict */
+	unsigned margin_pct; /* the margin the advice keeps, percent */
 	char detail[48]; /* "not_sharded", ... or "" */
 	int confidence;  /* enum vrt_confidence */
 	char confidence_reason[VRT_DIAG_TEXT];
@@ -169,6 +175,8 @@ struct vrt_diagnosis {
 	                   (a profiling or warm-up run), not one request's */
 	struct vrt_diag_evidence evidence[VRT_DIAG_MAX_ITEMS];
 	size_t nevidence;
+	/* The changes to make, cheapest first; costs[i] is what actions[i]
+	 * gives up ("" when nothing): ncosts == nactions. */
 	char actions[VRT_DIAG_MAX_ITEMS / 3][VRT_DIAG_TEXT];
 	size_t nactions;
 	char costs[VRT_DIAG_MAX_ITEMS / 3][VRT_DIAG_TEXT];
@@ -177,10 +185,24 @@ struct vrt_diagnosis {
 	size_t nverify;
 };
 
+/* How the advice is sized. */
+struct vrt_diag_options {
+	unsigned margin_pct; /* 0..VRT_DIAG_MARGIN_MAX: every suggested
+	                        number leaves this share of the budget it
+	                        changes spare (--margin) */
+};
+
 /*
  * Diagnoses t and its replay r into *d (overwritten). cfg may be NULL
- * (no --model-config). Never fails.
+ * (no --model-config); o NULL: the defaults (VRT_DIAG_MARGIN_PCT). Never
+ * fails.
  */
+void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
+                           const struct vrt_replay *r,
+                           const struct vrt_model *cfg,
+                           const struct vrt_diag_options *o);
+
+/* vrt_diagnose_run_opts with the defaults. */
 void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
                       const struct vrt_replay *r, const struct vrt_model *cfg);
 

@@ -1150,6 +1150,22 @@ static enum vrt_load_status parse_device(struct vrt_trace *t, struct lfile *f,
 		d->vendor = vendor <= 255 ? (int)vendor : 0;
 		d->total_bytes = total;
 		d->have_total = 1;
+		d->pid = pr->pid;
+	} else if (!d->conflict[0] &&
+	           ((total && d->total_bytes && total != d->total_bytes) ||
+	            (nname && d->name[0] &&
+	             (nname != strlen(d->name) ||
+	              memcmp(name, d->name, nname))) ||
+	            (pr->host && strcmp(pr->host, d->host)))) {
+		/* One UUID, two cards: the same card cannot have two names,
+		 * two capacities or two hosts. */
+		snprintf(d->conflict, sizeof(d->conflict),
+		         "PID %" PRIu64 " on %.40s names it '%.*s' of %" PRIu64
+		         " bytes; PID %" PRIu64 " on %.40s named it '%.40s' of "
+		         "%" PRIu64 " bytes",
+		         pr->pid, pr->host, (int)(nname < 40 ? nname : 40),
+		         (const char *)name, total, d->pid, d->host, d->name,
+		         d->total_bytes);
 	}
 	for (i = 0; i < f->ndevs; i++) {
 		if (f->devs[i].ordinal == (int64_t)ordinal &&
@@ -3980,6 +3996,26 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 
 /* ---- text files, release ------------------------------------------------- */
 
+/* read(2) until n bytes, the end of the file or an error: what was read
+ * into *got. 0, or -1 with errno set. */
+static int read_upto(int fd, uint8_t *b, size_t n, size_t *got)
+{
+	ssize_t r;
+
+	*got = 0;
+	while (*got < n) {
+		r = read(fd, b + *got, n - *got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		*got += (size_t)r;
+	}
+	return 0;
+}
+
 enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
                                    struct vrt_load_error *err)
 {
@@ -3991,6 +4027,45 @@ enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
 		            strcmp(why, "out of memory") ? VRT_LOAD_ERR_IO
 		                                         : VRT_LOAD_ERR_NOMEM,
 		            path, "%s", why);
+	return VRT_LOAD_OK;
+}
+
+enum vrt_load_status vrt_load_head(const char *path, size_t max, uint8_t **buf,
+                                   size_t *len, int *more,
+                                   struct vrt_load_error *err)
+{
+	char why[128];
+	int fd = vrt_readfile_open(path, why, sizeof(why));
+	uint8_t *b = NULL, probe;
+	size_t n = 0, got = 0;
+	enum vrt_load_status s = VRT_LOAD_OK;
+
+	*more = 0;
+	if (fd < 0)
+		return fail(err, VRT_LOAD_ERR_IO, path, "%s", why);
+	b = malloc(max + 1);
+	if (!b) {
+		s = fail(err, VRT_LOAD_ERR_NOMEM, path, "buffer of %zu bytes",
+		         max + 1);
+		goto out;
+	}
+	/* One byte more says whether the file goes on (a pipe or a file
+	 * still growing has no reliable size). */
+	if (read_upto(fd, b, max, &n) ||
+	    (n == max && read_upto(fd, &probe, 1, &got))) {
+		s = fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
+		goto out;
+	}
+	*more = got > 0;
+out:
+	close(fd);
+	if (s) {
+		free(b);
+		return s;
+	}
+	b[n] = 0;
+	*buf = b;
+	*len = n;
 	return VRT_LOAD_OK;
 }
 

@@ -40,8 +40,8 @@ static const struct vrt_cmd commands[] = {
         {"analyze", vrt_cmd_analyze_run,
          "replay traces into a per-device memory budget and failure list",
          "analyze PATH... [--format text|json|html|perfetto|folded]\n"
-         "        [-o FILE] [--rules FILE]\n"
-         "        [--model-config config.json [--kv-dtype T] [--explain]]",
+         "        [-o FILE] [--rules FILE] [--margin PCT]\n"
+         "        [--model-config FILE [--kv-dtype T] [--explain]]",
          "Each PATH is a run directory (all its *.vtrace files) or one\n"
          ".vtrace file; several runs (hosts) merge into one report.\n"
          "\n"
@@ -57,13 +57,22 @@ static const struct vrt_cmd commands[] = {
          "      --rules FILE   re-classify stacks into phases with the\n"
          "                     built-in rules plus FILE (FILE's rules\n"
          "                     first); annotations still win\n"
-         "      --model-config FILE  a Hugging Face config.json: adds the\n"
-         "                     model arithmetic (KV bytes per token by\n"
-         "                     layer type: full, sliding window, MLA,\n"
-         "                     recurrent state per sequence; tokens the KV\n"
-         "                     reserve holds; context x concurrency that\n"
-         "                     fits; parameters and expected vs observed\n"
-         "                     weights, quantization included)\n"
+         "      --margin PCT   the share of each budget the advice keeps\n"
+         "                     spare: every number it suggests (context,\n"
+         "                     sequences, memory fraction, layers) fits\n"
+         "                     with PCT percent to spare, and a run whose\n"
+         "                     headroom is below it is warned (default 5;\n"
+         "                     0 to 50)\n"
+         "      --model-config FILE  a Hugging Face config.json or a GGUF\n"
+         "                     model file (only its metadata is read):\n"
+         "                     adds the model arithmetic (KV bytes per\n"
+         "                     token by layer type: full, sliding window,\n"
+         "                     MLA, recurrent state per sequence; tokens\n"
+         "                     the KV reserve holds; context x concurrency\n"
+         "                     that fits; parameters and expected vs\n"
+         "                     observed weights, quantization included),\n"
+         "                     and advice in tokens, layers (-ngl) and\n"
+         "                     GGUF quantizations\n"
          "      --kv-dtype T   the KV cache type: fp16, bf16, fp32, fp8,\n"
          "                     fp8_e4m3, fp8_e5m2, int8, fp8_ds_mla, q8_0,\n"
          "                     q4_0, q4_1, q5_0, q5_1, iq4_nl (default: the\n"
@@ -186,6 +195,71 @@ static void print_main_help(FILE *f)
 	fprintf(f, "\nRun 'vramtrace help COMMAND' for its options.\n");
 }
 
+/* Optimal string alignment distance of a and b (edits, transpositions),
+ * capped: anything past 3 counts as 3. */
+static unsigned distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	unsigned d[3][64];
+
+	if (la >= 63 || lb >= 63)
+		return 3;
+	/* Three rows: the one before the previous serves transpositions. */
+	for (j = 0; j <= lb; j++)
+		d[0][j] = (unsigned)j;
+	for (i = 1; i <= la; i++) {
+		unsigned *cur = d[i % 3], *prev = d[(i + 2) % 3],
+		         *prev2 = d[(i + 1) % 3];
+		cur[0] = (unsigned)i;
+		for (j = 1; j <= lb; j++) {
+			unsigned cost = a[i - 1] != b[j - 1], v;
+			v = prev[j] + 1;
+			if (cur[j - 1] + 1 < v)
+				v = cur[j - 1] + 1;
+			if (prev[j - 1] + cost < v)
+				v = prev[j - 1] + cost;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && prev2[j - 2] + 1 < v)
+				v = prev2[j - 2] + 1;
+			cur[j] = v;
+		}
+	}
+	return d[la % 3][lb] > 3 ? 3 : d[la % 3][lb];
+}
+
+/* Of the n names found every stride bytes from names (a field of an
+ * array of structs; NULL names skipped), the one closest to what was
+ * typed: within two edits (one for short names), or one it begins; NULL
+ * when none is close or two are equally close. */
+static const char *closest(const char *typed, const char *const *names,
+                           size_t stride, size_t n)
+{
+	const char *best = NULL;
+	unsigned bestd = 3, d;
+	int tie = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const char *name =
+		        *(const char *const *)((const char *)names + i * stride);
+		if (!name)
+			continue;
+		d = distance(typed, name);
+		if (strlen(typed) >= 3 && !strncmp(name, typed, strlen(typed)))
+			d = d < 1 ? d : 1;
+		if (d > (strlen(name) <= 4 ? 1u : 2u))
+			continue;
+		if (d < bestd) {
+			best = name;
+			bestd = d;
+			tie = 0;
+		} else if (d == bestd) {
+			tie = 1;
+		}
+	}
+	return tie ? NULL : best;
+}
+
 static const struct vrt_cmd *find_cmd(const char *name)
 {
 	size_t i;
@@ -305,8 +379,26 @@ int vrt_main_getopt(struct vrt_optstate *st, const struct vrt_option *opts,
 			              eq ? (size_t)(eq - a - 2)
 			                 : strlen(a + 2));
 			if (!o) {
-				vrt_main_usage_error(cmd, "unknown option '%s'",
-				                     a);
+				char typed[64];
+				const char *near;
+				size_t nopts = 0;
+				while (opts[nopts].id)
+					nopts++;
+				snprintf(typed, sizeof(typed), "%.*s",
+				         (int)(eq ? eq - a - 2 : (long)strlen(a + 2)),
+				         a + 2);
+				near = nopts ? closest(typed, &opts[0].name,
+				                       sizeof(opts[0]), nopts)
+				             : NULL;
+				if (near)
+					vrt_main_usage_error(
+					        cmd,
+					        "unknown option '%s' (did you mean "
+					        "'--%s'?)",
+					        a, near);
+				else
+					vrt_main_usage_error(
+					        cmd, "unknown option '%s'", a);
 				return VRT_OPT_ERROR;
 			}
 			if (!o->has_arg && eq) {
@@ -368,18 +460,34 @@ int main(int argc, char **argv)
 			return VRT_EXIT_OK;
 		}
 		cmd = find_cmd(argv[2]);
-		if (!cmd)
+		if (!cmd) {
+			const char *near =
+			        closest(argv[2], &commands[0].name,
+			                sizeof(commands[0]), NCOMMANDS);
 			return vrt_main_usage_error(
-			        NULL, "unknown command '%s'", argv[2]);
+			        NULL, "unknown command '%s'%s%s%s", argv[2],
+			        near ? " (did you mean '" : "", near ? near : "",
+			        near ? "'?)" : "");
+		}
 		print_cmd_help(cmd);
 		return VRT_EXIT_OK;
 	}
 	cmd = find_cmd(argv[1]);
-	if (!cmd)
+	if (!cmd) {
+		const char *near = argv[1][0] == '-'
+		                           ? NULL
+		                           : closest(argv[1], &commands[0].name,
+		                                     sizeof(commands[0]),
+		                                     NCOMMANDS);
+		if (near)
+			return vrt_main_usage_error(
+			        NULL, "unknown command '%s' (did you mean '%s'?)",
+			        argv[1], near);
 		return vrt_main_usage_error(NULL,
 		                            argv[1][0] == '-'
 		                                    ? "unknown option '%s'"
 		                                    : "unknown command '%s'",
 		                            argv[1]);
+	}
 	return cmd->run(cmd, argc - 2, argv + 2);
 }

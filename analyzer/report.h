@@ -52,12 +52,24 @@ struct vrt_diff;
 struct vrt_run;
 struct vrt_retest_row;
 
+struct vrt_retest_changes;
+
+/* What compare says beyond the diff: each run's diagnosis (diagnose.h)
+ * and the settings that changed (retest.h). */
+struct vrt_compare_verdicts {
+	const struct vrt_diagnosis *a, *b;
+	const struct vrt_retest_changes *changes;
+};
+
 /* `vramtrace compare`: the text summary and the "vramtrace-compare/1"
- * JSON document of diff d between runs a and b (report_compare.c). */
+ * JSON document of diff d between runs a and b, with their verdicts v
+ * (report_compare.c). */
 void vrt_report_compare_text(FILE *f, const struct vrt_diff *d,
-                             const struct vrt_run *a, const struct vrt_run *b);
+                             const struct vrt_run *a, const struct vrt_run *b,
+                             const struct vrt_compare_verdicts *v);
 void vrt_report_compare_json(FILE *f, const struct vrt_diff *d,
-                             const struct vrt_run *a, const struct vrt_run *b);
+                             const struct vrt_run *a, const struct vrt_run *b,
+                             const struct vrt_compare_verdicts *v);
 
 /* `vramtrace table`: nrows rows (labels[i] names row i's run) as an
  * aligned text table, CSV, or the "vramtrace-table/1" JSON document

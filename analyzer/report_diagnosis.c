@@ -94,15 +94,16 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	if (d->nevidence > TEXT_EVIDENCE)
 		fprintf(f, "  - ... %zu more in --format json\n",
 		        d->nevidence - TEXT_EVIDENCE);
+	/* Each change with its cost under it, cheapest first. */
 	for (i = 0; i < d->nactions; i++) {
 		fputs(i ? "  or:     " : "  action: ", f);
 		put_line(f, d->actions[i]);
 		fputc('\n', f);
-	}
-	for (i = 0; i < d->ncosts; i++) {
-		fputs("  cost:   ", f);
-		put_line(f, d->costs[i]);
-		fputc('\n', f);
+		if (i < d->ncosts && d->costs[i][0]) {
+			fputs("          cost: ", f);
+			put_line(f, d->costs[i]);
+			fputc('\n', f);
+		}
 	}
 	for (i = 0; i < d->nverify; i++) {
 		fputs("  verify: ", f);
@@ -199,6 +200,8 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_null(w);
 	vrt_json_key(w, "engine");
 	vrt_json_string(w, eng);
+	vrt_json_key(w, "margin_percent");
+	vrt_json_uint(w, d->margin_pct);
 	vrt_json_key(w, "flags");
 	vrt_json_begin_object(w);
 	opt_uint(w, "max_model_len", d->flags.max_model_len);

@@ -100,6 +100,40 @@ GOLDEN_CASES = [
     ("verdict-tp-spawn.text", "verdict-tp.mkt", ["analyze", "run"]),
     ("verdict-died-loading.text", "verdict-died.mkt", ["analyze", "run"]),
     ("verdict-keepalive.text", "verdict-keepalive.mkt", ["analyze", "run"]),
+    # advice in each engine's terms, with the margin, cheapest first
+    # (traces/advice.mkt; models/ holds the GGUF heads mkgguf.py writes)
+    ("advice-vllm-context.text", "advice.mkt", ["analyze", "runKV"]),
+    ("advice-vllm-margin.text", "advice.mkt",
+     ["analyze", "--margin", "10", "runKV"]),
+    ("advice-vllm-concurrency.json", "advice.mkt",
+     ["analyze", "-f", "json", "runC"]),
+    ("advice-sglang.text", "advice.mkt", ["analyze", "runSG"]),
+    ("advice-tgi.text", "advice.mkt", ["analyze", "runTGI"]),
+    ("advice-llama-weights.text", "advice.mkt",
+     ["analyze", "--model-config", "models/llama3-70b-q4_k_m.gguf",
+      "runLW"]),
+    ("advice-llama-weights-bare.text", "advice.mkt", ["analyze", "runLW"]),
+    ("advice-llama-ngl.text", "advice.mkt", ["analyze", "runLN"]),
+    ("advice-llama-kv.text", "advice.mkt",
+     ["analyze", "--model-config", "models/llama3-8b-q4_k_m.gguf", "runLK"]),
+    ("advice-none-margin.text", "advice.mkt", ["analyze", "runN"]),
+    ("advice-margin-bad.text", "advice.mkt",
+     ["analyze", "--margin", "60", "runN"]),
+    # the retest loop: B's verdict, whether it fixed A, the flags changed
+    ("compare-fixed.text", "advice.mkt", ["compare", "runKV", "runFix"]),
+    ("compare-fixed.json", "advice.mkt",
+     ["compare", "-f", "json", "runKV", "runFix"]),
+    ("compare-not-shown.text", "advice.mkt", ["compare", "runC", "runCap"]),
+    ("compare-engines.text", "advice.mkt", ["compare", "runC", "runSG"]),
+    ("table-verdicts.text", "advice.mkt",
+     ["table", "runKV", "runFix", "runC", "runCap", "runSG", "runTGI",
+      "runLW", "runLK", "runN"]),
+    ("table-verdicts.csv", "advice.mkt",
+     ["table", "-f", "csv", "runKV", "runFix", "runN"]),
+    # numbers that cannot be: a data problem (traces/sanity.mkt)
+    ("sanity-over-capacity.text", "sanity.mkt", ["analyze", "runO"]),
+    ("sanity-identity.json", "sanity.mkt", ["analyze", "-f", "json",
+                                            "runI"]),
 ]
 
 # The verdict each engine-shaped run must get, checked on its JSON report
@@ -231,6 +265,13 @@ def mktrace(opts, script, cwd):
     rc, out, err = run([opts.mktrace, path], cwd)
     if rc != 0:
         raise RuntimeError(f"mktrace {script} failed: {err}")
+    if script == "advice.mkt":
+        # the GGUF heads the advice reads (--model-config models/...)
+        rc, out, err = run([sys.executable,
+                            os.path.join(opts.src, "..", "data",
+                                         "mkgguf.py"), "models"], cwd)
+        if rc != 0:
+            raise RuntimeError(f"mkgguf.py failed: {err}")
 
 
 def sanitizer_report(err):
@@ -531,6 +572,25 @@ def group_usage(opts, tap):
         rc, out, err = run([exe, "--version"], tmp)
         tap.ok(rc == 0 and out.startswith("vramtrace ") and err == "",
                "--version", out + err)
+        # a near miss of a command or long option is named
+        for args, want in [
+            (["analyse", "run"], "unknown command 'analyse' (did you mean "
+             "'analyze'?)"),
+            (["tabel", "a"], "(did you mean 'table'?)"),
+            (["help", "comapre"], "(did you mean 'compare'?)"),
+            (["analyze", "--model-conifg", "x", "run"],
+             "unknown option '--model-conifg' (did you mean "
+             "'--model-config'?)"),
+            (["analyze", "--marign=5", "run"], "(did you mean '--margin'?)"),
+            (["frobnicate"], "unknown command 'frobnicate'\n"),
+            (["analyze", "--margin", "51", "run"],
+             "--margin takes a whole percent from 0 to 50 (got '51')"),
+            (["analyze", "--margin", "-3", "run"], "(got '-3')"),
+        ]:
+            rc, out, err = run([exe] + args, tmp)
+            tap.ok(rc == 2 and want in err,
+                   f"usage: vramtrace {' '.join(args)} says {want!r}",
+                   f"exit {rc}\nstderr: {err!r}")
 
 
 def group_model(opts, tap):
@@ -870,7 +930,33 @@ def folded_checks(opts, tap, tmp, script, args):
            f"exit {rc}\n{err}\nbad: {bad}\nsums {sums}\npeaks {peaks}")
 
 
+def ended_checks(opts, tap):
+    """live and ctl on a run whose processes have all ended: live counts
+    no request in flight and says the run ended (with what was in flight
+    when it stopped); ctl says the run ended instead of "no control
+    socket"; a run still being written (no trailer, no exit status, on
+    another host) is not called ended."""
+    exe = opts.vramtrace
+    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+        mktrace(opts, "advice.mkt", tmp)
+        mktrace(opts, "truncated.mkt", tmp)
+        rc, out, err = run([exe, "live", "runC", "--count", "1",
+                            "--interval", "0.1"], tmp)
+        tap.ok(rc == 0 and " inflight 0 " in out and
+               "ended (8 in flight when it stopped)" in out,
+               "live: an ended run has no request in flight", out + err)
+        rc, out, err = run([exe, "live", "run", "--count", "1",
+                            "--interval", "0.1"], tmp)
+        tap.ok(rc == 0 and "ended" not in out,
+               "live: a run still writing is not ended", out + err)
+        rc, out, err = run([exe, "ctl", "runC", "status"], tmp)
+        tap.ok(rc == 1 and "runC: this run has ended: no traced process "
+               "of it is running (analyze it: vramtrace analyze runC)" in err,
+               "ctl: a finished run has ended", err)
+
+
 def group_reports(opts, tap):
+    ended_checks(opts, tap)
     with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
         for script, args in (("basic.mkt", ["run"]),
                              ("multi.mkt", ["run"]),

@@ -115,54 +115,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef VRT_FUZZ_REPLAY
-#include <dirent.h>
-#include <sys/stat.h>
+#include "replay_main.h"
 
-static int replay_file(const char *path)
-{
-	static uint8_t buf[1 << 22];
-	FILE *f = fopen(path, "rb");
-
-	if (!f) {
-		fprintf(stderr, "fuzz_trace: %s: cannot open\n", path);
-		return 1;
-	}
-	size_t n = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
-	LLVMFuzzerTestOneInput(buf, n);
-	return 0;
-}
-
-/* Each argument is a file, or a directory whose files are all run (in name
- * order, so a failure is reproducible). */
 int main(int argc, char **argv)
 {
-	int rc = 0;
-
-	for (int i = 1; i < argc; i++) {
-		struct stat st;
-		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			struct dirent **ents;
-			int n = scandir(argv[i], &ents, NULL, alphasort);
-			if (n < 0) {
-				fprintf(stderr, "fuzz_trace: %s: cannot list\n",
-				        argv[i]);
-				return 1;
-			}
-			for (int j = 0; j < n; j++) {
-				char path[4096];
-				if (ents[j]->d_name[0] != '.') {
-					snprintf(path, sizeof(path), "%s/%s",
-					         argv[i], ents[j]->d_name);
-					rc |= replay_file(path);
-				}
-				free(ents[j]);
-			}
-			free(ents);
-		} else {
-			rc |= replay_file(argv[i]);
-		}
-	}
-	return rc;
+	return replay_main("fuzz_trace", argc, argv);
 }
 #endif

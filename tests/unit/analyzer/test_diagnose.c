@@ -244,14 +244,33 @@ static void test_concurrency(void)
 	ok(has_action("vLLM: cap concurrent sequences: --max-num-seqs 4"),
 	   "concurrency: action names vLLM's --max-num-seqs 4 (got '%s')",
 	   dg.actions[0]);
-	ok(dg.ncosts && strstr(dg.costs[0], "throughput"),
-	   "concurrency: cost is throughput");
+	ok(dg.ncosts == dg.nactions, "concurrency: a cost for every action");
+	ok(dg.nactions > 1 && strstr(dg.actions[0], "shrink the KV reserve") &&
+	           strstr(dg.costs[0], "of the 57.50 GiB KV cache (15%)"),
+	   "concurrency: the cheapest first: 15%% of the KV cache (got '%s')",
+	   dg.costs[0]);
+	ok(has_action("--gpu-memory-utilization 0.79 (was 0.90)"),
+	   "concurrency: or --gpu-memory-utilization 0.79: frees 16 GiB x "
+	   "1.05 - 8.5 GiB");
+	/* no --max-num-batched-tokens given: a share of the engine's own
+	 * value, 8.5 / 16 x 0.95 = 50% (half as dear: a quarter) */
+	ok(dg.nactions > 2 &&
+	           strstr(dg.actions[1], "--max-num-batched-tokens at about "
+	                                 "50% of the value the engine runs "
+	                                 "with") &&
+	           strstr(dg.costs[2], "throughput") &&
+	           strstr(dg.costs[2], "at most 4 sequences at once where 8"),
+	   "concurrency: then fewer tokens per step, then the cap, whose cost "
+	   "is throughput (got '%s')",
+	   dg.nactions > 2 ? dg.costs[2] : "");
 	ok(dg.nverify && strstr(dg.verify[0], "vramtrace compare"),
 	   "concurrency: verify with vramtrace compare");
 	teardown();
 }
 
-static void test_kv_context(void)
+/* One request's 8 GiB of activations where weights and the KV reserve
+ * leave 4 GiB of 80. */
+static void kv_context_run(void)
 {
 	setup(1, 80 * GiB);
 	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
@@ -260,15 +279,21 @@ static void test_kv_context(void)
 	net(VRT_NET_ACCEPT, 10);
 	oom(VRT_API_cuMemAlloc_v2, 0, 8 * GiB, 4 * GiB, 80 * GiB,
 	    VRT_PHASE_forward);
+}
+
+static void test_kv_context(void)
+{
+	kv_context_run();
 	diagnose(NULL);
 	STR(vrt_diagnose_verdict_name(dg.verdict), "kv_cache",
 	    "kv_cache: verdict");
 	STR(dg.detail, "context_too_long", "kv_cache: detail");
 	STR(dg.stage, "request", "kv_cache: stage");
 	EQ(value("single_request_bytes"), 8 * GiB, "kv_cache: one request");
-	/* 8192 x 4 GiB / 8 GiB = 4096 tokens; 0.90 - (4 GiB / 80 GiB) */
-	ok(has_action("--max-model-len 4096 (was 8192)"),
-	   "kv_cache: --max-model-len 4096 (got '%s')", dg.actions[0]);
+	/* 8192 x 4 GiB / 8 GiB x 0.95 (the margin) = 3891, rounded down to
+	 * 256: 3840; 0.90 - (8 GiB x 1.05 - 4 GiB) / 80 GiB = 0.845 */
+	ok(has_action("--max-model-len 3840 (was 8192)"),
+	   "kv_cache: --max-model-len 3840 (got '%s')", dg.actions[0]);
 	ok(has_action("--gpu-memory-utilization 0.84 (was 0.90"),
 	   "kv_cache: --gpu-memory-utilization 0.84 (got '%s')",
 	   dg.nactions > 1 ? dg.actions[1] : "");
@@ -424,6 +449,130 @@ static void test_none(void)
 	teardown();
 }
 
+/* ---- the advice of issue 19 ------------------------------------------------ */
+
+/* The context action of test_kv_context at three margins: 8192 x 4 GiB /
+ * 8 GiB x (1 - margin), to a multiple of 256; the reserve frees 8 GiB x
+ * (1 + margin) - 4 GiB (0.050, 0.055, 0.070 of the card) from 0.90, down
+ * to a hundredth; the costs pair the actions, cheapest first. */
+static void test_margin(void)
+{
+	static const struct {
+		unsigned pct;
+		const char *ctx, *util;
+	} cases[] = {
+	        {0, "--max-model-len 4096 (was 8192)",
+	         "--gpu-memory-utilization 0.85 (was 0.90)"},
+	        {5, "--max-model-len 3840 (was 8192)",
+	         "--gpu-memory-utilization 0.84 (was 0.90)"},
+	        {20, "--max-model-len 3072 (was 8192)",
+	         "--gpu-memory-utilization 0.83 (was 0.90)"},
+	};
+	size_t i, k;
+	int sorted;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vrt_diag_options o = {cases[i].pct};
+		kv_context_run();
+		ok(vrt_replay_begin(&r, &t) == 0 &&
+		           vrt_replay_feed(&r, &t, evs, nev) == 0 &&
+		           vrt_replay_end(&r, &t) == 0,
+		   "margin: replay runs");
+		vrt_diagnose_run_opts(&dg, &t, &r, NULL, &o);
+		EQ(dg.margin_pct, cases[i].pct, "margin: recorded");
+		ok(has_action(cases[i].ctx), "margin %u%%: %s", cases[i].pct,
+		   cases[i].ctx);
+		ok(has_action(cases[i].util), "margin %u%%: %s", cases[i].pct,
+		   cases[i].util);
+		EQ(dg.ncosts, dg.nactions, "margin: one cost per action");
+		/* the reserve (about 5% of the KV cache) before the context
+		 * (half of it) */
+		sorted = dg.nactions >= 2 &&
+		         strstr(dg.actions[0], "shrink the KV reserve") &&
+		         strstr(dg.actions[dg.nactions - 1], "lower the context");
+		ok(sorted, "margin %u%%: the cheapest first (got '%s')",
+		   cases[i].pct, dg.actions[0]);
+		for (k = 0; k < dg.nactions; k++)
+			ok(cases[i].pct ? strstr(dg.actions[k], "% margin") != NULL
+			                : strstr(dg.actions[k], "no margin") !=
+			                          NULL,
+			   "margin %u%%: action %zu says its margin",
+			   cases[i].pct, k);
+		teardown();
+	}
+}
+
+/* No failure, but 1 GiB free of 80: below the margin, warned, and the
+ * reserve that restores it offered; 10 GiB free is not warned. */
+static void test_none_margin(void)
+{
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 65 * GiB, VRT_PHASE_kv_cache);
+	diagnose(NULL);
+	STR(dg.detail, "fits", "none margin: still none (fits)");
+	EQ(value("headroom_below_margin"), 1 * GiB,
+	   "none margin: 1 GiB is below 4 GiB");
+	ok(has_action("keeps less than the 5% margin"),
+	   "none margin: warned (got '%s')", dg.actions[0]);
+	/* 4 GiB - 1 GiB = 3 GiB: 0.0375 of the card, to 0.86 */
+	ok(has_action("--gpu-memory-utilization 0.86 (was 0.90)"),
+	   "none margin: --gpu-memory-utilization 0.86 restores it");
+	teardown();
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 56 * GiB, VRT_PHASE_kv_cache);
+	diagnose(NULL);
+	ok(!find("headroom_below_margin") &&
+	           has_action("nothing to change"),
+	   "none margin: 10 GiB free keeps the margin");
+	teardown();
+}
+
+/* Two processes of one run each hold 60 GiB of "device 0" of 80 GiB (no
+ * UUID: their cards merged by ordinal): a data problem, not none. */
+static void test_over_capacity(void)
+{
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 60 * GiB, VRT_PHASE_weights);
+	add_proc(43, 1, argv_vllm, sizeof(argv_vllm) / sizeof(argv_vllm[0]));
+	cur_proc = 1;
+	alloc(0, 0x2000, 60 * GiB, VRT_PHASE_weights);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "inconclusive",
+	    "over capacity: not none");
+	STR(dg.detail, "peak_over_capacity", "over capacity: detail");
+	EQ(value("peak_over_capacity"), 120 * GiB, "over capacity: the peak");
+	EQ(dg.confidence, VRT_CONFIDENCE_LOW, "over capacity: low confidence");
+	ok(strstr(dg.confidence_reason, "CUDA_VISIBLE_DEVICES") != NULL,
+	   "over capacity: names the likely cause (%s)",
+	   dg.confidence_reason);
+	teardown();
+	/* managed memory may oversubscribe: not a data problem */
+	setup(1, 80 * GiB);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAllocManaged, 0, 0x1000, 100 * GiB, 0,
+	   VRT_PHASE_weights);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "none",
+	    "over capacity: managed memory oversubscribes");
+	teardown();
+}
+
+/* A card the processes disagree about (load.c fills conflict). */
+static void test_identity_conflict(void)
+{
+	setup(1, 80 * GiB);
+	snprintf(devs[0].uuid, sizeof(devs[0].uuid), "GPU-x");
+	snprintf(devs[0].conflict, sizeof(devs[0].conflict),
+	         "PID 2 on b names it 'A100' of 40 GiB");
+	alloc(0, 0x1000, 10 * GiB, VRT_PHASE_weights);
+	diagnose(NULL);
+	STR(dg.detail, "device_identity_conflict", "identity: detail");
+	ok(has_evidence_text("device_identity_conflict", "names it 'A100'"),
+	   "identity: says how they disagree");
+	teardown();
+}
+
 /* ---- the cases of issue 14 ------------------------------------------------
  * Each is shaped as the engine makes it (the order of its allocations, its
  * allocator's retry, how it exits), with the ladder's numbers checked. */
@@ -554,12 +703,13 @@ static void test_profile_oom(void)
 	   "profile: weights fit, the batch does not");
 	EQ(value("batch_activation_bytes"), 35 * GiB, "profile: 35 GiB");
 	EQ(value("batch_tokens"), 65536, "profile: the batch flag read");
-	/* 65536 x 30 / 35 = 56173, to a multiple of 1024 */
+	/* 65536 x 30 / 35 x 0.95 (the margin) = 53364, to a multiple of
+	 * 1024; 256 x 30 / 35 x 0.95 = 208 sequences */
 	ok(has_action("vLLM: fewer tokens per batch: "
-	              "--max-num-batched-tokens 55296 (was 65536)"),
-	   "profile: --max-num-batched-tokens 55296 (got '%s')", dg.actions[0]);
-	ok(has_action("--max-num-seqs 219 (was 256)"),
-	   "profile: --max-num-seqs 219");
+	              "--max-num-batched-tokens 53248 (was 65536)"),
+	   "profile: --max-num-batched-tokens 53248 (got '%s')", dg.actions[0]);
+	ok(has_action("--max-num-seqs 208 (was 256)"),
+	   "profile: --max-num-seqs 208");
 	ok(!has_action("shard"), "profile: no sharding advice");
 	EQ(dg.failure, 1, "profile: the retry's failure is the fatal one");
 	teardown();
@@ -1041,6 +1191,10 @@ int main(int argc, char **argv)
 	test_no_request();
 	test_keepalive();
 	test_model_in_diagnosis(dir);
+	test_margin();
+	test_none_margin();
+	test_over_capacity();
+	test_identity_conflict();
 	printf("1..%d\n", ntests);
 	return nfailed ? 1 : 0;
 }
