@@ -106,8 +106,8 @@ static void sglang_log(int r, const char *fmt, ...)
 
 static void die(int r, const char *msg)
 {
-	fprintf(stderr, "%s\nsglang_sim: rank %d cannot start; exiting\n",
-	        msg, r);
+	fprintf(stderr, "%s\nsglang_sim: rank %d cannot start; exiting\n", msg,
+	        r);
 	exit(3);
 }
 
@@ -129,7 +129,8 @@ static void tensor(int r, size_t bytes, uint64_t *p, const char *what)
 		fprintf(stderr,
 		        "torch.OutOfMemoryError: %s out of memory. Tried to "
 		        "allocate %s.\n",
-		        sim_gpu_name(), sim_gpu_size(sz, sizeof(sz), (double)bytes));
+		        sim_gpu_name(),
+		        sim_gpu_size(sz, sizeof(sz), (double)bytes));
 	else
 		sim_alloc_report_oom(ranks[r].al, bytes);
 	fprintf(stderr, "sglang_sim: %s out of memory in %s (rank %d)\n",
@@ -168,10 +169,11 @@ static void load_model(int r)
 	for (int l = 0; l < o.layers && per; l++)
 		tensor(r, per, &p, "load_model");
 	sim_alloc_phase_pop();
-	sglang_log(r,
-	           "Load weight end. type=SimForCausalLM, dtype=torch.bfloat16, "
-	           "avail mem=%.2f GB, mem usage=%.2f GB.",
-	           free_now() / GIB, (ranks[r].pre - free_now()) / GIB);
+	sglang_log(
+	        r,
+	        "Load weight end. type=SimForCausalLM, dtype=torch.bfloat16, "
+	        "avail mem=%.2f GB, mem usage=%.2f GB.",
+	        free_now() / GIB, (ranks[r].pre - free_now()) / GIB);
 }
 
 /* ModelRunnerKVCacheMixin: the budget, the token count and the request
@@ -223,8 +225,9 @@ static void init_memory_pool(int r)
 	for (int l = 0; l < 2 * o.layers; l++)
 		tensor(r, layer, &p, "MHATokenToKVPool._create_buffers");
 	sim_alloc_phase_pop();
-	sglang_log(r, "KV Cache is allocated. #tokens: %llu, K size: %.2f GB, "
-	              "V size: %.2f GB",
+	sglang_log(r,
+	           "KV Cache is allocated. #tokens: %llu, K size: %.2f GB, "
+	           "V size: %.2f GB",
 	           (unsigned long long)ranks[r].tokens,
 	           (double)layer * o.layers / GIB,
 	           (double)layer * o.layers / GIB);
@@ -235,16 +238,17 @@ static void init_memory_pool(int r)
  * the graphs share one memory pool sized by the largest capture. */
 static void capture_cuda_graphs(int r)
 {
-	size_t per = (size_t)((double)o.graph_bs * o.graph_kib * KIB /
-	                      N_CAPTURES);
+	size_t per =
+	        (size_t)((double)o.graph_bs * o.graph_kib * KIB / N_CAPTURES);
 	double before = free_now();
 	uint64_t p;
 
 	if (o.no_graph || !per)
 		return;
 	use_rank(r);
-	sglang_log(r, "Capture cuda graph begin. This can take up to several "
-	              "minutes. avail mem=%.2f GB",
+	sglang_log(r,
+	           "Capture cuda graph begin. This can take up to several "
+	           "minutes. avail mem=%.2f GB",
 	           before / GIB);
 	sim_alloc_phase_push("cuda_graph");
 	sim_alloc_capture(ranks[r].al, 1);
@@ -252,8 +256,9 @@ static void capture_cuda_graphs(int r)
 		tensor(r, per, &p, "CudaGraphRunner.capture");
 	sim_alloc_capture(ranks[r].al, 0);
 	sim_alloc_phase_pop();
-	sglang_log(r, "Capture cuda graph end. Time elapsed: 0.01 s. mem "
-	              "usage=%.2f GB. avail mem=%.2f GB.",
+	sglang_log(r,
+	           "Capture cuda graph end. Time elapsed: 0.01 s. mem "
+	           "usage=%.2f GB. avail mem=%.2f GB.",
 	           (before - free_now()) / GIB, free_now() / GIB);
 }
 
@@ -318,9 +323,8 @@ static void finish_batch(void)
 static int serve(void)
 {
 	struct sim_http *http = sim_http_listen(0, 0);
-	struct sim_load load = {.wait_ready = 1,
-	                        .path = "/generate",
-	                        .idle = o.idle};
+	struct sim_load load = {
+	        .wait_ready = 1, .path = "/generate", .idle = o.idle};
 	struct sim_http_req reqs[MAX_REQS];
 	int served = 0, failed;
 
@@ -351,7 +355,8 @@ static int serve(void)
 	failed = sim_load_join(&load);
 	sim_http_stop(http);
 	if (failed) {
-		fprintf(stderr, "sglang_sim: %d requests got no complete answer\n",
+		fprintf(stderr,
+		        "sglang_sim: %d requests got no complete answer\n",
 		        failed);
 		return 1;
 	}
@@ -369,7 +374,8 @@ static int usage(const char *msg)
 	        "[--num-layers N]\n"
 	        "         [--tp N] [--mem-fraction-static F] "
 	        "[--context-length T]\n"
-	        "         [--max-running-requests N] [--chunked-prefill-size T]\n"
+	        "         [--max-running-requests N] [--chunked-prefill-size "
+	        "T]\n"
 	        "         [--cuda-graph-max-bs N] [--cuda-graph-kib-per-bs K] "
 	        "[--disable-cuda-graph]\n"
 	        "         [--kv-kib-per-token K] [--act-kib-per-token K] "
@@ -490,7 +496,8 @@ int main(int argc, char **argv)
 		return 4;
 	}
 	if (ndev < o.tp) {
-		fprintf(stderr, "sglang_sim: --tp %d needs %d devices, %d found\n",
+		fprintf(stderr,
+		        "sglang_sim: --tp %d needs %d devices, %d found\n",
 		        o.tp, o.tp, ndev);
 		return 4;
 	}
