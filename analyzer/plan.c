@@ -919,8 +919,10 @@ static void rule_vllm(struct pctx *c)
 			       flagname(c, VRT_PLAN_FRACTION), frac_text(util));
 			continue;
 		}
+		/* the reserve is what the profile leaves: unknown with it */
 		set_term(d, VRT_PLAN_KV, (uint64_t)kv,
-		         changed(c, VRT_PLAN_FRACTION) ||
+		         prof_src == VRT_PLAN_SRC_UNKNOWN ? VRT_PLAN_SRC_UNKNOWN
+		         : changed(c, VRT_PLAN_FRACTION) ||
 		                         changed(c, VRT_PLAN_PARALLEL) ||
 		                         changed(c, VRT_PLAN_BATCH_TOKENS)
 		                 ? VRT_PLAN_SRC_RULE
@@ -1471,7 +1473,9 @@ static void rule_fraction(struct pctx *c)
 			continue;
 		}
 		set_term(d, VRT_PLAN_KV, (uint64_t)kv,
-		         changed(c, VRT_PLAN_FRACTION) ||
+		         act_src == VRT_PLAN_SRC_UNKNOWN && m->profile_held
+		                 ? VRT_PLAN_SRC_UNKNOWN
+		         : changed(c, VRT_PLAN_FRACTION) ||
 		                         changed(c, VRT_PLAN_PARALLEL) ||
 		                         changed(c, VRT_PLAN_BATCH_TOKENS)
 		                 ? VRT_PLAN_SRC_RULE

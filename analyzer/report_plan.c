@@ -411,7 +411,7 @@ void vrt_report_plan_csv(FILE *f, const struct vrt_plan *p)
 	fprintf(f, "index,recorded,best");
 	for (k = 0; k < VRT_PLAN_NKNOBS; k++)
 		fprintf(f, ",%s", vrt_plan_knob_name(k));
-	fprintf(f, ",device,capacity_bytes,other_bytes");
+	fprintf(f, ",device,capacity_bytes,other_processes_bytes");
 	for (k = 0; k < VRT_PLAN_NTERMS; k++)
 		fprintf(f, ",%s_bytes,%s_source", vrt_plan_term_name(k),
 		        vrt_plan_term_name(k));
@@ -540,7 +540,7 @@ static void json_row(struct vrt_json *w, const struct vrt_plan_row *r,
 		vrt_json_int(w, d->device);
 		vrt_json_key(w, "capacity_bytes");
 		vrt_json_uint(w, d->capacity);
-		vrt_json_key(w, "other_bytes");
+		vrt_json_key(w, "other_processes_bytes");
 		vrt_json_uint(w, d->other);
 		vrt_json_key(w, "terms");
 		vrt_json_begin_object(w);
@@ -633,7 +633,7 @@ void vrt_report_plan_json(FILE *f, const struct vrt_trace *t,
 		                            : "");
 		vrt_json_key(&w, "capacity_bytes");
 		vrt_json_uint(&w, m->capacity);
-		vrt_json_key(&w, "other_bytes");
+		vrt_json_key(&w, "other_processes_bytes");
 		vrt_json_uint(&w, m->other);
 		vrt_json_key(&w, "measured");
 		vrt_json_begin_object(&w);
