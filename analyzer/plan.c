@@ -761,19 +761,21 @@ static void requests_term(struct pctx *c, size_t i, uint32_t n, uint64_t num,
 }
 
 /* The fixed rest: communicators and what loading left in the
- * per-request phases, held as measured. */
-static void other_term(struct pctx *c, size_t i, int comm_unknown)
+ * per-request phases, held as measured; going from one rank to several
+ * the communicators are unknown, from several to one there are none. */
+static void other_term(struct pctx *c, size_t i, uint64_t tp_r, uint64_t tp)
 {
 	const struct vrt_plan_measure *m = measure_of(c, i);
 	struct vrt_plan_device *d = &c->row->dev[i];
 
-	if (comm_unknown) {
+	if (tp > 1 && tp_r <= 1)
 		set_term(d, VRT_PLAN_OTHER, m->residue, VRT_PLAN_SRC_UNKNOWN,
 		         1);
-		return;
-	}
-	set_term(d, VRT_PLAN_OTHER, m->comm + m->residue, VRT_PLAN_SRC_MEASURED,
-	         1);
+	else if (tp == 1 && tp_r > 1)
+		set_term(d, VRT_PLAN_OTHER, m->residue, VRT_PLAN_SRC_RULE, 1);
+	else
+		set_term(d, VRT_PLAN_OTHER, m->comm + m->residue,
+		         VRT_PLAN_SRC_MEASURED, 1);
 }
 
 /* KV tokens and sequences from the model: kv bytes per rank on tp ranks,
@@ -860,6 +862,8 @@ static void rule_vllm(struct pctx *c)
 			}
 		}
 		prof = scale(prof, tp_r, tp);
+		if (tp != tp_r && prof_src == VRT_PLAN_SRC_MEASURED)
+			prof_src = VRT_PLAN_SRC_ASSUMPTION; /* sharded too */
 		set_term(d, VRT_PLAN_WEIGHTS, w,
 		         tp == tp_r ? VRT_PLAN_SRC_MEASURED : VRT_PLAN_SRC_RULE,
 		         1);
@@ -869,7 +873,7 @@ static void rule_vllm(struct pctx *c)
 		         m->graphs ? VRT_PLAN_SRC_ASSUMPTION
 		                   : VRT_PLAN_SRC_MEASURED,
 		         1);
-		other_term(c, i, comm_unknown);
+		other_term(c, i, tp_r, tp);
 		/* the rule at the recorded settings against the measured
 		 * reserve: the gap is carried */
 		kv_r = vllm_rule(p->rec[VRT_PLAN_FRACTION], m->capacity,
@@ -877,7 +881,8 @@ static void rule_vllm(struct pctx *c)
 		                 inside);
 		off = (int64_t)m->kv - kv_r;
 		kv = vllm_rule(util, d->capacity, w, prof,
-		               comm_unknown ? 0 : m->comm, m->graphs, inside);
+		               comm_unknown || tp == 1 ? 0 : m->comm, m->graphs,
+		               inside);
 		kv += off;
 		if (i == 0) {
 			say(c,
@@ -966,7 +971,7 @@ static void rule_vllm(struct pctx *c)
 			refuse(c, VRT_PLAN_BREAK_REFUSED,
 			       "vLLM refuses to start: the KV cache holds "
 			       "%" PRIu64 " tokens, fewer than one sequence of "
-			                  "%s %" PRIu64,
+			       "%s %" PRIu64,
 			       c->row->kv_tokens, flagname(c, VRT_PLAN_CONTEXT),
 			       ctx);
 		/* Without the model the check holds only where the run
@@ -1069,7 +1074,6 @@ static void rule_sglang(struct pctx *c)
 	uint64_t ctx = c->k[VRT_PLAN_CONTEXT];
 	uint64_t frac = c->k[VRT_PLAN_FRACTION],
 	         frac_r = p->rec[VRT_PLAN_FRACTION];
-	int comm_unknown = tp > 1 && tp_r == 1;
 	uint64_t cell = 0;
 	uint64_t tokens_min = UINT64_MAX, reqs = 0;
 	int rtt_known = 0;
@@ -1095,7 +1099,7 @@ static void rule_sglang(struct pctx *c)
 		         1);
 		set_term(d, VRT_PLAN_ACTIVATIONS, m->profile,
 		         VRT_PLAN_SRC_MEASURED, m->profile_held > 0);
-		other_term(c, i, comm_unknown);
+		other_term(c, i, tp_r, tp);
 		if (i == 0) {
 			say(c,
 			    "free before the weights: %s total - %s other "
@@ -1324,7 +1328,7 @@ static void rule_llamacpp(struct pctx *c)
 		         m->profile ? act_src : VRT_PLAN_SRC_MEASURED, 1);
 		set_term(d, VRT_PLAN_GRAPHS, m->graphs, VRT_PLAN_SRC_MEASURED,
 		         1);
-		other_term(c, i, 0);
+		other_term(c, i, 1, 1);
 		if (i == 0) {
 			if (changed(c, VRT_PLAN_GPU_LAYERS))
 				say(c,
@@ -1439,13 +1443,15 @@ static void rule_fraction(struct pctx *c)
 			}
 		}
 		act = scale(act, tp_r, tp);
+		if (tp != tp_r && act_src == VRT_PLAN_SRC_MEASURED)
+			act_src = VRT_PLAN_SRC_ASSUMPTION; /* sharded too */
 		kv_r = fraction_rule(p->engine, p->rec[VRT_PLAN_FRACTION],
 		                     m->capacity, m->other, m->weights,
 		                     m->profile_held ? m->profile : 0, m->comm);
 		off = (int64_t)m->kv - kv_r;
 		kv = fraction_rule(p->engine, frac, d->capacity, d->other, w,
 		                   m->profile_held ? act : 0,
-		                   comm_unknown ? 0 : m->comm) +
+		                   comm_unknown || tp == 1 ? 0 : m->comm) +
 		     off;
 		set_term(d, VRT_PLAN_WEIGHTS, w,
 		         tp == tp_r ? VRT_PLAN_SRC_MEASURED : VRT_PLAN_SRC_RULE,
@@ -1456,7 +1462,7 @@ static void rule_fraction(struct pctx *c)
 		         m->graphs ? VRT_PLAN_SRC_ASSUMPTION
 		                   : VRT_PLAN_SRC_MEASURED,
 		         1);
-		other_term(c, i, comm_unknown);
+		other_term(c, i, tp_r, tp);
 		if (i == 0)
 			say(c,
 			    "KV cache (%s rule) at %s %s: %s, calibration %s "
@@ -1529,7 +1535,7 @@ static void rule_generic(struct pctx *c)
 		set_term(d, VRT_PLAN_KV, m->kv, src, 1);
 		set_term(d, VRT_PLAN_GRAPHS, m->graphs, VRT_PLAN_SRC_MEASURED,
 		         1);
-		other_term(c, i, 0);
+		other_term(c, i, 1, 1);
 		requests_term(c, i, n, 1, 1, 0, 0);
 	}
 	for (i = 0; i < VRT_PLAN_NTERMS; i++)

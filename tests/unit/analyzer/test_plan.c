@@ -18,6 +18,13 @@
 
 #include "tap.h"
 
+/* EQ evaluates its arguments twice: a call with effects goes here. */
+#define RC(call, want, name)                                                   \
+	do {                                                                   \
+		long rc_ = (call);                                             \
+		EQ(rc_, (want), name);                                         \
+	} while (0)
+
 #define GiB (1ull << 30)
 #define MiB (1ull << 20)
 
@@ -146,7 +153,7 @@ static void test_vllm(void)
 	p.axis[VRT_PLAN_FRACTION].v[0] = 800;
 	{
 		char msg[128];
-		EQ(vrt_plan_run(&p, msg, sizeof(msg)), 0, "vllm: plan runs");
+		RC(vrt_plan_run(&p, msg, sizeof(msg)), 0, "vllm: plan runs");
 	}
 	EQ(p.graphs_inside, 1, "vllm: graphs inside the fraction detected");
 	EQ(p.rows[0].dev[0].term[VRT_PLAN_KV].bytes,
@@ -370,36 +377,36 @@ static void test_set(void)
 	char msg[256];
 
 	base(&p, VRT_ENGINE_LLAMACPP);
-	EQ(vrt_plan_set(&p, "c=4096,8192", msg, sizeof(msg)), 0,
+	RC(vrt_plan_set(&p, "c=4096,8192", msg, sizeof(msg)), 0,
 	   "set: llama.cpp c");
 	EQ(p.axis[VRT_PLAN_CONTEXT].n, 2, "set: two context values");
-	EQ(vrt_plan_set(&p, "--ctx-size=16384", msg, sizeof(msg)), 0,
+	RC(vrt_plan_set(&p, "--ctx-size=16384", msg, sizeof(msg)), 0,
 	   "set: llama.cpp --ctx-size");
 	EQ(p.axis[VRT_PLAN_CONTEXT].v[0], 16384,
 	   "set: the last --set of a knob wins");
-	EQ(vrt_plan_set(&p, "-ngl=0,99", msg, sizeof(msg)), 0,
+	RC(vrt_plan_set(&p, "-ngl=0,99", msg, sizeof(msg)), 0,
 	   "set: -ngl takes 0");
-	EQ(vrt_plan_set(&p, "ub=512", msg, sizeof(msg)), 0, "set: ub");
+	RC(vrt_plan_set(&p, "ub=512", msg, sizeof(msg)), 0, "set: ub");
 	EQ(p.axis[VRT_PLAN_UBATCH].v[0], 512, "set: -ub");
 	base(&p, VRT_ENGINE_VLLM);
-	EQ(vrt_plan_set(&p, "gpu-memory-utilization=0.85,0.9", msg,
+	RC(vrt_plan_set(&p, "gpu-memory-utilization=0.85,0.9", msg,
 	                sizeof(msg)),
 	   0, "set: vLLM fraction");
 	EQ(p.axis[VRT_PLAN_FRACTION].v[0], 850, "set: 0.85 in thousandths");
-	EQ(vrt_plan_set(&p, "memory_fraction=1.5", msg, sizeof(msg)), -1,
+	RC(vrt_plan_set(&p, "memory_fraction=1.5", msg, sizeof(msg)), -1,
 	   "set: a fraction past 1 is refused");
-	EQ(vrt_plan_set(&p, "max-num-seqs=x", msg, sizeof(msg)), -1,
+	RC(vrt_plan_set(&p, "max-num-seqs=x", msg, sizeof(msg)), -1,
 	   "set: not a number");
-	EQ(vrt_plan_set(&p, "nosuch=1", msg, sizeof(msg)), -1,
+	RC(vrt_plan_set(&p, "nosuch=1", msg, sizeof(msg)), -1,
 	   "set: no such setting");
-	EQ(vrt_plan_set(&p, "max-model-len", msg, sizeof(msg)), -1,
+	RC(vrt_plan_set(&p, "max-model-len", msg, sizeof(msg)), -1,
 	   "set: no values");
-	EQ(vrt_plan_set(&p, "tensor_parallel=2", msg, sizeof(msg)), 0,
+	RC(vrt_plan_set(&p, "tensor_parallel=2", msg, sizeof(msg)), 0,
 	   "set: a knob name");
 	base(&p, VRT_ENGINE_SGLANG);
-	EQ(vrt_plan_set(&p, "cuda-graph-max-bs=32", msg, sizeof(msg)), 0,
+	RC(vrt_plan_set(&p, "cuda-graph-max-bs=32", msg, sizeof(msg)), 0,
 	   "set: SGLang --cuda-graph-max-bs");
-	EQ(vrt_plan_set(&p, "--tp=2", msg, sizeof(msg)), 0, "set: SGLang --tp");
+	RC(vrt_plan_set(&p, "--tp=2", msg, sizeof(msg)), 0, "set: SGLang --tp");
 	EQ(p.axis[VRT_PLAN_PARALLEL].v[0], 2, "set: --tp is tensor parallel");
 }
 
@@ -419,7 +426,7 @@ static void test_grid(void)
 	EQ(p.axis[VRT_PLAN_CONTEXT].v[2], 16384, "grid: twice the context");
 	EQ(p.axis[VRT_PLAN_FRACTION].v[0], 850, "grid: 0.05 less");
 	EQ(p.axis[VRT_PLAN_FRACTION].v[2], 950, "grid: 0.05 more");
-	EQ(vrt_plan_run(&p, msg, sizeof(msg)), 0, "grid: runs");
+	RC(vrt_plan_run(&p, msg, sizeof(msg)), 0, "grid: runs");
 	EQ(p.nrows, 27, "grid: 27 configurations");
 	ok(p.best != SIZE_MAX && p.rows[p.best].best,
 	   "grid: a best row is marked");
@@ -445,7 +452,7 @@ static void test_grid(void)
 		p.axis[i].n = 4;
 		p.axis[i].v[0] = 1;
 	}
-	EQ(vrt_plan_run(&p, msg, sizeof(msg)), -1,
+	RC(vrt_plan_run(&p, msg, sizeof(msg)), -1,
 	   "grid: too many configurations is refused");
 }
 
