@@ -804,6 +804,62 @@ static void kv_tokens(struct pctx *c, uint64_t kv, uint64_t tp, uint64_t ctx,
 	    row->kv_tokens);
 }
 
+/* The tensor-parallel degree the run had, and the configuration's. */
+static uint64_t tp_recorded(const struct vrt_plan *p)
+{
+	return p->rec[VRT_PLAN_PARALLEL] ? p->rec[VRT_PLAN_PARALLEL] : 1;
+}
+
+static uint64_t tp_of(const struct pctx *c)
+{
+	return has(c, VRT_PLAN_PARALLEL) && c->k[VRT_PLAN_PARALLEL]
+	               ? c->k[VRT_PLAN_PARALLEL]
+	               : tp_recorded(c->p);
+}
+
+/* The loading batch's activations (a profile run, a warm-up) at the
+ * configuration from bytes measured at the recorded settings: linear in
+ * the batch tokens (the rule: a forward pass of that many tokens),
+ * divided over the ranks like the weights (an assumption). *src is the
+ * measurement's source on entry. */
+static uint64_t batch_activations(const struct pctx *c, uint64_t bytes,
+                                  uint64_t tp_r, uint64_t tp, int *src)
+{
+	const struct vrt_plan *p = c->p;
+
+	if (changed(c, VRT_PLAN_BATCH_TOKENS)) {
+		if ((p->rec_have >> VRT_PLAN_BATCH_TOKENS) & 1 &&
+		    *src != VRT_PLAN_SRC_RULE) {
+			bytes = scale(bytes, c->k[VRT_PLAN_BATCH_TOKENS],
+			              p->rec[VRT_PLAN_BATCH_TOKENS]);
+			*src = VRT_PLAN_SRC_RULE;
+		} else {
+			*src = VRT_PLAN_SRC_UNKNOWN;
+		}
+	}
+	if (tp != tp_r && *src == VRT_PLAN_SRC_MEASURED)
+		*src = VRT_PLAN_SRC_ASSUMPTION;
+	return scale(bytes, tp_r, tp);
+}
+
+/* The terms a sharded engine's device shares: the weights over the
+ * ranks, the activation budget, the CUDA graphs as measured (the same
+ * capture sizes assumed) and the fixed rest. */
+static void sharded_terms(struct pctx *c, size_t i, uint64_t act, int act_src,
+                          uint64_t tp_r, uint64_t tp)
+{
+	const struct vrt_plan_measure *m = measure_of(c, i);
+	struct vrt_plan_device *d = &c->row->dev[i];
+
+	set_term(d, VRT_PLAN_WEIGHTS, scale(m->weights, tp_r, tp),
+	         tp == tp_r ? VRT_PLAN_SRC_MEASURED : VRT_PLAN_SRC_RULE, 1);
+	set_term(d, VRT_PLAN_ACTIVATIONS, act, act_src, m->profile_held > 0);
+	set_term(d, VRT_PLAN_GRAPHS, m->graphs,
+	         m->graphs ? VRT_PLAN_SRC_ASSUMPTION : VRT_PLAN_SRC_MEASURED,
+	         1);
+	other_term(c, i, tp_r, tp);
+}
+
 /* ---- vLLM ------------------------------------------------------------- */
 
 /* vLLM V1 (gpu_worker.determine_available_memory): requested memory =
@@ -822,11 +878,7 @@ static int64_t vllm_rule(uint64_t util_milli, uint64_t total, uint64_t w,
 static void rule_vllm(struct pctx *c)
 {
 	const struct vrt_plan *p = c->p;
-	uint64_t tp_r =
-	        p->rec[VRT_PLAN_PARALLEL] ? p->rec[VRT_PLAN_PARALLEL] : 1;
-	uint64_t tp = has(c, VRT_PLAN_PARALLEL) && c->k[VRT_PLAN_PARALLEL]
-	                      ? c->k[VRT_PLAN_PARALLEL]
-	                      : tp_r;
+	uint64_t tp_r = tp_recorded(p), tp = tp_of(c);
 	uint64_t util = c->k[VRT_PLAN_FRACTION];
 	uint32_t n = inflight_of(c, c->k[VRT_PLAN_CONCURRENCY],
 	                         has(c, VRT_PLAN_CONCURRENCY));
@@ -850,30 +902,9 @@ static void rule_vllm(struct pctx *c)
 			            (int64_t)m->kv;
 			prof_r = prof = x > 0 ? (uint64_t)x : 0;
 			prof_src = VRT_PLAN_SRC_RULE;
-			if (changed(c, VRT_PLAN_BATCH_TOKENS))
-				prof_src = VRT_PLAN_SRC_UNKNOWN;
-		} else if (changed(c, VRT_PLAN_BATCH_TOKENS)) {
-			if (p->rec_have & (1u << VRT_PLAN_BATCH_TOKENS)) {
-				prof = scale(prof, c->k[VRT_PLAN_BATCH_TOKENS],
-				             p->rec[VRT_PLAN_BATCH_TOKENS]);
-				prof_src = VRT_PLAN_SRC_RULE;
-			} else {
-				prof_src = VRT_PLAN_SRC_UNKNOWN;
-			}
 		}
-		prof = scale(prof, tp_r, tp);
-		if (tp != tp_r && prof_src == VRT_PLAN_SRC_MEASURED)
-			prof_src = VRT_PLAN_SRC_ASSUMPTION; /* sharded too */
-		set_term(d, VRT_PLAN_WEIGHTS, w,
-		         tp == tp_r ? VRT_PLAN_SRC_MEASURED : VRT_PLAN_SRC_RULE,
-		         1);
-		set_term(d, VRT_PLAN_ACTIVATIONS, prof, prof_src,
-		         m->profile_held > 0);
-		set_term(d, VRT_PLAN_GRAPHS, m->graphs,
-		         m->graphs ? VRT_PLAN_SRC_ASSUMPTION
-		                   : VRT_PLAN_SRC_MEASURED,
-		         1);
-		other_term(c, i, tp_r, tp);
+		prof = batch_activations(c, prof, tp_r, tp, &prof_src);
+		sharded_terms(c, i, prof, prof_src, tp_r, tp);
 		/* the rule at the recorded settings against the measured
 		 * reserve: the gap is carried */
 		kv_r = vllm_rule(p->rec[VRT_PLAN_FRACTION], m->capacity,
@@ -1066,11 +1097,7 @@ static void sglang_fraction(struct vrt_plan *p)
 static void rule_sglang(struct pctx *c)
 {
 	const struct vrt_plan *p = c->p;
-	uint64_t tp_r =
-	        p->rec[VRT_PLAN_PARALLEL] ? p->rec[VRT_PLAN_PARALLEL] : 1;
-	uint64_t tp = has(c, VRT_PLAN_PARALLEL) && c->k[VRT_PLAN_PARALLEL]
-	                      ? c->k[VRT_PLAN_PARALLEL]
-	                      : tp_r;
+	uint64_t tp_r = tp_recorded(p), tp = tp_of(c);
 	uint64_t ctx = c->k[VRT_PLAN_CONTEXT];
 	uint64_t frac = c->k[VRT_PLAN_FRACTION],
 	         frac_r = p->rec[VRT_PLAN_FRACTION];
@@ -1094,12 +1121,9 @@ static void rule_sglang(struct pctx *c)
 		         (int64_t)m->weights;
 		off = (int64_t)m->kv - (int64_t)rtt_r - pool_r;
 		pool = (int64_t)scale(pre, frac, 1000) - (int64_t)w;
-		set_term(d, VRT_PLAN_WEIGHTS, w,
-		         tp == tp_r ? VRT_PLAN_SRC_MEASURED : VRT_PLAN_SRC_RULE,
-		         1);
-		set_term(d, VRT_PLAN_ACTIVATIONS, m->profile,
-		         VRT_PLAN_SRC_MEASURED, m->profile_held > 0);
-		other_term(c, i, tp_r, tp);
+		/* no profile run; the graphs are sized in pass 2 */
+		sharded_terms(c, i, m->profile, VRT_PLAN_SRC_MEASURED, tp_r,
+		              tp);
 		if (i == 0) {
 			say(c,
 			    "free before the weights: %s total - %s other "
@@ -1413,11 +1437,7 @@ static int64_t fraction_rule(int engine, uint64_t frac, uint64_t total,
 static void rule_fraction(struct pctx *c)
 {
 	const struct vrt_plan *p = c->p;
-	uint64_t tp_r =
-	        p->rec[VRT_PLAN_PARALLEL] ? p->rec[VRT_PLAN_PARALLEL] : 1;
-	uint64_t tp = has(c, VRT_PLAN_PARALLEL) && c->k[VRT_PLAN_PARALLEL]
-	                      ? c->k[VRT_PLAN_PARALLEL]
-	                      : tp_r;
+	uint64_t tp_r = tp_recorded(p), tp = tp_of(c);
 	uint64_t frac = c->k[VRT_PLAN_FRACTION];
 	uint32_t n = inflight_of(c, c->k[VRT_PLAN_CONCURRENCY],
 	                         has(c, VRT_PLAN_CONCURRENCY));
@@ -1430,21 +1450,10 @@ static void rule_fraction(struct pctx *c)
 		const struct vrt_plan_measure *m = measure_of(c, i);
 		struct vrt_plan_device *d = &c->row->dev[i];
 		uint64_t w = scale(m->weights, tp_r, tp);
-		uint64_t act = m->profile;
 		int act_src = VRT_PLAN_SRC_MEASURED;
+		uint64_t act =
+		        batch_activations(c, m->profile, tp_r, tp, &act_src);
 		int64_t kv_r, kv, off;
-		if (changed(c, VRT_PLAN_BATCH_TOKENS)) {
-			if ((p->rec_have >> VRT_PLAN_BATCH_TOKENS) & 1) {
-				act = scale(act, c->k[VRT_PLAN_BATCH_TOKENS],
-				            p->rec[VRT_PLAN_BATCH_TOKENS]);
-				act_src = VRT_PLAN_SRC_RULE;
-			} else {
-				act_src = VRT_PLAN_SRC_UNKNOWN;
-			}
-		}
-		act = scale(act, tp_r, tp);
-		if (tp != tp_r && act_src == VRT_PLAN_SRC_MEASURED)
-			act_src = VRT_PLAN_SRC_ASSUMPTION; /* sharded too */
 		kv_r = fraction_rule(p->engine, p->rec[VRT_PLAN_FRACTION],
 		                     m->capacity, m->other, m->weights,
 		                     m->profile_held ? m->profile : 0, m->comm);
@@ -1453,16 +1462,7 @@ static void rule_fraction(struct pctx *c)
 		                   m->profile_held ? act : 0,
 		                   comm_unknown || tp == 1 ? 0 : m->comm) +
 		     off;
-		set_term(d, VRT_PLAN_WEIGHTS, w,
-		         tp == tp_r ? VRT_PLAN_SRC_MEASURED : VRT_PLAN_SRC_RULE,
-		         1);
-		set_term(d, VRT_PLAN_ACTIVATIONS, act, act_src,
-		         m->profile_held > 0);
-		set_term(d, VRT_PLAN_GRAPHS, m->graphs,
-		         m->graphs ? VRT_PLAN_SRC_ASSUMPTION
-		                   : VRT_PLAN_SRC_MEASURED,
-		         1);
-		other_term(c, i, tp_r, tp);
+		sharded_terms(c, i, act, act_src, tp_r, tp);
 		if (i == 0)
 			say(c,
 			    "KV cache (%s rule) at %s %s: %s, calibration %s "
