@@ -397,6 +397,7 @@ void vrt_plan_measure(struct vrt_plan *p, const struct vrt_trace *t,
 	measure_devices(p, t, r);
 	read_model(p, t, cfg);
 	p->serving = r->serving;
+	p->failed = r->decisive != SIZE_MAX;
 	p->load = r->max_inflight;
 	p->have_single = r->have_single_request;
 	p->single = r->single_request_peak_bytes;
@@ -418,10 +419,11 @@ void vrt_plan_measure(struct vrt_plan *p, const struct vrt_trace *t,
 		       p->load);
 	else if (p->have_single && !p->single && m->demand_peak <= m->residue)
 		assume(p,
-		       "requests grew nothing: %s the profile run left "
-		       "cached served them; more than the run's %" PRIu32
-		       " in flight may not",
-		       p->caching ? "the memory" : "memory", p->load);
+		       "requests grew nothing: memory %s served them; more "
+		       "than the run's %" PRIu32 " in flight may not",
+		       p->caching ? "the profile run left cached"
+		                  : "the allocator kept",
+		       p->load);
 	if (!p->have_model)
 		unknown(p, "KV tokens and sequences: no model description "
 		           "(--model-config)");

@@ -183,6 +183,8 @@ struct vrt_plan {
 	int serving;         /* a request was served */
 	uint32_t load;       /* most requests in flight (the traffic) */
 	int caching;         /* the profile's memory stayed cached */
+	int failed;          /* an allocation failed for good: the run
+	                        stopped short of its traffic's peak */
 	uint64_t single;     /* one request's growth, the run's */
 	int have_single;
 	/* the model description (--model-config), with the run's KV types */

@@ -378,10 +378,12 @@ void vrt_report_plan_text(FILE *f, const struct vrt_trace *t,
 		                : 0;
 		fprintf(f,
 		        "recorded settings: predicted peak %s on device "
-		        "%" PRId32 ", measured %s (%+.1f%%)\n",
+		        "%" PRId32 ", measured %s (%+.1f%%)%s\n",
 		        vrt_report_bytes(a, sizeof(a), p->recorded.dev[0].peak),
-		        m->device, vrt_report_bytes(b, sizeof(b), m->peak),
-		        pct);
+		        m->device, vrt_report_bytes(b, sizeof(b), m->peak), pct,
+		        p->failed
+		                ? "; the run failed short of its traffic's peak"
+		                : "");
 	}
 	fprintf(f, "\nhow each term is predicted:\n");
 	for (k = 0; k < VRT_PLAN_NTERMS; k++)
@@ -661,6 +663,8 @@ void vrt_report_plan_json(FILE *f, const struct vrt_trace *t,
 		vrt_json_end_object(&w);
 	}
 	vrt_json_end_array(&w);
+	vrt_json_key(&w, "failed");
+	vrt_json_bool(&w, p->failed);
 	vrt_json_key(&w, "requests_in_flight");
 	vrt_json_uint(&w, p->load);
 	vrt_json_key(&w, "single_request_bytes");
