@@ -113,6 +113,39 @@ static const struct vrt_cmd commands[] = {
          "                     written in place; - is stdout)\n"
          "      --rules FILE   re-classify stacks with FILE's rules first\n"
          "  -h, --help         show this help\n"},
+        {"plan", vrt_cmd_plan_run,
+         "which settings fit: other settings predicted from one run",
+         "plan RUN [--set FLAG=V1,V2,...]... [--model-config FILE]\n"
+         "        [--objective concurrency|context|throughput] [--margin PCT]\n"
+         "        [--explain] [--format text|json|csv] [-o FILE] [--rules "
+         "FILE]",
+         "Predicts, for the engine recognised in RUN (a run directory or one\n"
+         ".vtrace file: vLLM, SGLang, llama.cpp, TGI, TensorRT-LLM), the\n"
+         "memory budget of other settings per device: weights, activations,\n"
+         "KV cache (bytes and tokens), CUDA graphs, other fixed memory, the\n"
+         "requests in flight, the peak, the headroom, whether it fits and\n"
+         "which budget breaks. Each term comes from the run's measurements\n"
+         "and the engine's sizing rule and says where it came from.\n"
+         "\n"
+         "      --set FLAG=V1,V2,...  values of one engine flag (with or\n"
+         "                     without its dashes: max-model-len, -c,\n"
+         "                     mem-fraction-static) or knob name; the grid\n"
+         "                     is every combination (default: context and\n"
+         "                     concurrency halved and doubled, the memory\n"
+         "                     fraction 0.05 either side)\n"
+         "      --model-config FILE  the model description (config.json):\n"
+         "                     KV tokens and sequences, layers\n"
+         "      --kv-dtype T   the KV cache type (with --model-config)\n"
+         "      --objective O  the best row: concurrency (default), context\n"
+         "                     or throughput\n"
+         "      --margin PCT   headroom below which a fit is tight\n"
+         "                     (default 5)\n"
+         "      --explain      the arithmetic of one configuration: the one\n"
+         "                     the --set values name, else the best\n"
+         "  -f, --format FMT   text (default), json (vramtrace-plan/1), csv\n"
+         "  -o, --output FILE  write the plan to FILE (atomically)\n"
+         "      --rules FILE   re-classify stacks with FILE's rules first\n"
+         "  -h, --help         show this help\n"},
         {"rules", vrt_cmd_rules_run,
          "the call paths no phase rule claims, to write the missing rule",
          "rules RUN... [--rules FILE] [--top N] | rules --builtin",

@@ -81,6 +81,24 @@ void vrt_report_table_csv(FILE *f, const struct vrt_retest_row *rows,
 void vrt_report_table_json(FILE *f, const struct vrt_retest_row *rows,
                            char *const *labels, size_t nrows);
 
+struct vrt_plan;
+struct vrt_plan_row;
+struct vrt_plan_explain;
+
+/* `vramtrace plan` (report_plan.c): the table of configurations as text,
+ * CSV, or the "vramtrace-plan/1" JSON document; label names the run,
+ * explained (may be NULL) is the configuration --explain shows with its
+ * arithmetic ex, index its row (0: not in the grid). */
+void vrt_report_plan_text(FILE *f, const struct vrt_trace *t,
+                          const struct vrt_plan *p, const char *label,
+                          const struct vrt_plan_row *explained,
+                          const struct vrt_plan_explain *ex, size_t index);
+void vrt_report_plan_csv(FILE *f, const struct vrt_plan *p);
+void vrt_report_plan_json(FILE *f, const struct vrt_trace *t,
+                          const struct vrt_plan *p, const char *label,
+                          const struct vrt_plan_row *explained,
+                          const struct vrt_plan_explain *ex, size_t index);
+
 /* One self-contained HTML page (inline CSS, JS and SVG; nothing loaded
  * from the network) drawn from the JSON report of t, r and d (d may be
  * NULL), embedded in it: the diagnosis, per-device timelines by phase

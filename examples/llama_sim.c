@@ -5,19 +5,30 @@
  * the GPU as libcudart (or the HIP runtime) is reached (sim_gpu.c), and it
  * serves HTTP/1.1 on 127.0.0.1 (POST /completion, GET /health):
  *
- *   llama_model_load            -ngl tensors of --layer-mib MiB
- *   llama_kv_cache_init         --ctx-size x --kv-kib-per-token KiB, once,
- *                               at context creation
- *   ggml_backend_sched_reserve  --compute-mib MiB: the compute buffer of the
- *                               worst-case graph, reserved at context
- *                               creation (0: none)
+ *   llama_model_load            one tensor of --layer-mib MiB per layer
+ *                               offloaded: min(-ngl, --model-layers); the
+ *                               other layers stay in host memory
+ *   llama_kv_cache_init         --ctx-size x --kv-kib-per-token KiB for
+ *                               the whole model, once, at context
+ *                               creation; each layer's share lives where
+ *                               the layer does, so the GPU holds the
+ *                               offloaded layers' part. The -np slots
+ *                               share it (each gets ctx-size / np)
+ *   ggml_backend_sched_reserve  the compute buffer of the worst-case graph,
+ *                               reserved at context creation: --compute-mib
+ *                               MiB, or with --compute-kib-per-token K the
+ *                               graph of min(-c, -b, -ub) tokens at K KiB
+ *                               each (0: none)
  *   --warmup                    a warm-up decode of a couple of tokens
  *                               (1/16 of a request's activations) before
  *                               the server is ready, as llama-server's
  *                               start-up (common_init_from_params) runs one
- *   serving                     one request alone, then -np at once; each
- *                               request's llama_decode holds --act-mib MiB
- *                               of activations until it is answered
+ *   serving                     one request alone, then
+ *                               --concurrent-requests at once (default
+ *                               -np), at most -np of them decoded together
+ *                               (the slots; the rest wait their turn);
+ *                               each request's llama_decode holds --act-mib
+ *                               MiB of activations until it is answered
  *
  * --allocator plain (the default) allocates each request's activations
  * with one driver call in llama_decode; pool-vmm and pool-leg run each
@@ -35,10 +46,20 @@
  *                         Ollama does
  *   --idle-connections N  the client keeps N keep-alive connections open
  *                         and idle all along
- *   --ladder 1,2,4,8      instead of 1 then -np: a load test's concurrency
- *                         ladder, each step (that many clients at once)
- *                         after a mark "concurrency=N" (VRAMTRACE_MARK: a
- *                         no-op without the preload)
+ *   -np N                 the slots: requests decoded together (default
+ *                         4, or the --ladder's largest step)
+ *   --concurrent-requests N  the client's second step: N requests at once
+ *                         (default -np); past -np they wait for a slot
+ *   --model-layers L      the model's layers (default -ngl: all offloaded)
+ *   -b N, -ub N           llama.cpp's batch sizes (default 2048 and 512)
+ *   --compute-kib-per-token K  the compute buffer as the worst-case graph's
+ *                         min(-c, -b, -ub) tokens x K KiB (instead of
+ *                         --compute-mib), as with flash attention, which
+ *                         materialises no context-sized attention matrix
+ *   --ladder 1,2,4,8      instead of 1 then --concurrent-requests: a load
+ *                         test's concurrency ladder, each step (that many
+ *                         clients at once) after a mark "concurrency=N"
+ *                         (VRAMTRACE_MARK: a no-op without the preload)
  *   --hold-ms N           every step keeps its requests in flight (their
  *                         activations allocated) for N ms before answering
  *   --linger-ms N         stays alive N ms after serving everything (after
@@ -91,12 +112,15 @@ static struct {
 	int hold_ms, linger_ms, nsteps, steps[SIM_HTTP_MAX_STEPS];
 	int compute_mib, warmup, listen_first, on_request, idle, annotate;
 	int allocator, hip, load_ms, pool_mib;
+	int model_layers, load, batch, ubatch, compute_kib;
 } o = {.n_layers = 32,
+       .batch = 2048, /* llama.cpp's defaults (common_params) */
+       .ubatch = 512,
        .layer_mib = 16,
        .ctx_size = 4096,
        .kv_kib = 128,
        .act_mib = 64,
-       .clients = 4,
+       .clients = 0, /* -np: 4, or the --ladder's largest step */
        .allocator = SIM_ALLOC_PLAIN};
 
 /* --pool-mib: the pool's size and the requests in flight (the serving
@@ -154,27 +178,38 @@ static void sleep_ms(int ms)
 		;
 }
 
+/* Layers on the GPU: -ngl of them, at most the model's. */
+static int offloaded(void)
+{
+	return o.n_layers < o.model_layers ? o.n_layers : o.model_layers;
+}
+
 NOINLINE void llama_model_load(void)
 {
 	uint64_t bytes = (uint64_t)o.layer_mib * MIB;
+	int n = offloaded();
 
 	sim_alloc_phase_push("weights");
-	for (int i = 0; i < o.n_layers; i++) {
+	for (int i = 0; i < n; i++) {
 		uint64_t p;
-		if (o.load_ms && o.n_layers)
-			sleep_ms(o.load_ms / o.n_layers);
+		if (o.load_ms)
+			sleep_ms(o.load_ms / n);
 		if (DEV_ALLOC(&p, bytes))
 			buffer_oom("llama_model_load", "CUDA0 model", bytes);
 	}
 	sim_alloc_phase_pop();
-	printf("load_tensors:        CUDA0 model buffer size = %.2f MiB\n",
-	       (double)o.n_layers * o.layer_mib);
+	printf("load_tensors: offloaded %d/%d layers to GPU\n"
+	       "load_tensors:        CUDA0 model buffer size = %.2f MiB\n",
+	       n, o.model_layers, (double)n * o.layer_mib);
 	llama_sim_sink++;
 }
 
+/* The offloaded layers' share of the KV cache: each layer keeps its K and
+ * V on the device that holds the layer. */
 NOINLINE void llama_kv_cache_init(void)
 {
-	uint64_t p, bytes = (uint64_t)o.ctx_size * (uint64_t)o.kv_kib * 1024;
+	uint64_t p, bytes = (uint64_t)o.ctx_size * (uint64_t)o.kv_kib * 1024 *
+	                    (uint64_t)offloaded() / (uint64_t)o.model_layers;
 
 	sim_alloc_phase_push("kv_cache");
 	if (DEV_ALLOC(&p, bytes))
@@ -185,9 +220,23 @@ NOINLINE void llama_kv_cache_init(void)
 	llama_sim_sink++;
 }
 
+/* The tokens of the worst-case graph llama_context reserves for:
+ * min(n_ctx, n_ubatch), with n_ubatch <= n_batch <= n_ctx. */
+static uint64_t graph_tokens(void)
+{
+	uint64_t t = (uint64_t)o.ctx_size;
+
+	if ((uint64_t)o.batch < t)
+		t = (uint64_t)o.batch;
+	return (uint64_t)o.ubatch < t ? (uint64_t)o.ubatch : t;
+}
+
 NOINLINE void ggml_backend_sched_reserve(void)
 {
-	uint64_t p, bytes = (uint64_t)o.compute_mib * MIB;
+	uint64_t p, bytes = o.compute_kib
+	                            ? graph_tokens() * (uint64_t)o.compute_kib *
+	                                      1024
+	                            : (uint64_t)o.compute_mib * MIB;
 
 	if (!bytes)
 		return;
@@ -299,22 +348,14 @@ NOINLINE void common_init_from_params(void)
 	fflush(stdout);
 }
 
-/* One step: n requests decoded together (plain: one llama_decode each),
- * held --hold-ms, then answered. */
-NOINLINE static void serve(struct sim_http *http, int n, int *loaded)
+/* n requests decoded together (plain: one llama_decode each), held
+ * --hold-ms, then answered. */
+static void decode_wave(struct sim_http *http, struct sim_http_req *reqs,
+                        int n)
 {
-	struct sim_http_req reqs[MAX_CLIENTS];
 	uint64_t act[MAX_CLIENTS];
 	int nact = 0;
 
-	for (int i = 0; i < n; i++)
-		if (sim_http_next(http, &reqs[i]))
-			exit(1);
-	if (!*loaded) {
-		/* Ollama: the first request loads the model. */
-		common_init_from_params();
-		*loaded = 1;
-	}
 	if (o.allocator == SIM_ALLOC_PLAIN)
 		for (int i = 0; i < n; i++)
 			act[nact++] = llama_decode(1);
@@ -332,14 +373,36 @@ NOINLINE static void serve(struct sim_http *http, int n, int *loaded)
 		release_decode(act[0]);
 }
 
+/* One step: n requests arrive; the -np slots decode them, at most -np at
+ * a time, the others waiting (still in flight) for a free slot. */
+NOINLINE static void serve(struct sim_http *http, int n, int *loaded)
+{
+	struct sim_http_req reqs[MAX_CLIENTS];
+
+	for (int i = 0; i < n; i++)
+		if (sim_http_next(http, &reqs[i]))
+			exit(1);
+	if (!*loaded) {
+		/* Ollama: the first request loads the model. */
+		common_init_from_params();
+		*loaded = 1;
+	}
+	for (int i = 0; i < n; i += o.clients)
+		decode_wave(http, reqs + i,
+		            n - i < o.clients ? n - i : o.clients);
+}
+
 static int usage(void)
 {
 	fprintf(stderr,
 	        "usage: llama_sim [-ngl N] [--layer-mib M] [-c|--ctx-size T]\n"
 	        "                 [--kv-kib-per-token K] [--act-mib M] "
 	        "[--compute-mib M]\n"
-	        "                 [-np|--parallel N] [--port P] [--ladder "
-	        "N,N,...] [--hold-ms MS]\n"
+	        "                 [-np|--parallel N] [--concurrent-requests N] "
+	        "[--model-layers L]\n"
+	        "                 [-b|--batch-size N] [-ub|--ubatch-size N] "
+	        "[--compute-kib-per-token K]\n"
+	        "                 [--port P] [--ladder N,N,...] [--hold-ms MS]\n"
 	        "                 [--linger-ms MS] [--idle-connections N] "
 	        "[--warmup]\n"
 	        "                 [--listen-before-load | --load-on-request] "
@@ -419,6 +482,16 @@ static int parse(int argc, char **argv)
 				o.compute_mib = n;
 			else if (!strcmp(a, "-np") || !strcmp(a, "--parallel"))
 				o.clients = n;
+			else if (!strcmp(a, "--concurrent-requests"))
+				o.load = n;
+			else if (!strcmp(a, "--model-layers"))
+				o.model_layers = n;
+			else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
+				o.batch = n;
+			else if (!strcmp(a, "-ub") || !strcmp(a, "--ubatch-size"))
+				o.ubatch = n;
+			else if (!strcmp(a, "--compute-kib-per-token"))
+				o.compute_kib = n;
 			else if (!strcmp(a, "--port"))
 				o.port = n;
 			else if (!strcmp(a, "--hold-ms"))
@@ -435,9 +508,20 @@ static int parse(int argc, char **argv)
 				return usage();
 		}
 	}
+	if (!o.model_layers)
+		o.model_layers = o.n_layers > 0 ? o.n_layers : 1; /* all on GPU */
+	if (!o.clients) {
+		o.clients = o.nsteps ? 1 : 4;
+		for (int i = 0; i < o.nsteps; i++)
+			if (o.steps[i] > o.clients)
+				o.clients = o.steps[i];
+	}
+	if (!o.load)
+		o.load = o.clients;
 	if (o.clients < 1 || o.clients > MAX_CLIENTS || o.n_layers < 0 ||
-	    o.idle < 0 || o.idle > 128 || o.pool_mib < 0 ||
-	    (o.listen_first && o.on_request))
+	    o.model_layers < 1 || o.load < 1 || o.load > MAX_CLIENTS ||
+	    o.batch < 1 || o.ubatch < 1 || o.compute_kib < 0 || o.idle < 0 ||
+	    o.idle > 128 || o.pool_mib < 0 || (o.listen_first && o.on_request))
 		return usage();
 	return 0;
 }
@@ -477,8 +561,8 @@ int main(int argc, char **argv)
 		memcpy(load.steps, o.steps, sizeof(o.steps));
 	} else {
 		load.steps[load.nsteps++] = 1;
-		if (o.clients > 1)
-			load.steps[load.nsteps++] = o.clients;
+		if (o.load > 1)
+			load.steps[load.nsteps++] = o.load;
 	}
 	/* A client that finds the server listening polls /health at once:
 	 * 503 while llama-server loads, 200 from Ollama's server. */

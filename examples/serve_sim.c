@@ -18,7 +18,10 @@
  *   4. kv_cache   a second probe, then the KV reserve: --gpu-memory-
  *                 utilization x total - weights - the profiled peak (vLLM
  *                 V1's arithmetic, which counts other processes' memory as
- *                 available);
+ *                 available); like vLLM it refuses to start when that
+ *                 holds no block, or fewer tokens (--kv-kib-per-token
+ *                 each, in blocks of 16) than one --max-model-len
+ *                 sequence;
  *   5. cuda_graph --cuda-graph-mib MiB captured in 8 graphs after the KV
  *                 reserve, kept by the graphs (their private pool: no
  *                 empty-cache retry while capturing);
@@ -83,6 +86,8 @@
 #define MAX_REQS   64
 #define MAX_HOST   1024
 #define N_CAPTURES 8
+/* vLLM's default KV block on CUDA (--block-size) */
+#define BLOCK_TOKENS 16
 
 enum role { SINGLE, API_SERVER, ENGINE_CORE, WORKER };
 
@@ -262,6 +267,31 @@ static void thousands(char *buf, size_t n, unsigned long long v)
 	buf[k] = '\0';
 }
 
+/* vLLM's check_enough_kv_cache_memory: the cache must hold one sequence
+ * of --max-model-len (in whole blocks of BLOCK_TOKENS), or the engine
+ * refuses to start. */
+static void check_one_sequence(int r, double kv, double per_token)
+{
+	double blocks = (double)((o.max_model_len + BLOCK_TOKENS - 1) /
+	                         BLOCK_TOKENS);
+	double need = blocks * BLOCK_TOKENS * per_token;
+
+	if (per_token <= 0 || need <= kv)
+		return;
+	fprintf(stderr,
+	        "ValueError: To serve at least one request with the models's "
+	        "max seq len (%d), (%.2f GiB KV cache is needed, which is "
+	        "larger than the available KV cache memory (%.2f GiB). Based "
+	        "on the available memory, the estimated maximum model length "
+	        "is %d. Try increasing `gpu_memory_utilization` or decreasing "
+	        "`max_model_len` when initializing the engine.\n"
+	        "serve_sim: the KV cache of rank %d cannot hold one "
+	        "sequence; lower --max-model-len\n",
+	        o.max_model_len, need / GIB, kv / GIB,
+	        (int)(kv / per_token) / BLOCK_TOKENS * BLOCK_TOKENS, r);
+	exit(oom_exit());
+}
+
 static void initialize_kv_cache(int r)
 {
 	size_t free_b, total_b;
@@ -285,6 +315,7 @@ static void initialize_kv_cache(int r)
 	}
 	engine_log("INFO [gpu_worker.py] Available KV cache memory: %.2f GiB",
 	      kv / GIB);
+	check_one_sequence(r, kv, per_token);
 	thousands(tokens, sizeof(tokens),
 	          per_token > 0 ? (unsigned long long)(kv / per_token) : 0);
 	thousands(len, sizeof(len), (unsigned long long)o.max_model_len);

@@ -134,6 +134,32 @@ GOLDEN_CASES = [
     ("sanity-over-capacity.text", "sanity.mkt", ["analyze", "runO"]),
     ("sanity-identity.json", "sanity.mkt", ["analyze", "-f", "json",
                                             "runI"]),
+    # plan: other settings predicted from one run (traces/plan.mkt)
+    ("plan-vllm.text", "plan.mkt",
+     ["plan", "--model-config", "model/config.json", "--set",
+      "max-num-seqs=2,6", "--set", "gpu-memory-utilization=0.9,0.95",
+      "runV"]),
+    ("plan-vllm.json", "plan.mkt",
+     ["plan", "-f", "json", "--model-config", "model/config.json", "--set",
+      "max-num-seqs=2,6", "--set", "max-model-len=8192,524288", "runV"]),
+    ("plan-vllm.csv", "plan.mkt",
+     ["plan", "--format=csv", "--model-config", "model/config.json",
+      "--set", "--gpu-memory-utilization=0.8,0.95", "runV"]),
+    ("plan-explain.text", "plan.mkt",
+     ["plan", "--model-config", "model/config.json", "--set",
+      "gpu-memory-utilization=0.95", "--set", "max-num-seqs=6",
+      "--explain", "runV"]),
+    ("plan-unknown.text", "plan.mkt",
+     ["plan", "--set", "max-model-len=4096,16384", "--set",
+      "max-num-batched-tokens=4096", "runN"]),
+    ("plan-sglang.text", "plan.mkt",
+     ["plan", "--model-config", "model/config.json", "--margin", "10",
+      "runS"]),
+    ("plan-llama-explain.text", "plan.mkt",
+     ["plan", "--model-config", "model/config.json", "--set",
+      "c=16384,131072", "--set", "-np=2,8", "--objective", "context",
+      "--explain", "runL"]),
+    ("plan-bad.text", "plan.mkt", ["plan", "--set", "nosuch=1", "runV"]),
 ]
 
 # The verdict each engine-shaped run must get, checked on its JSON report
@@ -319,7 +345,8 @@ def group_golden(opts, tap):
                 doc = json.loads(out)
                 good = doc.get("schema") == {
                     "compare": "vramtrace-compare/1",
-                    "table": "vramtrace-table/1"}.get(
+                    "table": "vramtrace-table/1",
+                    "plan": "vramtrace-plan/1"}.get(
                         args[0], "vramtrace-report/1")
             except ValueError as e:
                 good, doc = False, e

@@ -3,8 +3,8 @@
  * input is one trace file's bytes (zstd frames of records). It is opened
  * with vrt_load_open_buffer and streamed through the analyzer's one pass
  * (vrt_run_pass: attributed to phases with the built-in rules, replayed),
- * diagnosed, and written in every report
- * format to /dev/null, so a malformed trace that decodes reaches each
+ * diagnosed, planned (`vramtrace plan`'s default grid), and written in
+ * every report format to /dev/null, so a malformed trace that decodes reaches each
  * consumer of the trace as `vramtrace analyze` would. The contract under
  * test is "any input: a status or a report, never a crash, an out-of-bounds
  * access or undefined behaviour".
@@ -24,6 +24,7 @@
 #include "attrib.h"
 #include "diagnose.h"
 #include "load.h"
+#include "plan.h"
 #include "replay.h"
 #include "report.h"
 #include "rules.h"
@@ -36,6 +37,34 @@
 #include <zstd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* `vramtrace plan` on the trace: its neighbourhood predicted, every
+ * format written, one row explained. */
+static void plan_one(FILE *devnull, const struct vrt_trace *t,
+                     const struct vrt_replay *r)
+{
+	struct vrt_plan *p = calloc(1, sizeof(*p));
+	struct vrt_plan_explain *ex = calloc(1, sizeof(*ex));
+	struct vrt_plan_row *row = calloc(1, sizeof(*row));
+	char msg[256];
+
+	if (!p || !ex || !row)
+		goto out;
+	vrt_plan_measure(p, t, r, NULL);
+	vrt_plan_default_grid(p);
+	if (vrt_plan_run(p, msg, sizeof(msg)))
+		goto out;
+	vrt_plan_predict(p, p->rec, p->rec_have, row, ex);
+	vrt_report_plan_text(devnull, t, p, "fuzz", row, ex, 0);
+	vrt_report_plan_json(devnull, t, p, "fuzz", row, ex, 0);
+	vrt_report_plan_csv(devnull, p);
+out:
+	if (p)
+		vrt_plan_free(p);
+	free(p);
+	free(ex);
+	free(row);
+}
 
 static void run_one(const uint8_t *data, size_t size)
 {
@@ -89,6 +118,7 @@ static void run_one(const uint8_t *data, size_t size)
 	(void)vrt_report_folded_write(devnull, &t, &r);
 	/* Reports without a diagnosis take other paths. */
 	vrt_report_text_write(devnull, &t, &r, NULL);
+	plan_one(devnull, &t, &r);
 	fflush(devnull);
 out:
 	free(dg);
