@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "wallclock.h"
 
 /* Frames kept per site in the page (innermost first). */
 #define HTML_SITE_FRAMES 64
@@ -184,6 +185,12 @@ static const char page_tail[] =
         "  function secs(s) {\n"
         "    return s === null || s === undefined ? '-' : s.toFixed(3) + 's';\n"
         "  }\n"
+        "  /* The wall-clock time (UTC, ISO 8601) of s seconds into the run;\n"
+        "     '' when the trace carries no wall clock. */\n"
+        "  function utc(s) {\n"
+        "    if (s === null || s === undefined || data.start_utc_ms === null) return '';\n"
+        "    return new Date(data.start_utc_ms + s * 1000).toISOString();\n"
+        "  }\n"
         "  function pct(a, b) {\n"
         "    return b ? (100 * a / b).toFixed(1) + '%' : '';\n"
         "  }\n"
@@ -229,6 +236,7 @@ static const char page_tail[] =
         "    var s = el('div', {'class': 'summary'});\n"
         "    var events = data.processes.reduce(function (a, p) { return a + p.events; }, 0);\n"
         "    add(s, el('span', null, data.processes.length + ' process' + (data.processes.length === 1 ? '' : 'es') + ', ' + events + ' events over ' + secs(data.duration_s)));\n"
+        "    if (data.start_utc_ms !== null) add(s, el('span', null, 'started ' + utc(0)));\n"
         "    add(s, el('span', null, data.server_ready ? 'server ready at ' + secs(data.server_ready.t) + ' (pid ' + data.server_ready.pid + ', port ' + data.server_ready.port + ')' : 'server never listened'));\n"
         "    var rq = data.requests;\n"
         "    if (rq.connections || rq.annotated) {\n"
@@ -470,7 +478,7 @@ static const char page_tail[] =
         "      cursor.setAttribute('x2', X(t));\n"
         "      cursor.setAttribute('visibility', 'visible');\n"
         "      while (tip.firstChild) tip.removeChild(tip.firstChild);\n"
-        "      add(tip, el('div', null, 'device ' + d.id + ' at ' + secs(t)));\n"
+        "      add(tip, el('div', null, 'device ' + d.id + ' at ' + secs(t) + (utc(t) ? ' (' + utc(t) + ')' : '')));\n"
         "      var tb = el('table');\n"
         "      add(tb, add(el('tr'), el('td', null, 'total'), el('td', {'class': 'num'}, bytes(i < 0 ? 0 : totals[i]))));\n"
         "      phases.slice().reverse().forEach(function (p) {\n"
@@ -567,10 +575,10 @@ static const char page_tail[] =
         "      return;\n"
         "    }\n"
         "    var tb = el('table', {'class': 'data'});\n"
-        "    add(tb, add(el('tr'), el('th', null, 'time'), el('th', null, 'pid'), el('th', null, 'device'), el('th', null, 'call'), el('th', {'class': 'num'}, 'size'), el('th', null, 'error'), el('th', null, 'driver free / total'), el('th', null, 'stage'), el('th', null, 'phase'), el('th', {'class': 'num'}, 'in flight')));\n"
+        "    add(tb, add(el('tr'), el('th', null, 'time'), el('th', null, 'UTC'), el('th', null, 'pid'), el('th', null, 'device'), el('th', null, 'call'), el('th', {'class': 'num'}, 'size'), el('th', null, 'error'), el('th', null, 'driver free / total'), el('th', null, 'stage'), el('th', null, 'phase'), el('th', {'class': 'num'}, 'in flight')));\n"
         "    data.failures.forEach(function (f) {\n"
         "      add(tb, add(el('tr', {'class': f.oom ? 'oom' : ''}),\n"
-        "        el('td', null, secs(f.t)), el('td', null, f.pid), el('td', null, f.device >= 0 ? f.device : (f.family === 'pinned' || f.family === 'registered' ? 'host' : '?')),\n"
+        "        el('td', null, secs(f.t)), el('td', null, utc(f.t)), el('td', null, f.pid), el('td', null, f.device >= 0 ? f.device : (f.family === 'pinned' || f.family === 'registered' ? 'host' : '?')),\n"
         "        el('td', null, f.api), el('td', {'class': 'num'}, f.requested_bytes ? bytes(f.requested_bytes) : '-'), el('td', null, f.error),\n"
         "        el('td', null, f.free_bytes !== null ? bytes(f.free_bytes) + ' / ' + bytes(f.total_bytes) : '-'),\n"
         "        el('td', null, f.oom ? f.stage : ''), el('td', null, f.oom ? f.phase : ''), el('td', {'class': 'num'}, f.oom ? f.inflight : '')));\n"
@@ -1009,6 +1017,14 @@ static void data(FILE *m, const struct vrt_trace *t, const struct vrt_replay *r,
 	fputs("{\"schema\":\"vramtrace-html/1\",", m);
 	key(m, &first, "duration_s");
 	secs(m, t, t->end_ns);
+	/* The run's start as UTC milliseconds since the epoch: the page
+	 * turns every time into wall-clock time with it. */
+	key(m, &first, "start_utc_ms");
+	if (vrt_wallclock_known(t))
+		fprintf(m, "%" PRId64,
+		        vrt_wallclock_utc(t, t->start_ns) / 1000000);
+	else
+		fputs("null", m);
 	fputc(',', m);
 	processes(m, t);
 	fputs("\"server_ready\":", m);

@@ -13,8 +13,9 @@
  *     out-of-memory failure (with its numbers as args).
  *
  * Synthetic processes use pids above Linux's pid_max (2^22), so they never
- * collide with a traced one. Timestamps are microseconds since the run's
- * first HEADER, printed exactly from nanoseconds. One event per line, so
+ * collide with a traced one. Timestamps are microseconds since the Unix
+ * epoch in UTC (the run's wall clock; since its first HEADER when the
+ * trace has none), printed exactly from nanoseconds. One event per line, so
  * the file diffs well.
  */
 #include "report.h"
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "wallclock.h"
 
 #define RUN_PID    1000000000u
 #define DEVICE_PID 1000000001u /* + device index */
@@ -44,10 +46,15 @@ static void us(FILE *f, int64_t ns)
 	        a % 1000u);
 }
 
-/* A time as microseconds since the run started. */
+/* A time as microseconds since the Unix epoch (UTC), so the file lines up
+ * with logs and other traces of the same moments; since the run's start
+ * when the trace carries no wall clock. */
 static void ts_us(FILE *f, const struct vrt_trace *t, int64_t ts)
 {
-	us(f, ts - t->start_ns);
+	if (vrt_wallclock_known(t))
+		us(f, vrt_wallclock_utc(t, ts));
+	else
+		us(f, ts - t->start_ns);
 }
 
 /* Starts an event: {"ph":"<ph>","name":<name>,"pid":P,"tid":P,"ts":T */
