@@ -1,10 +1,14 @@
 /*
  * cmd_analyze.c — `vramtrace analyze PATH... [--format text|json|html|
- * perfetto|folded] [-o FILE] [--rules FILE]`
+ * perfetto|folded] [-o FILE] [--rules FILE] [--log FILE]`
  *
  * Parses its arguments into struct settings, then reads the rules (if
- * any), loads (load.c), attributes phases (attrib.c), replays (replay.c)
- * and formats (report_*.c). A rules file that does not parse is a data
+ * any), loads (load.c), attributes phases (attrib.c), replays (replay.c),
+ * diagnoses (diagnose.c), holds the engine's log against the run (the
+ * run directory's output.log that `record` keeps, or --log FILE:
+ * enginelog.c, logcheck.c) and formats (report_*.c). A budget refusal the
+ * log names becomes the verdict when the diagnosis found no failure of
+ * its own. A rules file that does not parse is a data
  * error (exit 1) reported as "FILE:LINE: message". Prints the one-line error of
  * a failed load and one warning per truncated trace; writes the report to
  * stdout, or to FILE through FILE.tmp + fsync + rename so a reader never
@@ -17,16 +21,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+#include <time.h>
+
 #include "attrib.h"
 #include "cmd.h"
 #include "diagnose.h"
+#include "enginelog.h"
 #include "load.h"
+#include "logcheck.h"
 #include "modelcfg.h"
 #include "progress.h"
 #include "replay.h"
 #include "report.h"
 #include "rules.h"
 #include "run.h"
+#include "wallclock.h"
 
 enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_PERFETTO, FMT_FOLDED };
 
@@ -36,11 +46,21 @@ struct settings {
 	const char *rules;        /* --rules FILE, or NULL */
 	const char *model_config; /* --model-config FILE, or NULL */
 	const char *kv_dtype;     /* --kv-dtype NAME, or NULL */
+	const char *log;          /* --log FILE, or NULL */
+	int no_log;               /* --no-log */
 	char **paths;
 	int npaths;
 };
 
-enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_RULES, OPT_MODEL_CONFIG, OPT_KV_DTYPE };
+enum {
+	OPT_FORMAT = 1,
+	OPT_OUTPUT,
+	OPT_RULES,
+	OPT_MODEL_CONFIG,
+	OPT_KV_DTYPE,
+	OPT_LOG,
+	OPT_NO_LOG
+};
 
 static const struct vrt_option options[] = {
         {"format", 'f', 1, OPT_FORMAT},
@@ -48,6 +68,8 @@ static const struct vrt_option options[] = {
         {"rules", 0, 1, OPT_RULES},
         {"model-config", 0, 1, OPT_MODEL_CONFIG},
         {"kv-dtype", 0, 1, OPT_KV_DTYPE},
+        {"log", 0, 1, OPT_LOG},
+        {"no-log", 0, 0, OPT_NO_LOG},
         {NULL, 0, 0, 0},
 };
 
@@ -56,6 +78,7 @@ struct report_job {
 	const struct vrt_trace *t;
 	const struct vrt_replay *r;
 	const struct vrt_diagnosis *dg;
+	const struct vrt_logcheck *lc; /* NULL: no engine log */
 };
 
 static int write_job(FILE *f, const void *ctx)
@@ -64,18 +87,18 @@ static int write_job(FILE *f, const void *ctx)
 
 	switch (j->s->format) {
 	case FMT_JSON:
-		vrt_report_json_write(f, j->t, j->r, j->dg);
+		vrt_report_json_write(f, j->t, j->r, j->dg, j->lc);
 		return 0;
 	case FMT_HTML:
-		vrt_report_html_write(f, j->t, j->r, j->dg);
+		vrt_report_html_write(f, j->t, j->r, j->dg, j->lc);
 		return 0;
 	case FMT_PERFETTO:
-		vrt_report_perfetto_write(f, j->t, j->r);
+		vrt_report_perfetto_write(f, j->t, j->r, j->lc);
 		return 0;
 	case FMT_FOLDED:
 		return vrt_report_folded_write(f, j->t, j->r) ? -1 : 0;
 	case FMT_TEXT:
-		vrt_report_text_write(f, j->t, j->r, j->dg);
+		vrt_report_text_write(f, j->t, j->r, j->dg, j->lc);
 		return 0;
 	}
 	return 0;
@@ -110,6 +133,12 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 		case OPT_MODEL_CONFIG:
 			s->model_config = st->arg;
 			break;
+		case OPT_LOG:
+			s->log = st->arg;
+			break;
+		case OPT_NO_LOG:
+			s->no_log = 1;
+			break;
 		case OPT_KV_DTYPE:
 			if (!vrt_modelcfg_dtype_bytes(st->arg))
 				return vrt_main_usage_error(
@@ -127,6 +156,10 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 		return VRT_EXIT_USAGE;
 	if (st->npos == 0)
 		return vrt_main_usage_error(self, "no trace given");
+	if (s->log && s->no_log)
+		return vrt_main_usage_error(self,
+		                            "--log and --no-log exclude each "
+		                            "other");
 	s->paths = st->pos;
 	s->npaths = st->npos;
 	return VRT_EXIT_OK;
@@ -156,6 +189,70 @@ static int read_model_config(const struct settings *s, struct vrt_modelcfg *cfg,
 	return rc;
 }
 
+/* The log to hold against the run: --log FILE, else output.log in the
+ * (first) run directory when `record` left one there; NULL for none. *auto_
+ * tells the second case (a log that cannot be read is then a warning). */
+static char *log_path(const struct settings *s, int *auto_)
+{
+	struct stat st;
+	char *p = NULL;
+
+	*auto_ = 0;
+	if (s->no_log)
+		return NULL;
+	if (s->log)
+		return strdup(s->log);
+	if (stat(s->paths[0], &st) || !S_ISDIR(st.st_mode) ||
+	    asprintf(&p, "%s/output.log", s->paths[0]) < 0)
+		return NULL;
+	if (stat(p, &st) || !S_ISREG(st.st_mode)) {
+		free(p);
+		return NULL;
+	}
+	*auto_ = 1;
+	return p;
+}
+
+/*
+ * Reads the engine log at path into *log (a year for dates printed without
+ * one and the local time zone from the run's start, so an engine's local
+ * times land on UTC) and holds it against the run into *lc. A budget
+ * refusal becomes the verdict when the diagnosis found no failure of its
+ * own. Returns 0, or -1 after printing the error.
+ */
+static int engine_log(const char *path, int auto_, struct vrt_enginelog *log,
+                      struct vrt_logcheck *lc, const struct vrt_trace *t,
+                      const struct vrt_replay *r, struct vrt_diagnosis *dg,
+                      const struct vrt_modelcfg *cfg)
+{
+	struct vrt_enginelog_opts o = {0, 0};
+	char err[300];
+	time_t start;
+	struct tm tm;
+
+	if (vrt_wallclock_known(t)) {
+		o.ref_wall_ns = vrt_wallclock_utc(t, t->start_ns);
+		start = (time_t)(o.ref_wall_ns / 1000000000);
+		/* Engines print local time; this machine's zone (TZ) is the
+		 * best guess of the one the server ran in. */
+		if (localtime_r(&start, &tm))
+			o.tz_offset_s = (int32_t)tm.tm_gmtoff;
+	}
+	if (vrt_enginelog_read(log, path, &o, err, sizeof(err))) {
+		fprintf(stderr, "vramtrace: %s: %s: %s\n",
+		        auto_ ? "warning" : "error", path, err);
+		vrt_enginelog_free(log);
+		return auto_ ? 1 : -1;
+	}
+	vrt_logcheck_run(lc, log, path, t, r, cfg);
+	vrt_logcheck_flags(log, &dg->flags);
+	if (vrt_logcheck_refusal_applies(lc, dg)) {
+		vrt_logcheck_apply_refusal(dg, &lc->refusal);
+		lc->refusal_applied = 1;
+	}
+	return 0;
+}
+
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 {
 	struct settings s = {.format = FMT_TEXT};
@@ -167,7 +264,10 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	struct vrt_modelcfg cfg;
 	struct vrt_diagnosis *dg = NULL;
 	struct vrt_progress_term pg;
-	int rc, pass;
+	struct vrt_enginelog *log = NULL;
+	struct vrt_logcheck *lc = NULL;
+	char *lpath = NULL;
+	int rc, pass, have_log = 0, auto_log;
 
 	memset(&st, 0, sizeof(st));
 	memset(&t, 0, sizeof(t));
@@ -226,9 +326,29 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		goto out;
 	}
 	vrt_diagnose_run(dg, &t, &r, s.model_config ? &cfg : NULL);
-	struct report_job job = {&s, &t, &r, dg};
+	lpath = log_path(&s, &auto_log);
+	if (lpath) {
+		int e;
+		log = calloc(1, sizeof(*log));
+		lc = calloc(1, sizeof(*lc));
+		if (!log || !lc) {
+			fprintf(stderr, "vramtrace: error: out of memory\n");
+			goto out;
+		}
+		e = engine_log(lpath, auto_log, log, lc, &t, &r, dg,
+		               s.model_config ? &cfg : NULL);
+		if (e < 0)
+			goto out;
+		have_log = e == 0;
+	}
+	struct report_job job = {&s, &t, &r, dg, have_log ? lc : NULL};
 	rc = vrt_run_write(s.output, write_job, &job);
 out:
+	if (have_log)
+		vrt_enginelog_free(log);
+	free(log);
+	free(lc);
+	free(lpath);
 	free(dg);
 	vrt_replay_free(&r);
 	vrt_load_free(&t);

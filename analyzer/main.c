@@ -40,7 +40,7 @@ static const struct vrt_cmd commands[] = {
         {"analyze", vrt_cmd_analyze_run,
          "replay traces into a per-device memory budget and failure list",
          "analyze PATH... [--format text|json|html|perfetto|folded]\n"
-         "        [-o FILE] [--rules FILE]\n"
+         "        [-o FILE] [--rules FILE] [--log FILE | --no-log]\n"
          "        [--model-config config.json [--kv-dtype T]]",
          "Each PATH is a run directory (all its *.vtrace files) or one\n"
          ".vtrace file; several runs (hosts) merge into one report.\n"
@@ -61,6 +61,12 @@ static const struct vrt_cmd commands[] = {
          "                     fits) and expected vs observed weights\n"
          "      --kv-dtype T   fp16, bf16, fp8 or fp32 for the KV cache\n"
          "                     (default: the config's torch_dtype)\n"
+         "      --log FILE     the server's log (vLLM, SGLang, llama.cpp,\n"
+         "                     TGI, TensorRT-LLM) to hold against the\n"
+         "                     trace: its memory numbers beside the traced\n"
+         "                     ones, its fatal error, its budget refusals;\n"
+         "                     default: PATH/output.log that record keeps\n"
+         "      --no-log       ignore PATH/output.log\n"
          "  -h, --help         show this help\n"},
         {"compare", vrt_cmd_compare_run,
          "before/after of two runs: peaks by device, phase and call path",

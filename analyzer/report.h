@@ -14,6 +14,7 @@
 
 struct vrt_diagnosis;
 struct vrt_json;
+struct vrt_logcheck;
 
 /* Helpers the text reports share (report_text.c): b bytes as "512 B" or
  * "1.50 GiB" in buf (returned); s with control bytes as '?' and cut at
@@ -22,16 +23,28 @@ const char *vrt_report_bytes(char *buf, size_t n, uint64_t b);
 void vrt_report_put_safe(FILE *f, const char *s, size_t max);
 
 /* The "vramtrace-report/1" JSON document (DESIGN.md); dg (diagnose.h) may
- * be NULL ("diagnosis": null). */
+ * be NULL ("diagnosis": null), lc (logcheck.h: the engine's log held
+ * against the trace) too ("engine_log": null, "findings": []). */
 void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *dg);
+                           const struct vrt_diagnosis *dg,
+                           const struct vrt_logcheck *lc);
 
 /* The human summary: the diagnosis first (when dg is not NULL), then run,
- * per-device families and peak, host, failures. */
+ * the engine's log against the trace (when lc is not NULL), per-device
+ * families and peak, host, failures. */
 void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *dg);
+                           const struct vrt_diagnosis *dg,
+                           const struct vrt_logcheck *lc);
+
+/* The engine's log against the trace (report_enginelog.c): the JSON
+ * report's "engine_log" and "findings" members (null and [] when lc is
+ * NULL), and the text report's block (nothing when lc is NULL). */
+void vrt_report_enginelog_json(struct vrt_json *w, const struct vrt_trace *t,
+                               const struct vrt_logcheck *lc);
+void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
+                               const struct vrt_logcheck *lc);
 
 /* The diagnosis as the text report's opening block (report_diagnosis.c). */
 void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
@@ -68,13 +81,16 @@ void vrt_report_table_json(FILE *f, const struct vrt_retest_row *rows,
  * diagnosis (d, or NULL when there is none), failures and top sites. */
 void vrt_report_html_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *d);
+                           const struct vrt_diagnosis *d,
+                           const struct vrt_logcheck *lc);
 
 /* Chrome trace event JSON for ui.perfetto.dev: a process per traced pid,
  * counter tracks per device and phase, requests in flight, instant events
- * for OOMs, marks and server readiness. */
+ * for OOMs, marks and server readiness, and (lc not NULL) the engine log's
+ * memory lines at their wall-clock times. */
 void vrt_report_perfetto_write(FILE *f, const struct vrt_trace *t,
-                               const struct vrt_replay *r);
+                               const struct vrt_replay *r,
+                               const struct vrt_logcheck *lc);
 
 /* Folded stacks ("[phase];root;...;leaf bytes") of everything live at each
  * device's peak, for flamegraph.pl and speedscope. Needs every site: r

@@ -16,7 +16,7 @@
  * exact.
  *
  * The page names what tests look for: section ids (#timelines, #budgets,
- * #diagnosis, #failures, #sites), per device svg.timeline[data-device]
+ * #diagnosis, #enginelog, #failures, #sites), per device svg.timeline[data-device]
  * with path.series[data-phase] (one per phase), path.inflight, and
  * line.marker.ready / .mark / .oom; div.budget[data-device] with
  * div.seg[data-phase]; body[data-rendered] set once drawing finished
@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "logcheck.h"
 #include "wallclock.h"
 
 /* Frames kept per site in the page (innermost first). */
@@ -98,6 +99,7 @@ static const char page_head[] =
         "table.data th { background: var(--panel); font-weight: 600; }\n"
         "table.data td.num, table.data th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }\n"
         "table.data tr.oom td { background: #fdecea; }\n"
+        "p.finding { color: var(--oom); }\n"
         "details summary { cursor: pointer; }\n"
         "pre.stack { margin: 4px 0 2px; padding: 6px 8px; background: var(--panel); border-radius: 3px; font-size: 12px; overflow-x: auto; }\n"
         ".verdict { display: inline-block; padding: 2px 10px; border-radius: 12px; font-weight: 700; color: #fff; background: var(--oom); margin-right: 8px; }\n"
@@ -117,6 +119,7 @@ static const char page_head[] =
         "<main>\n"
         "<noscript><p>This report draws itself with JavaScript; its numbers are in the <code>vramtrace-data</code> element of the page source.</p></noscript>\n"
         "<section id=\"diagnosis\"><h2>Diagnosis</h2><div class=\"body\"></div></section>\n"
+        "<section id=\"enginelog\"><h2>The engine's log</h2><div class=\"body\"></div></section>\n"
         "<section id=\"timelines\"><h2>Live GPU memory by phase</h2><div id=\"legend\"></div><div class=\"body\"></div></section>\n"
         "<section id=\"budgets\"><h2>Budget at each device's peak</h2><div class=\"body\"></div></section>\n"
         "<section id=\"failures\"><h2>Failed calls</h2><div class=\"body\"></div></section>\n"
@@ -567,6 +570,33 @@ static const char page_tail[] =
         "    });\n"
         "  })();\n"
         "\n"
+        "  /* ---- the engine's log held against the trace ---- */\n"
+        "  (function () {\n"
+        "    var box = document.querySelector('#enginelog .body');\n"
+        "    var g = data.engine_log;\n"
+        "    if (!g) {\n"
+        "      add(box, el('p', {'class': 'note'}, 'No engine log: record keeps the server output in output.log; analyze --log FILE reads one.'));\n"
+        "      return;\n"
+        "    }\n"
+        "    add(box, el('p', {'class': 'muted'}, g.path + ' (' + (g.engine || 'engine not recognised') + ', ' + g.lines + ' lines)'));\n"
+        "    if (g.comparison.length) {\n"
+        "      var tb = el('table', {'class': 'data'});\n"
+        "      add(tb, add(el('tr'), el('th', null, 'quantity'), el('th', null, 'device'), el('th', {'class': 'num'}, 'the engine printed'), el('th', {'class': 'num'}, 'traced'), el('th', {'class': 'num'}, 'difference')));\n"
+        "      g.comparison.forEach(function (c) {\n"
+        "        add(tb, add(el('tr', {'class': c.flagged ? 'oom' : ''}), el('td', null, c.quantity), el('td', null, c.device),\n"
+        "          el('td', {'class': 'num'}, bytes(c.engine_bytes)), el('td', {'class': 'num'}, bytes(c.traced_bytes)),\n"
+        "          el('td', {'class': 'num'}, c.difference_percent.toFixed(1) + '%')));\n"
+        "      });\n"
+        "      add(box, tb);\n"
+        "    }\n"
+        "    if (g.fatal_error !== null) {\n"
+        "      var e = g.errors[g.fatal_error];\n"
+        "      add(box, el('p', null, 'Fatal error, log line ' + e.line + (e.time_utc ? ' (' + e.time_utc + ')' : '') + ': ' + e.text));\n"
+        "      if (g.fatal_failure_match) add(box, el('p', {'class': 'muted'}, g.fatal_failure_match));\n"
+        "    }\n"
+        "    data.findings.forEach(function (f) { add(box, el('p', {'class': 'finding'}, 'Finding: ' + f.text)); });\n"
+        "  })();\n"
+        "\n"
         "  /* ---- failures ---- */\n"
         "  (function () {\n"
         "    var box = document.querySelector('#failures .body');\n"
@@ -1009,7 +1039,7 @@ static void diagnosis(FILE *m, const struct vrt_trace *t,
 
 /* The whole data document into m. */
 static void data(FILE *m, const struct vrt_trace *t, const struct vrt_replay *r,
-                 const struct vrt_diagnosis *d)
+                 const struct vrt_diagnosis *d, const struct vrt_logcheck *lc)
 {
 	size_t i;
 	int first = 1;
@@ -1054,12 +1084,23 @@ static void data(FILE *m, const struct vrt_trace *t, const struct vrt_replay *r,
 	sites(m, t, r);
 	fprintf(m, "\"top_sites_per_phase\":%d,", VRT_REPLAY_TOP_SITES);
 	diagnosis(m, t, d);
+	/* "engine_log" and "findings", as in the JSON report */
+	{
+		struct vrt_json w;
+		vrt_json_init(&w, m);
+		/* members of the object this function is writing: the writer
+		 * puts a comma before each */
+		w.depth = 1;
+		w.first[1] = 0;
+		vrt_report_enginelog_json(&w, t, lc);
+	}
 	fputc('}', m);
 }
 
 void vrt_report_html_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *d)
+                           const struct vrt_diagnosis *d,
+                           const struct vrt_logcheck *lc)
 {
 	char *blob = NULL;
 	size_t len = 0, i;
@@ -1067,7 +1108,7 @@ void vrt_report_html_write(FILE *f, const struct vrt_trace *t,
 
 	fputs(page_head, f);
 	if (m) {
-		data(m, t, r, d);
+		data(m, t, r, d, lc);
 		if (fclose(m)) {
 			free(blob);
 			blob = NULL;

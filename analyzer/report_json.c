@@ -475,7 +475,8 @@ static void top_sites(struct vrt_json *w, const struct vrt_trace *t,
 
 void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *dg)
+                           const struct vrt_diagnosis *dg,
+                           const struct vrt_logcheck *lc)
 {
 	struct vrt_json w;
 	size_t i;
@@ -514,6 +515,7 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 		vrt_report_diagnosis_json(&w, t, dg);
 	else
 		vrt_json_null(&w);
+	vrt_report_enginelog_json(&w, t, lc);
 	vrt_json_end_object(&w);
 	vrt_json_finish(&w);
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "logcheck.h"
 #include "wallclock.h"
 
 #define RUN_PID    1000000000u
@@ -246,8 +247,54 @@ static void instants(FILE *f, int *first, const struct vrt_trace *t,
 	}
 }
 
+/* The engine log's lines that carry a wall-clock time, as instants of
+ * the "vramtrace run" track: its memory numbers, readiness and errors
+ * beside the trace's own events. */
+static void log_lines(FILE *f, int *first, const struct vrt_trace *t,
+                      const struct vrt_logcheck *lc)
+{
+	const struct vrt_enginelog *log = lc ? lc->log : NULL;
+	size_t i;
+
+	if (!log || !vrt_wallclock_known(t))
+		return;
+	for (i = 0; i < log->nfacts; i++) {
+		const struct vrt_enginelog_fact *x = &log->facts[i];
+		if (!x->wall_ns)
+			continue;
+		begin(f, first, "i", vrt_enginelog_kind_name(x->kind), RUN_PID);
+		fputs(",\"s\":\"g\",\"cat\":\"engine_log\",\"ts\":", f);
+		us(f, x->wall_ns);
+		fprintf(f, ",\"args\":{\"value\":%" PRIu64 ",\"line\":%u,"
+		           "\"text\":",
+		        x->value, x->line);
+		str(f, x->text);
+		fputs("}}", f);
+	}
+	for (i = 0; i < log->nerrors; i++) {
+		const struct vrt_enginelog_error *x = &log->errors[i];
+		if (!x->wall_ns)
+			continue;
+		begin(f, first, "i", vrt_enginelog_error_name(x->kind), RUN_PID);
+		fputs(",\"s\":\"g\",\"cat\":\"engine_log\",\"ts\":", f);
+		us(f, x->wall_ns);
+		fprintf(f, ",\"args\":{\"line\":%u,\"text\":", x->line);
+		str(f, x->text);
+		fputs("}}", f);
+	}
+	if (log->have_ready && log->ready_wall_ns) {
+		begin(f, first, "i", "engine ready", RUN_PID);
+		fputs(",\"s\":\"g\",\"cat\":\"engine_log\",\"ts\":", f);
+		us(f, log->ready_wall_ns);
+		fprintf(f, ",\"args\":{\"line\":%u,\"text\":", log->ready_line);
+		str(f, log->ready_text);
+		fputs("}}", f);
+	}
+}
+
 void vrt_report_perfetto_write(FILE *f, const struct vrt_trace *t,
-                               const struct vrt_replay *r)
+                               const struct vrt_replay *r,
+                               const struct vrt_logcheck *lc)
 {
 	int first = 1;
 
@@ -258,5 +305,6 @@ void vrt_report_perfetto_write(FILE *f, const struct vrt_trace *t,
 	inflight(f, &first, t, r);
 	devices(f, &first, t, r);
 	instants(f, &first, t, r);
+	log_lines(f, &first, t, lc);
 	fputs("\n]}\n", f);
 }

@@ -532,7 +532,8 @@ static void failures(FILE *f, const struct vrt_trace *t,
 
 void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *dg)
+                           const struct vrt_diagnosis *dg,
+                           const struct vrt_logcheck *lc)
 {
 	size_t i;
 
@@ -541,6 +542,7 @@ void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
 
 	run_summary(f, t);
 	server(f, t, r);
+	vrt_report_enginelog_text(f, t, lc);
 	for (i = 0; i < t->ndevices && i < r->ndevices; i++)
 		device(f, t, r, i);
 	host(f, t, r);

@@ -1,0 +1,164 @@
+/*
+ * The engine's words held against the trace: a parsed server log
+ * (enginelog.h) and a replayed run in; out:
+ *
+ *   - the engine's numbers beside the traced ones per device (weights, KV
+ *     reserve, activations, CUDA graphs), a disagreement above
+ *     VRT_LOGCHECK_TOLERANCE_PCT flagged as a finding (a rule that misses,
+ *     memory outside the hooked calls, or another process);
+ *   - which recorded failure the log's fatal error names (by requested
+ *     bytes, device, time and pid), for the fatal-vs-recovered choice;
+ *   - the moment the engine said it serves, on the trace's clock;
+ *   - the engine's effective configuration as diagnosis flags, for the
+ *     flags the command lines did not carry;
+ *   - whether a budget refusal the engine printed (vLLM's KV-cache check,
+ *     SGLang's --mem-fraction-static, llama.cpp's context that does not
+ *     fit, TGI's prefill and max_total_tokens checks) is the run's fatal
+ *     failure, and with it the verdict of that budget with the engine's
+ *     suggested value beside the trace's own.
+ *
+ * The diagnosis itself (diagnose.c) is not changed here: the caller asks
+ * vrt_logcheck_refusal_applies and, when it does, vrt_logcheck_apply_refusal
+ * rewrites the verdict. Pure: no I/O, no globals, single-threaded.
+ */
+#ifndef VRT_LOGCHECK_H
+#define VRT_LOGCHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diagnose.h"
+#include "enginelog.h"
+#include "load.h"
+#include "modelcfg.h"
+#include "replay.h"
+
+#define VRT_LOGCHECK_TOLERANCE_PCT 5
+#define VRT_LOGCHECK_TEXT          320
+#define VRT_LOGCHECK_MAX_ROWS      64
+#define VRT_LOGCHECK_MAX_FINDINGS  32
+
+/* What an engine number is compared with. */
+enum vrt_logcheck_quantity {
+	VRT_LCQ_WEIGHTS = 0,     /* the weights phase's peak */
+	VRT_LCQ_KV = 1,          /* kv_cache (+ inferred) peak */
+	VRT_LCQ_ACTIVATIONS = 2, /* the profile phase's peak */
+	VRT_LCQ_GRAPHS = 3,      /* the cuda_graph phase's peak */
+	VRT_LCQ_N = 4,
+};
+
+struct vrt_logcheck_row {
+	int quantity;        /* enum vrt_logcheck_quantity */
+	int32_t device;      /* trace device index */
+	int32_t log_device;  /* the device or rank the log named, -1 none */
+	uint64_t engine_bytes;
+	uint64_t engine_tol; /* what the printed rounding allows */
+	uint64_t traced_bytes;
+	double diff_percent; /* (traced - engine) / engine x 100 */
+	int flagged;         /* off by more than the tolerance */
+	uint32_t line;       /* the log line (last one summed) */
+};
+
+struct vrt_logcheck_finding {
+	char key[48];   /* "weights_disagree", ... */
+	int32_t device; /* trace device, -1 the run */
+	char text[VRT_LOGCHECK_TEXT];
+};
+
+/* Diagnosis flags the log supplied (vrt_logcheck.flags_from_log bits). */
+enum {
+	VRT_LCF_ENGINE = 1 << 0,
+	VRT_LCF_CTX = 1 << 1,
+	VRT_LCF_SEQS = 1 << 2,
+	VRT_LCF_TP = 1 << 3,
+	VRT_LCF_UTIL = 1 << 4,
+	VRT_LCF_TOTAL_TOKENS = 1 << 5,
+	VRT_LCF_NGL = 1 << 6,
+};
+
+/* A budget refusal as a verdict, in the engine's terms. */
+struct vrt_logcheck_refusal {
+	int verdict;     /* VRT_VERDICT_KV_CACHE or _CONCURRENCY */
+	char detail[48]; /* "max_model_len_exceeds_kv_cache", ... */
+	char stage[16];  /* "load" or "request" */
+	int32_t device;  /* trace device, -1 unknown */
+	size_t error;    /* index into the log's errors[] */
+	char flag[48];   /* the engine flag the values are for */
+	int have_engine_value, have_trace_value;
+	uint64_t engine_value; /* the engine's suggestion */
+	uint64_t trace_value;  /* the trace's own */
+	int fraction;          /* values are fractions x1000 */
+	int agree;             /* 1 yes, 0 no, -1 no way to tell */
+	/* what the report and the verdict say */
+	char keys[8][48];
+	char evidence[8][VRT_LOGCHECK_TEXT];
+	int evidence_unit[8]; /* enum vrt_diag_unit */
+	uint64_t evidence_value[8];
+	size_t nevidence;
+	char actions[3][VRT_LOGCHECK_TEXT];
+	size_t nactions;
+	char costs[2][VRT_LOGCHECK_TEXT];
+	size_t ncosts;
+};
+
+struct vrt_logcheck {
+	const struct vrt_enginelog *log;
+	const char *path; /* the log file, for reports */
+	struct vrt_logcheck_row rows[VRT_LOGCHECK_MAX_ROWS];
+	size_t nrows;
+	struct vrt_logcheck_finding findings[VRT_LOGCHECK_MAX_FINDINGS];
+	size_t nfindings;
+	/* the failure the log's fatal error names */
+	int have_fatal_failure;
+	size_t fatal_failure; /* index into the replay's fails[] */
+	char fatal_match[VRT_LOGCHECK_TEXT];
+	/* the engine said it serves, at ready_ts on the trace's clock */
+	int have_ready;
+	int64_t ready_ts;
+	/* the engine's configuration as diagnosis flags */
+	struct vrt_diag_flags flags;
+	unsigned flags_from_log; /* VRT_LCF_* */
+	/* the fatal error is a budget refusal (whatever the diagnosis) */
+	int have_refusal;
+	struct vrt_logcheck_refusal refusal;
+	int refusal_applied; /* the caller made it the verdict (reports) */
+};
+
+/*
+ * Holds log (parsed and _end'ed) against t and its replay r into *lc
+ * (overwritten). path names the log in sentences; cfg (--model-config)
+ * may be NULL. lc keeps pointers to log and path: they must outlive it.
+ * Never fails.
+ */
+void vrt_logcheck_run(struct vrt_logcheck *lc, const struct vrt_enginelog *log,
+                      const char *path, const struct vrt_trace *t,
+                      const struct vrt_replay *r,
+                      const struct vrt_modelcfg *cfg);
+
+/* The recorded failure the log's fatal error names: 1 and *index into
+ * r->fails, *why a sentence (VRT_LOGCHECK_TEXT bytes, may be NULL); 0 when
+ * it names none (a refusal, no error, or nothing recorded matches). */
+int vrt_logcheck_fatal_failure(const struct vrt_enginelog *log,
+                               const struct vrt_trace *t,
+                               const struct vrt_replay *r, size_t *index,
+                               char *why);
+
+/* Fills the fields of *f the command lines left at 0 from the log's
+ * configuration; returns the VRT_LCF_* bits it filled. */
+unsigned vrt_logcheck_flags(const struct vrt_enginelog *log,
+                            struct vrt_diag_flags *f);
+
+/* 1 when lc holds a budget refusal and d found no failure of its own to
+ * blame (verdict none or inconclusive): the refusal is the verdict. */
+int vrt_logcheck_refusal_applies(const struct vrt_logcheck *lc,
+                                 const struct vrt_diagnosis *d);
+
+/* Rewrites d's verdict, detail, stage, device, evidence, actions and costs
+ * with the refusal's (verify is kept). */
+void vrt_logcheck_apply_refusal(struct vrt_diagnosis *d,
+                                const struct vrt_logcheck_refusal *x);
+
+/* "weights", "kv_cache", "activations", "cuda_graphs". */
+const char *vrt_logcheck_quantity_name(int q);
+
+#endif /* VRT_LOGCHECK_H */
