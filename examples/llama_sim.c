@@ -22,6 +22,8 @@
  *                     printing "served"), its memory still allocated, so
  *                     a test can scrape the metrics endpoint
  *
+ *   --log-format llamacpp  llama-server's own log lines (sim_log.h)
+ *
  * Exit status: 0 served everything, 2 usage, 3 CUDA out of memory, 4 no
  * driver.
  */
@@ -37,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim_log.h"
 #include "vramtrace.h"
 
 typedef int CUresult;
@@ -68,8 +71,9 @@ void llama_kv_cache_init(void);
 CUdeviceptr llama_decode(void);
 volatile int llama_sim_sink;
 
-static void oom(const char *where)
+static void oom(const char *where, int stage, size_t bytes)
 {
+	sim_log_oom(0, stage, bytes, 0, 0);
 	fprintf(stderr, "llama_sim: CUDA out of memory in %s\n", where);
 	exit(3);
 }
@@ -79,7 +83,8 @@ NOINLINE void llama_model_load(void)
 	for (int i = 0; i < o.n_layers; i++) {
 		CUdeviceptr p;
 		if (cu.alloc(&p, (size_t)o.layer_mib * MIB))
-			oom("llama_model_load");
+			oom("llama_model_load", SIM_LOG_IN_WEIGHTS,
+			    (size_t)o.layer_mib * MIB);
 	}
 	llama_sim_sink++;
 }
@@ -88,7 +93,8 @@ NOINLINE void llama_kv_cache_init(void)
 {
 	CUdeviceptr p;
 	if (cu.alloc(&p, (size_t)o.ctx_size * (size_t)o.kv_kib * 1024))
-		oom("llama_kv_cache_init");
+		oom("llama_kv_cache_init", SIM_LOG_IN_KV,
+		    (size_t)o.ctx_size * (size_t)o.kv_kib * 1024);
 	llama_sim_sink++;
 }
 
@@ -96,7 +102,7 @@ NOINLINE CUdeviceptr llama_decode(void)
 {
 	CUdeviceptr p;
 	if (cu.alloc(&p, (size_t)o.act_mib * MIB))
-		oom("llama_decode");
+		oom("llama_decode", SIM_LOG_IN_FORWARD, (size_t)o.act_mib * MIB);
 	llama_sim_sink++;
 	return p;
 }
@@ -180,6 +186,11 @@ int main(int argc, char **argv)
 			usage();
 			return 0;
 		}
+		int k = sim_log_option(argc, argv, &i);
+		if (k < 0)
+			return usage();
+		if (k)
+			continue;
 		if (i + 1 >= argc)
 			return usage();
 		if (!strcmp(a, "--ladder")) {
@@ -226,8 +237,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "llama_sim: no usable CUDA driver\n");
 		return 4;
 	}
+	sim_log_start(&(struct sim_log_config){"sim-model.gguf", o.ctx_size,
+	                                       o.clients, 0, 1, o.n_layers, 0});
 	llama_model_load();
+	sim_log_weights(0, (size_t)o.n_layers * (size_t)o.layer_mib * MIB, 0);
 	llama_kv_cache_init();
+	sim_log_kv(0, (size_t)o.ctx_size * (size_t)o.kv_kib * 1024);
 
 	int srv = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET,
@@ -243,6 +258,7 @@ int main(int argc, char **argv)
 	int port = ntohs(a.sin_port);
 	printf("llama_sim: listening on 127.0.0.1:%d\n", port);
 	fflush(stdout);
+	sim_log_ready(port);
 	int served = 0;
 	if (o.nsteps) {
 		for (int i = 0; i < o.nsteps; i++) {

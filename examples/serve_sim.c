@@ -41,8 +41,13 @@
  * verdict and numbers. Everything runs on the main thread, so runs are
  * deterministic.
  *
- * Exit status: 0 served everything, 2 usage, 3 out of memory (device or
- * pinned host memory, like a server that dies on the error), 4 no driver.
+ * --log-format vllm|sglang|llamacpp|tgi|trtllm prints the engine's own log
+ * lines with these numbers (sim_log.h; --kv-kib-per-token turns on vLLM's
+ * start-up KV check, which refuses with exit 1).
+ *
+ * Exit status: 0 served everything, 1 the engine refused to start (its KV
+ * check), 2 usage, 3 out of memory (device or pinned host memory, like a
+ * server that dies on the error), 4 no driver.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -56,6 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim_log.h"
 #include "vramtrace.h"
 
 typedef int CUresult;
@@ -114,9 +120,24 @@ static struct {
 
 static CUcontext ctx[MAX_TP];
 static size_t weights_on[MAX_TP], profile_peak[MAX_TP];
+static size_t last_request; /* bytes of the last allocation asked for */
+
+static void gpu_mem_info(size_t *free_b, size_t *total_b);
 
 static void die_oom(const char *what, int rank)
 {
+	size_t free_b = 0, total_b = 0;
+
+	if (sim_log_enabled()) {
+		gpu_mem_info(&free_b, &total_b);
+		sim_log_oom(rank,
+		            !strcmp(what, "load_weights")  ? SIM_LOG_IN_WEIGHTS
+		            : !strcmp(what, "profile_run") ? SIM_LOG_IN_PROFILE
+		            : !strcmp(what, "execute_model")
+		                    ? SIM_LOG_IN_FORWARD
+		                    : SIM_LOG_IN_KV,
+		            last_request, free_b, total_b);
+	}
 	fprintf(stderr,
 	        "serve_sim: %s out of memory in %s (rank %d); "
 	        "exiting\n",
@@ -131,6 +152,7 @@ static int gpu_alloc(CUdeviceptr *p, size_t bytes)
 	void *q = NULL;
 	int rc;
 
+	last_request = bytes;
 	if (!o.hip)
 		return cu.alloc(p, bytes);
 	rc = hip.malloc_(&q, bytes);
@@ -194,11 +216,14 @@ static void load_weights(int rank)
 	double share =
 	        o.no_shard ? (rank == 0 ? o.model_gib : 0) : o.model_gib / o.tp;
 	size_t per = (size_t)(share * GIB / o.layers);
+	size_t free_b = 0, total_b = 0;
 	CUdeviceptr p;
 
 	if (!per)
 		return;
 	use_rank(rank);
+	if (sim_log_enabled())
+		gpu_mem_info(&free_b, &total_b);
 	VRAMTRACE_PHASE_PUSH("weights");
 	for (int l = 0; l < o.layers; l++) {
 		if (o.load_ms)
@@ -208,6 +233,7 @@ static void load_weights(int rank)
 		weights_on[rank] += per;
 	}
 	VRAMTRACE_PHASE_POP();
+	sim_log_weights(rank, weights_on[rank], free_b);
 }
 
 static void profile_run(int rank)
@@ -236,6 +262,8 @@ static void initialize_kv_cache(int rank)
 	gpu_mem_info(&free_b, &total_b);
 	kv = o.util * (double)total_b - (double)weights_on[rank] -
 	     (double)profile_peak[rank];
+	if (sim_log_kv_check(rank, kv))
+		exit(1); /* the engine refused to start */
 	if (kv <= 0) {
 		fprintf(stderr,
 		        "serve_sim: no memory left for the KV cache on "
@@ -247,6 +275,7 @@ static void initialize_kv_cache(int rank)
 	if (gpu_alloc(&p, (size_t)kv))
 		die_oom("initialize_kv_cache", rank);
 	VRAMTRACE_PHASE_POP();
+	sim_log_kv(rank, (size_t)kv);
 	printf("serve_sim: rank %d: weights %.2f GiB, KV cache %.2f GiB\n",
 	       rank, (double)weights_on[rank] / GIB, kv / GIB);
 }
@@ -417,7 +446,10 @@ static int usage(const char *msg)
 	        "         [--act-kib-per-token K] [--swap-space G] "
 	        "[--prompt-len T]\n"
 	        "         [--concurrent-requests N] [--load-ms MS] "
-	        "[--runtime cuda|hip]\n",
+	        "[--runtime cuda|hip]\n"
+	        "         [--log-format vllm|sglang|llamacpp|tgi|trtllm] "
+	        "[--kv-kib-per-token K]\n"
+	        "         [--log-scale weights=F|kv=F]\n",
 	        msg);
 	return 2;
 }
@@ -433,6 +465,11 @@ static int parse(int argc, char **argv)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		char *end;
 		double d;
+		int k = sim_log_option(argc, argv, &i);
+		if (k < 0)
+			return usage("bad log option");
+		if (k)
+			continue;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage("a simulated vLLM-style server");
 			exit(0);
@@ -509,6 +546,9 @@ int main(int argc, char **argv)
 		        o.tp, o.tp, ndev);
 		return 4;
 	}
+	sim_log_start(&(struct sim_log_config){
+	        "sim-model", o.max_model_len, o.max_num_seqs, o.util, o.tp,
+	        o.layers, o.batched_tokens});
 	for (int r = 0; r < o.tp; r++)
 		init_device(r);
 	for (int r = 0; r < o.tp; r++)
@@ -530,6 +570,7 @@ int main(int argc, char **argv)
 	port = ntohs(a.sin_port);
 	printf("serve_sim: listening on 127.0.0.1:%d\n", port);
 	fflush(stdout);
+	sim_log_ready(port);
 	serve(srv, port, 1);
 	if (o.concurrent > 1)
 		serve(srv, port, o.concurrent);

@@ -339,11 +339,22 @@ static void test_tgi_trtllm(void)
 		                                        190211000,
 		   "tgi/v3.3.7.log: ready when the router Connected, at its "
 		   "UTC time");
-		EQ(log.nerrors, 1, "tgi/v3.3.7.log: the prefill error printed "
-		                   "twice is one");
+		e = fatal(&log);
+		ok(e && e->kind == VRT_ELE_TORCH_OOM && e->device == 1 &&
+		           e->requested_bytes == (uint64_t)(1.96 * GIB),
+		   "tgi/v3.3.7.log: fatal: a request's OutOfMemoryError on "
+		   "GPU 1, from the shard's traceback");
+		vrt_enginelog_free(&log);
+	}
+	f = "tgi/v3.3.7-warmup.log";
+	if (!load(&log, f)) {
+		EQ(log.nerrors, 1, "tgi/v3.3.7-warmup.log: the prefill error "
+		                   "printed twice is one");
 		e = fatal(&log);
 		ok(e && e->kind == VRT_ELE_PREFILL_TOKENS && e->tokens == 8242,
-		   "tgi/v3.3.7.log: fatal: 8242 prefill tokens do not fit");
+		   "tgi/v3.3.7-warmup.log: fatal: 8242 prefill tokens do not "
+		   "fit");
+		ok(!log.have_ready, "tgi/v3.3.7-warmup.log: never connected");
 		vrt_enginelog_free(&log);
 	}
 	f = "trtllm/v1.1.log";
