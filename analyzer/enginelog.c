@@ -1489,6 +1489,10 @@ int vrt_enginelog_feed(struct vrt_enginelog *log, const char *line,
 		if (!log->first_wall_ns)
 			log->first_wall_ns = li.wall_ns;
 		log->last_wall_ns = li.wall_ns;
+	} else {
+		/* A line without a time of its own (uvicorn's "INFO:", a
+		 * traceback) comes right after the last one that had one. */
+		li.wall_ns = log->last_wall_ns;
 	}
 	if (tgi_args(log, s))
 		return 0;

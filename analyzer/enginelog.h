@@ -22,6 +22,8 @@
  * "[12/02/2025-10:15:00]"); dates printed without a year take the year
  * that puts them nearest to opts.ref_wall_ns, and local times are moved to
  * UTC by opts.tz_offset_s. llama.cpp's relative times are not wall times.
+ * A line without a time (uvicorn's "INFO:", a traceback) takes the time of
+ * the last line that had one.
  *
  * Pure except vrt_enginelog_read (which reads one file): no globals;
  * single-threaded per struct.

@@ -174,7 +174,8 @@ static int usage(void)
 	        "                 [--kv-kib-per-token K] [--act-mib M] "
 	        "[-np|--parallel N] [--port P]\n"
 	        "                 [--ladder N,N,...] [--hold-ms MS] "
-	        "[--linger-ms MS]\n");
+	        "[--linger-ms MS]\n"
+	        "                 [--log-format llamacpp]\n");
 	return 2;
 }
 
@@ -186,11 +187,6 @@ int main(int argc, char **argv)
 			usage();
 			return 0;
 		}
-		int k = sim_log_option(argc, argv, &i);
-		if (k < 0)
-			return usage();
-		if (k)
-			continue;
 		if (i + 1 >= argc)
 			return usage();
 		if (!strcmp(a, "--ladder")) {
@@ -226,8 +222,8 @@ int main(int argc, char **argv)
 			o.hold_ms = v;
 		else if (!strcmp(a, "--linger-ms"))
 			o.linger_ms = v;
-		else
-			return usage();
+		else if (i--, sim_log_option(argc, argv, &i) <= 0)
+			return usage(); /* not --log-format either */
 	}
 	if (o.clients < 1 || o.clients > MAX_CLIENTS || o.n_layers < 0)
 		return usage();
