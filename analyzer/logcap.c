@@ -1,29 +1,33 @@
 /*
  * logcap.c — record's copy of the command's output (logcap.h).
  *
- * Threads and ownership:
+ * Each stream (the command's stdout, its stderr) has two pipes: the one
+ * the command writes (or a pseudo-terminal when record's own stream is a
+ * terminal) and a log pipe of LOG_PIPE_BYTES between record's two
+ * threads. Threads and ownership:
  *   - record's main thread: open (before fork), start, finish.
- *   - the copy thread ("vrt-logcopy"): polls the read ends of both
- *     streams, reads up to COPY_CHUNK bytes, writes them to record's own
- *     stdout/stderr first (a blocked terminal blocks the command exactly as
- *     it would have without record), then cuts them into lines stamped
- *     with the UTC time of the read and hands them to the ring. It owns
- *     the line buffers.
- *   - the writer thread ("vrt-logwrite"): takes lines from the ring and
- *     writes output.log: the head up to head_max bytes, after that the
- *     lines go to an in-memory tail that keeps the last tail_max bytes,
- *     written at finish after the "cut here" line. It owns the file and
- *     the tail.
- *   - the ring (RING_BYTES) is the only shared state: lock protects
- *     ring[], rhead, rlen, the drop counters and the stop flags; cond
- *     wakes the writer. The copy thread never waits for space: a block
- *     that does not fit is counted as dropped and a "dropped here" line
- *     goes in front of the next block that fits, so a slow or full disk
- *     cannot slow the command down.
+ *   - the copy thread ("vrt-logcopy") owns the command's read ends and
+ *     record's stdout/stderr. For a pipe it duplicates what arrived into
+ *     the log pipe with tee(2) and moves it to record's stream with
+ *     splice(2): no copy through user space, so it keeps up with any
+ *     writer. When splice cannot reach record's stream (a terminal on an
+ *     older kernel) or the input is a pseudo-terminal, it reads, writes
+ *     record's stream, and writes the log pipe without blocking. Either
+ *     way the log pipe never makes it wait: when the pipe is full (the
+ *     disk is slow, or full), those bytes are counted in the stream's
+ *     `dropped` (an atomic) and not kept.
+ *   - the log thread ("vrt-logwrite") owns the log pipes' read ends, the
+ *     line buffers, output.log and the tail: it cuts what it reads into
+ *     lines stamped with the UTC time it read them, writes the head up to
+ *     head_max bytes, keeps the last tail_max bytes in memory after that,
+ *     and writes them at finish behind a "cut here" line. It says where
+ *     bytes were dropped ("dropped here" line) when it sees `dropped`
+ *     grow.
  * Both threads start with every signal blocked (record's handlers run on
  * the main thread; a write to a closed terminal returns EPIPE instead of
  * raising SIGPIPE). All descriptors are O_CLOEXEC, so the command and its
- * children inherit only the two ends given to them.
+ * children inherit only the two ends given to them. `stop` (atomic) is
+ * the main thread's request to finish.
  */
 #include "logcap.h"
 
@@ -42,53 +46,66 @@
 
 #include "wallclock.h"
 
-#define COPY_CHUNK   (64 * 1024)
-#define LINE_MAX_LEN (64 * 1024)       /* a longer line is split */
-#define RING_BYTES   (4u << 20)         /* copy thread -> writer */
-#define STAGE_BYTES  (256 * 1024)       /* lines handed over at once */
-#define PREFIX_LEN   32                 /* "<27-byte time> out " */
-#define MARKER_ROOM  512                /* the cut line, kept out of tail */
+#define COPY_CHUNK     (256 * 1024)
+#define PIPE_BYTES     (1 << 20) /* asked of the kernel per pipe */
+#define LINE_MAX_LEN   (64 * 1024) /* a longer line is split */
+#define STAGE_BYTES    (256 * 1024) /* lines written to the file at once */
+#define PREFIX_LEN     32 /* "<27-byte time> out " */
+#define MARKER_ROOM    512 /* the cut line, kept out of the tail */
 
 struct stream {
-	int rfd;      /* our read end (pty master or pipe), -1 closed */
-	int cfd;      /* the child's end (pty slave or pipe), -1 closed */
-	int out;      /* where the terminal copy goes: 1 or 2 */
-	int out_ok;   /* 0 once that copy failed (closed terminal) */
+	int rfd;        /* our end of the command's pipe or pty, -1 closed */
+	int cfd;        /* the command's end, -1 closed */
+	int lr, lw;     /* the log pipe: the log thread reads lr */
+	int out;        /* record's stream: 1 or 2 */
+	int out_ok;     /* 0 once writing it failed (closed terminal) */
+	int zero_copy;  /* tee + splice work for this stream */
 	const char *tag; /* "out", "err" */
-	char *line;   /* the line being assembled */
+	uint64_t dropped; /* bytes the log pipe had no room for (atomic) */
+	/* the log thread's */
+	uint64_t dropped_seen;
+	char *line;
 	size_t nline;
-	int64_t line_ns; /* when its first byte was read */
+	int64_t line_ns;
 };
+
+/* The newlines in p[0..n). */
+static uint64_t count_lines(const char *p, size_t n)
+{
+	uint64_t c = 0;
+	const char *e = p + n, *q;
+
+	while (p < e && (q = memchr(p, '\n', (size_t)(e - p)))) {
+		c++;
+		p = q + 1;
+	}
+	return c;
+}
 
 struct vrt_logcap {
 	int fd; /* output.log */
 	char path[4096];
 	uint64_t head_max, tail_max;
 	struct stream s[2];
-	pthread_t copier, writer;
+	pthread_t copier, logger;
 	int started;
-	/* shared with the writer, under lock */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	char *ring;
-	size_t rhead, rlen;
-	int copy_done; /* no more lines will come */
-	uint64_t drop_bytes, drop_lines; /* since the last marker */
-	uint64_t dropped_total;
-	/* the copy thread */
-	int stop;                /* finish asked: drain, then end (atomic) */
-	int64_t stop_deadline_ns; /* monotonic */
-	char *buf; /* one read */
+	int stop; /* finish asked: drain, then end (atomic) */
+	int64_t stop_deadline_ns; /* monotonic, set before stop */
+	char *buf; /* the copy thread's read buffer */
+	uint64_t bytes_in;
+	/* the log thread's */
+	char *rbuf;
+	int64_t stamp_ns; /* the time stamp[] holds, formatted once */
+	char stamp[28];
 	char *stage;
 	size_t nstage;
-	uint64_t stage_lines;
-	uint64_t bytes_in, lines_in;
-	/* the writer */
+	uint64_t lines_in;
 	uint64_t written, head_lines;
 	int tail_mode;
 	char *tail;      /* tail_max bytes, circular */
 	uint64_t tail_total, tail_lines; /* bytes and lines given to it */
 	uint64_t cut;    /* bytes left out between head and tail */
+	uint64_t lost;   /* bytes with no memory to keep them */
 	int werr;
 };
 
@@ -183,14 +200,13 @@ static int open_pty(struct stream *st, int like)
 	return 0;
 }
 
-static int open_pipe(struct stream *st)
+static int open_pipe(int fds[2])
 {
-	int p[2];
-
-	if (pipe2(p, O_CLOEXEC))
+	if (pipe2(fds, O_CLOEXEC))
 		return -1;
-	st->rfd = p[0];
-	st->cfd = p[1];
+	/* A deeper pipe absorbs a burst while a thread is busy; best
+	 * effort (/proc/sys/fs/pipe-max-size may refuse it). */
+	(void)fcntl(fds[0], F_SETPIPE_SZ, PIPE_BYTES);
 	return 0;
 }
 
@@ -198,7 +214,7 @@ int vrt_logcap_open(struct vrt_logcap **out, const char *dir,
                     uint64_t max_bytes, char *err, size_t errn)
 {
 	struct vrt_logcap *lc = calloc(1, sizeof(*lc));
-	int i;
+	int i, fds[2];
 
 	*out = NULL;
 	if (!lc) {
@@ -212,19 +228,19 @@ int vrt_logcap_open(struct vrt_logcap **out, const char *dir,
 	lc->head_max = max_bytes / 4;
 	lc->tail_max = max_bytes - lc->head_max - MARKER_ROOM;
 	for (i = 0; i < 2; i++) {
-		lc->s[i].rfd = lc->s[i].cfd = -1;
+		lc->s[i].rfd = lc->s[i].cfd = lc->s[i].lr = lc->s[i].lw = -1;
 		lc->s[i].out = i + 1;
 		lc->s[i].out_ok = 1;
 		lc->s[i].tag = i ? "err" : "out";
 	}
 	lc->fd = -1;
 	snprintf(lc->path, sizeof(lc->path), "%s/%s", dir, VRT_LOGCAP_NAME);
-	lc->ring = malloc(RING_BYTES);
 	lc->buf = malloc(COPY_CHUNK);
-	lc->stage = malloc(STAGE_BYTES + LINE_MAX_LEN + 2 * PREFIX_LEN + 256);
+	lc->rbuf = malloc(COPY_CHUNK);
+	lc->stage = malloc(STAGE_BYTES + LINE_MAX_LEN + 2 * PREFIX_LEN + 512);
 	lc->s[0].line = malloc(LINE_MAX_LEN);
 	lc->s[1].line = malloc(LINE_MAX_LEN);
-	if (!lc->ring || !lc->buf || !lc->stage || !lc->s[0].line ||
+	if (!lc->buf || !lc->rbuf || !lc->stage || !lc->s[0].line ||
 	    !lc->s[1].line) {
 		snprintf(err, errn, "out of memory");
 		goto fail;
@@ -238,33 +254,44 @@ int vrt_logcap_open(struct vrt_logcap **out, const char *dir,
 		goto fail;
 	}
 	for (i = 0; i < 2; i++) {
-		int r = isatty(lc->s[i].out) ? open_pty(&lc->s[i], lc->s[i].out)
-		                             : -1;
-		/* No pseudo-terminal (none left, or not a terminal): a pipe,
+		struct stream *st = &lc->s[i];
+		int r = isatty(st->out) ? open_pty(st, st->out) : -1;
+		/* No pseudo-terminal (not a terminal, or none left): a pipe,
 		 * what the command would have had anyway without one. */
-		if (r && open_pipe(&lc->s[i])) {
-			snprintf(err, errn, "pipe: %s", strerror(errno));
-			goto fail;
+		if (r) {
+			if (open_pipe(fds))
+				goto fail_pipe;
+			st->rfd = fds[0];
+			st->cfd = fds[1];
+			st->zero_copy = 1;
 		}
+		if (open_pipe(fds))
+			goto fail_pipe;
+		st->lr = fds[0];
+		st->lw = fds[1];
+		/* the copy thread never waits for the log thread */
+		if (fcntl(st->lw, F_SETFL, O_NONBLOCK))
+			goto fail_pipe;
 	}
-	pthread_mutex_init(&lc->lock, NULL);
-	pthread_cond_init(&lc->cond, NULL);
 	*out = lc;
 	return 0;
+fail_pipe:
+	snprintf(err, errn, "pipe: %s", strerror(errno));
 fail:
 	for (i = 0; i < 2; i++) {
-		if (lc->s[i].rfd >= 0)
-			close(lc->s[i].rfd);
-		if (lc->s[i].cfd >= 0)
-			close(lc->s[i].cfd);
+		int *fd[4] = {&lc->s[i].rfd, &lc->s[i].cfd, &lc->s[i].lr,
+		              &lc->s[i].lw};
+		for (int k = 0; k < 4; k++)
+			if (*fd[k] >= 0)
+				close(*fd[k]);
 		free(lc->s[i].line);
 	}
 	if (lc->fd >= 0) {
 		close(lc->fd);
 		unlink(lc->path);
 	}
-	free(lc->ring);
 	free(lc->buf);
+	free(lc->rbuf);
 	free(lc->stage);
 	free(lc);
 	return -1;
@@ -281,132 +308,113 @@ void vrt_logcap_child(const struct vrt_logcap *lc)
 
 /* ---- the copy thread --------------------------------------------------- */
 
-/* The stage (whole lines) into the ring, or counted as dropped. */
-static void hand_over(struct vrt_logcap *lc)
+static void drop(struct stream *st, uint64_t n)
 {
-	char marker[256];
-	size_t need, n = 0;
-
-	if (!lc->nstage)
-		return;
-	pthread_mutex_lock(&lc->lock);
-	if (lc->drop_bytes) {
-		char ts[VRT_WALLCLOCK_TEXT];
-		n = (size_t)snprintf(
-		        marker, sizeof(marker),
-		        "%s out --- vramtrace: %llu bytes (%llu lines) of output "
-		        "dropped here: the disk did not keep up ---\n",
-		        vrt_wallclock_format(ts, sizeof(ts),
-		                             now_ns(CLOCK_REALTIME), 6),
-		        (unsigned long long)lc->drop_bytes,
-		        (unsigned long long)lc->drop_lines);
-	}
-	need = n + lc->nstage;
-	if (RING_BYTES - lc->rlen < need) {
-		lc->drop_bytes += lc->nstage;
-		lc->drop_lines += lc->stage_lines;
-		lc->dropped_total += lc->nstage;
-	} else {
-		const char *parts[2] = {marker, lc->stage};
-		size_t lens[2] = {n, lc->nstage};
-		int k;
-		for (k = 0; k < 2; k++) {
-			size_t at = (lc->rhead + lc->rlen) % RING_BYTES;
-			size_t first = RING_BYTES - at < lens[k] ? RING_BYTES - at
-			                                         : lens[k];
-			memcpy(lc->ring + at, parts[k], first);
-			memcpy(lc->ring, parts[k] + first, lens[k] - first);
-			lc->rlen += lens[k];
-		}
-		lc->drop_bytes = lc->drop_lines = 0;
-		pthread_cond_signal(&lc->cond);
-	}
-	pthread_mutex_unlock(&lc->lock);
-	lc->nstage = 0;
-	lc->stage_lines = 0;
+	__atomic_add_fetch(&st->dropped, n, __ATOMIC_RELEASE);
 }
 
-/* One whole line of st into the stage, with its time and stream. */
-static void stage_line(struct vrt_logcap *lc, struct stream *st,
-                       const char *prefix_time)
+/* Bytes read into the log pipe without waiting; what does not fit is
+ * dropped. */
+static void log_put(struct stream *st, const char *p, size_t n)
 {
-	char *p = lc->stage + lc->nstage;
-
-	memcpy(p, prefix_time, 27);
-	p[27] = ' ';
-	memcpy(p + 28, st->tag, 3);
-	p[31] = ' ';
-	memcpy(p + PREFIX_LEN, st->line, st->nline);
-	p[PREFIX_LEN + st->nline] = '\n';
-	lc->nstage += PREFIX_LEN + st->nline + 1;
-	lc->stage_lines++;
-	lc->lines_in++;
-	st->nline = 0;
-	if (lc->nstage >= STAGE_BYTES)
-		hand_over(lc);
-}
-
-static void line_time(char *buf, int64_t ns)
-{
-	char t[VRT_WALLCLOCK_TEXT];
-
-	vrt_wallclock_format(t, sizeof(t), ns, 6);
-	memcpy(buf, t, 27);
-}
-
-/* Bytes read from st at wall time ns: complete lines go to the stage. */
-static void take(struct vrt_logcap *lc, struct stream *st, const char *p,
-                 size_t n, int64_t ns)
-{
-	char stamp[28];
-
 	while (n) {
-		const char *nl = memchr(p, '\n', n);
-		size_t k = nl ? (size_t)(nl - p) : n;
-		if (!st->nline)
-			st->line_ns = ns;
-		if (st->nline + k > LINE_MAX_LEN)
-			k = LINE_MAX_LEN - st->nline;
-		memcpy(st->line + st->nline, p, k);
-		st->nline += k;
-		p += k;
-		n -= k;
-		if (n && *p == '\n') {
-			p++;
-			n--;
-		} else if (st->nline < LINE_MAX_LEN) {
-			break; /* the line goes on in the next read */
+		ssize_t w = write(st->lw, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			drop(st, n);
+			return;
 		}
-		line_time(stamp, st->line_ns);
-		stage_line(lc, st, stamp);
+		p += w;
+		n -= (size_t)w;
 	}
 }
 
-static void end_stream(struct vrt_logcap *lc, struct stream *st)
+/* The plain way: read, write record's stream, put into the log pipe.
+ * Returns 0, or -1 at the end of the stream. */
+static int copy_read(struct vrt_logcap *lc, struct stream *st)
 {
-	char stamp[28];
+	ssize_t got = read(st->rfd, lc->buf, COPY_CHUNK);
 
-	/* A last line without its newline (a kill mid-write) is kept. */
-	if (st->nline) {
-		line_time(stamp, st->line_ns);
-		stage_line(lc, st, stamp);
+	if (got < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (got <= 0)
+		return -1; /* EOF; a pseudo-terminal whose last writer closed
+		            * reads EIO */
+	/* record's stream first: it is where the command wrote */
+	if (st->out_ok && write_all(st->out, lc->buf, (size_t)got))
+		st->out_ok = 0;
+	lc->bytes_in += (uint64_t)got;
+	log_put(st, lc->buf, (size_t)got);
+	return 0;
+}
+
+/* The zero-copy way for a pipe: tee into the log pipe, splice to record's
+ * stream. Returns 0, or -1 at the end of the stream; turns st->zero_copy
+ * off (the caller reads instead) when the kernel cannot splice there. */
+static int copy_splice(struct vrt_logcap *lc, struct stream *st)
+{
+	ssize_t t = tee(st->rfd, st->lw, COPY_CHUNK, SPLICE_F_NONBLOCK);
+	int full = 0;
+
+	if (t == 0)
+		return -1; /* no writer left, nothing buffered */
+	if (t < 0) {
+		if (errno == EINTR)
+			return 0;
+		if (errno != EAGAIN) {
+			st->zero_copy = 0;
+			return 0;
+		}
+		/* EAGAIN: the log pipe is full (or nothing came after all):
+		 * what is there goes to record's stream only. */
+		full = 1;
+		t = COPY_CHUNK;
 	}
+	while (t > 0) {
+		ssize_t m = splice(st->rfd, NULL, st->out, NULL, (size_t)t,
+		                   SPLICE_F_MOVE | (full ? SPLICE_F_NONBLOCK : 0));
+		if (m < 0 && errno == EINTR)
+			continue;
+		if (m < 0 && errno == EAGAIN && full)
+			return 0; /* nothing there */
+		if (m <= 0) {
+			/* record's stream takes no splice (EINVAL) or is
+			 * gone: the rest is read, and the log keeps the teed
+			 * bytes already in its pipe */
+			if (m < 0 && errno != EINVAL)
+				st->out_ok = 0;
+			st->zero_copy = 0;
+			return 0;
+		}
+		if (full)
+			drop(st, (uint64_t)m);
+		lc->bytes_in += (uint64_t)m;
+		t -= m;
+		if (full)
+			break;
+	}
+	return 0;
+}
+
+static void end_copy(struct stream *st)
+{
 	close(st->rfd);
 	st->rfd = -1;
+	close(st->lw); /* the log thread reads to the end, then EOF */
+	st->lw = -1;
 }
 
 static void *copy_main(void *arg)
 {
 	struct vrt_logcap *lc = arg;
-	char *buf = lc->buf;
 	struct pollfd pf[2];
 	int i;
 
 	pthread_setname_np(pthread_self(), "vrt-logcopy");
 	for (;;) {
-		int nfds = 0, r;
+		int nfds = 0, r, map[2];
 		int stopping = __atomic_load_n(&lc->stop, __ATOMIC_ACQUIRE);
-		int map[2];
 		for (i = 0; i < 2; i++)
 			if (lc->s[i].rfd >= 0) {
 				pf[nfds].fd = lc->s[i].rfd;
@@ -421,71 +429,55 @@ static void *copy_main(void *arg)
 		 * gets until the deadline. */
 		if (stopping && now_ns(CLOCK_MONOTONIC) > lc->stop_deadline_ns)
 			break;
+		/* the timeout lets a stop request be seen while nothing
+		 * comes */
 		r = poll(pf, (nfds_t)nfds, stopping ? 200 : 100);
 		if (r < 0 && errno != EINTR)
 			break;
-		if (r <= 0) {
-			hand_over(lc);
-			if (stopping && r == 0)
-				break; /* nothing more came */
-			continue;
-		}
-		for (i = 0; i < nfds; i++) {
+		if (r == 0 && stopping)
+			break; /* nothing more came */
+		for (i = 0; r > 0 && i < nfds; i++) {
 			struct stream *st = &lc->s[map[i]];
-			ssize_t got;
+			int end;
 			if (!pf[i].revents)
 				continue;
-			got = read(st->rfd, buf, COPY_CHUNK);
-			if (got > 0) {
-				/* the terminal first: it is what the command
-				 * would have written to */
-				if (st->out_ok &&
-				    write_all(st->out, buf, (size_t)got))
-					st->out_ok = 0;
-				lc->bytes_in += (uint64_t)got;
-				take(lc, st, buf, (size_t)got,
-				     now_ns(CLOCK_REALTIME));
-			} else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-				/* EOF; a pseudo-terminal whose last writer
-				 * closed reads EIO */
-				end_stream(lc, st);
-			}
+			end = st->zero_copy && st->out_ok
+			              ? copy_splice(lc, st)
+			              : copy_read(lc, st);
+			if (end)
+				end_copy(st);
 		}
-		hand_over(lc);
 	}
 	for (i = 0; i < 2; i++)
 		if (lc->s[i].rfd >= 0)
-			end_stream(lc, &lc->s[i]);
-	hand_over(lc);
-	pthread_mutex_lock(&lc->lock);
-	lc->copy_done = 1;
-	pthread_cond_signal(&lc->cond);
-	pthread_mutex_unlock(&lc->lock);
+			end_copy(&lc->s[i]);
 	return NULL;
 }
 
-/* ---- the writer thread ----------------------------------------------- */
+/* ---- output.log ----------------------------------------------------------- */
 
 static void file_write(struct vrt_logcap *lc, const char *p, size_t n)
 {
-	if (lc->werr || !n)
-		return;
-	if (write_all(lc->fd, p, n)) {
-		/* A full or failing disk: the file stops here; record says so
-		 * at the end. The command is not affected. */
-		lc->werr = errno ? errno : EIO;
-		return;
+	while (!lc->werr && n) {
+		ssize_t w = write(lc->fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			/* A full or failing disk: the file stops here; record
+			 * says so at the end. The command is not affected. */
+			lc->werr = w < 0 ? errno : EIO;
+			return;
+		}
+		lc->written += (uint64_t)w;
+		p += w;
+		n -= (size_t)w;
 	}
-	lc->written += n;
 }
 
 static void tail_put(struct vrt_logcap *lc, const char *p, size_t n)
 {
-	size_t k;
-
 	lc->tail_total += n;
-	for (k = 0; k < n; k++)
-		lc->tail_lines += p[k] == '\n';
+	lc->tail_lines += count_lines(p, n);
 	if (n >= lc->tail_max) {
 		p += n - lc->tail_max;
 		n = lc->tail_max;
@@ -512,8 +504,7 @@ static void consume(struct vrt_logcap *lc, const char *p, size_t n)
 				;
 		}
 		file_write(lc, p, k);
-		for (size_t j = 0; j < k; j++)
-			lc->head_lines += p[j] == '\n';
+		lc->head_lines += count_lines(p, k);
 		if (k == n)
 			return;
 		lc->tail_mode = 1;
@@ -524,46 +515,142 @@ static void consume(struct vrt_logcap *lc, const char *p, size_t n)
 	if (lc->tail)
 		tail_put(lc, p, n);
 	else
-		lc->dropped_total += n; /* no memory for the tail */
+		lc->lost += n; /* no memory for the tail */
 }
 
-static void *write_main(void *arg)
+/* ---- the log thread ------------------------------------------------------ */
+
+/* The time stamp of ns, formatted once for all the lines of a read. */
+static const char *stamp_of(struct vrt_logcap *lc, int64_t ns)
+{
+	char t[VRT_WALLCLOCK_TEXT];
+
+	if (ns != lc->stamp_ns || !lc->stamp[0]) {
+		vrt_wallclock_format(t, sizeof(t), ns, 6);
+		memcpy(lc->stamp, t, 27);
+		lc->stamp_ns = ns;
+	}
+	return lc->stamp;
+}
+
+static void flush_stage(struct vrt_logcap *lc)
+{
+	consume(lc, lc->stage, lc->nstage);
+	lc->nstage = 0;
+}
+
+/* One whole line of st into the stage, with its time and stream. */
+static void stage_line(struct vrt_logcap *lc, struct stream *st)
+{
+	char *p = lc->stage + lc->nstage;
+
+	memcpy(p, stamp_of(lc, st->line_ns), 27);
+	p[27] = ' ';
+	memcpy(p + 28, st->tag, 3);
+	p[31] = ' ';
+	memcpy(p + PREFIX_LEN, st->line, st->nline);
+	p[PREFIX_LEN + st->nline] = '\n';
+	lc->nstage += PREFIX_LEN + st->nline + 1;
+	lc->lines_in++;
+	st->nline = 0;
+	if (lc->nstage >= STAGE_BYTES)
+		flush_stage(lc);
+}
+
+/* Bytes of st read at wall time ns: complete lines go to the stage. */
+static void take(struct vrt_logcap *lc, struct stream *st, const char *p,
+                 size_t n, int64_t ns)
+{
+	while (n) {
+		const char *nl = memchr(p, '\n', n);
+		size_t k = nl ? (size_t)(nl - p) : n;
+		if (!st->nline)
+			st->line_ns = ns;
+		if (st->nline + k > LINE_MAX_LEN)
+			k = LINE_MAX_LEN - st->nline;
+		memcpy(st->line + st->nline, p, k);
+		st->nline += k;
+		p += k;
+		n -= k;
+		if (n && *p == '\n') {
+			p++;
+			n--;
+		} else if (st->nline < LINE_MAX_LEN) {
+			break; /* the line goes on in the next read */
+		}
+		stage_line(lc, st);
+	}
+}
+
+/* A line saying bytes of st were dropped since the last such line. */
+static void dropped_line(struct vrt_logcap *lc, struct stream *st)
+{
+	uint64_t d = __atomic_load_n(&st->dropped, __ATOMIC_ACQUIRE);
+	char *p;
+	int n;
+
+	if (d == st->dropped_seen)
+		return;
+	p = lc->stage + lc->nstage;
+	n = snprintf(p, 400,
+	             "%.27s %s --- vramtrace: %llu bytes of output dropped "
+	             "here: the disk did not keep up ---\n",
+	             stamp_of(lc, now_ns(CLOCK_REALTIME)), st->tag,
+	             (unsigned long long)(d - st->dropped_seen));
+	lc->nstage += (size_t)n;
+	st->dropped_seen = d;
+	flush_stage(lc);
+}
+
+static void *log_main(void *arg)
 {
 	struct vrt_logcap *lc = arg;
-	char *chunk = malloc(1u << 20);
+	struct pollfd pf[2];
+	int i;
 
 	pthread_setname_np(pthread_self(), "vrt-logwrite");
-	pthread_mutex_lock(&lc->lock);
 	for (;;) {
-		size_t n, first;
-		while (!lc->rlen && !lc->copy_done)
-			pthread_cond_wait(&lc->cond, &lc->lock);
-		if (!lc->rlen && lc->copy_done)
+		int nfds = 0, map[2];
+		for (i = 0; i < 2; i++)
+			if (lc->s[i].lr >= 0) {
+				pf[nfds].fd = lc->s[i].lr;
+				pf[nfds].events = POLLIN;
+				pf[nfds].revents = 0;
+				map[nfds++] = i;
+			}
+		if (!nfds)
 			break;
-		/* copy out, then write without the lock: the copy thread
-		 * keeps filling the ring meanwhile */
-		n = lc->rlen < (1u << 20) ? lc->rlen : (1u << 20);
-		if (!chunk)
-			n = 0;
-		first = RING_BYTES - lc->rhead < n ? RING_BYTES - lc->rhead : n;
-		if (n) {
-			memcpy(chunk, lc->ring + lc->rhead, first);
-			memcpy(chunk + first, lc->ring, n - first);
-		} else {
-			n = lc->rlen; /* no buffer: let it go */
+		if (poll(pf, (nfds_t)nfds, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
 		}
-		lc->rhead = (lc->rhead + n) % RING_BYTES;
-		lc->rlen -= n;
-		pthread_mutex_unlock(&lc->lock);
-		/* Blocks of the ring end at whole lines, but one copied out
-		 * may end mid-line; the rest comes next and the head cut
-		 * looks for a newline, so a line is never split by it. */
-		if (chunk)
-			consume(lc, chunk, n);
-		pthread_mutex_lock(&lc->lock);
+		for (i = 0; i < nfds; i++) {
+			struct stream *st = &lc->s[map[i]];
+			ssize_t got;
+			if (!pf[i].revents)
+				continue;
+			got = read(st->lr, lc->rbuf, COPY_CHUNK);
+			if (got < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			dropped_line(lc, st);
+			if (got > 0) {
+				take(lc, st, lc->rbuf, (size_t)got,
+				     now_ns(CLOCK_REALTIME));
+				continue;
+			}
+			/* the copy side ended: a last line without its
+			 * newline (a kill mid-write) is kept */
+			if (st->nline)
+				stage_line(lc, st);
+			close(st->lr);
+			st->lr = -1;
+		}
+		flush_stage(lc);
 	}
-	pthread_mutex_unlock(&lc->lock);
-	free(chunk);
+	for (i = 0; i < 2; i++)
+		dropped_line(lc, &lc->s[i]);
+	flush_stage(lc);
 	return NULL;
 }
 
@@ -578,15 +665,16 @@ int vrt_logcap_start(struct vrt_logcap *lc, char *err, size_t errn)
 	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&lc->writer, NULL, write_main, lc);
+	e = pthread_create(&lc->logger, NULL, log_main, lc);
 	if (!e) {
 		e = pthread_create(&lc->copier, NULL, copy_main, lc);
 		if (e) {
-			pthread_mutex_lock(&lc->lock);
-			lc->copy_done = 1;
-			pthread_cond_signal(&lc->cond);
-			pthread_mutex_unlock(&lc->lock);
-			pthread_join(lc->writer, NULL);
+			/* no copier: end the log pipes so the logger ends */
+			for (i = 0; i < 2; i++) {
+				close(lc->s[i].lw);
+				lc->s[i].lw = -1;
+			}
+			pthread_join(lc->logger, NULL);
 		}
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -617,8 +705,14 @@ static void write_tail(struct vrt_logcap *lc)
 		if (skip < kept)
 			skip++;
 	}
-	for (k = skip; k < kept; k++)
-		lines_kept += lc->tail[(start + k) % lc->tail_max] == '\n';
+	{
+		/* the kept bytes are at most two runs of the circle */
+		size_t a = (start + (size_t)skip) % lc->tail_max;
+		size_t len = (size_t)(kept - skip);
+		size_t first = lc->tail_max - a < len ? lc->tail_max - a : len;
+		lines_kept = count_lines(lc->tail + a, first) +
+		             count_lines(lc->tail, len - first);
+	}
 	cut = lc->tail_total - kept + skip;
 	lc->cut = cut;
 	if (cut) {
@@ -653,7 +747,7 @@ void vrt_logcap_finish(struct vrt_logcap *lc, int discard,
 		lc->stop_deadline_ns = now_ns(CLOCK_MONOTONIC) + 1000000000ll;
 		__atomic_store_n(&lc->stop, 1, __ATOMIC_RELEASE);
 		pthread_join(lc->copier, NULL);
-		pthread_join(lc->writer, NULL);
+		pthread_join(lc->logger, NULL);
 	}
 	if (lc->tail_mode && !discard)
 		write_tail(lc);
@@ -662,23 +756,23 @@ void vrt_logcap_finish(struct vrt_logcap *lc, int discard,
 		stats->lines_in = lc->lines_in;
 		stats->bytes_written = lc->written;
 		stats->bytes_cut = lc->cut;
-		stats->bytes_dropped = lc->dropped_total;
+		stats->bytes_dropped =
+		        lc->s[0].dropped + lc->s[1].dropped + lc->lost;
 		stats->write_errno = lc->werr;
 	}
 	for (i = 0; i < 2; i++) {
-		if (lc->s[i].rfd >= 0)
-			close(lc->s[i].rfd);
-		if (lc->s[i].cfd >= 0)
-			close(lc->s[i].cfd);
+		int *fd[4] = {&lc->s[i].rfd, &lc->s[i].cfd, &lc->s[i].lr,
+		              &lc->s[i].lw};
+		for (int k = 0; k < 4; k++)
+			if (*fd[k] >= 0)
+				close(*fd[k]);
 		free(lc->s[i].line);
 	}
 	close(lc->fd);
 	if (discard)
 		unlink(lc->path);
-	pthread_mutex_destroy(&lc->lock);
-	pthread_cond_destroy(&lc->cond);
-	free(lc->ring);
 	free(lc->buf);
+	free(lc->rbuf);
 	free(lc->stage);
 	free(lc->tail);
 	free(lc);
