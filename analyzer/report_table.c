@@ -4,7 +4,7 @@
  * order the runs were given.
  *
  * Text: an aligned table, one line per run, "-" where a flag was not
- * given; the last column splits each device's peak by phase (prefixed
+ * given, "*" after a value the engine's log supplied (then a footnote); the last column splits each device's peak by phase (prefixed
  * "dN:" when the run has several devices).
  *
  * CSV (RFC 4180, a header line, plain integers in bytes): run, engine,
@@ -23,7 +23,8 @@
  *                 "tensor_parallel", "gpu_layers"  (a number when the
  *                     flag's value is one, else the string as given; null
  *                     when not given),
- *                 "flags": { "<field>": "<option as spelled, e.g. -c>" },
+ *                 "flags": { "<field>": "<option as spelled, e.g. -c>",
+ *                            or "log" when the engine's log gave it },
  *                 "devices": [ { "id", "peak_bytes",
  *                                "peak_by_phase": {"<phase>": bytes} } ],
  *                 "max_inflight", "ooms",
@@ -122,8 +123,12 @@ static void cells(char **c, const struct vrt_retest_row *r, const char *label)
 
 	c[C_RUN] = safe_dup(label);
 	c[C_ENGINE] = safe_dup(r->engine ? r->engine : "-");
-	for (k = 0; k < VRT_RETEST_NFIELDS; k++)
+	for (k = 0; k < VRT_RETEST_NFIELDS; k++) {
 		c[fields[k]] = safe_dup(r->value[k] ? r->value[k] : "-");
+		/* "*": the engine's log said it, the command line did not */
+		if (r->option[k] && !strcmp(r->option[k], VRT_RETEST_FROM_LOG))
+			cat(&c[fields[k]], "*");
+	}
 	for (i = 0; i < r->ndev; i++) {
 		if (i)
 			cat(&c[C_PEAK], ", ");
@@ -197,6 +202,16 @@ void vrt_report_table_text(FILE *f, const struct vrt_retest_row *rows,
 				fprintf(f, "%-*s  ", (int)w[k], s ? s : "");
 		}
 	}
+	for (i = 0; i < nrows; i++)
+		for (k = 0; k < VRT_RETEST_NFIELDS; k++)
+			if (rows[i].option[k] &&
+			    !strcmp(rows[i].option[k], VRT_RETEST_FROM_LOG)) {
+				fputs("* from the engine's log (the command line "
+				      "left the flag at its default)\n",
+				      f);
+				i = nrows;
+				break;
+			}
 	for (i = 0; i < (nrows + 1) * NCOLS; i++)
 		free(c[i]);
 	free(c);

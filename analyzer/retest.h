@@ -108,4 +108,16 @@ int vrt_retest_row(struct vrt_retest_row *row, const struct vrt_trace *t,
 
 void vrt_retest_row_free(struct vrt_retest_row *row);
 
+struct vrt_enginelog;
+
+/* The option name of a field the engine's log supplied (its option[]). */
+#define VRT_RETEST_FROM_LOG "log"
+
+/* Fills the fields (and the engine) the command lines left out from the
+ * configuration the engine printed in its log (enginelog.h), their option
+ * set to VRT_RETEST_FROM_LOG. Returns the fields filled, or -1 when out of
+ * memory. */
+int vrt_retest_from_log(struct vrt_retest_row *row,
+                        const struct vrt_enginelog *log);
+
 #endif /* VRT_RETEST_H */

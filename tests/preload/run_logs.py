@@ -14,6 +14,9 @@ wrong-number    the same with the weights printed 25% too high
                 (--log-scale weights=1.25): flagged as a finding
 fatal           the concurrency scenario's OutOfMemoryError: the log's
                 fatal error names the recorded failure (size, device, time)
+verdicts        the OOM scenarios of run_verdicts.py with vLLM's lines:
+                the fatal error names the failure each died of, the
+                engine's numbers agree with the trace
 refusal         vLLM's start-up KV check refuses --max-model-len 131072
                 (exit 1, no allocation failed): the verdict is kv_cache
                 with vLLM's estimated maximum model length beside the
@@ -36,6 +39,8 @@ pty             record on a terminal gives the command a terminal for
                 output.log, and still copies them to its own terminal
 bound           40 MB of output with --log-max 1M: output.log stays within
                 1 MiB, keeps the first and last lines and says what was cut
+table           `table` takes the flags a command line left at their
+                defaults from the log, marked "*" (text) and "log" (JSON)
 diskfull        output.log's writes fail (a file-size limit): the command
                 runs to the end unharmed, record says the log stopped
 
@@ -218,6 +223,38 @@ def test_fatal(e):
     check(err.get("time_s") is not None and
           0 <= err["time_s"] - f.get("time_s", 0) < 2.5,
           "fatal: the line's time follows the failure's")
+
+
+def test_verdicts(e):
+    """The OOM scenarios of run_verdicts.py again with vLLM's lines: the
+    log's fatal error names the failure the server died of (its last),
+    and the weights vLLM printed are the traced ones."""
+    util = ["--gpu-memory-utilization", "0.9"]
+    scen = [("v-weights", {}, util + ["--model-size-gib", "100"]),
+            ("v-kv_cache", {}, ["--gpu-memory-utilization", "0.95",
+                                "--max-model-len", "131072",
+                                "--act-kib-per-token", "64"]),
+            ("v-concurrency", {}, util + ["--max-model-len", "8192",
+                                          "--max-num-seqs", "16",
+                                          "--concurrent-requests", "8"]),
+            ("v-other_processes", {"FAKECUDA_USED": "30G"}, util)]
+    for name, extra, args in scen:
+        out = e.record(name, sim(e, *args, "--log-format", "vllm"), code=3,
+                       extra=extra)
+        rep = e.report(out)
+        g = rep["engine_log"]
+        ooms = [i for i, f in enumerate(rep["failures"]) if f["oom"]]
+        err = g["errors"][g["fatal_error"]] if g["fatal_error"] is not None \
+            else {}
+        check(err.get("kind") == "torch_oom" and ooms and
+              g["fatal_failure"] == ooms[-1],
+              f"{name}: the log's fatal error names the last failure "
+              f"({g['fatal_failure']} of {ooms}: {g['fatal_failure_match']})")
+        w = rows(rep, "weights")
+        check(all(not r["flagged"] for r in w) and
+              not any(f["key"] == "engine_memory_disagrees"
+                      for f in rep["findings"]),
+              f"{name}: the engine's numbers agree with the trace ({w})")
 
 
 def test_refusal(e):
@@ -479,6 +516,22 @@ def test_bound(e):
           f"dropped)")
 
 
+def test_table(e):
+    """`table` fills the flags a command line left at their defaults from
+    the engine's log, and marks them."""
+    out = e.record("table", sim(e, "--log-format", "vllm"))
+    rep = json.loads(e.run([e.args.vramtrace, "table", "--format", "json",
+                            out]).stdout)
+    r = rep["runs"][0]
+    check(r["context_length"] == 8192 and r["concurrency"] == 256 and
+          r["memory_fraction"] == 0.9 and r["tensor_parallel"] == 1 and
+          r["flags"].get("context_length") == "log",
+          f"table: columns from the log, marked as such ({r})")
+    text = e.run([e.args.vramtrace, "table", out]).stdout.decode()
+    check("8192*" in text and "* from the engine's log" in text,
+          f"table: the text marks them ({text!r})")
+
+
 def test_diskfull(e):
     """A disk that refuses output.log's writes (a file-size limit makes
     them fail with EFBIG, as a full disk fails them with ENOSPC): the
@@ -518,11 +571,12 @@ def main():
     e = Env(args, tmp)
     tests = [("engine-numbers", test_engine_numbers),
              ("wrong-number", test_wrong_number), ("fatal", test_fatal),
+             ("verdicts", test_verdicts),
              ("refusal", test_refusal), ("sglang", test_sglang),
              ("llamacpp", test_llamacpp), ("tgi-trtllm", test_tgi_trtllm),
              ("wallclock", test_wallclock), ("align", test_align),
              ("pty", test_pty), ("bound", test_bound),
-             ("diskfull", test_diskfull)]
+             ("diskfull", test_diskfull), ("table", test_table)]
     try:
         for name, fn in tests:
             if not args.only or name in args.only:
