@@ -405,6 +405,25 @@ static void end_copy(struct stream *st)
 	st->lw = -1;
 }
 
+/* The open ends of the streams to poll: the command's (copy thread) or
+ * the log pipes' (log thread); map[k] is the stream of pf[k]. */
+static int poll_set(struct vrt_logcap *lc, int log_side, struct pollfd *pf,
+                    int *map)
+{
+	int i, n = 0;
+
+	for (i = 0; i < 2; i++) {
+		int fd = log_side ? lc->s[i].lr : lc->s[i].rfd;
+		if (fd < 0)
+			continue;
+		pf[n].fd = fd;
+		pf[n].events = POLLIN;
+		pf[n].revents = 0;
+		map[n++] = i;
+	}
+	return n;
+}
+
 static void *copy_main(void *arg)
 {
 	struct vrt_logcap *lc = arg;
@@ -413,15 +432,8 @@ static void *copy_main(void *arg)
 
 	pthread_setname_np(pthread_self(), "vrt-logcopy");
 	for (;;) {
-		int nfds = 0, r, map[2];
+		int r, map[2], nfds = poll_set(lc, 0, pf, map);
 		int stopping = __atomic_load_n(&lc->stop, __ATOMIC_ACQUIRE);
-		for (i = 0; i < 2; i++)
-			if (lc->s[i].rfd >= 0) {
-				pf[nfds].fd = lc->s[i].rfd;
-				pf[nfds].events = POLLIN;
-				pf[nfds].revents = 0;
-				map[nfds++] = i;
-			}
 		if (!nfds)
 			break;
 		/* Asked to stop (the tree was reaped): what is already in the
@@ -610,14 +622,7 @@ static void *log_main(void *arg)
 
 	pthread_setname_np(pthread_self(), "vrt-logwrite");
 	for (;;) {
-		int nfds = 0, map[2];
-		for (i = 0; i < 2; i++)
-			if (lc->s[i].lr >= 0) {
-				pf[nfds].fd = lc->s[i].lr;
-				pf[nfds].events = POLLIN;
-				pf[nfds].revents = 0;
-				map[nfds++] = i;
-			}
+		int map[2], nfds = poll_set(lc, 1, pf, map);
 		if (!nfds)
 			break;
 		if (poll(pf, (nfds_t)nfds, -1) < 0) {

@@ -247,6 +247,18 @@ static void instants(FILE *f, int *first, const struct vrt_trace *t,
 	}
 }
 
+/* One engine log line at its wall-clock time, on the run's track. */
+static void log_instant(FILE *f, int *first, const char *name, int64_t wall,
+                        uint32_t line, const char *text)
+{
+	begin(f, first, "i", name, RUN_PID);
+	fputs(",\"s\":\"g\",\"cat\":\"engine_log\",\"ts\":", f);
+	us(f, wall);
+	fprintf(f, ",\"args\":{\"line\":%u,\"text\":", line);
+	str(f, text);
+	fputs("}}", f);
+}
+
 /* The engine log's lines that carry a wall-clock time, as instants of
  * the "vramtrace run" track: its memory numbers, readiness and errors
  * beside the trace's own events. */
@@ -258,38 +270,21 @@ static void log_lines(FILE *f, int *first, const struct vrt_trace *t,
 
 	if (!log || !vrt_wallclock_known(t))
 		return;
-	for (i = 0; i < log->nfacts; i++) {
-		const struct vrt_enginelog_fact *x = &log->facts[i];
-		if (!x->wall_ns)
-			continue;
-		begin(f, first, "i", vrt_enginelog_kind_name(x->kind), RUN_PID);
-		fputs(",\"s\":\"g\",\"cat\":\"engine_log\",\"ts\":", f);
-		us(f, x->wall_ns);
-		fprintf(f, ",\"args\":{\"value\":%" PRIu64 ",\"line\":%u,"
-		           "\"text\":",
-		        x->value, x->line);
-		str(f, x->text);
-		fputs("}}", f);
-	}
-	for (i = 0; i < log->nerrors; i++) {
-		const struct vrt_enginelog_error *x = &log->errors[i];
-		if (!x->wall_ns)
-			continue;
-		begin(f, first, "i", vrt_enginelog_error_name(x->kind), RUN_PID);
-		fputs(",\"s\":\"g\",\"cat\":\"engine_log\",\"ts\":", f);
-		us(f, x->wall_ns);
-		fprintf(f, ",\"args\":{\"line\":%u,\"text\":", x->line);
-		str(f, x->text);
-		fputs("}}", f);
-	}
-	if (log->have_ready && log->ready_wall_ns) {
-		begin(f, first, "i", "engine ready", RUN_PID);
-		fputs(",\"s\":\"g\",\"cat\":\"engine_log\",\"ts\":", f);
-		us(f, log->ready_wall_ns);
-		fprintf(f, ",\"args\":{\"line\":%u,\"text\":", log->ready_line);
-		str(f, log->ready_text);
-		fputs("}}", f);
-	}
+	for (i = 0; i < log->nfacts; i++)
+		if (log->facts[i].wall_ns)
+			log_instant(f, first,
+			            vrt_enginelog_kind_name(log->facts[i].kind),
+			            log->facts[i].wall_ns, log->facts[i].line,
+			            log->facts[i].text);
+	for (i = 0; i < log->nerrors; i++)
+		if (log->errors[i].wall_ns)
+			log_instant(f, first,
+			            vrt_enginelog_error_name(log->errors[i].kind),
+			            log->errors[i].wall_ns, log->errors[i].line,
+			            log->errors[i].text);
+	if (log->have_ready && log->ready_wall_ns)
+		log_instant(f, first, "engine ready", log->ready_wall_ns,
+		            log->ready_line, log->ready_text);
 }
 
 void vrt_report_perfetto_write(FILE *f, const struct vrt_trace *t,

@@ -181,6 +181,15 @@ def test_engine_numbers(e):
     check("engine log: " in text and "weights" in text and
           "DISAGREES" not in text,
           "engine-numbers: the text report shows the engine's numbers")
+    pf = json.loads(e.run([e.args.vramtrace, "analyze", "-f", "perfetto",
+                           out]).stdout)
+    inst = [x for x in pf["traceEvents"] if x.get("cat") == "engine_log"]
+    wl = [f for f in g["facts"] if f["kind"] == "weights"]
+    check(wl and any(x["name"] == "weights" and
+                     abs(x["ts"] / 1e6 - utc_s(wl[0]["time_utc"])) < 1e-3
+                     for x in inst),
+          "engine-numbers: Perfetto shows the log's lines at their UTC "
+          "times")
 
 
 def test_wrong_number(e):
