@@ -443,6 +443,63 @@ static void test_noise(void)
 	vrt_enginelog_free(&log);
 }
 
+/* Random bytes and the engines' sentences cut at random places: nothing
+ * crashes (the sanitizer builds run this too), numbers stay in range. */
+static void test_garbage(void)
+{
+	static const char *const seeds[] = {
+	        "Model loading took ", "GPU KV cache size: ",
+	        "Tried to allocate 2.00 GiB. GPU ",
+	        "max seq len (131072), (16.0 GiB KV cache is needed",
+	        "llama_kv_cache: size = ", " buffer size = ",
+	        "(EngineCore_DP0 pid=", "INFO 12-02 10:1", "[2025-12-02 10:15:",
+	        "2024-10-16T08:51:10.5Z  INFO x: ", "{\"msg\":\"",
+	        "KV Cache is allocated. #tokens: ", "    max_total_tokens: Some(",
+	        "\x1b[", "current device: ", "Args {", "}"};
+	static const char *const tails[] = {
+	        "14.99 GiB and 2 seconds", "1,024 tokens", "1,0",
+	        "99999999999999999999 GiB", "-5 GiB", "12 MiB",
+	        "( 3 cells, 2 layers, 1/1 seqs)", "7", "", "Some(", ".5x"};
+	struct vrt_enginelog log;
+	char line[600];
+	uint64_t x = 88172645463325252ull;
+	size_t i, k, n, bad = 0;
+
+	vrt_enginelog_init(&log, NULL);
+	for (i = 0; i < 20000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		n = 0;
+		for (k = 0; k < 1 + x % 4 && n < 400; k++) {
+			const char *sd = seeds[(x >> (8 * k)) % (sizeof(seeds) /
+			                                         sizeof(seeds[0]))];
+			size_t len = strlen(sd);
+			size_t cut = (x >> (16 + k)) & 1 ? len
+			                                  : (x >> (20 + k)) % (len + 1);
+			memcpy(line + n, sd, cut);
+			n += cut;
+			const char *tail = tails[(x >> (28 + k)) %
+			                         (sizeof(tails) / sizeof(tails[0]))];
+			size_t tl = strlen(tail);
+			memcpy(line + n, tail, tl);
+			n += tl;
+			for (size_t j = 0; j < (x >> 40) % 8 && n < 590; j++)
+				line[n++] = (char)("0123456789., GiBMK()x:%-\r\t"
+				                   [(x >> (j * 7)) % 27]);
+		}
+		vrt_enginelog_feed(&log, line, n);
+	}
+	vrt_enginelog_end(&log);
+	for (i = 0; i < log.nfacts; i++)
+		bad += log.facts[i].value > (uint64_t)1e18;
+	ok(log.lines == 20000 && !bad && log.nerrors <= VRT_ENGINELOG_MAX_ERRORS,
+	   "20000 lines of cut sentences and random bytes: read, numbers in "
+	   "range (%zu facts, %zu errors)",
+	   log.nfacts, log.nerrors);
+	vrt_enginelog_free(&log);
+}
+
 int main(int argc, char **argv)
 {
 	data_dir = argc > 1 ? argv[1] : "tests/data";
@@ -453,6 +510,7 @@ int main(int argc, char **argv)
 	test_llama();
 	test_tgi_trtllm();
 	test_noise();
+	test_garbage();
 	printf("1..%d\n", ntests);
 	return nfailed != 0;
 }
