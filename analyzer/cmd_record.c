@@ -575,7 +575,7 @@ static void output_finish(struct vrt_logcap *lc, const char *dir, int discard)
 	else if (st.bytes_dropped)
 		fprintf(stderr,
 		        "vramtrace: warning: %s/%s: %llu bytes of output were "
-		        "left out: the disk did not keep up\n",
+		        "left out: its log did not keep up with the command\n",
 		        dir, VRT_LOGCAP_NAME,
 		        (unsigned long long)st.bytes_dropped);
 }

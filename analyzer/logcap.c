@@ -606,7 +606,7 @@ static void dropped_line(struct vrt_logcap *lc, struct stream *st)
 	p = lc->stage + lc->nstage;
 	n = snprintf(p, 400,
 	             "%.27s %s --- vramtrace: %llu bytes of output dropped "
-	             "here: the disk did not keep up ---\n",
+	             "here: the log did not keep up ---\n",
 	             stamp_of(lc, now_ns(CLOCK_REALTIME)), st->tag,
 	             (unsigned long long)(d - st->dropped_seen));
 	lc->nstage += (size_t)n;

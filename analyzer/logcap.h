@@ -12,11 +12,13 @@
  *
  *   <time> out --- vramtrace: N bytes (M lines) of output cut here: ...
  *
- * Never blocking the server: one thread copies (large reads, the terminal
- * copy first, then the lines into a bounded buffer), another writes the
- * file; when the disk does not keep up the buffer fills and lines are
- * dropped (a "--- vramtrace: N bytes ... dropped here" line says so), the
- * copy never waits for the disk.
+ * Never blocking the server: a copy thread moves the command's bytes to
+ * record's stdout/stderr (with splice(2) for a pipe: no copy through user
+ * space) and hands a copy (tee(2)) to a log thread through a pipe it never
+ * waits on; when the log thread does not keep up (a slow disk, a busy
+ * CPU) or cannot write (a full disk), what it could not take is counted
+ * and marked in the log ("--- vramtrace: N bytes of output dropped here"),
+ * and the command never waits for it.
  *
  * A stream that is a terminal is given to the command as a pseudo-terminal
  * of its own (a second one for stderr), so engines keep their terminal
@@ -44,7 +46,7 @@ struct vrt_logcap_stats {
 	uint64_t lines_in;      /* lines it wrote */
 	uint64_t bytes_written; /* size of output.log */
 	uint64_t bytes_cut;     /* left out between head and tail */
-	uint64_t bytes_dropped; /* the disk did not keep up */
+	uint64_t bytes_dropped; /* the log did not keep up (slow disk, busy CPU) */
 	int write_errno;        /* the first failed write, 0 none */
 };
 
