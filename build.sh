@@ -10,12 +10,32 @@
 #                       $BUILD_DIR-asan (address,undefined: unit,
 #                       preload, cli, fuzz) and $BUILD_DIR-tsan (thread:
 #                       unit, cli)
+#   ./build.sh scenarios [NAME...]
+#                       build, then run the scenario corpus
+#                       (tests/scenarios/*.scn: recorded runs of the
+#                       example servers, each with the verdict it
+#                       deserves) and print one row per scenario —
+#                       expected, got, right/wrong — and the count right;
+#                       exits 1 when one is wrong
 #   ./build.sh bench [ARGS]
 #                       build, then print every performance figure in one
 #                       table, vramtrace beside heaptrack, with targets
 #                       and verdicts (tests/bench/run_all.py; ARGS go to
 #                       it: --quick for a fast look, --pairs N,
 #                       --events N, --runs N; docs/performance.md)
+#   ./build.sh gpu-bundle [DIR]
+#                       build (with nvcc where the CUDA toolkit is), then
+#                       put vramtrace, the preload, the GPU suite's
+#                       programs and the libraries they need into DIR
+#                       (default: $BUILD_DIR/gpu-bundle), for a GPU machine
+#                       that has only the NVIDIA driver and python3
+#   ./build.sh gpu-test [DIR]
+#                       the GPU suite (tests/gpu/run_gpu.py): with DIR, on
+#                       that bundle, building nothing and installing
+#                       nothing; without, builds here and bundles first
+#                       when the build tools are here, else uses
+#                       $BUILD_DIR/gpu-bundle. Prints a table; exit 1 on a
+#                       mismatch, 77 when the machine has no GPU
 #
 # Packages come from Debian; run as root (or with them already installed).
 # BUILD_DIR (default: build) picks the build directory.
@@ -26,13 +46,48 @@ mode=${1:-build}
 [ $# -gt 0 ] && shift
 
 case "$mode" in
-build|demo|test|sanitize|bench) ;;
--h|--help) sed -n '2,21p' "$0"; exit 0 ;;
-*) echo "build.sh: unknown mode '$mode' (build, demo, test, sanitize or bench)" >&2; exit 2 ;;
+build|demo|test|sanitize|scenarios|bench|gpu-bundle|gpu-test) ;;
+-h|--help) sed -n '2,41p' "$0"; exit 0 ;;
+*) echo "build.sh: unknown mode '$mode' (build, demo, test, sanitize, scenarios, bench, gpu-bundle or gpu-test)" >&2; exit 2 ;;
 esac
-if [ "$mode" != bench ] && [ $# -gt 0 ]; then
-    echo "build.sh: mode '$mode' takes no arguments" >&2
-    exit 2
+case "$mode" in
+bench|scenarios) ;;
+gpu-bundle|gpu-test)
+    if [ $# -gt 1 ]; then
+        echo "build.sh: mode '$mode' takes one directory at most" >&2
+        exit 2
+    fi ;;
+*)
+    if [ $# -gt 0 ]; then
+        echo "build.sh: mode '$mode' takes no arguments" >&2
+        exit 2
+    fi ;;
+esac
+
+# Whether this machine can build vramtrace without installing anything.
+can_build() {
+    command -v meson >/dev/null && command -v ninja >/dev/null &&
+        command -v cc >/dev/null && command -v pkg-config >/dev/null &&
+        pkg-config --exists libzstd libunwind jansson
+}
+
+# gpu-test on a machine that has a bundle and no build tools (a GPU host
+# with the driver only): nothing to install, nothing to build.
+if [ "$mode" = gpu-test ]; then
+    bundle=${1:-}
+    if [ -z "$bundle" ] && ! can_build; then
+        bundle=$build/gpu-bundle
+        if [ ! -x "$bundle/bin/vramtrace" ]; then
+            echo "build.sh: gpu-test: cannot build here (meson, ninja, cc, pkg-config and the libzstd, libunwind, jansson headers are needed) and there is no bundle in $bundle: make one where they are (./build.sh gpu-bundle DIR), copy it here and run ./build.sh gpu-test DIR" >&2
+            exit 2
+        fi
+    fi
+    if [ -n "$bundle" ]; then
+        command -v python3 >/dev/null ||
+            { echo "build.sh: gpu-test needs python3" >&2; exit 2; }
+        exec python3 tests/gpu/run_gpu.py --bundle "$bundle" \
+            --tmp-root "${TMPDIR:-/tmp}"
+    fi
 fi
 
 # libamdhip64-5: the real HIP runtime, for the test that runs it under the
@@ -50,8 +105,14 @@ packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-
 if [ "$mode" = bench ]; then
     packages+=(heaptrack util-linux time)
 fi
+# The GPU suite builds vramtrace and its programs only: no test packages.
+if [ "$mode" = gpu-bundle ] || [ "$mode" = gpu-test ]; then
+    packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3)
+fi
 missing=()
 for p in "${packages[@]}"; do
+    # gpu-test only gets here when can_build found everything it needs.
+    [ "$mode" = gpu-test ] && break
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -96,6 +157,41 @@ fi
 [ -f "$build/build.ninja" ] || meson setup "$build" >/dev/null
 ninja -C "$build"
 
+# The GPU suite's bundle: binaries built here, run where the GPU is.
+make_bundle() {
+    local dir=$1 f so
+    rm -rf "$dir"
+    mkdir -p "$dir/bin" "$dir/lib"
+    cp "$build/analyzer/vramtrace" "$build/tests/gpu/gpu_driver" "$dir/bin/"
+    cp "$build/preload/libvramtrace.so" "$dir/lib/"
+    for f in "$build"/tests/realcuda/cudart_mem-* "$build/tests/gpu/gpu_runtime"; do
+        if [ -f "$f" ]; then cp "$f" "$dir/bin/"; fi
+    done
+    # libcudart.so.13 for the programs built with the dynamic runtime
+    # (NVIDIA lets applications ship it); the static ones need none.
+    if [ -f "$build/tests/realcuda/cudart_mem-shared" ]; then
+        so=$(ldd "$build/tests/realcuda/cudart_mem-shared" | awk '/libcudart\.so/ {print $3}')
+        if [ -n "$so" ]; then mkdir -p "$dir/cudart" && cp -L "$so" "$dir/cudart/"; fi
+    fi
+    # What vramtrace and the preload link besides glibc, for a host that
+    # lacks them (run_gpu.py adds lib/ to the search path only then).
+    ldd "$dir/bin/vramtrace" "$dir/lib/libvramtrace.so" |
+        awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+        while read -r so; do
+            case "${so##*/}" in
+            libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*) ;;
+            *) cp -L "$so" "$dir/lib/" ;;
+            esac
+        done
+    {
+        echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(ldd --version | head -1)"
+        echo "source $(git describe --always --dirty 2>/dev/null || echo unknown)"
+        if command -v nvcc >/dev/null; then nvcc --version | tail -1; else echo "no nvcc: the CUDA runtime programs are not in this bundle"; fi
+        (cd "$dir" && find . -type f ! -name MANIFEST | sort)
+    } > "$dir/MANIFEST"
+    echo "build.sh: GPU bundle in $dir ($(du -sh "$dir" | cut -f1)); on the GPU machine: ./build.sh gpu-test $dir" >&2
+}
+
 case "$mode" in
 demo)
     "$build/analyzer/vramtrace" demo
@@ -103,9 +199,26 @@ demo)
 test)
     meson test -C "$build" --print-errorlogs
     ;;
+gpu-bundle)
+    make_bundle "${1:-$build/gpu-bundle}"
+    ;;
+gpu-test)
+    make_bundle "$build/gpu-bundle"
+    exec python3 tests/gpu/run_gpu.py --bundle "$build/gpu-bundle" \
+        --tmp-root "${TMPDIR:-/tmp}"
+    ;;
+scenarios)
+    python3 tests/scenarios/run_scenarios.py --format table \
+        --vramtrace "$build/analyzer/vramtrace" \
+        --preload "$build/preload/libvramtrace.so" \
+        --fake-dir "$build/tests/fake" \
+        --bin-dir "$build/examples" \
+        --tmp-root "$build/tests/scenarios/tmp" "$@"
+    ;;
 bench)
     python3 tests/bench/run_all.py \
         --bench "$build/tests/bench/bench_alloc" \
+        --io-bench "$build/tests/bench/bench_io" \
         --python-bench tests/bench/bench_python.py \
         --preload "$build/preload/libvramtrace.so" \
         --fake-dir "$build/tests/fake" \

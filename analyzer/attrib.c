@@ -288,6 +288,22 @@ int vrt_attrib_feed(struct vrt_attrib *a, struct vrt_trace *t,
 	return 0;
 }
 
+int vrt_attrib_stack_rule(struct vrt_attrib *a, const struct vrt_trace *t,
+                          uint32_t stack)
+{
+	int k;
+
+	if (!a->rules || !stack || stack >= t->nstacks)
+		return VRT_RULE_NONE;
+	if (t->nstacks > a->nstacks &&
+	    grow_ints(&a->srule, &a->nstacks, t->nstacks))
+		return -1;
+	k = a->srule[stack];
+	if (k == UNKNOWN)
+		k = stack_rule(a, t, stack);
+	return k == UNKNOWN ? -1 : k;
+}
+
 void vrt_attrib_free(struct vrt_attrib *a)
 {
 	if (!a)

@@ -58,6 +58,15 @@ struct vrt_attrib *vrt_attrib_new(const struct vrt_trace *t,
 int vrt_attrib_feed(struct vrt_attrib *a, struct vrt_trace *t,
                     struct vrt_event *ev, size_t n);
 
+/*
+ * The rule that decides stack (an index into t's stack table) under a's
+ * rules, from the same per-stack cache vrt_attrib_feed fills: a rule index
+ * of the rule set (rules.h), VRT_RULE_NONE when no rule matches (or a is
+ * without rules, or stack is 0 or out of range), or -1 when out of memory.
+ */
+int vrt_attrib_stack_rule(struct vrt_attrib *a, const struct vrt_trace *t,
+                          uint32_t stack);
+
 void vrt_attrib_free(struct vrt_attrib *a);
 
 #endif /* VRT_ATTRIB_H */

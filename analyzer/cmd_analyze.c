@@ -1,6 +1,7 @@
 /*
  * cmd_analyze.c — `vramtrace analyze PATH... [--format text|json|html|
- * perfetto|folded] [-o FILE] [--rules FILE] [--log FILE]`
+ * perfetto|folded] [-o FILE] [--rules FILE] [--log FILE | --no-log]
+ * [--model-config FILE [--kv-dtype T] [--explain]]`
  *
  * Parses its arguments into struct settings, then reads the rules (if
  * any), loads (load.c), attributes phases (attrib.c), replays (replay.c),
@@ -30,7 +31,7 @@
 #include "enginelog.h"
 #include "load.h"
 #include "logcheck.h"
-#include "modelcfg.h"
+#include "model.h"
 #include "progress.h"
 #include "replay.h"
 #include "report.h"
@@ -48,6 +49,7 @@ struct settings {
 	const char *kv_dtype;     /* --kv-dtype NAME, or NULL */
 	const char *log;          /* --log FILE, or NULL */
 	int no_log;               /* --no-log */
+	int explain;              /* --explain: the model in full */
 	char **paths;
 	int npaths;
 };
@@ -59,7 +61,8 @@ enum {
 	OPT_MODEL_CONFIG,
 	OPT_KV_DTYPE,
 	OPT_LOG,
-	OPT_NO_LOG
+	OPT_NO_LOG,
+	OPT_EXPLAIN
 };
 
 static const struct vrt_option options[] = {
@@ -70,6 +73,7 @@ static const struct vrt_option options[] = {
         {"kv-dtype", 0, 1, OPT_KV_DTYPE},
         {"log", 0, 1, OPT_LOG},
         {"no-log", 0, 0, OPT_NO_LOG},
+        {"explain", 0, 0, OPT_EXPLAIN},
         {NULL, 0, 0, 0},
 };
 
@@ -140,13 +144,18 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 			s->no_log = 1;
 			break;
 		case OPT_KV_DTYPE:
-			if (!vrt_modelcfg_dtype_bytes(st->arg))
+			if (vrt_model_dtype(st->arg, NULL))
 				return vrt_main_usage_error(
 				        self,
 				        "unknown KV dtype '%s' (fp16, bf16, "
-				        "fp8 or fp32)",
+				        "fp32, fp8, fp8_e4m3, fp8_e5m2, int8, "
+				        "fp8_ds_mla, q8_0, q4_0, q4_1, q5_0, "
+				        "q5_1, iq4_nl)",
 				        st->arg);
 			s->kv_dtype = st->arg;
+			break;
+		case OPT_EXPLAIN:
+			s->explain = 1;
 			break;
 		}
 	}
@@ -165,28 +174,17 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 	return VRT_EXIT_OK;
 }
 
-/* The --model-config file parsed into *cfg; -1 after printing
- * "vramtrace: error: FILE: what: reason". */
-static int read_model_config(const struct settings *s, struct vrt_modelcfg *cfg,
-                             struct vrt_load_error *err)
+/* The --model-config file read into *cfg; -1 after printing
+ * "vramtrace: error: FILE: reason". */
+static int read_model_config(const struct settings *s, struct vrt_model *cfg)
 {
-	char *text = NULL, msg[400];
-	size_t len = 0;
-	int rc;
+	char msg[600];
 
-	if (vrt_load_text(s->model_config, &text, &len, err)) {
-		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
-		        err->msg);
-		return -1;
-	}
-	rc = vrt_modelcfg_parse(cfg, text, len, s->kv_dtype, msg, sizeof(msg));
-	if (rc)
-		fprintf(stderr,
-		        "vramtrace: error: %s: not a usable model config: "
-		        "%s\n",
-		        s->model_config, msg);
-	free(text);
-	return rc;
+	if (!vrt_model_read(cfg, s->model_config, s->kv_dtype, msg,
+	                    sizeof(msg)))
+		return 0;
+	fprintf(stderr, "vramtrace: error: %s: %s\n", s->model_config, msg);
+	return -1;
 }
 
 /* The log to hold against the run: --log FILE, else output.log in the
@@ -223,7 +221,7 @@ static char *log_path(const struct settings *s, int *auto_)
 static int engine_log(const char *path, int auto_, struct vrt_enginelog *log,
                       struct vrt_logcheck *lc, const struct vrt_trace *t,
                       const struct vrt_replay *r, struct vrt_diagnosis *dg,
-                      const struct vrt_modelcfg *cfg)
+                      const struct vrt_model *cfg)
 {
 	struct vrt_enginelog_opts o = {0, 0};
 	char err[300];
@@ -261,7 +259,7 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	struct vrt_trace t;
 	struct vrt_replay r;
 	struct vrt_load_error *err = NULL;
-	struct vrt_modelcfg cfg;
+	struct vrt_model *cfg = NULL;
 	struct vrt_diagnosis *dg = NULL;
 	struct vrt_progress_term pg;
 	struct vrt_enginelog *log = NULL;
@@ -285,13 +283,18 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	}
 	if (s.rules && !(rules = vrt_run_read_rules(s.rules)))
 		goto out;
-	if (s.kv_dtype && !s.model_config) {
-		rc = vrt_main_usage_error(self,
-		                          "--kv-dtype needs --model-config");
+	if ((s.kv_dtype || s.explain) && !s.model_config) {
+		rc = vrt_main_usage_error(self, "%s needs --model-config",
+		                          s.kv_dtype ? "--kv-dtype"
+		                                     : "--explain");
 		goto out;
 	}
-	if (s.model_config && read_model_config(&s, &cfg, err))
+	if (s.model_config &&
+	    (!(cfg = malloc(sizeof(*cfg))) || read_model_config(&s, cfg))) {
+		if (!cfg)
+			fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
+	}
 	/* Long analyses show how far they got (stderr, terminals only). */
 	vrt_progress_init(&pg);
 	t.progress = &pg.sink;
@@ -325,7 +328,8 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
-	vrt_diagnose_run(dg, &t, &r, s.model_config ? &cfg : NULL);
+	vrt_diagnose_run(dg, &t, &r, cfg);
+	dg->model.explain = s.explain;
 	lpath = log_path(&s, &auto_log);
 	if (lpath) {
 		int e;
@@ -335,8 +339,7 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 			fprintf(stderr, "vramtrace: error: out of memory\n");
 			goto out;
 		}
-		e = engine_log(lpath, auto_log, log, lc, &t, &r, dg,
-		               s.model_config ? &cfg : NULL);
+		e = engine_log(lpath, auto_log, log, lc, &t, &r, dg, cfg);
 		if (e < 0)
 			goto out;
 		have_log = e == 0;
@@ -349,6 +352,7 @@ out:
 	free(log);
 	free(lc);
 	free(lpath);
+	free(cfg);
 	free(dg);
 	vrt_replay_free(&r);
 	vrt_load_free(&t);

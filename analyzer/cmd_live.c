@@ -274,6 +274,8 @@ static int refresh_ctl(const struct target *tg, struct view *v)
 			if (!x)
 				continue;
 			x->used += st.dev[j].live_bytes;
+			if (st.dev[j].total_bytes > x->total)
+				x->total = st.dev[j].total_bytes;
 			for (k = 0; k < st.dev[j].nphases; k++) {
 				for (m = 0; m < x->nphases; m++)
 					if (!strcmp(x->phases[m].name,

@@ -450,6 +450,7 @@ int vrt_ctl_parse_status(const char *text, struct vrt_ctl_status *st, char *err,
 		x->id = json_is_integer(v) ? json_integer_value(v) : -1;
 		str(d, "vendor", x->vendor, sizeof(x->vendor));
 		x->live_bytes = num(d, "live_bytes");
+		x->total_bytes = num(d, "total_bytes");
 		phases = json_object_get(d, "phases");
 		json_object_foreach(phases, name, v)
 		{

@@ -74,6 +74,7 @@ struct vrt_ctl_device {
 	int64_t id;      /* ordinal as the process sees it */
 	char vendor[16]; /* "cuda", "hip" */
 	uint64_t live_bytes;
+	uint64_t total_bytes; /* the device's capacity; 0 unknown */
 	size_t nphases;
 	struct {
 		char name[32];

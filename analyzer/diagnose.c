@@ -30,23 +30,23 @@ const char *vrt_diagnose_verdict_name(int verdict)
 		return "host_memory";
 	case VRT_VERDICT_OTHER_PROCESSES:
 		return "other_processes";
+	case VRT_VERDICT_INCONCLUSIVE:
+		return "inconclusive";
 	}
 	return "none";
 }
 
-const char *vrt_diagnose_engine_name(int engine)
+const char *vrt_diagnose_confidence_name(int confidence)
 {
-	switch (engine) {
-	case VRT_ENGINE_VLLM:
-		return "vllm";
-	case VRT_ENGINE_SGLANG:
-		return "sglang";
-	case VRT_ENGINE_LLAMACPP:
-		return "llama.cpp";
-	case VRT_ENGINE_TGI:
-		return "tgi";
-	}
-	return NULL;
+	static const char *const names[] = {"high", "medium", "low"};
+	return confidence >= 0 && confidence < 3 ? names[confidence] : "low";
+}
+
+const char *vrt_diagnose_rung_name(int rung)
+{
+	static const char *const names[VRT_RUNG_COUNT] = {
+	        "baseline", "weights", "reserves", "activations", "in_flight"};
+	return rung >= 0 && rung < VRT_RUNG_COUNT ? names[rung] : NULL;
 }
 
 const char *vrt_diagnose_unit_name(int unit)
@@ -139,156 +139,16 @@ static void verify(struct vrt_diagnosis *d, const char *fmt, ...)
 
 /* ---- the engine and its flags ------------------------------------------ */
 
-static const char *base(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s ? s + 1 : p ? p : "";
-}
-
-static int engine_of_word(const char *w)
-{
-	const char *b = base(w);
-
-	if (strstr(b, "vllm"))
-		return VRT_ENGINE_VLLM;
-	if (strstr(b, "sglang"))
-		return VRT_ENGINE_SGLANG;
-	if (strstr(b, "llama-server") || strstr(b, "llama-cli") ||
-	    strstr(b, "llama_sim") || !strcmp(b, "ollama") ||
-	    strstr(b, "llama_cpp"))
-		return VRT_ENGINE_LLAMACPP;
-	if (strstr(b, "text-generation") || strstr(b, "text_generation"))
-		return VRT_ENGINE_TGI;
-	return VRT_ENGINE_UNKNOWN;
-}
-
-struct flag_def {
-	const char *name;
-	int engine; /* the engine the flag betrays, or UNKNOWN */
-	int field;
-};
-
-enum {
-	F_CTX = 1,
-	F_SEQS,
-	F_TP,
-	F_UTIL,
-	F_TOTAL_TOKENS,
-	F_NGL,
-};
-
-static const struct flag_def flag_defs[] = {
-        {"--max-model-len", VRT_ENGINE_VLLM, F_CTX},
-        {"--max-num-seqs", VRT_ENGINE_VLLM, F_SEQS},
-        {"--tensor-parallel-size", VRT_ENGINE_VLLM, F_TP},
-        {"-tp", VRT_ENGINE_VLLM, F_TP},
-        {"--gpu-memory-utilization", VRT_ENGINE_VLLM, F_UTIL},
-        {"--context-length", VRT_ENGINE_SGLANG, F_CTX},
-        {"--max-running-requests", VRT_ENGINE_SGLANG, F_SEQS},
-        {"--tp", VRT_ENGINE_SGLANG, F_TP},
-        {"--tp-size", VRT_ENGINE_SGLANG, F_TP},
-        {"--mem-fraction-static", VRT_ENGINE_SGLANG, F_UTIL},
-        {"-c", VRT_ENGINE_LLAMACPP, F_CTX},
-        {"--ctx-size", VRT_ENGINE_LLAMACPP, F_CTX},
-        {"-np", VRT_ENGINE_LLAMACPP, F_SEQS},
-        {"--parallel", VRT_ENGINE_LLAMACPP, F_SEQS},
-        {"-ngl", VRT_ENGINE_LLAMACPP, F_NGL},
-        {"--n-gpu-layers", VRT_ENGINE_LLAMACPP, F_NGL},
-        {"--gpu-layers", VRT_ENGINE_LLAMACPP, F_NGL},
-        {"--max-total-tokens", VRT_ENGINE_TGI, F_TOTAL_TOKENS},
-        {"--max-concurrent-requests", VRT_ENGINE_TGI, F_SEQS},
-        {"--num-shard", VRT_ENGINE_TGI, F_TP},
-        {"--cuda-memory-fraction", VRT_ENGINE_TGI, F_UTIL},
-};
-
-static void set_field(struct vrt_diag_flags *f, int field, const char *v)
-{
-	char *end;
-	double x = strtod(v, &end);
-
-	if (end == v || *end || x < 0 || x > 1e15)
-		return;
-	switch (field) {
-	case F_CTX:
-		if (!f->max_model_len)
-			f->max_model_len = (uint64_t)x;
-		break;
-	case F_SEQS:
-		if (!f->max_num_seqs)
-			f->max_num_seqs = (uint64_t)x;
-		break;
-	case F_TP:
-		if (!f->tp)
-			f->tp = (uint64_t)x;
-		break;
-	case F_UTIL:
-		if (!f->mem_util_milli && x <= 1.0)
-			f->mem_util_milli = (uint64_t)(x * 1000.0 + 0.5);
-		break;
-	case F_TOTAL_TOKENS:
-		if (!f->max_total_tokens)
-			f->max_total_tokens = (uint64_t)x;
-		break;
-	case F_NGL:
-		if (!f->have_ngl) {
-			f->ngl = (uint64_t)x;
-			f->have_ngl = 1;
-		}
-		break;
-	}
-}
-
-void vrt_diagnose_flags(struct vrt_diag_flags *f, char *const *argv,
-                        size_t argc)
-{
-	int by_flag = VRT_ENGINE_UNKNOWN;
-	size_t i, k;
-
-	for (i = 0; i < argc && i < 3 && !f->engine; i++)
-		if (argv[i])
-			f->engine = engine_of_word(argv[i]);
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i], *eq, *v;
-		size_t n;
-		if (!a || a[0] != '-')
-			continue;
-		eq = strchr(a, '=');
-		n = eq ? (size_t)(eq - a) : strlen(a);
-		for (k = 0; k < sizeof(flag_defs) / sizeof(flag_defs[0]); k++) {
-			if (strlen(flag_defs[k].name) != n ||
-			    strncmp(flag_defs[k].name, a, n))
-				continue;
-			v = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
-			if (v)
-				set_field(f, flag_defs[k].field, v);
-			if (!by_flag)
-				by_flag = flag_defs[k].engine;
-			break;
-		}
-	}
-	if (!f->engine)
-		f->engine = by_flag;
-}
-
-/* The engine's name for a setting, or generic words; NULL where the
- * engine has no such setting (llama.cpp sizes memory by -c, not by a
- * fraction, and splits layers over every visible GPU, no degree). */
+/* The engine's spelling of a setting (engine.h), or generic words; NULL
+ * where the engine has no such setting. */
 enum { N_CTX, N_SEQS, N_UTIL, N_TP };
 
 static const char *flag_name(int engine, int what)
 {
-	static const char *const names[5][4] = {
-	        {"max context length", "max concurrent sequences",
-	         "GPU memory fraction", "tensor-parallel size"},
-	        {"--max-model-len", "--max-num-seqs",
-	         "--gpu-memory-utilization", "--tensor-parallel-size"},
-	        {"--context-length", "--max-running-requests",
-	         "--mem-fraction-static", "--tp"},
-	        {"-c", "-np", NULL, NULL},
-	        {"--max-total-tokens", "--max-concurrent-requests",
-	         "--cuda-memory-fraction", "--num-shard"},
-	};
-	return names[engine >= 0 && engine <= 4 ? engine : 0][what];
+	static const int field[] = {VRT_ENGINE_CONTEXT, VRT_ENGINE_CONCURRENCY,
+	                            VRT_ENGINE_MEM_FRACTION,
+	                            VRT_ENGINE_PARALLEL};
+	return vrt_engine_info(engine)->setting[field[what]];
 }
 
 /* The variable that picks a process's GPUs: HIP's on AMD cards (ROCm also
@@ -303,17 +163,7 @@ static const char *visible_devices(const struct vrt_trace *t, int32_t dev)
 
 static const char *engine_label(int engine)
 {
-	switch (engine) {
-	case VRT_ENGINE_VLLM:
-		return "vLLM: ";
-	case VRT_ENGINE_SGLANG:
-		return "SGLang: ";
-	case VRT_ENGINE_LLAMACPP:
-		return "llama.cpp: ";
-	case VRT_ENGINE_TGI:
-		return "TGI: ";
-	}
-	return "";
+	return vrt_engine_info(engine)->prefix;
 }
 
 /* ---- the numbers ----------------------------------------------------------
@@ -470,13 +320,27 @@ static void devices(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	}
 }
 
-static void run_flags(struct vrt_diagnosis *d, const struct vrt_trace *t)
+size_t vrt_diagnose_flags(struct vrt_diag_flags *f, const struct vrt_trace *t)
 {
-	size_t i;
+	struct vrt_engine_run er;
 
-	for (i = 0; i < t->nprocs; i++)
-		vrt_diagnose_flags(&d->flags, t->procs[i].argv,
-		                   t->procs[i].argc);
+	memset(f, 0, sizeof(*f));
+	vrt_engine_of_run(&er, t);
+	f->engine = er.engine;
+	vrt_engine_uint(er.value[VRT_ENGINE_CONTEXT], &f->max_model_len);
+	vrt_engine_uint(er.value[VRT_ENGINE_CONCURRENCY], &f->max_num_seqs);
+	vrt_engine_uint(er.value[VRT_ENGINE_PARALLEL], &f->tp);
+	vrt_engine_fraction_milli(er.value[VRT_ENGINE_MEM_FRACTION],
+	                          &f->mem_util_milli);
+	f->have_ngl = vrt_engine_uint(er.value[VRT_ENGINE_GPU_LAYERS], &f->ngl);
+	vrt_engine_uint(er.value[VRT_ENGINE_PIPELINE], &f->pp);
+	vrt_engine_uint(er.value[VRT_ENGINE_BATCH_TOKENS], &f->batch_tokens);
+	vrt_engine_uint(er.value[VRT_ENGINE_UBATCH], &f->ubatch);
+	f->one_device = er.value[VRT_ENGINE_SPLIT_MODE] &&
+	                !strcmp(er.value[VRT_ENGINE_SPLIT_MODE], "none");
+	if (f->engine == VRT_ENGINE_TGI)
+		f->max_total_tokens = f->max_model_len;
+	return er.root;
 }
 
 /* Rounds a fraction (x1000) down to a multiple of 0.01, at least 0.05. */
@@ -496,16 +360,44 @@ static uint64_t tokens_down(uint64_t n)
 /* ---- the verdicts ---------------------------------------------------------
  */
 
+/* How one request's activations were known. */
+enum {
+	ONE_ALONE = 0,   /* measured while it was in flight alone */
+	ONE_AVERAGE = 1, /* the requests in flight at the failure, on average */
+	ONE_CACHE = 2,   /* lone requests grew nothing: the memory a profile or
+	                    warm-up run left cached, over the configured
+	                    sequences */
+	ONE_ONLY = 3,    /* the failing request was the only one in flight */
+};
+
+/* The ladder's terms on the failing device, at the failure (diagnose.h).
+ * The failing call's bytes are in the term it was building. */
+struct terms {
+	uint64_t weights, kv, graph, comm;
+	uint64_t load_buffers; /* per-request phases' bytes loading left */
+	uint64_t profile;      /* memory of a profile / warm-up run (cached) */
+	uint64_t cache;  /* per-request phases kept from earlier requests */
+	uint64_t growth; /* what the requests in flight grew */
+	uint64_t one;    /* one request's activations */
+	int one_how;
+	uint64_t one_growth; /* its share of the growth: beyond what is kept */
+	uint64_t room;       /* capacity - baseline - weights - reserves */
+};
+
 struct ctx {
 	struct vrt_diagnosis *d;
 	const struct vrt_trace *t;
 	const struct vrt_replay *r;
-	const struct vrt_modelcfg *cfg;
-	const struct vrt_replay_failure *f; /* the first OOM, or NULL */
+	const struct vrt_model *cfg;
+	const struct vrt_replay_failure *f; /* the decisive failure, or NULL */
 	struct vrt_diag_device *fd;         /* its device's budget */
-	uint64_t total, other, live, nonreq, shortfall;
+	const struct vrt_process *root;     /* the run's root, or NULL */
+	uint64_t total, other, live, shortfall;
 	struct host_state host;
 	int engine;
+	struct terms x;
+	int frung; /* the rung the failing call was building */
+	int xrung; /* the first rung that does not fit, -1: none */
 	char szbuf[8][32];
 	unsigned szi;
 };
@@ -526,17 +418,92 @@ static uint64_t live_sum(const struct vrt_replay_failure *f)
 	return s;
 }
 
+static uint64_t sub0(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* The confidence falls to level (never rises); the first reason given
+ * for the lowest level is kept. */
+static void confidence(struct ctx *c, int level, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void confidence(struct ctx *c, int level, const char *fmt, ...)
+{
+	struct vrt_diagnosis *d = c->d;
+	va_list ap;
+
+	if (level < d->confidence ||
+	    (level == d->confidence && d->confidence_reason[0]))
+		return;
+	d->confidence = level;
+	va_start(ap, fmt);
+	vsnprintf(d->confidence_reason, sizeof(d->confidence_reason), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- how processes ended ------------------------------------------------ */
+
+static int died(const struct vrt_process *p)
+{
+	return p->exit_kind == VRT_EXIT_SIGNAL ||
+	       (p->exit_kind == VRT_EXIT_CODE && p->exit_code != 0) ||
+	       (p->exit_kind == VRT_EXIT_NONE && p->truncated);
+}
+
+/* Stopped on purpose: SIGHUP, SIGINT, SIGTERM, or the shell's 128 + N
+ * for them (a server is usually ended so). */
+static int stopped(const struct vrt_process *p)
+{
+	int n = p->exit_code;
+
+	if (p->exit_kind == VRT_EXIT_CODE && n > 128)
+		n -= 128;
+	else if (p->exit_kind != VRT_EXIT_SIGNAL)
+		return 0;
+	return n == 1 || n == 2 || n == 15;
+}
+
+static void how_ended(char *buf, size_t n, const struct vrt_process *p)
+{
+	if (p->exit_kind == VRT_EXIT_SIGNAL)
+		snprintf(buf, n, "was killed by signal %d", p->exit_code);
+	else if (p->exit_kind == VRT_EXIT_CODE)
+		snprintf(buf, n, "exited with status %d", p->exit_code);
+	else if (p->truncated)
+		snprintf(buf, n, "died: its trace ends without a clean exit");
+	else
+		snprintf(buf, n, "ended (exit status not recorded)");
+}
+
+static void exit_evidence(struct ctx *c, const struct vrt_process *p)
+{
+	char how[96];
+
+	how_ended(how, sizeof(how), p);
+	evidence(c->d,
+	         p->exit_kind == VRT_EXIT_SIGNAL ? "exit_signal"
+	                                         : "exit_status",
+	         -1, VRT_DIAG_COUNT, (uint64_t)(int64_t)p->exit_code,
+	         "PID %" PRIu64 " (%s) %s", p->pid,
+	         p->argc && p->argv[0] ? p->argv[0] : "?", how);
+}
+
+/* ---- evidence ------------------------------------------------------------ */
+
 static void common_failure_evidence(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
 	const struct vrt_replay_failure *f = c->f;
+	const struct vrt_process *p = &c->t->procs[f->proc];
 	const char *api = vrt_api_name(f->api);
-	char where[32], pb[32];
+	char where[32], pb[32], how[96];
 
 	if (f->device >= 0)
 		snprintf(where, sizeof(where), "on device %d", f->device);
-	else
+	else if (f->family == VRT_FAM_PINNED || f->family == VRT_FAM_REGISTERED)
 		snprintf(where, sizeof(where), "on the host");
+	else
+		snprintf(where, sizeof(where), "on an unknown device");
 	evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
 	         f->requested_bytes,
 	         "%s of %s failed %s at %.3fs (%s stage, phase %s, %" PRIu32
@@ -550,18 +517,72 @@ static void common_failure_evidence(struct ctx *c)
 		evidence(d, "free_bytes", f->device, VRT_DIAG_BYTES,
 		         f->free_bytes, "the driver had %s free of %s",
 		         SZ(f->free_bytes), SZ(f->total_bytes));
+	how_ended(how, sizeof(how), p);
+	if (f->fatal)
+		evidence(d, "fatal", f->device, VRT_DIAG_COUNT, 1,
+		         "the failure was fatal: PID %" PRIu64 " did not "
+		         "recover from it and %s",
+		         p->pid, how);
+	else
+		evidence(d, "fatal", f->device, VRT_DIAG_COUNT, 0,
+		         "PID %" PRIu64 " did not recover from the failure but "
+		         "went on%s%s",
+		         p->pid,
+		         p->exit_kind == VRT_EXIT_NONE
+		                 ? " (its exit status was "
+		                   "not recorded)"
+		                 : "; it later ",
+		         p->exit_kind == VRT_EXIT_NONE ? "" : how);
+}
+
+/* Up to three recovered failures: evidence of thin headroom. */
+static void near_miss_evidence(struct ctx *c)
+{
+	const struct vrt_replay *r = c->r;
+	size_t i, n = 0;
+	char where[32];
+
+	for (i = 0; i < r->nfails && n < 3; i++) {
+		const struct vrt_replay_failure *x = &r->fails[i];
+		if (!x->oom || !x->recovered)
+			continue;
+		n++;
+		if (x->device >= 0)
+			snprintf(where, sizeof(where), "on device %d",
+			         x->device);
+		else
+			snprintf(where, sizeof(where), "of host memory");
+		evidence(c->d, "near_miss", x->device, VRT_DIAG_BYTES,
+		         x->requested_bytes,
+		         "near-miss at %.3fs: %s %s could not be had at once; "
+		         "the allocator freed %s of its cache and got %s "
+		         "(thin headroom)",
+		         (double)(x->ts - c->t->start_ns) / 1e9,
+		         SZ(x->requested_bytes), where, SZ(x->freed_bytes),
+		         SZ(x->recovered_bytes));
+	}
+	if (r->recovered > n)
+		evidence(c->d, "near_misses", -1, VRT_DIAG_COUNT, r->recovered,
+		         "%" PRIu64 " near-misses in all (recovered failures)",
+		         r->recovered);
 }
 
 static void budget_evidence(struct ctx *c, const struct vrt_diag_device *x)
 {
 	const struct vrt_replay_device *rd = &c->r->dev[x->device];
-	uint64_t fwd = rd->phase[VRT_PHASE_forward].peak_bytes;
+	uint64_t req = 0;
+	unsigned k;
 
+	/* the per-request phases (forward, workspace, pools, ...) at the
+	 * device's peak, whatever a rule called them */
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+		if (vrt_replay_phase_is_demand(k))
+			req += rd->peak_by_phase[k];
 	evidence(c->d, "weights_bytes", x->device, VRT_DIAG_BYTES,
 	         x->weights_bytes,
-	         "device %d: weights %s, KV cache %s, forward peak %s, run "
-	         "peak %s of %s",
-	         x->device, SZ(x->weights_bytes), SZ(x->kv_bytes), SZ(fwd),
+	         "device %d: weights %s, KV cache %s, per-request phases %s "
+	         "at the run peak of %s of %s",
+	         x->device, SZ(x->weights_bytes), SZ(x->kv_bytes), SZ(req),
 	         SZ(x->peak_bytes), SZ(x->total_bytes));
 }
 
@@ -588,6 +609,238 @@ static void other_processes_evidence(struct ctx *c, int32_t dev, uint64_t bytes)
 		         d->other_pids[i]);
 }
 
+/* ---- the ladder ---------------------------------------------------------- */
+
+/*
+ * One request's activations at a request-stage failure (terms.one), and
+ * what of them the memory kept from earlier requests covers (kept). The
+ * memory a profiling or warm-up run holds is sized for the configured
+ * batch and stays apart (llama.cpp's compute buffer), unless lone
+ * requests grew nothing at all: then they drew on it (a caching allocator
+ * that kept the profile run's blocks), and one request is that memory
+ * over the configured sequences.
+ */
+static void one_request(struct ctx *c, uint64_t *kept)
+{
+	const struct vrt_replay_failure *f = c->f;
+	const struct vrt_replay_device *rd = &c->r->dev[f->device];
+	struct terms *x = &c->x;
+	uint64_t avg, seqs = c->d->flags.max_num_seqs;
+	uint64_t prof = rd->phase[VRT_PHASE_profile].peak_bytes;
+
+	*kept = x->cache;
+	if (f->inflight <= 1) {
+		/* The failing request was alone: what it drew on is all its
+		 * own. */
+		x->one = x->cache + x->growth;
+		x->one_how = ONE_ONLY;
+		return;
+	}
+	/* Requests draw on what is kept before the allocator grows. */
+	avg = (x->cache + x->growth) / f->inflight;
+	if (rd->have_single_request && rd->single_request_bytes &&
+	    rd->single_request_bytes >= avg) {
+		x->one = rd->single_request_bytes;
+		x->one_how = ONE_ALONE;
+	} else if (rd->have_single_request && !rd->single_request_bytes &&
+	           prof && seqs) {
+		x->one = prof / seqs;
+		x->one_how = ONE_CACHE;
+		*kept += x->profile;
+	} else {
+		x->one = avg;
+		x->one_how = ONE_AVERAGE;
+	}
+}
+
+/*
+ * The ladder at the decisive failure (diagnose.h): each rung's bytes, the
+ * running sum against the capacity, the first rung that does not fit
+ * (c->xrung) and the rung the failing call was building (c->frung).
+ */
+static void climb(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_replay_failure *f = c->f;
+	const uint64_t *live = f->live_by_phase;
+	struct terms *x = &c->x;
+	uint64_t req = f->requested_bytes, idle, serve, kept = 0, sum = 0;
+	uint64_t bytes[VRT_RUNG_COUNT];
+	int k;
+
+	memset(x, 0, sizeof(*x));
+	x->weights = live[VRT_PHASE_weights];
+	x->kv = live[VRT_PHASE_kv_cache] + live[VRT_LOAD_PHASE_INFERRED_KV];
+	x->graph = live[VRT_PHASE_cuda_graph];
+	x->comm = live[VRT_PHASE_comm];
+	x->profile = live[VRT_PHASE_profile];
+	/* The per-request phases: what loading left there (a reserve), what
+	 * a caching allocator kept from earlier requests, and what the
+	 * requests in flight grew beyond that. In a load all of it is the
+	 * load's. */
+	idle = f->idle_demand_bytes < f->demand_bytes ? f->idle_demand_bytes
+	                                              : f->demand_bytes;
+	serve = f->after_ready ? f->serve_demand_bytes : idle;
+	if (serve > idle) /* freed since: the rest is what is left */
+		serve = idle;
+	x->load_buffers = serve;
+	x->cache = idle - serve;
+	x->growth = f->demand_bytes - idle;
+	switch (f->phase) {
+	case VRT_PHASE_weights:
+		x->weights += req;
+		c->frung = VRT_RUNG_WEIGHTS;
+		break;
+	case VRT_PHASE_kv_cache:
+	case VRT_LOAD_PHASE_INFERRED_KV:
+		x->kv += req;
+		c->frung = VRT_RUNG_RESERVES;
+		break;
+	case VRT_PHASE_cuda_graph:
+		x->graph += req;
+		c->frung = VRT_RUNG_RESERVES;
+		break;
+	case VRT_PHASE_comm:
+		x->comm += req;
+		c->frung = VRT_RUNG_RESERVES;
+		break;
+	case VRT_PHASE_profile:
+		x->profile += req;
+		c->frung = VRT_RUNG_ACTIVATIONS;
+		d->batch_rung = 1;
+		break;
+	case VRT_PHASE_unattributed:
+		if (!f->after_ready) {
+			/* nothing named it: counted with what loading
+			 * allocates, the ladder can only show it */
+			x->load_buffers += req;
+			c->frung = VRT_RUNG_RESERVES;
+			break;
+		}
+		/* a request's, as below */
+		__attribute__((fallthrough));
+	default:
+		if (!f->after_ready) {
+			/* a per-request phase while loading: a warm-up run
+			 * of the configured batch */
+			x->profile += req;
+			c->frung = VRT_RUNG_ACTIVATIONS;
+			d->batch_rung = 1;
+		} else {
+			x->growth += req;
+			c->frung = f->inflight <= 1 ? VRT_RUNG_ACTIVATIONS
+			                            : VRT_RUNG_INFLIGHT;
+		}
+	}
+	if (f->after_ready) {
+		one_request(c, &kept);
+		x->one_growth = sub0(x->one, kept);
+		if (x->one_growth > x->growth)
+			x->one_growth = x->growth;
+	}
+	bytes[VRT_RUNG_BASELINE] = c->other;
+	bytes[VRT_RUNG_WEIGHTS] = x->weights;
+	bytes[VRT_RUNG_RESERVES] = x->kv + x->graph + x->comm + x->load_buffers;
+	bytes[VRT_RUNG_ACTIVATIONS] = x->profile + x->cache + x->one_growth;
+	bytes[VRT_RUNG_INFLIGHT] = x->growth - x->one_growth;
+	d->have_ladder = 1;
+	d->ladder_device = f->device;
+	d->capacity_bytes = c->total;
+	c->xrung = -1;
+	for (k = 0; k < VRT_RUNG_COUNT; k++) {
+		sum += bytes[k];
+		d->ladder[k].bytes = bytes[k];
+		d->ladder[k].cumulative = sum;
+		d->ladder[k].fits = !c->total || sum <= c->total;
+		if (!d->ladder[k].fits && c->xrung < 0)
+			c->xrung = k;
+	}
+	/* What requests have: the capacity after everything held before
+	 * them (a batch's profile memory too, unless they draw on it). */
+	x->room = sub0(c->total,
+	               bytes[VRT_RUNG_BASELINE] + bytes[VRT_RUNG_WEIGHTS] +
+	                       bytes[VRT_RUNG_RESERVES] +
+	                       (x->one_how == ONE_CACHE || !f->after_ready
+	                                ? 0
+	                                : x->profile));
+	/* The budget that broke: the first rung past the capacity, but no
+	 * later than the one being built (a graph capture failing after a
+	 * reserve is the reserve's, whatever came before it). */
+	d->rung = c->xrung >= 0 && c->xrung < c->frung ? c->xrung : c->frung;
+}
+
+/* How sure a verdict on the failure can be: is it the one the process
+ * did not survive? */
+static void failure_confidence(struct ctx *c)
+{
+	const struct vrt_replay_failure *f = c->f;
+	const struct vrt_process *p = &c->t->procs[f->proc];
+
+	if (!f->fatal)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "PID %" PRIu64 " went on after this failure: the "
+		           "program caught the error and carried on",
+		           p->pid);
+	else if (!died(p) && !(c->root && died(c->root)))
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "no exit status was recorded (record the run with "
+		           "vramtrace record): the last failure PID %" PRIu64
+		           " did not recover from is taken as fatal",
+		           p->pid);
+}
+
+/* How sure the ladder's verdict is. */
+static void ladder_confidence(struct ctx *c)
+{
+	const struct vrt_replay_failure *f = c->f;
+
+	if (!c->total)
+		confidence(c, VRT_CONFIDENCE_LOW,
+		           "the capacity of device %d is unknown: the ladder "
+		           "cannot tell which rung overflowed",
+		           f->device);
+	else if (c->xrung < 0)
+		confidence(c, VRT_CONFIDENCE_LOW,
+		           "the traced memory on device %d adds up to %s of "
+		           "%s: what overflowed is memory the trace does not "
+		           "see (allocations outside the traced calls, "
+		           "fragmentation), so the failing call's own rung is "
+		           "named",
+		           f->device,
+		           SZ(c->d->ladder[VRT_RUNG_COUNT - 1].cumulative),
+		           SZ(c->total));
+	failure_confidence(c);
+	if (f->phase == VRT_LOAD_PHASE_INFERRED_KV)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "the KV reserve was inferred (a large allocation "
+		           "right after a free-memory probe), not named by a "
+		           "rule");
+	if (c->xrung > c->frung)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "the ladder first overflows at %s, but the failing "
+		           "call was building %s, which is named",
+		           vrt_diagnose_rung_name(c->xrung),
+		           vrt_diagnose_rung_name(c->frung));
+}
+
+/* ---- helpers for advice -------------------------------------------------- */
+
+static const char *setting(struct ctx *c, int field)
+{
+	return vrt_engine_info(c->engine)->setting[field];
+}
+
+/* "--max-num-seqs 4" or "OLLAMA_NUM_PARALLEL=4" into buf. */
+static const char *set_to(char *buf, size_t n, struct ctx *c, int field,
+                          uint64_t v)
+{
+	snprintf(buf, n, "%s%s%" PRIu64, setting(c, field),
+	         vrt_engine_info(c->engine)->env_style ? "=" : " ", v);
+	return buf;
+}
+
+/* ---- the verdicts -------------------------------------------------------- */
+
 static void verdict_host(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
@@ -603,8 +856,12 @@ static void verdict_host(struct ctx *c)
 		         "page-locked host memory peaked at %s before the "
 		         "failure (pinned + registered)",
 		         SZ(r->host_pinned_peak));
-	} else
+	} else {
 		snprintf(d->detail, sizeof(d->detail), "host_ram_exhausted");
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "no allocation failed: the host samples show "
+		           "MemAvailable near zero");
+	}
 	if (c->host.have) {
 		evidence(d, "mem_available_min_bytes", -1, VRT_DIAG_BYTES,
 		         c->host.min_available,
@@ -636,10 +893,13 @@ static void verdict_host(struct ctx *c)
 static void verdict_other(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
-	uint64_t room = c->total > c->other ? c->total - c->other : 0;
+	uint64_t room = sub0(c->total, c->other);
 
 	d->verdict = VRT_VERDICT_OTHER_PROCESSES;
 	snprintf(d->detail, sizeof(d->detail), "device_shared");
+	/* without the baseline the rest fits: the rung that broke */
+	d->rung = VRT_RUNG_BASELINE;
+	failure_confidence(c);
 	common_failure_evidence(c);
 	other_processes_evidence(c, c->f->device, c->other);
 	evidence(d, "shortfall_bytes", c->f->device, VRT_DIAG_BYTES,
@@ -672,74 +932,130 @@ static void verdict_other(struct ctx *c)
 	        "fraction serves fewer tokens at once");
 }
 
-/* weights: detail not_sharded / card_too_small / weights_do_not_fit. */
-static void verdict_weights(struct ctx *c)
+/* The devices the run asked to use: tensor x pipeline parallel degree,
+ * the devices it allocated on, and for engines that spread over every
+ * visible GPU (llama.cpp, Ollama, TGI without --num-shard) the devices
+ * visible on the host of dev (unless told to keep to one: -sm none). */
+static uint64_t devices_wanted(struct ctx *c, int32_t dev)
 {
-	struct vrt_diagnosis *d = c->d;
-	const struct vrt_diag_device *heavy = NULL;
-	uint64_t sumw = 0, want, wlive = 0;
-	size_t k, nrun = d->ndevices;
-	int idle_others = 1;
+	const struct vrt_diagnosis *d = c->d;
+	uint64_t want = d->ndevices, par = d->flags.tp ? d->flags.tp : 1;
+	size_t i, visible = 0;
 
-	d->verdict = VRT_VERDICT_WEIGHTS;
+	par *= d->flags.pp ? d->flags.pp : 1;
+	if (par > want)
+		want = par;
+	if (vrt_engine_info(c->engine)->spreads && !d->flags.tp &&
+	    !d->flags.one_device && dev >= 0 && (size_t)dev < c->t->ndevices) {
+		for (i = 0; i < c->t->ndevices; i++)
+			visible += c->t->devices[i].host_idx ==
+			           c->t->devices[dev].host_idx;
+		if (visible > want)
+			want = visible;
+	}
+	return want;
+}
+
+/* The device holding VRT_DIAG_SHARD_FRACTION of the weights of a run that
+ * asked for several devices while the others stayed nearly empty, or
+ * NULL. *want: the devices it asked for. */
+static const struct vrt_diag_device *not_sharded(struct ctx *c, uint64_t *want)
+{
+	const struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_device *heavy = NULL;
+	uint64_t sumw = 0;
+	size_t k;
+
 	for (k = 0; k < d->ndevices; k++) {
 		sumw += d->devices[k].weights_bytes;
 		if (!heavy ||
 		    d->devices[k].weights_bytes > heavy->weights_bytes)
 			heavy = &d->devices[k];
 	}
-	if (c->f)
-		wlive = c->f->live_by_phase[VRT_PHASE_weights] +
-		        (c->f->phase == VRT_PHASE_weights
-		                 ? c->f->requested_bytes
-		                 : 0);
+	if (!heavy || !sumw)
+		return NULL;
+	*want = devices_wanted(c, heavy->device);
+	if (*want < 2 || (double)heavy->weights_bytes <
+	                         VRT_DIAG_SHARD_FRACTION * (double)sumw)
+		return NULL;
 	for (k = 0; k < d->ndevices; k++) {
 		const struct vrt_diag_device *x = &d->devices[k];
 		if (x != heavy && x->peak_bytes * 10 > x->total_bytes)
-			idle_others = 0;
+			return NULL;
 	}
-	want = d->flags.tp > nrun ? d->flags.tp : nrun;
+	return heavy;
+}
+
+/* weights: detail not_sharded / card_too_small / weights_do_not_fit. */
+static void verdict_weights(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_device *heavy;
+	uint64_t sumw = 0, want = 0, wlive = c->x.weights;
+	size_t k;
+
+	d->verdict = VRT_VERDICT_WEIGHTS;
+	for (k = 0; k < d->ndevices; k++)
+		sumw += d->devices[k].weights_bytes;
 	common_failure_evidence(c);
-	if (heavy && want >= 2 && sumw &&
-	    (double)heavy->weights_bytes >=
-	            VRT_DIAG_SHARD_FRACTION * (double)sumw &&
-	    idle_others) {
+	heavy = not_sharded(c, &want);
+	if (heavy) {
 		snprintf(d->detail, sizeof(d->detail), "not_sharded");
 		evidence(d, "weights_share_percent", heavy->device,
 		         VRT_DIAG_PERCENT, heavy->weights_bytes * 100 / sumw,
 		         "device %d holds %" PRIu64 "%% of the weights (%s) "
-		         "while the run uses %" PRIu64 " devices",
+		         "while the run asked for %" PRIu64 " devices",
 		         heavy->device, heavy->weights_bytes * 100 / sumw,
 		         SZ(heavy->weights_bytes), want);
-		for (k = 0; k < d->ndevices; k++)
-			if (&d->devices[k] != heavy)
-				evidence(d, "idle_device_peak_bytes",
-				         d->devices[k].device, VRT_DIAG_BYTES,
-				         d->devices[k].peak_bytes,
-				         "device %d peaked at %s of %s: nearly "
-				         "empty",
-				         d->devices[k].device,
-				         SZ(d->devices[k].peak_bytes),
-				         SZ(d->devices[k].total_bytes));
+		/* every other device the run could see, used or not */
+		for (k = 0; k < c->t->ndevices && k < c->r->ndevices; k++) {
+			const struct vrt_diag_device *x =
+			        diag_dev(d, (int32_t)k);
+			uint64_t tot = dev_total(c->t, c->r, k);
+			if ((int32_t)k == heavy->device ||
+			    c->t->devices[k].host_idx !=
+			            c->t->devices[heavy->device].host_idx)
+				continue;
+			evidence(d, "idle_device_peak_bytes", (int32_t)k,
+			         VRT_DIAG_BYTES, x ? x->peak_bytes : 0,
+			         "device %zu peaked at %s of %s: %s", k,
+			         SZ(x ? x->peak_bytes : 0), SZ(tot),
+			         x ? "nearly empty"
+			           : "visible to the run, never allocated on");
+		}
 		if (d->flags.tp >= 2)
 			evidence(d, "tensor_parallel", -1, VRT_DIAG_COUNT,
 			         d->flags.tp,
 			         "the command line asks for %s %" PRIu64,
 			         flag_name(c->engine, N_TP), d->flags.tp);
-		action(d,
-		       "%sfix the sharding so each of the %" PRIu64
-		       " devices loads its own slice: check that every "
-		       "worker selects its own GPU (%s lists "
-		       "%" PRIu64 " cards, %s %" PRIu64 ")",
-		       engine_label(c->engine), want,
-		       visible_devices(c->t, heavy->device), want,
-		       flag_name(c->engine, N_TP), want);
+		if (flag_name(c->engine, N_TP))
+			action(d,
+			       "%sfix the sharding so each of the %" PRIu64
+			       " devices loads its own slice: check that every "
+			       "worker selects its own GPU (%s lists "
+			       "%" PRIu64 " cards, %s %" PRIu64 ")",
+			       engine_label(c->engine), want,
+			       visible_devices(c->t, heavy->device), want,
+			       flag_name(c->engine, N_TP), want);
+		else
+			action(d,
+			       "%sspread the layers over the %" PRIu64
+			       " visible devices: check the split settings "
+			       "(llama.cpp -sm, -ts, -mg) and %s",
+			       engine_label(c->engine), want,
+			       visible_devices(c->t, heavy->device));
 		cost(d, "none: the cards were meant to share the weights");
+		if (d->rung != VRT_RUNG_WEIGHTS)
+			confidence(c, VRT_CONFIDENCE_MEDIUM,
+			           "the failure came at the %s rung; the "
+			           "unsharded weights are what left it no "
+			           "room",
+			           vrt_diagnose_rung_name(d->rung));
 		return;
 	}
 	/* The weights (with the call that failed, when it loaded weights)
 	 * are nearly everything on the card. */
-	if (c->f && wlive &&
+	if (wlive &&
 	    wlive * 10 >= (c->live + c->f->requested_bytes + c->other) * 9) {
 		snprintf(d->detail, sizeof(d->detail), "card_too_small");
 		evidence(d, "weights_loaded_bytes", c->f->device,
@@ -753,10 +1069,13 @@ static void verdict_weights(struct ctx *c)
 		budget_evidence(c, c->fd);
 	if (!flag_name(c->engine, N_TP))
 		action(d,
-		       "%soffload fewer layers to this GPU (-ngl below %s) or "
+		       "%soffload fewer layers to this GPU (%s below %s) or "
 		       "make more GPUs visible (layers are split over all of "
 		       "them)",
 		       engine_label(c->engine),
+		       setting(c, VRT_ENGINE_GPU_LAYERS)
+		               ? setting(c, VRT_ENGINE_GPU_LAYERS)
+		               : "GPU layers",
 		       d->flags.have_ngl ? "its current value"
 		                         : "the layer count");
 	else if (c->cfg && c->total) {
@@ -780,113 +1099,268 @@ static void verdict_weights(struct ctx *c)
 		       engine_label(c->engine), flag_name(c->engine, N_TP));
 	action(d, "load lower-precision weights (fp8, int4 AWQ/GPTQ): half "
 	          "or a quarter of the bytes");
-	cost(d, "tensor parallelism adds communication between the cards");
+	if (flag_name(c->engine, N_TP))
+		cost(d, "tensor parallelism adds communication between the "
+		        "cards");
+	else
+		cost(d, "layers on the CPU run slower; more cards cost money");
 	cost(d, "lower-precision weights may cost quality");
 }
 
-static void verdict_kv(struct ctx *c, int load_stage)
+/* The action that shrinks the engine's memory fraction by the shortfall
+ * (and a margin), or names the setting. */
+static void shrink_fraction(struct ctx *c, const char *what)
+{
+	struct vrt_diagnosis *d = c->d;
+	uint64_t util = d->flags.mem_util_milli;
+	uint64_t cut;
+
+	if (!c->total || !flag_name(c->engine, N_UTIL))
+		return;
+	cut = c->shortfall * 1000 / c->total + 1;
+	if (util && util > cut)
+		action(d, "%sshrink the KV reserve: %s %.2f (was %.2f; %s%s)",
+		       engine_label(c->engine), flag_name(c->engine, N_UTIL),
+		       (double)util_down(util - cut) / 1000.0,
+		       (double)util / 1000.0, SZ(c->shortfall), what);
+	else
+		action(d, "%sshrink the KV reserve (%s) by %s",
+		       engine_label(c->engine), flag_name(c->engine, N_UTIL),
+		       SZ(c->shortfall));
+}
+
+/* The context action: the setting scaled by have / need. */
+static void lower_context(struct ctx *c, uint64_t have, uint64_t need)
+{
+	struct vrt_diagnosis *d = c->d;
+	uint64_t ctx = d->flags.max_model_len;
+	char b[96];
+
+	if (ctx && need) {
+		/* Activations and KV per sequence scale with its length. */
+		uint64_t newctx = tokens_down(
+		        (uint64_t)((double)ctx * (double)have / (double)need));
+		if (newctx && newctx < ctx)
+			action(d, "%slower the context: %s (was %" PRIu64 ")",
+			       engine_label(c->engine),
+			       set_to(b, sizeof(b), c, VRT_ENGINE_CONTEXT,
+			              newctx),
+			       ctx);
+	} else
+		action(d, "%slower %s", engine_label(c->engine),
+		       flag_name(c->engine, N_CTX));
+}
+
+/* kv_cache at the reserves rung: the KV reserve itself, or a graph
+ * capture / communicator setup the reserve left no room for. */
+static void verdict_reserve(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
 	const struct vrt_replay_failure *f = c->f;
-	uint64_t util = d->flags.mem_util_milli, ctx = d->flags.max_model_len;
-	uint64_t room = c->total > c->other + c->nonreq
-	                        ? c->total - c->other - c->nonreq
-	                        : 0;
+	const struct vrt_engine_info *e = vrt_engine_info(c->engine);
+	int graph = f->phase == VRT_PHASE_cuda_graph,
+	    comm = f->phase == VRT_PHASE_comm, kv_call;
 
 	d->verdict = VRT_VERDICT_KV_CACHE;
 	common_failure_evidence(c);
 	if (c->fd)
 		budget_evidence(c, c->fd);
-	if (load_stage) {
-		/* The reserve itself did not fit next to the weights. */
-		snprintf(d->detail, sizeof(d->detail), "kv_reserve");
-		evidence(d, "kv_reserve_requested_bytes", f->device,
-		         VRT_DIAG_BYTES, f->requested_bytes,
-		         "the KV cache reserve asked %s with %s left after "
-		         "the weights: %s short",
+	if (graph || comm) {
+		snprintf(d->detail, sizeof(d->detail), "%s%s",
+		         graph ? "graph_capture" : "comm",
+		         c->x.kv ? "_after_reserve" : "_buffers");
+		evidence(d, "reserve_bytes", f->device, VRT_DIAG_BYTES, c->x.kv,
+		         "%s asked %s with %s free after the KV cache reserve "
+		         "(%s) was sized: the reserve left no room for it",
+		         graph ? "CUDA graph capture" : "communicator setup",
 		         SZ(f->requested_bytes), SZ(f->free_bytes),
-		         SZ(c->shortfall));
-	} else {
-		snprintf(d->detail, sizeof(d->detail), "context_too_long");
-		evidence(d, "single_request_bytes", f->device, VRT_DIAG_BYTES,
-		         f->requested_bytes +
-		                 f->live_by_phase[VRT_PHASE_forward],
-		         "one request needed %s of activations; weights + KV "
-		         "reserve left %s for it",
-		         SZ(f->requested_bytes +
-		            f->live_by_phase[VRT_PHASE_forward]),
-		         SZ(room));
+		         SZ(c->x.kv));
+		shrink_fraction(c, " less KV cache leaves room for it");
+		if (graph && e->no_graphs)
+			action(d, "%srun without CUDA graphs: %s",
+			       engine_label(c->engine), e->no_graphs);
+		if (graph && e->graph_sizes)
+			action(d, "%scapture fewer graph sizes: %s",
+			       engine_label(c->engine), e->graph_sizes);
+		cost(d, "a smaller KV reserve holds fewer tokens at once (more "
+		        "preemption under load)");
+		if (graph)
+			cost(d, "without CUDA graphs decoding is slower");
+		return;
 	}
-	if (ctx && f->requested_bytes) {
-		/* Activations and KV per sequence scale with its length. */
-		uint64_t need =
-		        f->requested_bytes +
-		        (load_stage ? 0 : f->live_by_phase[VRT_PHASE_forward]);
-		uint64_t have = load_stage ? f->free_bytes : room;
-		uint64_t newctx = tokens_down(
-		        (uint64_t)((double)ctx * (double)have / (double)need));
-		if (newctx && newctx < ctx)
-			action(d,
-			       "%slower the context: %s %" PRIu64
-			       " (was %" PRIu64 ")",
-			       engine_label(c->engine),
-			       flag_name(c->engine, N_CTX), newctx, ctx);
-	} else
-		action(d, "%slower %s", engine_label(c->engine),
-		       flag_name(c->engine, N_CTX));
-	if (c->total && flag_name(c->engine, N_UTIL)) {
-		uint64_t cut = c->shortfall * 1000 / c->total + 1;
-		if (util && util > cut)
-			action(d,
-			       "%sshrink the KV reserve: %s %.2f (was %.2f; "
-			       "%s less KV cache)",
-			       engine_label(c->engine),
-			       flag_name(c->engine, N_UTIL),
-			       (double)util_down(util - cut) / 1000.0,
-			       (double)util / 1000.0, SZ(c->shortfall));
-		else
-			action(d, "%sshrink the KV reserve (%s) by %s",
-			       engine_label(c->engine),
-			       flag_name(c->engine, N_UTIL), SZ(c->shortfall));
-	}
+	/* The reserve itself did not fit next to the weights (or, when a
+	 * later call failed, left it no room). */
+	snprintf(d->detail, sizeof(d->detail), "kv_reserve");
+	kv_call = f->phase == VRT_PHASE_kv_cache ||
+	          f->phase == VRT_LOAD_PHASE_INFERRED_KV;
+	evidence(d, "kv_reserve_requested_bytes", f->device, VRT_DIAG_BYTES,
+	         kv_call ? f->requested_bytes : c->x.kv,
+	         "the KV cache reserve %s %s with %s left after the "
+	         "weights: %s short",
+	         kv_call ? "asked" : "holds",
+	         SZ(kv_call ? f->requested_bytes : c->x.kv), SZ(f->free_bytes),
+	         SZ(c->shortfall));
+	lower_context(c, f->free_bytes, f->requested_bytes);
+	shrink_fraction(c, " less KV cache");
 	cost(d, "shorter inputs: prompts longer than the new limit are "
 	        "rejected");
 	cost(d, "a smaller KV reserve holds fewer tokens at once (more "
 	        "preemption under load)");
 }
 
-static void verdict_concurrency(struct ctx *c, uint64_t one)
+/* kv_cache at the activations rung of a request: one request does not
+ * fit next to the reserves. */
+static void verdict_context(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
 	const struct vrt_replay_failure *f = c->f;
-	uint64_t room = c->total > c->other + c->nonreq
-	                        ? c->total - c->other - c->nonreq
-	                        : 0;
+
+	d->verdict = VRT_VERDICT_KV_CACHE;
+	snprintf(d->detail, sizeof(d->detail), "context_too_long");
+	common_failure_evidence(c);
+	if (c->fd)
+		budget_evidence(c, c->fd);
+	evidence(d, "single_request_bytes", f->device, VRT_DIAG_BYTES, c->x.one,
+	         "one request needed %s of activations%s; weights + KV "
+	         "reserve left %s for it",
+	         SZ(c->x.one),
+	         c->x.one_how == ONE_ONLY ? ""
+	         : c->x.one_how == ONE_ALONE
+	                 ? " (measured alone)"
+	                 : " (the requests in flight, on average)",
+	         SZ(c->x.room));
+	lower_context(c, c->x.room, c->x.one);
+	shrink_fraction(c, " less KV cache");
+	cost(d, "shorter inputs: prompts longer than the new limit are "
+	        "rejected");
+	cost(d, "a smaller KV reserve holds fewer tokens at once (more "
+	        "preemption under load)");
+}
+
+/* Scales setting field (its value v) by have / need: the action, when
+ * the value is known; returns 1 when it wrote one. */
+static int scale_setting(struct ctx *c, const char *what, int field, uint64_t v,
+                         uint64_t have, uint64_t need, int tokens)
+{
+	char b[96];
+	uint64_t nv;
+
+	if (!v || !need || !setting(c, field))
+		return 0;
+	nv = (uint64_t)((double)v * (double)have / (double)need);
+	if (tokens)
+		nv = tokens_down(nv);
+	if (!nv || nv >= v)
+		return 0;
+	action(c->d, "%s%s: %s (was %" PRIu64 ")", engine_label(c->engine),
+	       what, set_to(b, sizeof(b), c, field, nv), v);
+	return 1;
+}
+
+/* concurrency at the activations rung of a load: the profiling or
+ * warm-up run of the configured batch does not fit. */
+static void verdict_batch(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_replay_failure *f = c->f;
+	uint64_t need = c->x.profile, have = c->x.room;
+	int field = setting(c, VRT_ENGINE_UBATCH) ? VRT_ENGINE_UBATCH
+	                                          : VRT_ENGINE_BATCH_TOKENS;
+	uint64_t batch = field == VRT_ENGINE_UBATCH ? d->flags.ubatch
+	                                            : d->flags.batch_tokens;
+	char pb[32];
+
+	d->verdict = VRT_VERDICT_CONCURRENCY;
+	snprintf(d->detail, sizeof(d->detail), "batch_activations");
+	common_failure_evidence(c);
+	if (c->fd)
+		budget_evidence(c, c->fd);
+	evidence(d, "batch_activation_bytes", f->device, VRT_DIAG_BYTES, need,
+	         "the %s run (phase %s: a dummy forward of the configured "
+	         "batch) needed at least %s of activations; weights and "
+	         "reserves left %s",
+	         f->phase == VRT_PHASE_profile ? "profiling" : "warm-up",
+	         vrt_load_phase_name(c->t, f->phase, pb, sizeof(pb)), SZ(need),
+	         SZ(have));
+	if (batch)
+		evidence(d, "batch_tokens", -1, VRT_DIAG_TOKENS, batch,
+		         "the command line sizes the batch at %s %" PRIu64
+		         " tokens",
+		         setting(c, field), batch);
+	if (!scale_setting(c, "fewer tokens per batch", field, batch, have,
+	                   need, 1)) {
+		if (setting(c, field) && need)
+			action(d,
+			       "%slower %s to about %" PRIu64 "%% of its "
+			       "current value: the configured batch needed "
+			       "%s, %s is left",
+			       engine_label(c->engine), setting(c, field),
+			       have * 100 / need, SZ(need), SZ(have));
+		else
+			action(d, "%slower the tokens per batch",
+			       engine_label(c->engine));
+	}
+	if (!scale_setting(c, "fewer sequences per batch",
+	                   VRT_ENGINE_CONCURRENCY, d->flags.max_num_seqs, have,
+	                   need, 0) &&
+	    setting(c, VRT_ENGINE_CONCURRENCY))
+		action(d, "%sfewer sequences per batch: %s",
+		       engine_label(c->engine),
+		       setting(c, VRT_ENGINE_CONCURRENCY));
+	if (c->x.kv)
+		shrink_fraction(c, " less KV cache leaves room for the batch");
+	cost(d, "smaller batches: long prompts are prefilled in more steps "
+	        "and fewer sequences share a step (lower throughput)");
+}
+
+/* concurrency at the in-flight rung: one request fits, the overlap of
+ * those in flight does not. */
+static void verdict_concurrency(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_replay_failure *f = c->f;
+	uint64_t one = c->x.one, room = c->x.room;
 	uint64_t fit = one ? room / one : 0;
+	char b[96];
 
 	d->verdict = VRT_VERDICT_CONCURRENCY;
 	snprintf(d->detail, sizeof(d->detail), "overlapping_requests");
 	common_failure_evidence(c);
 	if (c->fd)
 		budget_evidence(c, c->fd);
-	evidence(d, "single_request_peak_bytes", f->device, VRT_DIAG_BYTES, one,
-	         "one request peaks at %s%s: it fits", SZ(one),
-	         c->r->have_single_request &&
-	                         one == c->r->single_request_peak_bytes
-	                 ? " (measured alone)"
-	                 : " (the requests in flight at the failure, on "
-	                   "average)");
+	if (c->x.one_how == ONE_CACHE)
+		evidence(
+		        d, "single_request_peak_bytes", f->device,
+		        VRT_DIAG_BYTES, one,
+		        "one request peaks at about %s: alone it grew nothing, "
+		        "drawing on the %s a profiling / warm-up run left "
+		        "cached, taken as the activations of %" PRIu64
+		        " sequences",
+		        SZ(one),
+		        SZ(c->r->dev[f->device]
+		                   .phase[VRT_PHASE_profile]
+		                   .peak_bytes),
+		        d->flags.max_num_seqs);
+	else
+		evidence(
+		        d, "single_request_peak_bytes", f->device,
+		        VRT_DIAG_BYTES, one,
+		        "one request peaks at %s%s: it fits", SZ(one),
+		        c->x.one_how == ONE_ALONE
+		                ? " (measured alone)"
+		                : " (the requests in flight at the failure, on "
+		                  "average)");
 	evidence(d, "request_headroom_bytes", f->device, VRT_DIAG_BYTES, room,
 	         "weights + KV cache + everything else leave %s for "
 	         "requests on device %d",
 	         SZ(room), f->device);
 	evidence(d, "requests_that_fit", f->device, VRT_DIAG_COUNT, fit,
-	         "%" PRIu64 " requests fit at once; %" PRIu32
+	         "%" PRIu64 " request%s fit%s at once; %" PRIu32
 	         " were in flight when it failed (at most %" PRIu32 ")",
-	         fit, f->inflight, c->r->max_inflight);
-	action(d, "%scap concurrent sequences: %s %" PRIu64 "%s",
-	       engine_label(c->engine), flag_name(c->engine, N_SEQS),
-	       fit ? fit : 1,
+	         fit, fit == 1 ? "" : "s", fit == 1 ? "s" : "", f->inflight,
+	         c->r->max_inflight);
+	action(d, "%scap concurrent sequences: %s%s", engine_label(c->engine),
+	       set_to(b, sizeof(b), c, VRT_ENGINE_CONCURRENCY, fit ? fit : 1),
 	       d->flags.max_num_seqs ? ""
 	                             : " (or put a limit in front of "
 	                               "the server)");
@@ -898,6 +1372,32 @@ static void verdict_concurrency(struct ctx *c, uint64_t one)
 		          "layers) to serve more at once");
 	cost(d, "throughput: requests past the cap wait in the queue");
 	cost(d, "more cards cost money and add communication");
+	if (c->x.one_how != ONE_ALONE)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "one request's activations were not measured alone: "
+		           "%s",
+		           c->x.one_how == ONE_CACHE
+		                   ? "lone requests drew on memory a profiling "
+		                     "run left cached"
+		                   : "estimated as the requests in flight at "
+		                     "the failure, on average");
+}
+
+/* inconclusive: detail, why, and what would tell. */
+static void verdict_inconclusive(struct ctx *c, const char *detail,
+                                 const char *why, const char *get)
+{
+	struct vrt_diagnosis *d = c->d;
+
+	d->verdict = VRT_VERDICT_INCONCLUSIVE;
+	d->rung = -1; /* the ladder is shown, but names no budget */
+	snprintf(d->detail, sizeof(d->detail), "%s", detail);
+	if (c->f)
+		common_failure_evidence(c);
+	if (c->f && c->fd)
+		budget_evidence(c, c->fd);
+	confidence(c, VRT_CONFIDENCE_LOW, "%s", why);
+	action(d, "%s", get);
 }
 
 static void verdict_none(struct ctx *c)
@@ -906,7 +1406,8 @@ static void verdict_none(struct ctx *c)
 	size_t k;
 
 	d->verdict = VRT_VERDICT_NONE;
-	snprintf(d->detail, sizeof(d->detail), "fits");
+	snprintf(d->detail, sizeof(d->detail), "%s",
+	         c->r->recovered ? "near_miss" : "fits");
 	for (k = 0; k < d->ndevices; k++) {
 		const struct vrt_diag_device *x = &d->devices[k];
 		evidence(d, "headroom_bytes", x->device, VRT_DIAG_BYTES,
@@ -922,69 +1423,243 @@ static void verdict_none(struct ctx *c)
 	if (c->r->max_inflight)
 		evidence(d, "max_inflight", -1, VRT_DIAG_COUNT,
 		         c->r->max_inflight,
-		         "at most %" PRIu32 " requests in flight",
-		         c->r->max_inflight);
-	action(d, "nothing to change: no allocation failed");
+		         "at most %" PRIu32 " request%s in flight",
+		         c->r->max_inflight,
+		         c->r->max_inflight == 1 ? "" : "s");
+	near_miss_evidence(c);
+	if (c->r->recovered) {
+		action(d, "nothing failed for good, but the headroom is thin: "
+		          "the allocator had to empty its cache to carry on; "
+		          "leave more room (a lower memory fraction or fewer "
+		          "sequences) before the load grows");
+		cost(d, "emptying the cache stalls the server (it synchronizes "
+		        "and frees before retrying)");
+	} else
+		action(d, "nothing to change: no allocation failed");
+	if (c->root && c->root->exit_kind == VRT_EXIT_NONE &&
+	    !c->root->has_trailer)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "the run's end was not recorded (no exit status, no "
+		           "clean end)");
 }
 
+/* No decisive failure: none, host_memory, or inconclusive when the root
+ * died anyway. */
+static void without_failure(struct ctx *c)
+{
+	const struct vrt_process *root = c->root;
+
+	if (host_exhausted(&c->host)) {
+		verdict_host(c);
+		return;
+	}
+	if (!root || !died(root) || (c->r->serving && stopped(root))) {
+		verdict_none(c);
+		return;
+	}
+	exit_evidence(c, root);
+	near_miss_evidence(c);
+	if (c->r->recovered)
+		verdict_inconclusive(
+		        c, "recovered_then_died",
+		        "every failed allocation was recovered, and the "
+		        "process "
+		        "then died of something else",
+		        "read the server's log for the error it died of "
+		        "(vramtrace record keeps the command's output)");
+	else if (!c->r->serving && stopped(root))
+		verdict_inconclusive(
+		        c, "stopped_while_loading",
+		        "the run was stopped while loading, before anything "
+		        "failed: no budget was tested",
+		        "record again and let the server load (and serve) "
+		        "before stopping it");
+	else if (!c->r->serving)
+		verdict_inconclusive(
+		        c, "died_while_loading",
+		        "the server died while loading without any failed "
+		        "allocation: the budget that broke is not in the trace",
+		        root->exit_kind == VRT_EXIT_SIGNAL &&
+		                        root->exit_code == 9
+		                ? "read the server's log for the error it died "
+		                  "of (vramtrace record keeps the command's "
+		                  "output); a kill by signal 9 may be the "
+		                  "kernel's OOM killer (dmesg)"
+		                : "read the server's log for the error it died "
+		                  "of (vramtrace record keeps the command's "
+		                  "output)");
+	else
+		verdict_inconclusive(
+		        c, "died_while_serving",
+		        "the server died while serving without any failed "
+		        "allocation",
+		        "read the server's log for the error it died of "
+		        "(vramtrace record keeps the command's output)");
+}
+
+/* A device failure: inconclusive where the evidence cannot single out a
+ * budget, else the ladder's verdict. */
+static void with_failure(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_replay_failure *f = c->f;
+	uint64_t want = 0;
+	const struct vrt_diag_device *heavy;
+
+	climb(c);
+	if (f->after_ready && !f->inflight &&
+	    vrt_replay_phase_is_demand(f->phase)) {
+		verdict_inconclusive(
+		        c, "no_request_in_flight",
+		        "the failure came while serving but with no request in "
+		        "flight: the requests that made the memory are not in "
+		        "the trace",
+		        "count requests: record the server's connections "
+		        "(vramtrace record) or bracket each request with "
+		        "vramtrace_request_begin/end");
+		return;
+	}
+	if (!f->after_ready && f->phase == VRT_PHASE_unattributed) {
+		verdict_inconclusive(
+		        c, "unattributed",
+		        "no rule named the failing call and it failed while "
+		        "loading: it may be weights, a reserve or a warm-up "
+		        "batch",
+		        "name the phases: `vramtrace rules RUN` lists the call "
+		        "paths no rule matched; add a rules file (--rules) or "
+		        "annotate the code (vramtrace_phase_push)");
+		return;
+	}
+	ladder_confidence(c);
+	heavy = not_sharded(c, &want);
+	if ((heavy && heavy->device == f->device) ||
+	    d->rung == VRT_RUNG_WEIGHTS)
+		verdict_weights(c);
+	else if (d->rung == VRT_RUNG_BASELINE)
+		verdict_other(c);
+	else if (d->rung == VRT_RUNG_RESERVES)
+		verdict_reserve(c);
+	else if (d->rung == VRT_RUNG_ACTIVATIONS && !f->after_ready)
+		verdict_batch(c);
+	else if (d->rung == VRT_RUNG_ACTIVATIONS)
+		verdict_context(c);
+	else
+		verdict_concurrency(c);
+	near_miss_evidence(c);
+}
+
+/* --model-config: the model's description solved against the observed
+ * budgets (model.c), and the lines that say what came out. */
 static void model_arith(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
-	struct vrt_diag_model *m = &d->model;
-	const struct vrt_modelcfg *cfg = c->cfg;
-	uint64_t head = 0;
+	struct vrt_model_arith *m = &d->model;
+	struct vrt_model_budget b;
+	char how[VRT_DIAG_TEXT / 2];
 	size_t k;
 
-	if (!cfg || !cfg->kv_bytes_per_token)
+	if (!c->cfg)
 		return;
-	m->have = 1;
-	m->kv_bytes_per_token = cfg->kv_bytes_per_token;
+	memset(&b, 0, sizeof(b));
 	for (k = 0; k < d->ndevices; k++) {
-		m->kv_reserve_bytes += d->devices[k].kv_bytes;
-		m->observed_weight_bytes += d->devices[k].weights_bytes;
-		head += d->devices[k].headroom_bytes;
+		b.kv_reserve_bytes += d->devices[k].kv_bytes;
+		b.weight_bytes += d->devices[k].weights_bytes;
+		b.headroom_bytes += d->devices[k].headroom_bytes;
 	}
-	m->kv_reserve_tokens = m->kv_reserve_bytes / m->kv_bytes_per_token;
-	m->kv_headroom_bytes = m->kv_reserve_bytes + head;
-	m->max_tokens = m->kv_headroom_bytes / m->kv_bytes_per_token;
-	m->context_len = d->flags.max_model_len ? d->flags.max_model_len
-	                                        : cfg->max_positions;
-	m->max_concurrency =
-	        m->context_len ? m->max_tokens / m->context_len : 0;
-	m->max_context_single = m->max_tokens;
-	m->params = cfg->params;
-	m->expected_weight_bytes = cfg->weight_bytes;
+	for (k = 0; k < c->t->nprocs; k++)
+		vrt_model_budget_argv(&b, c->t->procs[k].argv,
+		                      c->t->procs[k].argc);
+	b.engine = vrt_model_engine(vrt_engine_name(d->flags.engine));
+	b.context_len = d->flags.max_model_len;
+	b.max_seqs = d->flags.max_num_seqs;
+	b.tp = d->flags.tp;
+	vrt_model_arith(m, c->cfg, &b);
+	vrt_model_kv_formula(&m->desc, how, sizeof(how));
 	evidence(d, "kv_bytes_per_token", -1, VRT_DIAG_BYTES,
-	         m->kv_bytes_per_token,
-	         "model: %s of KV per token (2 x %" PRIu64 " layers x %" PRIu64
-	         " KV heads x %" PRIu64 " head dim x %u bytes %s)",
-	         SZ(m->kv_bytes_per_token), cfg->layers, cfg->kv_heads,
-	         cfg->head_dim, cfg->kv_bytes_per_elem, cfg->kv_dtype);
+	         m->kv_bytes_per_token, "model: %s of KV per token (%s%s)",
+	         SZ(m->kv_bytes_per_token), how,
+	         m->kv_bytes_per_token > m->desc.kv_bytes_per_token
+	                 ? "; copied on every tensor-parallel rank"
+	                 : "");
+	if (m->context_len &&
+	    m->kv_bytes_per_token_at_context < m->kv_bytes_per_token)
+		evidence(d, "kv_bytes_per_token_at_context", -1, VRT_DIAG_BYTES,
+		         m->kv_bytes_per_token_at_context,
+		         "at %" PRIu64 " tokens of context: %s of KV per token "
+		         "(sliding-window layers hold at most their window)",
+		         m->context_len, SZ(m->kv_bytes_per_token_at_context));
+	if (m->state_bytes_per_seq)
+		evidence(d, "state_bytes_per_sequence", -1, VRT_DIAG_BYTES,
+		         m->state_bytes_per_seq,
+		         "plus %s per sequence whatever its length (recurrent "
+		         "state, cross-attention)",
+		         SZ(m->state_bytes_per_seq));
 	evidence(d, "kv_reserve_tokens", -1, VRT_DIAG_TOKENS,
 	         m->kv_reserve_tokens,
 	         "the observed KV reserve (%s) holds %" PRIu64 " tokens",
 	         SZ(m->kv_reserve_bytes), m->kv_reserve_tokens);
-	if (m->context_len)
+	if (m->context_len && m->max_context_single == VRT_MODEL_UNBOUNDED)
 		evidence(d, "max_concurrency_at_context", -1, VRT_DIAG_COUNT,
 		         m->max_concurrency,
-		         "reserve + headroom hold %" PRIu64 " tokens: %" PRIu64
+		         "reserve + headroom (%s) hold %" PRIu64
+		         " sequences of %" PRIu64 " tokens, or one of any "
+		         "length (every attention layer is windowed)",
+		         SZ(m->kv_budget_bytes), m->max_concurrency,
+		         m->context_len);
+	else if (m->context_len)
+		evidence(d, "max_concurrency_at_context", -1, VRT_DIAG_COUNT,
+		         m->max_concurrency,
+		         "reserve + headroom (%s) hold %" PRIu64
 		         " sequences of %" PRIu64 " tokens, or one of %" PRIu64,
-		         m->max_tokens, m->max_concurrency, m->context_len,
-		         m->max_context_single);
+		         SZ(m->kv_budget_bytes), m->max_concurrency,
+		         m->context_len, m->max_context_single);
 	evidence(d, "expected_weight_bytes", -1, VRT_DIAG_BYTES,
 	         m->expected_weight_bytes,
-	         "weights: %.2fB parameters x %u bytes = %s expected, %s "
-	         "observed",
-	         (double)m->params / 1e9, cfg->weight_bytes_per_param,
+	         "weights: %.2fB parameters (%.2fB active per token) = %s "
+	         "expected, %s observed",
+	         (double)m->params_total / 1e9, (double)m->params_active / 1e9,
 	         SZ(m->expected_weight_bytes), SZ(m->observed_weight_bytes));
 }
 
+/* The reason for a verdict nothing made less sure. */
+static void high_reason(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	char how[96] = "";
+
+	if (c->f)
+		how_ended(how, sizeof(how), &c->t->procs[c->f->proc]);
+	switch (d->verdict) {
+	case VRT_VERDICT_NONE:
+		snprintf(d->confidence_reason, sizeof(d->confidence_reason),
+		         "no allocation failed for good%s",
+		         c->root && c->root->exit_kind == VRT_EXIT_CODE
+		                 ? " and the run exited with status 0"
+		                 : "");
+		break;
+	case VRT_VERDICT_HOST_MEMORY:
+		snprintf(d->confidence_reason, sizeof(d->confidence_reason),
+		         "a page-locked host allocation failed");
+		break;
+	case VRT_VERDICT_OTHER_PROCESSES:
+		snprintf(d->confidence_reason, sizeof(d->confidence_reason),
+		         "without the memory other processes held the call "
+		         "would have fit");
+		break;
+	default:
+		snprintf(d->confidence_reason, sizeof(d->confidence_reason),
+		         "the fatal failure (PID %" PRIu64
+		         " %s), its phase and "
+		         "the ladder agree",
+		         c->t->procs[c->f->proc].pid, how);
+	}
+}
+
 void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
-                      const struct vrt_replay *r,
-                      const struct vrt_modelcfg *cfg)
+                      const struct vrt_replay *r, const struct vrt_model *cfg)
 {
 	struct ctx c;
-	size_t i;
+	size_t root;
 
 	memset(d, 0, sizeof(*d));
 	memset(&c, 0, sizeof(c));
@@ -993,21 +1668,22 @@ void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	c.r = r;
 	c.cfg = cfg;
 	d->device = -1;
-	run_flags(d, t);
+	d->rung = -1;
+	d->confidence = VRT_CONFIDENCE_HIGH;
+	root = vrt_diagnose_flags(&d->flags, t);
+	c.root = root < t->nprocs ? &t->procs[root] : NULL;
 	c.engine = d->flags.engine;
 	devices(d, t, r);
 	host_samples(t, &c.host);
-	for (i = 0; i < r->nfails; i++)
-		if (r->fails[i].oom) {
-			c.f = &r->fails[i];
-			d->have_failure = 1;
-			d->failure = i;
-			break;
-		}
+	if (r->decisive < r->nfails) {
+		c.f = &r->fails[r->decisive];
+		d->have_failure = 1;
+		d->failure = r->decisive;
+	}
 	snprintf(d->stage, sizeof(d->stage), "%s",
-	         c.f ? (c.f->after_ready ? "request" : "load")
-	         : r->have_server_ready ? "request"
-	                                : "load");
+	         c.f          ? (c.f->after_ready ? "request" : "load")
+	         : r->serving ? "request"
+	                      : "load");
 	if (c.f && c.f->device >= 0) {
 		d->device = c.f->device;
 		c.fd = diag_dev(d, c.f->device);
@@ -1025,46 +1701,28 @@ void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
 			if (c.fd && c.other > c.fd->other_bytes)
 				c.fd->other_bytes = c.other;
 		}
-		c.nonreq = c.live - c.f->live_by_phase[VRT_PHASE_forward];
 		c.shortfall =
 		        c.f->have_info && c.f->requested_bytes > c.f->free_bytes
 		                ? c.f->requested_bytes - c.f->free_bytes
 		                : c.f->requested_bytes;
 	}
-	if ((c.f && c.f->device < 0) || (!c.f && host_exhausted(&c.host)))
+	if (c.f && (c.f->family == VRT_FAM_PINNED ||
+	            c.f->family == VRT_FAM_REGISTERED))
 		verdict_host(&c);
 	else if (!c.f)
-		verdict_none(&c);
+		without_failure(&c);
+	else if (c.f->device < 0 || (size_t)c.f->device >= r->ndevices)
+		verdict_inconclusive(&c, "device_unknown",
+		                     "the failing call named no device (no "
+		                     "current context)",
+		                     "the trace cannot place it; the server's "
+		                     "log may");
 	else if (c.other >= VRT_DIAG_OTHER_MIN_BYTES &&
-	         c.other * 20 >= c.total && c.other >= c.shortfall)
+	         c.other * 20 >= c.total && c.other >= c.shortfall) {
+		climb(&c);
 		verdict_other(&c);
-	else if (!c.f->after_ready &&
-	         (c.f->phase == VRT_PHASE_kv_cache ||
-	          c.f->phase == VRT_LOAD_PHASE_INFERRED_KV))
-		verdict_kv(&c, 1);
-	else if (!c.f->after_ready || c.f->phase == VRT_PHASE_weights)
-		verdict_weights(&c);
-	else if (c.f->inflight <= 1)
-		verdict_kv(&c, 0);
-	else {
-		/* One request's share: measured alone, unless the requests
-		 * in flight at the failure were bigger on average. */
-		uint64_t avg = (c.f->live_by_phase[VRT_PHASE_forward] +
-		                c.f->requested_bytes) /
-		               c.f->inflight;
-		uint64_t one = r->have_single_request
-		                       ? r->single_request_peak_bytes
-		                       : c.f->requested_bytes;
-		if (avg > one)
-			one = avg;
-		uint64_t room = c.total > c.other + c.nonreq
-		                        ? c.total - c.other - c.nonreq
-		                        : 0;
-		if (one && one <= room)
-			verdict_concurrency(&c, one);
-		else
-			verdict_kv(&c, 0);
-	}
+	} else
+		with_failure(&c);
 	if (c.f && c.host.have && host_exhausted(&c.host) &&
 	    d->verdict != VRT_VERDICT_HOST_MEMORY)
 		evidence(d, "mem_available_min_bytes", -1, VRT_DIAG_BYTES,
@@ -1073,7 +1731,12 @@ void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		         "%s)",
 		         sz(&c, c.host.min_available));
 	model_arith(&c);
-	if (d->verdict != VRT_VERDICT_NONE)
+	if (!d->confidence_reason[0])
+		high_reason(&c);
+	if (d->verdict == VRT_VERDICT_INCONCLUSIVE)
+		verify(d, "after adding what is missing, record again and "
+		          "analyze: vramtrace analyze NEW_RUN");
+	else if (d->verdict != VRT_VERDICT_NONE)
 		verify(d, "re-run with the change and compare the two runs: "
 		          "vramtrace compare OLD_RUN NEW_RUN");
 	else

@@ -766,6 +766,8 @@ struct lfile {
 	uint64_t frame_off;
 	int have_chunk, in_snap;
 	uint32_t tid, snap_tid;
+	int in_past;     /* a PAST record is being read ... */
+	int64_t past_at; /* ... and this is its time */
 	int64_t ts;             /* chunk time after the records before ts_at */
 	const uint8_t *ts_at;   /* (hot records' times are read lazily) */
 	struct run *seg;  /* RUN_RAW being read */
@@ -989,7 +991,7 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 	pr->ppid = get_u(c);
 	pr->start_wall_ns = (int64_t)get_u(c);
 	pr->start_mono_ns = (int64_t)get_u(c);
-	(void)get_u(c); /* flags: unused in versions 1 to 3 */
+	pr->started_in_standby = (get_u(c) & VRT_HEADER_STANDBY) != 0;
 	n = get_str(c, &s);
 	pr->host = dup_bytes(s, n);
 	n = get_str(c, &s);
@@ -1463,6 +1465,11 @@ static enum vrt_load_status push_event(struct lstate *L, struct lfile *f,
 		return nomem(f, err, "events");
 	(void)clock_at(f, rec);
 	e->ts = chunk_time(&f->ts, dts);
+	if (f->in_past) {
+		/* A fact kept in standby: when it happened (PAST). */
+		e->ts = f->past_at;
+		e->flags |= VRT_EV_PAST;
+	}
 	f->ts_at = NULL; /* set past this record by parse_frame */
 	e->tid = f->tid;
 	e->proc = (uint32_t)f->proc;
@@ -1475,14 +1482,13 @@ static enum vrt_load_status push_event(struct lstate *L, struct lfile *f,
 static enum vrt_load_status parse_event(struct lstate *L, struct vrt_trace *t,
                                         struct lfile *f, unsigned type,
                                         struct cursor *c, const uint8_t *rec,
-                                        uint64_t roff,
+                                        uint64_t roff, uint64_t dts,
                                         struct vrt_load_error *err)
 {
 	struct vrt_event e;
-	uint64_t dts, api = 0, error = 0, have_info = 0, fr = 0, to = 0;
+	uint64_t api = 0, error = 0, have_info = 0, fr = 0, to = 0;
 
 	memset(&e, 0, sizeof(e));
-	dts = get_u(c);
 	if (type != VRT_REC_MEMINFO)
 		api = get_u(c);
 	e.device = raw_device(get_s(c));
@@ -1519,6 +1525,9 @@ static enum vrt_load_status parse_event(struct lstate *L, struct vrt_trace *t,
 			(void)get_u(c);
 		if (c->p < c->end)
 			api = get_u(c);
+		/* In a PAST record: the bytes the process held then. */
+		if (c->p < c->end)
+			e.aux = get_u(c);
 		break;
 	}
 	if (type != VRT_REC_MEMINFO) {
@@ -1613,17 +1622,15 @@ static enum vrt_load_status parse_chunk_event(struct lstate *L,
                                               struct lfile *f, unsigned type,
                                               struct cursor *c,
                                               const uint8_t *rec,
-                                              uint64_t roff,
+                                              uint64_t roff, uint64_t dts,
                                               struct vrt_load_error *err)
 {
 	struct vrt_event e;
 	const uint8_t *s = NULL;
 	size_t n = 0;
-	uint64_t dts;
 	int oom = 0;
 
 	memset(&e, 0, sizeof(e));
-	dts = get_u(c);
 	switch (type) {
 	case VRT_REC_MARK:
 		e.kind = VRT_EV_MARK;
@@ -1634,6 +1641,12 @@ static enum vrt_load_status parse_chunk_event(struct lstate *L,
 		e.aux = get_u(c);
 		e.addr = get_u(c);
 		e.size = get_u(c);
+		/* Appended later: the socket's family (absent: 0). */
+		if (c->p < c->end) {
+			uint64_t k = get_u(c);
+			e.extra = k <= VRT_NET_KIND_OTHER ? (uint32_t)k
+			                                  : VRT_NET_KIND_OTHER;
+		}
 		break;
 	case VRT_REC_PROC:
 		e.kind = VRT_EV_PROC;
@@ -1662,6 +1675,10 @@ static enum vrt_load_status parse_chunk_event(struct lstate *L,
 		if (oom)
 			return nomem(f, err, "strings");
 	}
+	/* Open connections and requests of a snapshot are its state. */
+	if ((type == VRT_REC_NET || type == VRT_REC_REQUEST) && f->in_snap &&
+	    f->tid == f->snap_tid && !f->in_past)
+		e.flags |= VRT_EV_SNAP;
 	e.device = -1;
 	return push_event(L, f, &e, dts, rec, err);
 }
@@ -1809,8 +1826,9 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 				               "event before any CHUNK");
 				goto out;
 			}
+			dts = get_u(&c);
 			st = parse_event(L, t, f, type, &c, rec,
-			                 (uint64_t)(rec - buf), err);
+			                 (uint64_t)(rec - buf), dts, err);
 			if (st)
 				goto out;
 			f->ts_at = pe;
@@ -1830,13 +1848,60 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 				               "event before any CHUNK");
 				goto out;
 			}
+			dts = get_u(&c);
 			st = parse_chunk_event(L, t, f, type, &c, rec,
-			                       (uint64_t)(rec - buf), err);
+			                       (uint64_t)(rec - buf), dts, err);
 			if (st)
 				goto out;
 			if (!f->ts_at)
 				f->ts_at = pe; /* its time is in f->ts */
 			/* A skipped sample kind adds no event. */
+			if (f->eseg && (f->eseg != e0 || f->eseg->nev > before)) {
+				nev++;
+				nheld++;
+			}
+			break;
+		}
+		case VRT_REC_PAST: {
+			struct run *e0 = f->eseg;
+			size_t before = e0 ? e0->nev : 0;
+			uint64_t inner, at;
+			if (!f->have_chunk) {
+				st = rec_error(f, err, (uint64_t)(rec - buf),
+				               "event before any CHUNK");
+				goto out;
+			}
+			dts = get_u(&c);
+			inner = get_u(&c);
+			at = get_u(&c);
+			if (c.bad) {
+				st = rec_error(f, err, (uint64_t)(rec - buf),
+				               "short PAST record");
+				goto out;
+			}
+			f->in_past = 1;
+			f->past_at = at > INT64_MAX ? INT64_MAX : (int64_t)at;
+			if (inner == VRT_REC_MEMINFO)
+				st = parse_event(L, t, f, (unsigned)inner, &c,
+				                 rec, (uint64_t)(rec - buf), dts,
+				                 err);
+			else if (inner == VRT_REC_NET || inner == VRT_REC_PROC ||
+			         inner == VRT_REC_REQUEST ||
+			         inner == VRT_REC_SAMPLE)
+				st = parse_chunk_event(L, t, f, (unsigned)inner,
+				                       &c, rec,
+				                       (uint64_t)(rec - buf), dts,
+				                       err);
+			else { /* a kind we do not know: only its time */
+				(void)clock_at(f, rec);
+				(void)chunk_time(&f->ts, dts);
+				f->ts_at = NULL;
+			}
+			f->in_past = 0;
+			if (st)
+				goto out;
+			if (!f->ts_at)
+				f->ts_at = pe;
 			if (f->eseg && (f->eseg != e0 || f->eseg->nev > before)) {
 				nev++;
 				nheld++;
@@ -2272,6 +2337,9 @@ resolve_event(struct vrt_trace *t, struct lfile *f, struct vrt_event *e,
 static inline void delivered(struct lstate *L, struct vrt_trace *t,
                              const struct vrt_event *o)
 {
+	/* A fact kept in standby is older than its record by design. */
+	if (__builtin_expect(o->flags & VRT_EV_PAST, 0))
+		return;
 	if (__builtin_expect(L->delivered && o->ts < L->last_ts, 0)) {
 		t->events_late++;
 	} else {

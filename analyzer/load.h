@@ -40,7 +40,8 @@ enum vrt_ev_kind {
 	VRT_EV_FAIL = 5,
 	VRT_EV_MEMINFO = 6,
 	VRT_EV_MARK = 7,     /* extra = label (string index) */
-	VRT_EV_NET = 8,      /* aux = enum vrt_net_op, addr = fd, size = arg */
+	VRT_EV_NET = 8,      /* aux = enum vrt_net_op, addr = fd, size = arg,
+	                        extra = enum vrt_net_kind (0: not written) */
 	VRT_EV_PROC = 9,     /* aux = enum vrt_proc_op, addr = pid,
 	                        extra = text (string index) */
 	VRT_EV_REQUEST = 10, /* aux = 1 begin / 2 end, addr = request id */
@@ -53,7 +54,12 @@ enum vrt_ev_kind {
 };
 
 #define VRT_EV_HAVE_INFO 1 /* flags: FAIL carries the driver's free/total */
-#define VRT_EV_SNAP 2 /* flags: an ALLOC of a standby snapshot, not a call */
+#define VRT_EV_SNAP 2 /* flags: an ALLOC of a standby snapshot, not a call;
+                       * a NET ACCEPT / REQ_BEGIN or REQUEST begin of one:
+                       * open at that moment, not new */
+#define VRT_EV_PAST 4 /* flags: a fact kept in standby (PAST record): ts
+                       * is when it happened, and it may be delivered
+                       * after later events */
 
 /*
  * One event, kept compact (64 bytes). Field use per kind (and above for
@@ -63,7 +69,8 @@ enum vrt_ev_kind {
  *   MAP     addr, size, aux = VMM handle
  *   UNMAP   addr, size
  *   FAIL    addr, size, aux = error code, extra = index in fails[]
- *   MEMINFO addr = free bytes, size = total bytes
+ *   MEMINFO addr = free bytes, size = total bytes; aux = the bytes the
+ *           process held on the device then (PAST only)
  * ts is absolute CLOCK_MONOTONIC ns, shifted onto the first host's clock
  * when the run spans several hosts.
  */
@@ -155,6 +162,9 @@ struct vrt_process {
 	int64_t trunc_offset;
 	char trunc_reason[160];
 	uint64_t events; /* events decoded from this file */
+	int started_in_standby; /* HEADER flag VRT_HEADER_STANDBY: capture
+	                         * began in standby (only kept facts before
+	                         * its first snapshot) */
 	int exit_kind;   /* enum vrt_exit_kind, from "<pid>.exit" */
 	int exit_code;   /* exit status or signal number */
 };

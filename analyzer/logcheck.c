@@ -420,7 +420,7 @@ struct rctx {
 	struct vrt_logcheck *lc;
 	const struct vrt_trace *t;
 	const struct vrt_replay *r;
-	const struct vrt_modelcfg *cfg;
+	const struct vrt_model *cfg;
 	const struct vrt_enginelog_error *e;
 	struct vrt_logcheck_refusal *x;
 	int32_t d;      /* the device */
@@ -781,7 +781,7 @@ static void refusal_tgi(struct rctx *c)
 
 static void refusal(struct vrt_logcheck *lc, const struct vrt_trace *t,
                     const struct vrt_replay *r,
-                    const struct vrt_modelcfg *cfg)
+                    const struct vrt_model *cfg)
 {
 	const struct vrt_enginelog *log = lc->log;
 	struct rctx c;
@@ -896,17 +896,14 @@ void vrt_logcheck_apply_refusal(struct vrt_diagnosis *d,
 void vrt_logcheck_run(struct vrt_logcheck *lc, const struct vrt_enginelog *log,
                       const char *path, const struct vrt_trace *t,
                       const struct vrt_replay *r,
-                      const struct vrt_modelcfg *cfg)
+                      const struct vrt_model *cfg)
 {
-	size_t i;
 	struct sz z = {.i = 0};
 
 	memset(lc, 0, sizeof(*lc));
 	lc->log = log;
 	lc->path = path;
-	for (i = 0; i < t->nprocs; i++)
-		vrt_diagnose_flags(&lc->flags, t->procs[i].argv,
-		                   t->procs[i].argc);
+	vrt_diagnose_flags(&lc->flags, t);
 	lc->flags_from_log = vrt_logcheck_flags(log, &lc->flags);
 	compare(lc, t, r);
 	lc->have_fatal_failure = vrt_logcheck_fatal_failure(

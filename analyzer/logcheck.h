@@ -30,7 +30,7 @@
 #include "diagnose.h"
 #include "enginelog.h"
 #include "load.h"
-#include "modelcfg.h"
+#include "model.h"
 #include "replay.h"
 
 #define VRT_LOGCHECK_TOLERANCE_PCT 5
@@ -133,7 +133,7 @@ struct vrt_logcheck {
 void vrt_logcheck_run(struct vrt_logcheck *lc, const struct vrt_enginelog *log,
                       const char *path, const struct vrt_trace *t,
                       const struct vrt_replay *r,
-                      const struct vrt_modelcfg *cfg);
+                      const struct vrt_model *cfg);
 
 /* The recorded failure the log's fatal error names: 1 and *index into
  * r->fails, *why a sentence (VRT_LOGCHECK_TEXT bytes, may be NULL); 0 when

@@ -47,7 +47,7 @@ static const struct vrt_cmd commands[] = {
          "replay traces into a per-device memory budget and failure list",
          "analyze PATH... [--format text|json|html|perfetto|folded]\n"
          "        [-o FILE] [--rules FILE] [--log FILE | --no-log]\n"
-         "        [--model-config config.json [--kv-dtype T]]",
+         "        [--model-config config.json [--kv-dtype T] [--explain]]",
          "Each PATH is a run directory (all its *.vtrace files) or one\n"
          ".vtrace file; several runs (hosts) merge into one report.\n"
          "\n"
@@ -62,11 +62,18 @@ static const struct vrt_cmd commands[] = {
          "                     built-in rules plus FILE (FILE's rules\n"
          "                     first); annotations still win\n"
          "      --model-config FILE  a Hugging Face config.json: adds the\n"
-         "                     KV arithmetic (bytes per token, tokens the\n"
-         "                     KV reserve holds, context x concurrency that\n"
-         "                     fits) and expected vs observed weights\n"
-         "      --kv-dtype T   fp16, bf16, fp8 or fp32 for the KV cache\n"
-         "                     (default: the config's torch_dtype)\n"
+         "                     model arithmetic (KV bytes per token by\n"
+         "                     layer type: full, sliding window, MLA,\n"
+         "                     recurrent state per sequence; tokens the KV\n"
+         "                     reserve holds; context x concurrency that\n"
+         "                     fits; parameters and expected vs observed\n"
+         "                     weights, quantization included)\n"
+         "      --kv-dtype T   the KV cache type: fp16, bf16, fp32, fp8,\n"
+         "                     fp8_e4m3, fp8_e5m2, int8, fp8_ds_mla, q8_0,\n"
+         "                     q4_0, q4_1, q5_0, q5_1, iq4_nl (default: the\n"
+         "                     engine's flag, else the model's dtype)\n"
+         "      --explain      print the model description in full and\n"
+         "                     the KV arithmetic line by line\n"
          "      --log FILE     the server's log (vLLM, SGLang, llama.cpp,\n"
          "                     TGI, TensorRT-LLM) to hold against the\n"
          "                     trace: its memory numbers beside the traced\n"
@@ -103,6 +110,23 @@ static const struct vrt_cmd commands[] = {
          "  -o, --output FILE  write the table to FILE (atomically)\n"
          "      --rules FILE   re-classify stacks with FILE's rules first\n"
          "  -h, --help         show this help\n"},
+        {"rules", vrt_cmd_rules_run,
+         "the call paths no phase rule claims, to write the missing rule",
+         "rules RUN... [--rules FILE] [--top N] | rules --builtin",
+         "Lists the recorded allocating call paths that no phase rule\n"
+         "claims, or that only a rule marked obsolete claims (an engine\n"
+         "function since renamed), grouped by their named frames and\n"
+         "ordered by the bytes they allocated, each with its frames as the\n"
+         "rule patterns that would name them, innermost first. Several\n"
+         "RUNs (run directories or .vtrace files) are read as one.\n"
+         "Annotated allocations are left out: the annotation decides.\n"
+         "\n"
+         "      --rules FILE  your rules in front of the built-in ones (to\n"
+         "                    check a rules file before using it)\n"
+         "  -n, --top N       list the N largest groups (default 10; 0: "
+         "all)\n"
+         "      --builtin     print the built-in rules file and exit\n"
+         "  -h, --help        show this help\n"},
         {"ctl", vrt_cmd_ctl_run,
          "control traced processes while they run: start, stop, mark, status",
          "ctl DIR|PID start|stop|mark LABEL|flush|status [--json]",

@@ -20,10 +20,20 @@
  * stay charged until it is released AND all its mappings are unmapped,
  * whichever comes last.
  *
- * Requests in flight are two more key spaces of the same table (accepted
- * connections by fd, annotated requests by id). A process counts its
- * annotated requests instead of its connections from its first REQUEST
- * event on (its connections still open then stop counting).
+ * Requests in flight are three more key spaces of the same table (accepted
+ * connections by fd, annotated requests by id, HTTP/1.x requests by fd).
+ * A connection of an older writer is itself a request in flight; a newer
+ * writer's says its family and its requests come as REQ_BEGIN/REQ_END. A
+ * process counts its annotated requests instead from its first REQUEST
+ * event on (its connections and requests still open then stop counting).
+ *
+ * A process that began in standby brings facts kept there (PAST events,
+ * with the times they happened, delivered after later events) and
+ * snapshots (the state at that moment: live allocations, open connections
+ * and requests, replacing what the process held). What depends on the
+ * order of such facts — readiness, the stage of each failure, requests in
+ * flight at a failure while another process was in standby — is settled
+ * by vrt_replay_end.
  *
  * One pass, fed in batches. The allocation sites live at a device's peak
  * are kept by lazy snapshots: a site (device, phase slot, stack) holds its
@@ -76,9 +86,16 @@ enum space {
 	SP_VA = 3,
 	SP_HANDLE = 4, /* VMM handles */
 	SP_MAP = 5,    /* VMM mappings: address -> handle */
-	SP_CONN = 6,   /* accepted connections: fd -> nothing */
+	SP_CONN = 6,   /* accepted connections: fd -> CONN_* */
 	SP_REQ = 7,    /* annotated requests: id -> nothing */
+	SP_HREQ = 8,   /* HTTP/1.x requests in flight: fd -> nothing */
 };
+
+/* What an SP_CONN entry holds: a connection of an older writer is itself
+ * a request in flight (CONN_LEGACY); a newer writer's says its family
+ * (CONN_KIND + enum vrt_net_kind) and its requests are SP_HREQ entries. */
+#define CONN_LEGACY 0u
+#define CONN_KIND   1u
 
 #define NONE UINT32_MAX
 
@@ -153,6 +170,37 @@ struct site {
 	uint32_t stack;
 };
 
+/* A request edge of a process in standby (PAST REQ_BEGIN, REQ_END, or
+ * the CLOSE of a connection with a request open). */
+struct past_edge {
+	int64_t ts;
+	uint64_t fd;
+	uint32_t proc;
+	uint8_t begin;
+};
+
+/* A process started (a snapshot) or stopped recording. */
+struct mode_change {
+	int64_t ts;
+	uint32_t proc;
+	uint8_t on;
+};
+
+/* The earliest listen() of a kind. */
+struct listen_seen {
+	int have;
+	int64_t ts;
+	uint32_t proc;
+	uint64_t port;
+};
+
+/* Per process, beside the result's vrt_replay_proc: its earliest unix
+ * socket listen(), and whether it served HTTP/1.x over unix connections. */
+struct pstate {
+	struct listen_seen unix_listen;
+	uint8_t unix_http;
+};
+
 /* Per device, beside the result's vrt_replay_device. */
 struct devstate {
 	uint64_t epoch; /* peaks reached so far */
@@ -164,6 +212,26 @@ struct devstate {
 	 * point or a peak is one memcpy */
 	uint64_t live[VRT_REPLAY_MAX_PHASES];
 	struct series_acc acc;
+	/* a snapshot's allocation raised the peak, at this time */
+	int snap_peak;
+	int64_t snap_peak_ts;
+	int snap_touched; /* named by the snapshot being read */
+	/* the per-request phases' live bytes when the run was last idle (no
+	 * request in flight): set when the first request begins */
+	uint64_t idle_demand;
+	/* ... and when serving began: the last idle level while the server
+	 * was still loading (what loading left there, not requests) */
+	uint64_t serve_demand;
+};
+
+/* An out-of-memory failure not yet recovered (see on_fail). */
+struct pending {
+	size_t fail; /* index into r->fails */
+	uint32_t proc, tid;
+	int32_t device;
+	int host;
+	uint64_t size, freed;
+	int64_t ts;
 };
 
 #define SITE_HINTS 4 /* site hints per stack (power of two) */
@@ -183,7 +251,17 @@ struct state {
 	 * and connections it accepted until then */
 	uint8_t *uses_requests;
 	uint64_t *conns;
+	struct pstate *ps;
 	size_t nprocs;
+	/* server readiness candidates (settled by vrt_replay_end) */
+	struct listen_seen inet, unknown;
+	/* request edges kept in standby (PAST) and when each process
+	 * started and stopped recording, for the requests in flight at a
+	 * failure in another process (settle_inflight) */
+	struct past_edge *edges;
+	size_t nedges;
+	struct mode_change *modes;
+	size_t nmodes;
 	struct devstate *devs; /* r->ndevices of them */
 	struct series_acc inflight_acc;
 	int64_t series_start, series_width, bucket, bucket_end;
@@ -197,6 +275,23 @@ struct state {
 	uint32_t *stack_site;
 	size_t nstack_site;
 	int oom;
+	/* Serving and stage (see on_fail): requests in flight before the
+	 * last change, a lone request seen from its start (its growth is
+	 * one request's), weights loading since the last per-request
+	 * allocation made while requests were in flight. */
+	uint32_t prev_inflight;
+	int single_on;
+	/* the in-flight change being noted comes from a snapshot: requests
+	 * that began before recording did, not now */
+	int snap_edge;
+	int loading;
+	/* failures that a later allocation may still recover */
+	struct pending *pend;
+	size_t npend, cappend;
+	/* per process: the time of its last successful allocation */
+	int64_t *last_alloc;
+	/* the process of the event being replayed (general path) */
+	uint32_t proc;
 };
 
 /* ---- names --------------------------------------------------------------- */
@@ -547,21 +642,77 @@ static inline int is_host_family(int fam)
 	return fam == VRT_FAM_PINNED || fam == VRT_FAM_REGISTERED;
 }
 
-/* While exactly one request is in flight, its forward bytes on device i
- * are a candidate for the single-request peak. */
-static NOINLINE void sample_single(struct state *s, size_t i, int64_t ts)
+/* The per-request phases: what a request allocates, whatever a rule
+ * called it (a pool, a workspace, nothing); the others are what loading
+ * and the engine's own sizing reserve. */
+static inline int slot_is_demand(uint32_t slot)
+{
+	return slot == VRT_PHASE_unattributed || slot == VRT_PHASE_forward ||
+	       slot == VRT_PHASE_workspace ||
+	       slot > VRT_LOAD_PHASE_INFERRED_KV;
+}
+
+int vrt_replay_phase_is_demand(unsigned slot)
+{
+	return slot < VRT_REPLAY_MAX_PHASES && slot_is_demand(slot);
+}
+
+static uint64_t demand_level(const struct devstate *ds)
+{
+	uint64_t sum = 0;
+	uint32_t k;
+
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+		if (slot_is_demand(k))
+			sum += ds->live[k];
+	return sum;
+}
+
+/* While one request is in flight alone since it began, its growth on
+ * device i (the per-request phases above their level when it began) is a
+ * candidate for the single-request peak. A request that overlapped others
+ * is not measured: caching allocators keep what the overlap grew. */
+static NOINLINE void single_note(struct state *s, size_t i, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
-	uint64_t b = r->dev[i].phase[VRT_PHASE_forward].live_bytes;
+	struct vrt_replay_device *d = &r->dev[i];
+	uint64_t lvl = demand_level(&s->devs[i]);
+	uint64_t g = lvl > s->devs[i].idle_demand
+	                     ? lvl - s->devs[i].idle_demand
+	                     : 0;
 
-	if (r->inflight != 1)
+	if (!s->single_on)
 		return;
-	if (!r->have_single_request || b > r->single_request_peak_bytes) {
+	if (!d->have_single_request || g > d->single_request_bytes) {
+		d->have_single_request = 1;
+		d->single_request_bytes = g;
+	}
+	if (!r->have_single_request || g > r->single_request_peak_bytes) {
 		r->have_single_request = 1;
-		r->single_request_peak_bytes = b;
+		r->single_request_peak_bytes = g;
 		r->single_request_peak_device = (int32_t)i;
 		r->single_request_peak_ts = ts;
 	}
+}
+
+/* An allocation succeeded: loading and stage state, and the failures it
+ * may recover. */
+static NOINLINE void pending_alloc(struct state *s, const struct vrt_event *e,
+                                   int fam);
+static NOINLINE void pending_freed(struct state *s, uint32_t proc,
+                                   int32_t dev, int host, uint64_t bytes);
+
+static inline void alloc_noted(struct state *s, const struct vrt_event *e,
+                               uint32_t slot, int fam)
+{
+	if (slot == VRT_PHASE_weights)
+		s->loading = 1;
+	else if (s->loading && s->r->inflight && slot_is_demand(slot))
+		s->loading = 0;
+	if (e->proc < s->nprocs)
+		s->last_alloc[e->proc] = e->ts;
+	if (s->npend)
+		pending_alloc(s, e, fam);
 }
 
 /* Windows (see on_mark): r->windows[r->nwindows - 1] is open. */
@@ -907,8 +1058,8 @@ static void charge(struct state *s, struct obj *o, int64_t ts)
 	d->tracked_bytes += o->size;
 	if (d->tracked_bytes > d->peak_bytes)
 		dev_peak(d, ds, ts);
-	if (o->slot == VRT_PHASE_forward)
-		sample_single(s, (size_t)o->device, ts);
+	if (s->single_on && slot_is_demand(o->slot))
+		single_note(s, (size_t)o->device, ts);
 	if (r->nwindows)
 		window_note(s, o->device, o->slot);
 	series_note(s, o->device, ts);
@@ -1015,6 +1166,36 @@ static void mapping_drop(struct state *s, uint32_t m)
 	handle_unref(s, h);
 }
 
+static void inflight_changed(struct state *s, int64_t ts);
+
+/* Removes process proc's open connections and HTTP requests (and, with
+ * annotated, its annotated requests) from the table; those that were
+ * requests in flight stop counting. */
+static void drop_open(struct state *s, uint32_t proc, int annotated,
+                      int64_t ts)
+{
+	struct vrt_replay *r = s->r;
+	uint32_t dropped = 0;
+	size_t i;
+
+	for (i = 0; i < s->cap; i++) {
+		struct slot *sl = &s->tab[i];
+		if (sl->tag == TAG_EMPTY || sl->proc != proc ||
+		    (sl->space != SP_CONN && sl->space != SP_HREQ &&
+		     (!annotated || sl->space != SP_REQ)))
+			continue;
+		/* A newer writer's connection is no request itself. */
+		if (sl->space != SP_CONN || sl->ref == CONN_LEGACY)
+			dropped++;
+		table_remove_at(s, i);
+		i--; /* backward shift may have moved an entry here */
+	}
+	if (!dropped)
+		return;
+	r->inflight -= r->inflight >= dropped ? dropped : r->inflight;
+	inflight_changed(s, ts);
+}
+
 /* A standby snapshot begins: what this process held live is replaced by
  * the snapshot's allocations, so drop it all without counting frees
  * (mappings first, so their handles come free with them). */
@@ -1105,7 +1286,69 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 	if (!(e->flags & VRT_EV_SNAP))
 		count(s, ob, 0, 1);
 	charge(s, ob, e->ts);
+	if ((e->flags & VRT_EV_SNAP) && ob->charged && ob->device >= 0 &&
+	    (size_t)ob->device < s->r->ndevices) {
+		const struct vrt_replay_device *d = &s->r->dev[ob->device];
+		struct devstate *ds = &s->devs[ob->device];
+		ds->snap_touched = 1;
+		/* The peak is what the snapshot found: a lower bound. */
+		if (d->peak_ts == e->ts && d->peak_bytes == d->tracked_bytes) {
+			ds->snap_peak = 1;
+			ds->snap_peak_ts = e->ts;
+		}
+	}
+	if (fam != VRT_FAM_VA && !(e->flags & VRT_EV_SNAP))
+		alloc_noted(s, e, phase_slot(e->phase), fam);
 	return 0;
+}
+
+/* SNAPSHOT end: the devices it named hold what the run held then. */
+static void snapshot_done(struct state *s, int64_t ts)
+{
+	size_t i;
+
+	for (i = 0; i < s->r->ndevices; i++) {
+		struct vrt_replay_device *d = &s->r->dev[i];
+		if (!s->devs[i].snap_touched)
+			continue;
+		s->devs[i].snap_touched = 0;
+		d->have_snapshot = 1;
+		d->snapshot_bytes = d->tracked_bytes;
+		d->snapshot_ts = ts;
+	}
+}
+
+static int on_snapshot(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay *r = s->r;
+	struct mode_change m = {e->ts, e->proc, e->aux == 1};
+
+	if (e->aux == 2) {
+		snapshot_done(s, e->ts);
+		return 0;
+	}
+	if (e->aux != 1 && e->aux != 3)
+		return 0;
+	if (push((void **)&s->modes, &s->nmodes, &m, sizeof(m)))
+		return -1;
+	if (e->aux == 3) /* recording stops: standby from here */
+		return 0;
+	if (!r->have_recording_start || e->ts < r->recording_start_ts) {
+		r->have_recording_start = 1;
+		r->recording_start_ts = e->ts;
+	}
+	if (e->proc < r->nprocs) {
+		struct vrt_replay_proc *p = &r->procs[e->proc];
+		if (!p->have_snapshot) {
+			p->have_snapshot = 1;
+			p->first_snapshot_ts = e->ts;
+		}
+		p->snapshots++;
+	}
+	/* Its connections and requests are the snapshot's (closes it
+	 * missed in standby). */
+	drop_open(s, e->proc, 1, e->ts);
+	return snapshot_reset(s, e->proc);
 }
 
 static void on_free(struct state *s, const struct vrt_event *e, int fam)
@@ -1128,6 +1371,9 @@ static void on_free(struct state *s, const struct vrt_event *e, int fam)
 		if (ob->refs)
 			return; /* bytes stay until the last unmap */
 	}
+	if (s->npend && ob->family != VRT_FAM_VA)
+		pending_freed(s, e->proc, ob->device,
+		              is_host_family(ob->family), ob->size);
 	discharge(s, ob);
 	obj_free(s, o);
 }
@@ -1194,6 +1440,109 @@ static void on_unmap(struct state *s, const struct vrt_event *e)
 		s->r->unmatched_frees++;
 }
 
+/*
+ * Stage of a failure in phase slot: "request" once the server serves (a
+ * request has begun), except while it loads: weights always load (a
+ * model loaded on demand or swapped in after serving is a load again),
+ * and after weights were loaded the reserves the engine sizes (KV cache,
+ * profile run, graphs, communicators), or anything while no request is
+ * in flight (a warm-up run), belong to that load until a request in
+ * flight makes per-request allocations. A listening socket alone does
+ * not end the load: servers listen before they load (llama-server
+ * answers 503 meanwhile).
+ */
+static int stage_request(const struct state *s, uint32_t slot)
+{
+	if (!s->r->serving || slot == VRT_PHASE_weights)
+		return 0;
+	return !(s->loading && (!slot_is_demand(slot) || !s->r->inflight));
+}
+
+/* Failures within this long of a successful allocation for the same
+ * need were recovered: caching allocators free their cache and retry at
+ * once (PyTorch's release_cached_blocks, llama.cpp's pool clear_pool). */
+#define RECOVER_NS 10000000000LL
+
+static int same_thread(uint32_t a, uint32_t b)
+{
+	return !a || !b || a == b;
+}
+
+/* An out-of-memory failure: it may yet be recovered. An earlier one of
+ * the same thread still pending was not (the thread failed again). */
+static int pending_fail(struct state *s, const struct vrt_replay_failure *f)
+{
+	size_t i;
+
+	for (i = 0; i < s->npend;) {
+		const struct pending *p = &s->pend[i];
+		if (p->proc == f->proc && same_thread(p->tid, f->tid))
+			s->pend[i] = s->pend[--s->npend];
+		else
+			i++;
+	}
+	if (s->npend == s->cappend) {
+		size_t n = s->cappend ? s->cappend * 2 : 8;
+		void *np = realloc(s->pend, n * sizeof(*s->pend));
+		if (!np)
+			return -1;
+		s->pend = np;
+		s->cappend = n;
+	}
+	s->pend[s->npend++] = (struct pending){
+	        .fail = (size_t)(f - s->r->fails),
+	        .proc = f->proc,
+	        .tid = f->tid,
+	        .device = f->device,
+	        .host = is_host_family(f->family),
+	        .size = f->requested_bytes,
+	        .ts = f->ts,
+	};
+	return 0;
+}
+
+static NOINLINE void pending_alloc(struct state *s, const struct vrt_event *e,
+                                   int fam)
+{
+	size_t i;
+
+	for (i = 0; i < s->npend;) {
+		struct pending *p = &s->pend[i];
+		struct vrt_replay_failure *f = &s->r->fails[p->fail];
+		if (e->ts - p->ts > RECOVER_NS) {
+			s->pend[i] = s->pend[--s->npend]; /* too late */
+			continue;
+		}
+		if (p->proc != e->proc || !same_thread(p->tid, e->tid) ||
+		    p->host != is_host_family(fam) ||
+		    (!p->host && p->device != e->device) || e->size < p->size) {
+			i++;
+			continue;
+		}
+		f->recovered = 1;
+		f->recovered_ts = e->ts;
+		f->recovered_bytes = e->size;
+		f->recovered_api = e->api;
+		f->freed_bytes = p->freed;
+		s->pend[i] = s->pend[--s->npend];
+	}
+}
+
+/* Process proc freed bytes on device dev (-1: host): counted for its
+ * pending failures there (what its allocator gave back to retry). */
+static NOINLINE void pending_freed(struct state *s, uint32_t proc,
+                                   int32_t dev, int host, uint64_t bytes)
+{
+	size_t i;
+
+	for (i = 0; i < s->npend; i++) {
+		struct pending *p = &s->pend[i];
+		if (p->proc == proc && p->host == host &&
+		    (host || p->device == dev))
+			p->freed += bytes;
+	}
+}
+
 static int on_fail(struct state *s, const struct vrt_event *e)
 {
 	struct vrt_replay *r = s->r;
@@ -1228,7 +1577,7 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 	f->error = (int64_t)e->aux;
 	f->phase = phase_slot(e->phase);
 	f->stack = e->stack;
-	f->after_ready = r->have_server_ready;
+	f->after_ready = stage_request(s, f->phase);
 	f->inflight = r->inflight;
 	f->oom = e->aux == 2 && vrt_api_op(e->api) == VRT_OP_ALLOC;
 	if (e->flags & VRT_EV_HAVE_INFO && e->extra < s->t->nfails) {
@@ -1241,11 +1590,20 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 	if (f->oom && r->nwindows)
 		r->windows[r->nwindows - 1].ooms++;
 	if (f->device >= 0 && (size_t)f->device < r->ndevices) {
+		const struct devstate *ds = &s->devs[f->device];
 		unsigned k;
 		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 			f->live_by_phase[k] =
 			        r->dev[f->device].phase[k].live_bytes;
+		f->demand_bytes = demand_level(ds);
+		f->idle_demand_bytes =
+		        r->inflight ? ds->idle_demand : f->demand_bytes;
+		f->serve_demand_bytes = ds->serve_demand < f->idle_demand_bytes
+		                                ? ds->serve_demand
+		                                : f->idle_demand_bytes;
 	}
+	if (f->oom && pending_fail(s, f))
+		return -1;
 	if (fam < 0 || fam == VRT_FAM_NONE)
 		return 0;
 	if (is_host_family(fam)) {
@@ -1263,27 +1621,58 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 static void on_meminfo(struct state *s, const struct vrt_event *e)
 {
 	struct vrt_replay_device *d;
-	uint64_t used;
+	uint64_t used, held;
 
 	if (e->device < 0 || (size_t)e->device >= s->r->ndevices)
 		return;
 	d = &s->r->dev[e->device];
-	if (d->have_baseline)
+	/* The first probe: a fact kept in standby may arrive after a later
+	 * one. */
+	if (d->have_baseline && e->ts >= d->baseline_ts)
 		return;
 	d->have_baseline = 1;
 	d->baseline_ts = e->ts;
 	d->probe_total_bytes = e->size;
 	used = e->size >= e->addr ? e->size - e->addr : 0;
 	/* What the driver counts as used beyond our live bytes was there
-	 * before us (or is driver overhead); never negative. */
-	d->baseline_used_bytes =
-	        used > d->tracked_bytes ? used - d->tracked_bytes : 0;
+	 * before us (or is driver overhead); never negative. A kept probe
+	 * carries what its process held then (the trace never saw those
+	 * allocations). */
+	held = (e->flags & VRT_EV_PAST) ? e->aux : d->tracked_bytes;
+	d->baseline_used_bytes = used > held ? used - held : 0;
+}
+
+/* The number in flight changed (however requests are counted): the
+ * first request begins serving; leaving idle sets each device's idle
+ * level of the per-request phases; a request alone from its start is
+ * measured (single_note). */
+static void requests_moved(struct state *s, int64_t ts)
+{
+	struct vrt_replay *r = s->r;
+	uint32_t prev = s->prev_inflight, now = r->inflight;
+	size_t i;
+
+	s->prev_inflight = now;
+	if (now > prev && !r->serving && !s->snap_edge) {
+		r->serving = 1;
+		r->serving_ts = ts;
+	}
+	if (!prev && now)
+		for (i = 0; i < r->ndevices; i++) {
+			struct devstate *ds = &s->devs[i];
+			ds->idle_demand = demand_level(ds);
+			if (s->loading)
+				ds->serve_demand = ds->idle_demand;
+		}
+	s->single_on = now == 1 && prev == 0 && !s->snap_edge;
+	if (s->single_on)
+		for (i = 0; i < r->ndevices; i++)
+			single_note(s, i, ts);
 }
 
 static void inflight_changed(struct state *s, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
-	size_t i;
 
 	if (r->inflight > r->max_inflight) {
 		r->max_inflight = r->inflight;
@@ -1292,13 +1681,13 @@ static void inflight_changed(struct state *s, int64_t ts)
 	if (r->nwindows &&
 	    r->inflight > r->windows[r->nwindows - 1].max_inflight)
 		r->windows[r->nwindows - 1].max_inflight = r->inflight;
-	for (i = 0; i < r->ndevices; i++)
-		sample_single(s, i, ts);
+	requests_moved(s, ts);
 	inflight_note(s, ts);
 }
 
 /* Opens (or closes) one request in key space sp; duplicates and unknown
- * closes (lost events) change nothing. */
+ * closes (lost events) change nothing. A snapshot's open request is no
+ * new one (VRT_EV_SNAP: counted in flight, not begun). */
 static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
                         int open)
 {
@@ -1306,51 +1695,128 @@ static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
 	uint32_t old;
 
 	if (open) {
-		/* The value is never read: any non-NONE object index. */
-		if (table_put(s, e->proc, sp, e->addr, 0, &old))
+		/* The value is never read: any non-NONE object index
+		 * (CONN_LEGACY for a connection). */
+		if (table_put(s, e->proc, sp, e->addr, CONN_LEGACY, &old))
 			return -1;
 		if (old != NONE)
 			return 0;
 		r->inflight++;
-		if (sp == SP_CONN) {
+		if (e->flags & VRT_EV_SNAP) {
+			/* open at the snapshot: not a new one */
+		} else if (sp == SP_CONN) {
 			r->connections++;
 			if (e->proc < s->nprocs)
 				s->conns[e->proc]++;
-		} else
+		} else if (sp == SP_HREQ) {
+			r->http_requests++;
+		} else {
 			r->requests++;
+		}
 	} else {
 		if (table_take(s, e->proc, sp, e->addr) == NONE)
 			return 0;
 		r->inflight--;
 	}
+	s->snap_edge = (e->flags & VRT_EV_SNAP) != 0;
 	inflight_changed(s, e->ts);
+	s->snap_edge = 0;
 	return 0;
 }
 
 /* The first REQUEST of process proc: from now on it counts its
- * annotated requests, not its connections (never both); the connections
- * it holds open stop counting. */
+ * annotated requests, not its connections or HTTP requests (never both);
+ * those it holds open stop counting. */
 static void use_requests(struct state *s, uint32_t proc, int64_t ts)
 {
 	struct vrt_replay *r = s->r;
-	uint32_t dropped = 0;
-	size_t i;
 
 	s->uses_requests[proc] = 1;
 	r->connections -= r->connections >= s->conns[proc] ? s->conns[proc]
 	                                                   : r->connections;
-	for (i = 0; i < s->cap; i++) {
-		if (s->tab[i].tag == TAG_EMPTY || s->tab[i].space != SP_CONN ||
-		    s->tab[i].proc != proc)
-			continue;
-		table_remove_at(s, i);
-		dropped++;
-		i--; /* backward shift may have moved an entry here */
-	}
-	if (!dropped)
+	drop_open(s, proc, 0, ts);
+}
+
+static void listen_note(struct listen_seen *l, const struct vrt_event *e)
+{
+	if (l->have && l->ts <= e->ts)
 		return;
-	r->inflight -= r->inflight >= dropped ? dropped : r->inflight;
-	inflight_changed(s, ts);
+	l->have = 1;
+	l->ts = e->ts;
+	l->proc = e->proc;
+	l->port = e->size;
+}
+
+/* Facts of the first request begun, answered, answered 2xx (also from
+ * the annotation API's brackets). */
+static void first_request(struct vrt_replay *r, int64_t ts)
+{
+	if (!r->have_first_request || ts < r->first_request_ts) {
+		r->have_first_request = 1;
+		r->first_request_ts = ts;
+	}
+}
+
+static void first_response(struct vrt_replay *r, int64_t ts, uint64_t status)
+{
+	if (!r->have_first_response || ts < r->first_response_ts) {
+		r->have_first_response = 1;
+		r->first_response_ts = ts;
+		r->first_response_status = (uint32_t)status;
+	}
+	if (status >= 200 && status < 300 &&
+	    (!r->have_first_ok_response || ts < r->first_ok_response_ts)) {
+		r->have_first_ok_response = 1;
+		r->first_ok_response_ts = ts;
+	}
+}
+
+static int on_listen(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay *r = s->r;
+
+	if (!r->have_first_listen || e->ts < r->first_listen_ts) {
+		r->have_first_listen = 1;
+		r->first_listen_ts = e->ts;
+	}
+	if (e->extra == VRT_NET_KIND_INET)
+		listen_note(&s->inet, e);
+	else if (e->extra == VRT_NET_KIND_UNKNOWN)
+		listen_note(&s->unknown, e);
+	else if (e->extra == VRT_NET_KIND_UNIX && e->proc < s->nprocs)
+		listen_note(&s->ps[e->proc].unix_listen, e);
+	return 0;
+}
+
+/* A connection of a writer that follows requests: remembered with its
+ * family; its requests come as REQ_BEGIN/REQ_END. */
+static int conn_open(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay *r = s->r;
+	uint32_t old;
+
+	if (table_put(s, e->proc, SP_CONN, e->addr, CONN_KIND + e->extra,
+	              &old))
+		return -1;
+	if (old != NONE || (e->flags & VRT_EV_SNAP))
+		return 0;
+	r->connections++;
+	if (e->proc < s->nprocs)
+		s->conns[e->proc]++;
+	return 0;
+}
+
+static int conn_close(struct state *s, const struct vrt_event *e)
+{
+	size_t i = table_find(s, e->proc, SP_CONN, e->addr);
+	uint32_t v = slot_obj(s, i);
+
+	if (v == CONN_LEGACY) /* the connection was the request */
+		return request_edge(s, e, SP_CONN, 0);
+	if (v != NONE)
+		table_remove_at(s, i);
+	/* A request still in flight ends with its connection. */
+	return request_edge(s, e, SP_HREQ, 0);
 }
 
 static int on_net(struct state *s, const struct vrt_event *e)
@@ -1358,21 +1824,192 @@ static int on_net(struct state *s, const struct vrt_event *e)
 	struct vrt_replay *r = s->r;
 	int by_conn = e->proc >= s->nprocs || !s->uses_requests[e->proc];
 
-	switch (e->aux) {
-	case VRT_NET_LISTEN:
-		if (!r->have_server_ready) {
-			r->have_server_ready = 1;
-			r->server_ready_ts = e->ts;
-			r->server_ready_proc = e->proc;
-			r->server_port = e->size;
+	if (e->aux == VRT_NET_LISTEN)
+		return on_listen(s, e);
+	if (e->flags & VRT_EV_PAST) {
+		/* Kept in standby: when requests came and went, nothing
+		 * about what is open now (the snapshot says that). */
+		if (e->aux == VRT_NET_REQ_BEGIN)
+			first_request(r, e->ts);
+		else if (e->aux == VRT_NET_REQ_END)
+			first_response(r, e->ts, e->size);
+		if (e->aux == VRT_NET_REQ_BEGIN || e->aux == VRT_NET_REQ_END ||
+		    e->aux == VRT_NET_CLOSE) {
+			struct past_edge x = {e->ts, e->addr, e->proc,
+			                      e->aux == VRT_NET_REQ_BEGIN};
+			return push((void **)&s->edges, &s->nedges, &x,
+			            sizeof(x));
 		}
 		return 0;
+	}
+	switch (e->aux) {
 	case VRT_NET_ACCEPT:
-		return by_conn ? request_edge(s, e, SP_CONN, 1) : 0;
+		if (!by_conn)
+			return 0;
+		if (e->extra != VRT_NET_KIND_UNKNOWN)
+			return conn_open(s, e);
+		return request_edge(s, e, SP_CONN, 1);
 	case VRT_NET_CLOSE:
-		return by_conn ? request_edge(s, e, SP_CONN, 0) : 0;
+		return by_conn ? conn_close(s, e) : 0;
+	case VRT_NET_REQ_BEGIN: {
+		uint32_t kind;
+		if (!by_conn)
+			return 0;
+		if (!(e->flags & VRT_EV_SNAP))
+			first_request(r, e->ts);
+		kind = table_get(s, e->proc, SP_CONN, e->addr);
+		if (kind == CONN_KIND + VRT_NET_KIND_UNIX && e->proc < s->nprocs)
+			s->ps[e->proc].unix_http = 1;
+		return request_edge(s, e, SP_HREQ, 1);
+	}
+	case VRT_NET_REQ_END:
+		if (!by_conn)
+			return 0;
+		first_response(r, e->ts, e->size);
+		return request_edge(s, e, SP_HREQ, 0);
+	case VRT_NET_PROTO:
+		r->other_connections++;
+		return 0;
 	}
 	return 0; /* an op from a newer writer */
+}
+
+/* Whether process p was recording at ts: from its start unless it began
+ * in standby, then as its last start or stop before ts says; *since: when
+ * that last change was (INT64_MIN: none). */
+static int recording_at(const struct state *s, uint32_t p, int64_t ts,
+                        int64_t *since)
+{
+	int on = p < s->t->nprocs && !s->t->procs[p].started_in_standby;
+	size_t i;
+
+	*since = INT64_MIN;
+	for (i = 0; i < s->nmodes; i++) {
+		const struct mode_change *m = &s->modes[i];
+		if (m->proc == p && m->ts <= ts && m->ts >= *since) {
+			*since = m->ts;
+			on = m->on;
+		}
+	}
+	return on;
+}
+
+/* How the requests in flight of process p changed by ts, by the edges
+ * it kept since `from` (when it went to standby): a request whose last
+ * edge is a begin is open (+1); one that ended without beginning in that
+ * stretch was open when it stopped recording, which the replay still
+ * counts (-1). */
+static int64_t standby_inflight(const struct state *s, uint32_t p,
+                                int64_t from, int64_t ts)
+{
+	int64_t n = 0;
+	size_t i, j;
+
+	for (i = 0; i < s->nedges; i++) {
+		const struct past_edge *a = &s->edges[i];
+		int first = 1, last = 1;
+		if (a->proc != p || a->ts < from || a->ts > ts)
+			continue;
+		for (j = 0; j < s->nedges; j++) {
+			const struct past_edge *b = &s->edges[j];
+			int before;
+			if (j == i || b->proc != p || b->fd != a->fd ||
+			    b->ts < from || b->ts > ts)
+				continue;
+			before = b->ts < a->ts || (b->ts == a->ts && j < i);
+			first &= !before;
+			last &= before;
+		}
+		if (last && a->begin)
+			n++;
+		if (first && !a->begin)
+			n--;
+	}
+	return n;
+}
+
+/* A failure while other processes of the run were in standby: their
+ * requests then (kept edges) are in flight too. What the replay counted
+ * is what the recording processes had open. */
+static void settle_inflight(struct state *s)
+{
+	struct vrt_replay *r = s->r;
+	size_t i;
+	uint32_t p;
+
+	if (!s->nedges)
+		return;
+	for (i = 0; i < r->nfails; i++) {
+		struct vrt_replay_failure *f = &r->fails[i];
+		int64_t n = f->inflight, since;
+		for (p = 0; p < s->nprocs; p++)
+			if (!recording_at(s, p, f->ts, &since))
+				n += standby_inflight(s, p, since, f->ts);
+		f->inflight = n > 0 ? (uint32_t)n : 0;
+		/* at least that many were in flight at some point */
+		if (f->inflight > r->max_inflight) {
+			r->max_inflight = f->inflight;
+			r->max_inflight_ts = f->ts;
+		}
+	}
+}
+
+/* Serving from facts kept in standby: a process that was in standby when
+ * its first request came keeps it as a fact, read out of time order, so
+ * serving may have begun before the stream said. A failure of a
+ * per-request phase with requests in flight after that moment is of the
+ * request stage, as stage_request would have said had it known. */
+static void settle_serving(struct state *s)
+{
+	struct vrt_replay *r = s->r;
+	size_t i;
+
+	if (r->have_first_request &&
+	    (!r->serving || r->first_request_ts < r->serving_ts)) {
+		r->serving = 1;
+		r->serving_ts = r->first_request_ts;
+	}
+	if (!r->serving)
+		return;
+	for (i = 0; i < r->nfails; i++) {
+		struct vrt_replay_failure *f = &r->fails[i];
+		if (!f->after_ready && f->ts >= r->serving_ts && f->inflight &&
+		    f->phase != VRT_PHASE_weights && slot_is_demand(f->phase))
+			f->after_ready = 1;
+	}
+}
+
+/* Readiness from the listen() facts (see replay.h): facts kept in standby
+ * arrive out of time order, so it is settled here. */
+static void settle_ready(struct state *s)
+{
+	struct vrt_replay *r = s->r;
+	const struct listen_seen *best = NULL;
+	int kind = VRT_NET_KIND_UNKNOWN;
+	size_t i;
+
+	if (s->inet.have) {
+		best = &s->inet;
+		kind = VRT_NET_KIND_INET;
+	} else {
+		for (i = 0; i < s->nprocs; i++) {
+			const struct listen_seen *u = &s->ps[i].unix_listen;
+			if (u->have && s->ps[i].unix_http &&
+			    (!best || u->ts < best->ts)) {
+				best = u;
+				kind = VRT_NET_KIND_UNIX;
+			}
+		}
+		if (!best && s->unknown.have)
+			best = &s->unknown;
+	}
+	r->have_server_ready = best != NULL;
+	if (best) {
+		r->server_ready_ts = best->ts;
+		r->server_ready_proc = best->proc;
+		r->server_port = best->port;
+		r->server_ready_kind = kind;
+	}
 }
 
 /* ---- windows ------------------------------------------------------------ */
@@ -1636,16 +2273,37 @@ static int state_grow(struct state *s, const struct vrt_trace *t)
 	if (t->nprocs > s->nprocs) {
 		uint8_t *nu = realloc(s->uses_requests, t->nprocs);
 		uint64_t *nc;
+		struct pstate *np;
+		struct vrt_replay_proc *rp;
+		size_t add = t->nprocs - s->nprocs;
+		int64_t *la;
+		size_t i;
 		if (!nu)
 			return -1;
-		memset(nu + s->nprocs, 0, t->nprocs - s->nprocs);
+		memset(nu + s->nprocs, 0, add);
 		s->uses_requests = nu;
 		nc = realloc(s->conns, t->nprocs * sizeof(*nc));
 		if (!nc)
 			return -1;
-		memset(nc + s->nprocs, 0,
-		       (t->nprocs - s->nprocs) * sizeof(*nc));
+		memset(nc + s->nprocs, 0, add * sizeof(*nc));
 		s->conns = nc;
+		np = realloc(s->ps, t->nprocs * sizeof(*np));
+		if (!np)
+			return -1;
+		memset(np + s->nprocs, 0, add * sizeof(*np));
+		s->ps = np;
+		rp = realloc(r->procs, t->nprocs * sizeof(*rp));
+		if (!rp)
+			return -1;
+		memset(rp + s->nprocs, 0, add * sizeof(*rp));
+		r->procs = rp;
+		r->nprocs = t->nprocs;
+		la = realloc(s->last_alloc, t->nprocs * sizeof(*la));
+		if (!la)
+			return -1;
+		for (i = s->nprocs; i < t->nprocs; i++)
+			la[i] = INT64_MIN;
+		s->last_alloc = la;
 		s->nprocs = t->nprocs;
 	}
 	if (t->nstacks * SITE_HINTS > s->nstack_site) {
@@ -1672,10 +2330,15 @@ static void state_free(struct state *s)
 	free(s->objs);
 	free(s->uses_requests);
 	free(s->conns);
+	free(s->ps);
+	free(s->edges);
+	free(s->modes);
 	free(s->devs);
 	free(s->sites);
 	free(s->sindex);
 	free(s->stack_site);
+	free(s->pend);
+	free(s->last_alloc);
 	free(s);
 }
 
@@ -1693,6 +2356,7 @@ int vrt_replay_begin(struct vrt_replay *r, const struct vrt_trace *t)
 	s->series_width = 1;
 	s->bucket = 0;
 	s->bucket_end = t->start_ns < INT64_MAX ? t->start_ns + 1 : INT64_MAX;
+	s->loading = 1;
 	if (table_grow(s) || state_grow(s, t))
 		return -1;
 	return 0;
@@ -1723,13 +2387,20 @@ static NOINLINE int replay_one(struct state *s, const struct vrt_event *e)
 	case VRT_EV_REQUEST:
 		if (e->aux != 1 && e->aux != 2)
 			return 0;
+		if (e->flags & VRT_EV_PAST) {
+			if (e->aux == 1)
+				first_request(s->r, e->ts);
+			return 0;
+		}
 		if (e->proc < s->nprocs && !s->uses_requests[e->proc])
 			use_requests(s, e->proc, e->ts);
+		if (e->aux == 1 && !(e->flags & VRT_EV_SNAP))
+			first_request(s->r, e->ts);
 		return request_edge(s, e, SP_REQ, e->aux == 1);
 	case VRT_EV_MARK:
 		return on_mark(s, e);
 	case VRT_EV_SNAPSHOT:
-		return e->aux == 1 ? snapshot_reset(s, e->proc) : 0;
+		return on_snapshot(s, e);
 	case VRT_EV_FAIL:
 		return on_fail(s, e);
 	case VRT_EV_MEMINFO:
@@ -1862,8 +2533,8 @@ static inline int fast_alloc(struct state *s, const struct vrt_event *e,
 	d->tracked_bytes = tracked;
 	if (tracked > d->peak_bytes)
 		dev_peak(d, ds, ts);
-	if (UNLIKELY(slot == VRT_PHASE_forward))
-		sample_single(s, (size_t)dev, ts);
+	if (UNLIKELY(s->single_on) && slot_is_demand(slot))
+		single_note(s, (size_t)dev, ts);
 	if (UNLIKELY(s->r->nwindows != 0))
 		window_note(s, dev, slot);
 	a = &ds->acc; /* series_note */
@@ -1877,6 +2548,7 @@ static inline int fast_alloc(struct state *s, const struct vrt_event *e,
 		a->after_max = 1;
 	}
 	a->last_ts = ts;
+	alloc_noted(s, e, slot, (int)fam);
 	return 1;
 }
 
@@ -1914,6 +2586,8 @@ static inline int fast_free(struct state *s, const struct vrt_event *e,
 	fc = &d->fam[sl->family];
 	pc = &d->phase[slot];
 	table_remove_at(s, i);
+	if (UNLIKELY(s->npend))
+		pending_freed(s, proc, x->device, 0, size);
 	fc->frees++;
 	pc->frees++;
 	counters_sub(fc, size);
@@ -1983,6 +2657,97 @@ int vrt_replay_feed(struct vrt_replay *r, const struct vrt_trace *t,
 	return 0;
 }
 
+/* ---- fatal and recovered failures ------------------------------------ */
+
+enum end_kind { END_UNKNOWN = 0, END_DIED = 1, END_LIVED = 2 };
+
+/* How process p ended: its exit status (vramtrace record writes it for
+ * the command it started), else a trace cut short (no TRAILER: killed);
+ * a TRAILER alone says the exit path ran, not with which status. */
+static int proc_end(const struct vrt_process *p)
+{
+	if (p->exit_kind == VRT_EXIT_SIGNAL ||
+	    (p->exit_kind == VRT_EXIT_CODE && p->exit_code != 0))
+		return END_DIED;
+	if (p->exit_kind == VRT_EXIT_CODE)
+		return END_LIVED;
+	return p->truncated ? END_DIED : END_UNKNOWN;
+}
+
+/* How the run ended: as its root processes (parent not in the run). */
+static int run_end(const struct vrt_trace *t)
+{
+	int end = END_UNKNOWN;
+	size_t i, k;
+
+	for (i = 0; i < t->nprocs; i++) {
+		int root = 1, e;
+		for (k = 0; k < t->nprocs && root; k++)
+			if (k != i && t->procs[k].pid == t->procs[i].ppid)
+				root = 0;
+		if (!root)
+			continue;
+		e = proc_end(&t->procs[i]);
+		if (e == END_DIED)
+			return END_DIED;
+		if (e == END_LIVED)
+			end = END_LIVED;
+	}
+	return end;
+}
+
+/*
+ * Marks each process's fatal failure: the last out-of-memory failure it
+ * did not recover from, when the process died (signal, non-zero exit,
+ * trace cut short), or its end is unknown and the run died, or nothing
+ * tells and the process allocated nothing after it. The decisive failure
+ * is the earliest fatal one (the first to break; the others may follow
+ * from it), else the earliest unrecovered one (a failure the program saw
+ * and survived).
+ */
+static void classify(struct state *s, const struct vrt_trace *t)
+{
+	struct vrt_replay *r = s->r;
+	int run = run_end(t);
+	size_t i, k;
+
+	r->decisive = SIZE_MAX;
+	for (i = 0; i < r->nfails; i++) {
+		struct vrt_replay_failure *f = &r->fails[i];
+		int end;
+		if (!f->oom)
+			continue;
+		if (f->recovered) {
+			r->recovered++;
+			continue;
+		}
+		for (k = i + 1; k < r->nfails; k++)
+			if (r->fails[k].oom && !r->fails[k].recovered &&
+			    r->fails[k].proc == f->proc)
+				break;
+		if (k < r->nfails) /* not the process's last */
+			continue;
+		end = f->proc < t->nprocs ? proc_end(&t->procs[f->proc])
+		                          : END_UNKNOWN;
+		f->fatal = end == END_DIED ||
+		           (end == END_UNKNOWN &&
+		            (run == END_DIED ||
+		             (run == END_UNKNOWN &&
+		              (f->proc >= s->nprocs ||
+		               s->last_alloc[f->proc] <= f->ts))));
+	}
+	for (i = 0; i < r->nfails; i++)
+		if (r->fails[i].fatal) {
+			r->decisive = i;
+			return;
+		}
+	for (i = 0; i < r->nfails; i++)
+		if (r->fails[i].oom && !r->fails[i].recovered) {
+			r->decisive = i;
+			return;
+		}
+}
+
 int vrt_replay_end(struct vrt_replay *r, const struct vrt_trace *t)
 {
 	struct state *s = r->priv;
@@ -1997,8 +2762,18 @@ int vrt_replay_end(struct vrt_replay *r, const struct vrt_trace *t)
 	series_flush(s);
 	if (s->oom)
 		goto out;
-	for (i = 0; i < r->ndevices; i++)
+	for (i = 0; i < r->ndevices; i++) {
 		peak_settle(&r->dev[i], &s->devs[i]);
+		r->dev[i].peak_at_snapshot =
+		        s->devs[i].snap_peak &&
+		        s->devs[i].snap_peak_ts == r->dev[i].peak_ts;
+	}
+	settle_ready(s);
+	settle_inflight(s);
+	settle_serving(s);
+	classify(s, t);
+	for (i = 0; i < r->nprocs && i < t->nprocs; i++)
+		r->procs[i].started_in_standby = t->procs[i].started_in_standby;
 	/* The last window runs to the end of the run. */
 	if (r->nwindows && t->end_ns > r->windows[r->nwindows - 1].start_ts)
 		r->windows[r->nwindows - 1].end_ts = t->end_ns;
@@ -2022,6 +2797,7 @@ void vrt_replay_free(struct vrt_replay *r)
 	for (i = 0; r->dev && i < r->ndevices; i++)
 		free(r->dev[i].series);
 	free(r->inflight_series);
+	free(r->procs);
 	free(r->dev);
 	free(r->fails);
 	free(r->marks);

@@ -59,6 +59,19 @@ struct vrt_replay_device {
 	uint64_t baseline_used_bytes;
 	int64_t baseline_ts;
 	uint64_t probe_total_bytes; /* total of the first probe */
+	/* Standby: the peak is the state a snapshot found (peak_ts is its
+	 * time): the device held at least that much before recording began,
+	 * maybe more — a lower bound, not a measured peak. */
+	int peak_at_snapshot;
+	/* the tracked bytes right after the latest snapshot that named the
+	 * device (what the run held when recording began), and when */
+	int have_snapshot;
+	uint64_t snapshot_bytes;
+	int64_t snapshot_ts;
+	/* the most one request grew the per-request phases here while it was
+	 * in flight alone (see vrt_replay.single_request_peak_bytes) */
+	int have_single_request;
+	uint64_t single_request_bytes;
 	/* the timeline: live bytes by phase over time (downsampled, see
 	 * VRT_REPLAY_SERIES_BUCKETS), in time order */
 	struct vrt_replay_point *series;
@@ -115,6 +128,15 @@ struct vrt_replay_window {
 	struct vrt_replay_window_device *dev; /* one per trace device */
 };
 
+/* One process of the run, as its trace began. */
+struct vrt_replay_proc {
+	int started_in_standby; /* its capture began in standby: nothing but
+	                         * kept facts before its first snapshot */
+	int have_snapshot;
+	int64_t first_snapshot_ts; /* when it first recorded (a snapshot) */
+	uint32_t snapshots;        /* how many it wrote */
+};
+
 struct vrt_replay_failure {
 	int64_t ts;
 	uint32_t proc;
@@ -131,10 +153,40 @@ struct vrt_replay_failure {
 	uint64_t free_bytes, total_bytes;
 	uint32_t phase; /* phase slot of the failed call */
 	uint32_t stack;
-	int after_ready;   /* a server was listening: stage "request" */
-	uint32_t inflight; /* requests in flight at that moment */
+	/* Stage "request": the server was serving, not loading. It serves
+	 * from the first request on (a listening socket alone is not enough:
+	 * servers listen before they load); a weights allocation is always a
+	 * load (on demand, a model swap), and so are the reserves sized
+	 * after it (KV cache, profile run, graphs, communicators) and
+	 * anything while no request is in flight, until a request in flight
+	 * makes per-request allocations. */
+	int after_ready;
+	uint32_t inflight; /* requests in flight at that moment (those of
+	                    * processes in standby then: by the request
+	                    * edges they kept) */
 	/* the device's live bytes by phase slot when the call failed */
 	uint64_t live_by_phase[VRT_REPLAY_MAX_PHASES];
+	/* the per-request phases' live bytes (vrt_replay_phase_is_demand)
+	 * at the failure, their level when the run was last idle (no
+	 * request in flight; the same when none is in flight now), and
+	 * their level when serving began (what loading left there: the
+	 * rest of the idle level is memory a caching allocator kept from
+	 * earlier requests) */
+	uint64_t demand_bytes, idle_demand_bytes, serve_demand_bytes;
+	/* Recovered: the same process (and thread) later allocated at least
+	 * requested_bytes on the same device within seconds, as a caching
+	 * allocator does after emptying its cache: the time, size and api of
+	 * that allocation and what the process freed in between. */
+	int recovered;
+	int64_t recovered_ts;
+	uint64_t recovered_bytes;
+	uint16_t recovered_api;
+	uint64_t freed_bytes;
+	/* Fatal: the process's last unrecovered out-of-memory failure, and
+	 * the process died (signal, non-zero exit, trace cut short), or its
+	 * end is unknown and the run's root died, or nothing tells and it
+	 * allocated nothing after the failure. */
+	int fatal;
 };
 
 struct vrt_replay {
@@ -149,23 +201,59 @@ struct vrt_replay {
 	uint64_t unmatched_frees; /* frees/releases/unmaps of unknown
 	                             addresses */
 	uint64_t ooms;
-	/* server readiness: the run's first NET LISTEN */
+	uint64_t recovered; /* out-of-memory failures recovered */
+	/* The failure a verdict rests on: the earliest fatal one, else the
+	 * earliest unrecovered out-of-memory failure; SIZE_MAX when none. */
+	size_t decisive;
+	/* Serving: a request began (whatever counts them), and when. */
+	int serving;
+	int64_t serving_ts;
+	/* Server readiness, settled at the end: the run's first listen() on
+	 * an inet socket; without one, the first unix socket listened on by
+	 * a process that then served HTTP/1.x over unix connections; for
+	 * traces that do not tell families apart, the first listen(). A unix
+	 * socket alone (ZMQ ipc:// between an API server and its engine) is
+	 * no server. Facts kept in standby count at the time they happened. */
 	int have_server_ready;
 	int64_t server_ready_ts;
 	uint32_t server_ready_proc;
 	uint64_t server_port;
+	int server_ready_kind; /* enum vrt_net_kind of that socket */
+	/* the first listen() of any kind, and when */
+	int have_first_listen;
+	int64_t first_listen_ts;
+	/* Requests actually handled (HTTP/1.x framing or annotation
+	 * brackets), facts kept in standby included: the first begun, the
+	 * first answered, the first answered with a 2xx status (an engine
+	 * answering 503 while it loads has not served yet). */
+	int have_first_request;
+	int64_t first_request_ts;
+	int have_first_response;
+	int64_t first_response_ts;
+	uint32_t first_response_status;
+	int have_first_ok_response;
+	int64_t first_ok_response_ts;
 	/* Requests in flight: per process, open REQUEST begin/end pairs when
-	 * the process annotates requests, else open accepted connections
-	 * (never both, so an annotated server is not counted twice: from a
-	 * process's first REQUEST event on, its connections stop counting,
-	 * those still open included). */
+	 * the process annotates requests, else HTTP/1.x requests on its
+	 * accepted connections (NET REQ_BEGIN to REQ_END or CLOSE: idle
+	 * keep-alive connections count zero), and for traces of writers that
+	 * do not follow requests, open accepted connections (never two of
+	 * these, so an annotated server is not counted twice: from a
+	 * process's first REQUEST event on, its connections and HTTP
+	 * requests stop counting, those still open included). */
 	uint32_t inflight; /* at the end */
 	uint32_t max_inflight;
 	int64_t max_inflight_ts;
-	uint64_t connections; /* accepted connections seen */
-	uint64_t requests;    /* annotated requests begun */
-	/* largest live "forward" bytes on one device while exactly one
-	 * request was in flight */
+	uint64_t connections;   /* accepted connections seen */
+	uint64_t requests;      /* annotated requests begun */
+	uint64_t http_requests; /* HTTP/1.x requests begun */
+	/* connections whose first bytes were not HTTP/1.x (HTTP/2, gRPC,
+	 * TLS, ZMQ): nothing on them was counted */
+	uint64_t other_connections;
+	/* The single-request peak: the most one request grew the
+	 * per-request phases of a device (above their level when it began)
+	 * while it was in flight alone from its start; 0 when a caching
+	 * allocator served it from memory it kept. */
 	int have_single_request;
 	uint64_t single_request_peak_bytes;
 	int32_t single_request_peak_device;
@@ -187,6 +275,13 @@ struct vrt_replay {
 	 * timelines) */
 	struct vrt_replay_inflight *inflight_series;
 	size_t ninflight_series;
+	/* Recording started late (standby and `ctl start`, or an allocation
+	 * refused in standby): the run's first snapshot, and per process
+	 * (one per trace process, by index). */
+	int have_recording_start;
+	int64_t recording_start_ts;
+	struct vrt_replay_proc *procs;
+	size_t nprocs;
 	/* Private: the replay in progress (between begin and end). */
 	void *priv;
 };
@@ -210,6 +305,12 @@ void vrt_replay_free(struct vrt_replay *r);
 
 /* Slot of a phase id in the per-device phase arrays. */
 unsigned vrt_replay_phase_slot(uint32_t phase);
+
+/* 1 for the per-request phases: unattributed, forward, workspace and
+ * custom phases (what a request grows, whatever a rule called it); 0 for
+ * weights and the reserves an engine sizes (kv_cache, inferred KV,
+ * profile, cuda_graph, comm). */
+int vrt_replay_phase_is_demand(unsigned slot);
 
 /* Name of a family ("device", "async", ...), NULL out of range. */
 const char *vrt_replay_family_name(int family);

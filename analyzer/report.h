@@ -15,6 +15,7 @@
 struct vrt_diagnosis;
 struct vrt_json;
 struct vrt_logcheck;
+struct vrt_model_arith;
 
 /* Helpers the text reports share (report_text.c): b bytes as "512 B" or
  * "1.50 GiB" in buf (returned); s with control bytes as '?' and cut at
@@ -53,6 +54,12 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 /* The diagnosis as a JSON object (the value of "diagnosis"). */
 void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
                                const struct vrt_diagnosis *dg);
+
+/* The model arithmetic (model.h, report_model.c): the description in
+ * full and the KV arithmetic line by line as a text block (--explain),
+ * and the value of "diagnosis.model" (null without --model-config). */
+void vrt_report_model_text(FILE *f, const struct vrt_model_arith *a);
+void vrt_report_model_json(struct vrt_json *w, const struct vrt_model_arith *a);
 
 struct vrt_diff;
 struct vrt_run;

@@ -359,7 +359,7 @@ void vrt_report_compare_text(FILE *f, const struct vrt_diff *d,
 	fprintf(f, "requests in flight: at most %" PRIu32 " → %" PRIu32,
 	        (uint32_t)d->max_inflight.a, (uint32_t)d->max_inflight.b);
 	if (d->have_single_request_a || d->have_single_request_b)
-		fprintf(f, "; single-request forward peak %s → %s",
+		fprintf(f, "; single-request peak %s → %s",
 		        d->have_single_request_a
 		                ? vrt_report_bytes(b1, sizeof(b1), d->single_request.a)
 		                : "-",

@@ -6,6 +6,7 @@
 #include "report.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "diagnose.h"
 #include "json.h"
@@ -19,10 +20,48 @@ static void put_line(FILE *f, const char *s)
 		fputc((unsigned char)*s < 0x20 ? '?' : *s, f);
 }
 
+/* What each rung adds, for people. */
+static const char *rung_label(const struct vrt_diagnosis *d, int rung)
+{
+	static const char *const labels[VRT_RUNG_COUNT] = {
+	        "baseline (other processes, contexts)",
+	        "+ weights",
+	        "+ reserves (KV cache, graphs, buffers)",
+	        "+ one request's activations",
+	        "+ the other requests in flight",
+	};
+	if (rung == VRT_RUNG_ACTIVATIONS && d->batch_rung)
+		return "+ the configured batch's activations";
+	return labels[rung];
+}
+
+/* The ladder: one line per rung, its bytes, the running sum and whether
+ * it fits the capacity; the verdict's rung marked. */
+static void ladder_text(FILE *f, const struct vrt_diagnosis *d)
+{
+	char b1[32], b2[32];
+	int k;
+
+	if (!d->have_ladder)
+		return;
+	fprintf(f, "  ladder on device %d (capacity %s):\n", d->ladder_device,
+	        d->capacity_bytes
+	                ? vrt_report_bytes(b1, sizeof(b1), d->capacity_bytes)
+	                : "unknown");
+	for (k = 0; k < VRT_RUNG_COUNT; k++) {
+		const struct vrt_diag_rung *x = &d->ladder[k];
+		fprintf(f, "    %-40s %12s  = %12s  %s%s\n", rung_label(d, k),
+		        vrt_report_bytes(b1, sizeof(b1), x->bytes),
+		        vrt_report_bytes(b2, sizeof(b2), x->cumulative),
+		        x->fits ? "fits" : "does not fit",
+		        k == d->rung ? "  <- verdict" : "");
+	}
+}
+
 void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
                                const struct vrt_diagnosis *d)
 {
-	const char *eng = vrt_diagnose_engine_name(d->flags.engine);
+	const char *eng = vrt_engine_name(d->flags.engine);
 	size_t i;
 
 	(void)t;
@@ -30,7 +69,8 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	if (d->detail[0])
 		fprintf(f, " (%s)", d->detail);
 	if (d->verdict == VRT_VERDICT_NONE)
-		fprintf(f, " - no allocation failed");
+		fprintf(f, " - no allocation failed%s",
+		        strcmp(d->detail, "near_miss") ? "" : " for good");
 	else {
 		fprintf(f, " - %s stage", d->stage);
 		if (d->device >= 0)
@@ -41,6 +81,11 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	if (eng)
 		fprintf(f, "; engine %s", eng);
 	fputc('\n', f);
+	fprintf(f, "  confidence: %s - ",
+	        vrt_diagnose_confidence_name(d->confidence));
+	put_line(f, d->confidence_reason);
+	fputc('\n', f);
+	ladder_text(f, d);
 	for (i = 0; i < d->nevidence && i < TEXT_EVIDENCE; i++) {
 		fputs("  - ", f);
 		put_line(f, d->evidence[i].text);
@@ -65,6 +110,8 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 		fputc('\n', f);
 	}
 	fputc('\n', f);
+	if (d->model.explain)
+		vrt_report_model_text(f, &d->model);
 }
 
 static void strings(struct vrt_json *w, const char *key,
@@ -88,45 +135,44 @@ static void opt_uint(struct vrt_json *w, const char *key, uint64_t v)
 		vrt_json_null(w);
 }
 
-static void model(struct vrt_json *w, const struct vrt_diag_model *m)
+/* "ladder": [{rung, bytes, cumulative_bytes, fits}] on "ladder_device"
+ * of "capacity_bytes"; "rung": the verdict's (null: none). */
+static void ladder_json(struct vrt_json *w, const struct vrt_diagnosis *d)
 {
-	vrt_json_key(w, "model");
-	if (!m->have) {
-		vrt_json_null(w);
-		return;
-	}
-	vrt_json_begin_object(w);
-	vrt_json_key(w, "kv_bytes_per_token");
-	vrt_json_uint(w, m->kv_bytes_per_token);
-	vrt_json_key(w, "kv_reserve_bytes");
-	vrt_json_uint(w, m->kv_reserve_bytes);
-	vrt_json_key(w, "kv_reserve_tokens");
-	vrt_json_uint(w, m->kv_reserve_tokens);
-	vrt_json_key(w, "kv_budget_bytes");
-	vrt_json_uint(w, m->kv_headroom_bytes);
-	vrt_json_key(w, "max_tokens");
-	vrt_json_uint(w, m->max_tokens);
-	opt_uint(w, "context_len", m->context_len);
-	vrt_json_key(w, "max_concurrency_at_context");
-	if (m->context_len)
-		vrt_json_uint(w, m->max_concurrency);
+	int k;
+
+	vrt_json_key(w, "rung");
+	if (d->rung >= 0)
+		vrt_json_string(w, vrt_diagnose_rung_name(d->rung));
 	else
 		vrt_json_null(w);
-	vrt_json_key(w, "max_context_single");
-	vrt_json_uint(w, m->max_context_single);
-	vrt_json_key(w, "params");
-	vrt_json_uint(w, m->params);
-	vrt_json_key(w, "expected_weight_bytes");
-	vrt_json_uint(w, m->expected_weight_bytes);
-	vrt_json_key(w, "observed_weight_bytes");
-	vrt_json_uint(w, m->observed_weight_bytes);
-	vrt_json_end_object(w);
+	vrt_json_key(w, "ladder_device");
+	if (d->have_ladder)
+		vrt_json_int(w, d->ladder_device);
+	else
+		vrt_json_null(w);
+	opt_uint(w, "capacity_bytes", d->have_ladder ? d->capacity_bytes : 0);
+	vrt_json_key(w, "ladder");
+	vrt_json_begin_array(w);
+	for (k = 0; d->have_ladder && k < VRT_RUNG_COUNT; k++) {
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "rung");
+		vrt_json_string(w, vrt_diagnose_rung_name(k));
+		vrt_json_key(w, "bytes");
+		vrt_json_uint(w, d->ladder[k].bytes);
+		vrt_json_key(w, "cumulative_bytes");
+		vrt_json_uint(w, d->ladder[k].cumulative);
+		vrt_json_key(w, "fits");
+		vrt_json_bool(w, d->ladder[k].fits);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
 }
 
 void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
                                const struct vrt_diagnosis *d)
 {
-	const char *eng = vrt_diagnose_engine_name(d->flags.engine);
+	const char *eng = vrt_engine_name(d->flags.engine);
 	size_t i;
 
 	(void)t;
@@ -137,6 +183,10 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_string(w, d->detail);
 	vrt_json_key(w, "stage");
 	vrt_json_string(w, d->stage);
+	vrt_json_key(w, "confidence");
+	vrt_json_string(w, vrt_diagnose_confidence_name(d->confidence));
+	vrt_json_key(w, "confidence_reason");
+	vrt_json_string(w, d->confidence_reason);
 	vrt_json_key(w, "device");
 	if (d->device >= 0)
 		vrt_json_int(w, d->device);
@@ -154,6 +204,8 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 	opt_uint(w, "max_model_len", d->flags.max_model_len);
 	opt_uint(w, "max_num_seqs", d->flags.max_num_seqs);
 	opt_uint(w, "tensor_parallel", d->flags.tp);
+	opt_uint(w, "pipeline_parallel", d->flags.pp);
+	opt_uint(w, "batch_tokens", d->flags.batch_tokens);
 	vrt_json_key(w, "memory_fraction");
 	if (d->flags.mem_util_milli)
 		vrt_json_seconds(w, (int64_t)d->flags.mem_util_milli * 1000000);
@@ -211,6 +263,8 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 	for (i = 0; i < d->nother_pids; i++)
 		vrt_json_uint(w, d->other_pids[i]);
 	vrt_json_end_array(w);
-	model(w, &d->model);
+	vrt_json_key(w, "model");
+	vrt_report_model_json(w, &d->model);
+	ladder_json(w, d);
 	vrt_json_end_object(w);
 }

@@ -246,7 +246,7 @@ static const char page_tail[] =
         "      add(s, el('span', null, 'at most ' + rq.max_inflight + ' request' + (rq.max_inflight === 1 ? '' : 's') + ' in flight'));\n"
         "    }\n"
         "    if (rq.single_request_peak_bytes !== null) {\n"
-        "      add(s, el('span', null, 'one request alone: ' + bytes(rq.single_request_peak_bytes) + ' forward on device ' + rq.single_request_peak_device));\n"
+        "      add(s, el('span', null, 'one request alone: ' + bytes(rq.single_request_peak_bytes) + ' grown on device ' + rq.single_request_peak_device));\n"
         "    }\n"
         "    add(s, el('span', null, data.failures.length + ' failed call' + (data.failures.length === 1 ? '' : 's') + ' (' + ooms.length + ' out of memory)'));\n"
         "    add(run, s);\n"

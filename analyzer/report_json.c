@@ -115,6 +115,11 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 
 	vrt_json_key(w, "run");
 	vrt_json_begin_object(w);
+	/* The run's time origin on the CLOCK_MONOTONIC of its first host:
+	 * every *_s is seconds after it (lines reports up with other
+	 * monotonic logs of that host). */
+	vrt_json_key(w, "start_monotonic_ns");
+	vrt_json_int(w, t->start_ns);
 	vrt_json_key(w, "processes");
 	vrt_json_begin_array(w);
 	for (i = 0; i < t->nprocs; i++) {
@@ -159,6 +164,8 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 		vrt_json_key(w, "events_dropped");
 		vrt_json_uint(w, p->events_dropped);
 		times(w, t, "start", 1, p->start_mono_ns);
+		vrt_json_key(w, "started_in_standby");
+		vrt_json_bool(w, p->started_in_standby);
 		times(w, t, "end", p->has_trailer, p->end_mono_ns);
 		vrt_json_end_object(w);
 	}
@@ -230,6 +237,9 @@ static void device(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_key(w, "tracked_bytes");
 	vrt_json_uint(w, d->peak_bytes);
 	by_phase(w, t, "by_phase", d->peak_by_phase);
+	/* found by a snapshot: a lower bound of what came before */
+	vrt_json_key(w, "before_recording");
+	vrt_json_bool(w, d->peak_at_snapshot);
 	vrt_json_end_object(w);
 	vrt_json_key(w, "live_bytes_end");
 	vrt_json_uint(w, d->tracked_bytes);
@@ -311,12 +321,27 @@ static void failure(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_key(w, "phase");
 	vrt_json_string(w, vrt_load_phase_name(t, f->phase, buf, sizeof(buf)));
 	if (oom_form) {
-		/* "load" until the first listen() of the run. */
+		/* "load" until the server serves (replay.h) */
 		vrt_json_key(w, "stage");
 		vrt_json_string(w, f->after_ready ? "request" : "load");
 		vrt_json_key(w, "inflight");
 		vrt_json_uint(w, f->inflight);
 		by_phase(w, t, "live_by_phase", f->live_by_phase);
+		vrt_json_key(w, "fatal");
+		vrt_json_bool(w, f->fatal);
+		vrt_json_key(w, "recovered_by");
+		if (f->recovered) {
+			vrt_json_begin_object(w);
+			times(w, t, "time", 1, f->recovered_ts);
+			vrt_json_key(w, "api");
+			api_name(w, f->recovered_api);
+			vrt_json_key(w, "bytes");
+			vrt_json_uint(w, f->recovered_bytes);
+			vrt_json_key(w, "freed_bytes");
+			vrt_json_uint(w, f->freed_bytes);
+			vrt_json_end_object(w);
+		} else
+			vrt_json_null(w);
 	}
 	vrt_json_end_object(w);
 }
@@ -339,10 +364,18 @@ static void requests(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_int(w, r->single_request_peak_device);
 	else
 		vrt_json_null(w);
+	times(w, t, "serving", r->serving, r->serving_ts); /* the first request's begin */
 	vrt_json_key(w, "connections");
 	vrt_json_uint(w, r->connections);
 	vrt_json_key(w, "annotated");
 	vrt_json_uint(w, r->requests);
+	vrt_json_key(w, "http");
+	vrt_json_uint(w, r->http_requests);
+	vrt_json_key(w, "not_http_connections");
+	vrt_json_uint(w, r->other_connections);
+	times(w, t, "first_request", r->have_first_request, r->first_request_ts);
+	times(w, t, "first_response", r->have_first_response, r->first_response_ts);
+	times(w, t, "first_ok_response", r->have_first_ok_response, r->first_ok_response_ts);
 	vrt_json_end_object(w);
 }
 
@@ -487,6 +520,15 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 	vrt_json_string(&w, "vramtrace-report/1");
 	run(&w, t);
 	times(&w, t, "server_ready", r->have_server_ready, r->server_ready_ts);
+	vrt_json_key(&w, "server_ready_socket");
+	if (r->have_server_ready && r->server_ready_kind)
+		vrt_json_string(&w, r->server_ready_kind == VRT_NET_KIND_INET
+		                            ? "inet"
+		                            : "unix");
+	else
+		vrt_json_null(&w);
+	times(&w, t, "recording_start", r->have_recording_start,
+	      r->recording_start_ts);
 	vrt_json_key(&w, "devices");
 	vrt_json_begin_array(&w);
 	for (i = 0; i < t->ndevices && i < r->ndevices; i++)

@@ -137,6 +137,10 @@ static void server(FILE *f, const struct vrt_trace *t,
 		        t->procs[r->server_ready_proc].pid, r->server_port);
 	else
 		fprintf(f, "server ready: never (no listen() recorded)\n");
+	if (r->have_recording_start)
+		fprintf(f, "recording began at %s (standby before: what was "
+		           "live then came from a snapshot)\n",
+		        secs(b, sizeof(b), t, r->recording_start_ts));
 	if (!r->connections && !r->requests) {
 		fprintf(f, "requests: none recorded\n");
 		return;
@@ -146,18 +150,30 @@ static void server(FILE *f, const struct vrt_trace *t,
 		fprintf(f, " (at %s)",
 		        secs(b, sizeof(b), t, r->max_inflight_ts));
 	fprintf(f,
-	        "; %" PRIu64 " connection%s, %" PRIu64 " annotated request%s\n",
-	        r->connections, r->connections == 1 ? "" : "s", r->requests,
+	        "; %" PRIu64 " connection%s, %" PRIu64 " HTTP request%s, "
+	        "%" PRIu64 " annotated request%s",
+	        r->connections, r->connections == 1 ? "" : "s",
+	        r->http_requests, r->http_requests == 1 ? "" : "s", r->requests,
 	        r->requests == 1 ? "" : "s");
+	if (r->other_connections)
+		fprintf(f, "; %" PRIu64 " connection%s not HTTP/1.x (not "
+		           "counted)",
+		        r->other_connections,
+		        r->other_connections == 1 ? "" : "s");
+	fputc('\n', f);
+	if (r->serving)
+		fprintf(f, "serving from: %s (the first request)\n",
+		        secs(b, sizeof(b), t, r->serving_ts));
 	if (r->have_single_request)
 		fprintf(f,
-		        "single-request forward peak: %s on device %d at %s\n",
+		        "single-request peak: %s on device %d at %s (growth "
+		        "while one request was in flight alone)\n",
 		        vrt_report_bytes(b, sizeof(b), r->single_request_peak_bytes),
 		        r->single_request_peak_device,
 		        secs(b2, sizeof(b2), t, r->single_request_peak_ts));
 	else
-		fprintf(f, "single-request forward peak: never exactly one "
-		           "request in flight\n");
+		fprintf(f, "single-request peak: never one request in flight "
+		           "alone\n");
 }
 
 static void table_head(FILE *f)
@@ -264,6 +280,10 @@ static void device(FILE *f, const struct vrt_trace *t,
 		}
 		fprintf(f, "; live at end %s\n",
 		        vrt_report_bytes(b1, sizeof(b1), d->tracked_bytes));
+		if (d->peak_at_snapshot)
+			fprintf(f, "  (the peak is what recording found at its "
+			           "start: at least that much before recording "
+			           "began)\n");
 	}
 	if (d->have_baseline)
 		fprintf(f, "  used before this run: %s (first probe at %s)\n",
@@ -524,7 +544,17 @@ static void failures(FILE *f, const struct vrt_trace *t,
 			         vrt_load_phase_name(t, x->phase, pb,
 			                             sizeof(pb)),
 			         40);
-			fprintf(f, ", %" PRIu32 " in flight]", x->inflight);
+			fprintf(f, ", %" PRIu32 " in flight", x->inflight);
+			if (x->recovered)
+				fprintf(f,
+				        "; recovered at %s: %s after %s freed]",
+				        secs(b1, sizeof(b1), t, x->recovered_ts),
+				        vrt_report_bytes(b2, sizeof(b2),
+				                         x->recovered_bytes),
+				        vrt_report_bytes(b3, sizeof(b3),
+				                         x->freed_bytes));
+			else
+				fprintf(f, "%s]", x->fatal ? "; fatal" : "");
 		}
 		fputc('\n', f);
 	}

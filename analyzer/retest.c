@@ -1,8 +1,7 @@
 /*
- * retest.c — a run's row of the retest table (retest.h has the flags of
- * each engine). The engine tables below are the one place that knows
- * engine flag names; reports only print the fields. Pure: no I/O, no
- * printing. Single-threaded.
+ * retest.c — a run's row of the retest table (retest.h). The engine and
+ * its flags are engine.c's; this file copies them and reads the numbers.
+ * Pure: no I/O, no printing. Single-threaded.
  */
 #include "retest.h"
 
@@ -13,223 +12,14 @@
 
 #include "enginelog.h"
 
-struct flag {
-	int field;
-	const char *option; /* "--max-model-len" or "-c" */
-};
-
-struct engine {
-	const char *name;
-	const struct flag *flags; /* ends with option NULL */
-};
-
-static const struct flag vllm_flags[] = {
-        {VRT_RETEST_CONTEXT, "--max-model-len"},
-        {VRT_RETEST_CONCURRENCY, "--max-num-seqs"},
-        {VRT_RETEST_MEM_FRACTION, "--gpu-memory-utilization"},
-        {VRT_RETEST_PARALLEL, "--tensor-parallel-size"},
-        {VRT_RETEST_PARALLEL, "-tp"},
-        {0, NULL},
-};
-
-static const struct flag sglang_flags[] = {
-        {VRT_RETEST_CONTEXT, "--context-length"},
-        {VRT_RETEST_CONCURRENCY, "--max-running-requests"},
-        {VRT_RETEST_MEM_FRACTION, "--mem-fraction-static"},
-        {VRT_RETEST_PARALLEL, "--tp"},
-        {VRT_RETEST_PARALLEL, "--tp-size"},
-        {VRT_RETEST_PARALLEL, "--tensor-parallel-size"},
-        {0, NULL},
-};
-
-static const struct flag llama_flags[] = {
-        {VRT_RETEST_CONTEXT, "-c"},
-        {VRT_RETEST_CONTEXT, "--ctx-size"},
-        {VRT_RETEST_CONCURRENCY, "-np"},
-        {VRT_RETEST_CONCURRENCY, "--parallel"},
-        {VRT_RETEST_GPU_LAYERS, "-ngl"},
-        {VRT_RETEST_GPU_LAYERS, "--n-gpu-layers"},
-        {VRT_RETEST_GPU_LAYERS, "--gpu-layers"},
-        {0, NULL},
-};
-
-static const struct flag tgi_flags[] = {
-        {VRT_RETEST_CONTEXT, "--max-total-tokens"},
-        {VRT_RETEST_CONCURRENCY, "--max-concurrent-requests"},
-        {VRT_RETEST_MEM_FRACTION, "--cuda-memory-fraction"},
-        {VRT_RETEST_PARALLEL, "--num-shard"},
-        {0, NULL},
-};
-
-static const struct flag trtllm_flags[] = {
-        {VRT_RETEST_CONTEXT, "--max_seq_len"},
-        {VRT_RETEST_CONCURRENCY, "--max_batch_size"},
-        {VRT_RETEST_MEM_FRACTION, "--kv_cache_free_gpu_memory_fraction"},
-        {VRT_RETEST_PARALLEL, "--tp_size"},
-        {0, NULL},
-};
-
-enum { E_VLLM, E_SGLANG, E_LLAMA, E_OLLAMA, E_TGI, E_TRTLLM, E_COUNT };
-
-static const struct engine engines[E_COUNT] = {
-        [E_VLLM] = {"vllm", vllm_flags},
-        [E_SGLANG] = {"sglang", sglang_flags},
-        [E_LLAMA] = {"llama.cpp", llama_flags},
-        [E_OLLAMA] = {"ollama", llama_flags},
-        [E_TGI] = {"tgi", tgi_flags},
-        [E_TRTLLM] = {"trtllm", trtllm_flags},
-};
-
-static const char *const field_names[VRT_RETEST_NFIELDS] = {
-        "context_length",  "concurrency", "memory_fraction",
-        "tensor_parallel", "gpu_layers",
-};
-
 const char *vrt_retest_field_name(int field)
 {
 	if (field < 0 || field >= VRT_RETEST_NFIELDS)
 		return NULL;
-	return field_names[field];
-}
-
-static const char *base_name(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s && s[1] ? s + 1 : p ? p : "";
-}
-
-static int starts(const char *s, const char *prefix)
-{
-	return !strncmp(s, prefix, strlen(prefix));
-}
-
-/* A module or program name: "vllm", "vllm.entrypoints.openai.api_server",
- * "llama-server", "text_generation_server.cli" ... */
-static int engine_of_name(const char *n)
-{
-	static const struct {
-		const char *prefix;
-		int engine;
-	} names[] = {
-	        {"vllm", E_VLLM},
-	        {"sglang", E_SGLANG},
-	        {"llama-", E_LLAMA},
-	        {"llama_", E_LLAMA},
-	        {"llama.cpp", E_LLAMA},
-	        {"ollama", E_OLLAMA},
-	        {"text-generation-", E_TGI},
-	        {"text_generation_", E_TGI},
-	        {"trtllm", E_TRTLLM},
-	        {"tensorrt_llm", E_TRTLLM},
-	};
-	size_t i, len;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		len = strlen(names[i].prefix);
-		/* "vllm" itself, "vllm.x", "vllm-x", "vllm_x": not "vllmx". */
-		if (starts(n, names[i].prefix) &&
-		    (names[i].prefix[len - 1] == '-' ||
-		     names[i].prefix[len - 1] == '_' || n[len] == '\0' ||
-		     n[len] == '.' || n[len] == '-' || n[len] == '_' ||
-		     n[len] == ' '))
-			return names[i].engine;
-	}
-	return -1;
-}
-
-static int detect_engine(char *const *argv, size_t argc)
-{
-	const char *prog;
-	size_t i;
-	int e;
-
-	if (!argc || !argv[0])
-		return -1;
-	prog = base_name(argv[0]);
-	if ((e = engine_of_name(prog)) >= 0)
-		return e;
-	if (!starts(prog, "python"))
-		return -1;
-	/* python [opts] -m MODULE ... or python [opts] SCRIPT ... */
-	for (i = 1; i < argc && argv[i]; i++) {
-		if (!strcmp(argv[i], "-m") && i + 1 < argc && argv[i + 1])
-			return engine_of_name(argv[i + 1]);
-		if (starts(argv[i], "-m") && argv[i][2])
-			return engine_of_name(argv[i] + 2);
-		if (!strcmp(argv[i], "-c"))
-			return -1; /* code on the command line */
-		if (argv[i][0] != '-')
-			return engine_of_name(base_name(argv[i]));
-	}
-	return -1;
-}
-
-/* Reads the options of table fl from argv into f; with long_only, options
- * spelled with one dash are skipped. */
-static void read_flags(struct vrt_retest_flags *f, const struct flag *fl,
-                       int long_only, char *const *argv, size_t argc)
-{
-	size_t i, n;
-	const struct flag *x;
-
-	for (i = 1; i < argc && argv[i]; i++) {
-		const char *a = argv[i];
-		for (x = fl; x->option; x++) {
-			if (long_only && x->option[1] != '-')
-				continue;
-			n = strlen(x->option);
-			if (strncmp(a, x->option, n))
-				continue;
-			if (a[n] == '=') {
-				f->value[x->field] = a + n + 1;
-				f->option[x->field] = x->option;
-			} else if (a[n] == '\0' && i + 1 < argc &&
-			           argv[i + 1]) {
-				f->value[x->field] = argv[i + 1];
-				f->option[x->field] = x->option;
-			} else {
-				continue;
-			}
-			break;
-		}
-		/* The value of a matched option is not an option itself. */
-		if (x->option && a[strlen(x->option)] == '\0')
-			i++;
-	}
-}
-
-int vrt_retest_parse_argv(struct vrt_retest_flags *f, char *const *argv,
-                          size_t argc)
-{
-	int e = detect_engine(argv, argc), k, found;
-
-	memset(f, 0, sizeof(*f));
-	if (e >= 0) {
-		f->engine = engines[e].name;
-		read_flags(f, engines[e].flags, 0, argv, argc);
-	} else {
-		for (k = 0; k < E_COUNT; k++)
-			read_flags(f, engines[k].flags, 1, argv, argc);
-	}
-	found = f->engine != NULL;
-	for (k = 0; k < VRT_RETEST_NFIELDS; k++)
-		found |= f->value[k] != NULL;
-	return found;
+	return vrt_engine_field_name(field);
 }
 
 /* ---- the row ------------------------------------------------------------ */
-
-static int cmp_start(const void *pa, const void *pb, void *arg)
-{
-	const struct vrt_trace *t = arg;
-	size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
-
-	if (t->procs[a].start_mono_ns != t->procs[b].start_mono_ns)
-		return t->procs[a].start_mono_ns < t->procs[b].start_mono_ns
-		               ? -1
-		               : 1;
-	return a < b ? -1 : a > b;
-}
 
 static int copy_argv(struct vrt_retest_row *row, const struct vrt_process *p)
 {
@@ -249,39 +39,24 @@ static int copy_argv(struct vrt_retest_row *row, const struct vrt_process *p)
 
 static int flags_of_run(struct vrt_retest_row *row, const struct vrt_trace *t)
 {
-	struct vrt_retest_flags f;
-	size_t *order, i;
-	int k, rc = -1;
-	const struct vrt_process *shown = NULL;
+	struct vrt_engine_run er;
+	int k;
 
 	if (!t->nprocs)
 		return 0;
-	order = malloc(t->nprocs * sizeof(*order));
-	if (!order)
-		return -1;
-	for (i = 0; i < t->nprocs; i++)
-		order[i] = i;
-	qsort_r(order, t->nprocs, sizeof(*order), cmp_start, (void *)t);
-	for (i = 0; i < t->nprocs; i++) {
-		const struct vrt_process *p = &t->procs[order[i]];
-		vrt_retest_parse_argv(&f, p->argv, p->argc);
-		if (f.engine && !row->engine) {
-			row->engine = f.engine;
-			shown = p;
-		}
-		for (k = 0; k < VRT_RETEST_NFIELDS; k++) {
-			if (row->value[k] || !f.value[k])
-				continue;
-			row->value[k] = strdup(f.value[k]);
-			if (!row->value[k])
-				goto out;
-			row->option[k] = f.option[k];
-		}
+	vrt_engine_of_run(&er, t);
+	/* The command line the engine was found in, else the root's. */
+	if (er.recognised)
+		row->engine = vrt_engine_name(er.engine);
+	for (k = 0; k < VRT_RETEST_NFIELDS; k++) {
+		if (!er.value[k])
+			continue;
+		row->value[k] = strdup(er.value[k]);
+		if (!row->value[k])
+			return -1;
+		row->option[k] = er.option[k];
 	}
-	rc = copy_argv(row, shown ? shown : &t->procs[order[0]]);
-out:
-	free(order);
-	return rc;
+	return copy_argv(row, &t->procs[er.recognised ? er.proc : er.root]);
 }
 
 static int devices_of_run(struct vrt_retest_row *row, const struct vrt_trace *t,
@@ -327,7 +102,10 @@ int vrt_retest_row(struct vrt_retest_row *row, const struct vrt_trace *t,
 		return -1;
 	row->max_inflight = r->max_inflight;
 	row->ooms = r->ooms;
-	for (i = 0; i < r->nfails; i++) {
+	/* The failure the run's verdict rests on (replay.h), else its
+	 * first out-of-memory failure (every one was recovered). */
+	for (i = r->decisive < r->nfails ? r->decisive : 0; i < r->nfails;
+	     i++) {
 		const struct vrt_replay_failure *x = &r->fails[i];
 		if (!x->oom)
 			continue;

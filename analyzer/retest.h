@@ -2,30 +2,14 @@
  * Retest rows: one replayed run in; the line an engineer writes down after
  * each restart out, for `vramtrace table`: the engine and the flags that
  * set its memory budget (parsed from the recorded command lines), the peak
- * of each device and its split by phase, requests in flight, the first
- * out-of-memory failure (stage, phase) and the exit status.
+ * of each device and its split by phase, requests in flight, the
+ * out-of-memory failure a verdict rests on (stage, phase) and the exit
+ * status.
  *
- * Flags per engine ("--flag value" and "--flag=value"; the last one given
- * wins, as argparse does), in the order context length, concurrency,
- * memory fraction, tensor parallel (docs/compare.md has the table):
- *
- *   vllm       --max-model-len, --max-num-seqs, --gpu-memory-utilization,
- *              --tensor-parallel-size or -tp
- *   sglang     --context-length, --max-running-requests,
- *              --mem-fraction-static, --tp, --tp-size or
- *              --tensor-parallel-size
- *   llama.cpp  -c or --ctx-size, -np or --parallel; and GPU layers:
- *   (ollama)   -ngl, --n-gpu-layers or --gpu-layers
- *   tgi        --max-total-tokens, --max-concurrent-requests,
- *              --cuda-memory-fraction, --num-shard
- *   trtllm     --max_seq_len, --max_batch_size,
- *              --kv_cache_free_gpu_memory_fraction, --tp_size
- *
- * The engine is recognised from the program (vllm, llama-server, llama-*,
- * llama_*, ollama, text-generation-launcher/-server, trtllm-serve) or from
- * "python -m MODULE" / a script named like them. A program it does not
- * recognise is read with every engine's long options (the examples in
- * examples/ use vLLM's), never with the short ones.
+ * The engine and its flags come from engine.h (one table for every
+ * command): the columns are its first five settings, context length,
+ * concurrency, memory fraction, tensor parallel and GPU layers
+ * (docs/compare.md has the table).
  *
  * Pure: no I/O, no printing, no globals. A row copies what it keeps, so
  * the run can be released right after.
@@ -36,25 +20,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h"
 #include "load.h"
 #include "replay.h"
 
+/* The table's columns: engine.h's first settings, in its order. */
 enum vrt_retest_field {
-	VRT_RETEST_CONTEXT = 0,
-	VRT_RETEST_CONCURRENCY = 1,
-	VRT_RETEST_MEM_FRACTION = 2,
-	VRT_RETEST_PARALLEL = 3,
-	VRT_RETEST_GPU_LAYERS = 4,
+	VRT_RETEST_CONTEXT = VRT_ENGINE_CONTEXT,
+	VRT_RETEST_CONCURRENCY = VRT_ENGINE_CONCURRENCY,
+	VRT_RETEST_MEM_FRACTION = VRT_ENGINE_MEM_FRACTION,
+	VRT_RETEST_PARALLEL = VRT_ENGINE_PARALLEL,
+	VRT_RETEST_GPU_LAYERS = VRT_ENGINE_GPU_LAYERS,
 	VRT_RETEST_NFIELDS = 5,
 };
 
 #define VRT_RETEST_NAME 48
-
-struct vrt_retest_flags {
-	const char *engine;                     /* static name, or NULL */
-	const char *value[VRT_RETEST_NFIELDS];  /* into argv; NULL: not given */
-	const char *option[VRT_RETEST_NFIELDS]; /* static: the option found */
-};
 
 struct vrt_retest_phase {
 	char name[VRT_RETEST_NAME];
@@ -80,7 +60,8 @@ struct vrt_retest_row {
 	size_t ndev;
 	uint32_t max_inflight;
 	uint64_t ooms;
-	int have_oom; /* the first out-of-memory failure: */
+	int have_oom; /* the decisive out-of-memory failure (replay.h),
+	                 else the first: */
 	int oom_after_ready;
 	char oom_phase[VRT_RETEST_NAME];
 	int32_t oom_device;
@@ -94,14 +75,9 @@ struct vrt_retest_row {
 /* Name of a field as reports spell it ("context_length", ...). */
 const char *vrt_retest_field_name(int field);
 
-/* Recognises the engine of one command line and reads its flags into *f
- * (zeroed first). Returns 1 when it found the engine or any flag. */
-int vrt_retest_parse_argv(struct vrt_retest_flags *f, char *const *argv,
-                          size_t argc);
-
-/* Fills *row (zeroed first) from the run. Processes are read in order of
- * start; the engine is the first one recognised, each flag the first
- * process's that gives it. Returns 0, or -1 when out of memory (release
+/* Fills *row (zeroed first) from the run: its engine and flags as
+ * vrt_engine_of_run reads them (a program that is not recognised shows no
+ * engine, only its flags). Returns 0, or -1 when out of memory (release
  * with vrt_retest_row_free either way). */
 int vrt_retest_row(struct vrt_retest_row *row, const struct vrt_trace *t,
                    const struct vrt_replay *r);

@@ -1,11 +1,11 @@
 /*
  * Phase rules: the parser of rules files and the matcher that tags a call
  * stack with a phase (see rules.h for the contract, docs/rules.md for the
- * user's view, rules_builtin.c for the built-in rule sets).
+ * user's view, builtin.rules for the built-in rules).
  *
  * Rules file syntax, one rule per line:
  *
- *	PHASE  [py:|native:]FUNCTION_GLOB  [in FILE_GLOB]
+ *	PHASE  [py:|native:]FUNCTION_GLOB  [in FILE_GLOB]  [obsolete]
  *
  *   PHASE          weights, kv_cache, forward, profile, cuda_graph, comm,
  *                  workspace, unattributed, or a custom name
@@ -32,6 +32,9 @@
  *                  or any tail of it that starts after a '/'
  *                  ("vllm/v1/worker/gpu_worker.py" matches
  *                  ".../site-packages/vllm/v1/worker/gpu_worker.py").
+ *   obsolete       the rule names a function only older releases have:
+ *                  it matches as any rule, and reports can tell stacks
+ *                  that only such a rule claimed (vrt_rules_obsolete).
  *
  * Tokens are separated by blanks (space, tab); a token may be put in double
  * quotes to hold blanks (no escapes). '#' at the start of a token starts a
@@ -89,6 +92,7 @@ struct rule {
 	int kind; /* KIND_ANY or enum vrt_frame_kind */
 	struct glob fn;
 	struct glob file; /* pat == NULL: no file restriction */
+	int obsolete;
 	char *text;       /* canonical text for vrt_rules_describe */
 	char *origin;     /* "name:line" */
 };
@@ -409,6 +413,13 @@ const char *vrt_rules_origin(const struct vrt_rules *r, int rule)
 	return r->rules[rule].origin;
 }
 
+int vrt_rules_obsolete(const struct vrt_rules *r, int rule)
+{
+	if (!r || rule < 0 || rule >= r->n)
+		return 0;
+	return r->rules[rule].obsolete;
+}
+
 unsigned vrt_rules_phase(const struct vrt_rules *r, int rule)
 {
 	if (!r || rule < 0 || rule >= r->n)
@@ -491,14 +502,16 @@ static int is_blank(char c)
 	return c == ' ' || c == '\t' || c == '\v' || c == '\f';
 }
 
-/* Splits line[0..len) into at most 5 tokens (one more than a rule can
- * have, to report the extra one). Returns the count, or -1 on error. */
+#define TOKENS_MAX 6 /* one more than a rule can have, to report it */
+
+/* Splits line[0..len) into at most TOKENS_MAX tokens. Returns the count,
+ * or -1 on error. */
 static int tokenize(struct parse *ps, const char *line, size_t len,
                     struct token *tok)
 {
 	int nt = 0;
 	size_t i = 0;
-	while (nt < 5) {
+	while (nt < TOKENS_MAX) {
 		while (i < len && is_blank(line[i]))
 			i++;
 		if (i >= len || line[i] == '#')
@@ -584,10 +597,12 @@ static long phase_id(struct parse *ps, const struct token *t)
 	return VRT_PHASE_FIRST_CUSTOM + r->ncustom + ps->ncustom - 1;
 }
 
-/* Appends "tok" to the canonical text, quoted when it holds a blank. */
+/* Appends "tok" to the canonical text, quoted when it holds a blank or
+ * would read as a keyword. */
 static size_t put_token(char *out, const char *s, size_t n)
 {
 	int quote = (n == 2 && memcmp(s, "in", 2) == 0) ||
+	            (n == 8 && memcmp(s, "obsolete", 8) == 0) ||
 	            (n > 0 && (s[0] == '#' || s[0] == '"'));
 	for (size_t i = 0; i < n; i++)
 		quote |= is_blank(s[i]);
@@ -603,7 +618,7 @@ static size_t put_token(char *out, const char *s, size_t n)
 
 static int parse_line(struct parse *ps, const char *line, size_t len)
 {
-	struct token tok[5];
+	struct token tok[TOKENS_MAX];
 	int nt = tokenize(ps, line, len, tok);
 	if (nt <= 0)
 		return nt;
@@ -644,25 +659,32 @@ static int parse_line(struct parse *ps, const char *line, size_t len)
 		return parse_error(ps, "empty pattern");
 
 	struct token file = {NULL, 0, 0};
-	if (nt >= 3) {
-		if (!tok_is(&tok[2], "in"))
-			return parse_error(
-			        ps,
-			        "unknown keyword '%s' (expected 'in "
-			        "FILE_GLOB'; quote a pattern that holds "
-			        "blanks)",
-			        show(tok[2].s, tok[2].n).s);
+	int next = 2, obsolete = 0;
+	if (nt > next && tok_is(&tok[next], "in")) {
 		if (nt < 4)
 			return parse_error(ps,
 			                   "missing file pattern after 'in'");
 		file = tok[3];
 		if (file.n == 0)
 			return parse_error(ps, "empty file pattern");
-		if (nt > 4)
-			return parse_error(ps,
-			                   "unexpected '%s' after the file "
-			                   "pattern",
-			                   show(tok[4].s, tok[4].n).s);
+		next = 4;
+	}
+	if (nt > next && tok_is(&tok[next], "obsolete")) {
+		obsolete = 1;
+		next++;
+	}
+	if (nt > next) {
+		if (next == 2)
+			return parse_error(
+			        ps,
+			        "unknown keyword '%s' (expected 'in "
+			        "FILE_GLOB' or 'obsolete'; quote a pattern "
+			        "that holds blanks)",
+			        show(tok[2].s, tok[2].n).s);
+		return parse_error(ps, "unexpected '%s' after %s",
+		                   show(tok[next].s, tok[next].n).s,
+		                   obsolete ? "'obsolete'"
+		                            : "the file pattern");
 	}
 
 	if (ps->r->n + ps->n >= RULES_MAX)
@@ -680,9 +702,11 @@ static int parse_line(struct parse *ps, const char *line, size_t len)
 	memset(ru, 0, sizeof(*ru));
 	ru->phase = (unsigned)phase;
 	ru->kind = kind;
+	ru->obsolete = obsolete;
 
-	/* phase + ' ' + quoted kind and pattern + " in " + quoted file */
-	size_t tlen = tok[0].n + 1 + tok[1].n + 2 + 4 + file.n + 2 + 1;
+	/* phase + ' ' + quoted kind and pattern + " in " + quoted file +
+	 * " obsolete" */
+	size_t tlen = tok[0].n + 1 + tok[1].n + 2 + 4 + file.n + 2 + 9 + 1;
 	ru->text = malloc(tlen);
 	size_t olen = strlen(ps->name) + 12;
 	ru->origin = malloc(olen);
@@ -703,6 +727,10 @@ static int parse_line(struct parse *ps, const char *line, size_t len)
 		memcpy(ru->text + k, " in ", 4);
 		k += 4;
 		k += put_token(ru->text + k, file.s, file.n);
+	}
+	if (obsolete) {
+		memcpy(ru->text + k, " obsolete", 9);
+		k += 9;
 	}
 	ru->text[k] = '\0';
 	snprintf(ru->origin, olen, "%s:%u", ps->name, ps->line);
@@ -792,4 +820,59 @@ out:
 		free(ps.custom[i]);
 	free(ps.custom);
 	return ret;
+}
+
+/* ---- suggestions -------------------------------------------------------- */
+
+/* The last two components of a path ("pkg/file.py"), or all of it. */
+static const char *path_tail(const char *path)
+{
+	const char *end = path + strlen(path), *p = end;
+	int slashes = 0;
+	while (p > path) {
+		if (p[-1] == '/' && ++slashes == 2)
+			break;
+		p--;
+	}
+	return p;
+}
+
+int vrt_rules_suggest(const struct vrt_rule_frame *f, char *out,
+                      size_t outlen)
+{
+	if (!f || !f->function || !f->function[0] || !out)
+		return -1;
+	const char *prefix = f->kind == VRT_FRAME_NATIVE   ? "native:"
+	                     : f->kind == VRT_FRAME_PYTHON ? "py:"
+	                                                   : "";
+	size_t n = strlen(f->function);
+	if (f->kind == VRT_FRAME_NATIVE)
+		n = native_base_len(f->function, n);
+	const char *tail = f->kind == VRT_FRAME_PYTHON && f->file && f->file[0]
+	                           ? path_tail(f->file)
+	                           : NULL;
+	if (tail && !tail[0])
+		tail = NULL;
+	size_t plen = strlen(prefix), tlen = tail ? strlen(tail) : 0;
+	/* A token can be quoted but holds no quote: such a name has no
+	 * pattern of its own. */
+	if (memchr(f->function, '"', n) || (tail && strchr(tail, '"')))
+		return -1;
+	/* Both tokens quoted, " in ", the NUL. */
+	if (plen + n + 2 + 4 + tlen + 2 + 1 > outlen)
+		return -1;
+	char *tok = malloc(plen + n + 1);
+	if (!tok)
+		return -1;
+	memcpy(tok, prefix, plen);
+	memcpy(tok + plen, f->function, n);
+	size_t k = put_token(out, tok, plen + n);
+	free(tok);
+	if (tail) {
+		memcpy(out + k, " in ", 4);
+		k += 4;
+		k += put_token(out + k, tail, tlen);
+	}
+	out[k] = '\0';
+	return (int)k;
 }

@@ -6,8 +6,9 @@
  * Shared by both sides as pure code, like trace_format.h is shared as
  * data: the preload's writer thread tags each new stack with the built-in
  * rules plus VRAMTRACE_RULES, and `vramtrace analyze --rules FILE`
- * re-classifies a recorded trace with the same engine. Syntax and
- * built-in rules: docs/rules.md. No I/O, no global state. Building a rule
+ * re-classifies a recorded trace with the same engine. Syntax: docs/rules.md;
+ * the built-in rules are the rules file common/builtin.rules, compiled in.
+ * No I/O, no global state. Building a rule
  * set (new, parse, free) is single-threaded; matching and the lookups only
  * read it, so a finished set may be shared by threads. Functions may
  * allocate: never call them from inside a hook.
@@ -94,11 +95,27 @@ int vrt_rules_count(const struct vrt_rules *r);
 const char *vrt_rules_describe(const struct vrt_rules *r, int rule);
 
 /* Where a rule was written: "<name>:<line>" ("builtin:<line>" for a
- * built-in rule); NULL for an index out of range. */
+ * built-in rule, the line of common/builtin.rules); NULL for an index out
+ * of range. */
 const char *vrt_rules_origin(const struct vrt_rules *r, int rule);
 
-/* The built-in rules as rules-file text (what vrt_rules_new_builtin
- * parses), for `--help`-style listings and documentation. */
+/* 1 when the rule was marked "obsolete" (it names a function only older
+ * releases of an engine have), else 0 (also for an index out of range). */
+int vrt_rules_obsolete(const struct vrt_rules *r, int rule);
+
+/*
+ * A rule pattern that names frame f, ready to follow a phase on a rules
+ * line: "py:Class.method in pkg/file.py" (the file's last two path
+ * components), "native:ns::func" (the name without its parameter list and
+ * clone suffix), quoted where it holds blanks. Writes at most outlen bytes
+ * including the NUL. Returns the length, or -1 when f has no name (a rule
+ * could only name it by its file) or out is too small.
+ */
+int vrt_rules_suggest(const struct vrt_rule_frame *f, char *out,
+                      size_t outlen);
+
+/* The built-in rules as rules-file text: the bytes of
+ * common/builtin.rules, which vrt_rules_new_builtin parses. */
 const char *vrt_rules_builtin_text(void);
 
 #endif /* VRT_RULES_H */

@@ -1,170 +1,348 @@
 /*
  * llama_sim — a native server shaped like llama.cpp's llama-server, for
- * the phase tests and the demo. Its functions carry llama.cpp's names (and
- * are exported, so a profiler can name them), it reaches the CUDA driver
- * as libcudart does (dlopen + cuGetProcAddress), and it serves real TCP
- * connections on 127.0.0.1:
+ * the phase tests, the demo and the scenario corpus. Its functions carry
+ * llama.cpp's names (exported, so a profiler can name them), it reaches
+ * the GPU as libcudart (or the HIP runtime) is reached (sim_gpu.c), and it
+ * serves HTTP/1.1 on 127.0.0.1 (POST /completion, GET /health):
  *
- *   llama_model_load            --n-layers tensors of --layer-mib MiB
- *   llama_kv_cache_init         --ctx-size x --kv-kib-per-token KiB
- *   listen on 127.0.0.1 (port 0 unless --port), then --clients client
- *   threads connect at once; each request runs llama_decode, holding
- *   --act-mib MiB of activations until its connection closes. The first
- *   request is served alone, the rest together.
+ *   llama_model_load            -ngl tensors of --layer-mib MiB
+ *   llama_kv_cache_init         --ctx-size x --kv-kib-per-token KiB, once,
+ *                               at context creation
+ *   ggml_backend_sched_reserve  --compute-mib MiB: the compute buffer of the
+ *                               worst-case graph, reserved at context
+ *                               creation (0: none)
+ *   --warmup                    a warm-up decode of a couple of tokens
+ *                               (1/16 of a request's activations) before
+ *                               the server is ready, as llama-server's
+ *                               start-up (common_init_from_params) runs one
+ *   serving                     one request alone, then -np at once; each
+ *                               request's llama_decode holds --act-mib MiB
+ *                               of activations until it is answered
  *
- *   --ladder 1,2,4,8  instead: a load test's concurrency ladder, each step
- *                     (that many clients at once) after a mark
- *                     "concurrency=N" (VRAMTRACE_MARK: a no-op without
- *                     the preload)
- *   --hold-ms N       every step keeps its requests in flight (their
- *                     activations allocated) for N ms before answering
- *   --linger-ms N     stays alive N ms after serving everything (after
- *                     printing "served"), its memory still allocated, so
- *                     a test can scrape the metrics endpoint
+ * --allocator plain (the default) allocates each request's activations
+ * with one driver call in llama_decode; pool-vmm and pool-leg run each
+ * batch's decode through llama.cpp's CUDA pools (ggml_cuda_pool_vmm: a
+ * reserved range mapped as it grows, never shrinking; ggml_cuda_pool_leg: a
+ * buffer list that keeps what it allocated), the batch's n sequences
+ * needing n x --act-mib; caching, expandable and async put the same
+ * batches through PyTorch's allocators (sim_alloc.h). A pool that cannot
+ * grow is fatal, as CUDA_CHECK is in llama.cpp: the process aborts.
  *
- *   --log-format llamacpp  llama-server's own log lines (sim_log.h)
+ *   --listen-before-load  listen first and answer 503 "Loading model"
+ *                         until the model is loaded, as llama-server does
+ *   --load-on-request     listen first, ready at once, and load the model
+ *                         when the first completion request arrives, as
+ *                         Ollama does
+ *   --idle-connections N  the client keeps N keep-alive connections open
+ *                         and idle all along
+ *   --ladder 1,2,4,8      instead of 1 then -np: a load test's concurrency
+ *                         ladder, each step (that many clients at once)
+ *                         after a mark "concurrency=N" (VRAMTRACE_MARK: a
+ *                         no-op without the preload)
+ *   --hold-ms N           every step keeps its requests in flight (their
+ *                         activations allocated) for N ms before answering
+ *   --linger-ms N         stays alive N ms after serving everything (after
+ *                         printing "served"), its memory still allocated,
+ *                         so a test can scrape the metrics endpoint
+ *   --pool-mib M          plain allocations only: each request in flight
+ *                         also needs M MiB of ggml's CUDA pool (per-batch
+ *                         temporaries): llama_decode grows the pool in
+ *                         ggml_cuda_pool_leg_alloc (a C name for ggml-cuda's
+ *                         ggml_cuda_pool_leg::alloc) to M MiB per request in
+ *                         flight before its activations, and the pool never
+ *                         shrinks, as ggml's does not
+ *   --annotate api|none   announce phases with the annotation API (api) or
+ *                         leave them to the names on the stack (none, the
+ *                         default)
+ *   --load-ms MS          loading the weights takes about MS
+ *   --runtime cuda|hip
+ *   --log-format F        llama-server's own log lines (the default,
+ *                         llamacpp: buffers, context, slots, readiness,
+ *                         ggml's errors), another engine's (sim_log.h),
+ *                         or none
  *
- * Exit status: 0 served everything, 2 usage, 3 CUDA out of memory, 4 no
- * driver.
+ * Exit status: 0 served everything, 2 usage, 3 out of memory (plain
+ * allocations and PyTorch's allocators), 4 no driver; killed by SIGABRT
+ * when a pool cannot grow.
  */
-#include <arpa/inet.h>
-#include <dlfcn.h>
-#include <netinet/in.h>
-#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <sys/resource.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "sim_alloc.h"
+#include "sim_gpu.h"
+#include "sim_http.h"
 #include "sim_log.h"
 #include "vramtrace.h"
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef CUresult (*proc_fn)(const char *, void **, int, uint64_t, int *);
-
 #define MIB         (1024ull * 1024ull)
-#define NOINLINE    __attribute__((noinline, noclone, used))
+/* Kept out of line and uncloned, so each name is a frame of its own. */
+#if defined(__has_attribute) && __has_attribute(noclone)
+#define NOINLINE __attribute__((noinline, noclone, used))
+#else
+#define NOINLINE __attribute__((noinline, used))
+#endif
 #define MAX_CLIENTS 64
-#define MAX_STEPS   16
-
-static struct {
-	CUresult (*init)(unsigned);
-	CUresult (*retain)(CUcontext *, int);
-	CUresult (*set_current)(CUcontext);
-	CUresult (*alloc)(CUdeviceptr *, size_t);
-	CUresult (*free_)(CUdeviceptr);
-} cu;
+/* The warm-up decodes a couple of tokens where a request brings a prompt:
+ * its activations are this fraction of a request's. */
+#define WARMUP_SHARE 16
 
 static struct {
 	int n_layers, layer_mib, ctx_size, kv_kib, act_mib, clients, port;
-	int hold_ms, linger_ms, nsteps, steps[MAX_STEPS];
-} o = {32, 16, 4096, 128, 64, 4, 0, 0, 0, 0, {0}};
+	int hold_ms, linger_ms, nsteps, steps[SIM_HTTP_MAX_STEPS];
+	int compute_mib, warmup, listen_first, on_request, idle, annotate;
+	int allocator, hip, load_ms, pool_mib;
+} o = {.n_layers = 32,
+       .layer_mib = 16,
+       .ctx_size = 4096,
+       .kv_kib = 128,
+       .act_mib = 64,
+       .clients = 4,
+       .allocator = SIM_ALLOC_PLAIN};
+
+/* --pool-mib: the pool's size and the requests in flight (the serving
+ * thread only). */
+static uint64_t pool_bytes;
+static int inflight;
+
+static sim_gpu_alloc_fn raw_alloc;
+static sim_gpu_free_fn raw_free;
+static struct sim_alloc *g_pool;
+
+/* A device allocation from the calling frame: the driver's own entry on
+ * CUDA (so the caller's frame sits right above the driver), the runtime's
+ * on HIP. */
+#define DEV_ALLOC(p, n)                                                     \
+	(raw_alloc ? raw_alloc((unsigned long long *)(p), (n))              \
+	           : sim_gpu_malloc((p), (n)))
+#define DEV_FREE(p) (raw_free ? raw_free(p) : sim_gpu_free(p))
 
 /* The functions a profiler must see, exported by name. */
 void llama_model_load(void);
 void llama_kv_cache_init(void);
-CUdeviceptr llama_decode(void);
+void ggml_backend_sched_reserve(void);
+uint64_t llama_decode(int n_seqs);
+void ggml_cuda_pool_leg_alloc(uint64_t bytes);
+void common_init_from_params(void);
+void ggml_backend_sched_graph_compute_async(int n_seqs, uint64_t *out);
+void llama_context_decode(int n_seqs, uint64_t *out)
+        __asm__("_ZN13llama_context6decodeERK11llama_batch");
 volatile int llama_sim_sink;
 
-static void oom(const char *where, int stage, size_t bytes)
+static void oom(const char *where)
 {
-	sim_log_oom(0, stage, bytes, 0, 0);
-	fprintf(stderr, "llama_sim: CUDA out of memory in %s\n", where);
+	fprintf(stderr, "llama_sim: %s out of memory in %s\n", sim_gpu_name(),
+	        where);
 	exit(3);
+}
+
+/* A buffer of the model or the context could not be had: llama.cpp logs
+ * the failed cudaMalloc, then the load fails. */
+static void buffer_oom(const char *where, int stage, uint64_t bytes)
+{
+	sim_log_oom(0, stage, bytes, NULL);
+	oom(where);
+}
+
+/* A failure in a decode: what the allocator's engine says. */
+static void decode_oom(uint64_t bytes)
+{
+	char text[1024] = "";
+
+	if (g_pool)
+		sim_alloc_oom_text(g_pool, bytes, text, sizeof(text));
+	sim_log_oom(0, SIM_LOG_IN_FORWARD, bytes, text);
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec d = {ms / 1000, (long)(ms % 1000) * 1000000};
+	while (ms > 0 && nanosleep(&d, &d))
+		;
 }
 
 NOINLINE void llama_model_load(void)
 {
+	uint64_t bytes = (uint64_t)o.layer_mib * MIB;
+
+	sim_alloc_phase_push("weights");
 	for (int i = 0; i < o.n_layers; i++) {
-		CUdeviceptr p;
-		if (cu.alloc(&p, (size_t)o.layer_mib * MIB))
-			oom("llama_model_load", SIM_LOG_IN_WEIGHTS,
-			    (size_t)o.layer_mib * MIB);
+		uint64_t p;
+		if (o.load_ms && o.n_layers)
+			sleep_ms(o.load_ms / o.n_layers);
+		if (DEV_ALLOC(&p, bytes))
+			buffer_oom("llama_model_load", SIM_LOG_IN_WEIGHTS,
+			           bytes);
 	}
+	sim_alloc_phase_pop();
+	sim_log_weights(0, (size_t)o.n_layers * bytes, 0);
 	llama_sim_sink++;
 }
 
 NOINLINE void llama_kv_cache_init(void)
 {
-	CUdeviceptr p;
-	if (cu.alloc(&p, (size_t)o.ctx_size * (size_t)o.kv_kib * 1024))
-		oom("llama_kv_cache_init", SIM_LOG_IN_KV,
-		    (size_t)o.ctx_size * (size_t)o.kv_kib * 1024);
+	uint64_t p, bytes = (uint64_t)o.ctx_size * (uint64_t)o.kv_kib * 1024;
+
+	sim_alloc_phase_push("kv_cache");
+	if (DEV_ALLOC(&p, bytes))
+		buffer_oom("llama_kv_cache_init", SIM_LOG_IN_KV, bytes);
+	sim_alloc_phase_pop();
+	sim_log_kv(0, bytes);
 	llama_sim_sink++;
 }
 
-NOINLINE CUdeviceptr llama_decode(void)
+NOINLINE void ggml_backend_sched_reserve(void)
 {
-	CUdeviceptr p;
-	if (cu.alloc(&p, (size_t)o.act_mib * MIB))
-		oom("llama_decode", SIM_LOG_IN_FORWARD, (size_t)o.act_mib * MIB);
+	uint64_t p, bytes = (uint64_t)o.compute_mib * MIB;
+
+	if (!bytes)
+		return;
+	sim_alloc_phase_push("profile");
+	if (DEV_ALLOC(&p, bytes))
+		buffer_oom("llama_context", SIM_LOG_IN_PROFILE, bytes);
+	sim_alloc_phase_pop();
+	sim_log_compute(0, bytes);
+	llama_sim_sink++;
+}
+
+/* The pool could not grow: llama.cpp's CUDA_CHECK prints the error and
+ * aborts the process. */
+static void pool_fatal(uint64_t bytes)
+{
+	struct rlimit no_core = {0, 0};
+
+	decode_oom(bytes);
+	fprintf(stderr, "ggml/src/ggml-cuda/ggml-cuda.cu: %s error\n",
+	        sim_gpu_name());
+	fflush(stderr);
+	/* No core file: the abort is the behaviour, not a bug to debug. */
+	setrlimit(RLIMIT_CORE, &no_core);
+	abort();
+}
+
+/* The graph's temporaries for n sequences, from the pool (or the
+ * PyTorch-like allocator); the caller gives them back when the batch is
+ * answered. */
+NOINLINE void ggml_backend_sched_graph_compute_async(int n_seqs,
+                                                     uint64_t *out)
+{
+	uint64_t bytes = n_seqs ? (uint64_t)n_seqs * (uint64_t)o.act_mib * MIB
+	                        : (uint64_t)o.act_mib * MIB / WARMUP_SHARE;
+
+	if (sim_alloc_malloc(g_pool, bytes, out)) {
+		if (o.allocator == SIM_ALLOC_POOL_VMM ||
+		    o.allocator == SIM_ALLOC_POOL_LEG)
+			pool_fatal(bytes);
+		decode_oom(bytes);
+		oom("llama_decode");
+	}
+	llama_sim_sink++;
+}
+
+NOINLINE void llama_context_decode(int n_seqs, uint64_t *out)
+{
+	ggml_backend_sched_graph_compute_async(n_seqs, out);
+	llama_sim_sink++;
+}
+
+NOINLINE void ggml_cuda_pool_leg_alloc(uint64_t bytes)
+{
+	uint64_t p;
+
+	if (DEV_ALLOC(&p, bytes)) {
+		decode_oom(bytes);
+		oom("ggml_cuda_pool_leg_alloc");
+	}
+	pool_bytes += bytes;
+	llama_sim_sink++;
+}
+
+/* Plain: one request's activations, one driver call, returned to the
+ * caller to free. Otherwise: a batch of n_seqs through the pool. n_seqs 0
+ * is the warm-up's batch: a couple of tokens, not a prompt, so a
+ * WARMUP_SHARE-th of a request's activations. */
+NOINLINE uint64_t llama_decode(int n_seqs)
+{
+	uint64_t p = 0;
+
+	sim_alloc_phase_push("forward");
+	if (o.allocator == SIM_ALLOC_PLAIN) {
+		uint64_t bytes = (uint64_t)o.act_mib * MIB;
+		uint64_t need = n_seqs ? (uint64_t)++inflight *
+		                                 (uint64_t)o.pool_mib * MIB
+		                       : 0;
+		if (need > pool_bytes)
+			ggml_cuda_pool_leg_alloc(need - pool_bytes);
+		if (DEV_ALLOC(&p, n_seqs ? bytes : bytes / WARMUP_SHARE)) {
+			decode_oom(bytes);
+			oom("llama_decode");
+		}
+	} else {
+		llama_context_decode(n_seqs, &p);
+	}
+	sim_alloc_phase_pop();
 	llama_sim_sink++;
 	return p;
 }
 
-static void *client(void *arg)
+static void release_decode(uint64_t p)
 {
-	int port = (int)(intptr_t)arg;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET,
-	                        .sin_port = htons((uint16_t)port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	char c;
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    read(fd, &c, 1) != 1)
-		fprintf(stderr, "llama_sim: client could not be served\n");
-	if (fd >= 0)
-		close(fd);
-	return NULL;
+	if (o.allocator == SIM_ALLOC_PLAIN)
+		DEV_FREE(p);
+	else
+		sim_alloc_free(g_pool, p);
 }
 
-/* Accepts n connections, decodes for each while all are open, then
- * answers and closes them one by one. */
-static void serve(int srv, int port, int n)
+/* llama_model_load_from_file + llama_init_from_model, then the warm-up:
+ * what llama-server's load_model asks of common_init_from_params. */
+NOINLINE void common_init_from_params(void)
 {
-	pthread_t t[MAX_CLIENTS];
-	int conn[MAX_CLIENTS];
-	CUdeviceptr act[MAX_CLIENTS];
-	for (int i = 0; i < n; i++)
-		pthread_create(&t[i], NULL, client, (void *)(intptr_t)port);
-	for (int i = 0; i < n; i++)
-		conn[i] = accept(srv, NULL, NULL);
-	for (int i = 0; i < n; i++)
-		act[i] = llama_decode();
-	if (o.hold_ms > 0) {
-		struct timespec d = {o.hold_ms / 1000,
-		                     (long)(o.hold_ms % 1000) * 1000000};
-		while (nanosleep(&d, &d))
-			;
+	llama_model_load();
+	llama_kv_cache_init();
+	ggml_backend_sched_reserve();
+	if (o.warmup) {
+		printf("common_init_from_params: warming up the model with an "
+		       "empty run - please wait ... (--no-warmup to disable)\n");
+		release_decode(llama_decode(0));
 	}
+	fflush(stdout);
+}
+
+/* One step: n requests decoded together (plain: one llama_decode each),
+ * held --hold-ms, then answered. */
+NOINLINE static void serve(struct sim_http *http, int n, int *loaded)
+{
+	struct sim_http_req reqs[MAX_CLIENTS];
+	uint64_t act[MAX_CLIENTS];
+	int nact = 0;
+
+	for (int i = 0; i < n; i++)
+		if (sim_http_next(http, &reqs[i]))
+			exit(1);
+	if (!*loaded) {
+		/* Ollama: the first request loads the model. */
+		common_init_from_params();
+		*loaded = 1;
+	}
+	if (o.allocator == SIM_ALLOC_PLAIN)
+		for (int i = 0; i < n; i++)
+			act[nact++] = llama_decode(1);
+	else
+		act[nact++] = llama_decode(n);
+	sleep_ms(o.hold_ms);
 	for (int i = 0; i < n; i++) {
-		if (write(conn[i], "x", 1) != 1)
-			fprintf(stderr, "llama_sim: lost a client\n");
-		cu.free_(act[i]);
-		close(conn[i]);
+		if (i < nact && o.allocator == SIM_ALLOC_PLAIN) {
+			release_decode(act[i]);
+			inflight--;
+		}
+		sim_http_reply(http, &reqs[i]);
 	}
-	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
-}
-
-static int resolve(void)
-{
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	proc_fn get = h ? (proc_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
-	if (!get || get("cuGetProcAddress", (void **)&get, 12000, 0, NULL))
-		return -1;
-	return get("cuInit", (void **)&cu.init, 12000, 0, NULL) ||
-	       get("cuDevicePrimaryCtxRetain", (void **)&cu.retain, 12000, 0,
-	           NULL) ||
-	       get("cuCtxSetCurrent", (void **)&cu.set_current, 12000, 0,
-	           NULL) ||
-	       get("cuMemAlloc", (void **)&cu.alloc, 12000, 0, NULL) ||
-	       get("cuMemFree", (void **)&cu.free_, 12000, 0, NULL);
+	if (o.allocator != SIM_ALLOC_PLAIN)
+		release_decode(act[0]);
 }
 
 static int usage(void)
@@ -172,113 +350,195 @@ static int usage(void)
 	fprintf(stderr,
 	        "usage: llama_sim [-ngl N] [--layer-mib M] [-c|--ctx-size T]\n"
 	        "                 [--kv-kib-per-token K] [--act-mib M] "
-	        "[-np|--parallel N] [--port P]\n"
-	        "                 [--ladder N,N,...] [--hold-ms MS] "
-	        "[--linger-ms MS]\n"
-	        "                 [--log-format llamacpp]\n");
+	        "[--compute-mib M]\n"
+	        "                 [-np|--parallel N] [--port P] [--ladder "
+	        "N,N,...] [--hold-ms MS]\n"
+	        "                 [--linger-ms MS] [--idle-connections N] "
+	        "[--warmup]\n"
+	        "                 [--listen-before-load | --load-on-request] "
+	        "[--load-ms MS]\n"
+	        "                 [--allocator plain|pool-vmm|pool-leg|caching|"
+	        "expandable|async]\n"
+	        "                 [--pool-mib M] [--annotate api|none] "
+	        "[--runtime cuda|hip]\n"
+	        "                 [--log-format llamacpp|vllm|sglang|tgi|"
+	        "trtllm|none] [--log-scale weights=F|kv=F]\n");
 	return 2;
+}
+
+static int parse_ladder(const char *s)
+{
+	char *end;
+
+	for (o.nsteps = 0; *s && o.nsteps < SIM_HTTP_MAX_STEPS;) {
+		long n = strtol(s, &end, 10);
+		if (end == s || n < 1 || n > MAX_CLIENTS ||
+		    (*end && *end != ','))
+			return -1;
+		o.steps[o.nsteps++] = (int)n;
+		s = *end == ',' ? end + 1 : end;
+	}
+	return *s || !o.nsteps ? -1 : 0;
+}
+
+static int parse(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		int k = sim_log_option(argc, argv, &i);
+		if (k < 0)
+			return usage();
+		if (k)
+			continue;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage();
+			exit(0);
+		}
+		if (!strcmp(a, "--warmup")) {
+			o.warmup = 1;
+			continue;
+		}
+		if (!strcmp(a, "--listen-before-load")) {
+			o.listen_first = 1;
+			continue;
+		}
+		if (!strcmp(a, "--load-on-request")) {
+			o.on_request = 1;
+			continue;
+		}
+		if (i + 1 >= argc)
+			return usage();
+		v = argv[++i];
+		if (!strcmp(a, "--ladder")) {
+			if (parse_ladder(v))
+				return usage();
+		} else if (!strcmp(a, "--allocator")) {
+			if ((o.allocator = sim_alloc_mode_of(v)) < 0)
+				return usage();
+		} else if (!strcmp(a, "--annotate")) {
+			if (strcmp(v, "api") && strcmp(v, "none"))
+				return usage();
+			o.annotate = !strcmp(v, "api");
+		} else if (!strcmp(a, "--runtime")) {
+			if (strcmp(v, "cuda") && strcmp(v, "hip"))
+				return usage();
+			o.hip = !strcmp(v, "hip");
+		} else {
+			int n = atoi(v);
+			if (!strcmp(a, "-ngl"))
+				o.n_layers = n;
+			else if (!strcmp(a, "--layer-mib"))
+				o.layer_mib = n;
+			else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
+				o.ctx_size = n;
+			else if (!strcmp(a, "--kv-kib-per-token"))
+				o.kv_kib = n;
+			else if (!strcmp(a, "--act-mib"))
+				o.act_mib = n;
+			else if (!strcmp(a, "--compute-mib"))
+				o.compute_mib = n;
+			else if (!strcmp(a, "-np") || !strcmp(a, "--parallel"))
+				o.clients = n;
+			else if (!strcmp(a, "--port"))
+				o.port = n;
+			else if (!strcmp(a, "--hold-ms"))
+				o.hold_ms = n;
+			else if (!strcmp(a, "--linger-ms"))
+				o.linger_ms = n;
+			else if (!strcmp(a, "--idle-connections"))
+				o.idle = n;
+			else if (!strcmp(a, "--load-ms"))
+				o.load_ms = n;
+			else if (!strcmp(a, "--pool-mib"))
+				o.pool_mib = n;
+			else
+				return usage();
+		}
+	}
+	if (o.clients < 1 || o.clients > MAX_CLIENTS || o.n_layers < 0 ||
+	    o.idle < 0 || o.idle > 128 || o.pool_mib < 0 ||
+	    (o.listen_first && o.on_request))
+		return usage();
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage();
-			return 0;
-		}
-		if (i + 1 >= argc)
-			return usage();
-		if (!strcmp(a, "--ladder")) {
-			char *s = argv[++i], *end;
-			for (o.nsteps = 0; *s && o.nsteps < MAX_STEPS;) {
-				long n = strtol(s, &end, 10);
-				if (end == s || n < 1 || n > MAX_CLIENTS ||
-				    (*end && *end != ','))
-					return usage();
-				o.steps[o.nsteps++] = (int)n;
-				s = *end == ',' ? end + 1 : end;
-			}
-			if (*s || !o.nsteps)
-				return usage();
-			continue;
-		}
-		int v = atoi(argv[++i]);
-		if (!strcmp(a, "-ngl"))
-			o.n_layers = v;
-		else if (!strcmp(a, "--layer-mib"))
-			o.layer_mib = v;
-		else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
-			o.ctx_size = v;
-		else if (!strcmp(a, "--kv-kib-per-token"))
-			o.kv_kib = v;
-		else if (!strcmp(a, "--act-mib"))
-			o.act_mib = v;
-		else if (!strcmp(a, "-np") || !strcmp(a, "--parallel"))
-			o.clients = v;
-		else if (!strcmp(a, "--port"))
-			o.port = v;
-		else if (!strcmp(a, "--hold-ms"))
-			o.hold_ms = v;
-		else if (!strcmp(a, "--linger-ms"))
-			o.linger_ms = v;
-		else if (i--, sim_log_option(argc, argv, &i) <= 0)
-			return usage(); /* not --log-format either */
-	}
-	if (o.clients < 1 || o.clients > MAX_CLIENTS || o.n_layers < 0)
-		return usage();
-	CUcontext ctx;
-	if (resolve() || cu.init(0) || cu.retain(&ctx, 0) ||
-	    cu.set_current(ctx)) {
-		fprintf(stderr, "llama_sim: no usable CUDA driver\n");
+	struct sim_load load = {.path = "/completion", .gated = 1};
+	struct sim_http *http = NULL;
+	int loaded = 0, served = 0, failed;
+
+	if (parse(argc, argv))
+		return 2;
+	sim_alloc_annotate(o.annotate);
+	sim_log_start(&(struct sim_log_config){
+	        "llamacpp", SIM_LOG_ALL, "sim-model.gguf", o.ctx_size,
+	        o.clients, 0, 1, o.n_layers, 0, o.kv_kib});
+	if (sim_gpu_open(o.hip) || sim_gpu_use(0)) {
+		fprintf(stderr, "llama_sim: no usable %s\n",
+		        o.hip ? "HIP runtime" : "CUDA driver");
 		return 4;
 	}
-	sim_log_start(&(struct sim_log_config){"sim-model.gguf", o.ctx_size,
-	                                       o.clients, 0, 1, o.n_layers, 0});
-	llama_model_load();
-	sim_log_weights(0, (size_t)o.n_layers * (size_t)o.layer_mib * MIB, 0);
-	llama_kv_cache_init();
-	sim_log_kv(0, (size_t)o.ctx_size * (size_t)o.kv_kib * 1024);
-
-	int srv = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET,
-	                        .sin_port = htons((uint16_t)o.port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof(a);
-	if (srv < 0 || bind(srv, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(srv, MAX_CLIENTS) < 0 ||
-	    getsockname(srv, (struct sockaddr *)&a, &len) < 0) {
-		perror("llama_sim: listen");
-		return 1;
+	raw_alloc = sim_gpu_raw_alloc();
+	raw_free = sim_gpu_raw_free();
+	if (o.allocator != SIM_ALLOC_PLAIN &&
+	    !(g_pool = sim_alloc_new(o.allocator, 0)))
+		return 4;
+	if (o.listen_first || o.on_request) {
+		/* llama-server and Ollama answer HTTP before the model is in. */
+		if (!(http = sim_http_listen(o.port, o.listen_first)))
+			return 1;
+		sim_log_http_up(sim_http_port(http));
 	}
-	int port = ntohs(a.sin_port);
-	printf("llama_sim: listening on 127.0.0.1:%d\n", port);
-	fflush(stdout);
-	sim_log_ready(port);
-	int served = 0;
+	load.wait_ready = 1;
+	load.idle = o.idle;
 	if (o.nsteps) {
-		for (int i = 0; i < o.nsteps; i++) {
+		load.nsteps = o.nsteps;
+		memcpy(load.steps, o.steps, sizeof(o.steps));
+	} else {
+		load.steps[load.nsteps++] = 1;
+		if (o.clients > 1)
+			load.steps[load.nsteps++] = o.clients;
+	}
+	/* A client that finds the server listening polls /health at once:
+	 * 503 while llama-server loads, 200 from Ollama's server. */
+	if (http && (load.port = sim_http_port(http), sim_load_start(&load)))
+		return 1;
+	if (!o.on_request) {
+		common_init_from_params();
+		loaded = 1;
+	}
+	if (!http) {
+		if (!(http = sim_http_listen(o.port, 0)))
+			return 1;
+		load.port = sim_http_port(http);
+		if (sim_load_start(&load))
+			return 1;
+	}
+	sim_http_set_loading(http, 0);
+	printf("llama_sim: listening on 127.0.0.1:%d\n", sim_http_port(http));
+	fflush(stdout);
+	sim_log_ready(sim_http_port(http));
+	for (int s = 0; s < load.nsteps; s++) {
+		if (o.nsteps) {
 			char label[32];
 			snprintf(label, sizeof(label), "concurrency=%d",
-			         o.steps[i]);
+			         load.steps[s]);
 			VRAMTRACE_MARK(label);
-			serve(srv, port, o.steps[i]);
-			served += o.steps[i];
 		}
-	} else {
-		serve(srv, port, 1);
-		if (o.clients > 1)
-			serve(srv, port, o.clients);
-		served = 1 + (o.clients > 1 ? o.clients : 0);
+		sim_load_open(&load);
+		serve(http, load.steps[s], &loaded);
+		served += load.steps[s];
 	}
-	close(srv);
+	failed = sim_load_join(&load);
+	sim_http_stop(http);
+	if (failed) {
+		fprintf(stderr, "llama_sim: %d requests got no complete answer\n",
+		        failed);
+		return 1;
+	}
 	printf("llama_sim: served %d requests\n", served);
 	fflush(stdout);
-	if (o.linger_ms > 0) {
-		struct timespec d = {o.linger_ms / 1000,
-		                     (long)(o.linger_ms % 1000) * 1000000};
-		while (nanosleep(&d, &d))
-			;
-	}
+	sleep_ms(o.linger_ms);
 	return 0;
 }

@@ -4,12 +4,12 @@
  * "INFO 12-02 10:15:00 [file.py:N] " behind "(EngineCore_DP0 pid=N) ",
  * SGLang "[2025-12-02 10:15:00 TP0] ", TGI's UTC tracing prefix,
  * TensorRT-LLM's "[TensorRT-LLM][INFO] ") and its sentence, with the
- * server's real numbers; PyTorch's OutOfMemoryError for the Python
- * engines, ggml's messages for llama.cpp. Engines print local times except
- * TGI (UTC). Lines are flushed one by one, as a logging handler does.
+ * server's real numbers; the allocator's error text (sim_alloc.h) inside
+ * the engine's framing. Engines print local times except TGI (UTC). Lines
+ * are flushed one by one, as a logging handler does.
  *
- * State is this file's statics: the examples are single-threaded where
- * they log.
+ * State is this file's statics: the examples log from one thread per
+ * process.
  */
 #include "sim_log.h"
 
@@ -24,32 +24,49 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
 
-enum { F_NONE, F_VLLM, F_SGLANG, F_LLAMA, F_TGI, F_TRTLLM };
+enum { F_NONE, F_VLLM, F_SGLANG, F_LLAMA, F_TGI, F_TRTLLM, F_COUNT };
+
+static const char *const format_names[F_COUNT] = {
+        "none", "vllm", "sglang", "llamacpp", "tgi", "trtllm"};
 
 static struct {
-	int format;
-	double kv_kib; /* KV per token, all ranks together */
-	int kv_check;  /* --kv-kib-per-token given */
+	int format; /* -1 until --log-format or sim_log_start sets it */
 	double scale_weights, scale_kv;
 	struct sim_log_config c;
-	size_t kv_min; /* smallest rank's KV cache */
-} L = {F_NONE, 128, 0, 1, 1, {"sim-model", 0, 0, 0, 1, 32, 0}, 0};
+} L = {-1, 1, 1, {NULL, SIM_LOG_ALL, "sim-model", 0, 0, 0, 1, 32, 0, 128}};
+
+static int format_of(const char *name)
+{
+	for (int k = 0; k < F_COUNT; k++)
+		if (name && !strcmp(name, format_names[k]))
+			return k;
+	return -1;
+}
+
+/* The lines of the API server (its arguments, readiness) and of the
+ * engine core (its config, the KV cache's size) come from those
+ * processes; a rank's from whichever process holds the rank. */
+static int is_api(void)
+{
+	return L.c.process == SIM_LOG_ALL || L.c.process == SIM_LOG_API;
+}
+
+static int is_core(void)
+{
+	return L.c.process == SIM_LOG_ALL || L.c.process == SIM_LOG_CORE;
+}
 
 int sim_log_enabled(void)
 {
-	return L.format != F_NONE;
+	return L.format > F_NONE;
 }
 
 int sim_log_option(int argc, char **argv, int *i)
 {
-	static const char *const names[] = {"none", "vllm", "sglang",
-	                                    "llamacpp", "tgi", "trtllm"};
 	const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
 	char *end;
-	int k;
 
-	if (strcmp(a, "--log-format") && strcmp(a, "--kv-kib-per-token") &&
-	    strcmp(a, "--log-scale"))
+	if (strcmp(a, "--log-format") && strcmp(a, "--log-scale"))
 		return 0;
 	if (!v) {
 		fprintf(stderr, "%s needs a value\n", a);
@@ -57,23 +74,11 @@ int sim_log_option(int argc, char **argv, int *i)
 	}
 	(*i)++;
 	if (!strcmp(a, "--log-format")) {
-		for (k = 0; k < 6; k++)
-			if (!strcmp(v, names[k])) {
-				L.format = k;
-				return 1;
-			}
-		fprintf(stderr, "--log-format is vllm, sglang, llamacpp, tgi "
-		                "or trtllm\n");
+		if ((L.format = format_of(v)) >= 0)
+			return 1;
+		fprintf(stderr, "--log-format is vllm, sglang, llamacpp, tgi, "
+		                "trtllm or none\n");
 		return -1;
-	}
-	if (!strcmp(a, "--kv-kib-per-token")) {
-		L.kv_kib = strtod(v, &end);
-		L.kv_check = 1;
-		if (*end || L.kv_kib <= 0) {
-			fprintf(stderr, "--kv-kib-per-token: a number of KiB\n");
-			return -1;
-		}
-		return 1;
 	}
 	if (!strncmp(v, "weights=", 8))
 		L.scale_weights = strtod(v + 8, &end);
@@ -213,20 +218,6 @@ static const char *pyround2(char *buf, size_t n, double x)
 	return buf;
 }
 
-/* PyTorch's format_size: two decimals of the largest unit that fits. */
-static const char *torch_size(char *buf, size_t n, double b)
-{
-	if (b <= 1024)
-		snprintf(buf, n, "%.0f bytes", b);
-	else if (b <= 1048576)
-		snprintf(buf, n, "%.2f KiB", b / 1024);
-	else if (b <= 1073741824.0)
-		snprintf(buf, n, "%.2f MiB", b / MIB);
-	else
-		snprintf(buf, n, "%.2f GiB", b / GIB);
-	return buf;
-}
-
 /* "380352" as Python's f"{n:,}": "380,352". */
 static const char *commas(char *buf, size_t n, long long v)
 {
@@ -251,31 +242,41 @@ void sim_log_start(const struct sim_log_config *c)
 	L.c = *c;
 	if (L.c.tp < 1)
 		L.c.tp = 1;
+	if (L.c.kv_kib <= 0)
+		L.c.kv_kib = 128;
+	if (L.format < 0)
+		L.format = format_of(c->format) > 0 ? format_of(c->format)
+		                                    : F_NONE;
 	switch (L.format) {
 	case F_VLLM:
-		vllm("APIServer", "INFO", "utils.py:233",
-		     "non-default args: {'model': '%s', 'max_model_len': %d, "
-		     "'gpu_memory_utilization': %g, 'max_num_seqs': %d, "
-		     "'tensor_parallel_size': %d}",
-		     c->model, c->max_model_len, c->util, c->max_num_seqs, L.c.tp);
-		vllm("EngineCore_DP0", "INFO", "core.py:77",
-		     "Initializing a V1 LLM engine (v0.11.0) with config: "
-		     "model='%s', speculative_config=None, tokenizer='%s', "
-		     "dtype=torch.bfloat16, max_seq_len=%d, download_dir=None, "
-		     "load_format=auto, tensor_parallel_size=%d, "
-		     "pipeline_parallel_size=1, quantization=None, "
-		     "enforce_eager=False, kv_cache_dtype=auto",
-		     c->model, c->model, c->max_model_len, L.c.tp);
+		if (is_api())
+			vllm("APIServer", "INFO", "utils.py:233",
+			     "non-default args: {'model': '%s', "
+			     "'max_model_len': %d, 'gpu_memory_utilization': %g, "
+			     "'max_num_seqs': %d, 'tensor_parallel_size': %d}",
+			     c->model, c->max_model_len, c->util,
+			     c->max_num_seqs, L.c.tp);
+		if (is_core())
+			vllm("EngineCore_DP0", "INFO", "core.py:77",
+			     "Initializing a V1 LLM engine (v0.11.0) with config: "
+			     "model='%s', speculative_config=None, "
+			     "tokenizer='%s', dtype=torch.bfloat16, "
+			     "max_seq_len=%d, download_dir=None, "
+			     "load_format=auto, tensor_parallel_size=%d, "
+			     "pipeline_parallel_size=1, quantization=None, "
+			     "enforce_eager=False, kv_cache_dtype=auto",
+			     c->model, c->model, c->max_model_len, L.c.tp);
 		break;
 	case F_SGLANG:
-		sglang(-1,
-		       "server_args=ServerArgs(model_path='%s', "
-		       "tokenizer_path='%s', context_length=%d, "
-		       "mem_fraction_static=%g, max_running_requests=%d, "
-		       "max_total_tokens=None, page_size=1, tp_size=%d, "
-		       "pp_size=1)",
-		       c->model, c->model, c->max_model_len, c->util,
-		       c->max_num_seqs, L.c.tp);
+		if (is_api())
+			sglang(-1,
+			       "server_args=ServerArgs(model_path='%s', "
+			       "tokenizer_path='%s', context_length=%d, "
+			       "mem_fraction_static=%g, max_running_requests=%d, "
+			       "max_total_tokens=None, page_size=1, tp_size=%d, "
+			       "pp_size=1)",
+			       c->model, c->model, c->max_model_len, c->util,
+			       c->max_num_seqs, L.c.tp);
 		break;
 	case F_LLAMA:
 		llama("build: 6100 (65349f26) with cc (Debian 12.2.0-14) "
@@ -283,6 +284,8 @@ void sim_log_start(const struct sim_log_config *c)
 		llama("srv    load_model: loading model '%s'", c->model);
 		break;
 	case F_TGI:
+		if (!is_api())
+			break;
 		tgi("INFO", "text_generation_launcher", "Args {");
 		plain("    model_id: \"%s\",", c->model);
 		plain("    num_shard: Some(");
@@ -297,6 +300,8 @@ void sim_log_start(const struct sim_log_config *c)
 		break;
 	case F_TRTLLM: {
 		char ts[32];
+		if (!is_core())
+			break;
 		local_time(ts, sizeof(ts), T_TRTLLM);
 		plain("[%s] [TRT-LLM] [I] max_seq_len=%d, max_num_requests=%d, "
 		      "max_num_tokens=8192, max_batch_size=%d",
@@ -336,53 +341,37 @@ void sim_log_weights(int rank, size_t bytes, size_t free_before)
 	}
 }
 
-/* Tokens one rank's KV cache holds: its share of each token's KV. */
-static double tokens_of(double bytes)
+void sim_log_compute(int rank, size_t bytes)
 {
-	return bytes / (L.kv_kib * 1024.0 / L.c.tp);
+	if (L.format == F_LLAMA)
+		llama("llama_context: %10s compute buffer size = %8.2f MiB",
+		      rank ? "CUDA1" : "CUDA0", (double)bytes / MIB);
+}
+
+/* Tokens one rank's KV cache holds (its share of each token's KV), in
+ * whole blocks of 16 as the engines count them. */
+static long long tokens_of(double bytes)
+{
+	long long t = (long long)(bytes / (L.c.kv_kib * 1024.0 / L.c.tp));
+	return t - t % 16;
 }
 
 void sim_log_kv(int rank, size_t bytes)
 {
 	double b = (double)bytes * L.scale_kv;
-	double tokens = tokens_of((double)bytes);
-	char w[32], t1[32], t2[32];
-	int last = rank == L.c.tp - 1;
+	char w[32];
 
-	if (!L.kv_min || bytes < L.kv_min)
-		L.kv_min = bytes;
-	tokens = tokens_of((double)L.kv_min);
-	tokens -= (double)((long long)tokens % 16);
 	switch (L.format) {
 	case F_VLLM:
 		vllm(vllm_worker(rank, w, sizeof(w)), "INFO",
 		     "gpu_worker.py:298", "Available KV cache memory: %.2f GiB",
 		     b / GIB);
-		if (last) {
-			vllm("EngineCore_DP0", "INFO", "kv_cache_utils.py:1087",
-			     "GPU KV cache size: %s tokens",
-			     commas(t1, sizeof(t1), (long long)tokens));
-			vllm("EngineCore_DP0", "INFO", "kv_cache_utils.py:1091",
-			     "Maximum concurrency for %s tokens per request: "
-			     "%.2fx",
-			     commas(t2, sizeof(t2), L.c.max_model_len),
-			     L.c.max_model_len ? tokens / L.c.max_model_len
-			                       : 0.0);
-		}
 		break;
 	case F_SGLANG:
 		sglang(rank,
 		       "KV Cache is allocated. #tokens: %lld, K size: %.2f GB, "
 		       "V size: %.2f GB",
-		       (long long)tokens, b / 2 / GIB, b / 2 / GIB);
-		if (last)
-			sglang(0,
-			       "max_total_num_tokens=%lld, chunked_prefill_size="
-			       "8192, max_prefill_tokens=16384, "
-			       "max_running_requests=%d, context_len=%d, "
-			       "available_gpu_mem=1.00 GB",
-			       (long long)tokens, L.c.max_num_seqs,
-			       L.c.max_model_len);
+		       tokens_of((double)bytes), b / 2 / GIB, b / 2 / GIB);
 		break;
 	case F_LLAMA:
 		llama("llama_context: n_seq_max     = %d", L.c.max_num_seqs);
@@ -398,36 +387,80 @@ void sim_log_kv(int rank, size_t bytes)
 		      b / MIB, L.c.max_model_len, L.c.layers, L.c.max_num_seqs,
 		      L.c.max_num_seqs, b / 2 / MIB, b / 2 / MIB);
 		break;
+	}
+}
+
+void sim_log_kv_total(size_t min_bytes)
+{
+	long long tokens = tokens_of((double)min_bytes);
+	char t1[32], t2[32];
+	double b = (double)min_bytes * L.scale_kv;
+
+	switch (L.format) {
+	case F_VLLM:
+		vllm("EngineCore_DP0", "INFO", "kv_cache_utils.py:1087",
+		     "GPU KV cache size: %s tokens",
+		     commas(t1, sizeof(t1), tokens));
+		vllm("EngineCore_DP0", "INFO", "kv_cache_utils.py:1091",
+		     "Maximum concurrency for %s tokens per request: %.2fx",
+		     commas(t2, sizeof(t2), L.c.max_model_len),
+		     L.c.max_model_len ? (double)tokens / L.c.max_model_len
+		                       : 0.0);
+		break;
+	case F_SGLANG:
+		sglang(0,
+		       "max_total_num_tokens=%lld, chunked_prefill_size=8192, "
+		       "max_prefill_tokens=16384, max_running_requests=%d, "
+		       "context_len=%d, available_gpu_mem=1.00 GB",
+		       tokens, L.c.max_num_seqs, L.c.max_model_len);
+		break;
 	case F_TGI:
-		if (last) {
-			tgi("INFO", "text_generation_launcher",
-			    "KV-cache blocks: %lld, size: 1", (long long)tokens);
-			tgi("INFO", "text_generation_router_v3",
-			    "backends/v3/src/lib.rs:137: Setting max batch total "
-			    "tokens to %lld",
-			    (long long)tokens);
-		}
+		tgi("INFO", "text_generation_launcher",
+		    "KV-cache blocks: %lld, size: 1", tokens);
+		tgi("INFO", "text_generation_router_v3",
+		    "backends/v3/src/lib.rs:137: Setting max batch total tokens "
+		    "to %lld",
+		    tokens);
 		break;
 	case F_TRTLLM:
-		if (last) {
-			plain("[TensorRT-LLM][INFO] Number of tokens per block: "
-			      "32.");
-			plain("[TensorRT-LLM][INFO] [MemUsageChange] Allocated "
-			      "%.2f GiB for max tokens in paged KV cache (%lld).",
-			      b / GIB, (long long)tokens);
-		}
+		plain("[TensorRT-LLM][INFO] Number of tokens per block: 32.");
+		plain("[TensorRT-LLM][INFO] [MemUsageChange] Allocated %.2f GiB "
+		      "for max tokens in paged KV cache (%lld).",
+		      b / GIB, tokens);
 		break;
 	}
 }
 
-int sim_log_kv_check(int rank, double available)
+void sim_log_graphs(int rank, size_t bytes)
 {
-	double per = L.kv_kib * 1024.0 / L.c.tp; /* one rank's share */
-	double need = per * L.c.max_model_len;
-	long long est;
-	char n1[32], n2[32], estimate[128] = "";
+	char w[32];
 
-	if (available <= 0 && L.format == F_SGLANG) {
+	switch (L.format) {
+	case F_VLLM:
+		vllm(vllm_worker(rank, w, sizeof(w)), "INFO",
+		     "gpu_model_runner.py:3480",
+		     "Graph capturing finished in 1 secs, took %.2f GiB",
+		     (double)bytes / GIB);
+		break;
+	case F_SGLANG:
+		sglang(rank,
+		       "Capture cuda graph end. Time elapsed: 1.00 s. mem "
+		       "usage=%.2f GB.",
+		       (double)bytes / GIB);
+		break;
+	}
+}
+
+void sim_log_no_kv(int rank)
+{
+	switch (L.format) {
+	case F_VLLM:
+		vllm("EngineCore_DP0", "ERROR", "core.py:708",
+		     "ValueError: No available memory for the cache blocks. Try "
+		     "increasing `gpu_memory_utilization` when initializing the "
+		     "engine.");
+		break;
+	case F_SGLANG:
 		sglang(rank, "Scheduler hit an exception: Traceback (most recent "
 		             "call last):");
 		plain("  File \"/sgl-workspace/sglang/python/sglang/srt/"
@@ -438,10 +471,19 @@ int sim_log_kv_check(int rank, double available)
 		      "--mem-fraction-static. Current value: "
 		      "mem_fraction_static=%g",
 		      L.c.util);
-		return 1;
+		break;
 	}
-	if (!L.kv_check || L.format != F_VLLM || need <= available)
-		return 0;
+}
+
+void sim_log_kv_refusal(int rank, double needed, double available)
+{
+	double per = L.c.kv_kib * 1024.0 / L.c.tp; /* one rank's share */
+	long long est;
+	char n1[32], n2[32], estimate[128] = "";
+
+	(void)rank;
+	if (L.format != F_VLLM)
+		return;
 	/* vLLM's estimate: the longest length whose blocks (16 tokens)
 	 * fit in what is available */
 	est = (long long)(available / (per * 16)) * 16;
@@ -460,13 +502,30 @@ int sim_log_kv_check(int rank, double available)
 	     "initializing the engine. See "
 	     "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ "
 	     "for more details.",
-	     L.c.max_model_len, pyround2(n1, sizeof(n1), need / GIB),
+	     L.c.max_model_len, pyround2(n1, sizeof(n1), needed / GIB),
 	     pyround2(n2, sizeof(n2), available / GIB), estimate);
-	fprintf(stderr, "(APIServer pid=%d) RuntimeError: Engine core "
-	                "initialization failed. See root cause above. Failed "
-	                "core proc(s): {}\n",
-	        (int)getpid());
-	return 1;
+	if (L.c.process == SIM_LOG_ALL)
+		fprintf(stderr, "(APIServer pid=%d) RuntimeError: Engine core "
+		                "initialization failed. See root cause above. "
+		                "Failed core proc(s): {}\n",
+		        (int)getpid());
+}
+
+void sim_log_core_failed(void)
+{
+	if (L.format == F_VLLM)
+		vllm("EngineCore_DP0", "ERROR", "core.py:710",
+		     "EngineCore encountered a fatal error.");
+}
+
+void sim_log_http_up(int port)
+{
+	if (L.format != F_LLAMA)
+		return;
+	llama("main: HTTP server is listening, hostname: 127.0.0.1, port: %d, "
+	      "http threads: 15",
+	      port);
+	llama("main: loading model");
 }
 
 void sim_log_ready(int port)
@@ -509,69 +568,96 @@ void sim_log_ready(int port)
 	}
 }
 
-/* PyTorch's OutOfMemoryError text (PyTorch 2.4 and later). */
-static void torch_oom(char *buf, size_t n, int rank, size_t requested,
-                      size_t free_b, size_t total_b)
+/* Each line of text through print (the engine's prefix per line). */
+static void each_line(const char *text, void (*print)(const char *, void *),
+                      void *arg)
 {
-	char r[32], t[32], f[32], u[32], a[32];
-	double used = (double)total_b - (double)free_b;
+	char line[1024];
 
-	snprintf(buf, n,
-	         "torch.OutOfMemoryError: CUDA out of memory. Tried to "
-	         "allocate %s. GPU %d has a total capacity of %s of which %s "
-	         "is free. Including non-PyTorch memory, this process has %s "
-	         "memory in use. Of the allocated memory %s is allocated by "
-	         "PyTorch, and 0 bytes is reserved by PyTorch but "
-	         "unallocated. If reserved but unallocated memory is large "
-	         "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-	         "to avoid fragmentation.  See documentation for Memory "
-	         "Management  (https://pytorch.org/docs/stable/notes/"
-	         "cuda.html#environment-variables)",
-	         torch_size(r, sizeof(r), (double)requested), rank,
-	         torch_size(t, sizeof(t), (double)total_b),
-	         torch_size(f, sizeof(f), (double)free_b),
-	         torch_size(u, sizeof(u), used),
-	         torch_size(a, sizeof(a), used));
+	while (text && *text) {
+		size_t n = strcspn(text, "\n");
+		snprintf(line, sizeof(line), "%.*s", (int)n, text);
+		print(line, arg);
+		text += n + (text[n] == '\n');
+	}
 }
 
-void sim_log_oom(int rank, int stage, size_t requested, size_t free_b,
-                 size_t total_b)
+static void print_vllm(const char *line, void *rank)
 {
-	char msg[1024], w[32];
+	char w[32];
 
+	vllm(vllm_worker(*(int *)rank, w, sizeof(w)), "ERROR",
+	     "multiproc_executor.py:671", "%s", line);
+}
+
+static void print_plain(const char *line, void *unused)
+{
+	(void)unused;
+	plain("%s", line);
+}
+
+static void print_llama(const char *line, void *unused)
+{
+	(void)unused;
+	llama("%s", line);
+}
+
+/* What llama.cpp says of a buffer it could not allocate: the failed
+ * cudaMalloc, then what the load or the context makes of it. */
+static void llama_buffer_oom(int rank, int stage, size_t requested)
+{
+	llama("ggml_backend_cuda_buffer_type_alloc_buffer: allocating %.2f "
+	      "MiB on device %d: cudaMalloc failed: out of memory",
+	      (double)requested / MIB, rank);
+	if (stage == SIM_LOG_IN_KV)
+		llama("llama_init_from_model: failed to initialize the "
+		      "context: failed to allocate buffer for kv cache");
+	else if (stage == SIM_LOG_IN_PROFILE)
+		llama("llama_init_from_model: failed to initialize the "
+		      "context: failed to allocate compute buffers");
+	else
+		llama("llama_model_load: error loading model: unable to "
+		      "allocate CUDA%d buffer",
+		      rank);
+}
+
+void sim_log_oom(int rank, int stage, size_t requested, const char *text)
+{
+	char w[32], msg[128];
+
+	if (!text || !*text) {
+		/* llama.cpp's buffers have words of their own (below); a
+		 * Python engine says at least what PyTorch says. */
+		snprintf(msg, sizeof(msg),
+		         "torch.OutOfMemoryError: CUDA out of memory. Tried to "
+		         "allocate %.2f MiB.",
+		         (double)requested / MIB);
+		text = L.format == F_LLAMA || L.format <= F_NONE ? NULL : msg;
+	}
 	switch (L.format) {
 	case F_VLLM:
-		torch_oom(msg, sizeof(msg), rank, requested, free_b, total_b);
 		vllm(vllm_worker(rank, w, sizeof(w)), "ERROR",
 		     "multiproc_executor.py:671", "WorkerProc hit an exception.");
-		vllm(vllm_worker(rank, w, sizeof(w)), "ERROR",
-		     "multiproc_executor.py:671", "%s", msg);
+		each_line(text, print_vllm, &rank);
 		break;
 	case F_SGLANG:
-		torch_oom(msg, sizeof(msg), rank, requested, free_b, total_b);
 		sglang(rank, "Scheduler hit an exception: Traceback (most recent "
 		             "call last):");
-		plain("%s", msg);
+		each_line(text, print_plain, NULL);
 		break;
 	case F_LLAMA:
-		if (stage == SIM_LOG_IN_FORWARD) {
-			llama("CUDA error: out of memory");
-			llama("  current device: %d, in function alloc at "
-			      "ggml/src/ggml-cuda/ggml-cuda.cu:375",
+		if (text)
+			each_line(text, print_llama, NULL);
+		else if (stage == SIM_LOG_IN_FORWARD)
+			/* ggml's CUDA_CHECK on a decode's allocation */
+			llama("CUDA error: out of memory\n"
+			      "  current device: %d, in function alloc at "
+			      "ggml/src/ggml-cuda/ggml-cuda.cu:375\n"
+			      "  ggml_cuda_device_malloc(&ptr, look_ahead_size, "
+			      "device)",
 			      rank);
-			llama("  cuMemCreate(&handle, reserve_size, &prop, 0)");
-			break;
-		}
-		llama("ggml_backend_cuda_buffer_type_alloc_buffer: allocating "
-		      "%.2f MiB on device %d: cudaMalloc failed: out of memory",
-		      (double)requested / MIB, rank);
-		if (stage == SIM_LOG_IN_KV)
-			llama("llama_init_from_model: failed to initialize the "
-			      "context: failed to allocate buffer for kv cache");
 		else
-			llama("llama_model_load: error loading model: unable to "
-			      "allocate CUDA%d buffer",
-			      rank);
+			llama_buffer_oom(rank, stage, requested);
 		break;
 	case F_TGI:
 		tgi("ERROR", "text_generation_launcher",
@@ -586,12 +672,14 @@ void sim_log_oom(int rank, int stage, size_t requested, size_t free_b,
 			      L.c.batch_tokens);
 			break;
 		}
-		torch_oom(msg, sizeof(msg), rank, requested, free_b, total_b);
-		plain("%s", msg);
+		each_line(text, print_plain, NULL);
 		break;
 	case F_TRTLLM:
-		torch_oom(msg, sizeof(msg), rank, requested, free_b, total_b);
-		plain("%s", msg);
+		each_line(text, print_plain, NULL);
+		break;
+	default:
+		fputs(text ? text : "", stderr);
 		break;
 	}
+	fflush(stderr);
 }

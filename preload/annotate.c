@@ -7,6 +7,7 @@
  * Threads: any application thread. Never called from inside our hooks.
  */
 #include "hook.h"
+#include "standby.h"
 
 #include <vramtrace/trace_format.h>
 
@@ -18,8 +19,13 @@ static void record(const struct vrt_ev *ev)
 {
 	if (!vrt_hook_enter())
 		return;
-	if (vrt_capture_on()) /* standby writes nothing */
+	/* Open request brackets are part of a snapshot (standby.h). */
+	if (ev->rec == VRT_REC_REQUEST)
+		vrt_standby_request(ev->op, ev->addr);
+	if (vrt_capture_on())
 		vrt_tbuf_event(ev);
+	else
+		vrt_standby_keep(ev); /* standby writes nothing */
 	vrt_hook_leave();
 }
 

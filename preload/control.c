@@ -111,12 +111,20 @@ static void status(int fd)
 	    (unsigned long long)st.inflight, (unsigned long long)st.ooms,
 	    (unsigned long long)st.host_pinned_bytes,
 	    (unsigned long long)st.allocations);
+	/* Capacity from the device inventory (standby has it too). */
+	struct vrt_device_info inv[VRT_LIVE_MAX_DEVICES];
+	int ninv = vrt_writer_known_devices(inv, VRT_LIVE_MAX_DEVICES);
 	for (int d = 0; d < st.ndev; d++) {
+		unsigned long long total = 0;
+		for (int k = 0; k < ninv; k++)
+			if (inv[k].vendor == st.dev[d].vendor &&
+			    inv[k].ordinal == st.dev[d].device)
+				total = inv[k].total_bytes;
 		PUT("%s{\"id\":%d,\"vendor\":\"%s\",\"live_bytes\":%llu,"
-		    "\"phases\":{",
+		    "\"total_bytes\":%llu,\"phases\":{",
 		    d ? "," : "", st.dev[d].device,
 		    vendor_name(st.dev[d].vendor),
-		    (unsigned long long)st.dev[d].bytes);
+		    (unsigned long long)st.dev[d].bytes, total);
 		int first = 1;
 		for (unsigned p = 0; p < VRT_LIVE_PHASES; p++) {
 			if (!st.dev[d].by_phase[p])

@@ -48,6 +48,11 @@ enum vrt_option_id {
 	VRT_OPT_REDACT,      /* VRAMTRACE_REDACT: argument values as *** */
 	VRT_OPT_FOLD,        /* VRAMTRACE_FOLD: REPEAT records for repeated
 	                      * allocate-then-free pairs (default 1) */
+	VRT_OPT_RESOLVE_LOG, /* VRAMTRACE_RESOLVE_LOG: <pid>.resolve, every
+	                      * driver look-up and its answer (resolvelog.c) */
+	VRT_OPT_STANDBY_STACK_KIB, /* VRAMTRACE_STANDBY_STACK_KIB: in standby,
+	                            * allocations of at least this many KiB
+	                            * keep their stack (default 1024) */
 	VRT_OPT_COUNT
 };
 
@@ -95,12 +100,19 @@ struct vrt_ev {
 	              * NET, PROC, REQUEST */
 	uint8_t api;
 	uint8_t have_info;
-	uint8_t op; /* NET, PROC, REQUEST */
+	uint8_t op;   /* NET, PROC, REQUEST */
+	uint8_t kind; /* NET LISTEN/ACCEPT: enum vrt_net_kind (0: none) */
+	uint8_t past; /* written as a PAST record of rec, at time `at`
+	               * (NET, PROC, MEMINFO, SAMPLE) */
+	uint64_t at;
 	int32_t device;
 	uint32_t error;
 	uint32_t stack; /* stack id (stack.c), 0 none */
 	uint64_t phase; /* encoded phase (trace_format.h), 0 unattributed */
-	uint64_t addr, size, aux, offset, handle;
+	uint64_t addr, size, aux, offset, handle; /* size: for MEMINFO the
+	                                           * held bytes of a PAST one;
+	                                           * for a NET CLOSE 1 when a
+	                                           * request was in flight */
 	uint64_t free_bytes, total_bytes;
 	const char *text;    /* MARK label, PROC path; cut to VRT_EV_TEXT_MAX */
 	const uint8_t *blob; /* SAMPLE: the encoded payload after dts */
@@ -238,6 +250,14 @@ void vrt_stack_after_fork_child(void);
 int vrt_sampler_start(int interval_ms, int use_nvml);
 /* Stops it, waiting at most one interval. Idempotent. */
 void vrt_sampler_stop(void);
+/* What the sampler read while not recording (standby): fn for each
+ * reading kept, oldest first (at: when; blob: the SAMPLE payload after
+ * dts), then they are forgotten. The last VRT_SAMPLER_KEPT readings and
+ * the first few are kept. Any thread but the sampler's. */
+#define VRT_SAMPLER_KEPT 48
+void vrt_sampler_kept(void (*fn)(uint64_t at, const uint8_t *blob, size_t len,
+                                 void *arg),
+                      void *arg);
 /* In a forked child: the thread does not exist here. */
 /* fork: the prepare handler waits for the sampler to leave NVML (taken
  * before every other vramtrace lock: the sampler records while in it). */
@@ -282,6 +302,10 @@ struct vrt_device_info {
  * and starts the writer thread (all signals blocked, named vramtrace-wr).
  * 0 or -errno; on error nothing is left running. */
 int vrt_writer_start(const char *dir, int flush_ms, int zstd_level);
+
+/* The start time the next vrt_writer_start writes in the header, instead
+ * of the moment it runs: when the process's capture began (standby). */
+void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns);
 
 /* Copies the known device inventory (all vendors) into out; returns the
  * count. Any thread. */

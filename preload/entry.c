@@ -25,6 +25,7 @@
 #include "hook.h"
 #include "live.h"
 #include "rules.h"
+#include "standby.h"
 
 #include <vramtrace/trace_format.h>
 
@@ -56,27 +57,15 @@ static void thread_exit(void *arg)
 
 static int writer_open; /* this process's trace file exists; start_mu */
 
-/* SNAPSHOT begin, one ALLOC per live allocation, SNAPSHOT end: a reader
- * replaces what it knew live in this process by exactly this set. */
-static void snapshot_one(const struct vrt_ev *ev, void *arg)
-{
-	(void)arg;
-	vrt_tbuf_event(ev);
-}
-
-static void write_snapshot(void)
-{
-	struct vrt_ev mark = {.rec = VRT_REC_SNAPSHOT, .op = 1};
-	vrt_tbuf_event(&mark);
-	vrt_live_each(snapshot_one, NULL);
-	mark.op = 2;
-	vrt_tbuf_event(&mark);
-}
-
 /* Opens the trace if needed and records from now on. start_mu held. */
 static int begin_recording(int snapshot)
 {
 	if (!writer_open) {
+		/* A process that began in standby: its trace starts where
+		 * a full recording's would have (standby.h). */
+		uint64_t mono, wall;
+		if (vrt_standby_origin(&mono, &wall))
+			vrt_writer_set_origin(mono, wall);
 		int err = vrt_writer_start(
 		        run_dir, (int)vrt_options_int(VRT_OPT_FLUSH_MS),
 		        (int)vrt_options_int(VRT_OPT_ZSTD_LEVEL));
@@ -92,8 +81,8 @@ static int begin_recording(int snapshot)
 	/* ON before the snapshot: an allocation racing with it is then in
 	 * the snapshot, or recorded after it, or both (readers keep one). */
 	atomic_store(&vrt_state, VRT_STATE_ON);
-	if (snapshot)
-		write_snapshot();
+	if (snapshot) /* the facts kept in standby, then the live set */
+		vrt_standby_write();
 	/* Without samples the trace still holds every call: a sampler that
 	 * cannot start is not worth a warning that would read like lost
 	 * data. */
@@ -111,10 +100,17 @@ int vrt_entry_start(void)
 		int was_in = vrt_in_hook;
 		vrt_in_hook = 1;
 		int standby = vrt_options_int(VRT_OPT_START) == 1;
-		if (standby)
+		if (standby) {
+			vrt_standby_begin(1);
 			atomic_store(&vrt_state, VRT_STATE_STANDBY);
-		else
+			/* Standby keeps the sampler's readings (NVML: other
+			 * processes) for the next snapshot. */
+			vrt_sampler_start(
+			        (int)vrt_options_int(VRT_OPT_SAMPLE_MS),
+			        (int)vrt_options_int(VRT_OPT_NVML));
+		} else {
 			begin_recording(0);
+		}
 		int err = atomic_load(&vrt_state) == VRT_STATE_OFF
 		                  ? 0
 		                  : vrt_control_start(run_dir);
@@ -150,13 +146,16 @@ int vrt_entry_record_start(void)
 int vrt_entry_record_stop(void)
 {
 	pthread_mutex_lock(&start_mu);
+	if (atomic_load(&vrt_state) == VRT_STATE_ON)
+		vrt_standby_write_stop(); /* readers: standby from here */
 	int s = VRT_STATE_ON;
 	int was_on = atomic_compare_exchange_strong(&vrt_state, &s,
 	                                            VRT_STATE_STANDBY);
 	pthread_mutex_unlock(&start_mu);
 	if (!was_on)
 		return 1;
-	vrt_sampler_stop();
+	/* The sampler goes on: standby keeps its readings. */
+	vrt_standby_begin(0);
 	vrt_writer_sync(STOP_TIMEOUT_MS);
 	return 0;
 }
@@ -174,6 +173,11 @@ static pid_t self_pid;
 int vrt_entry_is_self(void)
 {
 	return getpid() == self_pid;
+}
+
+const char *vrt_entry_run_dir(void)
+{
+	return run_dir;
 }
 
 /* Everything off, with bounded waits: the control endpoint, the sampler,
@@ -237,6 +241,7 @@ static void after_fork_child(void)
 	vrt_control_after_fork_child();
 	vrt_metrics_after_fork_child();
 	vrt_live_after_fork_child();
+	vrt_standby_after_fork_child();
 	pthread_mutex_init(&start_mu, NULL);
 	self_pid = getpid();
 	writer_open = 0;

@@ -23,9 +23,11 @@ extern VRT_TLS int vrt_in_hook VRT_HIDDEN;
 int vrt_entry_start(void);
 
 /* entry.c, for the control endpoint: switch to recording (the trace gets
- * a snapshot of the live allocations first) or back to standby. start
- * returns 0 on switching, 1 if already recording, -1 on failure; stop 0
- * on switching, 1 if not recording. Not from inside a hook. */
+ * the facts kept in standby and a snapshot of the live allocations first)
+ * or back to standby. start returns 0 on switching, 1 if already
+ * recording, -1 on failure; stop 0 on switching, 1 if not recording. From
+ * the control thread, and from a hook only for an allocation refused in
+ * standby (hook_lib.c: both waits are bounded). */
 int vrt_entry_record_start(void);
 int vrt_entry_record_stop(void);
 
@@ -45,6 +47,9 @@ void vrt_metrics_after_fork_child(void);
 /* entry.c: 1 in the process the preload initialised (or a fork child of
  * it), 0 in a vfork child, which shares our memory but is not us. */
 int vrt_entry_is_self(void);
+/* entry.c: the absolute run directory, set by the constructor before any
+ * hook is armed and read-only after; "" when capture is disabled. */
+const char *vrt_entry_run_dir(void);
 /* entry.c: flush and close the trace before an exec replaces the image;
  * after a failed exec, arm capture again (a new file). */
 void vrt_entry_before_exec(void);
@@ -64,7 +69,9 @@ static inline int vrt_hook_enter(void)
 
 /* hook_lib.c: one event from a hook. Always updates the live table;
  * when recording, also adds the call stack (for allocations, failures,
- * maps and probes) and the thread's announced phase, and writes it. */
+ * maps and probes) and the thread's announced phase, and writes it; in
+ * standby, keeps what it says about the run (standby.h) and the stack of
+ * a large allocation. */
 void vrt_hook_record(struct vrt_ev *ev);
 
 /* hook_lib.c: the events every runtime's wrappers make, through
@@ -82,7 +89,10 @@ void vrt_hook_alloc_cur(int api, int (*cur_dev)(void), uint64_t addr,
 /* A failed call (error: the runtime's code). For an allocation on the
  * caller's current device, mem_info (the runtime's free/total probe, or
  * NULL) is asked right away; and the frame is closed and synced before the
- * host sees the error, so a host that dies next still leaves it on disk. */
+ * host sees the error, so a host that dies next still leaves it on disk.
+ * An allocation refused for lack of memory in standby is recorded all the
+ * same: the process records for this call (kept facts, a snapshot, the
+ * failure), then goes back to standby. */
 #define VRT_HOOK_NO_DEVICE (-3) /* cur_dev when the caller did not ask */
 void vrt_hook_fail(int api, int dev, uint64_t addr, uint64_t size, uint64_t aux,
                    uint32_t error, int cur_dev,
@@ -128,6 +138,14 @@ void vrt_hook_env_init(const char *run_dir);
  * call that used the result returned. */
 char *const *vrt_hook_env_fix(char *const envp[], struct vrt_hook_env *b);
 void vrt_hook_env_release(struct vrt_hook_env *b);
+
+/* hook_libc.c: calls fn for every accepted connection still open (its
+ * listening fd, enum vrt_net_kind, whether a request is in flight on it),
+ * each under its connection's lock: fn must not do I/O on it. For the
+ * snapshot. */
+void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
+                                        int busy, void *arg),
+                             void *arg);
 
 /* hook_libc.c: the libc dlsym behind our interposed one. Never NULL after
  * vrt_hook_libc_init(). */
@@ -175,6 +193,18 @@ static inline void *vrt_hooklib_real(struct vrt_hooklib *l, int idx)
 	void *p = atomic_load_explicit(&l->real[idx], memory_order_relaxed);
 	return VRT_LIKELY(p != NULL) ? p : vrt_hooklib_real_slow(l, idx);
 }
+
+/* resolvelog.c: the resolver log (VRAMTRACE_RESOLVE_LOG). on: whether it is
+ * wanted (one option read). note: appends one look-up — via is the
+ * function the caller used, version/flags/result/status the arguments and
+ * codes (VRT_RESOLVELOG_NONE: not part of that call), wrapped whether ptr
+ * is our wrapper, ptr what the caller got. Any thread, inside a hook;
+ * takes a spin lock and writes: for look-ups, not for the per-call path. */
+#define VRT_RESOLVELOG_NONE (-0x7fffffffffffffffLL - 1)
+int vrt_resolvelog_on(void);
+void vrt_resolvelog_note(const char *via, const char *name, long long version,
+                         long long flags, long long result, long long status,
+                         int wrapped, const void *ptr);
 
 /* hook_cuda.c: if symbol is a hooked driver export and addr is the
  * driver's definition of it, returns our wrapper; else addr. Called by

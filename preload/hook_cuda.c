@@ -22,6 +22,11 @@
  * an entry with a different function than before, that answer is passed
  * through unwrapped rather than risk calling the wrong variant.
  *
+ * With VRAMTRACE_RESOLVE_LOG=1 every look-up of a driver function (both
+ * resolvers, and dlsym answers from the driver) is also written to the
+ * resolver log with what the caller got (resolvelog.c); off, it costs one
+ * option read per look-up, and look-ups are not on the allocation path.
+ *
  * Threads: any; real pointers are atomics, the inventory is taken once
  * under a CAS flag.
  */
@@ -64,7 +69,14 @@ static void *driver_sym(const char *name)
 
 void *vrt_hook_cuda_dlsym(const char *symbol, void *addr)
 {
-	return vrt_hooklib_dlsym(&driver, symbol, addr);
+	void *p = vrt_hooklib_dlsym(&driver, symbol, addr);
+	/* The resolver log names only what the driver itself answered. */
+	if (VRT_UNLIKELY(vrt_resolvelog_on()) &&
+	    (p != addr || vrt_hooklib_owns(&driver, addr)))
+		vrt_resolvelog_note("dlsym", symbol, VRT_RESOLVELOG_NONE,
+		                    VRT_RESOLVELOG_NONE, VRT_RESOLVELOG_NONE,
+		                    VRT_RESOLVELOG_NONE, p != addr, p);
+	return p;
 }
 
 /* The entry a resolver answer for (base, version, flags) belongs to, or -1
@@ -89,14 +101,25 @@ static int resolver_entry(const char *base, int version, cuuint64_t flags)
 	return best;
 }
 
-static void resolved(const char *symbol, void **pfn, int version,
-                     cuuint64_t flags)
+/* After the real resolver answered (r): our wrapper in *pfn for the entry
+ * the answer belongs to; the look-up goes to the resolver log when wanted
+ * (status: what a _v2 caller got back, or NULL). */
+static void resolved(const char *via, const char *symbol, void **pfn,
+                     int version, cuuint64_t flags, CUresult r,
+                     const CUdriverProcAddressQueryResult *status)
 {
-	if (!symbol || !pfn || !*pfn || symbol[0] != 'c' || symbol[1] != 'u')
-		return;
-	int idx = resolver_entry(symbol, version, flags);
-	if (idx >= 0)
-		*pfn = vrt_hooklib_substitute(&driver, idx, *pfn);
+	void *answer = pfn ? *pfn : NULL;
+	if (r == CUDA_SUCCESS && symbol && answer && symbol[0] == 'c' &&
+	    symbol[1] == 'u') {
+		int idx = resolver_entry(symbol, version, flags);
+		if (idx >= 0)
+			*pfn = vrt_hooklib_substitute(&driver, idx, answer);
+	}
+	if (VRT_UNLIKELY(vrt_resolvelog_on()))
+		vrt_resolvelog_note(via, symbol, version, (long long)flags, r,
+		                    status ? (long long)*status
+		                           : VRT_RESOLVELOG_NONE,
+		                    pfn && *pfn != answer, pfn ? *pfn : NULL);
 }
 
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
@@ -106,8 +129,7 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
 	if (!real)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult r = real(symbol, pfn, cudaVersion, flags);
-	if (r == CUDA_SUCCESS)
-		resolved(symbol, pfn, cudaVersion, flags);
+	resolved("cuGetProcAddress", symbol, pfn, cudaVersion, flags, r, NULL);
 	return r;
 }
 
@@ -119,8 +141,8 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
 	if (!real)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
-	if (r == CUDA_SUCCESS)
-		resolved(symbol, pfn, cudaVersion, flags);
+	resolved("cuGetProcAddress_v2", symbol, pfn, cudaVersion, flags, r,
+	         symbolStatus);
 	return r;
 }
 
@@ -284,6 +306,8 @@ static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
                      uint64_t aux_v, CUresult err)
 {
 	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
+	/* A process whose first call fails still names every device. */
+	inventory();
 	vrt_hook_fail(api, dev, addr, size, aux_v, (uint32_t)err,
 	              allocating && dev >= 0 ? cur_device()
 	                                     : VRT_HOOK_NO_DEVICE,

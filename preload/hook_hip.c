@@ -230,6 +230,8 @@ static void rec_fail(int api, int dev, uint64_t addr, uint64_t size,
                      uint64_t aux_v, hipError_t err)
 {
 	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
+	/* A process whose first call fails still names every device. */
+	inventory();
 	vrt_hook_fail(api, dev, addr, size, aux_v, (uint32_t)err,
 	              allocating && dev >= 0 ? cur_device()
 	                                     : VRT_HOOK_NO_DEVICE,

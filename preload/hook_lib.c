@@ -13,6 +13,7 @@
  */
 #include "hook.h"
 #include "live.h"
+#include "standby.h"
 
 #include <vramtrace/trace_format.h>
 
@@ -107,14 +108,17 @@ void *vrt_hooklib_dlsym(struct vrt_hooklib *l, const char *symbol, void *addr)
 void vrt_hook_record(struct vrt_ev *ev)
 {
 	int on = vrt_capture_on();
-	if (on && ev->rec != VRT_REC_FREE && ev->rec != VRT_REC_UNMAP &&
-	    ev->rec != VRT_REC_NET)
+	if (on ? ev->rec != VRT_REC_FREE && ev->rec != VRT_REC_UNMAP &&
+	                 ev->rec != VRT_REC_NET
+	       : ev->rec == VRT_REC_ALLOC && vrt_standby_keeps_stack(ev->size))
 		ev->stack = vrt_stack_capture();
 	if (ev->rec != VRT_REC_MEMINFO && ev->rec != VRT_REC_NET)
 		ev->phase = vrt_phase_current();
 	vrt_live_event(ev);
 	if (on)
 		vrt_tbuf_event(ev);
+	else
+		vrt_standby_keep(ev);
 }
 
 void vrt_hook_alloc(int api, int dev, uint64_t addr, uint64_t size,
@@ -132,8 +136,13 @@ void vrt_hook_alloc(int api, int dev, uint64_t addr, uint64_t size,
 void vrt_hook_alloc_cur(int api, int (*cur_dev)(void), uint64_t addr,
                         uint64_t size, uint64_t aux)
 {
-	if (!vrt_capture_on()) { /* standby: no stack, no driver call */
-		vrt_live_alloc(api, VRT_LIVE_DEVICE_LATER, addr, size, 0,
+	if (!vrt_capture_on()) {
+		/* Standby: no driver call; a stack only for the large
+		 * allocations, where the budgets are. */
+		vrt_live_alloc(api, VRT_LIVE_DEVICE_LATER, addr, size,
+		               VRT_UNLIKELY(vrt_standby_keeps_stack(size))
+		                       ? vrt_stack_capture()
+		                       : 0,
 		               vrt_phase_current());
 		return;
 	}
@@ -166,10 +175,17 @@ void vrt_hook_fail(int api, int dev, uint64_t addr, uint64_t size,
 	                    .aux = aux,
 	                    .error = error};
 	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
+	/* Out of memory (CUDA and HIP both say 2) in standby: recorded
+	 * anyway, with what led to it (standby.h). */
+	int once = allocating && error == 2 &&
+	           atomic_load(&vrt_state) == VRT_STATE_STANDBY &&
+	           vrt_entry_record_start() == 0;
 	if (allocating && dev >= 0 && dev == cur_dev && mem_info)
 		ev.have_info =
 		        (uint8_t)mem_info(&ev.free_bytes, &ev.total_bytes);
 	vrt_hook_record(&ev);
 	if (allocating && vrt_capture_on())
 		vrt_writer_sync(1000);
+	if (once)
+		vrt_entry_record_stop();
 }

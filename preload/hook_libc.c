@@ -116,21 +116,38 @@ void *dlsym(void *handle, const char *symbol)
 
 /* ---- server readiness and requests in flight ---------------------------
  *
- * listen() says the server is ready; an accepted connection is a request
- * in flight until it is closed. Accepted fds are remembered in a bitmap
- * so close(), which every program calls all the time, costs one bit test
- * for the fds that are not ours. The CLOSE event is recorded before the
+ * listen() says a socket serves (the record tells inet from unix, so ZMQ's
+ * ipc:// sockets are not taken for the HTTP server). Accepted connections
+ * are remembered in a bitmap; each has a small state (http.c) that the
+ * read and write hooks below feed with the bytes the server exchanges on
+ * it: a request is in flight from the moment request bytes arrive on an
+ * idle HTTP/1.x connection until its response has been written completely
+ * (REQ_BEGIN, REQ_END). Every other fd — files, pipes, the GPU driver's own
+ * descriptors, sockets we did not see accepted — costs those hooks one
+ * bit test. close() (which every program calls all the time) costs the
+ * same for fds that are not ours; the CLOSE event is recorded before the
  * real close, so a racing accept() that reuses the number is always
  * stamped after it. Connections closed by other means (dup2 over them,
  * close_range, exit) are not seen; the report says so.
+ *
+ * Per connection: a spinlock byte taken around its state and its events,
+ * so a request's BEGIN is always recorded before its END even when one
+ * thread reads and another writes the connection. Events are recorded
+ * with the lock held; nothing under it waits on anything but the tbuf
+ * spinlock of the calling thread.
  */
+
+#include "http.h"
+#include "standby.h"
 
 #include <vramtrace/trace_format.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <sys/sendfile.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <sys/socket.h>
@@ -139,6 +156,16 @@ void *dlsym(void *handle, const char *symbol)
 #define MAX_TRACKED_FD 65536
 
 static _Atomic uint64_t accepted[MAX_TRACKED_FD / 64];
+
+/* What we know of an accepted connection (valid while its bit is set). */
+struct conn {
+	_Atomic uint8_t lock;
+	uint8_t kind;     /* enum vrt_net_kind */
+	int32_t listener; /* the listening fd it came from */
+	struct vrt_http http;
+};
+
+static struct conn conns[MAX_TRACKED_FD];
 
 static void *next_fn(const char *name)
 {
@@ -153,26 +180,74 @@ static void *next_fn(const char *name)
 	if (VRT_UNLIKELY(!real_##fn))                                          \
 	real_##fn = (__typeof__(&fn))next_fn(#fn)
 
-static void net_event(int op, int fd, uint64_t arg)
+static void conn_lock(struct conn *c)
+{
+	while (atomic_exchange_explicit(&c->lock, 1, memory_order_acquire))
+		while (atomic_load_explicit(&c->lock, memory_order_relaxed))
+			;
+}
+
+static void conn_unlock(struct conn *c)
+{
+	atomic_store_explicit(&c->lock, 0, memory_order_release);
+}
+
+/* An accepted connection of ours: one relaxed load and a bit test. */
+static inline int tracked(int fd)
+{
+	return (unsigned)fd < MAX_TRACKED_FD &&
+	       VRT_UNLIKELY(atomic_load_explicit(&accepted[fd / 64],
+	                                         memory_order_relaxed) >>
+	                            (fd % 64) &
+	                    1);
+}
+
+static void record_net(int op, int fd, uint64_t arg, int kind, int busy)
 {
 	struct vrt_ev ev = {.rec = VRT_REC_NET,
 	                    .op = (uint8_t)op,
+	                    .kind = (uint8_t)kind,
 	                    .addr = (uint64_t)fd,
-	                    .aux = arg};
+	                    .aux = arg,
+	                    .size = (uint64_t)busy};
 	vrt_hook_record(&ev);
 }
 
-static int port_of(int fd)
+/* One NET event from the hooks below and close(). A CLOSE ends the
+ * connection's state: a request still in flight ends with it. */
+static void net_event(int op, int fd, uint64_t arg)
+{
+	int busy = 0;
+	if (op == VRT_NET_CLOSE && fd >= 0 && fd < MAX_TRACKED_FD) {
+		struct conn *c = &conns[fd];
+		conn_lock(c);
+		busy = c->http.busy;
+		c->http.busy = 0;
+		c->http.proto = VRT_HTTP_OTHER;
+		record_net(op, fd, arg, 0, busy);
+		conn_unlock(c);
+		return;
+	}
+	record_net(op, fd, arg, 0, busy);
+}
+
+/* The port and family of a socket. */
+static int sock_kind(int fd, int *port)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
+	*port = 0;
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
-		return 0;
-	if (ss.ss_family == AF_INET)
-		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	if (ss.ss_family == AF_INET6)
-		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	return 0;
+		return VRT_NET_KIND_OTHER;
+	if (ss.ss_family == AF_INET) {
+		*port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		return VRT_NET_KIND_INET;
+	}
+	if (ss.ss_family == AF_INET6) {
+		*port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		return VRT_NET_KIND_INET;
+	}
+	return ss.ss_family == AF_UNIX ? VRT_NET_KIND_UNIX : VRT_NET_KIND_OTHER;
 }
 
 VRT_EXPORT int listen(int fd, int backlog)
@@ -180,7 +255,8 @@ VRT_EXPORT int listen(int fd, int backlog)
 	NEXT(listen);
 	int r = real_listen(fd, backlog);
 	if (r == 0 && vrt_hook_enter()) {
-		net_event(VRT_NET_LISTEN, fd, (uint64_t)port_of(fd));
+		int port, kind = sock_kind(fd, &port);
+		record_net(VRT_NET_LISTEN, fd, (uint64_t)port, kind, 0);
 		vrt_hook_leave();
 	}
 	return r;
@@ -190,8 +266,16 @@ static void accepted_fd(int fd, int listener)
 {
 	if (fd < 0 || fd >= MAX_TRACKED_FD || !vrt_hook_enter())
 		return;
+	int port;
+	struct conn *c = &conns[fd];
+	conn_lock(c);
+	c->kind = (uint8_t)sock_kind(fd, &port);
+	c->listener = listener;
+	vrt_http_init(&c->http);
+	/* The state is ready before the bit says the fd is ours. */
 	atomic_fetch_or(&accepted[fd / 64], 1ull << (fd % 64));
-	net_event(VRT_NET_ACCEPT, fd, (uint64_t)listener);
+	record_net(VRT_NET_ACCEPT, fd, (uint64_t)listener, c->kind, 0);
+	conn_unlock(c);
 	vrt_hook_leave();
 }
 
@@ -210,6 +294,279 @@ VRT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen,
 	int r = real_accept4(fd, addr, addrlen, flags);
 	accepted_fd(r, fd);
 	return r;
+}
+
+/* Bytes arrived on a tracked connection (p shows the first got). */
+static void conn_read(int fd, const void *p, size_t got)
+{
+	int saved = errno;
+	if (!got || !vrt_hook_enter()) {
+		errno = saved;
+		return;
+	}
+	struct conn *c = &conns[fd];
+	int proto = 0;
+	conn_lock(c);
+	/* Closed meanwhile (its bit cleared): not ours any more. */
+	if (tracked(fd)) {
+		int ch = vrt_http_read(&c->http, p, got, &proto);
+		if (ch == VRT_HTTP_BEGIN)
+			record_net(VRT_NET_REQ_BEGIN, fd, 0, 0, 0);
+		else if (ch == VRT_HTTP_NOT_HTTP1)
+			record_net(VRT_NET_PROTO, fd, (uint64_t)proto, 0, 0);
+	}
+	conn_unlock(c);
+	vrt_hook_leave();
+	errno = saved;
+}
+
+/* The server wrote n bytes on a tracked connection: the first n of the
+ * iovecs (one for write/send; NULL for bytes we cannot see). */
+static void conn_write(int fd, const struct iovec *iov, int iovcnt, size_t n)
+{
+	int saved = errno;
+	if (!n || !vrt_hook_enter()) {
+		errno = saved;
+		return;
+	}
+	struct conn *c = &conns[fd];
+	conn_lock(c);
+	if (tracked(fd)) {
+		unsigned status = 0;
+		int ch = VRT_HTTP_NONE;
+		if (!iov) {
+			ch = vrt_http_write(&c->http, NULL, n, &status);
+		} else {
+			for (int i = 0; i < iovcnt && n && ch == VRT_HTTP_NONE;
+			     i++) {
+				size_t k = iov[i].iov_len < n ? iov[i].iov_len
+				                              : n;
+				ch = vrt_http_write(&c->http,
+				                    (const uint8_t *)iov[i].iov_base,
+				                    k, &status);
+				n -= k;
+			}
+		}
+		if (ch == VRT_HTTP_END)
+			record_net(VRT_NET_REQ_END, fd, status, 0, 0);
+	}
+	conn_unlock(c);
+	vrt_hook_leave();
+	errno = saved;
+}
+
+static void conn_write1(int fd, const void *buf, ssize_t r)
+{
+	struct iovec v = {(void *)buf, r > 0 ? (size_t)r : 0};
+	conn_write(fd, &v, 1, v.iov_len);
+}
+
+/* The first segment of a scattered read that got r bytes. */
+static void conn_readv(int fd, const struct iovec *iov, int iovcnt, ssize_t r)
+{
+	if (iovcnt <= 0 || !iov)
+		return;
+	for (int i = 0; i < iovcnt; i++) {
+		if (!iov[i].iov_len)
+			continue;
+		size_t k = iov[i].iov_len < (size_t)r ? iov[i].iov_len
+		                                      : (size_t)r;
+		conn_read(fd, iov[i].iov_base, k);
+		return;
+	}
+}
+
+/*
+ * The I/O calls servers make on their connections: asyncio and uvicorn
+ * (send, recv, sendmsg), uvloop/libuv (read, write, writev), Rust hyper
+ * (read, writev), cpp-httplib (send, recv), fortified builds (__read_chk,
+ * __recv_chk, __recvfrom_chk). Each passes straight through for an fd
+ * that is not a tracked connection; syscall() stands in when no next
+ * definition can be found (a static libc, a look-up that failed).
+ */
+
+VRT_EXPORT ssize_t read(int fd, void *buf, size_t count)
+{
+	NEXT(read);
+	ssize_t r = real_read ? real_read(fd, buf, count)
+	                      : syscall(SYS_read, fd, buf, count);
+	if (tracked(fd) && r > 0)
+		conn_read(fd, buf, (size_t)r);
+	return r;
+}
+
+VRT_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen);
+VRT_EXPORT ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen)
+{
+	NEXT(__read_chk);
+	ssize_t r = real___read_chk ? real___read_chk(fd, buf, count, buflen)
+	                            : syscall(SYS_read, fd, buf, count);
+	if (tracked(fd) && r > 0)
+		conn_read(fd, buf, (size_t)r);
+	return r;
+}
+
+VRT_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	NEXT(readv);
+	ssize_t r = real_readv ? real_readv(fd, iov, iovcnt)
+	                       : syscall(SYS_readv, fd, iov, iovcnt);
+	if (tracked(fd) && r > 0)
+		conn_readv(fd, iov, iovcnt, r);
+	return r;
+}
+
+VRT_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	NEXT(recv);
+	ssize_t r = real_recv ? real_recv(fd, buf, len, flags)
+	                      : syscall(SYS_recvfrom, fd, buf, len, flags,
+	                                NULL, NULL);
+	if (tracked(fd) && r > 0)
+		conn_read(fd, buf, (size_t)r);
+	return r;
+}
+
+VRT_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
+                              int flags);
+VRT_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
+                              int flags)
+{
+	NEXT(__recv_chk);
+	ssize_t r = real___recv_chk
+	                    ? real___recv_chk(fd, buf, len, buflen, flags)
+	                    : syscall(SYS_recvfrom, fd, buf, len, flags, NULL,
+	                              NULL);
+	if (tracked(fd) && r > 0)
+		conn_read(fd, buf, (size_t)r);
+	return r;
+}
+
+VRT_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
+                            struct sockaddr *src, socklen_t *srclen)
+{
+	NEXT(recvfrom);
+	ssize_t r = real_recvfrom
+	                    ? real_recvfrom(fd, buf, len, flags, src, srclen)
+	                    : syscall(SYS_recvfrom, fd, buf, len, flags, src,
+	                              srclen);
+	if (tracked(fd) && r > 0)
+		conn_read(fd, buf, (size_t)r);
+	return r;
+}
+
+VRT_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len,
+                                  size_t buflen, int flags,
+                                  struct sockaddr *src, socklen_t *srclen);
+VRT_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len,
+                                  size_t buflen, int flags,
+                                  struct sockaddr *src, socklen_t *srclen)
+{
+	NEXT(__recvfrom_chk);
+	ssize_t r = real___recvfrom_chk
+	                    ? real___recvfrom_chk(fd, buf, len, buflen, flags,
+	                                          src, srclen)
+	                    : syscall(SYS_recvfrom, fd, buf, len, flags, src,
+	                              srclen);
+	if (tracked(fd) && r > 0)
+		conn_read(fd, buf, (size_t)r);
+	return r;
+}
+
+VRT_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	NEXT(recvmsg);
+	ssize_t r = real_recvmsg ? real_recvmsg(fd, msg, flags)
+	                         : syscall(SYS_recvmsg, fd, msg, flags);
+	if (tracked(fd) && r > 0 && msg)
+		conn_readv(fd, msg->msg_iov, (int)msg->msg_iovlen, r);
+	return r;
+}
+
+VRT_EXPORT ssize_t write(int fd, const void *buf, size_t count)
+{
+	NEXT(write);
+	ssize_t r = real_write ? real_write(fd, buf, count)
+	                       : syscall(SYS_write, fd, buf, count);
+	if (tracked(fd) && r > 0)
+		conn_write1(fd, buf, r);
+	return r;
+}
+
+VRT_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	NEXT(writev);
+	ssize_t r = real_writev ? real_writev(fd, iov, iovcnt)
+	                        : syscall(SYS_writev, fd, iov, iovcnt);
+	if (tracked(fd) && r > 0 && iov)
+		conn_write(fd, iov, iovcnt, (size_t)r);
+	return r;
+}
+
+VRT_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	NEXT(send);
+	ssize_t r = real_send ? real_send(fd, buf, len, flags)
+	                      : syscall(SYS_sendto, fd, buf, len, flags, NULL,
+	                                0);
+	if (tracked(fd) && r > 0)
+		conn_write1(fd, buf, r);
+	return r;
+}
+
+VRT_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+                          const struct sockaddr *dst, socklen_t dstlen)
+{
+	NEXT(sendto);
+	ssize_t r = real_sendto
+	                    ? real_sendto(fd, buf, len, flags, dst, dstlen)
+	                    : syscall(SYS_sendto, fd, buf, len, flags, dst,
+	                              dstlen);
+	if (tracked(fd) && r > 0)
+		conn_write1(fd, buf, r);
+	return r;
+}
+
+VRT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	NEXT(sendmsg);
+	ssize_t r = real_sendmsg ? real_sendmsg(fd, msg, flags)
+	                         : syscall(SYS_sendmsg, fd, msg, flags);
+	if (tracked(fd) && r > 0 && msg)
+		conn_write(fd, msg->msg_iov, (int)msg->msg_iovlen, (size_t)r);
+	return r;
+}
+
+/* A body sent from a file: its bytes count, unseen. */
+VRT_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset,
+                            size_t count)
+{
+	NEXT(sendfile);
+	ssize_t r = real_sendfile
+	                    ? real_sendfile(out_fd, in_fd, offset, count)
+	                    : syscall(SYS_sendfile, out_fd, in_fd, offset,
+	                              count);
+	if (tracked(out_fd) && r > 0)
+		conn_write(out_fd, NULL, 0, (size_t)r);
+	return r;
+}
+
+void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
+                                        int busy, void *arg),
+                             void *arg)
+{
+	for (int w = 0; w < MAX_TRACKED_FD / 64; w++) {
+		uint64_t bits = atomic_load(&accepted[w]);
+		while (bits) {
+			int fd = w * 64 + __builtin_ctzll(bits);
+			bits &= bits - 1;
+			struct conn *c = &conns[fd];
+			conn_lock(c);
+			if (tracked(fd))
+				fn(fd, c->listener, c->kind, c->http.busy, arg);
+			conn_unlock(c);
+		}
+	}
 }
 
 VRT_EXPORT int close(int fd)

@@ -412,9 +412,13 @@ void vrt_live_event(const struct vrt_ev *ev)
 {
 	switch (ev->rec) {
 	case VRT_REC_NET:
-		if (ev->op == VRT_NET_ACCEPT)
+		/* Requests, not connections: an idle keep-alive connection
+		 * counts zero; a close ends the request open on it. */
+		if (ev->op == VRT_NET_REQ_BEGIN)
 			atomic_fetch_add(&inflight, 1);
-		else if (ev->op == VRT_NET_CLOSE && atomic_load(&inflight))
+		else if ((ev->op == VRT_NET_REQ_END ||
+		          (ev->op == VRT_NET_CLOSE && ev->size)) &&
+		         atomic_load(&inflight))
 			atomic_fetch_sub(&inflight, 1);
 		return;
 	case VRT_REC_FAIL:
@@ -516,6 +520,40 @@ void vrt_live_stats(struct vrt_live_stats *out)
 	out->ndev = n;
 	out->inflight = atomic_load(&inflight);
 	out->ooms = atomic_load(&ooms);
+}
+
+struct held_arg {
+	int vendor, device;
+	uint64_t bytes;
+};
+
+static void held_add(struct held_arg *h, struct slot *e)
+{
+	if (counts_vram(e->space) && vrt_api_vendor(e->api) == h->vendor &&
+	    slot_device(e) == h->device)
+		h->bytes += e->size;
+}
+
+static void held_area(void *area, void *arg)
+{
+	struct slot e;
+	if (pending_snap(area, &e))
+		held_add(arg, &e);
+}
+
+uint64_t vrt_live_device_bytes(int vendor, int device)
+{
+	struct held_arg h = {vendor, device, 0};
+	vrt_tbuf_live_each(held_area, &h);
+	for (int i = 0; i < STRIPES; i++) {
+		struct stripe *s = &stripes[i];
+		lock(s);
+		for (uint32_t k = 0; k < s->cap; k++)
+			if (s->slots[k].state == SLOT_USED)
+				held_add(&h, &s->slots[k]);
+		unlock(s);
+	}
+	return h.bytes;
 }
 
 static void each_slot(struct slot *e,

@@ -32,7 +32,8 @@ struct vrt_live_stats {
 	int ndev;
 	struct vrt_live_device dev[VRT_LIVE_MAX_DEVICES];
 	uint64_t host_pinned_bytes; /* pinned + registered */
-	uint64_t inflight;          /* accepted connections open now */
+	uint64_t inflight;          /* requests in flight now (HTTP/1.x
+	                             * on accepted connections) */
 	uint64_t ooms;              /* allocations refused for memory */
 	uint64_t allocations;       /* live entries in the table */
 };
@@ -56,9 +57,10 @@ void vrt_live_alloc(int api, int device, uint64_t addr, uint64_t size,
                     uint32_t stack, uint64_t phase);
 void vrt_live_free(int api, uint64_t addr);
 
-/* Applies one event to the table: ALLOC adds, FREE removes, an ACCEPT or
- * CLOSE moves the in-flight count, a FAIL for memory counts an OOM; other
- * events are ignored. From inside a hook, recording or in standby: one
+/* Applies one event to the table: ALLOC adds, FREE removes, a NET
+ * REQ_BEGIN or REQ_END (or the CLOSE of a connection with a request in
+ * flight, ev->size 1) moves the in-flight count, a FAIL for memory counts
+ * an OOM; other events are ignored. From inside a hook, recording or in standby: one
  * stripe spinlock, no malloc (the table grows with mmap). */
 void vrt_live_event(const struct vrt_ev *ev);
 
@@ -73,6 +75,13 @@ void vrt_live_each(void (*fn)(const struct vrt_ev *ev, void *arg), void *arg);
 void vrt_live_set_stack_phase(unsigned (*fn)(uint32_t stack));
 
 void vrt_live_after_fork_child(void);
+
+/* VRAM bytes live in the table on one device of a vendor (its ordinal as
+ * this process sees it). Scans the whole table (each stripe locked in
+ * turn): for rare events only (standby's first probe per device). May be
+ * called from inside a hook; devices kept for later are asked of the
+ * runtime as for vrt_live_stats. */
+uint64_t vrt_live_device_bytes(int vendor, int device);
 
 /* Fills *out with the current totals. Any thread (not a hook): takes each
  * stripe lock in turn; the totals are consistent per stripe. */

@@ -63,6 +63,11 @@ static struct vrt_option options[VRT_OPT_COUNT] = {
         [VRT_OPT_REDACT] = {"VRAMTRACE_REDACT", VRT_KIND_BOOL, 0, 0, 1, 0,
                             NULL},
         [VRT_OPT_FOLD] = {"VRAMTRACE_FOLD", VRT_KIND_BOOL, 1, 0, 1, 0, NULL},
+        [VRT_OPT_RESOLVE_LOG] = {"VRAMTRACE_RESOLVE_LOG", VRT_KIND_BOOL, 0, 0,
+                                 1, 0, NULL},
+        [VRT_OPT_STANDBY_STACK_KIB] = {"VRAMTRACE_STANDBY_STACK_KIB",
+                                       VRT_KIND_INT, 1024, 0, 1L << 40, 0,
+                                       NULL},
 };
 
 static int parse_start(const char *s, long *out)

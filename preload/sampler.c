@@ -16,7 +16,12 @@
  * from a hook; without it (or with VRAMTRACE_NVML=0) only HOST samples
  * are taken. Samples are chunk events of this thread's own buffer.
  *
- * Locks: s_mu/s_cv only to stop the thread; the thread owns the rest.
+ * In standby the thread goes on sampling and keeps its readings (the
+ * first few and a ring of the latest) for the snapshot that starts the
+ * next recording, which writes them as PAST records.
+ *
+ * Locks: s_mu/s_cv only to stop the thread; kept_mu over the kept
+ * readings; the thread owns the rest.
  */
 #include "core.h"
 
@@ -97,8 +102,68 @@ static uint64_t meminfo_field(const char *text, const char *name)
 	return strtoull(p + strlen(name), NULL, 10) * 1024;
 }
 
+/* Readings taken in standby, for the snapshot that starts a recording:
+ * the first KEPT_FIRST of the image, then a ring of the latest. kept_mu
+ * (the sampler thread stores, vrt_sampler_kept takes). */
+#define KEPT_FIRST 4
+#define KEPT_BLOB  512
+struct kept_sample {
+	uint64_t at;
+	uint32_t len;
+	uint8_t blob[KEPT_BLOB];
+};
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct kept_sample kept_first[KEPT_FIRST], kept_ring[VRT_SAMPLER_KEPT];
+static unsigned nkept_first, kept_next, nkept_ring, first_done;
+
+static void keep(const uint8_t *blob, size_t len)
+{
+	if (len > KEPT_BLOB)
+		return; /* a device with very many processes: not kept */
+	pthread_mutex_lock(&kept_mu);
+	struct kept_sample *k;
+	if (!first_done && nkept_first < KEPT_FIRST) {
+		k = &kept_first[nkept_first++];
+	} else {
+		first_done = 1;
+		k = &kept_ring[kept_next];
+		kept_next = (kept_next + 1) % VRT_SAMPLER_KEPT;
+		if (nkept_ring < VRT_SAMPLER_KEPT)
+			nkept_ring++;
+	}
+	k->at = vrt_tbuf_now();
+	k->len = (uint32_t)len;
+	memcpy(k->blob, blob, len);
+	pthread_mutex_unlock(&kept_mu);
+}
+
+void vrt_sampler_kept(void (*fn)(uint64_t at, const uint8_t *blob, size_t len,
+                                 void *arg),
+                      void *arg)
+{
+	pthread_mutex_lock(&kept_mu);
+	for (unsigned i = 0; i < nkept_first; i++)
+		fn(kept_first[i].at, kept_first[i].blob, kept_first[i].len,
+		   arg);
+	unsigned start = (kept_next + VRT_SAMPLER_KEPT - nkept_ring) %
+	                 VRT_SAMPLER_KEPT;
+	for (unsigned i = 0; i < nkept_ring; i++) {
+		const struct kept_sample *k =
+		        &kept_ring[(start + i) % VRT_SAMPLER_KEPT];
+		fn(k->at, k->blob, k->len, arg);
+	}
+	/* The first readings are the image's first only once. */
+	first_done = first_done || nkept_first > 0;
+	nkept_first = nkept_ring = kept_next = 0;
+	pthread_mutex_unlock(&kept_mu);
+}
+
 static void record(const uint8_t *blob, size_t len)
 {
+	if (!vrt_capture_on()) {
+		keep(blob, len);
+		return;
+	}
 	struct vrt_ev ev = {
 	        .rec = VRT_REC_SAMPLE, .blob = blob, .blob_len = (uint32_t)len};
 	vrt_tbuf_event(&ev);
@@ -218,7 +283,9 @@ static void *sampler_main(void *arg)
 		nvml_open();
 	pthread_mutex_unlock(&nvml_mu);
 	for (;;) {
-		if (!vrt_capture_on())
+		/* Recording, or standby (2 is VRT_STATE_OFF: stopped for
+		 * good). */
+		if (atomic_load(&vrt_state) == VRT_STATE_OFF)
 			break;
 		sample_host();
 		pthread_mutex_lock(&nvml_mu);
@@ -314,6 +381,8 @@ void vrt_sampler_after_fork_parent(void)
 
 void vrt_sampler_after_fork_child(void)
 {
+	pthread_mutex_init(&kept_mu, NULL);
+	nkept_first = nkept_ring = kept_next = first_done = 0;
 	pthread_mutex_init(&nvml_mu, NULL);
 	pthread_mutex_init(&s_mu, NULL);
 	running = 0;

@@ -485,11 +485,12 @@ static void emit_frame(uint32_t id, vrt_stack_emit_fn emit)
 	const struct frame *f = frame_at(id);
 	struct vrt_rule_frame rf = {.kind = f->kind};
 	uint8_t p[64];
+	/* The demangled name lives here until the rules have matched it. */
+	char buf[1024];
 	size_t n = vrt_put_uvarint(p, id);
 	n += vrt_put_uvarint(p + n, f->kind);
 	if (f->kind == VRT_FRAME_NATIVE) {
 		Dl_info info;
-		char buf[1024];
 		const char *sym = NULL, *mod = NULL;
 		uint64_t off = 0;
 		/* A return address may point just past a call at the end of

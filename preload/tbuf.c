@@ -625,10 +625,10 @@ static size_t close_record(uint8_t *p, unsigned type, size_t len)
 	return 1 + k + len;
 }
 
-static size_t encode_event(uint8_t *p, const struct vrt_ev *ev, uint64_t dts)
+/* An event's payload after its dts. */
+static size_t encode_body(uint8_t *p, const struct vrt_ev *ev)
 {
 	size_t n = 0;
-	n += put_u(p + n, dts);
 	switch (ev->rec) {
 	case VRT_REC_MEMINFO:
 		n += put_s(p + n, ev->device);
@@ -636,6 +636,8 @@ static size_t encode_event(uint8_t *p, const struct vrt_ev *ev, uint64_t dts)
 		n += put_u(p + n, ev->total_bytes);
 		n += put_u(p + n, ev->stack);
 		n += put_u(p + n, ev->api);
+		if (ev->past)
+			n += put_u(p + n, ev->size); /* held */
 		return n;
 	case VRT_REC_MARK:
 		return n + put_text(p + n, ev->text);
@@ -643,6 +645,8 @@ static size_t encode_event(uint8_t *p, const struct vrt_ev *ev, uint64_t dts)
 		n += put_u(p + n, ev->op);
 		n += put_u(p + n, ev->addr);
 		n += put_u(p + n, ev->aux);
+		if (ev->kind)
+			n += put_u(p + n, ev->kind);
 		return n;
 	case VRT_REC_PROC:
 		n += put_u(p + n, ev->op);
@@ -689,6 +693,17 @@ static size_t encode_event(uint8_t *p, const struct vrt_ev *ev, uint64_t dts)
 	n += put_u(p + n, ev->stack);
 	n += put_u(p + n, ev->phase);
 	return n;
+}
+
+/* dts, then the payload; a PAST event wraps its record (trace_format.h). */
+static size_t encode_event(uint8_t *p, const struct vrt_ev *ev, uint64_t dts)
+{
+	size_t n = put_u(p, dts);
+	if (ev->past) {
+		n += put_u(p + n, ev->rec);
+		n += put_u(p + n, ev->at);
+	}
+	return n + encode_body(p + n, ev);
 }
 
 void *vrt_tbuf_scratch(void)
@@ -948,7 +963,8 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 		t->cs_tent = before;
 	} else {
 		n = encode_event(p + 2, ev, now - t->last_ts);
-		c->len += (uint32_t)close_record(p, ev->rec, n);
+		c->len += (uint32_t)close_record(
+		        p, ev->past ? VRT_REC_PAST : ev->rec, n);
 		/* Any other record resets the compact state. */
 		memset(&t->cs, 0, sizeof(t->cs));
 	}

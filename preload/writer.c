@@ -306,7 +306,7 @@ static size_t redact_args(const char *cmd, size_t clen, char *out)
 	return o;
 }
 
-static void stage_header(uint64_t wall_ns, uint64_t mono_ns)
+static void stage_header(uint64_t wall_ns, uint64_t mono_ns, uint64_t flags)
 {
 	uint8_t *p = malloc(VRT_REC_MAX_PAYLOAD);
 	if (!p)
@@ -319,7 +319,7 @@ static void stage_header(uint64_t wall_ns, uint64_t mono_ns)
 	n += vrt_put_uvarint(p + n, (uint64_t)getppid());
 	n += vrt_put_uvarint(p + n, wall_ns);
 	n += vrt_put_uvarint(p + n, mono_ns);
-	n += vrt_put_uvarint(p + n, 0);
+	n += vrt_put_uvarint(p + n, flags);
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	n += put_str(p + n, host, 255);
@@ -545,11 +545,28 @@ static int open_trace(const char *dir)
 	return out < 0 ? err : out;
 }
 
+static uint64_t origin_mono, origin_wall; /* 0: none; start_mu */
+
+void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns)
+{
+	origin_mono = mono_ns;
+	origin_wall = wall_ns;
+}
+
 int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 {
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
-	uint64_t mono = vrt_tbuf_now();
+	uint64_t mono = vrt_tbuf_now(), flags = 0;
+	if (origin_mono) {
+		flags = VRT_HEADER_STANDBY;
+		/* The header (and its frame's watermark) at the origin: a
+		 * PAST record written later is no broken promise. */
+		mono = origin_mono;
+		wall.tv_sec = (time_t)(origin_wall / 1000000000u);
+		wall.tv_nsec = (long)(origin_wall % 1000000000u);
+		origin_mono = 0;
+	}
 	flush_ms = flush_interval_ms;
 	failed = 0;
 	stage_len = 0;
@@ -575,7 +592,7 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 	}
 	stage_header((uint64_t)wall.tv_sec * 1000000000u +
 	                     (uint64_t)wall.tv_nsec,
-	             mono);
+	             mono, flags);
 	/* The header goes out now, in a frame of its own, so the file names
 	 * its process even if the process dies before the first flush. */
 	write_pass(mono, NULL);

@@ -24,7 +24,8 @@
  * processes of one host.
  *
  * Event records (ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO, MARK, NET, PROC,
- * REQUEST, SAMPLE, SNAPSHOT, REPEAT, ALLOC_C, FREE_C) only appear after a
+ * REQUEST, SAMPLE, SNAPSHOT, REPEAT, ALLOC_C, FREE_C, PAST) only appear
+ * after a
  * CHUNK record in the same frame. CHUNK sets the thread id and the absolute
  * timestamp base; each event stores the delta (dts) from the previous event
  * of the chunk (or from the CHUNK base for the first). Events inside one
@@ -53,8 +54,9 @@
 enum vrt_rec {
 	/* The first record of the file, exactly once.
 	 * magic[8] raw, version, pid, ppid, start_wall_ns (CLOCK_REALTIME),
-	 * start_mono_ns, flags (unused, 0), host(str), exe(str), argc,
-	 * argv[argc](str) */
+	 * start_mono_ns, flags (VRT_HEADER_*), host(str), exe(str), argc,
+	 * argv[argc](str). start_*: when the process's capture began — its
+	 * first event, recording or in standby. */
 	VRT_REC_HEADER = 1,
 	/* vendor (enum vrt_vendor), ordinal, total_bytes, name(str),
 	 * uuid(str: 16 raw bytes, or empty). Readers show a CUDA uuid as
@@ -104,10 +106,12 @@ enum vrt_rec {
 	 * stack, phase. device: the one the call named (VMM location), else
 	 * the caller's current device; VRT_DEVICE_HOST for host families. */
 	VRT_REC_FAIL = 11,
-	/* dts, device(s), free_bytes, total_bytes, stack, api — the
+	/* dts, device(s), free_bytes, total_bytes, stack, api, held — the
 	 * application's own capacity probe (cuMemGetInfo / hipMemGetInfo).
 	 * Older writers end the record early: no stack means none, no api
-	 * means a CUDA probe. */
+	 * means a CUDA probe. held (only inside PAST): the bytes this
+	 * process held on the device at that moment, which a reader cannot
+	 * know from events it never saw. */
 	VRT_REC_MEMINFO = 12,
 	/* chunk event: dts, label(str) — vramtrace_mark() or `ctl mark` */
 	VRT_REC_MARK = 13,
@@ -129,10 +133,27 @@ enum vrt_rec {
 	/* end_mono_ns, flags (VRT_TRAILER_*), events_written,
 	 * events_dropped, note(str: why capture stopped, or empty) */
 	VRT_REC_TRAILER = 17,
-	/* chunk event: dts, op (enum vrt_net_op), fd, arg
-	 *   LISTEN: arg = port (0 for a non-inet socket) — the server is ready
-	 *   ACCEPT: arg = the listening fd — a request connection opens
-	 *   CLOSE:  arg = 0 — an accepted connection closes */
+	/* chunk event: dts, op (enum vrt_net_op), fd, arg, then (appended
+	 * later, absent from older writers) kind (enum vrt_net_kind)
+	 *   LISTEN:    arg = port (0 for a non-inet socket); kind: the
+	 *              socket's family — a socket starts listening
+	 *   ACCEPT:    arg = the listening fd; kind: the connection's family —
+	 *              a connection opens. A writer that writes kind also
+	 *              writes REQ_BEGIN/REQ_END for the HTTP/1.x requests on
+	 *              it (and PROTO when its first bytes are not HTTP/1.x):
+	 *              readers then count requests, not connections; an
+	 *              ACCEPT without kind (older writers) is a request in
+	 *              flight until its CLOSE.
+	 *   CLOSE:     arg = 0 — an accepted connection closes (a request
+	 *              still open on it ends with it)
+	 *   REQ_BEGIN: arg = 0 — request bytes arrived on an idle HTTP/1.x
+	 *              connection: one request in flight on fd
+	 *   REQ_END:   arg = the response's status code — the response has
+	 *              been written completely (its framing: Content-Length,
+	 *              chunked up to the zero chunk; a close-delimited
+	 *              response ends at CLOSE); the connection is idle again
+	 *   PROTO:     arg = enum vrt_net_proto — the connection's first bytes
+	 *              are not an HTTP/1.x request: nothing on it is counted */
 	VRT_REC_NET = 18,
 	/* chunk event: dts, op (enum vrt_proc_op), pid, text(str)
 	 *   FORK: pid = the child;  SPAWN: pid = the child, text = path;
@@ -142,12 +163,17 @@ enum vrt_rec {
 	 * vramtrace_request_begin/end() */
 	VRT_REC_REQUEST = 20,
 	/* chunk event: dts, op (1 begin, 2 end) — written when recording
-	 * starts in a process that was in standby (`vramtrace ctl start`):
-	 * the ALLOC records between begin and end of the same thread are the
-	 * process's live allocations at that moment, not new calls. A reader
-	 * replaces what it held live for this process by exactly that set
-	 * (an address it already holds live stays as it is), counting none of
-	 * it as allocations or frees. */
+	 * starts in a process that was in standby (`vramtrace ctl start`, or
+	 * a failed allocation in standby): the ALLOC records between begin
+	 * and end of the same thread are the process's live allocations at
+	 * that moment, not new calls, and its NET ACCEPT and REQ_BEGIN
+	 * records there its open connections and requests in flight. A
+	 * reader replaces what it held live (and open) for this process by
+	 * exactly that set (an address it already holds live stays as it
+	 * is), counting none of it as allocations, frees or new
+	 * connections. PAST records of the process come just before.
+	 * op 3 (alone): recording stops here (`ctl stop`); the process is in
+	 * standby until its next begin. */
 	VRT_REC_SNAPSHOT = 21,
 	/* chunk event (version 2): dts, count, span, period, then `period`
 	 * pair templates, each: alloc_api, free_api, device(s),
@@ -180,6 +206,19 @@ enum vrt_rec {
 	 * device, aux, stack and phase are those of the chunk's free
 	 * template; addr as for ALLOC_C (packed from version 3). */
 	VRT_REC_FREE_C = 24,
+	/* 25: reserved. */
+	/* chunk event: dts, type, at, then the payload of a record of that
+	 * type (NET, PROC, REQUEST, MEMINFO or SAMPLE) after its dts — a
+	 * fact of a
+	 * process in standby, kept since it happened and written when
+	 * recording starts (next to its SNAPSHOT), or when a failed
+	 * allocation in standby makes the process write one. at: when it
+	 * happened (CLOCK_MONOTONIC ns), before the record's own time. A
+	 * reader takes it as that event at time at, knowing that it may
+	 * arrive after later events (it changes the facts of that moment —
+	 * the server was ready, a child was made, the first probe —, not
+	 * the live set). */
+	VRT_REC_PAST = 26,
 };
 
 #define VRT_REPEAT_MAX_PERIOD 8 /* pair templates in one REPEAT */
@@ -197,7 +236,29 @@ enum vrt_rec {
 
 enum vrt_frame_kind { VRT_FRAME_NATIVE = 0, VRT_FRAME_PYTHON = 1 };
 
-enum vrt_net_op { VRT_NET_LISTEN = 1, VRT_NET_ACCEPT = 2, VRT_NET_CLOSE = 3 };
+enum vrt_net_op {
+	VRT_NET_LISTEN = 1,
+	VRT_NET_ACCEPT = 2,
+	VRT_NET_CLOSE = 3,
+	VRT_NET_REQ_BEGIN = 4,
+	VRT_NET_REQ_END = 5,
+	VRT_NET_PROTO = 6,
+};
+
+/* The family of a NET record's socket (its appended kind field). */
+enum vrt_net_kind {
+	VRT_NET_KIND_UNKNOWN = 0, /* older writers */
+	VRT_NET_KIND_INET = 1,    /* TCP over IPv4 or IPv6 */
+	VRT_NET_KIND_UNIX = 2,    /* AF_UNIX (ZMQ ipc://, local proxies) */
+	VRT_NET_KIND_OTHER = 3,
+};
+
+/* What a connection's first bytes were, when not HTTP/1.x (PROTO). */
+enum vrt_net_proto {
+	VRT_NET_PROTO_HTTP2 = 1, /* the "PRI * HTTP/2.0" preface (gRPC) */
+	VRT_NET_PROTO_TLS = 2,   /* a TLS handshake record */
+	VRT_NET_PROTO_OTHER = 3, /* anything else (ZMQ's ZMTP greeting...) */
+};
 
 enum vrt_sample_kind { VRT_SAMPLE_DEVICE = 1, VRT_SAMPLE_HOST = 2 };
 
@@ -264,6 +325,12 @@ static inline const char *vrt_phase_builtin_name(unsigned id)
 	}
 	return NULL;
 }
+
+enum vrt_header_flag {
+	/* Capture began in standby: the file holds nothing but PAST facts
+	 * before its first SNAPSHOT (older writers: 0). */
+	VRT_HEADER_STANDBY = 1,
+};
 
 enum vrt_trailer_flag {
 	VRT_TRAILER_CLEAN_EXIT = 1,  /* written by the exit path */

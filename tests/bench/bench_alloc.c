@@ -5,9 +5,10 @@
  * cuGetProcAddress); with --api malloc they are malloc + free (what
  * heaptrack hooks), called the same way from the same place. Either way
  * every thread makes --pairs pairs from one call site, --depth frames
- * below its start, with sizes cycling through --sizes values (4096 +
- * k * 512, k < sizes; default 8, so no pair repeats the one before it;
- * 1 makes every pair identical).
+ * below its start, with sizes cycling through --sizes values (--base +
+ * k * 512, k < sizes; base 4096 and 8 sizes by default, so no pair
+ * repeats the one before it; 1 makes every pair identical; --base 2097152
+ * makes them large, as allocator segments are).
  *
  * Prints one line:
  *   "<threads> <depth> <pairs per thread> <wall ns/pair> <cpu ns/pair>"
@@ -20,7 +21,7 @@
  * Run it bare and under a profiler and subtract (run_all.py does).
  *
  *   bench_alloc [--api cuda|malloc] [--threads N] [--pairs N] [--depth N]
- *               [--sizes N]
+ *               [--sizes N] [--base BYTES]
  *
  * Exit 0; 1 when the driver is missing or a call fails; 2 usage.
  */
@@ -48,6 +49,7 @@ static CUcontext ctx;
 static long pairs = 200000;
 static int depth = 40;
 static long nsizes = 8;
+static size_t base = 4096; /* --base: the first size */
 static enum api api = API_CUDA;
 /* Volatile, so the compiler cannot see (and drop) a malloc+free pair. */
 static void *(*volatile c_malloc)(size_t) = malloc;
@@ -64,7 +66,7 @@ static __attribute__((noinline)) void loop(void)
 {
 	if (api == API_MALLOC) {
 		for (long i = 0; i < pairs; i++) {
-			void *p = c_malloc(4096 + (size_t)(i % nsizes) * 512);
+			void *p = c_malloc(base + (size_t)(i % nsizes) * 512);
 			if (!p) {
 				fprintf(stderr, "bench_alloc: malloc failed\n");
 				exit(1);
@@ -75,7 +77,7 @@ static __attribute__((noinline)) void loop(void)
 	}
 	for (long i = 0; i < pairs; i++) {
 		CUdeviceptr p;
-		if (cu_alloc(&p, 4096 + (size_t)(i % nsizes) * 512) ||
+		if (cu_alloc(&p, base + (size_t)(i % nsizes) * 512) ||
 		    cu_free(p)) {
 			fprintf(stderr, "bench_alloc: driver call failed\n");
 			exit(1);
@@ -109,7 +111,7 @@ static void *worker(void *arg)
 static int usage(void)
 {
 	fprintf(stderr, "usage: bench_alloc [--api cuda|malloc] [--threads N] "
-	                "[--pairs N] [--depth N] [--sizes N]\n");
+	                "[--pairs N] [--depth N] [--sizes N] [--base BYTES]\n");
 	return 2;
 }
 
@@ -146,6 +148,8 @@ int main(int argc, char **argv)
 			depth = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--sizes"))
 			nsizes = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--base"))
+			base = (size_t)atol(argv[i + 1]);
 		else if (!strcmp(argv[i], "--api") &&
 		         !strcmp(argv[i + 1], "cuda"))
 			api = API_CUDA;
@@ -156,7 +160,7 @@ int main(int argc, char **argv)
 			return usage();
 	}
 	if (threads < 1 || threads > 256 || pairs < 1 || depth < 1 ||
-	    nsizes < 1 || nsizes > 1024)
+	    nsizes < 1 || nsizes > 1024 || base < 1)
 		return usage();
 	if (api == API_CUDA && open_driver()) {
 		fprintf(stderr, "bench_alloc: no CUDA driver\n");

@@ -14,7 +14,11 @@ heaptrack, measured in one run on this machine, printed as one table:
    malloc), the same pair count, depth and threads. Each bare baseline is
    a row of its own. Also the whole process tree's CPU per pair: the
    preload's writer thread for vramtrace, heaptrack_interpret and zstd
-   for heaptrack.
+   for heaptrack. In standby, pairs of 2 MiB (an allocator segment)
+   keep their call stack (VRAMTRACE_STANDBY_STACK_KIB): their added cost
+   is reported beside the small pairs'. With --io-bench, the cost of the
+   preload's read/write hooks on a regular file and a pipe (bench_io.c:
+   write+read pairs, bare and preloaded).
 2. Bytes per event of the compressed trace of those same runs (events =
    2 x pairs), vramtrace's *.vtrace against heaptrack's .zst.
 3. The analyzer: `vramtrace analyze --format json` on two traces of
@@ -34,7 +38,8 @@ that takes over 20 s is run once. Ratios inside one run are what to
 trust on a shared, noisy machine. heaptrack missing: 'n/a' in its column.
 
     run_all.py --bench EXE --python-bench PY --preload LIB --fake-dir DIR
-               --gen EXE --vramtrace EXE [--pairs N] [--python-pairs N]
+               --gen EXE --vramtrace EXE [--io-bench EXE] [--pairs N]
+               [--python-pairs N]
                [--events N] [--runs N] [--quick] [--json FILE]
 
 python3 stdlib only. Exit 0 when the table was printed (verdicts are
@@ -56,6 +61,7 @@ import tempfile
 import time
 
 DEPTH = 40
+LARGE = 2 << 20  # bytes of a "large" pair: an allocator segment
 SLOW_ANALYZE_S = 20.0  # an analyzer run longer than this is not repeated
 RESULT_RE = re.compile(r"^(\d+) (\d+) (\d+) ([\d.]+) ([\d.]+)$", re.M)
 PY_RESULT_RE = re.compile(r"^(\d+) ([\d.]+) ([\d.]+)$", re.M)
@@ -137,18 +143,20 @@ class Bench:
 
     # ---- one measured program run ------------------------------------
 
-    def once(self, prog, tool, stacks, threads, pairs, sizes=8):
+    def once(self, prog, tool, stacks, threads, pairs, sizes=8,
+             base=4096):
         """One run. prog: 'c' (bench_alloc) or 'py' (bench_python);
-        tool: None (bare), 'vramtrace' or 'heaptrack'. Returns a dict:
-        cpu (calling threads, ns/pair), proc (process tree CPU ns/pair),
-        bytes (trace size), events, path."""
+        tool: None (bare), 'vramtrace' or 'heaptrack'; base: the first
+        size of bench_alloc's pairs. Returns a dict: cpu (calling threads,
+        ns/pair), proc (process tree CPU ns/pair), bytes (trace size),
+        events, path."""
         per = max(1, pairs // threads)
         api = "malloc" if tool == "heaptrack" or stacks == "malloc" \
             else "cuda"
         if prog == "c":
             cmd = [self.a.bench, "--api", api, "--threads", str(threads),
                    "--pairs", str(per), "--depth", str(DEPTH), "--sizes",
-                   str(sizes)]
+                   str(sizes), "--base", str(base)]
         else:
             cmd = [sys.executable, self.a.python_bench, str(per),
                    "--threads", str(threads), "--api", api]
@@ -216,6 +224,21 @@ class Bench:
             keep["paths"] = [r["path"] for r in rs]
             out[k] = keep
         return out
+
+    def io(self, preload):
+        """bench_io once, bare or under the preload: {'file': ns,
+        'pipe': ns} per write+read pair."""
+        env = dict(self.base)
+        out = self.fresh("io")
+        os.makedirs(out, exist_ok=True)
+        if preload:
+            env["LD_PRELOAD"] = os.path.abspath(self.a.preload)
+            env["VRAMTRACE_OUT"] = os.path.join(out, "run")
+        stdout, _, _ = run([self.a.io_bench, "--dir", out, "--calls",
+                            str(self.a.io_calls)], env)
+        got = dict(line.split() for line in stdout.splitlines()
+                   if len(line.split()) == 2)
+        return {k: float(v) for k, v in got.items()}
 
     def events_in(self, run_dir):
         """(allocations, frees, dropped events) the analyzer counts on the
@@ -381,6 +404,9 @@ def main():
     for o in ("--bench", "--python-bench", "--preload", "--fake-dir",
               "--gen", "--vramtrace"):
         ap.add_argument(o, required=True)
+    ap.add_argument("--io-bench", default=None,
+                    help="bench_io (read/write on a file and a pipe); "
+                    "its rows are left out without it")
     ap.add_argument("--pairs", type=int, default=None,
                     help="alloc+free pairs per configuration, all threads "
                     "together (default 1000000; --quick 200000)")
@@ -405,6 +431,7 @@ def main():
     a.pairs = a.pairs or (200_000 if a.quick else 1_000_000)
     a.python_pairs = a.python_pairs or (20_000 if a.quick else 100_000)
     a.events = a.events or (5_000_000 if a.quick else 50_000_000)
+    a.io_calls = 100_000 if a.quick else 500_000
     a.mem_limit = int(a.mem_limit * 2**30)
     if a.pairs < 8 or a.python_pairs < 8 or a.events < 10 or a.runs < 1:
         ap.error("counts must be positive")
@@ -437,8 +464,12 @@ def main():
             print(f"measuring {th} thread(s)...", file=sys.stderr,
                   flush=True)
             P, Q = a.pairs, a.python_pairs
+            L = max(8, P // 10)  # large pairs: fewer, each unwinds
             cf = {"bare": ("c", None, None, th, P, 8),
                   "standby": ("c", "vramtrace", "standby", th, P, 8),
+                  "bare_large": ("c", None, None, th, L, 8, LARGE),
+                  "standby_large": ("c", "vramtrace", "standby", th, L, 8,
+                                    LARGE),
                   "none": ("c", "vramtrace", "none", th, P, 8),
                   "native": ("c", "vramtrace", "native", th, P, 8),
                   "py_bare": ("py", None, None, th, Q, 8),
@@ -470,6 +501,13 @@ def main():
                                  "n/a (no standby)", f"<= {limit} ns",
                                  verdict(None if add is None
                                          else add <= limit)))
+                    # Allocations of VRAMTRACE_STANDBY_STACK_KIB (1 MiB)
+                    # or more keep their stack in standby: reported.
+                    ladd = added(m["standby_large"], m["bare_large"])
+                    fig[f"standby_large_added_{th}"] = ladd
+                    rows.append((f"standby, 2 MiB pairs (stack kept), "
+                                 f"{th} thr", fmt(ladd, " ns", 1),
+                                 "n/a (no standby)", "reported", "—"))
                     continue
                 ok = None if add is None else add <= limit and (
                     ht_add is None or add < ht_add)
@@ -520,6 +558,33 @@ def main():
                                                    is not None else ""),
                          "<= 3000 ns",
                          verdict(None if padd is None else padd <= 3000)))
+
+        # ---- read/write on fds that are not followed connections ------
+        if a.io_bench:
+            print("measuring read/write...", file=sys.stderr, flush=True)
+            got = {False: [], True: []}
+            for _ in range(a.runs):
+                for pre in (False, True):
+                    try:
+                        got[pre].append(b.io(pre))
+                    except Failed as e:
+                        b.note(f"bench_io: {e}")
+            rows.append("CPU ns per write+read pair of 64 bytes on "
+                        "descriptors the preload does not follow (one "
+                        "bit test per call)")
+            for kind, what in (("file", "regular file"), ("pipe", "pipe")):
+                bare = median(r.get(kind) for r in got[False])
+                pre = median(r.get(kind) for r in got[True])
+                add = None if bare is None or pre is None else pre - bare
+                fig[f"io_{kind}_bare"] = bare
+                fig[f"io_{kind}_added"] = add
+                rows.append((f"{what}: bare", fmt(bare, " ns", 1), "—",
+                             "—", "—"))
+                # Two hooked calls per pair; a syscall's own noise is
+                # tens of ns, so the verdict allows for it.
+                rows.append((f"{what}: added by the preload",
+                             fmt(add, " ns", 1), "n/a", "<= 20 ns",
+                             verdict(None if add is None else add <= 20)))
 
         rows.append("added CPU ns per pair, whole process tree (vramtrace: "
                     "+ writer thread; heaptrack: + heaptrack_interpret, "

@@ -11,7 +11,8 @@
  * writer would append).
  *
  *   file PATH                      start a new trace file
- *   set version N | set magic STR  change the next HEADER
+ *   set version N | set magic STR | set flags N
+ *                                  change the next HEADER
  *   header PID PPID WALL MONO HOST EXE [ARG...]
  *   device VENDOR ORDINAL TOTAL NAME UUIDHEX|-
  *   chunk TID TS
@@ -35,9 +36,13 @@
  *   stack ID PARENT FRAME [PHASE]  STACK record (PHASE as above)
  *   phase ID NAME                  PHASE record
  *   mark DTS LABEL
- *   net DTS listen|accept|close|N FD ARG
+ *   net DTS listen|accept|close|req_begin|req_end|proto|N FD ARG
+ *       [inet|unix|other|N]        the socket's family (appended field)
  *   proc DTS fork|exec|spawn|N PID [TEXT]
  *   request DTS begin|end|N ID
+ *   snapshot DTS begin|end|stop|N  SNAPSHOT record
+ *   past AT DIRECTIVE...           the event record DIRECTIVE makes,
+ *       wrapped in a PAST record that says it happened at AT
  *   watermark TS
  *   trailer END [FLAGS WRITTEN DROPPED NOTE]
  *   raw TYPE HEX                   any record
@@ -72,6 +77,10 @@ static char path[4096];
 static int corrupt_frame, lineno;
 static size_t cut_bytes;
 static uint64_t version = VRT_TRACE_VERSION;
+static uint64_t header_flags;
+/* The line being read is wrapped in a PAST record happened at past_at. */
+static int in_past;
+static uint64_t past_at;
 static char magic[9] = VRT_TRACE_MAGIC;
 
 __attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt,
@@ -285,6 +294,25 @@ static void close_file(void)
 static void record(unsigned type, struct buf *payload)
 {
 	uint8_t t = (uint8_t)type;
+	if (in_past) {
+		/* dts, type, at, then the record's own fields after its
+		 * dts. */
+		struct buf w = {0};
+		const uint8_t *q = payload->p;
+		uint64_t dts = 0;
+		unsigned shift = 0;
+		do
+			dts |= (uint64_t)(*q & 0x7f) << shift, shift += 7;
+		while (*q++ & 0x80);
+		put_u(&w, dts);
+		put_u(&w, type);
+		put_u(&w, past_at);
+		put(&w, q, payload->n - (size_t)(q - payload->p));
+		in_past = 0;
+		record(VRT_REC_PAST, &w);
+		free(w.p);
+		return;
+	}
 	put(&frame, &t, 1);
 	put_u(&frame, payload->n);
 	put(&frame, payload->p, payload->n);
@@ -310,13 +338,28 @@ static void need(int have, int lo, int hi, const char *what)
 
 static void line(char **tok, int ntok)
 {
-	static const char *const net_ops[] = {"listen", "accept", "close"};
+	static const char *const net_ops[] = {"listen",    "accept",
+	                                      "close",     "req_begin",
+	                                      "req_end",   "proto"};
+	static const char *const kinds[] = {"inet", "unix", "other"};
+	static const char *const snap_ops[] = {"begin", "end", "stop"};
 	static const char *const proc_ops[] = {"fork", "exec", "spawn"};
 	static const char *const req_ops[] = {"begin", "end"};
 	struct buf p = {0}, extra = {0};
 	const char *d = tok[0];
 	uint64_t stack = 0, phase = 0;
 	int n, i, j;
+
+	if (!strcmp(d, "past")) {
+		if (ntok < 3)
+			die("past AT DIRECTIVE...");
+		past_at = (uint64_t)num(tok[1]);
+		in_past = 1;
+		line(tok + 2, ntok - 2);
+		if (in_past)
+			die("past: '%s' makes no event record", tok[2]);
+		return;
+	}
 
 	/* s=STACK and p=PHASE options, anywhere after the directive */
 	for (i = j = 1; i < ntok; i++) {
@@ -342,6 +385,8 @@ static void line(char **tok, int ntok)
 			version = (uint64_t)num(tok[2]);
 		else if (!strcmp(tok[1], "magic"))
 			snprintf(magic, sizeof(magic), "%-8s", tok[2]);
+		else if (!strcmp(tok[1], "flags"))
+			header_flags = (uint64_t)num(tok[2]);
 		else
 			die("unknown setting '%s'", tok[1]);
 	} else if (!strcmp(d, "header")) {
@@ -352,7 +397,8 @@ static void line(char **tok, int ntok)
 		put_u(&p, (uint64_t)num(tok[2]));
 		put_u(&p, (uint64_t)num(tok[3]));
 		put_u(&p, (uint64_t)num(tok[4]));
-		put_u(&p, 0);
+		put_u(&p, header_flags);
+		header_flags = 0;
 		put_str(&p, tok[5]);
 		put_str(&p, tok[6]);
 		put_u(&p, (uint64_t)(n - 7));
@@ -512,13 +558,21 @@ static void line(char **tok, int ntok)
 		put(&p, extra.p, extra.n);
 		record(VRT_REC_MARK, &p);
 	} else if (!strcmp(d, "net")) {
-		need(n, 5, 5, d);
+		need(n, 5, 6, d);
 		put_u(&p, (uint64_t)num(tok[1]));
-		put_u(&p, op(tok[2], net_ops, 3));
+		put_u(&p, op(tok[2], net_ops, 6));
 		put_u(&p, (uint64_t)num(tok[3]));
 		put_u(&p, (uint64_t)num(tok[4]));
+		if (n > 5)
+			put_u(&p, op(tok[5], kinds, 3));
 		put(&p, extra.p, extra.n);
 		record(VRT_REC_NET, &p);
+	} else if (!strcmp(d, "snapshot")) {
+		need(n, 3, 3, d);
+		put_u(&p, (uint64_t)num(tok[1]));
+		put_u(&p, op(tok[2], snap_ops, 3));
+		put(&p, extra.p, extra.n);
+		record(VRT_REC_SNAPSHOT, &p);
 	} else if (!strcmp(d, "proc")) {
 		need(n, 4, 5, d);
 		put_u(&p, (uint64_t)num(tok[1]));

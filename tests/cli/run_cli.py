@@ -6,6 +6,7 @@
 
 GROUP is one of golden, bad, usage, record, reports (Perfetto and
 folded outputs checked against the JSON report; progress on a terminal),
+model (--model-config and --explain against tests/data/models),
 html (the HTML report in headless Chromium: DOM, console, a screenshot
 kept under --artifacts; skipped without Chromium). Traces are built at
 test time by mktrace from the scripts in traces/, in a fresh temporary
@@ -44,6 +45,8 @@ GOLDEN_CASES = [
      ["analyze", "--rules", "rules/user.rules", "run"]),
     ("rules-reclass.json", "rules.mkt",
      ["analyze", "--rules=rules/user.rules", "-f", "json", "run"]),
+    ("standby.text", "standby.mkt", ["analyze", "run"]),
+    ("standby.json", "standby.mkt", ["analyze", "-f", "json", "run"]),
     ("inferred.text", "inferred.mkt", ["analyze", "run"]),
     ("inferred.json", "inferred.mkt", ["analyze", "-f", "json", "run"]),
     ("basic.perfetto", "basic.mkt", ["analyze", "-f", "perfetto", "run"]),
@@ -74,6 +77,55 @@ GOLDEN_CASES = [
     ("table-bad.text", "compare.mkt", ["table", "runA", "nothing-here"]),
     ("windows.text", "windows.mkt", ["analyze", "run"]),
     ("windows.json", "windows.mkt", ["analyze", "-f", "json", "run"]),
+    # rules: the call paths no rule claims, or only an obsolete rule
+    ("rules-unclaimed.text", "unclaimed.mkt", ["rules", "run"]),
+    ("rules-unclaimed-top.text", "unclaimed.mkt",
+     ["rules", "--top", "1", "run/900.vtrace"]),
+    ("rules-plugin.text", "rules.mkt", ["rules", "run"]),
+    ("rules-plugin-claimed.text", "rules.mkt",
+     ["rules", "--rules", "rules/user.rules", "run"]),
+    ("rules-bad.text", "rules.mkt",
+     ["rules", "--rules", "rules/bad.rules", "run"]),
+    # verdicts on engine-shaped runs (traces/verdict-*.mkt say each case)
+    ("verdict-near-miss.text", "verdict-recovered.mkt", ["analyze", "runN"]),
+    ("verdict-near-miss.json", "verdict-recovered.mkt",
+     ["analyze", "-f", "json", "runN"]),
+    ("verdict-recovered-fatal.text", "verdict-recovered.mkt",
+     ["analyze", "runF"]),
+    ("verdict-profile.text", "verdict-profile.mkt", ["analyze", "run"]),
+    ("verdict-profile.json", "verdict-profile.mkt",
+     ["analyze", "-f", "json", "run"]),
+    ("verdict-graphs.text", "verdict-graphs.mkt", ["analyze", "run"]),
+    ("verdict-llama-pool.text", "verdict-llama.mkt", ["analyze", "runP"]),
+    ("verdict-listen-first.text", "verdict-llama.mkt", ["analyze", "runW"]),
+    ("verdict-tp-spawn.text", "verdict-tp.mkt", ["analyze", "run"]),
+    ("verdict-died-loading.text", "verdict-died.mkt", ["analyze", "run"]),
+    ("verdict-keepalive.text", "verdict-keepalive.mkt", ["analyze", "run"]),
+]
+
+# The verdict each engine-shaped run must get, checked on its JSON report
+# (independent of how the goldens word it): script, run, verdict, detail,
+# stage, the decisive failure's index (None: none), and the fatal and
+# recovered flags of its ooms[].
+VERDICT_CASES = [
+    ("verdict-recovered.mkt", "runN", "none", "near_miss", "request", None,
+     [(False, True)]),
+    ("verdict-recovered.mkt", "runF", "concurrency", "overlapping_requests",
+     "request", 2, [(False, True), (False, False), (True, False)]),
+    ("verdict-profile.mkt", "run", "concurrency", "batch_activations", "load",
+     1, [(False, False), (True, False)]),
+    ("verdict-graphs.mkt", "run", "kv_cache", "graph_capture_after_reserve",
+     "load", 0, [(True, False)]),
+    ("verdict-llama.mkt", "runP", "concurrency", "overlapping_requests",
+     "request", 1, [(False, False), (True, False)]),
+    ("verdict-llama.mkt", "runW", "weights", "card_too_small", "load", 0,
+     [(True, False)]),
+    ("verdict-tp.mkt", "run", "weights", "not_sharded", "load", 0,
+     [(True, False)]),
+    ("verdict-died.mkt", "run", "inconclusive", "died_while_loading", "load",
+     None, []),
+    ("verdict-keepalive.mkt", "run", "concurrency", "overlapping_requests",
+     "request", 0, [(True, False)]),
 ]
 
 # Bad inputs: file (made by bad.mkt or below) -> expected text in the error.
@@ -185,6 +237,49 @@ def group_golden(opts, tap):
                 good, doc = False, e
             tap.ok(good, f"golden {name} parses with its schema", doc)
     compare_checks(opts, tap)
+    builtin_checks(opts, tap)
+    verdict_checks(opts, tap)
+
+
+def builtin_checks(opts, tap):
+    """`vramtrace rules --builtin` prints the rules file the build
+    embeds, byte for byte."""
+    path = os.path.join(opts.src, "..", "..", "common", "builtin.rules")
+    with open(path) as f:
+        want = f.read()
+    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+        rc, out, err = run([opts.vramtrace, "rules", "--builtin"], tmp)
+    tap.ok(rc == 0 and out == want and err == "",
+           "rules --builtin prints common/builtin.rules",
+           f"exit {rc}, {len(out)} of {len(want)} bytes, stderr {err!r}")
+
+
+def verdict_checks(opts, tap):
+    """The verdicts of VERDICT_CASES, read from the JSON report."""
+    for script, run_dir, verdict, detail, stage, index, ooms in VERDICT_CASES:
+        with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+            mktrace(opts, script, tmp)
+            rc, out, err = run([opts.vramtrace, "analyze", "-f", "json",
+                                run_dir], tmp)
+        doc = json.loads(out) if rc == 0 else {}
+        d = doc.get("diagnosis") or {}
+        got = (d.get("verdict"), d.get("detail"), d.get("stage"),
+               d.get("failure_index"))
+        tap.ok(got == (verdict, detail, stage, index),
+               f"verdict {script} {run_dir}: {verdict} ({detail}), "
+               f"{stage} stage", f"got {got}\n{err}")
+        flags = [(o.get("fatal"), o.get("recovered_by") is not None)
+                 for o in doc.get("ooms", [])]
+        tap.ok(flags == ooms, f"verdict {script} {run_dir}: fatal and "
+               "recovered failures", f"got {flags}, want {ooms}")
+        rungs = [x.get("rung") for x in d.get("ladder", [])]
+        tap.ok(d.get("confidence") in ("high", "medium", "low") and
+               d.get("confidence_reason") and
+               rungs in ([], ["baseline", "weights", "reserves",
+                              "activations", "in_flight"]),
+               f"verdict {script} {run_dir}: confidence and ladder",
+               f"{d.get('confidence')!r} {d.get('confidence_reason')!r} "
+               f"{rungs}")
 
 
 def compare_checks(opts, tap):
@@ -364,6 +459,11 @@ def group_usage(opts, tap):
             (["table"], 2, "err"),
             (["table", "--format", "xml", "a"], 2, "err"),
             (["table", "--bogus", "a"], 2, "err"),
+            (["rules"], 2, "err"),
+            (["rules", "--builtin", "run"], 2, "err"),
+            (["rules", "--builtin", "--rules", "f"], 2, "err"),
+            (["rules", "--top", "-1", "run"], 2, "err"),
+            (["rules", "--top"], 2, "err"),
         ]:
             rc, out, err = run([exe] + args, tmp)
             lines = err.splitlines()
@@ -375,6 +475,7 @@ def group_usage(opts, tap):
         for args in (["--help"], ["-h"], ["help"], ["help", "analyze"],
                      ["help", "record"], ["analyze", "--help"],
                      ["compare", "--help"], ["help", "table"],
+                     ["rules", "--help"], ["help", "rules"],
                      ["record", "--help"], ["record", "-h", "--", "x"]):
             rc, out, err = run([exe] + args, tmp)
             tap.ok(rc == 0 and out.startswith("usage: vramtrace") and
@@ -383,6 +484,103 @@ def group_usage(opts, tap):
         rc, out, err = run([exe, "--version"], tmp)
         tap.ok(rc == 0 and out.startswith("vramtrace ") and err == "",
                "--version", out + err)
+
+
+def group_model(opts, tap):
+    """--model-config and --explain on a vLLM run (model.mkt: tensor
+    parallel 2, fp8 KV cache in blocks of 64, 32768-token context, 40 GiB
+    of KV reserve and 54 GiB of headroom over two cards)."""
+    exe = opts.vramtrace
+    data = os.path.join(os.path.dirname(opts.src.rstrip("/")), "data",
+                        "models")
+    GiB = 1 << 30
+    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+        mktrace(opts, "model.mkt", tmp)
+        ds = os.path.join(data, "deepseek-r1.json")
+        rc, out, err = run([exe, "analyze", "--model-config", ds,
+                            "--explain", "run"], tmp)
+        want = [
+            "  - model: 68.62 KiB of KV per token (61 MLA layers x 576 "
+            "latent x 1 B fp8; copied on every tensor-parallel rank)",
+            "MODEL",
+            "    KV cache: K fp8, V fp8 (--kv-cache-dtype)",
+            "    mla: 61 layers x 576 B per token x 2 copies across the "
+            "ranks = 68.62 KiB per token",
+            "    experts: 256 routed, 8 per token, 1 shared, in 58 of 61 "
+            "layers",
+        ]
+        lines = out.splitlines()
+        missing = [w for w in want if w not in lines]
+        tap.ok(rc == 0 and not missing, "model: DeepSeek-R1 explained "
+               "(MLA latent on both ranks, fp8 from the engine's flag)",
+               f"exit {rc}\nmissing: {missing}\n{out}\n{err}")
+        # Gemma 2: half the layers windowed at 4096 (+ one block of 64).
+        gm = os.path.join(data, "gemma-2-9b.json")
+        rc, out, err = run([exe, "analyze", "-f", "json", "--model-config",
+                            gm, "--explain", "run"], tmp)
+        m = json.loads(out)["diagnosis"]["model"] if rc == 0 else {}
+        per_layer = 8 * (256 + 256)  # fp8: 1 byte an element
+        seq = 21 * 32768 * per_layer + 21 * (4096 + 64) * per_layer
+        budget = 40 * GiB + 54 * GiB
+        got = {k: m.get(k) for k in (
+            "context_len", "kv_block_tokens", "tensor_parallel",
+            "kv_bytes_per_token", "sequence_bytes_at_context",
+            "kv_reserve_tokens", "kv_budget_bytes",
+            "max_concurrency_at_context", "max_context_single")}
+        want = {"context_len": 32768, "kv_block_tokens": 64,
+                "tensor_parallel": 2, "kv_bytes_per_token": 42 * per_layer,
+                "sequence_bytes_at_context": seq,
+                "kv_reserve_tokens": 40 * GiB * 32768 // seq,
+                "kv_budget_bytes": budget,
+                "max_concurrency_at_context": budget // seq,
+                "max_context_single":
+                    (budget - 21 * 4160 * per_layer) // (21 * per_layer)
+                    // 64 * 64}
+        tap.ok(got == want, "model: Gemma 2's windows solved in JSON",
+               f"exit {rc}\ngot  {got}\nwant {want}\n{err}")
+        d = m.get("description", {})
+        tap.ok([(g["kind"], g["window"]) for g in d.get("layer_groups", [])]
+               == [("full", None), ("sliding", 4096)] and
+               d.get("tied_embeddings") is True and
+               d.get("kv_dtype") == {"k": "fp8", "v": "fp8",
+                                     "from": "--kv-cache-dtype"} and
+               abs(d.get("params", {}).get("total", 0) / 9.24e9 - 1) < 0.02
+               and len(m.get("explain", [])) >= 5,
+               "model: the description and the explain lines in JSON", m)
+        rc, out, err = run([exe, "analyze", "-f", "json", "--model-config",
+                            gm, "run"], tmp)
+        m = json.loads(out)["diagnosis"]["model"] if rc == 0 else {}
+        tap.ok(rc == 0 and "explain" not in m and "description" in m,
+               "model: no explain lines without --explain", m)
+        rc, out, err = run([exe, "analyze", "-f", "json", "run"], tmp)
+        tap.ok(rc == 0 and json.loads(out)["diagnosis"]["model"] is None,
+               "model: null without --model-config", err)
+        # --kv-dtype beats the engine's flag: q8_0's 18 blocks of 34 B.
+        rc, out, err = run([exe, "analyze", "-f", "json", "--model-config",
+                            ds, "--kv-dtype", "q8_0", "run"], tmp)
+        m = json.loads(out)["diagnosis"]["model"] if rc == 0 else {}
+        tap.ok(m.get("kv_bytes_per_token") == 61 * 18 * 34 * 2,
+               "model: --kv-dtype q8_0 over --kv-cache-dtype fp8",
+               f"exit {rc}\n{m.get('kv_bytes_per_token')}\n{err}")
+        # Errors: usage (exit 2) and an unusable config (exit 1).
+        for args, want_rc, want in (
+                (["--explain", "run"], 2,
+                 "vramtrace: error: analyze: --explain needs "
+                 "--model-config"),
+                (["--model-config", gm, "--kv-dtype", "fp7", "run"], 2,
+                 "vramtrace: error: analyze: unknown KV dtype 'fp7'"),
+                (["--model-config", "bad.json", "run"], 1,
+                 "vramtrace: error: bad.json: not a usable model config: "
+                 "missing key \"vocab_size\""),
+                (["--model-config", "none.json", "run"], 1,
+                 "vramtrace: error: none.json: cannot read")):
+            with open(os.path.join(tmp, "bad.json"), "w") as f:
+                f.write('{"num_hidden_layers": 2, "hidden_size": 64, '
+                        '"num_attention_heads": 4}')
+            rc, out, err = run([exe, "analyze"] + args, tmp)
+            tap.ok(rc == want_rc and out == "" and err.startswith(want),
+                   f"model: error {' '.join(args[:2])}",
+                   f"exit {rc}\nstderr: {err!r}\nwant: {want!r}")
 
 
 def group_record(opts, tap):
@@ -819,7 +1017,7 @@ def main():
     ap.add_argument("--noop")
     ap.add_argument("--artifacts")
     ap.add_argument("group", choices=["golden", "bad", "usage", "record",
-                                      "reports", "html"])
+                                      "reports", "html", "model"])
     opts = ap.parse_args()
     opts.vramtrace = os.path.abspath(opts.vramtrace)
     opts.mktrace = os.path.abspath(opts.mktrace)

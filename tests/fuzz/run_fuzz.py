@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Runs one libFuzzer target for a bounded time (the `slow` suite).
 
-    run_fuzz.py FUZZER CORPUS_DIR ARTIFACT_DIR
+    run_fuzz.py FUZZER CORPUS_DIR ARTIFACT_DIR [SEED...]
 
-The committed corpus is copied to a scratch directory first, so new inputs
+The committed corpus, plus any SEED files kept elsewhere in the tree (the
+built-in rules file), is copied to a scratch directory first, so new inputs
 never land in the source tree. FUZZ_SECONDS (default 60) bounds the run.
 Prints one line, "NAME: N executions, M crashes in S s", and exits 1 when
 the fuzzer found a crash (the input is kept under ARTIFACT_DIR).
@@ -18,10 +19,11 @@ import time
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) < 4:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    fuzzer, corpus, artifacts = sys.argv[1:]
+    fuzzer, corpus, artifacts = sys.argv[1:4]
+    seeds = sys.argv[4:]
     name = os.path.basename(fuzzer)
     seconds = int(os.environ.get("FUZZ_SECONDS", "60"))
     os.makedirs(artifacts, exist_ok=True)
@@ -30,6 +32,9 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         work = os.path.join(scratch, "corpus")
         shutil.copytree(corpus, work)
+        for seed in seeds:
+            shutil.copy(seed, os.path.join(work, "seed-" +
+                                           os.path.basename(seed)))
         t0 = time.monotonic()
         p = subprocess.run(
             [fuzzer, work, f"-max_total_time={seconds}", "-timeout=10",

@@ -49,6 +49,8 @@ port = srv.getsockname()[1]
 def clients(n, ready):
     conns = [socket.create_connection(("127.0.0.1", port), timeout=30)
              for _ in range(n)]
+    for c in conns:  # one HTTP/1.1 request each (counted in flight)
+        c.sendall(b"POST /generate HTTP/1.1\r\nHost: x\r\n\r\n")
     for c in conns:
         c.recv(1)  # the server answers once all n are being served
         c.close()
@@ -60,10 +62,12 @@ def serve(n):
     t = threading.Thread(target=clients, args=(n, done))
     t.start()
     open_conns = [srv.accept()[0] for _ in range(n)]
+    for c in open_conns:
+        c.recv(256)
     acts = [runner.execute_model() for _ in open_conns]
     for c, a in zip(open_conns, acts):
-        c.send(b"x")
-        runner.free(a)
+        runner.free(a)  # a finished request frees, then is answered
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx")
         c.close()
     t.join(30)
 

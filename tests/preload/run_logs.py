@@ -302,9 +302,11 @@ def test_refusal(e):
                           "cache)"),
           f"refusal: the text report opens with it ({text[:80]!r})")
     plain = e.report(out, ["--no-log"])
-    check(plain["diagnosis"]["verdict"] == "none" and
+    check(plain["diagnosis"]["verdict"] == "inconclusive" and
+          plain["diagnosis"]["detail"] == "died_while_loading" and
           plain["engine_log"] is None,
-          "refusal: without the log the trace alone says none")
+          "refusal: without the log the trace alone is inconclusive "
+          "(died while loading)")
 
 
 def test_sglang(e):

@@ -1,10 +1,11 @@
 /*
  * Unit tests of diagnose.c on hand-made traces (replayed by replay.c):
  * one run per verdict with the exact verdict, detail, stage and evidence
- * numbers; the engine flags read from command lines; and modelcfg.c's
- * arithmetic on the two configs of tests/data (Llama-3-8B: grouped-query
- * attention; Falcon-7B: multi-query), checked against hand-computed
- * values. TAP output. argv[1]: the tests/data directory.
+ * numbers, the cases of issue 14 shaped as the engines make them (with
+ * the ladder's numbers), and the model arithmetic (model.c) as the
+ * diagnosis states it, from the configs of tests/data and the engine's
+ * flags in the command line. TAP output. argv[1]: the tests/data
+ * directory.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 
 #include "diagnose.h"
 #include "load.h"
-#include "modelcfg.h"
+#include "model.h"
 #include "replay.h"
 
 #include "tap.h"
@@ -29,10 +30,12 @@ static struct vrt_event *evs;
 static size_t nev;
 static struct vrt_replay r;
 static struct vrt_diagnosis dg;
-static struct vrt_failinfo fails[8];
+static struct vrt_failinfo fails[16];
 static size_t nfail;
-static struct vrt_process proc;
+static struct vrt_process procs[4];
 static struct vrt_device devs[4];
+/* the process and thread of the next events */
+static uint32_t cur_proc, cur_tid;
 static char *argv_vllm[] = {
         "vllm", "serve",          "m",  "--max-model-len",
         "8192", "--max-num-seqs", "16", "--gpu-memory-utilization",
@@ -44,13 +47,16 @@ static void setup(size_t ndev, uint64_t total)
 
 	memset(&t, 0, sizeof(t));
 	memset(&r, 0, sizeof(r));
-	memset(&proc, 0, sizeof(proc));
+	memset(procs, 0, sizeof(procs));
 	memset(devs, 0, sizeof(devs));
 	nfail = 0;
-	proc.pid = 42;
-	proc.argv = argv_vllm;
-	proc.argc = sizeof(argv_vllm) / sizeof(argv_vllm[0]);
-	t.procs = &proc;
+	cur_proc = 0;
+	cur_tid = 0;
+	procs[0].pid = 42;
+	procs[0].ppid = 1;
+	procs[0].argv = argv_vllm;
+	procs[0].argc = sizeof(argv_vllm) / sizeof(argv_vllm[0]);
+	t.procs = procs;
 	t.nprocs = 1;
 	for (i = 0; i < ndev; i++) {
 		devs[i].total_bytes = total;
@@ -59,7 +65,7 @@ static void setup(size_t ndev, uint64_t total)
 	t.devices = devs;
 	t.ndevices = ndev;
 	t.fails = fails;
-	t.nfails = 8;
+	t.nfails = 16;
 	free(evs);
 	evs = calloc(256, sizeof(*evs));
 	nev = 0;
@@ -77,8 +83,37 @@ static struct vrt_event *ev(int kind, unsigned api, int dev, uint64_t addr,
 	e->size = size;
 	e->aux = aux;
 	e->phase = phase;
+	e->proc = cur_proc;
+	e->tid = cur_tid;
 	nev++;
 	return e;
+}
+
+/* The command line of the only process. */
+static void command(char **argv, size_t argc)
+{
+	procs[0].argv = argv;
+	procs[0].argc = argc;
+}
+
+/* Another process of the run; returns its index. */
+static uint32_t add_proc(uint64_t pid, uint64_t ppid, char **argv, size_t argc)
+{
+	struct vrt_process *p = &procs[t.nprocs];
+	p->pid = pid;
+	p->ppid = ppid;
+	p->argv = argv;
+	p->argc = argc;
+	p->start_mono_ns = (int64_t)t.nprocs;
+	return (uint32_t)t.nprocs++;
+}
+
+/* How a process ended (vramtrace record's <pid>.exit). */
+static void exited(uint32_t i, int kind, int code)
+{
+	procs[i].exit_kind = kind;
+	procs[i].exit_code = code;
+	procs[i].has_trailer = kind == VRT_EXIT_CODE;
 }
 
 static void alloc(int dev, uint64_t addr, uint64_t size, uint32_t phase)
@@ -109,7 +144,29 @@ static void net(int op, uint64_t fd)
 	ev(VRT_EV_NET, 0, -1, fd, 8000, (uint64_t)op, 0);
 }
 
-static void diagnose(const struct vrt_modelcfg *cfg)
+static void free_(uint64_t addr)
+{
+	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, addr, 0, 0, 0);
+}
+
+/* An annotated request begins (1) or ends (2). */
+static void request(uint64_t id, int op)
+{
+	ev(VRT_EV_REQUEST, 0, -1, id, 0, (uint64_t)op, 0);
+}
+
+static int has_evidence_text(const char *key, const char *needle)
+{
+	size_t i;
+
+	for (i = 0; i < dg.nevidence; i++)
+		if (!strcmp(dg.evidence[i].key, key) &&
+		    strstr(dg.evidence[i].text, needle))
+			return 1;
+	return 0;
+}
+
+static void diagnose(const struct vrt_model *cfg)
 {
 	ok(vrt_replay_begin(&r, &t) == 0 &&
 	           vrt_replay_feed(&r, &t, evs, nev) == 0 &&
@@ -367,168 +424,547 @@ static void test_none(void)
 	teardown();
 }
 
-static void test_flags(void)
-{
-	struct vrt_diag_flags f;
-	char *sg[] = {"python3",
-	              "-m",
-	              "sglang.launch_server",
-	              "--context-length",
-	              "32768",
-	              "--max-running-requests",
-	              "64",
-	              "--mem-fraction-static=0.85",
-	              "--tp",
-	              "4"};
-	char *ll[] = {"/opt/llama-server",
-	              "-m",
-	              "x.gguf",
-	              "-c",
-	              "4096",
-	              "-np",
-	              "8",
-	              "-ngl",
-	              "99"};
-	char *tg[] = {"text-generation-launcher",
-	              "--max-total-tokens",
-	              "2048",
-	              "--max-concurrent-requests",
-	              "128",
-	              "--num-shard",
-	              "2"};
-	char *bare[] = {"./serve", "--max-num-seqs", "12",
-	                "--tensor-parallel-size", "2"};
+/* ---- the cases of issue 14 ------------------------------------------------
+ * Each is shaped as the engine makes it (the order of its allocations, its
+ * allocator's retry, how it exits), with the ladder's numbers checked. */
 
-	memset(&f, 0, sizeof(f));
-	vrt_diagnose_flags(&f, sg, 10);
-	EQ(f.engine, VRT_ENGINE_SGLANG, "flags: sglang recognised");
-	EQ(f.max_model_len, 32768, "flags: --context-length");
-	EQ(f.max_num_seqs, 64, "flags: --max-running-requests");
-	EQ(f.mem_util_milli, 850, "flags: --mem-fraction-static=0.85");
-	EQ(f.tp, 4, "flags: --tp");
-	memset(&f, 0, sizeof(f));
-	vrt_diagnose_flags(&f, ll, 9);
-	EQ(f.engine, VRT_ENGINE_LLAMACPP, "flags: llama-server recognised");
-	EQ(f.max_model_len, 4096, "flags: -c");
-	EQ(f.max_num_seqs, 8, "flags: -np");
-	EQ(f.ngl, 99, "flags: -ngl");
-	memset(&f, 0, sizeof(f));
-	vrt_diagnose_flags(&f, tg, 7);
-	EQ(f.engine, VRT_ENGINE_TGI, "flags: TGI recognised");
-	EQ(f.max_total_tokens, 2048, "flags: --max-total-tokens");
-	EQ(f.max_num_seqs, 128, "flags: --max-concurrent-requests");
-	memset(&f, 0, sizeof(f));
-	vrt_diagnose_flags(&f, bare, 5);
-	EQ(f.engine, VRT_ENGINE_VLLM, "flags: vLLM by its flags alone");
-	EQ(f.tp, 2, "flags: --tensor-parallel-size");
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static int rung_is(int rung, uint64_t bytes, uint64_t cumulative, int fits)
+{
+	return dg.have_ladder && dg.ladder[rung].bytes == bytes &&
+	       dg.ladder[rung].cumulative == cumulative &&
+	       dg.ladder[rung].fits == fits;
 }
 
-/* ---- model configs --------------------------------------------------------
- * Llama-3-8B (bf16): KV/token = 2 x 32 x 8 x 128 x 2 = 131072 B.
- *   per layer: q,o 2 x 4096 x 4096 = 33554432; k,v 2 x 4096 x 1024 =
- *   8388608; MLP 3 x 4096 x 14336 = 176160768; norms 8192 -> 218112000;
- *   x 32 = 6979584000; embeddings + lm_head 2 x 128256 x 4096 =
- *   1050673152; final norm 4096 -> 8030261248 parameters (the published
- *   8,030,261,248), 16060522496 bytes in bf16.
- * Falcon-7B (bf16, multi_query): head_dim 4544 / 71 = 64, 1 KV head:
- *   KV/token = 2 x 32 x 1 x 64 x 2 = 8192 B (4096 in fp8).
- *   per layer: q,o 2 x 4544 x 4544 = 41295872; k,v 2 x 4544 x 64 =
- *   581632; MLP 2 x 4544 x 18176 = 165183488; norms 9088 -> 207070080;
- *   x 32 = 6626242560; tied embeddings 65024 x 4544 = 295469056; final
- *   norm 4544 -> 6921716160 (published: 6.92B).
- */
-static int read_cfg(const char *dir, const char *name, const char *kv,
-                    struct vrt_modelcfg *c, char *msg, size_t msgsz)
+/* vLLM on 80 GiB (1 GiB of contexts): a request's 6.5 GiB does not fit at
+ * once; PyTorch's allocator frees the 1.5 GiB it kept and retries. */
+static void near_miss_run(void)
 {
-	struct vrt_load_error err;
-	char path[4096], *text = NULL;
-	size_t len = 0;
-	int rc;
+	probe(0, 79 * GiB, 80 * GiB);
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 57 * GiB + 512 * MiB, VRT_PHASE_kv_cache);
+	request(1, 1);
+	alloc(0, 0x3000, 1 * GiB + 512 * MiB, VRT_PHASE_forward); /* kept */
+	request(1, 2);
+	request(2, 1);
+	cur_tid = 7;
+	oom(VRT_API_cuMemAlloc_v2, 0, 6 * GiB + 512 * MiB, 6 * GiB, 80 * GiB,
+	    VRT_PHASE_forward);
+	free_(0x3000); /* release_cached_blocks */
+	alloc(0, 0x4000, 6 * GiB + 512 * MiB, VRT_PHASE_forward); /* retry */
+	cur_tid = 0;
+	free_(0x4000);
+	request(2, 2);
+}
+
+static void test_recovered_none(void)
+{
+	setup(1, 80 * GiB);
+	near_miss_run();
+	exited(0, VRT_EXIT_CODE, 0);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "none",
+	    "recovered: a recovered failure is no verdict");
+	STR(dg.detail, "near_miss", "recovered: detail near_miss");
+	EQ(dg.have_failure, 0, "recovered: no decisive failure");
+	ok(r.nfails == 1 && r.fails[0].recovered && !r.fails[0].fatal,
+	   "recovered: the failure is recovered, not fatal");
+	EQ(r.fails[0].freed_bytes, 1 * GiB + 512 * MiB,
+	   "recovered: 1.5 GiB freed before the retry");
+	EQ(r.fails[0].recovered_bytes, 6 * GiB + 512 * MiB,
+	   "recovered: the retry's size");
+	EQ(r.recovered, 1, "recovered: counted");
+	EQ(value("near_miss"), 6 * GiB + 512 * MiB, "recovered: near-miss");
+	ok(has_evidence_text("near_miss", "freed 1.50 GiB of its cache"),
+	   "recovered: the near-miss says what was freed");
+	STR(vrt_diagnose_confidence_name(dg.confidence), "high",
+	    "recovered: confidence high (exit 0)");
+	ok(has_action("headroom is thin"), "recovered: thin headroom said");
+	teardown();
+}
+
+/* The same near-miss, then two requests of 5 GiB at once: the second
+ * fails, the allocator's retry fails too, and the server exits 1. */
+static void test_recovered_then_fatal(void)
+{
+	setup(1, 80 * GiB);
+	near_miss_run();
+	request(3, 1);
+	request(4, 1);
+	cur_tid = 9;
+	alloc(0, 0x5000, 5 * GiB, VRT_PHASE_forward);
+	oom(VRT_API_cuMemAlloc_v2, 0, 5 * GiB, 2 * GiB + 512 * MiB, 80 * GiB,
+	    VRT_PHASE_forward);
+	oom(VRT_API_cuMemAlloc_v2, 0, 5 * GiB, 2 * GiB + 512 * MiB, 80 * GiB,
+	    VRT_PHASE_forward);
+	exited(0, VRT_EXIT_CODE, 1);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "concurrency",
+	    "then fatal: the verdict comes from the fatal failure");
+	STR(dg.detail, "overlapping_requests", "then fatal: detail");
+	EQ(dg.failure, 2, "then fatal: the last failure is the decisive one");
+	ok(r.fails[0].recovered && !r.fails[1].recovered && !r.fails[1].fatal &&
+	           r.fails[2].fatal,
+	   "then fatal: recovered, superseded attempt, fatal retry");
+	EQ(value("single_request_peak_bytes"), 5 * GiB,
+	   "then fatal: one request's 5 GiB, measured alone");
+	EQ(value("request_headroom_bytes"), 7 * GiB + 512 * MiB,
+	   "then fatal: 7.5 GiB for requests");
+	ok(has_action("--max-num-seqs 1"), "then fatal: --max-num-seqs 1");
+	EQ(value("near_miss"), 6 * GiB + 512 * MiB,
+	   "then fatal: the near-miss is still reported");
+	ok(rung_is(VRT_RUNG_ACTIVATIONS, 5 * GiB, 77 * GiB + 512 * MiB, 1) &&
+	           rung_is(VRT_RUNG_INFLIGHT, 5 * GiB, 82 * GiB + 512 * MiB,
+	                   0) &&
+	           dg.rung == VRT_RUNG_INFLIGHT,
+	   "then fatal: one request fits, the second does not");
+	STR(vrt_diagnose_confidence_name(dg.confidence), "high",
+	    "then fatal: confidence high");
+	teardown();
+}
+
+/* vLLM's profiling run: 10 GiB of weights on 40 GiB, then the dummy
+ * forward of --max-num-batched-tokens 65536 asks 35 GiB with 30 free
+ * (and again after emptying the cache). */
+static void test_profile_oom(void)
+{
+	char *argv[] = {
+	        "vllm",  "serve",          "m",  "--max-num-batched-tokens",
+	        "65536", "--max-num-seqs", "256"};
+
+	setup(1, 40 * GiB);
+	command(argv, N(argv));
+	probe(0, 40 * GiB, 40 * GiB);
+	alloc(0, 0x1000, 10 * GiB, VRT_PHASE_weights);
+	oom(VRT_API_cuMemAlloc_v2, 0, 35 * GiB, 30 * GiB, 40 * GiB,
+	    VRT_PHASE_profile);
+	oom(VRT_API_cuMemAlloc_v2, 0, 35 * GiB, 30 * GiB, 40 * GiB,
+	    VRT_PHASE_profile);
+	exited(0, VRT_EXIT_CODE, 1);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "concurrency",
+	    "profile: not weights");
+	STR(dg.detail, "batch_activations", "profile: the batch's activations");
+	STR(dg.stage, "load", "profile: load stage");
+	EQ(dg.rung, VRT_RUNG_ACTIVATIONS, "profile: the activations rung");
+	ok(dg.batch_rung, "profile: the configured batch's rung");
+	ok(rung_is(VRT_RUNG_WEIGHTS, 10 * GiB, 10 * GiB, 1) &&
+	           rung_is(VRT_RUNG_ACTIVATIONS, 35 * GiB, 45 * GiB, 0),
+	   "profile: weights fit, the batch does not");
+	EQ(value("batch_activation_bytes"), 35 * GiB, "profile: 35 GiB");
+	EQ(value("batch_tokens"), 65536, "profile: the batch flag read");
+	/* 65536 x 30 / 35 = 56173, to a multiple of 1024 */
+	ok(has_action("vLLM: fewer tokens per batch: "
+	              "--max-num-batched-tokens 55296 (was 65536)"),
+	   "profile: --max-num-batched-tokens 55296 (got '%s')", dg.actions[0]);
+	ok(has_action("--max-num-seqs 219 (was 256)"),
+	   "profile: --max-num-seqs 219");
+	ok(!has_action("shard"), "profile: no sharding advice");
+	EQ(dg.failure, 1, "profile: the retry's failure is the fatal one");
+	teardown();
+}
+
+/* vLLM V1's order on 80 GiB: weights 20 GiB, profile (freed), the KV
+ * reserve sized from --gpu-memory-utilization 0.98 (58.39 GiB), then CUDA
+ * graph capture asks 1 GiB with 624 MiB free. */
+static void test_graph_capture(void)
+{
+	char *argv[] = {"vllm", "serve", "m", "--gpu-memory-utilization",
+	                "0.98"};
+
+	setup(1, 80 * GiB);
+	command(argv, N(argv));
+	probe(0, 79 * GiB, 80 * GiB);
+	alloc(0, 0x1000, 20 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 2 * GiB, VRT_PHASE_profile);
+	free_(0x2000); /* empty_cache after profiling */
+	alloc(0, 0x3000, 58 * GiB + 400 * MiB, VRT_PHASE_kv_cache);
+	oom(VRT_API_cuMemAlloc_v2, 0, 1 * GiB, 624 * MiB, 80 * GiB,
+	    VRT_PHASE_cuda_graph);
+	exited(0, VRT_EXIT_CODE, 1);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "kv_cache",
+	    "graphs: the reserve, not weights");
+	STR(dg.detail, "graph_capture_after_reserve", "graphs: detail");
+	EQ(dg.rung, VRT_RUNG_RESERVES, "graphs: the reserves rung");
+	ok(rung_is(VRT_RUNG_WEIGHTS, 20 * GiB, 21 * GiB, 1) &&
+	           rung_is(VRT_RUNG_RESERVES, 59 * GiB + 400 * MiB,
+	                   80 * GiB + 400 * MiB, 0),
+	   "graphs: weights fit, the reserve and the graph do not");
+	/* 400 MiB short of 80 GiB: 0.005 less, to a multiple of 0.01 */
+	ok(has_action("--gpu-memory-utilization 0.97 (was 0.98"),
+	   "graphs: a lower --gpu-memory-utilization (got '%s')",
+	   dg.actions[0]);
+	ok(has_action("--enforce-eager"), "graphs: or --enforce-eager");
+	ok(has_action("max_cudagraph_capture_size"),
+	   "graphs: or fewer capture sizes");
+	ok(!has_action("shard"), "graphs: no sharding advice");
+	teardown();
+}
+
+/* llama-server -np 4 on 24 GiB: weights, KV and its compute buffer; the
+ * CUDA pool (ggml_cuda_pool_leg: grows, never shrinks) holds one
+ * request's 1.25 GiB after a lone request; four at once grow it until it
+ * fails, twice (the pool's retry after clear_pool), and abort(). */
+static void llama_pool(uint32_t w, uint32_t kv, uint32_t prof, uint32_t pool,
+                       const char *name)
+{
+	char *argv[] = {"llama-server", "-m",  "x.gguf", "-c",
+	                "16384",        "-np", "4"};
+	const uint64_t q = 1 * GiB + 256 * MiB;
+	char what[96];
+	int i;
+
+	setup(1, 24 * GiB);
+	command(argv, N(argv));
+	probe(0, 23 * GiB + 512 * MiB, 24 * GiB);
+	alloc(0, 0x1000, 14 * GiB, w);
+	alloc(0, 0x2000, 4 * GiB, kv);
+	alloc(0, 0x3000, 1 * GiB + 512 * MiB, prof);
+	net(VRT_NET_LISTEN, 3);
+	net(VRT_NET_ACCEPT, 10);
+	alloc(0, 0x4000, q, pool);
+	net(VRT_NET_CLOSE, 10);
+	for (i = 0; i < 4; i++)
+		net(VRT_NET_ACCEPT, 11 + (uint64_t)i);
+	alloc(0, 0x5000, q, pool);
+	alloc(0, 0x6000, q, pool);
+	oom(VRT_API_cuMemAlloc_v2, 0, q, 256 * MiB, 24 * GiB, pool);
+	oom(VRT_API_cuMemAlloc_v2, 0, q, 256 * MiB, 24 * GiB, pool);
+	exited(0, VRT_EXIT_SIGNAL, 6);
+	diagnose(NULL);
+	snprintf(what, sizeof(what), "llama pool (%s): verdict", name);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "concurrency", what);
+	snprintf(what, sizeof(what), "llama pool (%s): detail", name);
+	STR(dg.detail, "overlapping_requests", what);
+	EQ(r.single_request_peak_bytes, q, "llama pool: the lone request grew");
+	EQ(value("single_request_peak_bytes"), q,
+	   "llama pool: one request's 1.25 GiB");
+	EQ(value("request_headroom_bytes"), 4 * GiB,
+	   "llama pool: 4 GiB after weights, KV and the compute buffer");
+	EQ(value("requests_that_fit"), 3, "llama pool: 3 fit");
+	ok(has_action("llama.cpp: cap concurrent sequences: -np 3"),
+	   "llama pool: -np 3 (got '%s')", dg.actions[0]);
+	ok(rung_is(VRT_RUNG_INFLIGHT, 3 * q, 25 * GiB, 0) &&
+	           dg.ladder[VRT_RUNG_ACTIVATIONS].fits,
+	   "llama pool: one request fits, the others in flight do not");
+	teardown();
+}
+
+static void test_llama_pool(void)
+{
+	llama_pool(VRT_PHASE_weights, VRT_PHASE_kv_cache, VRT_PHASE_profile,
+	           VRT_PHASE_workspace, "pool tagged workspace");
+	/* a rules file that names nothing: the numbers still tell */
+	llama_pool(0, 0, 0, 0, "nothing named");
+}
+
+/* llama-server listens (answering health checks with 503) before it
+ * loads 96 GiB of weights on an 80 GiB card. */
+static void test_listen_first(void)
+{
+	char *argv[] = {"llama-server", "-m", "big.gguf", "-c", "8192"};
+	int i;
+
+	setup(1, 80 * GiB);
+	command(argv, N(argv));
+	net(VRT_NET_LISTEN, 3);
+	net(VRT_NET_ACCEPT, 9); /* GET /health: 503 while loading */
+	net(VRT_NET_CLOSE, 9);
+	for (i = 0; i < 32; i++)
+		alloc(0, 0x1000 + (uint64_t)i * 0x100, 2 * GiB,
+		      VRT_PHASE_weights);
+	oom(VRT_API_cuMemAlloc_v2, 0, 32 * GiB, 16 * GiB, 80 * GiB,
+	    VRT_PHASE_weights);
+	exited(0, VRT_EXIT_CODE, 1);
+	diagnose(NULL);
+	STR(dg.stage, "load", "listen first: still the load stage");
+	STR(vrt_diagnose_verdict_name(dg.verdict), "weights",
+	    "listen first: weights");
+	STR(dg.detail, "card_too_small", "listen first: card too small");
+	ok(r.fails[0].after_ready == 0 && r.serving,
+	   "listen first: a health check served, the weights still load");
+	ok(has_action("-ngl"), "listen first: llama.cpp's -ngl");
+	teardown();
+}
+
+/* vllm serve --tensor-parallel-size 2: two spawned workers both land on
+ * device 0; device 1 is only in the inventory (never allocated on). */
+static void test_tp_spawn(void)
+{
+	char *root[] = {"vllm", "serve", "m", "--tensor-parallel-size", "2"};
+	char *worker[] = {"/usr/bin/python3", "-c",
+	                  "from multiprocessing.spawn import spawn_main; "
+	                  "spawn_main(tracker_fd=5, pipe_handle=7)",
+	                  "--multiprocessing-fork"};
+	uint32_t w1, w2;
+	int i;
+
+	setup(2, 80 * GiB);
+	command(root, N(root));
+	procs[0].pid = 10;
+	w1 = add_proc(11, 10, worker, N(worker));
+	w2 = add_proc(12, 10, worker, N(worker));
+	cur_proc = w1;
+	probe(0, 79 * GiB + 768 * MiB, 80 * GiB);
+	for (i = 0; i < 16; i++)
+		alloc(0, 0x1000 + (uint64_t)i * 0x100, 2 * GiB + 512 * MiB,
+		      VRT_PHASE_weights);
+	cur_proc = w2;
+	for (i = 0; i < 15; i++)
+		alloc(0, 0x1000 + (uint64_t)i * 0x100, 2 * GiB + 512 * MiB,
+		      VRT_PHASE_weights);
+	oom(VRT_API_cuMemAlloc_v2, 0, 2 * GiB + 512 * MiB, 2 * GiB, 80 * GiB,
+	    VRT_PHASE_weights);
+	exited(0, VRT_EXIT_CODE, 1);
+	procs[w2].truncated = 1;
+	diagnose(NULL);
+	STR(vrt_engine_name(dg.flags.engine), "vllm",
+	    "tp: the engine of the root command, not the worker's");
+	EQ(dg.flags.tp, 2, "tp: --tensor-parallel-size from the root");
+	STR(vrt_diagnose_verdict_name(dg.verdict), "weights", "tp: weights");
+	STR(dg.detail, "not_sharded", "tp: not sharded");
+	EQ(value("weights_share_percent"), 100, "tp: device 0 holds all");
+	ok(has_evidence_text("idle_device_peak_bytes", "never allocated on"),
+	   "tp: device 1, never touched, is named from the inventory");
+	EQ(value("tensor_parallel"), 2, "tp: the flag as evidence");
+	ok(r.fails[0].fatal, "tp: the worker's failure is fatal");
+	teardown();
+}
+
+/* llama.cpp splits the layers over every visible GPU: two visible, all
+ * the weights on one is not_sharded; with -sm none it is on purpose. */
+static void llama_visible(int one, const char *want, const char *name)
+{
+	char *argv[] = {"llama-server", "-m", "x.gguf", "-sm", "none"};
+	int i;
+
+	setup(2, 24 * GiB);
+	command(argv, one ? 5 : 3);
+	for (i = 0; i < 11; i++)
+		alloc(0, 0x1000 + (uint64_t)i * 0x100, 2 * GiB,
+		      VRT_PHASE_weights);
+	oom(VRT_API_cuMemAlloc_v2, 0, 4 * GiB, 2 * GiB, 24 * GiB,
+	    VRT_PHASE_weights);
+	diagnose(NULL);
+	STR(dg.detail, want, name);
+	teardown();
+}
+
+static void test_llama_visible(void)
+{
+	llama_visible(0, "not_sharded",
+	              "llama.cpp: two visible GPUs, one holds every layer");
+	llama_visible(1, "card_too_small", "llama.cpp -sm none: one GPU");
+}
+
+/* Ollama loads models on demand long after it listened: a request for a
+ * second model makes its runner load weights next to the first model's,
+ * and the KV reserve of that load fails: a load stage again, while the
+ * request that asked for it is in flight. */
+static void test_on_demand_load(void)
+{
+	char *serve[] = {"/usr/bin/ollama", "serve"};
+	char *runner[] = {"/usr/bin/ollama", "runner", "--model",    "b.gguf",
+	                  "--ctx-size",      "32768",  "--parallel", "4"};
+	uint32_t run2;
+
+	setup(1, 48 * GiB);
+	command(serve, N(serve));
+	net(VRT_NET_LISTEN, 3);
+	net(VRT_NET_ACCEPT, 10); /* model A: loaded, then served */
+	alloc(0, 0x1000, 20 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 8 * GiB, VRT_PHASE_kv_cache);
+	alloc(0, 0x3000, 1 * GiB, VRT_PHASE_forward);
+	free_(0x3000);
+	net(VRT_NET_CLOSE, 10);
+	net(VRT_NET_ACCEPT, 11); /* model B asked for */
+	run2 = add_proc(43, 42, runner, N(runner));
+	cur_proc = run2;
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	oom(VRT_API_cuMemAlloc_v2, 0, 8 * GiB, 6 * GiB, 48 * GiB,
+	    VRT_PHASE_kv_cache);
+	exited(0, VRT_EXIT_CODE, 0);
+	diagnose(NULL);
+	STR(dg.stage, "load", "on demand: the second model's load stage");
+	ok(r.serving && r.fails[0].inflight == 1,
+	   "on demand: while serving, with its request in flight");
+	STR(vrt_engine_name(dg.flags.engine), "ollama", "on demand: ollama");
+	STR(vrt_diagnose_verdict_name(dg.verdict), "kv_cache",
+	    "on demand: the KV reserve of the load");
+	STR(dg.detail, "kv_reserve", "on demand: kv_reserve");
+	ok(has_action("OLLAMA_CONTEXT_LENGTH="),
+	   "on demand: Ollama's own setting (got '%s')", dg.actions[0]);
+	teardown();
+}
+
+/* The root exits 1 while loading, no allocation failed. */
+static void test_died_loading(void)
+{
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 10 * GiB, VRT_PHASE_weights);
+	exited(0, VRT_EXIT_CODE, 1);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "inconclusive",
+	    "died loading: inconclusive, never none");
+	STR(dg.detail, "died_while_loading", "died loading: detail");
+	STR(vrt_diagnose_confidence_name(dg.confidence), "low",
+	    "died loading: low confidence");
+	EQ(value("exit_status"), 1, "died loading: the exit status");
+	ok(has_action("log"), "died loading: says where to look");
+	teardown();
+	/* a recovered failure, then death by a signal */
+	setup(1, 80 * GiB);
+	near_miss_run();
+	exited(0, VRT_EXIT_SIGNAL, 11);
+	diagnose(NULL);
+	STR(dg.detail, "recovered_then_died",
+	    "recovered then died: inconclusive");
+	EQ(value("exit_signal"), 11, "recovered then died: signal 11");
+	teardown();
+	/* stopped on purpose while loading: still inconclusive */
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 10 * GiB, VRT_PHASE_weights);
+	exited(0, VRT_EXIT_CODE, 130);
+	diagnose(NULL);
+	STR(dg.detail, "stopped_while_loading",
+	    "SIGINT (130) while loading: inconclusive, not none");
+	teardown();
+	/* stopped on purpose while serving: none */
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 10 * GiB, VRT_PHASE_weights);
+	request(1, 1);
+	request(1, 2);
+	exited(0, VRT_EXIT_SIGNAL, 15);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "none",
+	    "SIGTERM while serving: none");
+	teardown();
+}
+
+/* A request-stage failure with no request in flight: nothing to blame. */
+static void test_no_request(void)
+{
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 60 * GiB, VRT_PHASE_kv_cache);
+	request(1, 1);
+	alloc(0, 0x3000, 1 * GiB, VRT_PHASE_forward);
+	request(1, 2);
+	oom(VRT_API_cuMemAlloc_v2, 0, 8 * GiB, 5 * GiB, 80 * GiB,
+	    VRT_PHASE_forward);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "inconclusive",
+	    "no request: inconclusive");
+	STR(dg.detail, "no_request_in_flight", "no request: detail");
+	EQ(dg.rung, -1, "no request: no rung named");
+	ok(dg.have_ladder, "no request: the ladder is still shown");
+	teardown();
+}
+
+/* Keep-alive connections held idle by a client pool are not requests:
+ * the server annotates its requests; one alone, two, then four at once. */
+static void test_keepalive(void)
+{
+	const uint64_t q = 2 * GiB + 512 * MiB;
+	int i;
+
+	setup(1, 80 * GiB);
+	probe(0, 80 * GiB, 80 * GiB);
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 57 * GiB + 512 * MiB, VRT_PHASE_kv_cache);
+	request(1, 1);
+	for (i = 0; i < 6; i++)
+		net(VRT_NET_ACCEPT, 20 + (uint64_t)i); /* idle keep-alive */
+	alloc(0, 0x3000, q, VRT_PHASE_forward);
+	free_(0x3000);
+	request(1, 2);
+	request(2, 1);
+	request(3, 1);
+	alloc(0, 0x3000, q, VRT_PHASE_forward);
+	alloc(0, 0x3100, q, VRT_PHASE_forward);
+	free_(0x3000);
+	free_(0x3100);
+	request(2, 2);
+	request(3, 2);
+	for (i = 0; i < 4; i++)
+		request(4 + (uint64_t)i, 1);
+	for (i = 0; i < 3; i++)
+		alloc(0, 0x4000 + (uint64_t)i * 0x100, q, VRT_PHASE_forward);
+	oom(VRT_API_cuMemAlloc_v2, 0, q, 1 * GiB, 80 * GiB, VRT_PHASE_forward);
+	diagnose(NULL);
+	EQ(r.max_inflight, 4, "keep-alive: at most 4 in flight, not 10");
+	EQ(r.fails[0].inflight, 4, "keep-alive: 4 in flight at the failure");
+	EQ(r.single_request_peak_bytes, q,
+	   "keep-alive: the lone request's 2.5 GiB");
+	STR(vrt_diagnose_verdict_name(dg.verdict), "concurrency",
+	    "keep-alive: concurrency");
+	EQ(value("requests_that_fit"), 3, "keep-alive: 3 fit");
+	teardown();
+}
+
+/* ---- the model arithmetic in the diagnosis ----------------------------- */
+
+static int read_cfg(const char *dir, const char *name, struct vrt_model *m)
+{
+	char path[4096], msg[600];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (vrt_load_text(path, &text, &len, &err)) {
-		snprintf(msg, msgsz, "%s", err.msg);
-		return -2;
+	if (vrt_model_read(m, path, NULL, msg, sizeof(msg))) {
+		ok(0, "%s for the diagnosis: %s", name, msg);
+		return -1;
 	}
-	rc = vrt_modelcfg_parse(c, text, len, kv, msg, msgsz);
-	free(text);
-	return rc;
+	return 0;
 }
 
-static void test_model_configs(const char *dir)
+static const char *text_of(const char *key)
 {
-	struct vrt_modelcfg c;
-	char msg[600];
-	const char *bad;
-
-	ok(read_cfg(dir, "llama3-8b.config.json", NULL, &c, msg, sizeof(msg)) ==
-	           0,
-	   "llama3-8b parses");
-	EQ(c.kv_heads, 8, "llama3: 8 KV heads (GQA)");
-	EQ(c.head_dim, 128, "llama3: head_dim 4096/32");
-	EQ(c.kv_bytes_per_token, 131072, "llama3: KV bytes per token");
-	EQ(c.params, 8030261248ull, "llama3: parameters");
-	EQ(c.weight_bytes, 16060522496ull, "llama3: weight bytes (bf16)");
-	ok(read_cfg(dir, "llama3-8b.config.json", "fp8", &c, msg,
-	            sizeof(msg)) == 0,
-	   "llama3-8b parses with --kv-dtype fp8");
-	EQ(c.kv_bytes_per_token, 65536, "llama3: fp8 KV halves it");
-	ok(read_cfg(dir, "falcon-7b.config.json", NULL, &c, msg, sizeof(msg)) ==
-	           0,
-	   "falcon-7b parses");
-	EQ(c.kv_heads, 1, "falcon: multi_query is 1 KV head (MQA)");
-	EQ(c.head_dim, 64, "falcon: head_dim 4544/71");
-	EQ(c.kv_bytes_per_token, 8192, "falcon: KV bytes per token");
-	EQ(c.params, 6921716160ull, "falcon: parameters");
-	ok(read_cfg(dir, "falcon-7b.config.json", "fp32", &c, msg,
-	            sizeof(msg)) == 0,
-	   "falcon-7b parses with --kv-dtype fp32");
-	EQ(c.kv_bytes_per_token, 16384, "falcon: fp32 KV doubles it");
-
-	bad = "{\"num_hidden_layers\": 2, \"hidden_size\": 64, "
-	      "\"vocab_size\": 10}";
-	ok(vrt_modelcfg_parse(&c, bad, strlen(bad), NULL, msg, sizeof(msg)) ==
-	                   -1 &&
-	           strstr(msg, "missing key \"num_attention_heads\""),
-	   "missing key named (got '%s')", msg);
-	bad = "{\"num_hidden_layers\": 2,";
-	ok(vrt_modelcfg_parse(&c, bad, strlen(bad), NULL, msg, sizeof(msg)) ==
-	                   -1 &&
-	           strstr(msg, "invalid JSON at line 1"),
-	   "invalid JSON with its position (got '%s')", msg);
-	bad = "{\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
-	      "\"num_key_value_heads\": 3, \"hidden_size\": 64, "
-	      "\"vocab_size\": 10}";
-	ok(vrt_modelcfg_parse(&c, bad, strlen(bad), NULL, msg, sizeof(msg)) ==
-	                   -1 &&
-	           strstr(msg, "does not divide"),
-	   "KV heads that do not divide the heads (got '%s')", msg);
-	bad = "{\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
-	      "\"hidden_size\": 64, \"vocab_size\": 10}";
-	ok(vrt_modelcfg_parse(&c, bad, strlen(bad), "int3", msg, sizeof(msg)) ==
-	                   -1 &&
-	           strstr(msg, "unknown KV dtype"),
-	   "unknown KV dtype (got '%s')", msg);
-	ok(read_cfg(dir, "no-such.json", NULL, &c, msg, sizeof(msg)) == -2,
-	   "a missing file is an error");
+	const struct vrt_diag_evidence *e = find(key);
+	return e ? e->text : "";
 }
 
-/* KV arithmetic in the diagnosis: Llama-3-8B shape, 16 GiB KV reserve
- * and 8 GiB of headroom at --max-model-len 8192. */
+/* A run on one device of total bytes with weights and a KV reserve,
+ * diagnosed with the config dir/name; argv (when not NULL) replaces the
+ * vLLM command line. -1 when the config does not read. */
+static int model_run(const char *dir, const char *name, struct vrt_model *c,
+                     uint64_t total, uint64_t weights, uint64_t kv, char **argv,
+                     size_t argc)
+{
+	if (read_cfg(dir, name, c))
+		return -1;
+	setup(1, total);
+	if (argv)
+		command(argv, argc);
+	alloc(0, 0x1000, weights, VRT_PHASE_weights);
+	alloc(0, 0x2000, kv, VRT_PHASE_kv_cache);
+	diagnose(c);
+	return 0;
+}
+
+/* Llama-3-8B shape, 16 GiB KV reserve and 8 GiB of headroom at
+ * --max-model-len 8192; DeepSeek-R1 under vLLM with 8 tensor-parallel
+ * ranks and an fp8 cache (the MLA latent on every rank); Jamba's Mamba
+ * state per sequence. */
 static void test_model_in_diagnosis(const char *dir)
 {
-	struct vrt_modelcfg c;
-	char msg[600];
+	static char *argv_ds[] = {"vllm",
+	                          "serve",
+	                          "deepseek-ai/DeepSeek-R1",
+	                          "--max-model-len",
+	                          "32768",
+	                          "--tensor-parallel-size",
+	                          "8",
+	                          "--kv-cache-dtype",
+	                          "fp8",
+	                          "--block-size",
+	                          "64"};
+	struct vrt_model *c = malloc(sizeof(*c));
+	uint64_t per_tok = 61ull * 576 * 8;
 
-	if (read_cfg(dir, "llama3-8b.config.json", NULL, &c, msg,
-	             sizeof(msg))) {
-		ok(0, "llama3 config for the diagnosis: %s", msg);
-		return;
-	}
-	setup(1, 40 * GiB);
-	alloc(0, 0x1000, 16 * GiB, VRT_PHASE_weights);
-	alloc(0, 0x2000, 16 * GiB, VRT_PHASE_kv_cache);
-	diagnose(&c);
+	if (!c || model_run(dir, "llama3-8b.config.json", c, 40 * GiB, 16 * GiB,
+	                    16 * GiB, NULL, 0))
+		goto out;
 	EQ(dg.model.have, 1, "model: arithmetic present");
 	EQ(dg.model.kv_reserve_tokens, 131072,
 	   "model: 16 GiB / 128 KiB = 131072 tokens in the reserve");
@@ -539,7 +975,44 @@ static void test_model_in_diagnosis(const char *dir)
 	EQ(dg.model.expected_weight_bytes, 16060522496ull,
 	   "model: expected weight bytes");
 	EQ(value("kv_bytes_per_token"), 131072, "model: evidence");
+	ok(strstr(text_of("kv_bytes_per_token"),
+	          "32 full layers x 8 KV heads x (128 + 128) x 2 B bf16") !=
+	           NULL,
+	   "model: the formula in the evidence ('%s')",
+	   text_of("kv_bytes_per_token"));
+	ok(strstr(text_of("expected_weight_bytes"),
+	          "8.03B parameters (8.03B active per token)") != NULL,
+	   "model: parameters in the evidence ('%s')",
+	   text_of("expected_weight_bytes"));
 	teardown();
+
+	if (model_run(dir, "models/deepseek-r1.json", c, 140 * GiB, 80 * GiB,
+	              16 * GiB, argv_ds, sizeof(argv_ds) / sizeof(argv_ds[0])))
+		goto out;
+	EQ(dg.model.tp, 8, "model: --tensor-parallel-size 8");
+	EQ(dg.model.block_tokens, 64, "model: --block-size 64");
+	EQ(value("kv_bytes_per_token"), per_tok,
+	   "model: the fp8 latent on 8 ranks");
+	ok(strstr(text_of("kv_bytes_per_token"),
+	          "61 MLA layers x 576 latent x 1 B fp8; copied on every "
+	          "tensor-parallel rank") != NULL,
+	   "model: MLA in the evidence ('%s')", text_of("kv_bytes_per_token"));
+	EQ(dg.model.kv_reserve_tokens, 16 * GiB / per_tok,
+	   "model: the reserve in tokens at 32768");
+	ok(!strcmp(dg.model.desc.kv_from, "--kv-cache-dtype"),
+	   "model: the engine's KV type");
+	teardown();
+
+	if (model_run(dir, "models/jamba-1.5-mini.json", c, 80 * GiB, 40 * GiB,
+	              8 * GiB, NULL, 0))
+		goto out;
+	EQ(value("state_bytes_per_sequence"), 8716288,
+	   "model: Mamba state per sequence in the evidence");
+	EQ(dg.model.max_concurrency, 40 * GiB / (4ull * 4096 * 8192 + 8716288),
+	   "model: sequences of 8192 with their state, in 40 GiB");
+	teardown();
+out:
+	free(c);
 }
 
 int main(int argc, char **argv)
@@ -555,8 +1028,18 @@ int main(int argc, char **argv)
 	test_host_samples();
 	test_other();
 	test_none();
-	test_flags();
-	test_model_configs(dir);
+	test_recovered_none();
+	test_recovered_then_fatal();
+	test_profile_oom();
+	test_graph_capture();
+	test_llama_pool();
+	test_listen_first();
+	test_tp_spawn();
+	test_llama_visible();
+	test_on_demand_load();
+	test_died_loading();
+	test_no_request();
+	test_keepalive();
 	test_model_in_diagnosis(dir);
 	printf("1..%d\n", ntests);
 	return nfailed ? 1 : 0;

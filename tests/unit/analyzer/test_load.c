@@ -5,8 +5,9 @@
  * writer that broke its watermark promise: delivered, counted), REPEAT
  * records (version 2; skipped in version 1), device_remap, memory held
  * bounded by watermarks, a randomized comparison with a stable sort, small
- * caller buffers, errors found when a record is decoded, and a cut last
- * frame. TAP output.
+ * caller buffers, errors found when a record is decoded, a cut last
+ * frame, and a process that began in standby (PAST facts, a snapshot's
+ * connection state). TAP output.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -91,6 +92,9 @@ static void new_file(void)
 	frame.n = file.n = pl.n = 0;
 }
 
+/* The flags of the next header written (then 0 again). */
+static uint64_t header_flags;
+
 static void header_v(uint64_t pid, const char *host, unsigned version,
                      int64_t wall, int64_t mono)
 {
@@ -100,7 +104,8 @@ static void header_v(uint64_t pid, const char *host, unsigned version,
 	pu(&pl, 1);
 	pu(&pl, (uint64_t)wall);
 	pu(&pl, (uint64_t)mono);
-	pu(&pl, 0);
+	pu(&pl, header_flags);
+	header_flags = 0;
 	pstr(&pl, host);
 	pstr(&pl, "/bin/x");
 	pu(&pl, 1);
@@ -404,6 +409,144 @@ static void test_late(void)
 	EQ(t.events_late, 1, "late: counted");
 	vrt_load_free(&t);
 	free(v.e);
+}
+
+/* A NET record (kind 0: the field left out, as older writers do); past:
+ * wrapped in a PAST record happened at `at`. */
+static void net_rec(uint64_t dts, unsigned op, uint64_t fd, uint64_t arg,
+                    unsigned kind, int past, uint64_t at)
+{
+	pu(&pl, dts);
+	if (past) {
+		pu(&pl, VRT_REC_NET);
+		pu(&pl, at);
+	}
+	pu(&pl, op);
+	pu(&pl, fd);
+	pu(&pl, arg);
+	if (kind)
+		pu(&pl, kind);
+	rec(past ? VRT_REC_PAST : VRT_REC_NET);
+}
+
+static void snapshot_rec(uint64_t dts, unsigned op)
+{
+	pu(&pl, dts);
+	pu(&pl, op);
+	rec(VRT_REC_SNAPSHOT);
+}
+
+/* A process that began in standby: its kept facts (PAST: a listen, the
+ * first probe with what the process held then, a record of a kind this
+ * reader does not know) and a snapshot with a live allocation, an open
+ * connection and a request in flight; then events as usual. The facts
+ * come with the times they happened, flagged, older than events already
+ * delivered from another file and still not counted late; the snapshot's
+ * connection state is flagged; the NET kind field is read. */
+static void test_past(void)
+{
+	enum vrt_load_status st;
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	const struct vrt_event *e;
+	size_t i;
+	int listen = 0, probe = 0, acc = 0, req = 0, alloc_snap = 0, end = 0;
+
+	clear_dir();
+	/* another process, recording all along: events at 100..5000 */
+	new_file();
+	header_v(1, "h", VRT_TRACE_VERSION, 0, 100);
+	chunk(1, 100);
+	alloc(0, 0x10);
+	alloc(4900, 0x20);
+	watermark(5000);
+	end_frame();
+	trailer(9000);
+	end_frame();
+	write_file("a.vtrace");
+	/* the standby one: header at its first event (200), facts kept at
+	 * 300 and 400, written with the snapshot at 6000 */
+	new_file();
+	header_flags = VRT_HEADER_STANDBY;
+	header_v(2, "h", VRT_TRACE_VERSION, 0, 200);
+	watermark(200);
+	end_frame();
+	device(VRT_VENDOR_CUDA, 0);
+	chunk(7, 6000);
+	net_rec(0, VRT_NET_LISTEN, 5, 8080, VRT_NET_KIND_INET, 1, 300);
+	pu(&pl, 1);
+	pu(&pl, VRT_REC_MEMINFO);
+	pu(&pl, 400);
+	ps(&pl, 0);
+	pu(&pl, 60ull << 30); /* free */
+	pu(&pl, 80ull << 30); /* total */
+	pu(&pl, 0);           /* stack */
+	pu(&pl, VRT_API_cuMemGetInfo_v2);
+	pu(&pl, 4ull << 30); /* held */
+	rec(VRT_REC_PAST);
+	pu(&pl, 1);
+	pu(&pl, 99); /* an inner kind from a newer writer: only its time */
+	pu(&pl, 450);
+	pu(&pl, 12345);
+	rec(VRT_REC_PAST);
+	snapshot_rec(1, 1);
+	alloc_s(1, 0, 0x30, 4ull << 30, 0, 0);
+	net_rec(1, VRT_NET_ACCEPT, 9, 5, VRT_NET_KIND_INET, 0, 0);
+	net_rec(1, VRT_NET_REQ_BEGIN, 9, 0, 0, 0, 0);
+	snapshot_rec(1, 2);
+	net_rec(10, VRT_NET_REQ_END, 9, 200, 0, 0, 0);
+	watermark(7000);
+	end_frame();
+	trailer(9000);
+	end_frame();
+	write_file("b.vtrace");
+	{
+		char path[sizeof(tmpdir) + 16];
+		char *paths[] = {path};
+		snprintf(path, sizeof(path), "%s", tmpdir);
+		memset(&t, 0, sizeof(t));
+		memset(&v, 0, sizeof(v));
+		st = vrt_load_open(&t, paths, 1, &err);
+		if (st == VRT_LOAD_OK)
+			st = drain(&t, &v, 3, &err);
+	}
+	EQ(st, VRT_LOAD_OK, "past: loads");
+	EQ(t.events_late, 0, "past: kept facts are not late events");
+	for (i = 0; i < v.n; i++) {
+		e = &v.e[i];
+		if (e->kind == VRT_EV_NET && e->aux == VRT_NET_LISTEN)
+			listen = e->ts == 300 && (e->flags & VRT_EV_PAST) &&
+			         e->extra == VRT_NET_KIND_INET && e->size == 8080;
+		if (e->kind == VRT_EV_MEMINFO)
+			probe = e->ts == 400 && (e->flags & VRT_EV_PAST) &&
+			        e->aux == (4ull << 30) &&
+			        e->addr == (60ull << 30);
+		if (e->kind == VRT_EV_ALLOC && e->addr == 0x30)
+			alloc_snap = (e->flags & VRT_EV_SNAP) != 0;
+		if (e->kind == VRT_EV_NET && e->aux == VRT_NET_ACCEPT)
+			acc = (e->flags & VRT_EV_SNAP) && e->ts == 6005 &&
+			      e->extra == VRT_NET_KIND_INET;
+		if (e->kind == VRT_EV_NET && e->aux == VRT_NET_REQ_BEGIN)
+			req = (e->flags & VRT_EV_SNAP) && !e->extra;
+		if (e->kind == VRT_EV_NET && e->aux == VRT_NET_REQ_END)
+			end = !(e->flags & (VRT_EV_SNAP | VRT_EV_PAST)) &&
+			      e->ts == 6017 && e->size == 200;
+	}
+	ok(listen, "past: the listen at the time it happened, with its "
+	           "family and port");
+	ok(probe, "past: the first probe, with the bytes held then");
+	ok(alloc_snap && acc && req,
+	   "past: the snapshot's allocation, connection and request are "
+	   "its state (clock kept over the unknown kind)");
+	ok(end, "past: events after the snapshot are ordinary");
+	ok(t.nprocs == 2 && t.procs[0].started_in_standby +
+	                                t.procs[1].started_in_standby ==
+	                        1,
+	   "past: one process began in standby (its header says so)");
+	vrt_load_free(&t);
+	free(v.e);
+	clear_dir();
 }
 
 static void repeat_rec(uint64_t dts, uint64_t count, uint64_t stack)
@@ -961,6 +1104,7 @@ int main(void)
 	test_watermark_threads();
 	test_two_files_ties();
 	test_late();
+	test_past();
 	test_repeat();
 	test_compact();
 	test_device_remap();

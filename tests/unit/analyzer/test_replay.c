@@ -22,7 +22,8 @@
 
 #define GiB (1ull << 30)
 
-/* A trace with one process and ndev devices; events appended by ev(). */
+/* A trace with one process (room for two: t.nprocs may be raised) and
+ * ndev devices; events appended by ev(). */
 static struct vrt_trace t;
 static struct vrt_replay r;
 static struct vrt_failinfo fails[8];
@@ -32,15 +33,16 @@ static size_t nev;
 
 static void setup(size_t ndev)
 {
-	static struct vrt_process proc;
+	static struct vrt_process procs[2];
 	static struct vrt_device devs[4];
 
 	memset(&t, 0, sizeof(t));
 	memset(&r, 0, sizeof(r));
-	memset(&proc, 0, sizeof(proc));
+	memset(procs, 0, sizeof(procs));
 	memset(devs, 0, sizeof(devs));
-	proc.pid = 42;
-	t.procs = &proc;
+	procs[0].pid = 42;
+	procs[1].pid = 43;
+	t.procs = procs;
 	t.nprocs = 1;
 	t.devices = devs;
 	t.ndevices = ndev;
@@ -369,8 +371,10 @@ static void test_phases_and_requests(void)
 	EQ(r.inflight, 0, "none in flight at the end");
 	EQ(r.connections, 2, "two connections");
 	ok(r.have_single_request, "one request alone at some point");
-	EQ(r.single_request_peak_bytes, 2 * GiB,
-	   "single-request forward peak: after the first close");
+	/* The first request alone grew 1 GiB; the one left after the
+	 * overlap is not measured (its start level is unknown). */
+	EQ(r.single_request_peak_bytes, 1 * GiB,
+	   "single-request peak: the first request, alone from its start");
 	EQ(r.nfails, 2, "two failures");
 	f = &r.fails[0];
 	ok(!f->after_ready && f->inflight == 0 &&
@@ -441,6 +445,264 @@ static void test_request_annotations(void)
 	EQ(r.connections, 0, "connections not counted");
 	EQ(r.requests, 1, "one request");
 	teardown();
+}
+
+/* The last event: NET kind (extra) and flags. */
+static void netx(unsigned kind, uint8_t flags)
+{
+	evs[nev - 1].extra = kind;
+	evs[nev - 1].flags = flags;
+}
+
+/* A writer that follows HTTP/1.x requests: idle keep-alive connections
+ * count zero, a request is in flight from REQ_BEGIN to REQ_END (or its
+ * connection's CLOSE), connections of other protocols count nothing, a
+ * unix socket's listen() is no server (ZMQ) unless HTTP came over it,
+ * and the first request / answer / 2xx answer are kept. */
+static void test_http_requests(void)
+{
+	setup(1);
+	ev(VRT_EV_NET, 0, -1, 3, 0, VRT_NET_LISTEN); /* ipc:// bind, 0 */
+	netx(VRT_NET_KIND_UNIX, 0);
+	ev(VRT_EV_NET, 0, -1, 4, 3, VRT_NET_ACCEPT); /* the engine, 1000 */
+	netx(VRT_NET_KIND_UNIX, 0);
+	ev(VRT_EV_NET, 0, -1, 4, VRT_NET_PROTO_OTHER, VRT_NET_PROTO);
+	ev(VRT_EV_NET, 0, -1, 5, 8000, VRT_NET_LISTEN); /* HTTP, 3000 */
+	netx(VRT_NET_KIND_INET, 0);
+	for (int fd = 10; fd < 16; fd++) { /* six keep-alive connections */
+		ev(VRT_EV_NET, 0, -1, (uint64_t)fd, 5, VRT_NET_ACCEPT);
+		netx(VRT_NET_KIND_INET, 0);
+		ev(VRT_EV_NET, 0, -1, (uint64_t)fd, 0, VRT_NET_REQ_BEGIN);
+		ev(VRT_EV_NET, 0, -1, (uint64_t)fd, 503, VRT_NET_REQ_END);
+	}
+	ev(VRT_EV_NET, 0, -1, 10, 0, VRT_NET_REQ_BEGIN); /* one ... */
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 1 * GiB, 0);
+	tag(VRT_PHASE_forward, 0);
+	ev(VRT_EV_NET, 0, -1, 11, 0, VRT_NET_REQ_BEGIN); /* ... two */
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+	tag(VRT_PHASE_forward, 0);
+	ev(VRT_EV_NET, 0, -1, 10, 200, VRT_NET_REQ_END);
+	ev(VRT_EV_NET, 0, -1, 11, 0, VRT_NET_CLOSE); /* ends its request */
+	ev(VRT_EV_NET, 0, -1, 11, 200, VRT_NET_REQ_END); /* unknown: no-op */
+	replay();
+	EQ(r.max_inflight, 2, "idle keep-alive connections count zero");
+	EQ(r.inflight, 0, "a close ends the request open on it");
+	EQ(r.connections, 7, "connections still counted as connections");
+	EQ(r.http_requests, 8, "HTTP requests begun");
+	EQ(r.other_connections, 1, "the engine's channel is not HTTP");
+	EQ(r.nfails, 1, "one failure");
+	ok(r.nfails && r.fails[0].inflight == 2 && r.fails[0].after_ready,
+	   "the OOM: two requests in flight, after the HTTP listen");
+	ok(r.have_server_ready && r.server_ready_ts == 3000 &&
+	           r.server_port == 8000 &&
+	           r.server_ready_kind == VRT_NET_KIND_INET,
+	   "ready at the inet listen, not the unix one");
+	ok(r.have_first_listen && r.first_listen_ts == 0,
+	   "the first listen of any kind");
+	ok(r.have_first_request && r.first_request_ts == 5000 &&
+	           r.have_first_response && r.first_response_ts == 6000 &&
+	           r.first_response_status == 503,
+	   "first request and first answer (a 503)");
+	ok(r.have_first_ok_response,
+	   "the first 2xx answer is another fact");
+	teardown();
+
+	/* Only unix sockets: ready where HTTP came over one, else never. */
+	setup(1);
+	ev(VRT_EV_NET, 0, -1, 3, 0, VRT_NET_LISTEN);
+	netx(VRT_NET_KIND_UNIX, 0);
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+	replay();
+	ok(!r.have_server_ready && r.nfails == 1 && !r.fails[0].after_ready,
+	   "a unix listen alone (ZMQ ipc): not ready, load stage");
+	teardown();
+	setup(1);
+	ev(VRT_EV_NET, 0, -1, 3, 0, VRT_NET_LISTEN);
+	netx(VRT_NET_KIND_UNIX, 0);
+	ev(VRT_EV_NET, 0, -1, 4, 3, VRT_NET_ACCEPT);
+	netx(VRT_NET_KIND_UNIX, 0);
+	ev(VRT_EV_NET, 0, -1, 4, 0, VRT_NET_REQ_BEGIN);
+	replay();
+	ok(r.have_server_ready && r.server_ready_ts == 0 &&
+	           r.server_ready_kind == VRT_NET_KIND_UNIX,
+	   "HTTP over a unix socket: ready at its listen");
+	teardown();
+}
+
+/* A process that began in standby: kept facts arrive with the times they
+ * happened, after later events; the snapshot is the state then (live
+ * allocations, open connections, requests in flight), its peak a lower
+ * bound; a second snapshot (stop, start) replaces it without counting
+ * anything twice. */
+static void test_standby_facts(void)
+{
+	const struct vrt_replay_device *d;
+
+	setup(1);
+	/* A failure recorded while the listen had not come in yet. */
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 1); /* 0 */
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 10 * GiB, 0);
+	tag(VRT_PHASE_weights, 0);
+	evs[nev - 1].flags = VRT_EV_SNAP;
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x2000, 40 * GiB, 0);
+	tag(VRT_PHASE_kv_cache, 0);
+	evs[nev - 1].flags = VRT_EV_SNAP;
+	ev(VRT_EV_NET, 0, -1, 9, 5, VRT_NET_ACCEPT);
+	netx(VRT_NET_KIND_INET, VRT_EV_SNAP);
+	ev(VRT_EV_NET, 0, -1, 9, 0, VRT_NET_REQ_BEGIN); /* in flight */
+	netx(0, VRT_EV_SNAP);
+	ev(VRT_EV_NET, 0, -1, 10, 5, VRT_NET_ACCEPT); /* idle */
+	netx(VRT_NET_KIND_INET, VRT_EV_SNAP);
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 2); /* 6000 */
+	/* the kept facts of that process, older, delivered late */
+	ev(VRT_EV_NET, 0, -1, 5, 8000, VRT_NET_LISTEN);
+	netx(VRT_NET_KIND_INET, VRT_EV_PAST);
+	evs[nev - 1].ts = -500;
+	ev(VRT_EV_NET, 0, -1, 9, 0, VRT_NET_REQ_BEGIN);
+	netx(0, VRT_EV_PAST);
+	evs[nev - 1].ts = -400;
+	ev(VRT_EV_MEMINFO, VRT_API_cuMemGetInfo_v2, 0, 75 * GiB, 80 * GiB,
+	   0); /* first probe: 5 GiB used, nothing held: 5 GiB before us */
+	evs[nev - 1].flags = VRT_EV_PAST;
+	evs[nev - 1].ts = -900;
+	ev(VRT_EV_MEMINFO, VRT_API_cuMemGetInfo_v2, 0, 10 * GiB, 80 * GiB,
+	   0); /* a later probe: not the first */
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x3000, 2 * GiB, 0);
+	tag(VRT_PHASE_forward, 0); /* 11000 */
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+	tag(VRT_PHASE_forward, 0);
+	ev(VRT_EV_NET, 0, -1, 9, 200, VRT_NET_REQ_END);
+	ev(VRT_EV_FREE, VRT_API_cuMemFree_v2, -1, 0x3000, 0, 0);
+	replay();
+	d = &r.dev[0];
+	ok(r.have_recording_start && r.recording_start_ts == 0,
+	   "recording began at the snapshot");
+	ok(r.nprocs == 1 && r.procs[0].have_snapshot &&
+	           r.procs[0].first_snapshot_ts == 0 &&
+	           r.procs[0].snapshots == 1,
+	   "the process's first snapshot");
+	EQ(d->phase[VRT_PHASE_weights].allocs, 0,
+	   "a snapshot's allocations are no new calls");
+	EQ(d->phase[VRT_PHASE_kv_cache].live_bytes, 40 * GiB,
+	   "the snapshot keeps each allocation's phase");
+	ok(d->have_snapshot && d->snapshot_bytes == 50 * GiB &&
+	           d->snapshot_ts == 6000,
+	   "what the run held when recording began");
+	EQ(d->peak_bytes, 52 * GiB, "the peak after recording began");
+	ok(!d->peak_at_snapshot, "a measured peak is no lower bound");
+	EQ(r.fails[0].inflight, 1, "the request open at the snapshot");
+	ok(r.fails[0].after_ready,
+	   "the failure is after the kept listen (settled at the end)");
+	ok(r.have_server_ready && r.server_ready_ts == -500,
+	   "ready at the time the listen happened");
+	ok(r.have_first_request && r.first_request_ts == -400,
+	   "the first request when it began, in standby");
+	EQ(r.connections, 0, "open connections of a snapshot are not new");
+	EQ(r.http_requests, 0, "nor its requests");
+	EQ(r.max_inflight, 1, "one request in flight");
+	ok(d->have_baseline && d->baseline_ts == -900 &&
+	           d->baseline_used_bytes == 5 * GiB,
+	   "used before the run: the first probe, by its own held bytes");
+	teardown();
+
+	/* stop, start: the second snapshot replaces the first; a peak that
+	 * only a snapshot saw is a lower bound */
+	setup(1);
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 10 * GiB, 0);
+	tag(VRT_PHASE_weights, 0);
+	evs[nev - 1].flags = VRT_EV_SNAP;
+	ev(VRT_EV_NET, 0, -1, 9, 5, VRT_NET_ACCEPT);
+	netx(VRT_NET_KIND_INET, VRT_EV_SNAP);
+	ev(VRT_EV_NET, 0, -1, 9, 0, VRT_NET_REQ_BEGIN);
+	netx(0, VRT_EV_SNAP);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x2000, 30 * GiB, 0);
+	tag(VRT_PHASE_forward, 0);
+	evs[nev - 1].flags = VRT_EV_SNAP;
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 2);
+	/* (stop: in standby the request ended, 0x2000 was freed) */
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 10 * GiB, 0);
+	tag(VRT_PHASE_weights, 0);
+	evs[nev - 1].flags = VRT_EV_SNAP; /* already live: kept once */
+	ev(VRT_EV_NET, 0, -1, 9, 5, VRT_NET_ACCEPT);
+	netx(VRT_NET_KIND_INET, VRT_EV_SNAP);
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 2);
+	ev(VRT_EV_NET, 0, -1, 9, 0, VRT_NET_CLOSE);
+	replay();
+	d = &r.dev[0];
+	EQ(d->tracked_bytes, 10 * GiB, "the second snapshot's live set");
+	EQ(d->phase[VRT_PHASE_weights].live_bytes, 10 * GiB,
+	   "weights counted once");
+	EQ(d->phase[VRT_PHASE_forward].frees, 0,
+	   "what left in standby is no free");
+	EQ(r.inflight, 0, "the request that ended in standby is gone");
+	EQ(r.max_inflight, 1, "one at most");
+	ok(d->peak_at_snapshot && d->peak_bytes == 40 * GiB,
+	   "a peak only a snapshot saw is a lower bound");
+	EQ(r.procs[0].snapshots, 2, "two snapshots");
+	teardown();
+
+	/* Two processes: an engine (0) fails while its API server (1) is in
+	 * standby with three requests in flight (kept edges, written when
+	 * it started later); a failure while the API server records counts
+	 * only what its trace holds. */
+	{
+		static struct vrt_process two[2];
+		setup(1);
+		memset(two, 0, sizeof(two));
+		two[0].pid = 42;
+		two[1].pid = 43;
+		two[1].started_in_standby = 1;
+		t.procs = two;
+		t.nprocs = 2;
+		for (int k = 0; k < 4; k++) { /* API: 4 begin, one ends */
+			ev(VRT_EV_NET, 0, -1, (uint64_t)(10 + k), 0,
+			   VRT_NET_REQ_BEGIN);
+			netx(0, VRT_EV_PAST);
+			evs[nev - 1].proc = 1;
+			evs[nev - 1].ts = 100 + k;
+		}
+		ev(VRT_EV_NET, 0, -1, 10, 200, VRT_NET_REQ_END);
+		netx(0, VRT_EV_PAST);
+		evs[nev - 1].proc = 1;
+		evs[nev - 1].ts = 200;
+		ev(VRT_EV_NET, 0, -1, 11, 0, VRT_NET_CLOSE);
+		netx(0, VRT_EV_PAST);
+		evs[nev - 1].proc = 1;
+		evs[nev - 1].ts = 99000; /* after the failure */
+		/* the engine's failure at 8000 (recording all along) */
+		for (size_t k = 0; k < nev; k++)
+			evs[k].ts = evs[k].ts ? evs[k].ts : 1;
+		ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+		ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 1); /* API starts: 9000 */
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_NET, 0, -1, 12, 5, VRT_NET_ACCEPT);
+		netx(VRT_NET_KIND_INET, VRT_EV_SNAP);
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_NET, 0, -1, 12, 0, VRT_NET_REQ_BEGIN);
+		netx(0, VRT_EV_SNAP);
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 2);
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+		ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 3); /* API stops: 14000 */
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_NET, 0, -1, 13, 0, VRT_NET_REQ_BEGIN);
+		netx(0, VRT_EV_PAST);
+		evs[nev - 1].proc = 1;
+		ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+		replay();
+		ok(r.nfails == 3 && r.fails[0].inflight == 3,
+		   "a failure while another process was in standby: its "
+		   "kept requests in flight count (3)");
+		ok(r.nfails == 3 && r.fails[1].inflight == 1,
+		   "while it records, only what its trace holds (1)");
+		ok(r.nfails == 3 && r.fails[2].inflight == 2,
+		   "after it stopped: what it held, and what it kept (2)");
+		EQ(r.max_inflight, 3, "at least 3 were in flight at once");
+		teardown();
+	}
 }
 
 static void test_inference(void)
@@ -799,7 +1061,7 @@ static void test_fast_path_model(void)
 
 	for (seed = 1; seed <= 3; seed++) {
 		setup(2);
-		t.nprocs = 2; /* process 1 shares process 0's record */
+		t.nprocs = 2;
 		r.top_sites = SIZE_MAX;
 		free(evs);
 		v = evs = calloc(5000, sizeof(*evs));
@@ -1019,6 +1281,8 @@ int main(void)
 	test_many_live();
 	test_phases_and_requests();
 	test_request_annotations();
+	test_http_requests();
+	test_standby_facts();
 	test_inference();
 	test_sites_over_peaks();
 	test_repeat();

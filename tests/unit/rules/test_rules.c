@@ -9,6 +9,7 @@
 
 #include <vramtrace/trace_format.h>
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -103,6 +104,8 @@ static const char *phase_of(const struct vrt_rules *r,
 		is_str(phase_of(r, st_, N(st_)), want, what);                  \
 	} while (0)
 
+static const char *one(const char *rules, struct vrt_rule_frame f);
+
 /* ---- parse errors ----------------------------------------------------- */
 
 static void expect_error(const char *text, size_t len, const char *want)
@@ -132,7 +135,14 @@ static void test_errors(void)
 	EXPECT_ERROR("weights \"\"", "t.rules:1: empty pattern");
 	EXPECT_ERROR("weights foo bar\n",
 	             "t.rules:1: unknown keyword 'bar' (expected 'in "
-	             "FILE_GLOB'; quote a pattern that holds blanks)");
+	             "FILE_GLOB' or 'obsolete'; quote a pattern that holds "
+	             "blanks)");
+	EXPECT_ERROR("weights foo obsolete in x\n",
+	             "t.rules:1: unexpected 'in' after 'obsolete'");
+	EXPECT_ERROR("weights foo in x obsolete y\n",
+	             "t.rules:1: unexpected 'y' after 'obsolete'");
+	EXPECT_ERROR("weights foo obsolete obsolete\n",
+	             "t.rules:1: unexpected 'obsolete' after 'obsolete'");
 	EXPECT_ERROR("weights foo in\n",
 	             "t.rules:1: missing file pattern after 'in'");
 	EXPECT_ERROR("weights foo in a b\n",
@@ -202,11 +212,14 @@ static void test_syntax(void)
 	                   "forward \"native:foo bar*\"  # trailing comment\n"
 	                   "weights native:{lambda()#1}::operator()\r\n"
 	                   "tokenizer py:*.encode\n"
-	                   "forward \"in\" in \"a b/*\"";
+	                   "forward \"in\" in \"a b/*\"\n"
+	                   "kv_cache native:llama_kv_cache_init obsolete\n"
+	                   "weights py:x in a/* obsolete # old\n"
+	                   "weights \"obsolete\" in \"obsolete\"\n";
 	int n = vrt_rules_parse(r, text, strlen(text), "u.rules", err,
 	                        sizeof(err));
-	ok(n == 5, "five rules, comments and blank lines skipped");
-	if (n != 5)
+	ok(n == 8, "eight rules, comments and blank lines skipped");
+	if (n != 8)
 		printf("#   %s\n", err);
 	is_str(vrt_rules_describe(r, 0),
 	       "kv_cache py:*.initialize_kv_cache in vllm/*",
@@ -221,7 +234,22 @@ static void test_syntax(void)
 	       "last line without a newline");
 	is_str(vrt_rules_describe(r, 4), "forward \"in\" in \"a b/*\"",
 	       "a quoted 'in' and a file glob with blanks stay quoted");
-	ok(vrt_rules_describe(r, 5) == NULL &&
+	is_str(vrt_rules_describe(r, 5),
+	       "kv_cache native:llama_kv_cache_init obsolete",
+	       "an obsolete rule keeps its keyword");
+	is_str(vrt_rules_describe(r, 6), "weights py:x in a/* obsolete",
+	       "obsolete after the file pattern");
+	is_str(vrt_rules_describe(r, 7), "weights \"obsolete\" in \"obsolete\"",
+	       "a quoted 'obsolete' is a pattern, quoted back");
+	ok(!vrt_rules_obsolete(r, 0) && !vrt_rules_obsolete(r, 4) &&
+	           vrt_rules_obsolete(r, 5) && vrt_rules_obsolete(r, 6) &&
+	           !vrt_rules_obsolete(r, 7) && !vrt_rules_obsolete(r, 8) &&
+	           !vrt_rules_obsolete(r, -1) && !vrt_rules_obsolete(NULL, 0),
+	   "vrt_rules_obsolete tells the marked rules");
+	is_str(one("kv_cache native:llama_kv_cache_init obsolete",
+	           NATF("llama_kv_cache_init", "libllama.so")),
+	       "kv_cache", "an obsolete rule still matches");
+	ok(vrt_rules_describe(r, 8) == NULL &&
 	           vrt_rules_describe(r, -1) == NULL,
 	   "describe out of range is NULL");
 	ok(vrt_rules_phase(r, VRT_RULE_NONE) == VRT_PHASE_unattributed,
@@ -258,8 +286,20 @@ static void test_custom_and_precedence(void)
 	is_str(vrt_rules_phase_name(r, VRT_PHASE_kv_cache), "kv_cache",
 	       "fixed id name");
 	is_str(vrt_rules_origin(r, 3), "user.rules:4", "user rule origin");
-	is_str(vrt_rules_origin(r, 4), "builtin:9",
-	       "first built-in rule comes right after");
+	/* The first line of builtin.rules that is not blank or a comment. */
+	const char *bt = vrt_rules_builtin_text(), *l = bt;
+	int first = 1;
+	while (*l == '#' || *l == '\n') {
+		l = strchr(l, '\n');
+		if (!l)
+			break;
+		l++;
+		first++;
+	}
+	char want[32];
+	snprintf(want, sizeof(want), "builtin:%d", first);
+	is_str(vrt_rules_origin(r, 4), want,
+	       "first built-in rule comes right after, named by its line");
 
 	/* A second file goes in front of the first and reuses ids. */
 	n = vrt_rules_parse(r, "lora_adapters py:x\nnewone py:y\n", 30, "b",
@@ -389,452 +429,419 @@ static void test_globs(void)
 	       "unattributed", "the method-part rule is for Python only");
 }
 
-/* ---- the built-in rules on realistic stacks ---------------------------- */
+/* ---- suggested patterns ----------------------------------------------- */
 
-#define VLLM_V1 SP "vllm/v1/worker/"
-#define VLLM_WORKER_TOP                                                        \
-	PY("<module>", SP "vllm/entrypoints/cli/main.py"),                     \
-	        PY("WorkerProc.worker_main",                                   \
-	           SP "vllm/v1/executor/multiproc_executor.py"),               \
-	        PY("WorkerProc.worker_busy_loop",                              \
-	           SP "vllm/v1/executor/multiproc_executor.py")
-#define LLAMA_LAYER                                                            \
-	PY("Module._wrapped_call_impl", TORCH_MOD),                            \
-	        PY("Module._call_impl", TORCH_MOD),                            \
-	        PY("LlamaForCausalLM.forward",                                 \
-	           SP "vllm/model_executor/models/llama.py"),                  \
-	        PY("Module._call_impl", TORCH_MOD),                            \
-	        PY("LlamaMLP.forward",                                         \
-	           SP "vllm/model_executor/models/llama.py"),                  \
-	        PY("SiluAndMul.forward_cuda",                                  \
-	           SP "vllm/model_executor/layers/activation.py")
-
-static void test_vllm(const struct vrt_rules *r)
+static void expect_suggest(struct vrt_rule_frame f, const char *want,
+                           const char *what)
 {
-	STACK(r, "weights", "vLLM V1 load_model", VLLM_WORKER_TOP,
-	      PY("Worker.load_model", VLLM_V1 "gpu_worker.py"),
-	      PY("GPUModelRunner.load_model", VLLM_V1 "gpu_model_runner.py"),
-	      PY("BaseModelLoader.load_model",
-	         SP "vllm/model_executor/model_loader/base_loader.py"),
-	      PY("initialize_model",
-	         SP "vllm/model_executor/model_loader/utils.py"),
-	      PY("LlamaForCausalLM.__init__",
-	         SP "vllm/model_executor/models/llama.py"),
-	      PY("UnquantizedLinearMethod.create_weights",
-	         SP "vllm/model_executor/layers/linear.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "profile", "vLLM V1 profile_run -> _dummy_run -> model",
-	      VLLM_WORKER_TOP,
-	      PY("Worker.determine_available_memory", VLLM_V1 "gpu_worker.py"),
-	      PY("GPUModelRunner.profile_run", VLLM_V1 "gpu_model_runner.py"),
-	      PY("GPUModelRunner._dummy_run", VLLM_V1 "gpu_model_runner.py"),
-	      LLAMA_LAYER, TORCH_ALLOC_TAIL);
-	STACK(r, "profile", "vLLM V1 _dummy_sampler_run", VLLM_WORKER_TOP,
-	      PY("Worker.determine_available_memory", VLLM_V1 "gpu_worker.py"),
-	      PY("GPUModelRunner.profile_run", VLLM_V1 "gpu_model_runner.py"),
-	      PY("GPUModelRunner._dummy_sampler_run",
-	         VLLM_V1 "gpu_model_runner.py"),
-	      PY("Sampler.forward", SP "vllm/v1/sample/sampler.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "kv_cache", "vLLM V1 initialize_kv_cache", VLLM_WORKER_TOP,
-	      PY("Worker.initialize_from_config", VLLM_V1 "gpu_worker.py"),
-	      PY("GPUModelRunner.initialize_kv_cache",
-	         VLLM_V1 "gpu_model_runner.py"),
-	      PY("GPUModelRunner.initialize_kv_cache_tensors",
-	         VLLM_V1 "gpu_model_runner.py"),
-	      PY("GPUModelRunner._allocate_kv_cache_tensors",
-	         VLLM_V1 "gpu_model_runner.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "cuda_graph",
-	      "vLLM V1 capture_model -> _dummy_run (capture beats profile)",
-	      VLLM_WORKER_TOP,
-	      PY("Worker.compile_or_warm_up_model", VLLM_V1 "gpu_worker.py"),
-	      PY("GPUModelRunner.capture_model", VLLM_V1 "gpu_model_runner.py"),
-	      PY("GPUModelRunner._capture_cudagraphs",
-	         VLLM_V1 "gpu_model_runner.py"),
-	      PY("GPUModelRunner._dummy_run", VLLM_V1 "gpu_model_runner.py"),
-	      PY("CUDAGraphWrapper.__call__",
-	         SP "vllm/compilation/cuda_graph.py"),
-	      LLAMA_LAYER, TORCH_ALLOC_TAIL);
-	STACK(r, "forward", "vLLM V1 execute_model", VLLM_WORKER_TOP,
-	      PY("Worker.execute_model", VLLM_V1 "gpu_worker.py"),
-	      PY("GPUModelRunner.execute_model", VLLM_V1 "gpu_model_runner.py"),
-	      PY("GPUModelRunner._model_forward",
-	         VLLM_V1 "gpu_model_runner.py"),
-	      LLAMA_LAYER, TORCH_ALLOC_TAIL);
-	STACK(r, "forward", "vLLM V1 sample_tokens", VLLM_WORKER_TOP,
-	      PY("Worker.sample_tokens", VLLM_V1 "gpu_worker.py"),
-	      PY("GPUModelRunner.sample_tokens", VLLM_V1 "gpu_model_runner.py"),
-	      PY("Sampler.forward", SP "vllm/v1/sample/sampler.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "workspace",
-	      "vLLM cuBLAS workspace made lazily in profile_run",
-	      VLLM_WORKER_TOP,
-	      PY("GPUModelRunner.profile_run", VLLM_V1 "gpu_model_runner.py"),
-	      PY("GPUModelRunner._dummy_run", VLLM_V1 "gpu_model_runner.py"),
-	      PY("UnquantizedLinearMethod.apply",
-	         SP "vllm/model_executor/layers/linear.py"),
-	      NAT("_PyEval_EvalFrameDefault", "/usr/lib/libpython3.12.so.1.0"),
-	      NAT("at::native::structured_mm_out_cuda::impl(at::Tensor const&, "
-	          "at::Tensor const&, at::Tensor const&)",
-	          SP "torch/lib/libtorch_cuda.so"),
-	      NAT("void at::cuda::blas::gemm<c10::BFloat16>(char, char, long, "
-	          "long, long, c10::BFloat16, c10::BFloat16 const*, long, "
-	          "c10::BFloat16 const*, long, c10::BFloat16, c10::BFloat16*, "
-	          "long)",
-	          SP "torch/lib/libtorch_cuda.so"),
-	      NAT("at::cuda::getCurrentCUDABlasHandle()",
-	          SP "torch/lib/libtorch_cuda.so"),
-	      NAT("at::cuda::getNewWorkspace()",
-	          SP "torch/lib/libtorch_cuda.so"),
-	      NAT("c10::cuda::CUDACachingAllocator::Native::"
-	          "NativeCachingAllocator::allocate(unsigned long)",
-	          SP "torch/lib/libc10_cuda.so"),
-	      NAT("cudaMalloc", SP "nvidia/cuda_runtime/lib/libcudart.so.12"));
-	STACK(r, "comm", "vLLM NCCL communicator set up lazily in profile_run",
-	      VLLM_WORKER_TOP,
-	      PY("GPUModelRunner.profile_run", VLLM_V1 "gpu_model_runner.py"),
-	      PY("GPUModelRunner._dummy_run", VLLM_V1 "gpu_model_runner.py"),
-	      PY("tensor_model_parallel_all_reduce",
-	         SP "vllm/distributed/communication_op.py"),
-	      PY("GroupCoordinator.all_reduce",
-	         SP "vllm/distributed/parallel_state.py"),
-	      PY("PyNcclCommunicator.all_reduce",
-	         SP "vllm/distributed/device_communicators/pynccl.py"),
-	      NAT("ffi_call_unix64", "/usr/lib/libffi.so.8"),
-	      NAT("ncclAllReduce", SP "nvidia/nccl/lib/libnccl.so.2"),
-	      NAT(NULL, SP "nvidia/nccl/lib/libnccl.so.2"),
-	      NAT("cudaMalloc", SP "nvidia/cuda_runtime/lib/libcudart.so.12"));
-	STACK(r, "comm", "vLLM worker init: init_distributed_environment",
-	      VLLM_WORKER_TOP,
-	      PY("Worker.init_device", VLLM_V1 "gpu_worker.py"),
-	      PY("init_worker_distributed_environment",
-	         VLLM_V1 "gpu_worker.py"),
-	      PY("init_distributed_environment",
-	         SP "vllm/distributed/parallel_state.py"),
-	      PY("init_process_group",
-	         SP "torch/distributed/distributed_c10d.py"),
-	      TORCH_ALLOC_TAIL);
-
-	/* Legacy engine (vllm/worker/). */
-	STACK(r, "kv_cache", "vLLM legacy CacheEngine",
-	      PY("LLMEngine._initialize_kv_caches",
-	         SP "vllm/engine/llm_engine.py"),
-	      PY("Worker.initialize_cache", SP "vllm/worker/worker.py"),
-	      PY("Worker._init_cache_engine", SP "vllm/worker/worker.py"),
-	      PY("CacheEngine.__init__", SP "vllm/worker/cache_engine.py"),
-	      PY("CacheEngine._allocate_kv_cache",
-	         SP "vllm/worker/cache_engine.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "cuda_graph", "vLLM legacy CUDAGraphRunner.capture",
-	      PY("LLMEngine._initialize_kv_caches",
-	         SP "vllm/engine/llm_engine.py"),
-	      PY("Worker.initialize_cache", SP "vllm/worker/worker.py"),
-	      PY("Worker._warm_up_model", SP "vllm/worker/worker.py"),
-	      PY("GPUModelRunnerBase.capture_model",
-	         SP "vllm/worker/model_runner.py"),
-	      PY("CUDAGraphRunner.capture", SP "vllm/worker/model_runner.py"),
-	      LLAMA_LAYER, TORCH_ALLOC_TAIL);
-	STACK(r, "profile", "vLLM legacy determine_num_available_blocks",
-	      PY("LLMEngine._initialize_kv_caches",
-	         SP "vllm/engine/llm_engine.py"),
-	      PY("Worker.determine_num_available_blocks",
-	         SP "vllm/worker/worker.py"),
-	      PY("GPUModelRunnerBase.profile_run",
-	         SP "vllm/worker/model_runner.py"),
-	      PY("ModelRunner.execute_model", SP "vllm/worker/model_runner.py"),
-	      LLAMA_LAYER, TORCH_ALLOC_TAIL);
+	char buf[256];
+	int n = vrt_rules_suggest(&f, buf, sizeof(buf));
+	is_str(n < 0 ? NULL : buf, want, what);
+	ok(n < 0 || (size_t)n == strlen(buf), "  its length is returned");
 }
 
-#define SGL SP "sglang/srt/"
-#define SGL_TOP                                                                \
-	PY("run_scheduler_process", SGL "managers/scheduler.py"),              \
-	        PY("Scheduler.__init__", SGL "managers/scheduler.py"),         \
-	        PY("TpModelWorker.__init__", SGL "managers/tp_worker.py"),     \
-	        PY("ModelRunner.__init__",                                     \
-	           SGL "model_executor/model_runner.py"),                      \
-	        PY("ModelRunner.initialize",                                   \
-	           SGL "model_executor/model_runner.py")
-
-static void test_sglang(const struct vrt_rules *r)
+static void test_suggest(void)
 {
-	STACK(r, "weights", "SGLang load_model", SGL_TOP,
-	      PY("ModelRunner.load_model",
-	         SGL "model_executor/model_runner.py"),
-	      PY("get_model", SGL "model_loader/__init__.py"),
-	      PY("DefaultModelLoader.load_model", SGL "model_loader/loader.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "kv_cache", "SGLang MHATokenToKVPool._create_buffers", SGL_TOP,
-	      PY("ModelRunner.init_memory_pool",
-	         SGL "model_executor/model_runner.py"),
-	      PY("MHATokenToKVPool.__init__", SGL "mem_cache/memory_pool.py"),
-	      PY("MHATokenToKVPool._create_buffers",
-	         SGL "mem_cache/memory_pool.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "kv_cache", "SGLang ReqToTokenPool (mixin init_memory_pool)",
-	      SGL_TOP,
-	      PY("ModelRunnerKVCacheMixin.init_memory_pool",
-	         SGL "model_executor/model_runner_kv_cache_mixin.py"),
-	      PY("ReqToTokenPool.__init__", SGL "mem_cache/memory_pool.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "cuda_graph", "SGLang CudaGraphRunner.capture", SGL_TOP,
-	      PY("ModelRunner.init_device_graphs",
-	         SGL "model_executor/model_runner.py"),
-	      PY("CudaGraphRunner.__init__",
-	         SGL "model_executor/cuda_graph_runner.py"),
-	      PY("CudaGraphRunner.capture",
-	         SGL "model_executor/cuda_graph_runner.py"),
-	      PY("CudaGraphRunner.capture_one_batch_size",
-	         SGL "model_executor/cuda_graph_runner.py"),
-	      PY("ModelRunner.forward", SGL "model_executor/model_runner.py"),
-	      PY("ModelRunner.forward_decode",
-	         SGL "model_executor/model_runner.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "forward", "SGLang forward_extend",
-	      PY("run_scheduler_process", SGL "managers/scheduler.py"),
-	      PY("Scheduler.event_loop_normal", SGL "managers/scheduler.py"),
-	      PY("Scheduler.run_batch", SGL "managers/scheduler.py"),
-	      PY("TpModelWorker.forward_batch_generation",
-	         SGL "managers/tp_worker.py"),
-	      PY("ModelRunner.forward", SGL "model_executor/model_runner.py"),
-	      PY("ModelRunner.forward_extend",
-	         SGL "model_executor/model_runner.py"),
-	      PY("Module._call_impl", TORCH_MOD),
-	      PY("LlamaForCausalLM.forward", SGL "models/llama.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "comm", "SGLang NCCL init", SGL_TOP,
-	      PY("ModelRunner.init_torch_distributed",
-	         SGL "model_executor/model_runner.py"),
-	      PY("initialize_model_parallel",
-	         SGL "distributed/parallel_state.py"),
-	      PY("GroupCoordinator.__init__",
-	         SGL "distributed/parallel_state.py"),
-	      NAT("_PyEval_EvalFrameDefault", "/usr/lib/libpython3.12.so.1.0"),
-	      NAT("c10d::ProcessGroupNCCL::getNCCLComm(std::__cxx11::basic_"
-	          "string<char, std::char_traits<char>, std::allocator<char> > "
-	          "const&, c10::Device&, c10d::OpType, int, bool)",
-	          SP "torch/lib/libtorch_cuda.so"),
-	      NAT("ncclCommInitRankConfig", SP "nvidia/nccl/lib/libnccl.so.2"),
-	      NAT("cudaMalloc", SP "nvidia/cuda_runtime/lib/libcudart.so.12"));
+	expect_suggest(PYF("GPUModelRunner.load_model",
+	                   SP "vllm/v1/worker/gpu_model_runner.py"),
+	               "py:GPUModelRunner.load_model in "
+	               "worker/gpu_model_runner.py",
+	               "Python: qualified name and the path's last two parts");
+	expect_suggest(PYF("serve", "app.py"), "py:serve in app.py",
+	               "Python: a bare file name");
+	expect_suggest(PYF("serve", NULL), "py:serve",
+	               "Python without a file");
+	expect_suggest(NATF("llama_context::decode(llama_batch const&)",
+	                    "/usr/lib/libllama.so"),
+	               "native:llama_context::decode",
+	               "native: the name without its parameters, no file");
+	expect_suggest(NATF("at::cuda::(anonymous namespace)::getNewWorkspace()",
+	                    "libtorch_cuda.so"),
+	               "\"native:at::cuda::(anonymous namespace)::getNewWorkspace\"",
+	               "a name with blanks is quoted");
+	expect_suggest(NATF("ggml_backend_sched_reserve.part.0", "l.so"),
+	               "native:ggml_backend_sched_reserve",
+	               "a clone suffix is dropped");
+	expect_suggest(NATF(NULL, "/usr/lib/libnccl.so.2"), NULL,
+	               "an unnamed frame has no pattern");
+	expect_suggest(PYF("", "/a.py"), NULL, "an empty name has none");
+	char tiny[8];
+	struct vrt_rule_frame f = PYF("Something.long", "/a/b.py");
+	ok(vrt_rules_suggest(&f, tiny, sizeof(tiny)) == -1,
+	   "a buffer too small is refused");
+	ok(vrt_rules_suggest(NULL, tiny, sizeof(tiny)) == -1,
+	   "no frame, no pattern");
 }
 
-#define LIBLLAMA    "/usr/local/lib/libllama.so"
-#define LIBGGML     "/usr/local/lib/libggml-base.so"
-#define LIBGGMLCUDA "/usr/local/lib/libggml-cuda.so"
-#define LLAMA_ALLOC_TAIL                                                       \
-	NAT("ggml_backend_buft_alloc_buffer", LIBGGML),                        \
-	        NAT("ggml_backend_cuda_buffer_type_alloc_buffer(ggml_backend_" \
-	            "buffer_type*, unsigned long)",                            \
-	            LIBGGMLCUDA),                                              \
-	        NAT("ggml_cuda_device_malloc(void**, unsigned long, int)",     \
-	            LIBGGMLCUDA),                                              \
-	        NAT("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12")
+/* ---- the stack corpus (tests/data/stacks) ------------------------------
+ *
+ * Each *.stacks file holds realistic call stacks of one engine with the
+ * phase the built-in rules must give them; the files say which sources the
+ * frames come from. Format, one item per line ('#' starts a comment line):
+ *
+ *   set NAME VALUE          $NAME in later frame lines reads VALUE
+ *   define NAME ... end     a named block of frame lines
+ *   == PHASE [obsolete] TITLE
+ *                           a stack; "obsolete": the deciding rule must be
+ *                           one marked obsolete (and without it, must not)
+ *   py|native FUNCTION @ FILE
+ *                           a frame, innermost first; '?' for an unknown
+ *                           name or file
+ *   use NAME                the frames of a block, here
+ *
+ * Definitions and variables carry over to later files (read in name
+ * order, so 00-common.stacks defines the shared allocator tails). Every
+ * stack must start at a driver allocation entry, so the rules are shown
+ * to look past the allocator and runtime frames above it.
+ */
 
-static void test_llama(const struct vrt_rules *r)
+#define CORPUS_FRAMES 96
+#define CORPUS_DEFS   64
+#define CORPUS_VARS   64
+#define CORPUS_LINE   1024
+
+struct corpus_def {
+	char name[64];
+	char *lines; /* frame lines, '\n'-separated */
+};
+
+struct corpus {
+	struct corpus_def defs[CORPUS_DEFS];
+	int ndefs;
+	char vars[CORPUS_VARS][2][256];
+	int nvars;
+	int stacks, files;
+};
+
+struct corpus_stack {
+	char where[160], title[200], phase[64];
+	int obsolete;
+	struct vrt_rule_frame f[CORPUS_FRAMES];
+	char *own[CORPUS_FRAMES * 2]; /* strings the frames point to */
+	int n, nown, bad;
+};
+
+static char *trim(char *t)
 {
-	STACK(r, "weights", "llama.cpp model load",
-	      NAT("main", "/usr/local/bin/llama-server"),
-	      NAT("common_init_from_params(common_params&)",
-	          "/usr/local/bin/llama-server"),
-	      NAT("llama_model_load_from_file", LIBLLAMA),
-	      NAT("llama_model_load_from_file_impl(std::__cxx11::basic_string<"
-	          "char, std::char_traits<char>, std::allocator<char> > "
-	          "const&, "
-	          "std::vector<std::__cxx11::basic_string<char, "
-	          "std::char_traits<char>, std::allocator<char> >, "
-	          "std::allocator<std::__cxx11::basic_string<char, "
-	          "std::char_traits<char>, std::allocator<char> > > >&, "
-	          "llama_model_params)",
-	          LIBLLAMA),
-	      NAT("llama_model::load_tensors(llama_model_loader&)", LIBLLAMA),
-	      NAT("ggml_backend_alloc_ctx_tensors_from_buft", LIBGGML),
-	      LLAMA_ALLOC_TAIL);
-	STACK(r, "kv_cache",
-	      "llama.cpp KV cache (beats ggml_backend_alloc_ctx_tensors)",
-	      NAT("main", "/usr/local/bin/llama-server"),
-	      NAT("llama_init_from_model", LIBLLAMA),
-	      NAT("llama_context::llama_context(llama_model const&, "
-	          "llama_context_params)",
-	          LIBLLAMA),
-	      NAT("llama_model::create_memory(llama_memory_params const&, "
-	          "llama_cparams const&) const",
-	          LIBLLAMA),
-	      NAT("llama_kv_cache::llama_kv_cache(llama_model const&, "
-	          "ggml_type, ggml_type, bool, bool, bool, unsigned int, "
-	          "unsigned int, unsigned int, unsigned int, llama_swa_type, "
-	          "std::function<bool (int)> const&, std::function<bool (int)> "
-	          "const&)",
-	          LIBLLAMA),
-	      NAT("ggml_backend_alloc_ctx_tensors_from_buft", LIBGGML),
-	      LLAMA_ALLOC_TAIL);
-	STACK(r, "kv_cache", "llama.cpp KV cache, older unified class",
-	      NAT("llama_init_from_model", LIBLLAMA),
-	      NAT("llama_kv_cache_unified::llama_kv_cache_unified(llama_model "
-	          "const&, ggml_type, ggml_type, bool, bool, unsigned int, "
-	          "unsigned int, unsigned int)",
-	          LIBLLAMA),
-	      NAT("ggml_backend_alloc_ctx_tensors_from_buft", LIBGGML),
-	      LLAMA_ALLOC_TAIL);
-	STACK(r, "profile", "llama.cpp compute buffer reserve",
-	      NAT("llama_init_from_model", LIBLLAMA),
-	      NAT("llama_context::llama_context(llama_model const&, "
-	          "llama_context_params)",
-	          LIBLLAMA),
-	      NAT("llama_context::sched_reserve()", LIBLLAMA),
-	      NAT("llama_context::graph_reserve(unsigned int, unsigned int, "
-	          "unsigned int, llama_memory_context_i const*, bool)",
-	          LIBLLAMA),
-	      NAT("ggml_backend_sched_reserve", LIBGGML),
-	      NAT("ggml_gallocr_reserve_n", LIBGGML), LLAMA_ALLOC_TAIL);
-	STACK(r, "forward", "llama.cpp decode grows the compute buffer",
-	      NAT("server_context::update_slots()",
-	          "/usr/local/bin/llama-server"),
-	      NAT("llama_decode", LIBLLAMA),
-	      NAT("llama_context::decode(llama_batch const&)", LIBLLAMA),
-	      NAT("ggml_backend_sched_alloc_graph", LIBGGML),
-	      NAT("ggml_gallocr_alloc_graph", LIBGGML),
-	      NAT("ggml_gallocr_reserve_n", LIBGGML), LLAMA_ALLOC_TAIL);
-	STACK(r, "workspace", "llama.cpp CUDA pool during decode",
-	      NAT("llama_decode", LIBLLAMA),
-	      NAT("llama_context::decode(llama_batch const&)", LIBLLAMA),
-	      NAT("ggml_backend_sched_graph_compute_async", LIBGGML),
-	      NAT("ggml_backend_cuda_graph_compute(ggml_backend*, "
-	          "ggml_cgraph*)",
-	          LIBGGMLCUDA),
-	      NAT("ggml_cuda_mul_mat(ggml_backend_cuda_context&, ggml_tensor "
-	          "const*, ggml_tensor const*, ggml_tensor*)",
-	          LIBGGMLCUDA),
-	      NAT("ggml_cuda_pool_alloc<__half>::alloc(unsigned long)",
-	          LIBGGMLCUDA),
-	      NAT("ggml_cuda_pool_leg::alloc(unsigned long, unsigned long*)",
-	          LIBGGMLCUDA),
-	      NAT("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"));
-	STACK(r, "workspace", "llama.cpp cuBLAS handle",
-	      NAT("llama_decode", LIBLLAMA),
-	      NAT("ggml_backend_cuda_context::cublas_handle(int)", LIBGGMLCUDA),
-	      NAT("cublasCreate_v2", "/usr/local/cuda/lib64/libcublas.so.12"),
-	      NAT(NULL, "/usr/local/cuda/lib64/libcublasLt.so.12"),
-	      NAT("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"));
+	while (*t == ' ' || *t == '\t')
+		t++;
+	size_t n = strlen(t);
+	while (n && (t[n - 1] == ' ' || t[n - 1] == '\t' ||
+	             t[n - 1] == '\n' || t[n - 1] == '\r'))
+		t[--n] = '\0';
+	return t;
 }
 
-#define TF  SP "transformers/"
-#define TGI SP "text_generation_server/"
-
-static void test_hf(const struct vrt_rules *r)
+/* Expands $NAME references of line into out (the longest name that
+ * matches, so $GGML and $GGMLCUDA may both be set). */
+static void expand(const struct corpus *c, const char *line, char *out,
+                   size_t len)
 {
-	STACK(r, "weights", "transformers from_pretrained",
-	      PY("<module>", "/app/serve.py"),
-	      PY("_BaseAutoModelClass.from_pretrained",
-	         TF "models/auto/auto_factory.py"),
-	      PY("PreTrainedModel.from_pretrained", TF "modeling_utils.py"),
-	      PY("PreTrainedModel._load_pretrained_model",
-	         TF "modeling_utils.py"),
-	      PY("_load_state_dict_into_meta_model", TF "modeling_utils.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "weights", "transformers on CPython 3.10 (bare names)",
-	      PY("<module>", "/app/serve.py"),
-	      PY("from_pretrained", TF "models/auto/auto_factory.py"),
-	      PY("from_pretrained", TF "modeling_utils.py"), TORCH_ALLOC_TAIL);
-	STACK(r, "weights", "model.to('cuda')", PY("<module>", "/app/serve.py"),
-	      PY("Module.to", TORCH_MOD), PY("Module._apply", TORCH_MOD),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "kv_cache", "transformers DynamicCache.update in generate",
-	      PY("<module>", "/app/serve.py"),
-	      PY("GenerationMixin.generate", TF "generation/utils.py"),
-	      PY("GenerationMixin._sample", TF "generation/utils.py"),
-	      PY("Module._call_impl", TORCH_MOD),
-	      PY("LlamaAttention.forward", TF "models/llama/modeling_llama.py"),
-	      PY("DynamicCache.update", TF "cache_utils.py"),
-	      PY("DynamicLayer.update", TF "cache_utils.py"), TORCH_ALLOC_TAIL);
-	STACK(r, "forward", "transformers activations in generate",
-	      PY("<module>", "/app/serve.py"),
-	      PY("GenerationMixin.generate", TF "generation/utils.py"),
-	      PY("GenerationMixin._sample", TF "generation/utils.py"),
-	      PY("Module._call_impl", TORCH_MOD),
-	      PY("LlamaMLP.forward", TF "models/llama/modeling_llama.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "forward", "a bare nn.Module call in user code",
-	      PY("<module>", "/app/serve.py"),
-	      PY("Module._wrapped_call_impl", TORCH_MOD),
-	      PY("Module._call_impl", TORCH_MOD),
-	      PY("MyNet.forward", "/app/net.py"), TORCH_ALLOC_TAIL);
-
-	STACK(r, "kv_cache", "TGI warmup -> init_kv_cache",
-	      PY("TextGenerationService.Warmup", TGI "server.py"),
-	      PY("FlashCausalLM.warmup", TGI "models/flash_causal_lm.py"),
-	      PY("FlashCausalLM.init_kv_cache",
-	         TGI "models/flash_causal_lm.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "cuda_graph", "TGI warmup -> cuda_graph_warmup",
-	      PY("TextGenerationService.Warmup", TGI "server.py"),
-	      PY("FlashCausalLM.warmup", TGI "models/flash_causal_lm.py"),
-	      PY("FlashCausalLM.cuda_graph_warmup",
-	         TGI "models/flash_causal_lm.py"),
-	      PY("FlashLlamaForCausalLM.forward",
-	         TGI "models/custom_modeling/flash_llama_modeling.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "profile", "TGI warmup forward",
-	      PY("TextGenerationService.Warmup", TGI "server.py"),
-	      PY("FlashCausalLM.warmup", TGI "models/flash_causal_lm.py"),
-	      PY("FlashCausalLM.forward", TGI "models/flash_causal_lm.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "forward", "TGI generate_token",
-	      PY("TextGenerationService.Decode", TGI "server.py"),
-	      PY("FlashCausalLM.generate_token",
-	         TGI "models/flash_causal_lm.py"),
-	      PY("FlashCausalLM.forward", TGI "models/flash_causal_lm.py"),
-	      TORCH_ALLOC_TAIL);
-	STACK(r, "weights", "TGI Weights.get_sharded",
-	      PY("serve_inner", TGI "server.py"),
-	      PY("get_model", TGI "models/__init__.py"),
-	      PY("FlashCausalLM.__init__", TGI "models/flash_causal_lm.py"),
-	      PY("Weights.get_sharded", TGI "utils/weights.py"),
-	      TORCH_ALLOC_TAIL);
+	size_t k = 0;
+	while (*line && k + 1 < len) {
+		int best = -1;
+		size_t best_n = 0;
+		for (int i = 0; *line == '$' && i < c->nvars; i++) {
+			size_t vn = strlen(c->vars[i][0]);
+			if (vn > best_n && !strncmp(line + 1, c->vars[i][0], vn)) {
+				best = i;
+				best_n = vn;
+			}
+		}
+		if (best >= 0) {
+			k += (size_t)snprintf(out + k, len - k, "%s",
+			                      c->vars[best][1]);
+			line += best_n + 1;
+		} else {
+			out[k++] = *line++;
+		}
+		if (k >= len)
+			k = len - 1;
+	}
+	out[k] = '\0';
 }
 
-static void test_misc(const struct vrt_rules *r)
+static char *own_str(struct corpus_stack *st, const char *s)
 {
-	STACK(r, "kv_cache", "TensorRT-LLM KVCacheManager::allocatePools",
-	      PY("KVCacheManager.__init__",
-	         SP "tensorrt_llm/_torch/pyexecutor/resource_manager.py"),
-	      NAT("tensorrt_llm::batch_manager::kv_cache_manager::"
-	          "KVCacheManager::allocatePools(bool)",
-	          SP "tensorrt_llm/libs/libtensorrt_llm.so"),
-	      NAT("tensorrt_llm::batch_manager::kv_cache_manager::"
-	          "BlockManager::allocatePools(bool)",
-	          SP "tensorrt_llm/libs/libtensorrt_llm.so"),
-	      NAT("cudaMallocAsync", "/usr/local/cuda/lib64/libcudart.so.12"));
-	STACK(r, "comm", "NCCL init from C", NAT("main", "/usr/bin/app"),
-	      NAT("ncclCommInitRank", "/usr/lib/x86_64-linux-gnu/libnccl.so.2"),
-	      NAT(NULL, "/usr/lib/x86_64-linux-gnu/libnccl.so.2"),
-	      NAT("cuMemCreate", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
-	STACK(r, "cuda_graph", "torch.cuda.graph capture_end instantiation",
-	      PY("<module>", "/app/serve.py"),
-	      PY("graph.__exit__", SP "torch/cuda/graphs.py"),
-	      PY("CUDAGraph.capture_end", SP "torch/cuda/graphs.py"),
-	      NAT("at::cuda::CUDAGraph::capture_end()",
-	          SP "torch/lib/libtorch_cuda.so"),
-	      NAT("cudaGraphInstantiate",
-	          SP "nvidia/cuda_runtime/lib/libcudart.so.12"));
-	STACK(r, "workspace", "cuDNN handle",
-	      PY("Module._call_impl", TORCH_MOD),
-	      NAT("at::native::getCudnnHandle()",
-	          SP "torch/lib/libtorch_cuda.so"),
-	      NAT("cudnnCreate", SP "nvidia/cudnn/lib/libcudnn.so.9"),
-	      NAT(NULL, SP "nvidia/cudnn/lib/libcudnn_graph.so.9"),
-	      NAT("cudaMalloc", SP "nvidia/cuda_runtime/lib/libcudart.so.12"));
-	STACK(r, "unattributed", "a stack nothing claims",
-	      PY("<module>", "/app/main.py"), PY("helper", "/app/util.py"),
-	      NAT("main", "/usr/bin/python3"),
-	      NAT("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.12"),
-	      NAT(NULL, NULL), PY(NULL, NULL), {99, "odd kind", "x"});
-	is_str(phase_of(r, NULL, 0), "unattributed", "an empty stack");
-	ok(vrt_rules_match(NULL, NULL) == VRT_RULE_NONE &&
-	           vrt_rules_count(NULL) == 0,
-	   "NULL rule set matches nothing");
+	if (!strcmp(s, "?") || st->nown >= CORPUS_FRAMES * 2)
+		return NULL;
+	char *d = strdup(s);
+	st->own[st->nown++] = d;
+	return d;
 }
 
-static void test_builtin(void)
+/* One frame line into st; 0, or -1 when it is not one. */
+static int corpus_frame(struct corpus_stack *st, char *line)
+{
+	int kind;
+	if (!strncmp(line, "py ", 3))
+		kind = VRT_FRAME_PYTHON;
+	else if (!strncmp(line, "native ", 7))
+		kind = VRT_FRAME_NATIVE;
+	else
+		return -1;
+	char *rest = line + (kind == VRT_FRAME_PYTHON ? 3 : 7);
+	char *at = strstr(rest, " @ ");
+	if (!at)
+		return -1;
+	*at = '\0';
+	if (st->n >= CORPUS_FRAMES)
+		return -1;
+	struct vrt_rule_frame *f = &st->f[st->n++];
+	f->kind = kind;
+	f->function = own_str(st, trim(rest));
+	f->file = own_str(st, trim(at + 3));
+	return 0;
+}
+
+/* The frames of block name into st (a block may use others). */
+static int corpus_use(const struct corpus *c, struct corpus_stack *st,
+                      const char *name, int depth)
+{
+	for (int i = 0; i < c->ndefs && depth < 8; i++) {
+		if (strcmp(c->defs[i].name, name) || !c->defs[i].lines)
+			continue;
+		char *copy = strdup(c->defs[i].lines), *save = NULL;
+		int rc = 0;
+		for (char *l = strtok_r(copy, "\n", &save); l && !rc;
+		     l = strtok_r(NULL, "\n", &save))
+			rc = !strncmp(l, "use ", 4)
+			             ? corpus_use(c, st, trim(l + 4), depth + 1)
+			             : corpus_frame(st, l);
+		free(copy);
+		return rc;
+	}
+	return -1;
+}
+
+/* A driver allocation entry, where every corpus stack starts. */
+static int is_alloc_entry(const struct vrt_rule_frame *f)
+{
+	static const char *const entry[] = {"cuMemAlloc", "cuMemCreate",
+	                                    "cuMemHostAlloc", "hipMalloc",
+	                                    "hipExtMalloc", "hipMemCreate"};
+	for (size_t i = 0; f->function && i < N(entry); i++)
+		if (!strncmp(f->function, entry[i], strlen(entry[i])))
+			return 1;
+	return 0;
+}
+
+static void corpus_check(const struct vrt_rules *r, struct corpus *c,
+                         struct corpus_stack *st)
+{
+	c->stacks++;
+	if (st->bad || st->n == 0 || !is_alloc_entry(&st->f[0])) {
+		ok(0, "%s: a well-formed stack starting at a driver "
+		      "allocation entry (%s)",
+		   st->where, st->title);
+		return;
+	}
+	int rule = vrt_rules_match_stack(r, st->f, (size_t)st->n);
+	char what[512];
+	snprintf(what, sizeof(what), "%s %s -> %s%s", st->where, st->title,
+	         st->phase, st->obsolete ? " (obsolete rule)" : "");
+	is_str(phase_of(r, st->f, (size_t)st->n), st->phase, what);
+	if (vrt_rules_obsolete(r, rule) != st->obsolete)
+		printf("# %s: deciding rule %s %s obsolete\n", st->where,
+		       vrt_rules_origin(r, rule) ? vrt_rules_origin(r, rule)
+		                                 : "(none)",
+		       st->obsolete ? "is not" : "is");
+	ok(vrt_rules_obsolete(r, rule) == st->obsolete,
+	   "  the deciding rule is %sobsolete", st->obsolete ? "" : "not ");
+	if (rule != VRT_RULE_NONE)
+		printf("#   %s  %s\n", vrt_rules_origin(r, rule),
+		       vrt_rules_describe(r, rule));
+
+	/* Every named frame's suggested pattern names it. */
+	int named = 1;
+	for (int i = 0; i < st->n; i++) {
+		char pat[CORPUS_LINE], line[CORPUS_LINE + 16];
+		if (vrt_rules_suggest(&st->f[i], pat, sizeof(pat)) < 0) {
+			if (st->f[i].function)
+				named = 0;
+			continue;
+		}
+		snprintf(line, sizeof(line), "x %s", pat);
+		struct vrt_rules *one_r = vrt_rules_new_empty();
+		if (vrt_rules_parse(one_r, line, strlen(line), "s", NULL, 0) !=
+		            1 ||
+		    vrt_rules_match(one_r, &st->f[i]) != 0) {
+			printf("# suggestion does not name its frame: %s\n",
+			       line);
+			named = 0;
+		}
+		vrt_rules_free(one_r);
+	}
+	ok(named, "  each named frame's suggested rule matches it");
+}
+
+static void corpus_free_stack(struct corpus_stack *st)
+{
+	for (int i = 0; i < st->nown; i++)
+		free(st->own[i]);
+	memset(st, 0, sizeof(*st));
+}
+
+/* Reads one corpus file; returns its stack count, or -1 if unreadable. */
+static int corpus_file(const struct vrt_rules *r, struct corpus *c,
+                       const char *dir, const char *name)
+{
+	char path[4096], raw[CORPUS_LINE], line[CORPUS_LINE * 2];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return -1;
+	struct corpus_stack *st = calloc(1, sizeof(*st));
+	struct corpus_def *def = NULL;
+	int in_stack = 0, lineno = 0, count = 0;
+	while (fgets(raw, sizeof(raw), fp)) {
+		lineno++;
+		expand(c, raw, line, sizeof(line));
+		char *t = trim(line);
+		if (!*t || *t == '#')
+			continue;
+		if (def) {
+			if (!strcmp(t, "end")) {
+				def = NULL;
+				continue;
+			}
+			size_t have = def->lines ? strlen(def->lines) : 0;
+			def->lines = realloc(def->lines, have + strlen(t) + 2);
+			snprintf(def->lines + have, strlen(t) + 2, "%s\n", t);
+			continue;
+		}
+		if (!strncmp(t, "set ", 4) && c->nvars < CORPUS_VARS) {
+			char *v = trim(t + 4), *sp = strpbrk(v, " \t");
+			if (sp) {
+				*sp = '\0';
+				snprintf(c->vars[c->nvars][0], 256, "%s", v);
+				snprintf(c->vars[c->nvars][1], 256, "%s",
+				         trim(sp + 1));
+				c->nvars++;
+			}
+			continue;
+		}
+		if (!strncmp(t, "define ", 7) && c->ndefs < CORPUS_DEFS) {
+			def = &c->defs[c->ndefs++];
+			snprintf(def->name, sizeof(def->name), "%s",
+			         trim(t + 7));
+			def->lines = NULL;
+			continue;
+		}
+		if (!strncmp(t, "== ", 3)) {
+			if (in_stack) {
+				corpus_check(r, c, st);
+				corpus_free_stack(st);
+				count++;
+			}
+			in_stack = 1;
+			snprintf(st->where, sizeof(st->where), "%s:%d", name,
+			         lineno);
+			char *ph = trim(t + 3), *sp = strpbrk(ph, " \t");
+			char *title = "";
+			if (sp) {
+				*sp = '\0';
+				title = trim(sp + 1);
+			}
+			snprintf(st->phase, sizeof(st->phase), "%s", ph);
+			if (!strncmp(title, "obsolete ", 9)) {
+				st->obsolete = 1;
+				title = trim(title + 9);
+			}
+			snprintf(st->title, sizeof(st->title), "%s", title);
+			continue;
+		}
+		if (!in_stack) {
+			printf("# %s:%d: outside a stack: %s\n", name, lineno,
+			       t);
+			st->bad = 1;
+			continue;
+		}
+		int rc = !strncmp(t, "use ", 4)
+		                 ? corpus_use(c, st, trim(t + 4), 0)
+		                 : corpus_frame(st, t);
+		if (rc) {
+			printf("# %s:%d: bad frame line: %s\n", name, lineno,
+			       t);
+			st->bad = 1;
+		}
+	}
+	if (in_stack) {
+		corpus_check(r, c, st);
+		count++;
+	}
+	corpus_free_stack(st);
+	free(st);
+	fclose(fp);
+	ok(def == NULL, "%s: every define has its end", name);
+	return count;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void test_corpus(const struct vrt_rules *r, const char *dir)
+{
+	static const char *const required[] = {
+	        "vllm_v1.stacks", "vllm_v2.stacks", "sglang.stacks",
+	        "llama_cpp.stacks", "tgi.stacks", "tensorrt_llm.stacks"};
+	struct corpus *c = calloc(1, sizeof(*c));
+	char *names[128];
+	int nnames = 0;
+	DIR *d = dir ? opendir(dir) : NULL;
+	ok(d != NULL, "stack corpus directory %s opens", dir ? dir : "(none)");
+	if (!d) {
+		free(c);
+		return;
+	}
+	for (struct dirent *e; (e = readdir(d)) && nnames < 128;) {
+		size_t n = strlen(e->d_name);
+		if (n > 7 && !strcmp(e->d_name + n - 7, ".stacks"))
+			names[nnames++] = strdup(e->d_name);
+	}
+	closedir(d);
+	qsort(names, (size_t)nnames, sizeof(names[0]), by_name);
+	int per_required[N(required)] = {0};
+	for (int i = 0; i < nnames; i++) {
+		int n = corpus_file(r, c, dir, names[i]);
+		ok(n > 0, "%s: %d stacks", names[i], n);
+		for (size_t k = 0; k < N(required); k++)
+			if (!strcmp(names[i], required[k]))
+				per_required[k] = n;
+		free(names[i]);
+	}
+	for (size_t k = 0; k < N(required); k++)
+		ok(per_required[k] >= 5, "%s holds at least 5 stacks (%d)",
+		   required[k], per_required[k]);
+	ok(c->stacks >= 60, "the corpus holds at least 60 stacks (%d)",
+	   c->stacks);
+	for (int i = 0; i < c->ndefs; i++)
+		free(c->defs[i].lines);
+	free(c);
+}
+
+/* The built-in text is, byte for byte, the rules file at path. */
+static void test_embedded(const char *path)
+{
+	FILE *f = path ? fopen(path, "rb") : NULL;
+	ok(f != NULL, "the built-in rules file %s opens",
+	   path ? path : "(none)");
+	if (!f)
+		return;
+	const char *text = vrt_rules_builtin_text();
+	size_t len = strlen(text), got = 0;
+	char *buf = malloc(len + 2);
+	got = fread(buf, 1, len + 1, f);
+	fclose(f);
+	ok(got == len && memcmp(buf, text, len) == 0,
+	   "vrt_rules_builtin_text() is that file's bytes (%zu of %zu)", got,
+	   len);
+	free(buf);
+}
+
+static void test_builtin(const char *corpus_dir)
 {
 	struct vrt_rules *r = vrt_rules_new_builtin();
 	ok(r != NULL && vrt_rules_count(r) > 100, "built-in rules parse");
@@ -861,11 +868,7 @@ static void test_builtin(void)
 	}
 	ok(canon, "built-in rules re-parse to themselves, fixed phases only");
 
-	test_vllm(r);
-	test_sglang(r);
-	test_llama(r);
-	test_hf(r);
-	test_misc(r);
+	test_corpus(r, corpus_dir);
 
 	/* Speed: a 60-frame stack that matches nothing scans every rule. */
 	struct vrt_rule_frame deep[60];
@@ -959,13 +962,15 @@ static void test_random(void)
 	printf("# %d of 3000 random inputs parsed\n", parsed);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	test_errors();
 	test_syntax();
 	test_custom_and_precedence();
 	test_globs();
-	test_builtin();
+	test_suggest();
+	test_embedded(argc > 2 ? argv[2] : NULL);
+	test_builtin(argc > 1 ? argv[1] : NULL);
 	test_random();
 	printf("1..%d\n", test_no);
 	return failures ? 1 : 0;

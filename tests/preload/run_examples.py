@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""run_examples.py — the example servers do what real engines do, as a
+profiler sees it (python3 stdlib only): each run is recorded on the fake
+GPU and its `vramtrace analyze --format json` report checked for the
+driver calls and facts the engine would leave.
+
+caching      PyTorch's caching allocator: 5 requests' activations take 4
+             driver calls (a cached segment is reused), nothing is ever
+             given back to the driver, and the stacks carry c10's names
+recovered    a refused cudaMalloc, the cached segment freed, the retry
+             served: one failure, one free, exit 0
+expandable   pages through cuMemCreate/cuMemMap (family vmm), no
+             cuMemAlloc, address space reserved
+async        backend:cudaMallocAsync: stream-ordered calls (family async),
+             every request's tensor freed again
+pool-vmm     llama.cpp's VMM pool: grows three times (warm-up, one
+             request, a batch of 4), never shrinks; ggml's names
+pool-leg     llama.cpp's legacy pool: buffers never given back
+annotate     --annotate none: no phase comes from the annotation API
+tp-procs     --distributed-executor-backend mp: API server plus two
+             workers with multiprocessing-spawn command lines, children of
+             one engine core; a worker's refusal ends the tree with 1
+listen       llama-server's listen-before-load: ready before the weights
+             fail, /health polled (503) while loading
+ollama       load on the first request: ready, then the load fails with
+             the request waiting
+keepalive    idle keep-alive connections are accepted and stay open
+
+Usage: run_examples.py --vramtrace EXE --preload LIB --fake-dir DIR
+                       --bin-dir DIR --tmp-root DIR
+Exit 0 pass, 1 fail (what differed is printed).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+failures = []
+SPAWN = re.compile(r"from multiprocessing\.spawn import spawn_main; "
+                   r"spawn_main\(tracker_fd=\d+, pipe_handle=\d+\)$")
+
+
+def check(cond, what):
+    print(("ok     " if cond else "FAILED ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def record(args, tmp, name, argv, exit_code=0, env_extra=None):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("FAKECUDA_", "FAKEHIP_", "FAKENVML_",
+                                "VRAMTRACE_"))}
+    env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
+        "LD_LIBRARY_PATH", "")
+    env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
+    env["FAKECUDA_MEM"] = "80G"
+    env.update(env_extra or {})
+    out = os.path.join(tmp, name)
+    cmd = [args.vramtrace, "record", "-o", out, "--",
+           os.path.join(args.bin_dir, argv[0])] + argv[1:]
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=100)
+    check(p.returncode == exit_code,
+          f"{name}: exit {exit_code} (got {p.returncode})")
+    if p.returncode != exit_code:
+        print(p.stdout)
+    a = subprocess.run([args.vramtrace, "analyze", "--format", "json", out],
+                       env=env, stdout=subprocess.PIPE, text=True,
+                       timeout=100)
+    return json.loads(a.stdout), p.stdout
+
+
+def fam(rep, name, dev=0):
+    return rep["devices"][dev]["families"].get(name, {})
+
+
+def phase(rep, name, dev=0):
+    return rep["devices"][dev]["phases"].get(name, {})
+
+
+def functions(rep, phase_name):
+    return [f.get("function") or "" for t in rep.get("top_sites", [])
+            if t.get("phase") == phase_name for f in t.get("frames", [])]
+
+
+def serve_sim_runs(args, tmp):
+    rep, _ = record(args, tmp, "caching",
+                    ["serve_sim", "serve", "m", "--allocator", "caching"])
+    dev = fam(rep, "device")
+    check(phase(rep, "forward").get("allocs") == 4,
+          f"caching: 5 requests, 4 driver allocations (got "
+          f"{phase(rep, 'forward').get('allocs')})")
+    check(dev.get("frees") == 0,
+          f"caching: nothing given back to the driver (got "
+          f"{dev.get('frees')} frees)")
+    names = functions(rep, "forward")
+    check(any(n.startswith("c10::cuda::CUDACachingAllocator::Native::"
+                           "DeviceCachingAllocator::malloc") for n in names),
+          f"caching: stacks name PyTorch's allocator (got {names[:4]})")
+
+    rep, _ = record(args, tmp, "recovered",
+                    ["serve_sim", "serve", "m", "--allocator", "caching",
+                     "--gpu-memory-utilization", "0.98",
+                     "--act-kib-per-token", "512", "--prompt-len", "4096",
+                     "--concurrent-requests", "1"])
+    dev = fam(rep, "device")
+    check(dev.get("failed") == 1 and dev.get("frees") == 1,
+          f"recovered: one refusal, the cached segment freed (got "
+          f"{dev.get('failed')} failed, {dev.get('frees')} frees)")
+    check(len(rep.get("ooms", [])) == 1 and
+          rep["ooms"][0].get("phase") == "forward",
+          "recovered: the refusal is a request's activations")
+    check(phase(rep, "forward").get("allocs") == 1 and
+          phase(rep, "forward").get("peak_bytes") == 2 << 30,
+          "recovered: the retry allocated the request's 2 GiB")
+
+    rep, _ = record(args, tmp, "expandable",
+                    ["serve_sim", "serve", "m", "--allocator", "expandable"])
+    check(fam(rep, "device").get("allocs", 0) == 0 and
+          fam(rep, "vmm").get("allocs", 0) > 3000,
+          f"expandable: only VMM pages (got device "
+          f"{fam(rep, 'device').get('allocs')}, vmm "
+          f"{fam(rep, 'vmm').get('allocs')})")
+    check(rep["devices"][0].get("reserved_va", {}).get("peak_bytes", 0) ==
+          90 << 30,
+          "expandable: 9/8 of the card reserved as address space")
+
+    rep, _ = record(args, tmp, "async",
+                    ["serve_sim", "serve", "m", "--allocator", "async"])
+    a = fam(rep, "async")
+    check(fam(rep, "device").get("allocs", 0) == 0 and
+          a.get("allocs") == 39 and a.get("frees") == 6,
+          f"async: 39 stream-ordered allocations, profile and 5 requests "
+          f"freed (got {a.get('allocs')}/{a.get('frees')})")
+
+    rep, _ = record(args, tmp, "annotate-none",
+                    ["serve_sim", "serve", "m", "--annotate", "none"])
+    named = [p for p in ("weights", "forward", "profile")
+             if phase(rep, p).get("allocs")]
+    check(not named, f"annotate none: no annotated phase (got {named})")
+
+    rep, _ = record(args, tmp, "tp-procs",
+                    ["serve_sim", "serve", "m",
+                     "--distributed-executor-backend", "mp",
+                     "--tensor-parallel-size", "2"],
+                    env_extra={"FAKECUDA_DEVICES": "2"})
+    procs = rep["run"]["processes"]
+    api = [p for p in procs if p["cmdline"][1:2] == ["serve"]]
+    workers = [p for p in procs if len(p["cmdline"]) == 4 and
+               p["cmdline"][1] == "-c" and SPAWN.match(p["cmdline"][2]) and
+               p["cmdline"][3] == "--multiprocessing-fork"]
+    check(len(api) == 1 and len(workers) == 2,
+          f"tp-procs: an API server and two spawned workers (got "
+          f"{[p['cmdline'][:2] for p in procs]})")
+    if len(api) == 1 and len(workers) == 2:
+        core = workers[0]["ppid"]
+        check(workers[1]["ppid"] == core and core != api[0]["pid"],
+              "tp-procs: both workers are children of one engine core")
+    check(all(phase(rep, "weights", d).get("peak_bytes") == 7 << 30
+              for d in (0, 1)),
+          "tp-procs: each worker holds half of the weights")
+
+    rep, _ = record(args, tmp, "tp-procs-oom",
+                    ["serve_sim", "serve", "m",
+                     "--distributed-executor-backend", "mp",
+                     "--tensor-parallel-size", "2", "--model-size-gib",
+                     "100", "--no-shard"], exit_code=1,
+                    env_extra={"FAKECUDA_DEVICES": "2"})
+    spawned = {p["pid"] for p in rep["run"]["processes"]
+               if p["cmdline"][1:2] == ["-c"]}
+    ooms = rep.get("ooms", [])
+    check(ooms and all(o.get("pid") in spawned for o in ooms),
+          "tp-procs-oom: the refusal is in a spawned worker")
+
+    rep, _ = record(args, tmp, "keepalive",
+                    ["serve_sim", "serve", "m", "--idle-connections", "5",
+                     "--concurrent-requests", "1"])
+    check(rep["requests"].get("connections", 0) >= 7,
+          f"keepalive: health, 5 idle, 1 request connections (got "
+          f"{rep['requests'].get('connections')})")
+
+
+def llama_runs(args, tmp):
+    common = ["-ngl", "8", "--layer-mib", "64", "-c", "1024",
+              "--kv-kib-per-token", "128", "--act-mib", "256", "-np", "4"]
+    rep, _ = record(args, tmp, "pool-vmm",
+                    ["llama_sim", "--allocator", "pool-vmm", "--warmup"] +
+                    common)
+    v = fam(rep, "vmm")
+    check(v.get("allocs") == 3 and
+          v.get("live_bytes_end") == v.get("peak_bytes"),
+          f"pool-vmm: grows 3 times, never shrinks (got {v.get('allocs')} "
+          f"handles, {v.get('live_bytes_end')} of {v.get('peak_bytes')} "
+          f"live at the end)")
+    check(v.get("live_bytes_end") == 4 * 256 << 20,
+          "pool-vmm: the pool ends as large as the batch of 4 needed")
+    # The rules give the pool the phase of the decode that grows it.
+    names = functions(rep, "forward")
+    check("ggml_cuda_pool_vmm::alloc(unsigned long, unsigned long*)" in names
+          and "llama_context::decode(llama_batch const&)" in names,
+          f"pool-vmm: stacks name llama.cpp's pool (got {names[:5]})")
+
+    rep, _ = record(args, tmp, "pool-leg",
+                    ["llama_sim", "--allocator", "pool-leg", "--warmup"] +
+                    common)
+    d = fam(rep, "device")
+    check(d.get("frees") == 0 and d.get("allocs") == 8 + 1 + 3,
+          f"pool-leg: weights, KV and 3 pool buffers, none given back "
+          f"(got {d.get('allocs')}/{d.get('frees')})")
+
+    rep, out = record(args, tmp, "listen",
+                      ["llama_sim", "--listen-before-load", "--load-ms",
+                       "100", "-ngl", "90", "--layer-mib", "1024"],
+                      exit_code=3)
+    ooms = rep.get("ooms", [])
+    check(rep.get("server_ready_s") is not None and ooms and
+          ooms[0].get("phase") == "weights" and
+          ooms[0]["time_s"] > rep["server_ready_s"],
+          "listen: listening before the weights fail")
+    check(rep["requests"].get("connections", 0) > 2,
+          "listen: /health polled while loading")
+
+    rep, _ = record(args, tmp, "ollama",
+                    ["llama_sim", "--load-on-request", "-ngl", "90",
+                     "--layer-mib", "1024"], exit_code=3)
+    ooms = rep.get("ooms", [])
+    check(ooms and ooms[0].get("phase") == "weights" and
+          ooms[0].get("inflight") == 1 and
+          ooms[0]["time_s"] > (rep.get("server_ready_s") or 1e9),
+          "ollama: the weights fail after listening, a request waiting")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for o in ("--vramtrace", "--preload", "--fake-dir", "--bin-dir",
+              "--tmp-root"):
+        ap.add_argument(o, required=True)
+    args = ap.parse_args()
+    os.makedirs(args.tmp_root, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="examples-", dir=args.tmp_root)
+    try:
+        serve_sim_runs(args, tmp)
+        llama_runs(args, tmp)
+    finally:
+        if failures or os.environ.get("VRT_TEST_KEEP"):
+            print("files kept in " + tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
