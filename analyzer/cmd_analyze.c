@@ -5,12 +5,10 @@
  *
  * Parses its arguments into struct settings, then reads the rules (if
  * any), loads (load.c), attributes phases (attrib.c), replays (replay.c),
- * diagnoses (diagnose.c), holds the engine's log against the run (the
- * run directory's output.log that `record` keeps, or --log FILE:
- * enginelog.c, logcheck.c) and formats (report_*.c). A budget refusal the
- * log names becomes the verdict when the diagnosis found no failure of
- * its own. A rules file that does not parse is a data
- * error (exit 1) reported as "FILE:LINE: message". Prints the one-line error of
+ * holds the engine's log against the run (the run directory's output.log
+ * that `record` keeps, or --log FILE: enginelog.c, logcheck.c), diagnoses
+ * with both (diagnose.c) and formats (report_*.c). A rules file that does
+ * not parse is a data error (exit 1) reported as "FILE:LINE: message". Prints the one-line error of
  * a failed load and one warning per truncated trace; writes the report to
  * stdout, or to FILE through FILE.tmp + fsync + rename so a reader never
  * sees half a report. Single-threaded.
@@ -214,14 +212,13 @@ static char *log_path(const struct settings *s, int *auto_)
 /*
  * Reads the engine log at path into *log (a year for dates printed without
  * one and the local time zone from the run's start, so an engine's local
- * times land on UTC) and holds it against the run into *lc. A budget
- * refusal becomes the verdict when the diagnosis found no failure of its
- * own. Returns 0, or -1 after printing the error.
+ * times land on UTC) and holds it against the run into *lc. Returns 0; 1
+ * after a warning (a log found beside the run that cannot be read: the
+ * run is analysed without it); -1 after printing the error.
  */
 static int engine_log(const char *path, int auto_, struct vrt_enginelog *log,
                       struct vrt_logcheck *lc, const struct vrt_trace *t,
-                      const struct vrt_replay *r, struct vrt_diagnosis *dg,
-                      const struct vrt_model *cfg)
+                      const struct vrt_replay *r, const struct vrt_model *cfg)
 {
 	struct vrt_enginelog_opts o = {0, 0};
 	char err[300];
@@ -243,11 +240,6 @@ static int engine_log(const char *path, int auto_, struct vrt_enginelog *log,
 		return auto_ ? 1 : -1;
 	}
 	vrt_logcheck_run(lc, log, path, t, r, cfg);
-	vrt_logcheck_flags(log, &dg->flags);
-	if (vrt_logcheck_refusal_applies(lc, dg)) {
-		vrt_logcheck_apply_refusal(dg, &lc->refusal);
-		lc->refusal_applied = 1;
-	}
 	return 0;
 }
 
@@ -264,6 +256,7 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	struct vrt_progress_term pg;
 	struct vrt_enginelog *log = NULL;
 	struct vrt_logcheck *lc = NULL;
+	struct vrt_diag_log *dl = NULL;
 	char *lpath = NULL;
 	int rc, pass, have_log = 0, auto_log;
 
@@ -328,22 +321,27 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
-	vrt_diagnose_run(dg, &t, &r, cfg);
-	dg->model.explain = s.explain;
 	lpath = log_path(&s, &auto_log);
 	if (lpath) {
 		int e;
 		log = calloc(1, sizeof(*log));
 		lc = calloc(1, sizeof(*lc));
-		if (!log || !lc) {
+		dl = calloc(1, sizeof(*dl));
+		if (!log || !lc || !dl) {
 			fprintf(stderr, "vramtrace: error: out of memory\n");
 			goto out;
 		}
-		e = engine_log(lpath, auto_log, log, lc, &t, &r, dg, cfg);
+		e = engine_log(lpath, auto_log, log, lc, &t, &r, cfg);
 		if (e < 0)
 			goto out;
 		have_log = e == 0;
+		if (have_log)
+			vrt_logcheck_diag(lc, dl);
 	}
+	vrt_diagnose_run_log(dg, &t, &r, cfg, have_log ? dl : NULL);
+	dg->model.explain = s.explain;
+	if (have_log)
+		lc->refusal_applied = dg->log_refusal;
 	struct report_job job = {&s, &t, &r, dg, have_log ? lc : NULL};
 	rc = vrt_run_write(s.output, write_job, &job);
 out:
@@ -351,6 +349,7 @@ out:
 		vrt_enginelog_free(log);
 	free(log);
 	free(lc);
+	free(dl);
 	free(lpath);
 	free(cfg);
 	free(dg);

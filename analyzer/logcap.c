@@ -15,13 +15,20 @@
  *     record's stream, and writes the log pipe without blocking. Either
  *     way the log pipe never makes it wait: when the pipe is full (the
  *     disk is slow, or full), those bytes are counted in the stream's
- *     `dropped` (an atomic) and not kept.
+ *     `dropped` (an atomic) and not kept; where they were dropped (the
+ *     bytes the log pipe had taken before them) goes to the log thread
+ *     through the stream's drop ring (single producer, single consumer:
+ *     the copy thread advances ring_tail, the log thread ring_head, both
+ *     atomics), published before any later byte enters the log pipe.
+ *     Drops at the place of the last published one (nothing fed since)
+ *     add to its count (an atomic) until the log thread claims it.
  *   - the log thread ("vrt-logwrite") owns the log pipes' read ends, the
  *     line buffers, output.log and the tail: it cuts what it reads into
  *     lines stamped with the UTC time it read them, writes the head up to
  *     head_max bytes, keeps the last tail_max bytes in memory after that,
  *     and writes them at finish behind a "cut here" line. It says where
- *     bytes were dropped ("dropped here" line) when it sees `dropped`
+ *     bytes were dropped ("dropped here" line, at the place the drop ring
+ *     gives; a drop the ring had no room for, at the end) when it sees `dropped`
  *     grow.
  * Both threads start with every signal blocked (record's handlers run on
  * the main thread; a write to a closed terminal returns EPIPE instead of
@@ -38,6 +45,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -53,6 +61,11 @@
 #define PREFIX_LEN     32 /* "<27-byte time> out " */
 #define MARKER_ROOM    512 /* the cut line, kept out of the tail */
 
+/* Drops (runs of bytes the log pipe had no room for) in flight from the
+ * copy thread to the log thread; more merge into the last unpublished. */
+#define DROP_RING    32
+#define DROP_CLAIMED UINT64_MAX
+
 struct stream {
 	int rfd;        /* our end of the command's pipe or pty, -1 closed */
 	int cfd;        /* the command's end, -1 closed */
@@ -62,7 +75,20 @@ struct stream {
 	int zero_copy;  /* tee + splice work for this stream */
 	const char *tag; /* "out", "err" */
 	uint64_t dropped; /* bytes the log pipe had no room for (atomic) */
-	/* the log thread's */
+	/* the copy thread's: bytes put into the log pipe, and a drop not
+	 * yet published in the ring (at fed == pend_pos, pend_n bytes) */
+	uint64_t fed, pend_pos, pend_n;
+	int published; /* ring[(ring_tail - 1) % DROP_RING] is the last */
+	/* drops the log thread has to mark: ring[head % DROP_RING] ..
+	 * ring[tail % DROP_RING] (see the file comment); n is DROP_CLAIMED
+	 * once the log thread took it */
+	struct {
+		uint64_t pos, n;
+	} ring[DROP_RING];
+	unsigned ring_head, ring_tail;
+	/* the log thread's: bytes read from the log pipe, dropped bytes
+	 * marked */
+	uint64_t consumed;
 	uint64_t dropped_seen;
 	char *line;
 	size_t nline;
@@ -308,15 +334,51 @@ void vrt_logcap_child(const struct vrt_logcap *lc)
 
 /* ---- the copy thread --------------------------------------------------- */
 
+/* n bytes the log pipe had no room for, after the fed bytes it took. */
 static void drop(struct stream *st, uint64_t n)
 {
 	__atomic_add_fetch(&st->dropped, n, __ATOMIC_RELEASE);
+	if (!st->pend_n && st->published) {
+		/* nothing fed since the last published drop: the same place,
+		 * one count, unless the log thread has claimed it */
+		unsigned k = (st->ring_tail - 1) % DROP_RING;
+		uint64_t old = __atomic_load_n(&st->ring[k].n, __ATOMIC_ACQUIRE);
+		while (st->ring[k].pos == st->fed && old != DROP_CLAIMED)
+			if (__atomic_compare_exchange_n(&st->ring[k].n, &old,
+			                                old + n, 0,
+			                                __ATOMIC_ACQ_REL,
+			                                __ATOMIC_ACQUIRE))
+				return;
+	}
+	if (!st->pend_n)
+		st->pend_pos = st->fed;
+	st->pend_n += n;
+}
+
+/* Hands the pending drop to the log thread: called before any later byte
+ * enters the log pipe, so the log thread learns of it before it reads
+ * past its place. A full ring keeps it pending (later drops merge in). */
+static void publish(struct stream *st)
+{
+	unsigned tail = st->ring_tail;
+
+	if (!st->pend_n ||
+	    tail - __atomic_load_n(&st->ring_head, __ATOMIC_ACQUIRE) >=
+	            DROP_RING)
+		return;
+	st->ring[tail % DROP_RING].pos = st->pend_pos;
+	__atomic_store_n(&st->ring[tail % DROP_RING].n, st->pend_n,
+	                 __ATOMIC_RELAXED);
+	__atomic_store_n(&st->ring_tail, tail + 1, __ATOMIC_RELEASE);
+	st->pend_n = 0;
+	st->published = 1;
 }
 
 /* Bytes read into the log pipe without waiting; what does not fit is
  * dropped. */
 static void log_put(struct stream *st, const char *p, size_t n)
 {
+	publish(st);
 	while (n) {
 		ssize_t w = write(st->lw, p, n);
 		if (w < 0 && errno == EINTR)
@@ -325,6 +387,7 @@ static void log_put(struct stream *st, const char *p, size_t n)
 			drop(st, n);
 			return;
 		}
+		st->fed += (uint64_t)w;
 		p += w;
 		n -= (size_t)w;
 	}
@@ -354,11 +417,15 @@ static int copy_read(struct vrt_logcap *lc, struct stream *st)
  * off (the caller reads instead) when the kernel cannot splice there. */
 static int copy_splice(struct vrt_logcap *lc, struct stream *st)
 {
-	ssize_t t = tee(st->rfd, st->lw, COPY_CHUNK, SPLICE_F_NONBLOCK);
+	ssize_t t;
 	int full = 0;
 
+	publish(st);
+	t = tee(st->rfd, st->lw, COPY_CHUNK, SPLICE_F_NONBLOCK);
 	if (t == 0)
 		return -1; /* no writer left, nothing buffered */
+	if (t > 0)
+		st->fed += (uint64_t)t;
 	if (t < 0) {
 		if (errno == EINTR)
 			return 0;
@@ -399,6 +466,7 @@ static int copy_splice(struct vrt_logcap *lc, struct stream *st)
 
 static void end_copy(struct stream *st)
 {
+	publish(st);
 	close(st->rfd);
 	st->rfd = -1;
 	close(st->lw); /* the log thread reads to the end, then EOF */
@@ -594,24 +662,57 @@ static void take(struct vrt_logcap *lc, struct stream *st, const char *p,
 	}
 }
 
-/* A line saying bytes of st were dropped since the last such line. */
-static void dropped_line(struct vrt_logcap *lc, struct stream *st)
+/* A line saying n bytes of st were dropped here. */
+static void dropped_line(struct vrt_logcap *lc, struct stream *st, uint64_t n)
 {
-	uint64_t d = __atomic_load_n(&st->dropped, __ATOMIC_ACQUIRE);
-	char *p;
-	int n;
+	char *p = lc->stage + lc->nstage;
+	int k;
 
-	if (d == st->dropped_seen)
+	if (!n)
 		return;
-	p = lc->stage + lc->nstage;
-	n = snprintf(p, 400,
+	k = snprintf(p, 400,
 	             "%.27s %s --- vramtrace: %llu bytes of output dropped "
 	             "here: the log did not keep up ---\n",
 	             stamp_of(lc, now_ns(CLOCK_REALTIME)), st->tag,
-	             (unsigned long long)(d - st->dropped_seen));
-	lc->nstage += (size_t)n;
-	st->dropped_seen = d;
+	             (unsigned long long)n);
+	lc->nstage += (size_t)k;
+	st->dropped_seen += n;
 	flush_stage(lc);
+}
+
+/* Bytes of st read from its log pipe: into lines, with a "dropped here"
+ * line at the place of each drop the ring gives. */
+static void take_marked(struct vrt_logcap *lc, struct stream *st, const char *p,
+                        size_t n, int64_t ns)
+{
+	for (;;) {
+		unsigned head = st->ring_head;
+		uint64_t pos, k;
+		if (head == __atomic_load_n(&st->ring_tail, __ATOMIC_ACQUIRE))
+			break;
+		pos = st->ring[head % DROP_RING].pos;
+		if (pos > st->consumed + n)
+			break;
+		k = pos > st->consumed ? pos - st->consumed : 0;
+		take(lc, st, p, (size_t)k, ns);
+		p += k;
+		n -= (size_t)k;
+		st->consumed += k;
+		dropped_line(lc, st,
+		             __atomic_exchange_n(&st->ring[head % DROP_RING].n,
+		                                 DROP_CLAIMED, __ATOMIC_ACQ_REL));
+		__atomic_store_n(&st->ring_head, head + 1, __ATOMIC_RELEASE);
+	}
+	take(lc, st, p, n, ns);
+	st->consumed += n;
+}
+
+/* What was dropped and not yet marked (a ring that was full). */
+static void dropped_rest(struct vrt_logcap *lc, struct stream *st)
+{
+	dropped_line(lc, st,
+	             __atomic_load_n(&st->dropped, __ATOMIC_ACQUIRE) -
+	                     st->dropped_seen);
 }
 
 static void *log_main(void *arg)
@@ -638,14 +739,14 @@ static void *log_main(void *arg)
 			got = read(st->lr, lc->rbuf, COPY_CHUNK);
 			if (got < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
-			dropped_line(lc, st);
 			if (got > 0) {
-				take(lc, st, lc->rbuf, (size_t)got,
-				     now_ns(CLOCK_REALTIME));
+				take_marked(lc, st, lc->rbuf, (size_t)got,
+				            now_ns(CLOCK_REALTIME));
 				continue;
 			}
-			/* the copy side ended: a last line without its
-			 * newline (a kill mid-write) is kept */
+			/* the copy side ended: the drops at the end, and a
+			 * last line without its newline (a kill mid-write) */
+			take_marked(lc, st, lc->rbuf, 0, now_ns(CLOCK_REALTIME));
 			if (st->nline)
 				stage_line(lc, st);
 			close(st->lr);
@@ -654,7 +755,7 @@ static void *log_main(void *arg)
 		flush_stage(lc);
 	}
 	for (i = 0; i < 2; i++)
-		dropped_line(lc, &lc->s[i]);
+		dropped_rest(lc, &lc->s[i]);
 	flush_stage(lc);
 	return NULL;
 }

@@ -329,70 +329,71 @@ unsigned vrt_logcheck_flags(const struct vrt_enginelog *log,
 	const uint64_t *v = log->config;
 	unsigned got = 0;
 
-	if (!f->engine && log->engine && log->engine <= VRT_ENGINE_TGI) {
+	memset(f, 0, sizeof(*f));
+	/* the engines numbered alike in both tables (enginelog.h) */
+	if (log->engine > VRT_ENGINELOG_UNKNOWN &&
+	    log->engine < VRT_ENGINELOG_NENGINES) {
 		f->engine = log->engine;
-		got |= VRT_LCF_ENGINE;
+		got |= VRT_DIAG_LOG_ENGINE;
 	}
-	if (!f->max_model_len && (at[VRT_ELC_MAX_MODEL_LEN] ||
-	                          at[VRT_ELC_CTX_SIZE])) {
+	if (at[VRT_ELC_MAX_MODEL_LEN] || at[VRT_ELC_CTX_SIZE]) {
 		f->max_model_len = at[VRT_ELC_MAX_MODEL_LEN]
 		                           ? v[VRT_ELC_MAX_MODEL_LEN]
 		                           : v[VRT_ELC_CTX_SIZE];
-		got |= VRT_LCF_CTX;
+		got |= VRT_DIAG_LOG_CTX;
 	}
-	if (!f->max_num_seqs && (at[VRT_ELC_MAX_NUM_SEQS] ||
-	                         at[VRT_ELC_SLOTS])) {
+	if (at[VRT_ELC_MAX_NUM_SEQS] || at[VRT_ELC_SLOTS]) {
 		f->max_num_seqs = at[VRT_ELC_MAX_NUM_SEQS]
 		                          ? v[VRT_ELC_MAX_NUM_SEQS]
 		                          : v[VRT_ELC_SLOTS];
-		got |= VRT_LCF_SEQS;
+		got |= VRT_DIAG_LOG_SEQS;
 	}
-	if (!f->tp && at[VRT_ELC_TP]) {
+	if (at[VRT_ELC_TP]) {
 		f->tp = v[VRT_ELC_TP];
-		got |= VRT_LCF_TP;
+		got |= VRT_DIAG_LOG_TP;
 	}
-	if (!f->mem_util_milli && at[VRT_ELC_MEM_FRACTION] &&
-	    v[VRT_ELC_MEM_FRACTION] <= 1000) {
+	if (at[VRT_ELC_MEM_FRACTION] && v[VRT_ELC_MEM_FRACTION] <= 1000) {
 		f->mem_util_milli = v[VRT_ELC_MEM_FRACTION];
-		got |= VRT_LCF_UTIL;
+		got |= VRT_DIAG_LOG_UTIL;
 	}
-	if (!f->max_total_tokens && log->engine == VRT_ENGINELOG_TGI &&
-	    at[VRT_ELC_MAX_MODEL_LEN]) {
+	if (log->engine == VRT_ENGINELOG_TGI && at[VRT_ELC_MAX_MODEL_LEN]) {
 		f->max_total_tokens = v[VRT_ELC_MAX_MODEL_LEN];
-		got |= VRT_LCF_TOTAL_TOKENS;
+		got |= VRT_DIAG_LOG_TOTAL_TOKENS;
 	}
-	if (!f->have_ngl && at[VRT_ELC_GPU_LAYERS]) {
+	if (at[VRT_ELC_GPU_LAYERS]) {
 		f->ngl = v[VRT_ELC_GPU_LAYERS];
 		f->have_ngl = 1;
-		got |= VRT_LCF_NGL;
+		got |= VRT_DIAG_LOG_NGL;
 	}
 	return got;
 }
 
 /* ---- budget refusals ----------------------------------------------------- */
 
-static void ev(struct vrt_logcheck_refusal *x, const char *key, int unit,
+static void ev(struct vrt_diag_refusal *x, const char *key, int unit,
                uint64_t value, const char *fmt, ...)
         __attribute__((format(printf, 5, 6)));
-static void ev(struct vrt_logcheck_refusal *x, const char *key, int unit,
+static void ev(struct vrt_diag_refusal *x, const char *key, int unit,
                uint64_t value, const char *fmt, ...)
 {
+	struct vrt_diag_evidence *e;
 	va_list ap;
 
 	if (x->nevidence >= sizeof(x->evidence) / sizeof(x->evidence[0]))
 		return;
-	snprintf(x->keys[x->nevidence], sizeof(x->keys[0]), "%s", key);
-	x->evidence_unit[x->nevidence] = unit;
-	x->evidence_value[x->nevidence] = value;
+	e = &x->evidence[x->nevidence++];
+	snprintf(e->key, sizeof(e->key), "%s", key);
+	e->device = x->device;
+	e->unit = unit;
+	e->value = value;
 	va_start(ap, fmt);
-	vsnprintf(x->evidence[x->nevidence], VRT_LOGCHECK_TEXT, fmt, ap);
+	vsnprintf(e->text, sizeof(e->text), fmt, ap);
 	va_end(ap);
-	x->nevidence++;
 }
 
-static void act(struct vrt_logcheck_refusal *x, const char *fmt, ...)
+static void act(struct vrt_diag_refusal *x, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
-static void act(struct vrt_logcheck_refusal *x, const char *fmt, ...)
+static void act(struct vrt_diag_refusal *x, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -403,7 +404,7 @@ static void act(struct vrt_logcheck_refusal *x, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void cost(struct vrt_logcheck_refusal *x, const char *text)
+static void cost(struct vrt_diag_refusal *x, const char *text)
 {
 	if (x->ncosts < sizeof(x->costs) / sizeof(x->costs[0]))
 		snprintf(x->costs[x->ncosts++], VRT_LOGCHECK_TEXT, "%s", text);
@@ -422,7 +423,7 @@ struct rctx {
 	const struct vrt_replay *r;
 	const struct vrt_model *cfg;
 	const struct vrt_enginelog_error *e;
-	struct vrt_logcheck_refusal *x;
+	struct vrt_diag_refusal *x;
 	int32_t d;      /* the device */
 	uint64_t total; /* its capacity */
 	uint64_t peak;  /* this run's tracked peak on it */
@@ -453,7 +454,7 @@ static uint64_t bytes_per_token(const struct rctx *c, uint64_t needed,
 static void refusal_vllm_kv(struct rctx *c)
 {
 	const struct vrt_enginelog_error *e = c->e;
-	struct vrt_logcheck_refusal *x = c->x;
+	struct vrt_diag_refusal *x = c->x;
 	const struct vrt_enginelog *log = c->lc->log;
 	uint64_t len = e->max_model_len, needed = e->needed_bytes;
 	uint64_t avail = e->available_bytes, bpt, ours = 0, our_len = 0;
@@ -464,6 +465,7 @@ static void refusal_vllm_kv(struct rctx *c)
 	const char *src;
 
 	x->verdict = VRT_VERDICT_KV_CACHE;
+	x->rung = VRT_RUNG_RESERVES;
 	snprintf(x->detail, sizeof(x->detail), "max_model_len_exceeds_kv_cache");
 	snprintf(x->flag, sizeof(x->flag), "--max-model-len");
 	if (!(e->have & VRT_ELH_NEEDED) &&
@@ -475,6 +477,8 @@ static void refusal_vllm_kv(struct rctx *c)
 		needed = len * (kvb / kvt);
 	}
 	bpt = bytes_per_token(c, needed, len, &src);
+	x->needed_bytes = needed;
+	x->budget_bytes = c->total * c->util / 1000;
 	if (c->total && c->util &&
 	    c->total * c->util / 1000 > c->peak) {
 		ours = c->total * c->util / 1000 - c->peak;
@@ -560,11 +564,15 @@ static void refusal_vllm_kv(struct rctx *c)
 static void refusal_vllm_util(struct rctx *c)
 {
 	const struct vrt_enginelog_error *e = c->e;
-	struct vrt_logcheck_refusal *x = c->x;
+	struct vrt_diag_refusal *x = c->x;
 
 	x->verdict = c->other >= VRT_DIAG_OTHER_MIN_BYTES
 	                     ? VRT_VERDICT_OTHER_PROCESSES
 	                     : VRT_VERDICT_KV_CACHE;
+	x->rung = x->verdict == VRT_VERDICT_OTHER_PROCESSES
+	                  ? VRT_RUNG_BASELINE
+	                  : VRT_RUNG_RESERVES;
+	x->budget_bytes = c->total * c->util / 1000;
 	snprintf(x->detail, sizeof(x->detail), "%s",
 	         e->kind == VRT_ELE_NO_KV_MEMORY ? "no_kv_cache_memory"
 	                                         : "free_memory_below_fraction");
@@ -616,10 +624,15 @@ static void refusal_vllm_util(struct rctx *c)
 static void refusal_sglang(struct rctx *c)
 {
 	const struct vrt_enginelog_error *e = c->e;
-	struct vrt_logcheck_refusal *x = c->x;
+	struct vrt_diag_refusal *x = c->x;
 	uint64_t free_after = 0, min = 0;
 
 	x->verdict = VRT_VERDICT_KV_CACHE;
+	x->rung = VRT_RUNG_RESERVES;
+	x->budget_bytes =
+	        c->total * (e->have & VRT_ELH_MEM_FRACTION ? e->mem_fraction_milli
+	                                                   : c->util) /
+	        1000;
 	snprintf(x->detail, sizeof(x->detail), "mem_fraction_static");
 	snprintf(x->flag, sizeof(x->flag), "--mem-fraction-static");
 	x->fraction = 1;
@@ -640,9 +653,10 @@ static void refusal_sglang(struct rctx *c)
 		x->have_trace_value = x->trace_value <= 950;
 		ev(x, "trace_free_after_weights_bytes", VRT_DIAG_BYTES,
 		   free_after,
-		   "by the trace: %s free of %s on device %d after the "
-		   "weights (%s) and other processes (%s): a fraction above "
-		   "%.2f leaves room for the KV cache",
+		   "by the trace: %s free of %s on device %d after the run's "
+		   "peak (%s: weights and what start-up held) and other "
+		   "processes (%s): a fraction above %.2f leaves room for the "
+		   "KV cache",
 		   size(&c->z, free_after), size(&c->z, c->total), c->d,
 		   size(&c->z, c->peak), size(&c->z, c->other),
 		   (double)min / 1000);
@@ -664,7 +678,7 @@ static void refusal_sglang(struct rctx *c)
 static void refusal_llama(struct rctx *c)
 {
 	const struct vrt_enginelog_error *e = c->e;
-	struct vrt_logcheck_refusal *x = c->x;
+	struct vrt_diag_refusal *x = c->x;
 	const struct vrt_enginelog *log = c->lc->log;
 	uint64_t ctx = log->config_line[VRT_ELC_CTX_SIZE]
 	                       ? log->config[VRT_ELC_CTX_SIZE]
@@ -674,6 +688,9 @@ static void refusal_llama(struct rctx *c)
 	                        : 0;
 
 	x->verdict = VRT_VERDICT_KV_CACHE;
+	x->rung = VRT_RUNG_RESERVES;
+	if (e->have & VRT_ELH_REQUESTED)
+		x->needed_bytes = e->requested_bytes;
 	snprintf(x->detail, sizeof(x->detail), "context_does_not_fit");
 	snprintf(x->flag, sizeof(x->flag), "-c");
 	ev(x, "engine_refusal", VRT_DIAG_COUNT, e->line,
@@ -706,7 +723,7 @@ static void refusal_llama(struct rctx *c)
 static void refusal_tgi(struct rctx *c)
 {
 	const struct vrt_enginelog_error *e = c->e;
-	struct vrt_logcheck_refusal *x = c->x;
+	struct vrt_diag_refusal *x = c->x;
 	const struct vrt_enginelog *log = c->lc->log;
 
 	x->have_engine_value = 0;
@@ -716,6 +733,7 @@ static void refusal_tgi(struct rctx *c)
 		size_t i;
 		/* the warmup's batch is the configured batch's activations */
 		x->verdict = VRT_VERDICT_CONCURRENCY;
+		x->rung = VRT_RUNG_ACTIVATIONS;
 		snprintf(x->detail, sizeof(x->detail),
 		         "max_batch_prefill_tokens");
 		snprintf(x->flag, sizeof(x->flag), "--max-batch-prefill-tokens");
@@ -753,6 +771,7 @@ static void refusal_tgi(struct rctx *c)
 		return;
 	}
 	x->verdict = VRT_VERDICT_KV_CACHE;
+	x->rung = VRT_RUNG_RESERVES;
 	snprintf(x->detail, sizeof(x->detail), "max_total_tokens");
 	snprintf(x->flag, sizeof(x->flag), "--max-total-tokens");
 	ev(x, "engine_refusal", VRT_DIAG_TOKENS, e->tokens,
@@ -799,7 +818,8 @@ static void refusal(struct vrt_logcheck *lc, const struct vrt_trace *t,
 	c.x = &lc->refusal;
 	c.who = engine_title(c.e->engine ? c.e->engine : log->engine);
 	memset(c.x, 0, sizeof(*c.x));
-	c.x->error = log->fatal;
+	lc->refusal_error = log->fatal;
+	c.x->line = c.e->line;
 	/* The device: the one the error names, else the one that holds the
 	 * most weights. */
 	c.d = (c.e->have & VRT_ELH_DEVICE) ? trace_device(t, r, c.e->device)
@@ -850,47 +870,6 @@ static void refusal(struct vrt_logcheck *lc, const struct vrt_trace *t,
 	lc->have_refusal = 1;
 }
 
-int vrt_logcheck_refusal_applies(const struct vrt_logcheck *lc,
-                                 const struct vrt_diagnosis *d)
-{
-	const char *v = vrt_diagnose_verdict_name(d->verdict);
-
-	/* The verdict's own names, so a verdict added later ("inconclusive")
-	 * reads the same. */
-	return lc->have_refusal &&
-	       (!strcmp(v, "none") || !strcmp(v, "inconclusive"));
-}
-
-void vrt_logcheck_apply_refusal(struct vrt_diagnosis *d,
-                                const struct vrt_logcheck_refusal *x)
-{
-	size_t i;
-
-	d->verdict = x->verdict;
-	snprintf(d->detail, sizeof(d->detail), "%s", x->detail);
-	snprintf(d->stage, sizeof(d->stage), "%s", x->stage);
-	d->device = x->device;
-	d->have_failure = 0;
-	d->nevidence = d->nactions = d->ncosts = d->nverify = 0;
-	for (i = 0; i < x->nevidence && i < VRT_DIAG_MAX_ITEMS; i++) {
-		struct vrt_diag_evidence *e = &d->evidence[d->nevidence++];
-		snprintf(e->key, sizeof(e->key), "%s", x->keys[i]);
-		e->device = x->device;
-		e->unit = x->evidence_unit[i];
-		e->value = x->evidence_value[i];
-		snprintf(e->text, sizeof(e->text), "%s", x->evidence[i]);
-	}
-	for (i = 0; i < x->nactions && d->nactions < VRT_DIAG_MAX_ITEMS / 3; i++)
-		snprintf(d->actions[d->nactions++], VRT_DIAG_TEXT, "%s",
-		         x->actions[i]);
-	for (i = 0; i < x->ncosts && d->ncosts < VRT_DIAG_MAX_ITEMS / 3; i++)
-		snprintf(d->costs[d->ncosts++], VRT_DIAG_TEXT, "%s",
-		         x->costs[i]);
-	snprintf(d->verify[d->nverify++], VRT_DIAG_TEXT,
-	         "re-run with the change and compare the two runs: vramtrace "
-	         "compare OLD_RUN NEW_RUN");
-}
-
 /* ---- the whole check --------------------------------------------------- */
 
 void vrt_logcheck_run(struct vrt_logcheck *lc, const struct vrt_enginelog *log,
@@ -903,8 +882,12 @@ void vrt_logcheck_run(struct vrt_logcheck *lc, const struct vrt_enginelog *log,
 	memset(lc, 0, sizeof(*lc));
 	lc->log = log;
 	lc->path = path;
+	struct vrt_diag_flags printed;
+	unsigned bits;
+
 	vrt_diagnose_flags(&lc->flags, t);
-	lc->flags_from_log = vrt_logcheck_flags(log, &lc->flags);
+	bits = vrt_logcheck_flags(log, &printed);
+	lc->flags_from_log = vrt_diagnose_fill_flags(&lc->flags, &printed, bits);
 	compare(lc, t, r);
 	lc->have_fatal_failure = vrt_logcheck_fatal_failure(
 	        log, t, r, &lc->fatal_failure, lc->fatal_match);
@@ -927,4 +910,52 @@ void vrt_logcheck_run(struct vrt_logcheck *lc, const struct vrt_enginelog *log,
 		lc->ready_ts = vrt_wallclock_mono(t, log->ready_wall_ns);
 	}
 	refusal(lc, t, r, cfg);
+}
+
+/* The rung of the ladder each compared quantity is a budget of. */
+static const int quantity_rung[VRT_LCQ_N] = {
+        VRT_RUNG_WEIGHTS, VRT_RUNG_RESERVES, VRT_RUNG_ACTIVATIONS,
+        VRT_RUNG_RESERVES};
+
+void vrt_logcheck_diag(const struct vrt_logcheck *lc, struct vrt_diag_log *out)
+{
+	const struct vrt_enginelog *log = lc->log;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->engine, sizeof(out->engine), "%s",
+	         engine_title(log->engine));
+	if (lc->have_fatal_failure) {
+		out->have_fatal_failure = 1;
+		out->fatal_failure = lc->fatal_failure;
+		out->fatal_line = log->errors[log->fatal].line;
+		snprintf(out->fatal_why, sizeof(out->fatal_why), "%s",
+		         lc->fatal_match);
+	} else if (log->have_fatal &&
+	           !vrt_enginelog_is_refusal(log->errors[log->fatal].kind)) {
+		out->have_unmatched_error = 1;
+		out->unmatched_line = log->errors[log->fatal].line;
+		snprintf(out->unmatched_error, sizeof(out->unmatched_error),
+		         "%s", log->errors[log->fatal].text);
+	}
+	out->printed = vrt_logcheck_flags(log, &out->flags);
+	out->have_ready = lc->have_ready;
+	out->ready_ts = lc->ready_ts;
+	out->ready_line = log->ready_line;
+	out->have_refusal = lc->have_refusal;
+	out->refusal = lc->refusal;
+	for (i = 0; i < lc->nrows && out->nnumbers < VRT_DIAG_LOG_NUMBERS;
+	     i++) {
+		const struct vrt_logcheck_row *x = &lc->rows[i];
+		struct vrt_diag_engine_number *n = &out->numbers[out->nnumbers++];
+		n->rung = quantity_rung[x->quantity];
+		snprintf(n->what, sizeof(n->what), "%s",
+		         vrt_logcheck_quantity_name(x->quantity));
+		n->device = x->device;
+		n->engine_bytes = x->engine_bytes;
+		n->traced_bytes = x->traced_bytes;
+		n->diff_percent = x->diff_percent;
+		n->disagrees = x->flagged;
+		n->line = x->line;
+	}
 }

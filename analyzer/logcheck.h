@@ -14,12 +14,12 @@
  *   - whether a budget refusal the engine printed (vLLM's KV-cache check,
  *     SGLang's --mem-fraction-static, llama.cpp's context that does not
  *     fit, TGI's prefill and max_total_tokens checks) is the run's fatal
- *     failure, and with it the verdict of that budget with the engine's
+ *     error, and with it the verdict of that budget with the engine's
  *     suggested value beside the trace's own.
  *
- * The diagnosis itself (diagnose.c) is not changed here: the caller asks
- * vrt_logcheck_refusal_applies and, when it does, vrt_logcheck_apply_refusal
- * rewrites the verdict. Pure: no I/O, no globals, single-threaded.
+ * The diagnosis decides with all this (diagnose.h, struct vrt_diag_log):
+ * vrt_logcheck_diag hands it over. Pure: no I/O, no globals,
+ * single-threaded.
  */
 #ifndef VRT_LOGCHECK_H
 #define VRT_LOGCHECK_H
@@ -33,8 +33,8 @@
 #include "model.h"
 #include "replay.h"
 
-#define VRT_LOGCHECK_TOLERANCE_PCT 5
-#define VRT_LOGCHECK_TEXT          320
+#define VRT_LOGCHECK_TOLERANCE_PCT VRT_DIAG_LOG_TOLERANCE_PCT
+#define VRT_LOGCHECK_TEXT          VRT_DIAG_TEXT
 #define VRT_LOGCHECK_MAX_ROWS      64
 #define VRT_LOGCHECK_MAX_FINDINGS  32
 
@@ -65,42 +65,6 @@ struct vrt_logcheck_finding {
 	char text[VRT_LOGCHECK_TEXT];
 };
 
-/* Diagnosis flags the log supplied (vrt_logcheck.flags_from_log bits). */
-enum {
-	VRT_LCF_ENGINE = 1 << 0,
-	VRT_LCF_CTX = 1 << 1,
-	VRT_LCF_SEQS = 1 << 2,
-	VRT_LCF_TP = 1 << 3,
-	VRT_LCF_UTIL = 1 << 4,
-	VRT_LCF_TOTAL_TOKENS = 1 << 5,
-	VRT_LCF_NGL = 1 << 6,
-};
-
-/* A budget refusal as a verdict, in the engine's terms. */
-struct vrt_logcheck_refusal {
-	int verdict;     /* VRT_VERDICT_KV_CACHE or _CONCURRENCY */
-	char detail[48]; /* "max_model_len_exceeds_kv_cache", ... */
-	char stage[16];  /* "load" or "request" */
-	int32_t device;  /* trace device, -1 unknown */
-	size_t error;    /* index into the log's errors[] */
-	char flag[48];   /* the engine flag the values are for */
-	int have_engine_value, have_trace_value;
-	uint64_t engine_value; /* the engine's suggestion */
-	uint64_t trace_value;  /* the trace's own */
-	int fraction;          /* values are fractions x1000 */
-	int agree;             /* 1 yes, 0 no, -1 no way to tell */
-	/* what the report and the verdict say */
-	char keys[8][48];
-	char evidence[8][VRT_LOGCHECK_TEXT];
-	int evidence_unit[8]; /* enum vrt_diag_unit */
-	uint64_t evidence_value[8];
-	size_t nevidence;
-	char actions[3][VRT_LOGCHECK_TEXT];
-	size_t nactions;
-	char costs[2][VRT_LOGCHECK_TEXT];
-	size_t ncosts;
-};
-
 struct vrt_logcheck {
 	const struct vrt_enginelog *log;
 	const char *path; /* the log file, for reports */
@@ -115,13 +79,15 @@ struct vrt_logcheck {
 	/* the engine said it serves, at ready_ts on the trace's clock */
 	int have_ready;
 	int64_t ready_ts;
-	/* the engine's configuration as diagnosis flags */
+	/* the command lines' flags with the engine's configuration for the
+	 * ones they left at their defaults (VRT_DIAG_LOG_* bits) */
 	struct vrt_diag_flags flags;
-	unsigned flags_from_log; /* VRT_LCF_* */
+	unsigned flags_from_log;
 	/* the fatal error is a budget refusal (whatever the diagnosis) */
 	int have_refusal;
-	struct vrt_logcheck_refusal refusal;
-	int refusal_applied; /* the caller made it the verdict (reports) */
+	struct vrt_diag_refusal refusal;
+	size_t refusal_error; /* index into the log's errors[] */
+	int refusal_applied;  /* the diagnosis made it the verdict (reports) */
 };
 
 /*
@@ -143,20 +109,15 @@ int vrt_logcheck_fatal_failure(const struct vrt_enginelog *log,
                                const struct vrt_replay *r, size_t *index,
                                char *why);
 
-/* Fills the fields of *f the command lines left at 0 from the log's
- * configuration; returns the VRT_LCF_* bits it filled. */
+/* The log's configuration as diagnosis flags into *f (zeroed first):
+ * returns the VRT_DIAG_LOG_* bits of the fields it printed. */
 unsigned vrt_logcheck_flags(const struct vrt_enginelog *log,
                             struct vrt_diag_flags *f);
 
-/* 1 when lc holds a budget refusal and d found no failure of its own to
- * blame (verdict none or inconclusive): the refusal is the verdict. */
-int vrt_logcheck_refusal_applies(const struct vrt_logcheck *lc,
-                                 const struct vrt_diagnosis *d);
-
-/* Rewrites d's verdict, detail, stage, device, evidence, actions and costs
- * with the refusal's (verify is kept). */
-void vrt_logcheck_apply_refusal(struct vrt_diagnosis *d,
-                                const struct vrt_logcheck_refusal *x);
+/* What lc found, for the diagnosis (vrt_diagnose_run_log) into *out
+ * (overwritten); lc must have been run. */
+void vrt_logcheck_diag(const struct vrt_logcheck *lc,
+                       struct vrt_diag_log *out);
 
 /* "weights", "kv_cache", "activations", "cuda_graphs". */
 const char *vrt_logcheck_quantity_name(int q);

@@ -99,18 +99,7 @@ static void facts(struct vrt_json *w, const struct vrt_trace *t,
 static void config(struct vrt_json *w, const struct vrt_logcheck *lc)
 {
 	const struct vrt_enginelog *log = lc->log;
-	static const struct {
-		unsigned bit;
-		const char *name;
-	} from[] = {{VRT_LCF_ENGINE, "engine"},
-	            {VRT_LCF_CTX, "max_model_len"},
-	            {VRT_LCF_SEQS, "max_num_seqs"},
-	            {VRT_LCF_TP, "tensor_parallel"},
-	            {VRT_LCF_UTIL, "memory_fraction"},
-	            {VRT_LCF_TOTAL_TOKENS, "max_total_tokens"},
-	            {VRT_LCF_NGL, "gpu_layers"}};
 	int k;
-	size_t i;
 
 	vrt_json_key(w, "config");
 	vrt_json_begin_object(w);
@@ -127,9 +116,9 @@ static void config(struct vrt_json *w, const struct vrt_logcheck *lc)
 	/* the diagnosis flags the command lines did not give */
 	vrt_json_key(w, "flags_from_log");
 	vrt_json_begin_array(w);
-	for (i = 0; i < sizeof(from) / sizeof(from[0]); i++)
-		if (lc->flags_from_log & from[i].bit)
-			vrt_json_string(w, from[i].name);
+	for (k = 0; k < VRT_DIAG_LOG_NFLAGS; k++)
+		if (lc->flags_from_log & (1u << k))
+			vrt_json_string(w, vrt_diagnose_log_flag_name(k));
 	vrt_json_end_array(w);
 }
 
@@ -226,7 +215,7 @@ static void comparison(struct vrt_json *w, const struct vrt_logcheck *lc)
 
 static void refusal(struct vrt_json *w, const struct vrt_logcheck *lc)
 {
-	const struct vrt_logcheck_refusal *x = &lc->refusal;
+	const struct vrt_diag_refusal *x = &lc->refusal;
 
 	vrt_json_key(w, "refusal");
 	if (!lc->have_refusal) {
@@ -243,7 +232,7 @@ static void refusal(struct vrt_json *w, const struct vrt_logcheck *lc)
 	vrt_json_key(w, "device");
 	vrt_json_int(w, x->device);
 	vrt_json_key(w, "error");
-	vrt_json_uint(w, x->error);
+	vrt_json_uint(w, lc->refusal_error);
 	vrt_json_key(w, "flag");
 	vrt_json_string(w, x->flag);
 	vrt_json_key(w, "engine_value");

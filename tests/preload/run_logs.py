@@ -19,8 +19,17 @@ verdicts        the OOM scenarios of run_verdicts.py with vLLM's lines:
                 engine's numbers agree with the trace
 refusal         vLLM's start-up KV check refuses --max-model-len 131072
                 (exit 1, no allocation failed): the verdict is kv_cache
-                with vLLM's estimated maximum model length beside the
-                trace's, which agrees; with --no-log it is none
+                at the reserves rung, the KV vLLM wanted on it against its
+                budget, with vLLM's estimated maximum model length beside
+                the trace's, which agrees; with --no-log it is
+                inconclusive (died while loading)
+diagnosis       what the log decides in the diagnosis: the failure its
+                fatal error names is the decisive one (two workers that
+                both fail); the max model length it printed fills the
+                flag the command line left out, so the action has a
+                number; a KV cache printed 25% high stands beside the
+                reserves rung and makes a graph-capture verdict on that
+                rung less sure
 sglang          SGLang's lines; a memory fraction that leaves nothing for
                 the KV cache: SGLang's "increase --mem-fraction-static"
                 refusal is the verdict, with the trace's fraction
@@ -110,9 +119,9 @@ class Env:
                  extra=extra)
         return out
 
-    def report(self, path, extra_args=()):
+    def report(self, path, extra_args=(), extra=None):
         p = self.run([self.args.vramtrace, "analyze", "--format", "json",
-                      path] + list(extra_args))
+                      path] + list(extra_args), extra=extra)
         return json.loads(p.stdout)
 
 
@@ -302,11 +311,83 @@ def test_refusal(e):
                           "cache)"),
           f"refusal: the text report opens with it ({text[:80]!r})")
     plain = e.report(out, ["--no-log"])
+    check(d["from_log"] == {"fatal_failure": False, "refusal": True,
+                            "ready": False,
+                            "flags": ["max_num_seqs", "tensor_parallel"]},
+          f"refusal: the diagnosis says the log decided ({d['from_log']})")
+    lad = {x["rung"]: x for x in d["ladder"]}
+    check(d["rung"] == "reserves" and d["capacity_bytes"] == 72 * GIB and
+          lad["reserves"]["bytes"] == 64 * GIB and
+          not lad["reserves"]["fits"] and lad["weights"]["fits"] and
+          lad["weights"]["engine_bytes"] == 14 * GIB,
+          f"refusal: the ladder within vLLM's 0.9 x 80 GiB, the 64 GiB it "
+          f"wanted on the reserves rung ({d['rung']}, {d['ladder']})")
     check(plain["diagnosis"]["verdict"] == "inconclusive" and
           plain["diagnosis"]["detail"] == "died_while_loading" and
           plain["engine_log"] is None,
           "refusal: without the log the trace alone is inconclusive "
           "(died while loading)")
+
+
+def test_diagnosis(e):
+    # two tensor-parallel workers (vLLM's process layout) both fail a
+    # request: the one the log's last OutOfMemoryError names is decisive
+    out = e.record("log-fatal",
+                   sim(e, "--distributed-executor-backend", "mp",
+                       "--tensor-parallel-size", "2",
+                       "--gpu-memory-utilization", "0.9",
+                       "--max-model-len", "131072",
+                       "--kv-kib-per-token", "1024"),
+                   code=1, extra={"FAKECUDA_DEVICES": "2"})
+    rep = e.report(out, extra={"FAKECUDA_DEVICES": "2"})
+    d, g = rep["diagnosis"], rep["engine_log"]
+    ooms = [i for i, f in enumerate(rep["failures"]) if f["oom"]]
+    check(len(ooms) == 2 and g["fatal_failure"] in ooms and
+          d["failure_index"] == g["fatal_failure"] and
+          d["from_log"]["fatal_failure"] and
+          "the engine's log names" in d["confidence_reason"] and
+          any(x["key"] == "log_fatal_failure" for x in d["evidence"]),
+          f"diagnosis: the failure the log names is decisive "
+          f"({d['failure_index']} / {g['fatal_failure']} of {ooms}: "
+          f"{d['confidence_reason']})")
+    # the context is left at vLLM's default; one request of 8192 tokens
+    # (16 GiB of activations) finds 4 GiB
+    args = ["--gpu-memory-utilization", "0.95",
+            "--act-kib-per-token", "2048"]
+    out = e.record("log-flags", sim(e, *args), code=3)
+    rep = e.report(out)
+    d = rep["diagnosis"]
+    check(d["detail"] == "context_too_long" and
+          "max_model_len" in d["from_log"]["flags"] and
+          d["flags"]["max_model_len"] == 8192 and
+          any("(was 8192)" in a for a in d["actions"]),
+          f"diagnosis: the log's max model length in the action "
+          f"({d['from_log']}, {d['actions']})")
+    plain = e.report(out, ["--no-log"])["diagnosis"]
+    check(plain["from_log"] is None and
+          plain["flags"]["max_model_len"] is None and
+          not any("(was 8192)" in a for a in plain["actions"]),
+          f"diagnosis: without the log no number ({plain['actions']})")
+    # CUDA graphs after the KV reserve; the KV cache printed 25% high
+    out = e.record("log-numbers",
+                   sim(e, "--gpu-memory-utilization", "0.98",
+                       "--cuda-graph-mib", "3072", "--log-scale",
+                       "kv=1.25"), code=3)
+    rep = e.report(out)
+    d = rep["diagnosis"]
+    lad = {x["rung"]: x for x in d["ladder"]}
+    kv = [x for x in d["evidence"] if x["key"] == "engine_kv_cache_bytes"]
+    check(d["detail"] == "graph_capture_after_reserve" and
+          d["rung"] == "reserves" and d["confidence"] == "medium" and
+          "reserves rung is the verdict's" in d["confidence_reason"] and
+          kv and lad["reserves"]["engine_bytes"] == kv[0]["value"],
+          f"diagnosis: the engine's KV cache beside the reserves rung, "
+          f"disagreeing ({d['confidence']}: {d['confidence_reason']}; "
+          f"{kv}, {lad.get('reserves')})")
+    plain = e.report(out, ["--no-log"])["diagnosis"]
+    check(plain["confidence"] == "high" and
+          all(x["engine_bytes"] is None for x in plain["ladder"]),
+          "diagnosis: without the log, high and nothing beside the rungs")
 
 
 def test_sglang(e):
@@ -517,6 +598,21 @@ def test_bound(e):
           (lines[-1].endswith("line 00399999 " + "x" * 80) or
            "dropped here" in lines[-1]),
           "bound: the first and the last line kept")
+    # a drop is marked where it happened: the lines around the marker
+    # are as far apart as the bytes it says were dropped (a line is 95)
+    def num(line):
+        k = line.find(" out line ")
+        return int(line[k + 10:k + 18]) if k >= 0 else None
+    placed = []
+    for i, l in enumerate(lines):
+        if "dropped here" not in l or not 0 < i < len(lines) - 1:
+            continue
+        a, b = num(lines[i - 1]), num(lines[i + 1])
+        n = int(l.split("--- vramtrace: ")[1].split()[0])
+        if a is not None and b is not None:
+            placed.append(abs((b - a) * 95 - n) <= 2 * 95)
+    check(all(placed), f"bound: each drop is marked where it happened "
+          f"({len(placed)} marked)")
     cut = [l for l in lines if "--- vramtrace: " in l and "cut here" in l]
     whole = 400000 * (95 + 32)
     kept = int(cut[0].split("--- vramtrace: ")[1].split()[0]) + size \
@@ -583,7 +679,8 @@ def main():
     tests = [("engine-numbers", test_engine_numbers),
              ("wrong-number", test_wrong_number), ("fatal", test_fatal),
              ("verdicts", test_verdicts),
-             ("refusal", test_refusal), ("sglang", test_sglang),
+             ("refusal", test_refusal), ("diagnosis", test_diagnosis),
+             ("sglang", test_sglang),
              ("llamacpp", test_llamacpp), ("tgi-trtllm", test_tgi_trtllm),
              ("wallclock", test_wallclock), ("align", test_align),
              ("pty", test_pty), ("bound", test_bound),
