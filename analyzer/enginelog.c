@@ -397,23 +397,13 @@ static struct vrt_enginelog_error *error(struct vrt_enginelog *log,
 	return e;
 }
 
+static int repeats(const struct vrt_enginelog *log, size_t i);
+
 /* Keeps the error filled in at errors[nerrors] unless it repeats one. */
 static void commit_error(struct vrt_enginelog *log)
 {
-	struct vrt_enginelog_error *e = &log->errors[log->nerrors];
-	size_t i;
-
-	for (i = 0; i < log->nerrors; i++) {
-		const struct vrt_enginelog_error *x = &log->errors[i];
-		if (x->kind == e->kind && x->have == e->have &&
-		    x->requested_bytes == e->requested_bytes &&
-		    x->max_model_len == e->max_model_len &&
-		    x->tokens == e->tokens && x->device == e->device &&
-		    x->free_bytes == e->free_bytes &&
-		    (x->pid == e->pid || x->pid < 0 || e->pid < 0))
-			return;
-	}
-	log->nerrors++;
+	if (!repeats(log, log->nerrors))
+		log->nerrors++;
 }
 
 /* ---- the engines' sentences ------------------------------------------ */
@@ -621,6 +611,82 @@ static int rule_llama(struct vrt_enginelog *log, const struct lineinfo *li)
 	return 0;
 }
 
+/* 1 when errors[i] repeats an earlier error (commit_error's test). */
+static int repeats(const struct vrt_enginelog *log, size_t i)
+{
+	const struct vrt_enginelog_error *e = &log->errors[i];
+	size_t k;
+
+	for (k = 0; k < i; k++) {
+		const struct vrt_enginelog_error *x = &log->errors[k];
+		if (x->kind == e->kind && x->have == e->have &&
+		    x->requested_bytes == e->requested_bytes &&
+		    x->max_model_len == e->max_model_len &&
+		    x->tokens == e->tokens && x->device == e->device &&
+		    x->free_bytes == e->free_bytes &&
+		    (x->pid == e->pid || x->pid < 0 || e->pid < 0))
+			return 1;
+	}
+	return 0;
+}
+
+/* PyTorch's OutOfMemoryError with the cudaMallocAsync backend: a first
+ * line, then one line per number ("Requested               : 2.00 GiB",
+ * "Free (according to CUDA): 512.00 MiB", ...), each filled into the
+ * error the first line opened (log->last_oom_error). */
+static int rule_torch_async(struct vrt_enginelog *log,
+                            const struct lineinfo *li)
+{
+	const char *msg = li->msg;
+	struct vrt_enginelog_error *e;
+	struct cap c;
+	size_t i;
+
+	if (scan(msg, "Allocation on device %u would exceed allowed memory",
+	         &c)) {
+		if ((e = error(log, li, VRT_ENGINELOG_UNKNOWN,
+		               VRT_ELE_TORCH_OOM))) {
+			e->device = (int32_t)c.v[0];
+			e->have |= VRT_ELH_DEVICE;
+			log->last_oom_error = (int64_t)log->nerrors;
+			log->nerrors++; /* its numbers follow */
+		}
+		return 1;
+	}
+	if (log->last_oom_error < 0 ||
+	    (size_t)log->last_oom_error + 1 != log->nerrors)
+		return 0;
+	i = (size_t)log->last_oom_error;
+	e = &log->errors[i];
+	if (e->kind != VRT_ELE_TORCH_OOM)
+		return 0;
+	if (match_here(msg, "Requested%_: %z", (memset(&c, 0, sizeof(c)), &c))) {
+		e->requested_bytes = (uint64_t)c.v[0];
+		e->requested_tol = (uint64_t)c.tol[0];
+		e->have |= VRT_ELH_REQUESTED;
+	} else if (match_here(msg, "Free (according to %*): %z",
+	                      (memset(&c, 0, sizeof(c)), &c))) {
+		e->free_bytes = (uint64_t)c.v[0];
+		e->have |= VRT_ELH_FREE;
+	} else if (match_here(msg, "Device limit%_: %z",
+	                      (memset(&c, 0, sizeof(c)), &c))) {
+		e->total_bytes = (uint64_t)c.v[0];
+		e->have |= VRT_ELH_TOTAL;
+	} else if (match_here(msg, "Currently allocated%_: %z",
+	                      (memset(&c, 0, sizeof(c)), &c))) {
+		e->allocated_bytes = (uint64_t)c.v[0];
+		e->have |= VRT_ELH_ALLOCATED;
+	} else {
+		return 0;
+	}
+	/* the same error printed again (re-raised elsewhere) counts once */
+	if (e->have & VRT_ELH_FREE && repeats(log, i)) {
+		log->nerrors--;
+		log->last_oom_error = -1;
+	}
+	return 1;
+}
+
 /* PyTorch's OutOfMemoryError (CUDA, HIP): the current message and the one
  * before PyTorch 2.1. */
 static int rule_torch(struct vrt_enginelog *log, const struct lineinfo *li)
@@ -629,6 +695,8 @@ static int rule_torch(struct vrt_enginelog *log, const struct lineinfo *li)
 	struct cap c;
 	struct vrt_enginelog_error *e;
 
+	if (rule_torch_async(log, li))
+		return 1;
 	if (!strstr(msg, "out of memory. Tried to allocate "))
 		return 0;
 	e = error(log, li, VRT_ENGINELOG_UNKNOWN, VRT_ELE_TORCH_OOM);

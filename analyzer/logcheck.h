@@ -56,6 +56,8 @@ struct vrt_logcheck_row {
 	uint64_t traced_bytes;
 	double diff_percent; /* (traced - engine) / engine x 100 */
 	int flagged;         /* off by more than the tolerance */
+	int allocation_failed; /* less traced: its allocation failed (not
+	                          flagged) */
 	uint32_t line;       /* the log line (last one summed) */
 };
 

@@ -206,6 +206,8 @@ static void comparison(struct vrt_json *w, const struct vrt_logcheck *lc)
 		vrt_json_number_text(w, pct);
 		vrt_json_key(w, "flagged");
 		vrt_json_bool(w, x->flagged);
+		vrt_json_key(w, "allocation_failed");
+		vrt_json_bool(w, x->allocation_failed);
 		vrt_json_key(w, "line");
 		vrt_json_uint(w, x->line);
 		vrt_json_end_object(w);
@@ -379,7 +381,10 @@ void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
 		        vrt_logcheck_quantity_name(x->quantity), x->device,
 		        vrt_report_bytes(b1, sizeof(b1), x->engine_bytes),
 		        vrt_report_bytes(b2, sizeof(b2), x->traced_bytes),
-		        x->diff_percent, x->flagged ? "  DISAGREES" : "");
+		        x->diff_percent,
+		        x->flagged             ? "  DISAGREES"
+		        : x->allocation_failed ? "  (its allocation failed)"
+		                               : "");
 	}
 	for (k = 0; k < VRT_ELC_NFIELDS; k++) {
 		if (!log->config_line[k])

@@ -217,7 +217,7 @@ static void pool_fatal(uint64_t bytes)
 
 	decode_oom(bytes);
 	fprintf(stderr, "ggml/src/ggml-cuda/ggml-cuda.cu: %s error\n",
-	        sim_gpu_name());
+	        sim_gpu_ggml_name());
 	fflush(stderr);
 	/* No core file: the abort is the behaviour, not a bug to debug. */
 	setrlimit(RLIMIT_CORE, &no_core);

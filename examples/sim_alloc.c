@@ -826,7 +826,7 @@ size_t sim_alloc_oom_text(const struct sim_alloc *a, size_t bytes, char *buf,
 		        "%s error: out of memory\n"
 		        "  current device: %d, in function alloc at "
 		        "ggml/src/ggml-cuda/ggml-cuda.cu\n  %s\n",
-		        rt, a->dev,
+		        sim_gpu_ggml_name(), a->dev,
 		        a->mode == SIM_ALLOC_POOL_VMM
 		                ? "cuMemCreate(&handle, reserve_size, &prop, 0)"
 		                : "ggml_cuda_device_malloc(&ptr, "

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim_gpu.h"
+
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
 
@@ -629,9 +631,9 @@ void sim_log_oom(int rank, int stage, size_t requested, const char *text)
 		/* llama.cpp's buffers have words of their own (below); a
 		 * Python engine says at least what PyTorch says. */
 		snprintf(msg, sizeof(msg),
-		         "torch.OutOfMemoryError: CUDA out of memory. Tried to "
+		         "torch.OutOfMemoryError: %s out of memory. Tried to "
 		         "allocate %.2f MiB.",
-		         (double)requested / MIB);
+		         sim_gpu_name(), (double)requested / MIB);
 		text = L.format == F_LLAMA || L.format <= F_NONE ? NULL : msg;
 	}
 	switch (L.format) {
@@ -650,12 +652,12 @@ void sim_log_oom(int rank, int stage, size_t requested, const char *text)
 			each_line(text, print_llama, NULL);
 		else if (stage == SIM_LOG_IN_FORWARD)
 			/* ggml's CUDA_CHECK on a decode's allocation */
-			llama("CUDA error: out of memory\n"
+			llama("%s error: out of memory\n"
 			      "  current device: %d, in function alloc at "
 			      "ggml/src/ggml-cuda/ggml-cuda.cu:375\n"
 			      "  ggml_cuda_device_malloc(&ptr, look_ahead_size, "
 			      "device)",
-			      rank);
+			      sim_gpu_ggml_name(), rank);
 		else
 			llama_buffer_oom(rank, stage, requested);
 		break;

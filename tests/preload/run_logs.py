@@ -388,6 +388,34 @@ def test_diagnosis(e):
     check(plain["confidence"] == "high" and
           all(x["engine_bytes"] is None for x in plain["ladder"]),
           "diagnosis: without the log, high and nothing beside the rungs")
+    # expandable segments: the driver is asked for pages, not the 8 GiB
+    # tensor PyTorch's error names; the failure is still the one
+    out = e.record("log-expandable",
+                   sim(e, "--allocator", "expandable",
+                       "--gpu-memory-utilization", "0.95",
+                       "--max-model-len", "131072",
+                       "--act-kib-per-token", "64"), code=3)
+    rep = e.report(out)
+    g = rep["engine_log"]
+    f = rep["failures"][g["fatal_failure"]] \
+        if g["fatal_failure"] is not None else {}
+    check(f.get("oom") and f.get("requested_bytes") != 8 * GIB and
+          "another size" in (g["fatal_failure_match"] or "") and
+          rep["diagnosis"]["from_log"]["fatal_failure"] and
+          not any(x["key"] == "fatal_error_unrecorded"
+                  for x in rep["findings"]),
+          f"diagnosis: an allocator's other size still names the failure "
+          f"({g['fatal_failure_match']})")
+    # another process holds 30 GiB: vLLM printed the KV cache it meant to
+    # allocate, the allocation failed: not a rule that misses
+    out = e.record("log-kv-failed", sim(e, "--allocator", "caching"),
+                   code=3, extra={"FAKECUDA_USED": "30G"})
+    rep = e.report(out)
+    kv = rows(rep, "kv_cache")
+    check(kv and kv[0]["allocation_failed"] and not kv[0]["flagged"] and
+          not rep["findings"],
+          f"diagnosis: a KV cache whose allocation failed is no "
+          f"disagreement ({kv}, {rep['findings']})")
 
 
 def test_sglang(e):

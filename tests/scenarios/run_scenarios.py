@@ -11,6 +11,9 @@ Each tests/scenarios/*.scn file is one scenario:
     env:     FAKECUDA_DEVICES=2 FAKECUDA_HOST_MEM=2G
     exit:    3
     expect:  kv_cache context_too_long request
+    evidence: log_fatal_failure near_miss
+    confidence: high
+    analyze: --no-log
     why:     the reasoning an engineer who knows the engine would give,
              continued on indented lines
 
@@ -20,7 +23,11 @@ status `vramtrace record` must end with (the server's, 128+N for signal
 N) — a different one means the server did not do what the scenario
 describes, and the scenario is reported broken; `expect` is the verdict,
 the detail ("-": any) and the stage of `vramtrace analyze --format
-json`'s diagnosis.
+json`'s diagnosis. Optional: `evidence`, keys the diagnosis's evidence
+must hold (what the engine's log added, for one: record keeps the
+server's output in output.log and analyze reads it); `confidence`, the
+level it must have; `analyze`, more arguments for analyze (--no-log: the
+trace alone).
 
 Output: --format tap (for meson: one subtest per scenario, exit 0 once
 they all ran), or table: one row per scenario (expected, got,
@@ -38,7 +45,8 @@ import subprocess
 import sys
 import tempfile
 
-KEYS = ("title", "run", "env", "exit", "expect", "why")
+KEYS = ("title", "run", "env", "exit", "expect", "evidence", "confidence",
+        "analyze", "why")
 
 
 def parse(path):
@@ -69,6 +77,8 @@ def parse(path):
     sc["argv"] = shlex.split(sc["run"])
     sc["envs"] = dict(e.split("=", 1) for e in shlex.split(sc.get("env", "")))
     sc["exit"] = int(sc["exit"])
+    sc["evidence"] = sc.get("evidence", "").split()
+    sc["analyze"] = shlex.split(sc.get("analyze", ""))
     return sc
 
 
@@ -101,18 +111,28 @@ def run_one(args, tmp, sc):
     if p.returncode != sc["exit"]:
         return None, (f"broken: the run exited {p.returncode}, the scenario "
                       f"says {sc['exit']} (log: {out}.log)")
-    a = subprocess.run([args.vramtrace, "analyze", "--format", "json", out],
+    a = subprocess.run([args.vramtrace, "analyze", "--format", "json", out]
+                       + sc["analyze"],
                        env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=60)
     if a.returncode != 0:
         return None, "analyze failed: " + a.stderr.strip()
     d = json.loads(a.stdout).get("diagnosis") or {}
-    return [d.get("verdict") or "?", d.get("detail") or "?",
-            d.get("stage") or "?"], ""
+    got = [d.get("verdict") or "?", d.get("detail") or "?",
+           d.get("stage") or "?"]
+    keys = {e.get("key") for e in d.get("evidence", [])}
+    missing = [k for k in sc["evidence"] if k not in keys]
+    if missing:
+        got.append("no evidence " + ",".join(missing))
+    if sc.get("confidence") and d.get("confidence") != sc["confidence"]:
+        got.append(f"confidence {d.get('confidence')}")
+    return got, ""
 
 
 def right(want, got):
-    return got is not None and all(
+    """Verdict, detail and stage as expected, and nothing else wrong (the
+    evidence or confidence asked for)."""
+    return got is not None and len(got) == len(want) and all(
         w == "-" or w == g for w, g in zip(want, got))
 
 

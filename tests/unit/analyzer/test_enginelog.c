@@ -443,6 +443,47 @@ static void test_noise(void)
 	vrt_enginelog_free(&log);
 }
 
+/* PyTorch's OutOfMemoryError with the cudaMallocAsync backend: one line
+ * per number (c10/cuda/CUDAMallocAsyncAllocator.cpp), here behind vLLM's
+ * worker prefix; printed again where it is re-raised, it counts once. */
+static void test_torch_async(void)
+{
+	static const char *const lines[] = {
+	        "torch.OutOfMemoryError: Allocation on device 0 would exceed "
+	        "allowed memory. (out of memory)",
+	        "Currently allocated     : 77.40 GiB",
+	        "Requested               : 2.00 GiB",
+	        "Device limit            : 80.00 GiB",
+	        "Free (according to CUDA): 512.00 MiB",
+	        "PyTorch limit (set by user-supplied memory fraction)",
+	        "                        : 17179869184.00 GiB"};
+	struct vrt_enginelog log;
+	const struct vrt_enginelog_error *e;
+	char buf[256];
+	size_t i;
+	int pass;
+
+	vrt_enginelog_init(&log, NULL);
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+			snprintf(buf, sizeof(buf),
+			         "(Worker_TP0 pid=77) ERROR 12-02 10:15:00 "
+			         "[multiproc_executor.py:671] %s",
+			         lines[i]);
+			feed(&log, buf);
+		}
+	vrt_enginelog_end(&log);
+	e = fatal(&log);
+	ok(e && e->kind == VRT_ELE_TORCH_OOM && e->device == 0 &&
+	           e->pid == 77 && e->requested_bytes == (uint64_t)(2 * GIB) &&
+	           e->free_bytes == (uint64_t)(512 * MIB) &&
+	           e->total_bytes == (uint64_t)(80 * GIB) &&
+	           e->allocated_bytes == (uint64_t)(77.4 * GIB),
+	   "cudaMallocAsync's OutOfMemoryError with its numbers");
+	EQ(log.nerrors, 1, "cudaMallocAsync's error printed twice counts once");
+	vrt_enginelog_free(&log);
+}
+
 /* Random bytes and the engines' sentences cut at random places: nothing
  * crashes (the sanitizer builds run this too), numbers stay in range. */
 static void test_garbage(void)
@@ -510,6 +551,7 @@ int main(int argc, char **argv)
 	test_llama();
 	test_tgi_trtllm();
 	test_noise();
+	test_torch_async();
 	test_garbage();
 	printf("1..%d\n", ntests);
 	return nfailed != 0;
