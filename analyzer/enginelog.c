@@ -604,7 +604,10 @@ static int rule_llama(struct vrt_enginelog *log, const struct lineinfo *li)
 		ready(log, li, VRT_ENGINELOG_LLAMACPP, 2);
 		return 1;
 	}
-	if (strstr(msg, "all slots are idle")) {
+	/* the model is in: weaker than the listening line that follows */
+	if (strstr(msg, "all slots are idle") ||
+	    strstr(msg, "main: model loaded") ||
+	    strstr(msg, "\"model loaded\"")) {
 		ready(log, li, VRT_ENGINELOG_LLAMACPP, 1);
 		return 1;
 	}

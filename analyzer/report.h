@@ -47,6 +47,10 @@ void vrt_report_enginelog_json(struct vrt_json *w, const struct vrt_trace *t,
 void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
                                const struct vrt_logcheck *lc);
 
+/* The names of the diagnosis flags the engine's log supplied
+ * (VRT_DIAG_LOG_* bits, diagnose.h) as a JSON array (report_diagnosis.c). */
+void vrt_report_log_flags_json(struct vrt_json *w, unsigned bits);
+
 /* The diagnosis as the text report's opening block (report_diagnosis.c). */
 void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
                                const struct vrt_diagnosis *dg);

@@ -180,11 +180,20 @@ static void ladder_json(struct vrt_json *w, const struct vrt_diagnosis *d)
 	vrt_json_end_array(w);
 }
 
-/* "from_log": what the engine's log decided, null without a log. */
-static void from_log_json(struct vrt_json *w, const struct vrt_diagnosis *d)
+void vrt_report_log_flags_json(struct vrt_json *w, unsigned bits)
 {
 	int k;
 
+	vrt_json_begin_array(w);
+	for (k = 0; k < VRT_DIAG_LOG_NFLAGS; k++)
+		if (bits & (1u << k))
+			vrt_json_string(w, vrt_diagnose_log_flag_name(k));
+	vrt_json_end_array(w);
+}
+
+/* "from_log": what the engine's log decided, null without a log. */
+static void from_log_json(struct vrt_json *w, const struct vrt_diagnosis *d)
+{
 	vrt_json_key(w, "from_log");
 	if (!d->have_log) {
 		vrt_json_null(w);
@@ -198,11 +207,7 @@ static void from_log_json(struct vrt_json *w, const struct vrt_diagnosis *d)
 	vrt_json_key(w, "ready"); /* its ready line ended the load */
 	vrt_json_bool(w, d->log_ready);
 	vrt_json_key(w, "flags");
-	vrt_json_begin_array(w);
-	for (k = 0; k < VRT_DIAG_LOG_NFLAGS; k++)
-		if (d->flags_from_log & (1u << k))
-			vrt_json_string(w, vrt_diagnose_log_flag_name(k));
-	vrt_json_end_array(w);
+	vrt_report_log_flags_json(w, d->flags_from_log);
 	vrt_json_end_object(w);
 }
 

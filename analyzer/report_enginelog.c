@@ -115,11 +115,7 @@ static void config(struct vrt_json *w, const struct vrt_logcheck *lc)
 	vrt_json_end_object(w);
 	/* the diagnosis flags the command lines did not give */
 	vrt_json_key(w, "flags_from_log");
-	vrt_json_begin_array(w);
-	for (k = 0; k < VRT_DIAG_LOG_NFLAGS; k++)
-		if (lc->flags_from_log & (1u << k))
-			vrt_json_string(w, vrt_diagnose_log_flag_name(k));
-	vrt_json_end_array(w);
+	vrt_report_log_flags_json(w, lc->flags_from_log);
 }
 
 static void errors(struct vrt_json *w, const struct vrt_trace *t,

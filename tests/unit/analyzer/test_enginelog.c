@@ -484,6 +484,28 @@ static void test_torch_async(void)
 	vrt_enginelog_free(&log);
 }
 
+/* llama-server's readiness: "model loaded", then the listening line that
+ * follows it wins; the HTTP server up before the load is not ready. */
+static void test_llama_ready(void)
+{
+	struct vrt_enginelog log;
+
+	vrt_enginelog_init(&log, NULL);
+	feed(&log, "main: HTTP server is listening, hostname: 127.0.0.1, port: "
+	           "8080, http threads: 15");
+	ok(!log.have_ready, "llama ready: not while the HTTP server waits");
+	feed(&log, "main: model loaded");
+	ok(log.have_ready && strstr(log.ready_text, "model loaded"),
+	   "llama ready: the model is loaded");
+	feed(&log, "main: server is listening on http://127.0.0.1:8080 - "
+	           "starting the main loop");
+	feed(&log, "srv  update_slots: all slots are idle");
+	vrt_enginelog_end(&log);
+	ok(log.have_ready && strstr(log.ready_text, "starting the main loop"),
+	   "llama ready: the listening line wins (%s)", log.ready_text);
+	vrt_enginelog_free(&log);
+}
+
 /* Random bytes and the engines' sentences cut at random places: nothing
  * crashes (the sanitizer builds run this too), numbers stay in range. */
 static void test_garbage(void)
@@ -552,6 +574,7 @@ int main(int argc, char **argv)
 	test_tgi_trtllm();
 	test_noise();
 	test_torch_async();
+	test_llama_ready();
 	test_garbage();
 	printf("1..%d\n", ntests);
 	return nfailed != 0;
