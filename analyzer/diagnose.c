@@ -322,15 +322,13 @@ static void devices(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	}
 }
 
-/* The run's engine (from its root command, inherited by its workers)
- * and the numbers of its memory flags; returns the root process. */
-static size_t run_flags(struct vrt_diagnosis *d, const struct vrt_trace *t)
+size_t vrt_diagnose_flags(struct vrt_diag_flags *f, const struct vrt_trace *t)
 {
 	struct vrt_engine_run er;
-	struct vrt_diag_flags *f = &d->flags;
 	struct vrt_model_budget b;
 	size_t k;
 
+	memset(f, 0, sizeof(*f));
 	vrt_engine_of_run(&er, t);
 	f->engine = er.engine;
 	vrt_engine_uint(er.value[VRT_ENGINE_CONTEXT], &f->max_model_len);
@@ -412,6 +410,10 @@ struct ctx {
 	const struct vrt_replay *r;
 	const struct vrt_model *cfg;
 	const struct vrt_replay_failure *f; /* the decisive failure, or NULL */
+	const struct vrt_diag_log *log;     /* the engine's log, or NULL */
+	struct vrt_replay_failure fcopy;    /* f as the log's stage makes it */
+	int serving; /* the run reached serving: a request, or (the trace
+	                saw none) the engine's ready line */
 	struct vrt_diag_device *fd;         /* its device's budget */
 	const struct vrt_process *root;     /* the run's root, or NULL */
 	uint64_t total, other, live, shortfall;
@@ -635,6 +637,8 @@ static void other_processes_evidence(struct ctx *c, int32_t dev, uint64_t bytes)
 
 /* ---- the ladder ---------------------------------------------------------- */
 
+static void log_ladder(struct ctx *c); /* the engine's numbers: below */
+
 /*
  * One request's activations at a request-stage failure (terms.one), and
  * what of them the memory kept from earlier requests covers (kept). The
@@ -779,6 +783,7 @@ static void climb(struct ctx *c)
 		if (!d->ladder[k].fits && c->xrung < 0)
 			c->xrung = k;
 	}
+	log_ladder(c);
 	/* What requests have: the capacity after everything held before
 	 * them (a batch's profile memory too, unless they draw on it). */
 	x->room = sub0(c->total,
@@ -800,6 +805,8 @@ static void failure_confidence(struct ctx *c)
 	const struct vrt_replay_failure *f = c->f;
 	const struct vrt_process *p = &c->t->procs[f->proc];
 
+	if (c->d->log_fatal)
+		return; /* the engine's log says it died of this one */
 	if (!f->fatal)
 		confidence(c, VRT_CONFIDENCE_MEDIUM,
 		           "PID %" PRIu64 " went on after this failure: the "
@@ -2259,7 +2266,7 @@ static void without_failure(struct ctx *c)
 		verdict_host(c);
 		return;
 	}
-	if (!root || !died(root) || (c->r->serving && stopped(root))) {
+	if (!root || !died(root) || (c->serving && stopped(root))) {
 		verdict_none(c);
 		return;
 	}
@@ -2273,14 +2280,14 @@ static void without_failure(struct ctx *c)
 		        "then died of something else",
 		        "read the server's log for the error it died of "
 		        "(vramtrace record keeps the command's output)");
-	else if (!c->r->serving && stopped(root))
+	else if (!c->serving && stopped(root))
 		verdict_inconclusive(
 		        c, "stopped_while_loading",
 		        "the run was stopped while loading, before anything "
 		        "failed: no budget was tested",
 		        "record again and let the server load (and serve) "
 		        "before stopping it");
-	else if (!c->r->serving)
+	else if (!c->serving)
 		verdict_inconclusive(
 		        c, "died_while_loading",
 		        "the server died while loading without any failed "
@@ -2352,6 +2359,317 @@ static void with_failure(struct ctx *c)
 	else
 		verdict_concurrency(c);
 	near_miss_evidence(c);
+}
+
+/* ---- the engine's log ------------------------------------------------------
+ *
+ * What the engine printed (struct vrt_diag_log, diagnose.h a-f), kept
+ * apart from the trace's own reasoning: the failure its fatal error names,
+ * its configuration for the defaults, its ready line for the stage, a
+ * budget refusal as the verdict, its numbers beside the rungs.
+ */
+
+const char *vrt_diagnose_log_flag_name(int bit)
+{
+	static const char *const names[VRT_DIAG_LOG_NFLAGS] = {
+	        "engine",          "max_model_len",    "max_num_seqs",
+	        "tensor_parallel", "memory_fraction", "max_total_tokens",
+	        "gpu_layers"};
+	return bit >= 0 && bit < VRT_DIAG_LOG_NFLAGS ? names[bit] : NULL;
+}
+
+unsigned vrt_diagnose_fill_flags(struct vrt_diag_flags *f,
+                                 const struct vrt_diag_flags *log,
+                                 unsigned printed)
+{
+	unsigned got = 0;
+
+#define FILL(bit, field)                                                    \
+	do {                                                                \
+		if ((printed & (bit)) && !f->field && log->field) {         \
+			f->field = log->field;                              \
+			got |= (bit);                                       \
+		}                                                           \
+	} while (0)
+	FILL(VRT_DIAG_LOG_ENGINE, engine);
+	FILL(VRT_DIAG_LOG_CTX, max_model_len);
+	FILL(VRT_DIAG_LOG_SEQS, max_num_seqs);
+	FILL(VRT_DIAG_LOG_TP, tp);
+	FILL(VRT_DIAG_LOG_UTIL, mem_util_milli);
+	FILL(VRT_DIAG_LOG_TOTAL_TOKENS, max_total_tokens);
+#undef FILL
+	if ((printed & VRT_DIAG_LOG_NGL) && !f->have_ngl && log->have_ngl) {
+		f->ngl = log->ngl;
+		f->have_ngl = 1;
+		got |= VRT_DIAG_LOG_NGL;
+	}
+	return got;
+}
+
+/* a. The decisive failure: the one the log's fatal error names, else
+ * replay's choice. */
+static void log_decisive(struct ctx *c)
+{
+	const struct vrt_diag_log *log = c->log;
+	const struct vrt_replay *r = c->r;
+	size_t i = r->decisive;
+
+	if (log && log->have_fatal_failure && log->fatal_failure < r->nfails &&
+	    r->fails[log->fatal_failure].oom) {
+		i = log->fatal_failure;
+		c->d->log_fatal = 1;
+	}
+	if (i < r->nfails) {
+		c->f = &r->fails[i];
+		c->d->have_failure = 1;
+		c->d->failure = i;
+	}
+}
+
+/* c. The trace saw no request: a failure of a per-request phase after the
+ * engine said it serves came while serving (a weights allocation or a
+ * reserve stays the load's, as replay has it). */
+static void log_stage(struct ctx *c)
+{
+	const struct vrt_diag_log *log = c->log;
+	const struct vrt_replay_failure *f = c->f;
+
+	c->serving = c->r->serving;
+	if (!log || !log->have_ready || c->r->serving)
+		return;
+	if (!f) {
+		c->serving = c->d->log_ready = log->ready_ts <= c->t->end_ns;
+		return;
+	}
+	if (f->after_ready || f->ts < log->ready_ts ||
+	    (!vrt_replay_phase_is_demand(f->phase) &&
+	     f->phase != VRT_PHASE_unattributed))
+		return;
+	c->fcopy = *f;
+	c->fcopy.after_ready = 1;
+	c->f = &c->fcopy;
+	c->serving = c->d->log_ready = 1;
+}
+
+/* The rung an engine number belongs to on the ladder. */
+static void log_ladder(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	size_t i;
+
+	if (!c->log || !d->have_ladder)
+		return;
+	for (i = 0; i < c->log->nnumbers; i++) {
+		const struct vrt_diag_engine_number *n = &c->log->numbers[i];
+		if (n->device != d->ladder_device || n->rung < 0 ||
+		    n->rung >= VRT_RUNG_COUNT)
+			continue;
+		d->ladder[n->rung].have_engine = 1;
+		d->ladder[n->rung].engine_bytes += n->engine_bytes;
+	}
+}
+
+/* The ladder at a refusal: what the trace holds on the device, plus what
+ * the engine wanted for the rung it was sizing, against the capacity the
+ * engine sizes within. */
+static void refusal_ladder(struct ctx *c, const struct vrt_diag_refusal *x)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_replay_device *rd = &c->r->dev[x->device];
+	uint64_t bytes[VRT_RUNG_COUNT], sum = 0;
+	int k;
+
+	bytes[VRT_RUNG_BASELINE] = c->fd ? c->fd->other_bytes : 0;
+	bytes[VRT_RUNG_WEIGHTS] = rd->phase[VRT_PHASE_weights].peak_bytes;
+	bytes[VRT_RUNG_RESERVES] =
+	        rd->phase[VRT_PHASE_kv_cache].peak_bytes +
+	        rd->phase[VRT_LOAD_PHASE_INFERRED_KV].peak_bytes +
+	        rd->phase[VRT_PHASE_cuda_graph].peak_bytes +
+	        rd->phase[VRT_PHASE_comm].peak_bytes;
+	bytes[VRT_RUNG_ACTIVATIONS] = rd->phase[VRT_PHASE_profile].peak_bytes;
+	bytes[VRT_RUNG_INFLIGHT] = 0;
+	if (x->rung >= 0 && x->rung < VRT_RUNG_COUNT)
+		bytes[x->rung] += x->needed_bytes;
+	d->have_ladder = 1;
+	d->ladder_device = x->device;
+	d->capacity_bytes = x->budget_bytes ? x->budget_bytes : c->total;
+	d->batch_rung = 1; /* at start-up: the profiling run's batch */
+	for (k = 0; k < VRT_RUNG_COUNT; k++) {
+		sum += bytes[k];
+		d->ladder[k].bytes = bytes[k];
+		d->ladder[k].cumulative = sum;
+		d->ladder[k].fits = !d->capacity_bytes ||
+		                    sum <= d->capacity_bytes;
+	}
+	log_ladder(c);
+}
+
+/* d, e. A budget refusal with no failed allocation behind it: the verdict
+ * of that budget in the engine's terms. */
+static void verdict_refusal(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_refusal *x = &c->log->refusal;
+	const char *who = c->log->engine[0] ? c->log->engine : "the engine";
+	size_t i;
+
+	d->verdict = x->verdict;
+	d->log_refusal = 1;
+	d->rung = x->rung;
+	d->device = x->device;
+	d->have_failure = 0;
+	snprintf(d->detail, sizeof(d->detail), "%s", x->detail);
+	snprintf(d->stage, sizeof(d->stage), "%s", x->stage);
+	if (x->device >= 0 && (size_t)x->device < c->r->ndevices) {
+		c->fd = diag_dev(d, x->device);
+		c->total = c->fd ? c->fd->total_bytes : 0;
+		refusal_ladder(c, x);
+		if (x->budget_bytes)
+			evidence(d, "engine_budget_bytes", x->device,
+			         VRT_DIAG_BYTES, x->budget_bytes,
+			         "%s sizes its memory within %s of device %d's "
+			         "%s: the ladder's capacity",
+			         who, SZ(x->budget_bytes), x->device,
+			         SZ(c->total));
+	}
+	for (i = 0; i < x->nevidence && d->nevidence < VRT_DIAG_MAX_ITEMS; i++)
+		d->evidence[d->nevidence++] = x->evidence[i];
+	for (i = 0; i < x->nactions; i++)
+		action(d, "%s", x->actions[i]);
+	for (i = 0; i < x->ncosts; i++)
+		cost(d, "%s", x->costs[i]);
+	if (c->root && died(c->root))
+		exit_evidence(c, c->root);
+	near_miss_evidence(c);
+	if (x->agree == 0)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "%s refused for this budget (log line %u), but its "
+		           "value for %s (%" PRIu64 ") and the trace's (%" PRIu64
+		           ") disagree: a rule that misses, or memory outside "
+		           "the traced calls",
+		           who, x->line, x->flag, x->engine_value,
+		           x->trace_value);
+	else
+		snprintf(d->confidence_reason, sizeof(d->confidence_reason),
+		         "%s refused for this budget (log line %u)%s", who,
+		         x->line,
+		         x->agree == 1 ? " and the trace agrees with its value"
+		                       : "; no failed allocation, the engine's "
+		                         "own check");
+}
+
+/* d. A refusal that a failed allocation stands behind (or that came after
+ * a failure replay took as fatal): the ladder's verdict and its actions
+ * stand, with the engine's values beside them as evidence. */
+static void refusal_beside(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_refusal *x = &c->log->refusal;
+	const char *who = c->log->engine[0] ? c->log->engine : "the engine";
+	size_t i;
+
+	for (i = 0; i < x->nevidence && d->nevidence < VRT_DIAG_MAX_ITEMS; i++)
+		d->evidence[d->nevidence++] = x->evidence[i];
+	if (x->verdict != d->verdict)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "%s refused for its %s budget (log line %u, %s) where "
+		           "the ladder names %s",
+		           who, vrt_diagnose_verdict_name(x->verdict), x->line,
+		           x->detail, vrt_diagnose_verdict_name(d->verdict));
+}
+
+/* f. The engine's numbers the trace disagrees with: on the ladder's device
+ * (every device without a ladder); on the verdict's rung they make it less
+ * sure. */
+static void log_numbers(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const char *who = c->log->engine[0] ? c->log->engine : "the engine";
+	char key[48];
+	size_t i;
+
+	for (i = 0; i < c->log->nnumbers; i++) {
+		const struct vrt_diag_engine_number *n = &c->log->numbers[i];
+		if (!n->disagrees ||
+		    (d->have_ladder && n->device != d->ladder_device))
+			continue;
+		snprintf(key, sizeof(key), "engine_%s_bytes", n->what);
+		evidence(d, key, n->device, VRT_DIAG_BYTES, n->engine_bytes,
+		         "device %d: %s printed %s of %s (log line %u), the "
+		         "trace holds %s (%+.1f%%)",
+		         n->device, who, SZ(n->engine_bytes), n->what, n->line,
+		         SZ(n->traced_bytes), n->diff_percent);
+		if (d->rung >= 0 && n->rung == d->rung)
+			confidence(c, VRT_CONFIDENCE_MEDIUM,
+			           "the %s rung is the verdict's, and %s's "
+			           "%s on device %d (%s) differs from the "
+			           "trace's (%s): the rung may be mis-measured",
+			           vrt_diagnose_rung_name(d->rung), who, n->what,
+			           n->device, SZ(n->engine_bytes),
+			           SZ(n->traced_bytes));
+	}
+}
+
+/* What the log decided, as evidence after the verdict's own. */
+static void log_evidence(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_log *log = c->log;
+	const struct vrt_replay *r = c->r;
+	char names[160] = "";
+	size_t n = 0;
+	int k;
+
+	if (d->log_fatal) {
+		const struct vrt_replay_failure *o =
+		        r->decisive < r->nfails ? &r->fails[r->decisive] : NULL;
+		if (o && r->decisive != d->failure)
+			evidence(d, "log_fatal_failure", c->f->device,
+			         VRT_DIAG_COUNT, log->fatal_line,
+			         "%s; the trace alone would have taken the "
+			         "failure at %.3fs (PID %" PRIu64 ")",
+			         log->fatal_why,
+			         (double)(o->ts - c->t->start_ns) / 1e9,
+			         c->t->procs[o->proc].pid);
+		else
+			evidence(d, "log_fatal_failure", c->f->device,
+			         VRT_DIAG_COUNT, log->fatal_line, "%s",
+			         log->fatal_why);
+	}
+	if (log->have_unmatched_error && !d->log_refusal) {
+		evidence(d, "log_error_unrecorded", -1, VRT_DIAG_COUNT,
+		         log->unmatched_line,
+		         "the engine's log reports a memory error (line %u: "
+		         "%.160s) that matches no recorded failure",
+		         log->unmatched_line, log->unmatched_error);
+		if (d->verdict == VRT_VERDICT_NONE)
+			confidence(c, VRT_CONFIDENCE_MEDIUM,
+			           "the engine's log reports a memory error (line "
+			           "%u) the trace did not record: an allocation "
+			           "outside the hooked calls, or a process that "
+			           "was not traced",
+			           log->unmatched_line);
+	}
+	if (d->log_ready)
+		evidence(d, "engine_ready", -1, VRT_DIAG_SECONDS_NS,
+		         (uint64_t)(log->ready_ts - c->t->start_ns),
+		         "the engine said it serves at %.3fs (log line %u); the "
+		         "trace saw no request, so what came after is the "
+		         "request stage",
+		         (double)(log->ready_ts - c->t->start_ns) / 1e9,
+		         log->ready_line);
+	for (k = 0; k < VRT_DIAG_LOG_NFLAGS; k++)
+		if (d->flags_from_log & (1u << k))
+			n += (size_t)snprintf(names + n, sizeof(names) - n,
+			                      "%s%s", n ? ", " : "",
+			                      vrt_diagnose_log_flag_name(k));
+	if (d->flags_from_log)
+		evidence(d, "flags_from_log", -1, VRT_DIAG_COUNT,
+		         (uint64_t)__builtin_popcount(d->flags_from_log),
+		         "the engine's log gave what the command line left at "
+		         "its defaults: %s",
+		         names);
+	log_numbers(c);
 }
 
 /* --model-config: the model's description solved against the observed
@@ -2468,11 +2786,20 @@ static void high_reason(struct ctx *c)
 		         "would have fit");
 		break;
 	default:
-		snprintf(d->confidence_reason, sizeof(d->confidence_reason),
-		         "the fatal failure (PID %" PRIu64
-		         " %s), its phase and "
-		         "the ladder agree",
-		         c->t->procs[c->f->proc].pid, how);
+		if (d->log_fatal)
+			snprintf(d->confidence_reason,
+			         sizeof(d->confidence_reason),
+			         "the fatal failure the engine's log names (line "
+			         "%u; PID %" PRIu64 " %s), its phase and the "
+			         "ladder agree",
+			         c->log->fatal_line, c->t->procs[c->f->proc].pid,
+			         how);
+		else
+			snprintf(d->confidence_reason,
+			         sizeof(d->confidence_reason),
+			         "the fatal failure (PID %" PRIu64 " %s), its "
+			         "phase and the ladder agree",
+			         c->t->procs[c->f->proc].pid, how);
 	}
 }
 
@@ -2482,13 +2809,25 @@ void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	vrt_diagnose_run_opts(d, t, r, cfg, NULL);
 }
 
+void vrt_diagnose_run_log(struct vrt_diagnosis *d, const struct vrt_trace *t,
+                          const struct vrt_replay *r,
+                          const struct vrt_model *cfg,
+                          const struct vrt_diag_log *log)
+{
+	struct vrt_diag_options o = {VRT_DIAG_MARGIN_PCT, log};
+
+	vrt_diagnose_run_opts(d, t, r, cfg, &o);
+}
+
 void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
                            const struct vrt_replay *r,
                            const struct vrt_model *cfg,
                            const struct vrt_diag_options *o)
 {
+	const struct vrt_diag_log *log = o ? o->log : NULL;
 	struct ctx c;
 	size_t root;
+	int refusal;
 
 	memset(d, 0, sizeof(*d));
 	d->margin_pct = o ? o->margin_pct : VRT_DIAG_MARGIN_PCT;
@@ -2497,24 +2836,27 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	c.t = t;
 	c.r = r;
 	c.cfg = cfg;
+	c.log = log;
 	d->device = -1;
 	d->rung = -1;
 	d->confidence = VRT_CONFIDENCE_HIGH;
-	root = run_flags(d, t);
+	root = vrt_diagnose_flags(&d->flags, t);
+	/* the engine's configuration, before any action is written */
+	d->have_log = log != NULL;
+	if (log)
+		d->flags_from_log = vrt_diagnose_fill_flags(
+		        &d->flags, &log->flags, log->printed);
 	c.root = root < t->nprocs ? &t->procs[root] : NULL;
 	c.engine = d->flags.engine;
 	devices(d, t, r);
 	host_samples(t, &c.host);
 	model_solve(&c);
-	if (r->decisive < r->nfails) {
-		c.f = &r->fails[r->decisive];
-		d->have_failure = 1;
-		d->failure = r->decisive;
-	}
+	log_decisive(&c);
+	log_stage(&c);
 	snprintf(d->stage, sizeof(d->stage), "%s",
-	         c.f          ? (c.f->after_ready ? "request" : "load")
-	         : r->serving ? "request"
-	                      : "load");
+	         c.f         ? (c.f->after_ready ? "request" : "load")
+	         : c.serving ? "request"
+	                     : "load");
 	if (c.f && c.f->device >= 0) {
 		d->device = c.f->device;
 		c.fd = diag_dev(d, c.f->device);
@@ -2537,8 +2879,14 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		                ? c.f->requested_bytes - c.f->free_bytes
 		                : c.f->requested_bytes;
 	}
+	/* A refusal is the verdict unless a failure the process did not
+	 * survive stands behind the run's end. */
+	refusal = log && log->have_refusal &&
+	          (!c.f || (!c.f->fatal && !d->log_fatal));
 	if (data_problem(&c))
 		; /* inconclusive: the numbers cannot be read */
+	else if (refusal)
+		verdict_refusal(&c);
 	else if (c.f && (c.f->family == VRT_FAM_PINNED ||
 	                 c.f->family == VRT_FAM_REGISTERED))
 		verdict_host(&c);
@@ -2563,10 +2911,21 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		         "host memory was nearly exhausted too (MemAvailable "
 		         "%s)",
 		         sz(&c, c.host.min_available));
+	if (log && log->have_refusal && !refusal)
+		refusal_beside(&c);
+	if (log)
+		log_evidence(&c);
 	model_evidence(&c);
 	emit_advice(&c);
 	if (!d->confidence_reason[0])
 		high_reason(&c);
+	else if (d->log_fatal && d->confidence != VRT_CONFIDENCE_HIGH)
+		snprintf(d->confidence_reason + strlen(d->confidence_reason),
+		         sizeof(d->confidence_reason) -
+		                 strlen(d->confidence_reason),
+		         " (the fatal failure is the one the engine's log names, "
+		         "line %u)",
+		         log->fatal_line);
 	if (d->verdict == VRT_VERDICT_INCONCLUSIVE)
 		verify(d, "after adding what is missing, record again and "
 		          "analyze: vramtrace analyze NEW_RUN");

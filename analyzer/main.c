@@ -18,8 +18,8 @@
 static const struct vrt_cmd commands[] = {
         {"record", vrt_cmd_record_run,
          "run a command with the preload and record its GPU memory calls",
-         "record [-o DIR] [--standby] [--redact] [--wait-children S] -- "
-         "CMD [ARG...]",
+         "record [-o DIR] [--standby] [--redact] [--wait-children S]\n"
+         "       [--log-max SIZE | --no-log] -- CMD [ARG...]",
          "Runs CMD with libvramtrace.so preloaded; every process it starts\n"
          "writes DIR/<pid>.vtrace. Exits with CMD's exit status (128+N if a\n"
          "signal N killed it, 127 if CMD is not found).\n"
@@ -34,13 +34,19 @@ static const struct vrt_cmd commands[] = {
          "                    the rest of its process tree (default 10);\n"
          "                    record adopts orphans of the tree and writes\n"
          "                    DIR/<pid>.exit for each process it reaps\n"
+         "  --log-max SIZE    CMD's stdout and stderr still reach ours and\n"
+         "                    are kept in DIR/output.log, each line with\n"
+         "                    its UTC time: at most SIZE (default 32M;\n"
+         "                    K, M, G), the first quarter and the last\n"
+         "                    part, with a line saying what was cut\n"
+         "  --no-log          leave CMD's output alone (no output.log)\n"
          "  -h, --help        show this help\n"
          "\n"
          "Environment: VRAMTRACE_PRELOAD overrides the library to preload.\n"},
         {"analyze", vrt_cmd_analyze_run,
          "replay traces into a per-device memory budget and failure list",
          "analyze PATH... [--format text|json|html|perfetto|folded]\n"
-         "        [-o FILE] [--rules FILE] [--margin PCT]\n"
+         "        [-o FILE] [--rules FILE] [--margin PCT] [--log FILE | --no-log]\n"
          "        [--model-config FILE [--kv-dtype T] [--explain]]",
          "Each PATH is a run directory (all its *.vtrace files) or one\n"
          ".vtrace file; several runs (hosts) merge into one report.\n"
@@ -79,6 +85,12 @@ static const struct vrt_cmd commands[] = {
          "                     engine's flag, else the model's dtype)\n"
          "      --explain      print the model description in full and\n"
          "                     the KV arithmetic line by line\n"
+         "      --log FILE     the server's log (vLLM, SGLang, llama.cpp,\n"
+         "                     TGI, TensorRT-LLM) to hold against the\n"
+         "                     trace: its memory numbers beside the traced\n"
+         "                     ones, its fatal error, its budget refusals;\n"
+         "                     default: PATH/output.log that record keeps\n"
+         "      --no-log       ignore PATH/output.log\n"
          "  -h, --help         show this help\n"},
         {"compare", vrt_cmd_compare_run,
          "before/after of two runs: peaks by device, phase and call path",

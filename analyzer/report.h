@@ -14,6 +14,7 @@
 
 struct vrt_diagnosis;
 struct vrt_json;
+struct vrt_logcheck;
 struct vrt_model_arith;
 
 /* Helpers the text reports share (report_text.c): b bytes as "512 B" or
@@ -23,16 +24,32 @@ const char *vrt_report_bytes(char *buf, size_t n, uint64_t b);
 void vrt_report_put_safe(FILE *f, const char *s, size_t max);
 
 /* The "vramtrace-report/1" JSON document (DESIGN.md); dg (diagnose.h) may
- * be NULL ("diagnosis": null). */
+ * be NULL ("diagnosis": null), lc (logcheck.h: the engine's log held
+ * against the trace) too ("engine_log": null, "findings": []). */
 void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *dg);
+                           const struct vrt_diagnosis *dg,
+                           const struct vrt_logcheck *lc);
 
 /* The human summary: the diagnosis first (when dg is not NULL), then run,
- * per-device families and peak, host, failures. */
+ * the engine's log against the trace (when lc is not NULL), per-device
+ * families and peak, host, failures. */
 void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *dg);
+                           const struct vrt_diagnosis *dg,
+                           const struct vrt_logcheck *lc);
+
+/* The engine's log against the trace (report_enginelog.c): the JSON
+ * report's "engine_log" and "findings" members (null and [] when lc is
+ * NULL), and the text report's block (nothing when lc is NULL). */
+void vrt_report_enginelog_json(struct vrt_json *w, const struct vrt_trace *t,
+                               const struct vrt_logcheck *lc);
+void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
+                               const struct vrt_logcheck *lc);
+
+/* The names of the diagnosis flags the engine's log supplied
+ * (VRT_DIAG_LOG_* bits, diagnose.h) as a JSON array (report_diagnosis.c). */
+void vrt_report_log_flags_json(struct vrt_json *w, unsigned bits);
 
 /* The diagnosis as the text report's opening block (report_diagnosis.c). */
 void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
@@ -106,7 +123,8 @@ void vrt_report_plan_json(FILE *f, const struct vrt_trace *t,
  * load-test windows, budget bars against capacity, failures, top sites. */
 void vrt_report_html_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *d);
+                           const struct vrt_diagnosis *d,
+                           const struct vrt_logcheck *lc);
 
 /* The page around the report's JSON document: generated at build time
  * from analyzer/html/ by html/embed_page.py (html_page.c). */
@@ -116,9 +134,11 @@ extern const char vrt_html_page_tail[];
 /* Chrome trace event JSON for ui.perfetto.dev: a process per traced pid,
  * counter tracks per device and phase (and, once the timeline is
  * downsampled, each phase's most and least per bucket), requests in
- * flight, instant events for OOMs, marks and server readiness. */
+ * flight, instant events for OOMs, marks and server readiness, and (lc not
+ * NULL) the engine log's memory lines at their wall-clock times. */
 void vrt_report_perfetto_write(FILE *f, const struct vrt_trace *t,
-                               const struct vrt_replay *r);
+                               const struct vrt_replay *r,
+                               const struct vrt_logcheck *lc);
 
 /* Folded stacks ("[phase];root;...;leaf bytes", "[device N];" in front
  * when several devices peak) of everything live at each device's peak,

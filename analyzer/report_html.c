@@ -53,7 +53,8 @@ static void put_escaped(FILE *f, const char *s, size_t n)
 
 void vrt_report_html_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *d)
+                           const struct vrt_diagnosis *d,
+                           const struct vrt_logcheck *lc)
 {
 	char *doc = NULL;
 	size_t len = 0;
@@ -61,7 +62,7 @@ void vrt_report_html_write(FILE *f, const struct vrt_trace *t,
 
 	fputs(vrt_html_page_head, f);
 	if (m) {
-		vrt_report_json_write(m, t, r, d);
+		vrt_report_json_write(m, t, r, d, lc);
 		if (fclose(m)) {
 			free(doc);
 			doc = NULL;

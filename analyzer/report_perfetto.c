@@ -19,8 +19,9 @@
  *     out-of-memory failure (with its numbers as args).
  *
  * Synthetic processes use pids above Linux's pid_max (2^22), so they never
- * collide with a traced one. Timestamps are microseconds since the run's
- * first HEADER, printed exactly from nanoseconds. One event per line, so
+ * collide with a traced one. Timestamps are microseconds since the Unix
+ * epoch in UTC (the run's wall clock; since its first HEADER when the
+ * trace has none), printed exactly from nanoseconds. One event per line, so
  * the file diffs well.
  */
 #include "report.h"
@@ -29,6 +30,8 @@
 #include <string.h>
 
 #include "json.h"
+#include "logcheck.h"
+#include "wallclock.h"
 
 #define RUN_PID    1000000000u
 #define DEVICE_PID 1000000001u /* + device index */
@@ -50,10 +53,15 @@ static void us(FILE *f, int64_t ns)
 	        a % 1000u);
 }
 
-/* A time as microseconds since the run started. */
+/* A time as microseconds since the Unix epoch (UTC), so the file lines up
+ * with logs and other traces of the same moments; since the run's start
+ * when the trace carries no wall clock. */
 static void ts_us(FILE *f, const struct vrt_trace *t, int64_t ts)
 {
-	us(f, ts - t->start_ns);
+	if (vrt_wallclock_known(t))
+		us(f, vrt_wallclock_utc(t, ts));
+	else
+		us(f, ts - t->start_ns);
 }
 
 /* Starts an event: {"ph":"<ph>","name":<name>,"pid":P,"tid":P,"ts":T */
@@ -281,8 +289,49 @@ static void instants(FILE *f, int *first, const struct vrt_trace *t,
 	}
 }
 
+/* One engine log line at its wall-clock time, on the run's track. */
+static void log_instant(FILE *f, int *first, const char *name, int64_t wall,
+                        uint32_t line, const char *text)
+{
+	begin(f, first, "i", name, RUN_PID);
+	fputs(",\"s\":\"g\",\"cat\":\"engine_log\",\"ts\":", f);
+	us(f, wall);
+	fprintf(f, ",\"args\":{\"line\":%u,\"text\":", line);
+	str(f, text);
+	fputs("}}", f);
+}
+
+/* The engine log's lines that carry a wall-clock time, as instants of
+ * the "vramtrace run" track: its memory numbers, readiness and errors
+ * beside the trace's own events. */
+static void log_lines(FILE *f, int *first, const struct vrt_trace *t,
+                      const struct vrt_logcheck *lc)
+{
+	const struct vrt_enginelog *log = lc ? lc->log : NULL;
+	size_t i;
+
+	if (!log || !vrt_wallclock_known(t))
+		return;
+	for (i = 0; i < log->nfacts; i++)
+		if (log->facts[i].wall_ns)
+			log_instant(f, first,
+			            vrt_enginelog_kind_name(log->facts[i].kind),
+			            log->facts[i].wall_ns, log->facts[i].line,
+			            log->facts[i].text);
+	for (i = 0; i < log->nerrors; i++)
+		if (log->errors[i].wall_ns)
+			log_instant(f, first,
+			            vrt_enginelog_error_name(log->errors[i].kind),
+			            log->errors[i].wall_ns, log->errors[i].line,
+			            log->errors[i].text);
+	if (log->have_ready && log->ready_wall_ns)
+		log_instant(f, first, "engine ready", log->ready_wall_ns,
+		            log->ready_line, log->ready_text);
+}
+
 void vrt_report_perfetto_write(FILE *f, const struct vrt_trace *t,
-                               const struct vrt_replay *r)
+                               const struct vrt_replay *r,
+                               const struct vrt_logcheck *lc)
 {
 	int first = 1;
 
@@ -293,5 +342,6 @@ void vrt_report_perfetto_write(FILE *f, const struct vrt_trace *t,
 	inflight(f, &first, t, r);
 	devices(f, &first, t, r);
 	instants(f, &first, t, r);
+	log_lines(f, &first, t, lc);
 	fputs("\n]}\n", f);
 }

@@ -4,9 +4,10 @@
  * order the runs were given.
  *
  * Text: an aligned table, one line per run, "-" where a flag was not
- * given; the verdict `analyze` gives the run (with its detail), each
- * device's peak and headroom; the last column splits each device's peak
- * by phase (prefixed "dN:" when the run has several devices).
+ * given, "*" after a value the engine's log supplied (then a footnote);
+ * the verdict `analyze` gives the run (with its detail), each device's
+ * peak and headroom; the last column splits each device's peak by phase
+ * (prefixed "dN:" when the run has several devices).
  *
  * CSV (RFC 4180, a header line, plain integers in bytes): run, engine,
  * verdict, detail, context_length, concurrency, memory_fraction,
@@ -136,8 +137,12 @@ static void cells(char **c, const struct vrt_retest_row *r, const char *label)
 		cat(&c[C_VERDICT], r->detail);
 		cat(&c[C_VERDICT], ")");
 	}
-	for (k = 0; k < VRT_RETEST_NFIELDS; k++)
+	for (k = 0; k < VRT_RETEST_NFIELDS; k++) {
 		c[fields[k]] = safe_dup(r->value[k] ? r->value[k] : "-");
+		/* "*": the engine's log said it, the command line did not */
+		if (r->option[k] && !strcmp(r->option[k], VRT_RETEST_FROM_LOG))
+			cat(&c[fields[k]], "*");
+	}
 	for (i = 0; i < r->ndev; i++) {
 		if (i)
 			cat(&c[C_PEAK], ", ");
@@ -225,6 +230,16 @@ void vrt_report_table_text(FILE *f, const struct vrt_retest_row *rows,
 				fprintf(f, "%-*s  ", (int)w[k], s ? s : "");
 		}
 	}
+	for (i = 0; i < nrows; i++)
+		for (k = 0; k < VRT_RETEST_NFIELDS; k++)
+			if (rows[i].option[k] &&
+			    !strcmp(rows[i].option[k], VRT_RETEST_FROM_LOG)) {
+				fputs("* from the engine's log (the command line "
+				      "left the flag at its default)\n",
+				      f);
+				i = nrows;
+				break;
+			}
 	for (i = 0; i < (nrows + 1) * NCOLS; i++)
 		free(c[i]);
 	free(c);

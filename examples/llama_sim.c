@@ -77,6 +77,10 @@
  *                         default)
  *   --load-ms MS          loading the weights takes about MS
  *   --runtime cuda|hip
+ *   --log-format F        llama-server's own log lines (the default,
+ *                         llamacpp: buffers, context, slots, readiness,
+ *                         ggml's errors), another engine's (sim_log.h),
+ *                         or none
  *
  * Exit status: 0 served everything, 2 usage, 3 out of memory (plain
  * allocations and PyTorch's allocators), 4 no driver; killed by SIGABRT
@@ -93,6 +97,7 @@
 #include "sim_alloc.h"
 #include "sim_gpu.h"
 #include "sim_http.h"
+#include "sim_log.h"
 #include "vramtrace.h"
 
 #define MIB         (1024ull * 1024ull)
@@ -161,14 +166,20 @@ static void oom(const char *where)
 
 /* A buffer of the model or the context could not be had: llama.cpp logs
  * the failed cudaMalloc, then the load fails. */
-static void buffer_oom(const char *where, const char *buf, uint64_t bytes)
+static void buffer_oom(const char *where, int stage, uint64_t bytes)
 {
-	fprintf(stderr,
-	        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating %.2f "
-	        "MiB on device 0: cudaMalloc failed: out of memory\n"
-	        "%s: failed to allocate %s buffer\n",
-	        (double)bytes / MIB, where, buf);
+	sim_log_oom(0, stage, bytes, NULL);
 	oom(where);
+}
+
+/* A failure in a decode: what the allocator's engine says. */
+static void decode_oom(uint64_t bytes)
+{
+	char text[1024] = "";
+
+	if (g_pool)
+		sim_alloc_oom_text(g_pool, bytes, text, sizeof(text));
+	sim_log_oom(0, SIM_LOG_IN_FORWARD, bytes, text);
 }
 
 static void sleep_ms(int ms)
@@ -195,12 +206,11 @@ NOINLINE void llama_model_load(void)
 		if (o.load_ms)
 			sleep_ms(o.load_ms / n);
 		if (DEV_ALLOC(&p, bytes))
-			buffer_oom("llama_model_load", "CUDA0 model", bytes);
+			buffer_oom("llama_model_load", SIM_LOG_IN_WEIGHTS,
+			           bytes);
 	}
 	sim_alloc_phase_pop();
-	printf("load_tensors: offloaded %d/%d layers to GPU\n"
-	       "load_tensors:        CUDA0 model buffer size = %.2f MiB\n",
-	       n, o.model_layers, (double)n * o.layer_mib);
+	sim_log_weights(0, (size_t)n * bytes, 0);
 	llama_sim_sink++;
 }
 
@@ -213,10 +223,9 @@ NOINLINE void llama_kv_cache_init(void)
 
 	sim_alloc_phase_push("kv_cache");
 	if (DEV_ALLOC(&p, bytes))
-		buffer_oom("llama_kv_cache_init", "CUDA0 KV", bytes);
+		buffer_oom("llama_kv_cache_init", SIM_LOG_IN_KV, bytes);
 	sim_alloc_phase_pop();
-	printf("llama_kv_cache_init:      CUDA0 KV buffer size = %.2f MiB\n",
-	       (double)bytes / MIB);
+	sim_log_kv(0, bytes);
 	llama_sim_sink++;
 }
 
@@ -242,10 +251,9 @@ NOINLINE void ggml_backend_sched_reserve(void)
 		return;
 	sim_alloc_phase_push("profile");
 	if (DEV_ALLOC(&p, bytes))
-		buffer_oom("llama_context", "CUDA0 compute", bytes);
+		buffer_oom("llama_context", SIM_LOG_IN_PROFILE, bytes);
 	sim_alloc_phase_pop();
-	printf("llama_context:      CUDA0 compute buffer size = %.2f MiB\n",
-	       (double)bytes / MIB);
+	sim_log_compute(0, bytes);
 	llama_sim_sink++;
 }
 
@@ -255,9 +263,9 @@ static void pool_fatal(uint64_t bytes)
 {
 	struct rlimit no_core = {0, 0};
 
-	sim_alloc_report_oom(g_pool, bytes);
+	decode_oom(bytes);
 	fprintf(stderr, "ggml/src/ggml-cuda/ggml-cuda.cu: %s error\n",
-	        sim_gpu_name());
+	        sim_gpu_ggml_name());
 	fflush(stderr);
 	/* No core file: the abort is the behaviour, not a bug to debug. */
 	setrlimit(RLIMIT_CORE, &no_core);
@@ -277,7 +285,7 @@ NOINLINE void ggml_backend_sched_graph_compute_async(int n_seqs,
 		if (o.allocator == SIM_ALLOC_POOL_VMM ||
 		    o.allocator == SIM_ALLOC_POOL_LEG)
 			pool_fatal(bytes);
-		sim_alloc_report_oom(g_pool, bytes);
+		decode_oom(bytes);
 		oom("llama_decode");
 	}
 	llama_sim_sink++;
@@ -293,8 +301,10 @@ NOINLINE void ggml_cuda_pool_leg_alloc(uint64_t bytes)
 {
 	uint64_t p;
 
-	if (DEV_ALLOC(&p, bytes))
+	if (DEV_ALLOC(&p, bytes)) {
+		decode_oom(bytes);
 		oom("ggml_cuda_pool_leg_alloc");
+	}
 	pool_bytes += bytes;
 	llama_sim_sink++;
 }
@@ -315,8 +325,10 @@ NOINLINE uint64_t llama_decode(int n_seqs)
 		                       : 0;
 		if (need > pool_bytes)
 			ggml_cuda_pool_leg_alloc(need - pool_bytes);
-		if (DEV_ALLOC(&p, n_seqs ? bytes : bytes / WARMUP_SHARE))
+		if (DEV_ALLOC(&p, n_seqs ? bytes : bytes / WARMUP_SHARE)) {
+			decode_oom(bytes);
 			oom("llama_decode");
+		}
 	} else {
 		llama_context_decode(n_seqs, &p);
 	}
@@ -410,7 +422,9 @@ static int usage(void)
 	        "                 [--allocator plain|pool-vmm|pool-leg|caching|"
 	        "expandable|async]\n"
 	        "                 [--pool-mib M] [--annotate api|none] "
-	        "[--runtime cuda|hip]\n");
+	        "[--runtime cuda|hip]\n"
+	        "                 [--log-format llamacpp|vllm|sglang|tgi|"
+	        "trtllm|none] [--log-scale weights=F|kv=F]\n");
 	return 2;
 }
 
@@ -433,6 +447,11 @@ static int parse(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
+		int k = sim_log_option(argc, argv, &i);
+		if (k < 0)
+			return usage();
+		if (k)
+			continue;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage();
 			exit(0);
@@ -535,6 +554,9 @@ int main(int argc, char **argv)
 	if (parse(argc, argv))
 		return 2;
 	sim_alloc_annotate(o.annotate);
+	sim_log_start(&(struct sim_log_config){
+	        "llamacpp", SIM_LOG_ALL, "sim-model.gguf", o.ctx_size,
+	        o.clients, 0, 1, o.n_layers, 0, o.kv_kib});
 	if (sim_gpu_open(o.hip) || sim_gpu_use(0)) {
 		fprintf(stderr, "llama_sim: no usable %s\n",
 		        o.hip ? "HIP runtime" : "CUDA driver");
@@ -549,10 +571,7 @@ int main(int argc, char **argv)
 		/* llama-server and Ollama answer HTTP before the model is in. */
 		if (!(http = sim_http_listen(o.port, o.listen_first)))
 			return 1;
-		printf("main: server is listening on http://127.0.0.1:%d - "
-		       "starting the main loop\n",
-		       sim_http_port(http));
-		fflush(stdout);
+		sim_log_http_up(sim_http_port(http));
 	}
 	load.wait_ready = 1;
 	load.idle = o.idle;
@@ -582,6 +601,7 @@ int main(int argc, char **argv)
 	sim_http_set_loading(http, 0);
 	printf("llama_sim: listening on 127.0.0.1:%d\n", sim_http_port(http));
 	fflush(stdout);
+	sim_log_ready(sim_http_port(http));
 	for (int s = 0; s < load.nsteps; s++) {
 		if (o.nsteps) {
 			char label[32];

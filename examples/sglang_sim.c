@@ -131,8 +131,13 @@ static void tensor(int r, size_t bytes, uint64_t *p, const char *what)
 		        "allocate %s.\n",
 		        sim_gpu_name(),
 		        sim_gpu_size(sz, sizeof(sz), (double)bytes));
-	else
-		sim_alloc_report_oom(ranks[r].al, bytes);
+	else {
+		char text[1024];
+		size_t n = sim_alloc_oom_text(ranks[r].al, bytes, text,
+		                              sizeof(text));
+		fprintf(stderr, "%s%s", text,
+		        n && text[n - 1] == '\n' ? "" : "\n");
+	}
 	fprintf(stderr, "sglang_sim: %s out of memory in %s (rank %d)\n",
 	        sim_gpu_name(), what, r);
 	exit(3);

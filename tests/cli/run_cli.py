@@ -849,6 +849,16 @@ def group_record(opts, tap):
                    "# SKIP preload not built")
 
 
+def utc_us(text):
+    """Microseconds since the epoch of an ISO 8601 UTC time such as the
+    JSON report's "*_utc" ("2023-11-14T22:13:20.170000Z")."""
+    import datetime
+    d = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
+    d = d.replace(tzinfo=datetime.timezone.utc)
+    return (d - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+            ) // datetime.timedelta(microseconds=1)
+
+
 def perfetto_checks(opts, tap, tmp, script, args):
     """The Perfetto JSON parses and holds the tracks the JSON report
     implies: a process per pid, a counter per used phase of each device,
@@ -911,15 +921,18 @@ def perfetto_checks(opts, tap, tmp, script, args):
     marks = [e for e in inst if e.get("cat") == "mark"]
     ready = [e for e in inst if e["name"] == "server ready"]
     want_ready = rep["server_ready_s"]
+    # Perfetto's timestamps are UTC microseconds since the epoch: the same
+    # moments as the JSON report's "*_utc".
     tap.ok(len(ooms) == len(rep["ooms"]) and
            all(e["s"] == "g" for e in ooms) and
-           [round(e["ts"] / 1e6, 6) for e in ooms] ==
-           [round(o["time_s"], 6) for o in rep["ooms"]] and
+           all(abs(e["ts"] - utc_us(o["time_utc"])) < 1 for e, o in
+               zip(ooms, rep["ooms"])) and
            [e["name"] for e in marks] ==
            [m["label"] for m in rep["marks"]] and
            all(e["s"] == "p" for e in marks) and
            len(ready) == (want_ready is not None) and
-           (not ready or abs(ready[0]["ts"] - want_ready * 1e6) < 1e-3),
+           (not ready or abs(ready[0]["ts"] -
+                             utc_us(rep["server_ready_utc"])) < 1),
            f"perfetto {script}: instants for OOMs, marks, server ready",
            inst)
     reqs = [e for e in ev if e["ph"] == "C" and

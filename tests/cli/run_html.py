@@ -528,6 +528,19 @@ def future_keys(opts, tap, wd, tmp, artifacts, page, rep):
     findings); a report without the optional sections still renders."""
     text = open(page, encoding="utf-8").read()
     doc = json.loads(json.dumps(rep))
+
+    def drop_utc(x):
+        # Times from run.start_utc alone: the keys' own *_utc go.
+        if isinstance(x, dict):
+            for k in [k for k in x if k.endswith("_utc")]:
+                del x[k]
+            for v in x.values():
+                drop_utc(v)
+        elif isinstance(x, list):
+            for v in x:
+                drop_utc(v)
+
+    drop_utc(doc)
     doc["run"]["start_utc"] = "2023-11-14T22:13:20.250000Z"
     dg = doc["diagnosis"]
     dg["confidence"] = "medium"

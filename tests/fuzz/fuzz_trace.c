@@ -111,13 +111,13 @@ static void run_one(const uint8_t *data, size_t size)
 	if (!dg)
 		goto out;
 	vrt_diagnose_run(dg, &t, &r, NULL);
-	vrt_report_text_write(devnull, &t, &r, dg);
-	vrt_report_json_write(devnull, &t, &r, dg);
-	vrt_report_html_write(devnull, &t, &r, dg);
-	vrt_report_perfetto_write(devnull, &t, &r);
+	vrt_report_text_write(devnull, &t, &r, dg, NULL);
+	vrt_report_json_write(devnull, &t, &r, dg, NULL);
+	vrt_report_html_write(devnull, &t, &r, dg, NULL);
+	vrt_report_perfetto_write(devnull, &t, &r, NULL);
 	(void)vrt_report_folded_write(devnull, &t, &r);
 	/* Reports without a diagnosis take other paths. */
-	vrt_report_text_write(devnull, &t, &r, NULL);
+	vrt_report_text_write(devnull, &t, &r, NULL, NULL);
 	plan_one(devnull, &t, &r);
 	fflush(devnull);
 out:
