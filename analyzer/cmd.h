@@ -77,5 +77,6 @@ int vrt_cmd_live_run(const struct vrt_cmd *self, int argc, char **argv);
 int vrt_cmd_compare_run(const struct vrt_cmd *self, int argc, char **argv);
 int vrt_cmd_table_run(const struct vrt_cmd *self, int argc, char **argv);
 int vrt_cmd_rules_run(const struct vrt_cmd *self, int argc, char **argv);
+int vrt_cmd_plan_run(const struct vrt_cmd *self, int argc, char **argv);
 
 #endif /* VRT_CMD_H */

@@ -1,12 +1,14 @@
 /*
  * cmd_analyze.c — `vramtrace analyze PATH... [--format text|json|html|
- * perfetto|folded] [-o FILE] [--rules FILE] [--model-config FILE
- * [--kv-dtype T] [--explain]]`
+ * perfetto|folded] [-o FILE] [--rules FILE] [--margin PCT] [--log FILE | --no-log]
+ * [--model-config FILE [--kv-dtype T] [--explain]]`
  *
  * Parses its arguments into struct settings, then reads the rules (if
- * any), loads (load.c), attributes phases (attrib.c), replays (replay.c)
- * and formats (report_*.c). A rules file that does not parse is a data
- * error (exit 1) reported as "FILE:LINE: message". Prints the one-line error of
+ * any), loads (load.c), attributes phases (attrib.c), replays (replay.c),
+ * holds the engine's log against the run (the run directory's output.log
+ * that `record` keeps, or --log FILE: enginelog.c, logcheck.c), diagnoses
+ * with both (diagnose.c) and formats (report_*.c). A rules file that does
+ * not parse is a data error (exit 1) reported as "FILE:LINE: message". Prints the one-line error of
  * a failed load and one warning per truncated trace; writes the report to
  * stdout, or to FILE through FILE.tmp + fsync + rename so a reader never
  * sees half a report. Single-threaded.
@@ -18,16 +20,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+#include <time.h>
+
 #include "attrib.h"
 #include "cmd.h"
 #include "diagnose.h"
+#include "enginelog.h"
 #include "load.h"
+#include "logcheck.h"
 #include "model.h"
 #include "progress.h"
 #include "replay.h"
 #include "report.h"
 #include "rules.h"
 #include "run.h"
+#include "wallclock.h"
 
 enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_PERFETTO, FMT_FOLDED };
 
@@ -37,7 +45,10 @@ struct settings {
 	const char *rules;        /* --rules FILE, or NULL */
 	const char *model_config; /* --model-config FILE, or NULL */
 	const char *kv_dtype;     /* --kv-dtype NAME, or NULL */
+	const char *log;          /* --log FILE, or NULL */
+	int no_log;               /* --no-log */
 	int explain;              /* --explain: the model in full */
+	unsigned margin_pct;      /* --margin: advice keeps this spare */
 	char **paths;
 	int npaths;
 };
@@ -48,7 +59,10 @@ enum {
 	OPT_RULES,
 	OPT_MODEL_CONFIG,
 	OPT_KV_DTYPE,
-	OPT_EXPLAIN
+	OPT_LOG,
+	OPT_NO_LOG,
+	OPT_EXPLAIN,
+	OPT_MARGIN
 };
 
 static const struct vrt_option options[] = {
@@ -57,7 +71,10 @@ static const struct vrt_option options[] = {
         {"rules", 0, 1, OPT_RULES},
         {"model-config", 0, 1, OPT_MODEL_CONFIG},
         {"kv-dtype", 0, 1, OPT_KV_DTYPE},
+        {"log", 0, 1, OPT_LOG},
+        {"no-log", 0, 0, OPT_NO_LOG},
         {"explain", 0, 0, OPT_EXPLAIN},
+        {"margin", 0, 1, OPT_MARGIN},
         {NULL, 0, 0, 0},
 };
 
@@ -66,6 +83,7 @@ struct report_job {
 	const struct vrt_trace *t;
 	const struct vrt_replay *r;
 	const struct vrt_diagnosis *dg;
+	const struct vrt_logcheck *lc; /* NULL: no engine log */
 };
 
 static int write_job(FILE *f, const void *ctx)
@@ -74,18 +92,18 @@ static int write_job(FILE *f, const void *ctx)
 
 	switch (j->s->format) {
 	case FMT_JSON:
-		vrt_report_json_write(f, j->t, j->r, j->dg);
+		vrt_report_json_write(f, j->t, j->r, j->dg, j->lc);
 		return 0;
 	case FMT_HTML:
-		vrt_report_html_write(f, j->t, j->r, j->dg);
+		vrt_report_html_write(f, j->t, j->r, j->dg, j->lc);
 		return 0;
 	case FMT_PERFETTO:
-		vrt_report_perfetto_write(f, j->t, j->r);
+		vrt_report_perfetto_write(f, j->t, j->r, j->lc);
 		return 0;
 	case FMT_FOLDED:
 		return vrt_report_folded_write(f, j->t, j->r) ? -1 : 0;
 	case FMT_TEXT:
-		vrt_report_text_write(f, j->t, j->r, j->dg);
+		vrt_report_text_write(f, j->t, j->r, j->dg, j->lc);
 		return 0;
 	}
 	return 0;
@@ -120,6 +138,12 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 		case OPT_MODEL_CONFIG:
 			s->model_config = st->arg;
 			break;
+		case OPT_LOG:
+			s->log = st->arg;
+			break;
+		case OPT_NO_LOG:
+			s->no_log = 1;
+			break;
 		case OPT_KV_DTYPE:
 			if (vrt_model_dtype(st->arg, NULL))
 				return vrt_main_usage_error(
@@ -134,6 +158,19 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 		case OPT_EXPLAIN:
 			s->explain = 1;
 			break;
+		case OPT_MARGIN: {
+			char *end;
+			unsigned long v = strtoul(st->arg, &end, 10);
+			if (end == st->arg || (*end && strcmp(end, "%")) ||
+			    st->arg[0] == '-' || v > VRT_DIAG_MARGIN_MAX)
+				return vrt_main_usage_error(
+				        self,
+				        "--margin takes a whole percent from 0 to "
+				        "%d (got '%s')",
+				        VRT_DIAG_MARGIN_MAX, st->arg);
+			s->margin_pct = (unsigned)v;
+			break;
+		}
 		}
 	}
 	if (id == VRT_OPT_HELP)
@@ -142,6 +179,10 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 		return VRT_EXIT_USAGE;
 	if (st->npos == 0)
 		return vrt_main_usage_error(self, "no trace given");
+	if (s->log && s->no_log)
+		return vrt_main_usage_error(self,
+		                            "--log and --no-log exclude each "
+		                            "other");
 	s->paths = st->pos;
 	s->npaths = st->npos;
 	return VRT_EXIT_OK;
@@ -160,9 +201,68 @@ static int read_model_config(const struct settings *s, struct vrt_model *cfg)
 	return -1;
 }
 
+/* The log to hold against the run: --log FILE, else output.log in the
+ * (first) run directory when `record` left one there; NULL for none. *auto_
+ * tells the second case (a log that cannot be read is then a warning). */
+static char *log_path(const struct settings *s, int *auto_)
+{
+	struct stat st;
+	char *p = NULL;
+
+	*auto_ = 0;
+	if (s->no_log)
+		return NULL;
+	if (s->log)
+		return strdup(s->log);
+	if (stat(s->paths[0], &st) || !S_ISDIR(st.st_mode) ||
+	    asprintf(&p, "%s/output.log", s->paths[0]) < 0)
+		return NULL;
+	if (stat(p, &st) || !S_ISREG(st.st_mode)) {
+		free(p);
+		return NULL;
+	}
+	*auto_ = 1;
+	return p;
+}
+
+/*
+ * Reads the engine log at path into *log (a year for dates printed without
+ * one and the local time zone from the run's start, so an engine's local
+ * times land on UTC) and holds it against the run into *lc. Returns 0; 1
+ * after a warning (a log found beside the run that cannot be read: the
+ * run is analysed without it); -1 after printing the error.
+ */
+static int engine_log(const char *path, int auto_, struct vrt_enginelog *log,
+                      struct vrt_logcheck *lc, const struct vrt_trace *t,
+                      const struct vrt_replay *r, const struct vrt_model *cfg)
+{
+	struct vrt_enginelog_opts o = {0, 0};
+	char err[300];
+	time_t start;
+	struct tm tm;
+
+	if (vrt_wallclock_known(t)) {
+		o.ref_wall_ns = vrt_wallclock_utc(t, t->start_ns);
+		start = (time_t)(o.ref_wall_ns / 1000000000);
+		/* Engines print local time; this machine's zone (TZ) is the
+		 * best guess of the one the server ran in. */
+		if (localtime_r(&start, &tm))
+			o.tz_offset_s = (int32_t)tm.tm_gmtoff;
+	}
+	if (vrt_enginelog_read(log, path, &o, err, sizeof(err))) {
+		fprintf(stderr, "vramtrace: %s: %s: %s\n",
+		        auto_ ? "warning" : "error", path, err);
+		vrt_enginelog_free(log);
+		return auto_ ? 1 : -1;
+	}
+	vrt_logcheck_run(lc, log, path, t, r, cfg);
+	return 0;
+}
+
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {.format = FMT_TEXT};
+	struct settings s = {.format = FMT_TEXT,
+	                     .margin_pct = VRT_DIAG_MARGIN_PCT};
 	struct vrt_rules *rules = NULL;
 	struct vrt_optstate st;
 	struct vrt_trace t;
@@ -171,7 +271,11 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	struct vrt_model *cfg = NULL;
 	struct vrt_diagnosis *dg = NULL;
 	struct vrt_progress_term pg;
-	int rc, pass;
+	struct vrt_enginelog *log = NULL;
+	struct vrt_logcheck *lc = NULL;
+	struct vrt_diag_log *dl = NULL;
+	char *lpath = NULL;
+	int rc, pass, have_log = 0, auto_log;
 
 	memset(&st, 0, sizeof(st));
 	memset(&t, 0, sizeof(t));
@@ -234,11 +338,40 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
-	vrt_diagnose_run(dg, &t, &r, cfg);
+	lpath = log_path(&s, &auto_log);
+	if (lpath) {
+		int e;
+		log = calloc(1, sizeof(*log));
+		lc = calloc(1, sizeof(*lc));
+		dl = calloc(1, sizeof(*dl));
+		if (!log || !lc || !dl) {
+			fprintf(stderr, "vramtrace: error: out of memory\n");
+			goto out;
+		}
+		e = engine_log(lpath, auto_log, log, lc, &t, &r, cfg);
+		if (e < 0)
+			goto out;
+		have_log = e == 0;
+		if (have_log)
+			vrt_logcheck_diag(lc, dl);
+	}
+	{
+		struct vrt_diag_options dopt = {s.margin_pct,
+		                                  have_log ? dl : NULL};
+		vrt_diagnose_run_opts(dg, &t, &r, cfg, &dopt);
+	}
 	dg->model.explain = s.explain;
-	struct report_job job = {&s, &t, &r, dg};
+	if (have_log)
+		lc->refusal_applied = dg->log_refusal;
+	struct report_job job = {&s, &t, &r, dg, have_log ? lc : NULL};
 	rc = vrt_run_write(s.output, write_job, &job);
 out:
+	if (have_log)
+		vrt_enginelog_free(log);
+	free(log);
+	free(lc);
+	free(dl);
+	free(lpath);
 	free(cfg);
 	free(dg);
 	vrt_replay_free(&r);

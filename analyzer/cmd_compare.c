@@ -5,8 +5,9 @@
  *
  * Parses its arguments into struct settings, then loads and replays both
  * runs as analyze does (run.c; every call path at each device's peak is
- * kept, not only the top ones), compares them (diff.c) and formats the
- * result (report_compare.c). Differences are not errors: exit 0 whatever
+ * kept, not only the top ones), compares them (diff.c), diagnoses each
+ * (diagnose.c) and lists the settings that changed (retest.c), and
+ * formats the result (report_compare.c). Differences are not errors: exit 0 whatever
  * changed; 1 when a run does not load; 2 for usage. Single-threaded.
  */
 #include <stdint.h>
@@ -15,8 +16,10 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "diagnose.h"
 #include "diff.h"
 #include "report.h"
+#include "retest.h"
 #include "rules.h"
 #include "run.h"
 
@@ -83,6 +86,7 @@ struct job {
 	const struct settings *s;
 	const struct vrt_diff *d;
 	const struct vrt_run *a, *b;
+	const struct vrt_compare_verdicts *v;
 };
 
 static int write_job(FILE *f, const void *ctx)
@@ -90,9 +94,9 @@ static int write_job(FILE *f, const void *ctx)
 	const struct job *j = ctx;
 
 	if (j->s->format == FMT_JSON)
-		vrt_report_compare_json(f, j->d, j->a, j->b);
+		vrt_report_compare_json(f, j->d, j->a, j->b, j->v);
 	else
-		vrt_report_compare_text(f, j->d, j->a, j->b);
+		vrt_report_compare_text(f, j->d, j->a, j->b, j->v);
 	return 0;
 }
 
@@ -103,11 +107,15 @@ int vrt_cmd_compare_run(const struct vrt_cmd *self, int argc, char **argv)
 	struct vrt_optstate st;
 	struct vrt_run *runs = NULL;
 	struct vrt_diff d;
+	struct vrt_diagnosis *dg = NULL;
+	struct vrt_retest_changes changes;
+	struct vrt_compare_verdicts v;
 	struct job job;
 	int rc;
 
 	memset(&st, 0, sizeof(st));
 	memset(&d, 0, sizeof(d));
+	memset(&changes, 0, sizeof(changes));
 	rc = parse(self, argc, argv, &s, &st);
 	if (rc) {
 		rc = rc < 0 ? VRT_EXIT_OK : rc;
@@ -133,12 +141,28 @@ int vrt_cmd_compare_run(const struct vrt_cmd *self, int argc, char **argv)
 		        s.b);
 		goto out;
 	}
+	dg = calloc(2, sizeof(*dg));
+	if (!dg || vrt_retest_flags_diff(&changes, &runs[0].t, &runs[1].t)) {
+		fprintf(stderr,
+		        "vramtrace: error: %s: out of memory while "
+		        "comparing\n",
+		        s.b);
+		goto out;
+	}
+	vrt_diagnose_run(&dg[0], &runs[0].t, &runs[0].r, NULL);
+	vrt_diagnose_run(&dg[1], &runs[1].t, &runs[1].r, NULL);
+	v.a = &dg[0];
+	v.b = &dg[1];
+	v.changes = &changes;
 	job.s = &s;
 	job.d = &d;
 	job.a = &runs[0];
 	job.b = &runs[1];
+	job.v = &v;
 	rc = vrt_run_write(s.output, write_job, &job);
 out:
+	free(dg);
+	vrt_retest_changes_free(&changes);
 	vrt_diff_free(&d);
 	if (runs) {
 		vrt_run_close(&runs[0]);

@@ -11,6 +11,7 @@
  * a status), 1 when one did not or none was reachable, 2 on usage errors.
  * Single-threaded.
  */
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +178,23 @@ static int one(const struct settings *s, const struct vrt_ctl_target *x)
 	return rc;
 }
 
+/* 1 when dir is a run directory that holds traces: with nothing left
+ * to answer, its run has ended. */
+static int has_traces(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int found = 0;
+
+	while (d && !found && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		found = n > 7 && !strcmp(de->d_name + n - 7, ".vtrace");
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 /* The sockets named by the target: a run directory's, or a pid's. */
 static int find_targets(const char *target, struct vrt_ctl_target **v,
                         size_t *n)
@@ -250,8 +268,17 @@ int vrt_cmd_ctl_run(const struct vrt_cmd *self, int argc, char **argv)
 	}
 	fflush(stdout);
 	if (!reached) {
-		fprintf(stderr, "vramtrace: error: %s: no traced process %s\n",
-		        s.target, n ? "answered" : "has a control socket");
+		if (has_traces(s.target))
+			fprintf(stderr,
+			        "vramtrace: error: %s: this run has ended: no "
+			        "traced process of it is running (analyze it: "
+			        "vramtrace analyze %s)\n",
+			        s.target, s.target);
+		else
+			fprintf(stderr,
+			        "vramtrace: error: %s: no traced process %s\n",
+			        s.target,
+			        n ? "answered" : "has a control socket");
 		goto out;
 	}
 	rc = failed ? VRT_EXIT_FAIL : VRT_EXIT_OK;

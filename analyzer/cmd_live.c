@@ -7,7 +7,10 @@
  * Each refresh loads the run's growing trace files again and replays them
  * (load.c, attrib.c, replay.c: the numbers are exactly what `analyze`
  * would say at that moment; a file still being written ends inside a
- * frame, the normal truncated case). When no trace has a complete frame
+ * frame, the normal truncated case). Once every process of the run has
+ * ended (its trace closed, its exit status written, or, on this host, the
+ * pid gone), the view says so and counts no request in flight: a server
+ * that died with connections open serves none. When no trace has a complete frame
  * yet (a process in standby writes none), the view asks each process's
  * control socket for its status instead (ctl.h).
  *
@@ -83,6 +86,8 @@ struct view_device {
 struct view {
 	char source[16]; /* "trace", "control", "" when nothing */
 	char note[256];  /* why there are no numbers, or a warning */
+	int ended;       /* every process of the run has ended */
+	uint64_t inflight_at_end; /* in flight when the trace stopped */
 	size_t nprocs;
 	uint64_t events, inflight, max_inflight, ooms;
 	int have_last_oom;
@@ -123,6 +128,31 @@ static void wall_of(const struct vrt_trace *t, uint32_t proc, int64_t ts,
 	strftime(buf, n, "%H:%M:%S", &tm);
 }
 
+/* A process of the run has ended: its trace was closed, its exit status
+ * written, or it ran on this host and its pid is gone. */
+static int proc_ended(const struct vrt_process *p, const char *host)
+{
+	if (p->has_trailer || p->exit_kind != VRT_EXIT_NONE)
+		return 1;
+	if (!p->host || strcmp(p->host, host) || !p->pid ||
+	    p->pid > (uint64_t)INT32_MAX)
+		return 0;
+	return kill((pid_t)p->pid, 0) < 0 && errno == ESRCH;
+}
+
+static int run_ended(const struct vrt_trace *t)
+{
+	char host[256] = "";
+	size_t i;
+
+	if (!t->nprocs || gethostname(host, sizeof(host) - 1))
+		return 0;
+	for (i = 0; i < t->nprocs; i++)
+		if (!proc_ended(&t->procs[i], host))
+			return 0;
+	return 1;
+}
+
 static void from_replay(struct view *v, const struct vrt_trace *t,
                         const struct vrt_replay *r)
 {
@@ -135,6 +165,11 @@ static void from_replay(struct view *v, const struct vrt_trace *t,
 	v->inflight = r->inflight;
 	v->max_inflight = r->max_inflight;
 	v->ooms = r->ooms;
+	if (run_ended(t)) {
+		v->ended = 1;
+		v->inflight_at_end = v->inflight;
+		v->inflight = 0;
+	}
 	for (i = 0;
 	     i < t->ndevices && i < r->ndevices && v->ndev < VIEW_MAX_DEVICES;
 	     i++) {
@@ -342,6 +377,9 @@ static void print_plain(const struct view *v)
 	printf(" inflight %" PRIu64 " oom %" PRIu64, v->inflight, v->ooms);
 	if (v->have_last_oom)
 		printf(" last_oom %s", v->last_oom);
+	if (v->ended)
+		printf(" ended (%" PRIu64 " in flight when it stopped)",
+		       v->inflight_at_end);
 	putchar('\n');
 	fflush(stdout);
 }
@@ -452,6 +490,12 @@ static void draw(struct screen *sc, const struct settings *s,
 		line(sc, "%s", "");
 		line(sc, "last OOM: %s",
 		     v->have_last_oom ? v->last_oom : "none");
+		if (v->ended)
+			line(sc,
+			     "the run has ended: no traced process is running "
+			     "(%" PRIu64 " request%s in flight when it stopped)",
+			     v->inflight_at_end,
+			     v->inflight_at_end == 1 ? " was" : "s were");
 	}
 	printf("\033[J");
 	fflush(stdout);

@@ -15,12 +15,20 @@
  * seconds (default 10); what still runs then is listed and left running
  * (never killed), so a stray daemon cannot hang record.
  *
+ * Output: CMD's stdout and stderr go through logcap.c, which copies them
+ * to ours unchanged and keeps them, timestamped, in "<DIR>/output.log"
+ * (bounded by --log-max; --no-log leaves them alone).
+ *
  * Signals: while CMD runs, SIGINT and SIGQUIT are ignored here (the
  * terminal sends them to CMD too, and CMD decides); SIGTERM and SIGHUP are
  * forwarded to CMD, since they are usually sent to this process alone.
  * They are blocked around fork so the handler never sees a child pid of 0;
  * the child restores default dispositions and the mask before exec, since
  * both survive exec. A CLOEXEC pipe tells the parent when exec failed.
+ *
+ * An existing run directory is used only when it is ours, not a symlink
+ * and writable by nobody else (rundir.h), the same rule the preload and
+ * `ctl` apply.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +48,8 @@
 #include "cmd.h"
 #include "paths.h"
 #include "record_explain.h"
+#include "rundir.h"
+#include "logcap.h"
 #include "vramtrace/trace_format.h"
 
 #define PRELOAD_NAME "libvramtrace.so"
@@ -49,11 +59,20 @@ struct settings {
 	int wait_children;  /* --wait-children: seconds, after CMD exits */
 	int standby;        /* --standby: start in standby (VRAMTRACE_START) */
 	int redact;         /* --redact: VRAMTRACE_REDACT=1 */
+	int no_log;         /* --no-log: no output.log */
+	uint64_t log_max;   /* --log-max: bound of output.log, 0 default */
 	char **cmd;
 	int ncmd;
 };
 
-enum { OPT_OUTPUT = 1, OPT_WAIT_CHILDREN, OPT_STANDBY, OPT_REDACT };
+enum {
+	OPT_OUTPUT = 1,
+	OPT_WAIT_CHILDREN,
+	OPT_STANDBY,
+	OPT_REDACT,
+	OPT_NO_LOG,
+	OPT_LOG_MAX
+};
 
 #define WAIT_CHILDREN_DEFAULT 10
 #define WAIT_CHILDREN_MAX     86400
@@ -63,6 +82,8 @@ static const struct vrt_option options[] = {
         {"wait-children", 0, 1, OPT_WAIT_CHILDREN},
         {"standby", 0, 0, OPT_STANDBY},
         {"redact", 0, 0, OPT_REDACT},
+        {"no-log", 0, 0, OPT_NO_LOG},
+        {"log-max", 0, 1, OPT_LOG_MAX},
         {NULL, 0, 0, 0},
 };
 
@@ -137,6 +158,37 @@ static int has_traces(const char *dir)
 	return found;
 }
 
+/* An existing run directory must be ours and writable by nobody else
+ * (rundir.h): the preload would refuse it anyway, and another user who
+ * can write there could swap traces or plant control sockets. It must not
+ * be a symlink either (the preload opens it O_NOFOLLOW). 0, or -1 after
+ * printing why. */
+static int trust_rundir(const char *dir)
+{
+	char why[128];
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr,
+		        "vramtrace: error: %s: cannot record: %s\n", dir,
+		        errno == ELOOP    ? "the run directory is a symlink"
+		        : errno == ENOTDIR ? "not a directory"
+		                           : strerror(errno));
+		return -1;
+	}
+	if (vrt_rundir_check(fd, geteuid(), why, sizeof(why))) {
+		fprintf(stderr,
+		        "vramtrace: error: %s: cannot record: the run "
+		        "directory is %s; use a directory of your own that "
+		        "nobody else can write to (mode 0700)\n",
+		        dir, why);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /* Creates the run directory; *created says whether it is new. */
 static int make_rundir(const struct settings *s, char *dir, size_t n,
                        int *created)
@@ -160,6 +212,8 @@ static int make_rundir(const struct settings *s, char *dir, size_t n,
 			                        : strerror(errno));
 			return -1;
 		}
+		if (trust_rundir(dir))
+			return -1;
 		switch (has_traces(dir)) {
 		case 0:
 			return 0;
@@ -503,12 +557,72 @@ static void exec_child(char **cmd, int errfd, const sigset_t *mask)
 	_exit(e == ENOENT ? 127 : 126);
 }
 
+/* ---- CMD's output ------------------------------------------------------ */
+
+/* output.log and the ends for CMD's stdout and stderr, or NULL (--no-log,
+ * or they could not be made: CMD then writes where we do, unkept). */
+static struct vrt_logcap *output_open(const struct settings *s,
+                                      const char *dir)
+{
+	struct vrt_logcap *lc;
+	char err[300];
+
+	if (s->no_log)
+		return NULL;
+	if (vrt_logcap_open(&lc, dir, s->log_max, err, sizeof(err))) {
+		fprintf(stderr,
+		        "vramtrace: warning: %s; the command's output is not "
+		        "kept\n",
+		        err);
+		return NULL;
+	}
+	return lc;
+}
+
+static void output_start(struct vrt_logcap **lc)
+{
+	char err[300];
+
+	if (*lc && vrt_logcap_start(*lc, err, sizeof(err))) {
+		/* The command already holds our pipes: with nobody reading
+		 * them its writes would block, so this is fatal for them. */
+		fprintf(stderr,
+		        "vramtrace: error: %s; the command's output is lost\n",
+		        err);
+		vrt_logcap_finish(*lc, 0, NULL);
+		*lc = NULL;
+	}
+}
+
+/* After the tree exited: output.log complete (or removed: discard). */
+static void output_finish(struct vrt_logcap *lc, const char *dir, int discard)
+{
+	struct vrt_logcap_stats st;
+
+	if (!lc)
+		return;
+	vrt_logcap_finish(lc, discard, &st);
+	if (st.write_errno)
+		fprintf(stderr,
+		        "vramtrace: warning: %s/%s: cannot write: %s; the log "
+		        "stops after %llu bytes\n",
+		        dir, VRT_LOGCAP_NAME, strerror(st.write_errno),
+		        (unsigned long long)st.bytes_written);
+	else if (st.bytes_dropped)
+		fprintf(stderr,
+		        "vramtrace: warning: %s/%s: %llu bytes of output were "
+		        "left out: its log did not keep up with the command\n",
+		        dir, VRT_LOGCAP_NAME,
+		        (unsigned long long)st.bytes_dropped);
+}
+
 static int run(const struct settings *s)
 {
 	char lib[PATH_MAX], dir[PATH_MAX], absdir[PATH_MAX];
 	struct sigaction sa, ign;
 	sigset_t block, old;
 	int created, pfd[2], status = 0, e;
+	struct vrt_logcap *lc = NULL;
 	ssize_t r;
 	pid_t pid;
 
@@ -535,6 +649,7 @@ static int run(const struct settings *s)
 		        strerror(errno));
 		return VRT_EXIT_FAIL;
 	}
+	lc = output_open(s, dir);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = forward_signal;
 	sa.sa_flags = SA_RESTART;
@@ -560,6 +675,8 @@ static int run(const struct settings *s)
 	pid = fork();
 	if (pid == 0) {
 		close(pfd[0]);
+		if (lc)
+			vrt_logcap_child(lc);
 		exec_child(s->cmd, pfd[1], &old);
 	}
 	if (pid < 0) {
@@ -568,8 +685,10 @@ static int run(const struct settings *s)
 		fprintf(stderr, "vramtrace: error: fork: %s\n", strerror(e));
 		close(pfd[0]);
 		close(pfd[1]);
+		vrt_logcap_finish(lc, created, NULL);
 		return VRT_EXIT_FAIL;
 	}
+	output_start(&lc);
 	child_pid = pid;
 	sigaction(SIGINT, &ign, NULL);
 	sigaction(SIGQUIT, &ign, NULL);
@@ -581,7 +700,9 @@ static int run(const struct settings *s)
 	close(pfd[0]);
 	if (r != (ssize_t)sizeof(e)) {
 		/* CMD runs: wait for it and every process of its tree. */
-		if (wait_tree(dir, pid, s->cmd, s->wait_children, &status))
+		e = wait_tree(dir, pid, s->cmd, s->wait_children, &status);
+		output_finish(lc, dir, 0);
+		if (e)
 			return VRT_EXIT_FAIL;
 		struct vrt_record_outcome out = {dir, lib, s->cmd, status,
 		                                 s->standby};
@@ -601,6 +722,7 @@ static int run(const struct settings *s)
 		}
 	}
 	child_pid = 0;
+	output_finish(lc, dir, created);
 	/* exec failed: CMD never ran. */
 	fprintf(stderr, "vramtrace: error: %s: %s\n", s->cmd[0],
 	        e == ENOENT ? "command not found" : strerror(e));
@@ -612,7 +734,7 @@ static int run(const struct settings *s)
 
 int vrt_cmd_record_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {NULL, WAIT_CHILDREN_DEFAULT, 0, 0, NULL, 0};
+	struct settings s = {NULL, WAIT_CHILDREN_DEFAULT, 0, 0, 0, 0, NULL, 0};
 	struct vrt_optstate st;
 	int id, rc;
 
@@ -627,6 +749,19 @@ int vrt_cmd_record_run(const struct vrt_cmd *self, int argc, char **argv)
 			s.standby = 1;
 		} else if (id == OPT_REDACT) {
 			s.redact = 1;
+		} else if (id == OPT_NO_LOG) {
+			s.no_log = 1;
+		} else if (id == OPT_LOG_MAX) {
+			if (vrt_logcap_parse_size(st.arg, &s.log_max) ||
+			    s.log_max < VRT_LOGCAP_MAX_MIN) {
+				id = VRT_OPT_ERROR;
+				vrt_main_usage_error(
+				        self,
+				        "--log-max: not a size of at least 64K: "
+				        "%s",
+				        st.arg);
+				break;
+			}
 		} else if (id == OPT_WAIT_CHILDREN) {
 			char *end;
 			long v;

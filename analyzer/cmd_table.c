@@ -4,7 +4,9 @@
  * directory or one trace file) in the order given.
  *
  * Parses its arguments into struct settings, then loads and replays one
- * run at a time (run.c), keeps its row (retest.c) and releases the run,
+ * run at a time (run.c), keeps its row (retest.c; the flags its command
+ * lines did not give from the engine's log, output.log, when the run
+ * directory holds one) and releases the run,
  * so memory stays that of the largest run; then formats every row
  * (report_table.c). A run that does not load is a data error (exit 1).
  * Single-threaded.
@@ -13,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "cmd.h"
+#include "enginelog.h"
 #include "report.h"
 #include "retest.h"
 #include "rules.h"
@@ -77,6 +82,32 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 	return 0;
 }
 
+/* The flags the command lines left out, from the engine's log record kept
+ * in the run directory (output.log), when there is one. A log that cannot
+ * be read is a warning: the row keeps what the trace gives. */
+static int from_log(struct vrt_retest_row *row, const char *path)
+{
+	struct vrt_enginelog log;
+	char *p = NULL, err[300];
+	struct stat st;
+	int rc = 0;
+
+	if (stat(path, &st) || !S_ISDIR(st.st_mode) ||
+	    asprintf(&p, "%s/output.log", path) < 0)
+		return 0;
+	if (stat(p, &st) || !S_ISREG(st.st_mode)) {
+		free(p);
+		return 0;
+	}
+	if (vrt_enginelog_read(&log, p, NULL, err, sizeof(err)))
+		fprintf(stderr, "vramtrace: warning: %s: %s\n", p, err);
+	else if (vrt_retest_from_log(row, &log) < 0)
+		rc = -1;
+	vrt_enginelog_free(&log);
+	free(p);
+	return rc;
+}
+
 struct job {
 	const struct settings *s;
 	const struct vrt_retest_row *rows;
@@ -125,7 +156,8 @@ int vrt_cmd_table_run(const struct vrt_cmd *self, int argc, char **argv)
 		int bad;
 		memset(&run, 0, sizeof(run));
 		bad = vrt_run_open(&run, s.paths[i], rules, 0);
-		if (!bad && vrt_retest_row(&rows[i], &run.t, &run.r)) {
+		if (!bad && (vrt_retest_row(&rows[i], &run.t, &run.r) ||
+		             from_log(&rows[i], s.paths[i]))) {
 			fprintf(stderr, "vramtrace: error: %s: out of memory\n",
 			        s.paths[i]);
 			bad = 1;

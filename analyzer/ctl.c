@@ -7,10 +7,19 @@
  * blocks while the server's backlog is full, and gives up with EAGAIN when
  * the send timeout runs out), the answer by poll with a deadline. Writes
  * use MSG_NOSIGNAL so a server that closed early cannot kill us with
- * SIGPIPE. A socket path longer than sun_path is reached through
- * /proc/self/fd of its opened directory. Single-threaded; no globals.
+ * SIGPIPE.
+ *
+ * Trust: a socket is only believed when its directory is ours and
+ * writable by nobody else (rundir.h), the socket file itself is ours,
+ * and the process listening on it runs as us (or root: SO_PEERCRED after
+ * the connect). Otherwise another user could plant a socket at
+ * "<pid>.ctl" in a shared directory and answer with forged numbers. The
+ * connect goes through /proc/self/fd/N/<name> of the directory fd that
+ * was checked, so the check and the connect see the same directory (and
+ * paths longer than sun_path fit). Single-threaded; no globals.
  */
 #include "ctl.h"
+#include "rundir.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -59,11 +68,20 @@ int vrt_ctl_list_dir(const char *dir, struct vrt_ctl_target **targets,
 	size_t cnt = 0, cap = 0;
 	struct dirent *de;
 	DIR *d = opendir(dir);
+	char why[128];
 
 	*targets = NULL;
 	*n = 0;
 	if (!d) {
 		snprintf(err, errsz, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	if (vrt_rundir_check(dirfd(d), geteuid(), why, sizeof(why))) {
+		snprintf(err, errsz,
+		         "refusing a run directory %s: another user could "
+		         "have planted its sockets",
+		         why);
+		closedir(d);
 		return -1;
 	}
 	while ((de = readdir(d))) {
@@ -221,43 +239,91 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Connects fd to the socket at path, through /proc/self/fd of its
- * directory when the path does not fit sun_path. */
-static int connect_path(int fd, const char *path)
+/* Opens the directory of the socket at path, checks it and the socket,
+ * and connects fd through /proc/self/fd of that directory. Returns
+ * VRT_CTL_ANSWERED (connected), VRT_CTL_UNTRUSTED, VRT_CTL_GONE (no such
+ * socket) or VRT_CTL_FAILED with errno, with err filled on refusal. */
+static enum vrt_ctl_result connect_trusted(int fd, const char *path,
+                                           char *err, size_t errsz)
 {
 	struct sockaddr_un a;
-	const char *slash;
-	char dirbuf[4096];
+	struct stat st;
+	const char *slash = strrchr(path, '/'), *name;
+	char dirbuf[4096], why[128];
 	int dfd, rc, saved;
 
 	memset(&a, 0, sizeof(a));
 	a.sun_family = AF_UNIX;
-	if (strlen(path) < sizeof(a.sun_path)) {
-		memcpy(a.sun_path, path, strlen(path) + 1);
-		return connect(fd, (struct sockaddr *)&a, sizeof(a));
-	}
-	slash = strrchr(path, '/');
-	if (!slash || (size_t)(slash - path) >= sizeof(dirbuf)) {
+	name = slash ? slash + 1 : path;
+	if (slash && (size_t)(slash - path) >= sizeof(dirbuf)) {
 		errno = ENAMETOOLONG;
-		return -1;
+		return VRT_CTL_FAILED;
 	}
-	memcpy(dirbuf, path, (size_t)(slash - path));
-	dirbuf[slash - path] = '\0';
-	dfd = open(dirbuf[0] ? dirbuf : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (slash) {
+		memcpy(dirbuf, path, (size_t)(slash - path));
+		dirbuf[slash - path] = '\0';
+	} else {
+		snprintf(dirbuf, sizeof(dirbuf), ".");
+	}
+	dfd = open(slash && !dirbuf[0] ? "/" : dirbuf,
+	           O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
-		return -1;
+		return errno == ENOENT ? VRT_CTL_GONE : VRT_CTL_FAILED;
+	if (vrt_rundir_check(dfd, geteuid(), why, sizeof(why))) {
+		snprintf(err, errsz, "refused: its run directory is %s", why);
+		close(dfd);
+		return VRT_CTL_UNTRUSTED;
+	}
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		saved = errno;
+		close(dfd);
+		errno = saved;
+		return saved == ENOENT ? VRT_CTL_GONE : VRT_CTL_FAILED;
+	}
+	if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		if (!S_ISSOCK(st.st_mode))
+			snprintf(err, errsz, "refused: not a socket");
+		else
+			snprintf(err, errsz,
+			         "refused: the socket is owned by uid %u, not "
+			         "by this user (uid %u)",
+			         (unsigned)st.st_uid, (unsigned)geteuid());
+		close(dfd);
+		return VRT_CTL_UNTRUSTED;
+	}
 	if ((size_t)snprintf(a.sun_path, sizeof(a.sun_path),
 	                     "/proc/self/fd/%d/%s", dfd,
-	                     slash + 1) >= sizeof(a.sun_path)) {
+	                     name) >= sizeof(a.sun_path)) {
 		close(dfd);
 		errno = ENAMETOOLONG;
-		return -1;
+		return VRT_CTL_FAILED;
 	}
 	rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
 	saved = errno;
 	close(dfd);
 	errno = saved;
-	return rc;
+	return rc ? VRT_CTL_FAILED : VRT_CTL_ANSWERED;
+}
+
+/* The process that listens must be us (or root): 0, or -1 with err. */
+static int peer_trusted(int fd, char *err, size_t errsz)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		snprintf(err, errsz, "refused: cannot tell who listens: %s",
+		         strerror(errno));
+		return -1;
+	}
+	if (cred.uid != geteuid() && cred.uid != 0) {
+		snprintf(err, errsz,
+		         "refused: the process listening runs as uid %u, not "
+		         "as this user (uid %u)",
+		         (unsigned)cred.uid, (unsigned)geteuid());
+		return -1;
+	}
+	return 0;
 }
 
 enum vrt_ctl_result vrt_ctl_request(const char *path, const char *line,
@@ -280,8 +346,16 @@ enum vrt_ctl_result vrt_ctl_request(const char *path, const char *line,
 	/* Bounds a connect to a server whose backlog is full. */
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
 		goto sys_fail;
-	if (connect_path(fd, path)) {
-		int e = errno;
+	res = connect_trusted(fd, path, err, errsz);
+	if (res == VRT_CTL_UNTRUSTED)
+		goto out;
+	if (res == VRT_CTL_ANSWERED && peer_trusted(fd, err, errsz)) {
+		res = VRT_CTL_UNTRUSTED;
+		goto out;
+	}
+	if (res != VRT_CTL_ANSWERED) {
+		int e = res == VRT_CTL_GONE ? ENOENT : errno;
+		res = VRT_CTL_FAILED;
 		if (e == ECONNREFUSED || e == ENOENT) {
 			res = VRT_CTL_GONE;
 			snprintf(err, errsz, "%s", strerror(e));
@@ -296,6 +370,7 @@ enum vrt_ctl_result vrt_ctl_request(const char *path, const char *line,
 		}
 		goto out;
 	}
+	res = VRT_CTL_FAILED; /* until an answer is read */
 	mlen = strlen(line) + 1;
 	msg = malloc(mlen + 1);
 	if (!msg) {

@@ -37,11 +37,14 @@ enum vrt_ctl_result {
 	VRT_CTL_DENIED = 2,   /* the socket refused us (another user's) */
 	VRT_CTL_TIMEOUT = 3,  /* no connection or no answer in time */
 	VRT_CTL_FAILED = 4,   /* anything else; see the message */
+	VRT_CTL_UNTRUSTED = 5, /* refused: the directory, the socket file or
+	                        * the process listening is not ours */
 };
 
 /*
  * Every "<pid>.ctl" of directory dir, in pid order, into *targets
- * (malloc'd; *n may be 0). Returns 0, or -1 with "<reason>" in err.
+ * (malloc'd; *n may be 0). Returns 0, or -1 with "<reason>" in err (the
+ * directory cannot be read, or is not ours or is writable by others).
  */
 int vrt_ctl_list_dir(const char *dir, struct vrt_ctl_target **targets,
                      size_t *n, char *err, size_t errsz);
@@ -62,6 +65,9 @@ int vrt_ctl_run_dir(uint64_t pid, char *dir, size_t dirsz, char *err,
  * its newline; NUL-terminated, malloc'd into *answer) within timeout_ms
  * for the connection and again for the answer. On anything but
  * VRT_CTL_ANSWERED, err holds a short reason ("connection refused").
+ * Refuses (VRT_CTL_UNTRUSTED) a socket whose directory is not ours or is
+ * writable by others, a socket file not ours, or a listening process of
+ * another uid than ours or root's.
  */
 enum vrt_ctl_result vrt_ctl_request(const char *path, const char *line,
                                     int timeout_ms, char **answer, char *err,

@@ -7,6 +7,8 @@
  */
 #include "diagnose.h"
 
+#include "gguf.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -320,13 +322,13 @@ static void devices(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	}
 }
 
-/* The run's engine (from its root command, inherited by its workers)
- * and the numbers of its memory flags; returns the root process. */
-static size_t run_flags(struct vrt_diagnosis *d, const struct vrt_trace *t)
+size_t vrt_diagnose_flags(struct vrt_diag_flags *f, const struct vrt_trace *t)
 {
 	struct vrt_engine_run er;
-	struct vrt_diag_flags *f = &d->flags;
+	struct vrt_model_budget b;
+	size_t k;
 
+	memset(f, 0, sizeof(*f));
 	vrt_engine_of_run(&er, t);
 	f->engine = er.engine;
 	vrt_engine_uint(er.value[VRT_ENGINE_CONTEXT], &f->max_model_len);
@@ -342,6 +344,14 @@ static size_t run_flags(struct vrt_diagnosis *d, const struct vrt_trace *t)
 	                !strcmp(er.value[VRT_ENGINE_SPLIT_MODE], "none");
 	if (f->engine == VRT_ENGINE_TGI)
 		f->max_total_tokens = f->max_model_len;
+	/* The KV cache types the command lines ask for (-ctk/-ctv,
+	 * --kv-cache-dtype), the first process's that names one. */
+	memset(&b, 0, sizeof(b));
+	for (k = 0; k < t->nprocs; k++)
+		vrt_model_budget_argv(&b, t->procs[k].argv, t->procs[k].argc);
+	snprintf(f->cache_k, sizeof(f->cache_k), "%s", b.kv_dtype);
+	snprintf(f->cache_v, sizeof(f->cache_v), "%s",
+	         b.kv_dtype_v[0] ? b.kv_dtype_v : b.kv_dtype);
 	return er.root;
 }
 
@@ -386,12 +396,24 @@ struct terms {
 	uint64_t room;       /* capacity - baseline - weights - reserves */
 };
 
+/* One change the advice offers: what to do, what it costs, and how dear
+ * that is (the share of a capacity it gives up, or a RANK_* below). */
+struct advice {
+	double rank;
+	char action[VRT_DIAG_TEXT];
+	char cost[VRT_DIAG_TEXT];
+};
+
 struct ctx {
 	struct vrt_diagnosis *d;
 	const struct vrt_trace *t;
 	const struct vrt_replay *r;
 	const struct vrt_model *cfg;
 	const struct vrt_replay_failure *f; /* the decisive failure, or NULL */
+	const struct vrt_diag_log *log;     /* the engine's log, or NULL */
+	struct vrt_replay_failure fcopy;    /* f as the log's stage makes it */
+	int serving; /* the run reached serving: a request, or (the trace
+	                saw none) the engine's ready line */
 	struct vrt_diag_device *fd;         /* its device's budget */
 	const struct vrt_process *root;     /* the run's root, or NULL */
 	uint64_t total, other, live, shortfall;
@@ -402,6 +424,8 @@ struct ctx {
 	int xrung; /* the first rung that does not fit, -1: none */
 	char szbuf[8][32];
 	unsigned szi;
+	struct advice adv[VRT_DIAG_MAX_ITEMS / 3];
+	size_t nadv;
 };
 
 static const char *sz(struct ctx *c, uint64_t b)
@@ -613,6 +637,8 @@ static void other_processes_evidence(struct ctx *c, int32_t dev, uint64_t bytes)
 
 /* ---- the ladder ---------------------------------------------------------- */
 
+static void log_ladder(struct ctx *c); /* the engine's numbers: below */
+
 /*
  * One request's activations at a request-stage failure (terms.one), and
  * what of them the memory kept from earlier requests covers (kept). The
@@ -757,6 +783,7 @@ static void climb(struct ctx *c)
 		if (!d->ladder[k].fits && c->xrung < 0)
 			c->xrung = k;
 	}
+	log_ladder(c);
 	/* What requests have: the capacity after everything held before
 	 * them (a batch's profile memory too, unless they draw on it). */
 	x->room = sub0(c->total,
@@ -778,6 +805,8 @@ static void failure_confidence(struct ctx *c)
 	const struct vrt_replay_failure *f = c->f;
 	const struct vrt_process *p = &c->t->procs[f->proc];
 
+	if (c->d->log_fatal)
+		return; /* the engine's log says it died of this one */
 	if (!f->fatal)
 		confidence(c, VRT_CONFIDENCE_MEDIUM,
 		           "PID %" PRIu64 " went on after this failure: the "
@@ -825,7 +854,24 @@ static void ladder_confidence(struct ctx *c)
 		           vrt_diagnose_rung_name(c->frung));
 }
 
-/* ---- helpers for advice -------------------------------------------------- */
+/* ---- advice ---------------------------------------------------------------
+ *
+ * Each verdict offers the changes that would have fitted the run, every
+ * number sized so the budget it changes keeps the margin (--margin, 5% by
+ * default) spare, and each with its cost measured on the run: the share
+ * of the KV cache, the context, the sequences or the batch it gives up.
+ * They are printed cheapest first: by that share, then the changes whose
+ * cost is of another kind (speed, quality, hardware) at fixed ranks.
+ */
+
+#define RANK_FREE      0.0  /* fixes a mistake: costs nothing the run used */
+#define RANK_GRAPHS    0.25 /* fewer CUDA graph sizes */
+#define RANK_EAGER     0.5  /* no CUDA graphs */
+#define RANK_OFFLOAD   0.8  /* weights streamed from host memory */
+#define RANK_QUALITY   1.5  /* lower-precision weights */
+#define RANK_ELSEWHERE 1.8  /* wait for the card, or another one */
+#define RANK_HARDWARE  2.0  /* more cards */
+#define RANK_UNKNOWN   0.9  /* a share the run does not tell */
 
 static const char *setting(struct ctx *c, int field)
 {
@@ -841,12 +887,602 @@ static const char *set_to(char *buf, size_t n, struct ctx *c, int field,
 	return buf;
 }
 
+static int margin_pct(const struct ctx *c)
+{
+	return (int)c->d->margin_pct;
+}
+
+/* "with a 5% margin" (or "with no margin" for --margin 0). */
+static const char *margin_words(struct ctx *c)
+{
+	static char buf[40];
+
+	if (!margin_pct(c))
+		return "with no margin (--margin 0)";
+	snprintf(buf, sizeof(buf), "with a %d%% margin", margin_pct(c));
+	return buf;
+}
+
+/* v x have / need, less the margin: the largest value whose memory fits
+ * have with the margin spare, when memory grows with v. */
+static uint64_t fit_value(const struct ctx *c, uint64_t v, uint64_t have,
+                          uint64_t need)
+{
+	double x;
+
+	if (!need)
+		return v;
+	x = (double)v * (double)have / (double)need *
+	    (1.0 - (double)c->d->margin_pct / 100.0);
+	return x < 0 ? 0 : (uint64_t)x;
+}
+
+/* The bytes to free so need fits where have is left, with the margin. */
+static uint64_t to_free(const struct ctx *c, uint64_t need, uint64_t have)
+{
+	uint64_t want = need + need * c->d->margin_pct / 100;
+	return sub0(want, have);
+}
+
+static struct advice *advise(struct ctx *c, double rank)
+{
+	struct advice *a;
+
+	if (c->nadv >= sizeof(c->adv) / sizeof(c->adv[0]))
+		return NULL;
+	a = &c->adv[c->nadv++];
+	memset(a, 0, sizeof(*a));
+	a->rank = rank;
+	return a;
+}
+
+static void say(char *dst, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+static void say(char *dst, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(dst, VRT_DIAG_TEXT, fmt, ap);
+	va_end(ap);
+}
+
+/* The action and the cost of advice a (NULL when the list is full). */
+#define ACT(a, ...)                                                            \
+	do {                                                                   \
+		struct advice *a_ = (a);                                       \
+		if (a_)                                                        \
+			say(a_->action, __VA_ARGS__);                          \
+	} while (0)
+#define COST(a, ...)                                                           \
+	do {                                                                   \
+		struct advice *a_ = (a);                                       \
+		if (a_)                                                        \
+			say(a_->cost, __VA_ARGS__);                            \
+	} while (0)
+
+/* The advice into d, cheapest first (a stable sort: equal ranks keep the
+ * order they were offered in). */
+static void emit_advice(struct ctx *c)
+{
+	size_t i, j;
+
+	for (i = 1; i < c->nadv; i++)
+		for (j = i; j > 0 && c->adv[j - 1].rank > c->adv[j].rank; j--) {
+			struct advice tmp = c->adv[j];
+			c->adv[j] = c->adv[j - 1];
+			c->adv[j - 1] = tmp;
+		}
+	for (i = 0; i < c->nadv; i++) {
+		action(c->d, "%s", c->adv[i].action);
+		cost(c->d, "%s", c->adv[i].cost);
+	}
+}
+
+/* The KV cache on the failing device (the whole run's when none). */
+static uint64_t kv_bytes(const struct ctx *c)
+{
+	uint64_t kv = 0;
+	size_t k;
+
+	if (c->fd)
+		return c->fd->kv_bytes ? c->fd->kv_bytes : c->x.kv;
+	for (k = 0; k < c->d->ndevices; k++)
+		kv += c->d->devices[k].kv_bytes;
+	return kv;
+}
+
+/* " (about N tokens)": bytes of KV cache in tokens, with a model. */
+static const char *kv_tokens(struct ctx *c, uint64_t bytes, char *buf,
+                             size_t n)
+{
+	const struct vrt_model_arith *m = &c->d->model;
+	uint64_t per = m->kv_bytes_per_token_at_context
+	                       ? m->kv_bytes_per_token_at_context
+	                       : m->kv_bytes_per_token;
+
+	buf[0] = '\0';
+	if (m->have && per)
+		snprintf(buf, n, ", about %" PRIu64 " tokens", bytes / per);
+	return buf;
+}
+
+/* The fraction the engine runs at: its flag, else its default (vLLM 0.9,
+ * TGI 1.0); 0 unknown. */
+static uint64_t fraction_now(const struct ctx *c, int *is_default)
+{
+	*is_default = 0;
+	if (c->d->flags.mem_util_milli)
+		return c->d->flags.mem_util_milli;
+	*is_default = 1;
+	if (c->engine == VRT_ENGINE_VLLM)
+		return 900;
+	if (c->engine == VRT_ENGINE_TGI)
+		return 1000;
+	return 0;
+}
+
+/* Frees free_b by lowering the engine's memory fraction (the reserve it
+ * sizes, KV cache mostly, gives it up). why: what the bytes are for. */
+static void lever_fraction(struct ctx *c, uint64_t free_b, const char *why)
+{
+	const char *flag = setting(c, VRT_ENGINE_MEM_FRACTION);
+	uint64_t kv = kv_bytes(c), cut, now, nu, base = c->total;
+	int dflt;
+	struct advice *a;
+	char tok[64];
+
+	if (!flag || !c->total || !free_b)
+		return;
+	/* TensorRT-LLM's fraction is of the memory free after the weights,
+	 * the others' of the card. */
+	if (c->engine == VRT_ENGINE_TRTLLM)
+		base = sub0(c->total,
+		            c->other + (c->fd ? c->fd->weights_bytes : 0));
+	if (!base)
+		return;
+	now = fraction_now(c, &dflt);
+	cut = (free_b * 1000 + base - 1) / base;
+	a = advise(c, kv ? (double)free_b / (double)kv : RANK_UNKNOWN);
+	if (now > cut && (nu = util_down(now - cut)) < now) {
+		free_b = (now - nu) * base / 1000;
+		ACT(a, "%sshrink the KV reserve: %s %.2f (was %.2f%s): frees %s "
+		       "%s, %s",
+		    engine_label(c->engine), flag, (double)nu / 1000.0,
+		    (double)now / 1000.0, dflt ? ", the default" : "",
+		    SZ(free_b), why, margin_words(c));
+	} else {
+		/* In whole hundredths, as the flag is written. */
+		cut = (cut + 9) / 10 * 10;
+		free_b = cut * base / 1000;
+		ACT(a, "%sshrink the KV reserve: lower %s by %.2f: frees %s %s, "
+		       "%s",
+		    engine_label(c->engine), flag, (double)cut / 1000.0,
+		    SZ(free_b), why, margin_words(c));
+	}
+	if (kv)
+		COST(a, "gives up %s of the %s KV cache (%" PRIu64 "%%%s): "
+		        "fewer tokens cached at once, more preemption under "
+		        "load",
+		     SZ(free_b > kv ? kv : free_b), SZ(kv),
+		     (free_b > kv ? kv : free_b) * 100 / kv,
+		     kv_tokens(c, free_b > kv ? kv : free_b, tok, sizeof(tok)));
+	else
+		COST(a, "a smaller reserve holds fewer tokens at once (more "
+		        "preemption under load)");
+}
+
+/* Rounds a context or batch size down the way the engine takes it
+ * (llama.cpp pads its context to 256 tokens). */
+static uint64_t round_tokens(const struct ctx *c, int field, uint64_t n)
+{
+	if (field == VRT_ENGINE_CONCURRENCY || field == VRT_ENGINE_GPU_LAYERS)
+		return n;
+	if (field == VRT_ENGINE_CONTEXT && (c->engine == VRT_ENGINE_LLAMACPP ||
+	                                    c->engine == VRT_ENGINE_OLLAMA))
+		return n >= 256 ? n - n % 256 : n;
+	if (n < 256)
+		return n >= 32 ? n - n % 32 : n;
+	return tokens_down(n);
+}
+
+/* A setting whose memory grows in proportion (a context, tokens per
+ * batch): v scaled so need fits in have with the margin. what: the verb
+ * ("lower the context"); for: what the memory is ("one request's
+ * activations"). Returns 1 when it offered one. */
+static int lever_scale(struct ctx *c, int field, uint64_t v, int dflt,
+                       uint64_t have, uint64_t need, const char *what,
+                       const char *mem)
+{
+	struct advice *a;
+	char b[96];
+	uint64_t nv;
+	double share;
+
+	if (!v || !need || !setting(c, field))
+		return 0;
+	nv = round_tokens(c, field, fit_value(c, v, have, need));
+	if (!nv || nv >= v)
+		return 0;
+	share = 1.0 - (double)nv / (double)v;
+	/* Smaller batches cost prefill speed, not capacity: half as dear as
+	 * the share of a context or of the sequences. */
+	if (field == VRT_ENGINE_BATCH_TOKENS || field == VRT_ENGINE_UBATCH)
+		share /= 2;
+	a = advise(c, share);
+	ACT(a, "%s%s: %s (was %" PRIu64 "%s): %s grow with it, %s at %" PRIu64
+	       " where %s is left; %s",
+	    engine_label(c->engine), what, set_to(b, sizeof(b), c, field, nv), v,
+	    dflt ? ", the default" : "", mem, SZ(need), v, SZ(have),
+	    margin_words(c));
+	switch (field) {
+	case VRT_ENGINE_CONTEXT:
+		COST(a, "prompt + output longer than %" PRIu64 " tokens are "
+		        "rejected: %" PRIu64 "%% of the context given up",
+		     nv, (v - nv) * 100 / v);
+		break;
+	case VRT_ENGINE_CONCURRENCY:
+		COST(a, "at most %" PRIu64 " sequences share a step (was %" PRIu64
+		        "): lower throughput under load",
+		     nv, v);
+		break;
+	default:
+		COST(a, "a step takes at most %" PRIu64 " tokens (was %" PRIu64
+		        "): long prompts prefill in more steps, lower prefill "
+		        "throughput",
+		     nv, v);
+	}
+	return 1;
+}
+
+/* The tokens-per-step setting (vLLM --max-num-batched-tokens, SGLang
+ * --chunked-prefill-size, TGI --max-batch-prefill-tokens, llama.cpp
+ * -ub): scaled when the command line gives it (llama.cpp's default 512
+ * otherwise), else as a share of the value the engine runs with (its
+ * log says which). */
+static void lever_step_tokens(struct ctx *c, uint64_t have, uint64_t need,
+                              const char *mem)
+{
+	const struct vrt_diag_flags *f = &c->d->flags;
+	int field = setting(c, VRT_ENGINE_UBATCH) ? VRT_ENGINE_UBATCH
+	                                          : VRT_ENGINE_BATCH_TOKENS;
+	uint64_t v = field == VRT_ENGINE_UBATCH ? f->ubatch : f->batch_tokens;
+	uint64_t pct;
+	int dflt = 0;
+	struct advice *a;
+
+	if (!setting(c, field) || !need || have >= need)
+		return;
+	if (!v && c->engine == VRT_ENGINE_LLAMACPP) {
+		v = 512; /* llama.cpp's default -ub */
+		dflt = 1;
+	}
+	if (v) {
+		lever_scale(c, field, v, dflt, have, need,
+		            "fewer tokens per step", mem);
+		return;
+	}
+	pct = fit_value(c, 100, have, need);
+	if (!pct)
+		return;
+	a = advise(c, (1.0 - (double)pct / 100.0) / 2);
+	ACT(a, "%sfewer tokens per step: %s at about %" PRIu64 "%% of the value "
+	       "the engine runs with (its log says it): %s grow with it, %s "
+	       "where %s is left; %s",
+	    engine_label(c->engine), setting(c, field), pct, mem, SZ(need),
+	    SZ(have), margin_words(c));
+	COST(a, "long prompts prefill in more steps: lower prefill "
+	        "throughput");
+}
+
+/* The sequences the KV cache holds at the engine's context, from the
+ * model arithmetic; 0 unknown. */
+static uint64_t kv_sequences(const struct ctx *c)
+{
+	const struct vrt_model_arith *m = &c->d->model;
+
+	if (!m->have || !m->seq_bytes_at_context)
+		return 0;
+	return m->kv_reserve_bytes / m->seq_bytes_at_context;
+}
+
+/* Caps the sequences in flight at n (they fit with the margin). */
+static void lever_seqs(struct ctx *c, uint64_t n, uint32_t inflight)
+{
+	const struct vrt_diag_flags *f = &c->d->flags;
+	uint64_t seqs = kv_sequences(c), was = f->max_num_seqs;
+	uint64_t base = inflight > was && was ? was : inflight;
+	struct advice *a;
+	char b[96], held[128] = "";
+
+	if (!setting(c, VRT_ENGINE_CONCURRENCY))
+		return;
+	if (!n)
+		n = 1;
+	a = advise(c, base > n ? 1.0 - (double)n / (double)base : 0.0);
+	if (was)
+		snprintf(held, sizeof(held), " (was %" PRIu64 ")", was);
+	ACT(a, "%scap concurrent sequences: %s%s: %" PRIu64 " fit%s in what "
+	       "the reserves leave, %s%s",
+	    engine_label(c->engine),
+	    set_to(b, sizeof(b), c, VRT_ENGINE_CONCURRENCY, n), held, n,
+	    n == 1 ? "s" : "", margin_words(c),
+	    was ? "" : "; or put a limit in front of the server");
+	if (seqs)
+		COST(a, "at most %" PRIu64 " sequence%s at once where %" PRIu32
+		        " %s in flight, while the KV cache holds %" PRIu64
+		        " sequences of %" PRIu64 " tokens: the cap, not the "
+		        "cache, limits throughput",
+		     n, n == 1 ? "" : "s", inflight,
+		     inflight == 1 ? "was" : "were", seqs,
+		     c->d->model.context_len);
+	else
+		COST(a, "at most %" PRIu64 " sequence%s at once where %" PRIu32
+		        " %s in flight: requests past the cap wait in the queue "
+		        "(lower throughput)",
+		     n, n == 1 ? "" : "s", inflight,
+		     inflight == 1 ? "was" : "were");
+}
+
+/* More cards for the engine: tensor parallelism, or the devices an
+ * engine that spreads over every visible GPU sees. */
+static void lever_cards(struct ctx *c, uint64_t n, const char *why)
+{
+	const char *tp = setting(c, VRT_ENGINE_PARALLEL);
+	struct advice *a = advise(c, RANK_HARDWARE);
+
+	if (tp)
+		ACT(a, "%sadd cards: %s %" PRIu64 " %s", engine_label(c->engine),
+		    tp, n, why);
+	else
+		ACT(a, "%sadd cards: make %" PRIu64 " GPUs visible (%s); the "
+		       "layers are split over them (-sm layer, -ts to weigh "
+		       "them) %s",
+		    engine_label(c->engine), n,
+		    visible_devices(c->t, c->d->device), why);
+	COST(a, "%" PRIu64 " cards instead of one cost money%s", n,
+	     tp ? "; tensor parallelism adds communication between them" : "");
+}
+
+/* The KV cache types llama.cpp runs with (-ctk / -ctv), bytes per
+ * element x 32 (q8_0: 34, f16: 64). */
+static unsigned kv_bytes32(const char *name)
+{
+	struct vrt_model_dtype d;
+
+	if (!name || !name[0] || vrt_model_dtype(name, &d))
+		return 64; /* llama.cpp's default f16 */
+	return d.block_bytes * 32 / (d.block_elems ? d.block_elems : 1);
+}
+
+/* llama.cpp: a quantized KV cache frees part of the reserve; offered when
+ * it frees need_free (q8_0, else q4_0), or the most it can. */
+static void lever_kv_quant(struct ctx *c, uint64_t need_free)
+{
+	const struct vrt_diag_flags *f = &c->d->flags;
+	unsigned cur = (kv_bytes32(f->cache_k) + kv_bytes32(f->cache_v)) / 2;
+	uint64_t kv = kv_bytes(c), saved8, saved4;
+	struct advice *a;
+	const char *type;
+	uint64_t saved;
+
+	if (c->engine != VRT_ENGINE_LLAMACPP || !kv || cur <= 34)
+		return;
+	saved8 = kv - kv * 34 / cur;
+	saved4 = kv - kv * 18 / cur;
+	type = saved8 >= need_free || saved4 <= saved8 ? "q8_0" : "q4_0";
+	saved = type[1] == '8' ? saved8 : saved4;
+	/* A q8_0 cache costs less than a fifth of anything: little
+	 * quality, no capacity. */
+	a = advise(c, type[1] == '8' ? 0.15 : 0.5);
+	ACT(a, "llama.cpp: quantize the KV cache: -ctk %s -ctv %s -fa on: the "
+	       "%s cache takes %s, %s less%s (a quantized V cache needs "
+	       "flash attention)",
+	    type, type, SZ(kv), SZ(kv - saved), SZ(saved),
+	    saved >= need_free ? "" : ", not all that is needed");
+	COST(a, "%s", type[1] == '8'
+	                      ? "a q8_0 KV cache costs little quality; flash "
+	                        "attention must run on the GPU"
+	                      : "a q4_0 KV cache costs some quality (q8_0 "
+	                        "less); flash attention must run on the GPU");
+}
+
+/* llama.cpp's layer offload: the most layers whose weights and KV cache
+ * fit avail with the margin, from the model description. Returns 1 when
+ * it offered a number. */
+static int lever_ngl(struct ctx *c, uint64_t avail, int generic)
+{
+	const struct vrt_diagnosis *d = c->d;
+	const struct vrt_model *m = d->model.have ? &d->model.desc : NULL;
+	const char *flag = setting(c, VRT_ENGINE_GPU_LAYERS);
+	uint64_t layers, w, kvl, n, ctx, now;
+	struct advice *a;
+	char b[96];
+
+	if (!flag)
+		return 0;
+	if ((!m || !m->layers || !m->weight_bytes) && d->flags.have_ngl &&
+	    d->flags.ngl > 1 && d->flags.ngl < 99 && c->x.weights > avail) {
+		/* A layer count given on the command line (99 and above
+		 * stand for every layer): the weights it loaded, or the one
+		 * buffer llama.cpp asks for them, scale with it. */
+		n = fit_value(c, d->flags.ngl, avail, c->x.weights);
+		if (!n || n >= d->flags.ngl)
+			return 0;
+		a = advise(c, (double)(d->flags.ngl - n) /
+		                      (double)d->flags.ngl);
+		ACT(a, "%soffload fewer layers: %s (was %" PRIu64 "): the "
+		       "layers asked for take %s of weights where %s is left; "
+		       "%s",
+		    engine_label(c->engine),
+		    set_to(b, sizeof(b), c, VRT_ENGINE_GPU_LAYERS, n),
+		    d->flags.ngl, SZ(c->x.weights), SZ(avail),
+		    margin_words(c));
+		COST(a, "%" PRIu64 " more layers run on the CPU: generation "
+		        "slows about in proportion",
+		     d->flags.ngl - n);
+		return 1;
+	}
+	if (!m || !m->layers || !m->weight_bytes) {
+		if (!generic)
+			return 0;
+		a = advise(c, RANK_UNKNOWN);
+		ACT(a, "%soffload fewer layers: %s below %s (--model-config "
+		       "MODEL.gguf computes how many fit)",
+		    engine_label(c->engine), flag,
+		    d->flags.have_ngl && d->flags.ngl < 999 ? "its value"
+		                                            : "the layer count");
+		COST(a, "the layers left on the CPU run slower");
+		return 0;
+	}
+	layers = m->layers;
+	now = d->flags.have_ngl && d->flags.ngl < layers ? d->flags.ngl
+	                                                 : layers;
+	w = (m->block_weight_bytes ? m->block_weight_bytes : m->weight_bytes) /
+	    layers;
+	/* What the run loaded says more than a description that does not
+	 * match it: its layers weigh at least that much. */
+	if (now && c->x.weights / now > w)
+		w = c->x.weights / now;
+	ctx = d->model.context_len ? d->model.context_len : m->context_len;
+	kvl = d->model.kv_bytes_per_token * ctx / layers;
+	/* The weights outside the repeating layers (output head) stay. */
+	avail = sub0(avail, m->block_weight_bytes
+	                            ? m->weight_bytes - m->block_weight_bytes
+	                            : 0);
+	n = fit_value(c, avail, 1, w + kvl);
+	if (n >= now)
+		return 0; /* the layers are not what does not fit */
+	a = advise(c, now ? (double)(now - n) / (double)now : 1.0);
+	ACT(a, "%soffload fewer layers: %s (of %" PRIu64 " layers%s): each "
+	       "takes %s of weights + %s of KV cache at %" PRIu64
+	       " tokens, %s are left for them; %s",
+	    engine_label(c->engine), set_to(b, sizeof(b), c,
+	                                    VRT_ENGINE_GPU_LAYERS, n),
+	    layers, d->flags.have_ngl ? "" : ", all by default", SZ(w),
+	    SZ(kvl), ctx, SZ(avail), margin_words(c));
+	COST(a, "%" PRIu64 " of %" PRIu64 " layers run on the CPU: generation "
+	        "slows about in proportion",
+	     layers - n, layers);
+	return 1;
+}
+
+/* Lower-precision weights: GGUF quantizations for llama.cpp and Ollama
+ * (the largest that fits budget with the margin), fp8 or int4 for the
+ * others. */
+static void lever_quant(struct ctx *c, uint64_t budget)
+{
+	const struct vrt_model *m =
+	        c->d->model.have ? &c->d->model.desc : NULL;
+	struct advice *a;
+	size_t nq, i;
+	const struct vrt_gguf_quant *q = vrt_gguf_quants(&nq);
+	double now_bpw, fit_bpw;
+	uint64_t params;
+
+	if (c->engine != VRT_ENGINE_LLAMACPP && c->engine != VRT_ENGINE_OLLAMA) {
+		a = advise(c, RANK_QUALITY);
+		const char *flag = c->engine == VRT_ENGINE_TGI ? "--quantize fp8"
+		                   : c->engine == VRT_ENGINE_VLLM ||
+		                                   c->engine == VRT_ENGINE_SGLANG
+		                           ? "--quantization fp8"
+		                           : "fp8";
+		if (m && m->params_total)
+			ACT(a, "%sload lower-precision weights: %s (about %s: "
+			       "%.1fB parameters at 1 byte) or an int4 AWQ/GPTQ "
+			       "checkpoint (about %s)",
+			    engine_label(c->engine), flag,
+			    SZ(m->params_total), (double)m->params_total / 1e9,
+			    SZ(m->params_total * 53 / 100));
+		else
+			ACT(a, "%sload lower-precision weights: %s (half the "
+			       "bytes of bf16) or an int4 AWQ/GPTQ checkpoint "
+			       "(about a quarter)",
+			    engine_label(c->engine), flag);
+		COST(a, "lower-precision weights may cost quality (fp8 "
+		        "little, int4 more)");
+		return;
+	}
+	if (!m || !m->params_total) {
+		a = advise(c, RANK_QUALITY);
+		ACT(a, "%sa smaller GGUF quantization: Q8_0, Q6_K, Q5_K_M, "
+		       "Q4_K_M take about 8.5, 6.6, 5.7 and 4.9 bits per weight "
+		       "(--model-config MODEL.gguf tells which fits)",
+		    engine_label(c->engine));
+		COST(a, "fewer bits per weight cost quality (Q4_K_M little, "
+		        "below 4 bits noticeably)");
+		return;
+	}
+	params = m->params_total;
+	now_bpw = vrt_gguf_quant_bpw(m->gguf_type);
+	if (!now_bpw)
+		now_bpw = (double)m->weight_bytes * 8.0 / (double)params;
+	fit_bpw = (double)budget * 8.0 / (double)params *
+	          (1.0 - (double)margin_pct(c) / 100.0);
+	if (now_bpw <= fit_bpw)
+		return; /* the weights as they are fit: not the lever */
+	for (i = 0; i < nq; i++)
+		if (q[i].bpw < now_bpw - 0.05 && q[i].bpw <= fit_bpw)
+			break;
+	a = advise(c, RANK_QUALITY);
+	if (i == nq) {
+		ACT(a, "%sa smaller GGUF quantization alone does not fit: even "
+		       "%s (%.2f bits per weight) needs %s where %s is left",
+		    engine_label(c->engine), q[nq - 1].name, q[nq - 1].bpw,
+		    SZ((uint64_t)((double)params * q[nq - 1].bpw / 8.0)),
+		    SZ(budget));
+		COST(a, "offload layers or add GPUs as well");
+		return;
+	}
+	if (m->gguf_type[0])
+		ACT(a, "%sa smaller GGUF quantization: %s (about %.2f bits per "
+		       "weight: %s of weights instead of %s at %s), the "
+		       "largest that fits the %s left %s",
+		    engine_label(c->engine), q[i].name, q[i].bpw,
+		    SZ((uint64_t)((double)params * q[i].bpw / 8.0)),
+		    SZ(m->weight_bytes), m->gguf_type, SZ(budget),
+		    margin_words(c));
+	else
+		ACT(a, "%sa GGUF quantization: %s (about %.2f bits per weight: "
+		       "%s of weights instead of %s), the largest that fits "
+		       "the %s left %s",
+		    engine_label(c->engine), q[i].name, q[i].bpw,
+		    SZ((uint64_t)((double)params * q[i].bpw / 8.0)),
+		    SZ(m->weight_bytes), SZ(budget), margin_words(c));
+	COST(a, "fewer bits per weight cost quality (%s)",
+	     q[i].bpw >= 4.5 ? "little at this size"
+	                     : "noticeable below about 4.5 bits");
+}
+
+/* vLLM and SGLang: keep part of the weights in host memory. */
+static void lever_cpu_offload(struct ctx *c, uint64_t on_gpu)
+{
+	const struct vrt_model *m =
+	        c->d->model.have ? &c->d->model.desc : NULL;
+	uint64_t gib;
+	struct advice *a;
+
+	if ((c->engine != VRT_ENGINE_VLLM && c->engine != VRT_ENGINE_SGLANG) ||
+	    !m || m->weight_bytes <= on_gpu)
+		return;
+	gib = (m->weight_bytes - on_gpu + GIB - 1) / GIB;
+	a = advise(c, RANK_OFFLOAD);
+	ACT(a, "%skeep %" PRIu64 " GiB of the weights in host memory: "
+	       "--cpu-offload-gb %" PRIu64 " (the GPU keeps %s of %s)",
+	    engine_label(c->engine), gib, gib, SZ(on_gpu),
+	    SZ(m->weight_bytes));
+	COST(a, "every forward pass copies %" PRIu64 " GiB over PCIe: much "
+	        "slower",
+	     gib);
+}
+
 /* ---- the verdicts -------------------------------------------------------- */
 
 static void verdict_host(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
 	const struct vrt_replay *r = c->r;
+	struct advice *a;
 
 	d->verdict = VRT_VERDICT_HOST_MEMORY;
 	d->device = -1;
@@ -879,23 +1515,32 @@ static void verdict_host(struct ctx *c)
 	}
 	evidence(d, "vram_ok", -1, VRT_DIAG_COUNT, 0,
 	         "not a VRAM problem: the GPU allocations did not fail");
-	action(d,
-	       "%sreduce page-locked host buffers (%s); offload less to the "
-	       "CPU, or give the machine more RAM",
-	       engine_label(c->engine),
-	       c->engine == VRT_ENGINE_VLLM ? "--swap-space, --cpu-offload-gb"
-	       : c->engine == VRT_ENGINE_SGLANG ? "--cpu-offload-gb"
-	       : c->engine == VRT_ENGINE_LLAMACPP
-	               ? "--no-mmap/--mlock, --no-kv-offload"
-	               : "swap space and CPU offload settings");
-	cost(d, "less host-side swap/offload space: preempted sequences are "
+	a = advise(c, RANK_UNKNOWN);
+	ACT(a,
+	    "%sreduce page-locked host buffers (%s); offload less to the "
+	    "CPU, or give the machine more RAM",
+	    engine_label(c->engine),
+	    c->engine == VRT_ENGINE_VLLM     ? "--swap-space, --cpu-offload-gb"
+	    : c->engine == VRT_ENGINE_SGLANG ? "--cpu-offload-gb"
+	    : c->engine == VRT_ENGINE_LLAMACPP
+	            ? "--no-mmap/--mlock, --no-kv-offload"
+	            : "swap space and CPU offload settings");
+	COST(a, "less host-side swap/offload space: preempted sequences are "
 	        "recomputed instead of swapped");
+}
+
+/* llama.cpp and Ollama size their memory by layers and context, not by a
+ * fraction: what fits where avail is left. */
+static int spread_engine(const struct ctx *c)
+{
+	return !setting((struct ctx *)c, VRT_ENGINE_MEM_FRACTION);
 }
 
 static void verdict_other(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
 	uint64_t room = sub0(c->total, c->other);
+	struct advice *a;
 
 	d->verdict = VRT_VERDICT_OTHER_PROCESSES;
 	snprintf(d->detail, sizeof(d->detail), "device_shared");
@@ -909,29 +1554,42 @@ static void verdict_other(struct ctx *c)
 	         "the call was %s short; without the other processes it would "
 	         "have fit",
 	         SZ(c->shortfall));
-	action(d,
-	       "free the card: wait for the other process%s%s to finish or "
-	       "move %s to another GPU, or run on an empty GPU "
-	       "(%s)",
-	       d->nother_pids == 1 ? "" : "es",
-	       d->nother_pids ? " named above" : "",
-	       d->nother_pids == 1 ? "it" : "them",
-	       visible_devices(c->t, c->f->device));
-	if (c->total && flag_name(c->engine, N_UTIL))
-		action(d,
-		       "%sfit into what is left: %s %.2f (%s of %s "
-		       "available to this run)",
-		       engine_label(c->engine), flag_name(c->engine, N_UTIL),
-		       (double)util_down(room * 1000 / c->total) / 1000.0,
-		       SZ(room), SZ(c->total));
-	else if (c->total)
-		action(d,
-		       "%sfit into what is left (%s of %s): lower %s or "
-		       "offload fewer layers (-ngl)",
-		       engine_label(c->engine), SZ(room), SZ(c->total),
-		       flag_name(c->engine, N_CTX));
-	cost(d, "waiting for the card, or another card; a smaller memory "
-	        "fraction serves fewer tokens at once");
+	a = advise(c, RANK_ELSEWHERE);
+	ACT(a,
+	    "free the card: wait for the other process%s%s to finish or "
+	    "move %s to another GPU, or run on an empty GPU (%s)",
+	    d->nother_pids == 1 ? "" : "es",
+	    d->nother_pids ? " named above" : "",
+	    d->nother_pids == 1 ? "it" : "them",
+	    visible_devices(c->t, c->f->device));
+	COST(a, "waiting for the card, or another card");
+	if (!c->total)
+		return;
+	if (!spread_engine(c)) {
+		uint64_t fit = fit_value(c, room * 1000 / c->total, 1, 1), now;
+		int dflt;
+		now = fraction_now(c, &dflt);
+		a = advise(c, now > fit ? 1.0 - (double)fit / (double)now
+		                        : RANK_FREE);
+		ACT(a,
+		    "%sfit into what is left: %s %.2f (%s of %s is available to "
+		    "this run), %s",
+		    engine_label(c->engine), setting(c, VRT_ENGINE_MEM_FRACTION),
+		    (double)util_down(fit) / 1000.0, SZ(room), SZ(c->total),
+		    margin_words(c));
+		COST(a, "a smaller memory fraction holds fewer tokens at once "
+		        "(more preemption under load)");
+	} else if (!lever_ngl(c, room, 0)) {
+		a = advise(c, RANK_UNKNOWN);
+		ACT(a, "%sfit into what is left (%s of %s): lower %s or offload "
+		       "fewer layers (%s)",
+		    engine_label(c->engine), SZ(room), SZ(c->total),
+		    setting(c, VRT_ENGINE_CONTEXT),
+		    setting(c, VRT_ENGINE_GPU_LAYERS)
+		            ? setting(c, VRT_ENGINE_GPU_LAYERS)
+		            : "GPU layers");
+		COST(a, "a shorter context or layers on the CPU");
+	}
 }
 
 /* The devices the run asked to use: tensor x pipeline parallel degree,
@@ -989,11 +1647,16 @@ static const struct vrt_diag_device *not_sharded(struct ctx *c, uint64_t *want)
 }
 
 /* weights: detail not_sharded / card_too_small / weights_do_not_fit. */
+
+/* weights: detail not_sharded / card_too_small / weights_do_not_fit. */
 static void verdict_weights(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
 	const struct vrt_diag_device *heavy;
+	const struct vrt_model *m = d->model.have ? &d->model.desc : NULL;
 	uint64_t sumw = 0, want = 0, wlive = c->x.weights;
+	uint64_t room = sub0(c->total, c->other);
+	struct advice *a;
 	size_t k;
 
 	d->verdict = VRT_VERDICT_WEIGHTS;
@@ -1030,23 +1693,24 @@ static void verdict_weights(struct ctx *c)
 			         d->flags.tp,
 			         "the command line asks for %s %" PRIu64,
 			         flag_name(c->engine, N_TP), d->flags.tp);
+		a = advise(c, RANK_FREE);
 		if (flag_name(c->engine, N_TP))
-			action(d,
-			       "%sfix the sharding so each of the %" PRIu64
-			       " devices loads its own slice: check that every "
-			       "worker selects its own GPU (%s lists "
-			       "%" PRIu64 " cards, %s %" PRIu64 ")",
-			       engine_label(c->engine), want,
-			       visible_devices(c->t, heavy->device), want,
-			       flag_name(c->engine, N_TP), want);
+			ACT(a,
+			    "%sfix the sharding so each of the %" PRIu64
+			    " devices loads its own slice: check that every "
+			    "worker selects its own GPU (%s lists "
+			    "%" PRIu64 " cards, %s %" PRIu64 ")",
+			    engine_label(c->engine), want,
+			    visible_devices(c->t, heavy->device), want,
+			    flag_name(c->engine, N_TP), want);
 		else
-			action(d,
-			       "%sspread the layers over the %" PRIu64
-			       " visible devices: check the split settings "
-			       "(llama.cpp -sm, -ts, -mg) and %s",
-			       engine_label(c->engine), want,
-			       visible_devices(c->t, heavy->device));
-		cost(d, "none: the cards were meant to share the weights");
+			ACT(a,
+			    "%sspread the layers over the %" PRIu64
+			    " visible devices: check the split settings "
+			    "(llama.cpp -sm, -ts, -mg) and %s",
+			    engine_label(c->engine), want,
+			    visible_devices(c->t, heavy->device));
+		COST(a, "none: the cards were meant to share the weights");
 		if (d->rung != VRT_RUNG_WEIGHTS)
 			confidence(c, VRT_CONFIDENCE_MEDIUM,
 			           "the failure came at the %s rung; the "
@@ -1069,88 +1733,54 @@ static void verdict_weights(struct ctx *c)
 		snprintf(d->detail, sizeof(d->detail), "weights_do_not_fit");
 	if (c->fd)
 		budget_evidence(c, c->fd);
-	if (!flag_name(c->engine, N_TP))
-		action(d,
-		       "%soffload fewer layers to this GPU (%s below %s) or "
-		       "make more GPUs visible (layers are split over all of "
-		       "them)",
-		       engine_label(c->engine),
-		       setting(c, VRT_ENGINE_GPU_LAYERS)
-		               ? setting(c, VRT_ENGINE_GPU_LAYERS)
-		               : "GPU layers",
-		       d->flags.have_ngl ? "its current value"
-		                         : "the layer count");
-	else if (c->cfg && c->total) {
-		uint64_t n = (c->cfg->weight_bytes * 10 / 8 + c->total - 1) /
-		             c->total;
-		uint64_t p2 = 2;
+	if (!flag_name(c->engine, N_TP)) {
+		/* llama.cpp and Ollama: fewer layers on this GPU, a smaller
+		 * GGUF, more GPUs. What the layers may use: the card less
+		 * other processes and the compute buffer of a warm-up. */
+		uint64_t avail = sub0(room, c->x.profile);
+		uint64_t kv_ctx = d->model.have ? d->model.kv_bytes_per_token *
+		                                          d->model.context_len
+		                                : 0;
+		uint64_t cards = devices_wanted(c, c->f->device) + 1;
+		lever_ngl(c, avail, 1);
+		lever_quant(c, sub0(avail, kv_ctx));
+		if (m && avail)
+			cards = (m->weight_bytes + kv_ctx +
+			         fit_value(c, avail, 1, 1) - 1) /
+			        fit_value(c, avail, 1, 1);
+		lever_cards(c, cards > 1 ? cards : 2,
+		            "to keep every layer on a GPU");
+		return;
+	}
+	if (m && c->total) {
+		/* The cards the weights need, each keeping 20% for the KV
+		 * cache and the margin spare. */
+		uint64_t per = (uint64_t)((double)c->total * 0.8 *
+		                          (1.0 - margin_pct(c) / 100.0));
+		uint64_t n = per ? (m->weight_bytes + per - 1) / per : 2, p2 = 2;
 		while (p2 < n)
 			p2 *= 2;
-		action(d,
-		       "%sshard the weights over %" PRIu64 " cards: %s %" PRIu64
-		       " (the config's %s of weights "
-		       "need at least %" PRIu64 " cards with 20%% left for "
-		       "the KV cache)",
-		       engine_label(c->engine), p2, flag_name(c->engine, N_TP),
-		       p2, SZ(c->cfg->weight_bytes), n);
-	} else
-		action(d,
-		       "%sshard the weights over more cards: %s 2 (or more; "
-		       "--model-config tells how many), or offload fewer "
-		       "layers to this GPU",
-		       engine_label(c->engine), flag_name(c->engine, N_TP));
-	action(d, "load lower-precision weights (fp8, int4 AWQ/GPTQ): half "
-	          "or a quarter of the bytes");
-	if (flag_name(c->engine, N_TP))
-		cost(d, "tensor parallelism adds communication between the "
+		a = advise(c, RANK_HARDWARE);
+		ACT(a,
+		    "%sshard the weights over %" PRIu64 " cards: %s %" PRIu64
+		    " (the config's %s of weights need at least %" PRIu64
+		    " cards with 20%% of each left for the KV cache, %s)",
+		    engine_label(c->engine), p2, flag_name(c->engine, N_TP), p2,
+		    SZ(m->weight_bytes), n, margin_words(c));
+		COST(a, "%" PRIu64 " cards instead of one; tensor parallelism "
+		        "adds communication between them",
+		     p2);
+		lever_cpu_offload(c, per);
+	} else {
+		a = advise(c, RANK_HARDWARE);
+		ACT(a,
+		    "%sshard the weights over more cards: %s 2 (or more; "
+		    "--model-config tells how many)",
+		    engine_label(c->engine), flag_name(c->engine, N_TP));
+		COST(a, "tensor parallelism adds communication between the "
 		        "cards");
-	else
-		cost(d, "layers on the CPU run slower; more cards cost money");
-	cost(d, "lower-precision weights may cost quality");
-}
-
-/* The action that shrinks the engine's memory fraction by the shortfall
- * (and a margin), or names the setting. */
-static void shrink_fraction(struct ctx *c, const char *what)
-{
-	struct vrt_diagnosis *d = c->d;
-	uint64_t util = d->flags.mem_util_milli;
-	uint64_t cut;
-
-	if (!c->total || !flag_name(c->engine, N_UTIL))
-		return;
-	cut = c->shortfall * 1000 / c->total + 1;
-	if (util && util > cut)
-		action(d, "%sshrink the KV reserve: %s %.2f (was %.2f; %s%s)",
-		       engine_label(c->engine), flag_name(c->engine, N_UTIL),
-		       (double)util_down(util - cut) / 1000.0,
-		       (double)util / 1000.0, SZ(c->shortfall), what);
-	else
-		action(d, "%sshrink the KV reserve (%s) by %s",
-		       engine_label(c->engine), flag_name(c->engine, N_UTIL),
-		       SZ(c->shortfall));
-}
-
-/* The context action: the setting scaled by have / need. */
-static void lower_context(struct ctx *c, uint64_t have, uint64_t need)
-{
-	struct vrt_diagnosis *d = c->d;
-	uint64_t ctx = d->flags.max_model_len;
-	char b[96];
-
-	if (ctx && need) {
-		/* Activations and KV per sequence scale with its length. */
-		uint64_t newctx = tokens_down(
-		        (uint64_t)((double)ctx * (double)have / (double)need));
-		if (newctx && newctx < ctx)
-			action(d, "%slower the context: %s (was %" PRIu64 ")",
-			       engine_label(c->engine),
-			       set_to(b, sizeof(b), c, VRT_ENGINE_CONTEXT,
-			              newctx),
-			       ctx);
-	} else
-		action(d, "%slower %s", engine_label(c->engine),
-		       flag_name(c->engine, N_CTX));
+	}
+	lever_quant(c, room);
 }
 
 /* kv_cache at the reserves rung: the KV reserve itself, or a graph
@@ -1162,6 +1792,8 @@ static void verdict_reserve(struct ctx *c)
 	const struct vrt_engine_info *e = vrt_engine_info(c->engine);
 	int graph = f->phase == VRT_PHASE_cuda_graph,
 	    comm = f->phase == VRT_PHASE_comm, kv_call;
+	uint64_t need;
+	struct advice *a;
 
 	d->verdict = VRT_VERDICT_KV_CACHE;
 	common_failure_evidence(c);
@@ -1177,17 +1809,23 @@ static void verdict_reserve(struct ctx *c)
 		         graph ? "CUDA graph capture" : "communicator setup",
 		         SZ(f->requested_bytes), SZ(f->free_bytes),
 		         SZ(c->x.kv));
-		shrink_fraction(c, " less KV cache leaves room for it");
-		if (graph && e->no_graphs)
-			action(d, "%srun without CUDA graphs: %s",
-			       engine_label(c->engine), e->no_graphs);
-		if (graph && e->graph_sizes)
-			action(d, "%scapture fewer graph sizes: %s",
-			       engine_label(c->engine), e->graph_sizes);
-		cost(d, "a smaller KV reserve holds fewer tokens at once (more "
-		        "preemption under load)");
-		if (graph)
-			cost(d, "without CUDA graphs decoding is slower");
+		lever_fraction(c, to_free(c, f->requested_bytes, f->free_bytes),
+		               graph ? "for the graph capture"
+		                     : "for the communicators");
+		if (graph && e->no_graphs) {
+			a = advise(c, RANK_EAGER);
+			ACT(a, "%srun without CUDA graphs: %s",
+			    engine_label(c->engine), e->no_graphs);
+			COST(a, "without CUDA graphs every decode step launches "
+			        "its kernels one by one: slower decoding");
+		}
+		if (graph && e->graph_sizes) {
+			a = advise(c, RANK_GRAPHS);
+			ACT(a, "%scapture fewer graph sizes: %s",
+			    engine_label(c->engine), e->graph_sizes);
+			COST(a, "batches larger than the largest graph run "
+			        "without one: slower decoding at high load");
+		}
 		return;
 	}
 	/* The reserve itself did not fit next to the weights (or, when a
@@ -1195,19 +1833,27 @@ static void verdict_reserve(struct ctx *c)
 	snprintf(d->detail, sizeof(d->detail), "kv_reserve");
 	kv_call = f->phase == VRT_PHASE_kv_cache ||
 	          f->phase == VRT_LOAD_PHASE_INFERRED_KV;
+	need = kv_call ? f->requested_bytes : c->x.kv;
 	evidence(d, "kv_reserve_requested_bytes", f->device, VRT_DIAG_BYTES,
-	         kv_call ? f->requested_bytes : c->x.kv,
+	         need,
 	         "the KV cache reserve %s %s with %s left after the "
 	         "weights: %s short",
-	         kv_call ? "asked" : "holds",
-	         SZ(kv_call ? f->requested_bytes : c->x.kv), SZ(f->free_bytes),
+	         kv_call ? "asked" : "holds", SZ(need), SZ(f->free_bytes),
 	         SZ(c->shortfall));
-	lower_context(c, f->free_bytes, f->requested_bytes);
-	shrink_fraction(c, " less KV cache");
-	cost(d, "shorter inputs: prompts longer than the new limit are "
-	        "rejected");
-	cost(d, "a smaller KV reserve holds fewer tokens at once (more "
-	        "preemption under load)");
+	if (spread_engine(c)) {
+		/* llama.cpp's KV cache grows with -c: the context that fits,
+		 * a quantized cache, or fewer layers on the GPU. */
+		lever_scale(c, VRT_ENGINE_CONTEXT, d->flags.max_model_len, 0,
+		            f->free_bytes, need, "lower the context",
+		            "the KV cache's bytes");
+		lever_kv_quant(c, to_free(c, need, f->free_bytes));
+		if (setting(c, VRT_ENGINE_GPU_LAYERS) && d->model.have)
+			lever_ngl(c, sub0(c->total, c->other), 0);
+		return;
+	}
+	/* The engines that size the reserve as a fraction of the card. */
+	lever_fraction(c, to_free(c, need, f->free_bytes),
+	               "so the reserve fits what the weights leave");
 }
 
 /* kv_cache at the activations rung of a request: one request does not
@@ -1216,47 +1862,42 @@ static void verdict_context(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
 	const struct vrt_replay_failure *f = c->f;
+	uint64_t one = c->x.one, room = c->x.room;
 
 	d->verdict = VRT_VERDICT_KV_CACHE;
 	snprintf(d->detail, sizeof(d->detail), "context_too_long");
 	common_failure_evidence(c);
 	if (c->fd)
 		budget_evidence(c, c->fd);
-	evidence(d, "single_request_bytes", f->device, VRT_DIAG_BYTES, c->x.one,
+	evidence(d, "single_request_bytes", f->device, VRT_DIAG_BYTES, one,
 	         "one request needed %s of activations%s; weights + KV "
 	         "reserve left %s for it",
-	         SZ(c->x.one),
+	         SZ(one),
 	         c->x.one_how == ONE_ONLY ? ""
 	         : c->x.one_how == ONE_ALONE
 	                 ? " (measured alone)"
 	                 : " (the requests in flight, on average)",
-	         SZ(c->x.room));
-	lower_context(c, c->x.room, c->x.one);
-	shrink_fraction(c, " less KV cache");
-	cost(d, "shorter inputs: prompts longer than the new limit are "
-	        "rejected");
-	cost(d, "a smaller KV reserve holds fewer tokens at once (more "
-	        "preemption under load)");
-}
-
-/* Scales setting field (its value v) by have / need: the action, when
- * the value is known; returns 1 when it wrote one. */
-static int scale_setting(struct ctx *c, const char *what, int field, uint64_t v,
-                         uint64_t have, uint64_t need, int tokens)
-{
-	char b[96];
-	uint64_t nv;
-
-	if (!v || !need || !setting(c, field))
-		return 0;
-	nv = (uint64_t)((double)v * (double)have / (double)need);
-	if (tokens)
-		nv = tokens_down(nv);
-	if (!nv || nv >= v)
-		return 0;
-	action(c->d, "%s%s: %s (was %" PRIu64 ")", engine_label(c->engine),
-	       what, set_to(b, sizeof(b), c, field, nv), v);
-	return 1;
+	         SZ(room));
+	if (d->flags.max_model_len)
+		lever_scale(c, VRT_ENGINE_CONTEXT, d->flags.max_model_len, 0,
+		            room, one, "lower the context",
+		            "one request's activations");
+	else {
+		struct advice *a = advise(c, RANK_UNKNOWN);
+		ACT(a, "%slower %s: one request needed %s where %s is left",
+		    engine_label(c->engine), setting(c, VRT_ENGINE_CONTEXT),
+		    SZ(one), SZ(room));
+		COST(a, "shorter inputs: prompts longer than the new limit are "
+		        "rejected");
+	}
+	/* A long prompt's activations grow with the tokens of a step, which
+	 * the batch setting caps (chunked prefill, llama.cpp's -ub). */
+	lever_step_tokens(c, room, one, "a step's activations");
+	if (spread_engine(c))
+		lever_kv_quant(c, to_free(c, one, room));
+	else
+		lever_fraction(c, to_free(c, one, room),
+		               "for one request's activations");
 }
 
 /* concurrency at the activations rung of a load: the profiling or
@@ -1271,6 +1912,7 @@ static void verdict_batch(struct ctx *c)
 	uint64_t batch = field == VRT_ENGINE_UBATCH ? d->flags.ubatch
 	                                            : d->flags.batch_tokens;
 	char pb[32];
+	struct advice *a;
 
 	d->verdict = VRT_VERDICT_CONCURRENCY;
 	snprintf(d->detail, sizeof(d->detail), "batch_activations");
@@ -1289,30 +1931,35 @@ static void verdict_batch(struct ctx *c)
 		         "the command line sizes the batch at %s %" PRIu64
 		         " tokens",
 		         setting(c, field), batch);
-	if (!scale_setting(c, "fewer tokens per batch", field, batch, have,
-	                   need, 1)) {
+	if (!lever_scale(c, field, batch, 0, have, need, "fewer tokens per batch",
+	                 "the batch's activations")) {
+		a = advise(c, RANK_UNKNOWN);
 		if (setting(c, field) && need)
-			action(d,
-			       "%slower %s to about %" PRIu64 "%% of its "
-			       "current value: the configured batch needed "
-			       "%s, %s is left",
-			       engine_label(c->engine), setting(c, field),
-			       have * 100 / need, SZ(need), SZ(have));
+			ACT(a,
+			    "%slower %s to about %" PRIu64 "%% of its current "
+			    "value: the configured batch needed %s, %s is left "
+			    "(%s)",
+			    engine_label(c->engine), setting(c, field),
+			    fit_value(c, 100, have, need), SZ(need), SZ(have),
+			    margin_words(c));
 		else
-			action(d, "%slower the tokens per batch",
-			       engine_label(c->engine));
+			ACT(a, "%slower the tokens per batch",
+			    engine_label(c->engine));
+		COST(a, "smaller batches: long prompts are prefilled in more "
+		        "steps (lower prefill throughput)");
 	}
-	if (!scale_setting(c, "fewer sequences per batch",
-	                   VRT_ENGINE_CONCURRENCY, d->flags.max_num_seqs, have,
-	                   need, 0) &&
-	    setting(c, VRT_ENGINE_CONCURRENCY))
-		action(d, "%sfewer sequences per batch: %s",
-		       engine_label(c->engine),
-		       setting(c, VRT_ENGINE_CONCURRENCY));
+	if (!lever_scale(c, VRT_ENGINE_CONCURRENCY, d->flags.max_num_seqs, 0,
+	                 have, need, "fewer sequences per batch",
+	                 "the batch's activations") &&
+	    setting(c, VRT_ENGINE_CONCURRENCY)) {
+		a = advise(c, RANK_UNKNOWN);
+		ACT(a, "%sfewer sequences per batch: %s",
+		    engine_label(c->engine), setting(c, VRT_ENGINE_CONCURRENCY));
+		COST(a, "fewer sequences share a step (lower throughput)");
+	}
 	if (c->x.kv)
-		shrink_fraction(c, " less KV cache leaves room for the batch");
-	cost(d, "smaller batches: long prompts are prefilled in more steps "
-	        "and fewer sequences share a step (lower throughput)");
+		lever_fraction(c, to_free(c, need, have),
+		               "for the batch's activations");
 }
 
 /* concurrency at the in-flight rung: one request fits, the overlap of
@@ -1323,7 +1970,7 @@ static void verdict_concurrency(struct ctx *c)
 	const struct vrt_replay_failure *f = c->f;
 	uint64_t one = c->x.one, room = c->x.room;
 	uint64_t fit = one ? room / one : 0;
-	char b[96];
+	uint64_t demand = one * (f->inflight ? f->inflight : 1);
 
 	d->verdict = VRT_VERDICT_CONCURRENCY;
 	snprintf(d->detail, sizeof(d->detail), "overlapping_requests");
@@ -1358,22 +2005,21 @@ static void verdict_concurrency(struct ctx *c)
 	         SZ(room), f->device);
 	evidence(d, "requests_that_fit", f->device, VRT_DIAG_COUNT, fit,
 	         "%" PRIu64 " request%s fit%s at once; %" PRIu32
-	         " were in flight when it failed (at most %" PRIu32 ")",
+	         " %s in flight when it failed (at most %" PRIu32 ")",
 	         fit, fit == 1 ? "" : "s", fit == 1 ? "s" : "", f->inflight,
-	         c->r->max_inflight);
-	action(d, "%scap concurrent sequences: %s%s", engine_label(c->engine),
-	       set_to(b, sizeof(b), c, VRT_ENGINE_CONCURRENCY, fit ? fit : 1),
-	       d->flags.max_num_seqs ? ""
-	                             : " (or put a limit in front of "
-	                               "the server)");
-	if (flag_name(c->engine, N_TP))
-		action(d, "add cards (%s 2) to serve more at once",
-		       flag_name(c->engine, N_TP));
+	         f->inflight == 1 ? "was" : "were", c->r->max_inflight);
+	lever_seqs(c, fit_value(c, room, 1, one ? one : 1), f->inflight);
+	/* What a step holds grows with its tokens: fewer tokens per step
+	 * (vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size,
+	 * TGI --max-batch-prefill-tokens, llama.cpp -ub). */
+	lever_step_tokens(c, room, demand,
+	                  "the activations of the requests in flight");
+	if (spread_engine(c))
+		lever_kv_quant(c, to_free(c, demand, room));
 	else
-		action(d, "add cards (every visible GPU takes a share of the "
-		          "layers) to serve more at once");
-	cost(d, "throughput: requests past the cap wait in the queue");
-	cost(d, "more cards cost money and add communication");
+		lever_fraction(c, to_free(c, demand, room),
+		               "for the requests in flight");
+	lever_cards(c, 2, "to serve more at once");
 	if (c->x.one_how != ONE_ALONE)
 		confidence(c, VRT_CONFIDENCE_MEDIUM,
 		           "one request's activations were not measured alone: "
@@ -1384,6 +2030,7 @@ static void verdict_concurrency(struct ctx *c)
 		                   : "estimated as the requests in flight at "
 		                     "the failure, on average");
 }
+
 
 /* inconclusive: detail, why, and what would tell. */
 static void verdict_inconclusive(struct ctx *c, const char *detail,
@@ -1399,19 +2046,45 @@ static void verdict_inconclusive(struct ctx *c, const char *detail,
 	if (c->f && c->fd)
 		budget_evidence(c, c->fd);
 	confidence(c, VRT_CONFIDENCE_LOW, "%s", why);
-	action(d, "%s", get);
+	ACT(advise(c, RANK_FREE), "%s", get);
+}
+
+/* Room to leave on the tightest device so the margin is spare again:
+ * fewer bytes reserved (the memory fraction, llama.cpp's context or a
+ * quantized KV cache). */
+static void restore_margin(struct ctx *c, uint64_t need_free, const char *why)
+{
+	struct vrt_diagnosis *d = c->d;
+	uint64_t kv = kv_bytes(c);
+
+	if (!spread_engine(c)) {
+		lever_fraction(c, need_free, why);
+	} else if (kv > need_free && d->flags.max_model_len) {
+		/* The context whose KV cache is need_free smaller: the scale
+		 * takes the margin off once more, so have is its inverse. */
+		double have = (double)(kv - need_free) /
+		              (1.0 - (double)margin_pct(c) / 100.0);
+		lever_scale(c, VRT_ENGINE_CONTEXT, d->flags.max_model_len, 0,
+		            (uint64_t)have, kv, "lower the context",
+		            "the KV cache's bytes");
+	}
+	if (spread_engine(c))
+		lever_kv_quant(c, need_free);
 }
 
 static void verdict_none(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
+	struct vrt_diag_device *tight = NULL;
+	uint64_t need_free = 0, want;
+	struct advice *a;
 	size_t k;
 
 	d->verdict = VRT_VERDICT_NONE;
 	snprintf(d->detail, sizeof(d->detail), "%s",
 	         c->r->recovered ? "near_miss" : "fits");
 	for (k = 0; k < d->ndevices; k++) {
-		const struct vrt_diag_device *x = &d->devices[k];
+		struct vrt_diag_device *x = &d->devices[k];
 		evidence(d, "headroom_bytes", x->device, VRT_DIAG_BYTES,
 		         x->headroom_bytes,
 		         "device %d: peak %s of %s, headroom %s (weights %s, "
@@ -1421,6 +2094,13 @@ static void verdict_none(struct ctx *c)
 		         SZ(x->kv_bytes));
 		if (x->other_bytes >= VRT_DIAG_OTHER_MIN_BYTES)
 			other_processes_evidence(c, x->device, x->other_bytes);
+		/* The device furthest below the margin. */
+		want = x->total_bytes * d->margin_pct / 100;
+		if (x->total_bytes && x->headroom_bytes < want &&
+		    want - x->headroom_bytes > need_free) {
+			need_free = want - x->headroom_bytes;
+			tight = x;
+		}
 	}
 	if (c->r->max_inflight)
 		evidence(d, "max_inflight", -1, VRT_DIAG_COUNT,
@@ -1428,21 +2108,152 @@ static void verdict_none(struct ctx *c)
 		         "at most %" PRIu32 " request%s in flight",
 		         c->r->max_inflight,
 		         c->r->max_inflight == 1 ? "" : "s");
+	if (tight)
+		evidence(d, "headroom_below_margin", tight->device,
+		         VRT_DIAG_BYTES, tight->headroom_bytes,
+		         "device %d: the headroom of %s is below the %d%% "
+		         "margin (%s of %s): a longer prompt, another request "
+		         "or a fragmented cache can fail",
+		         tight->device, SZ(tight->headroom_bytes),
+		         margin_pct(c),
+		         SZ(tight->total_bytes * d->margin_pct / 100),
+		         SZ(tight->total_bytes));
 	near_miss_evidence(c);
+	if (tight) {
+		c->fd = tight;
+		c->total = tight->total_bytes;
+	}
 	if (c->r->recovered) {
-		action(d, "nothing failed for good, but the headroom is thin: "
-		          "the allocator had to empty its cache to carry on; "
-		          "leave more room (a lower memory fraction or fewer "
-		          "sequences) before the load grows");
-		cost(d, "emptying the cache stalls the server (it synchronizes "
+		a = advise(c, RANK_FREE);
+		ACT(a, "nothing failed for good, but the headroom is thin: the "
+		       "allocator had to empty its cache to carry on; leave "
+		       "more room before the load grows");
+		COST(a, "emptying the cache stalls the server (it synchronizes "
 		        "and frees before retrying)");
-	} else
-		action(d, "nothing to change: no allocation failed");
+		if (!need_free)
+			for (k = 0; k < c->r->nfails; k++)
+				if (c->r->fails[k].recovered &&
+				    c->r->fails[k].requested_bytes > need_free)
+					need_free =
+					        c->r->fails[k].requested_bytes;
+		if (!c->total && d->ndevices) {
+			c->fd = &d->devices[0];
+			c->total = c->fd->total_bytes;
+		}
+		restore_margin(c, need_free, "to keep the margin spare");
+	} else if (tight) {
+		a = advise(c, RANK_FREE);
+		ACT(a, "nothing failed, but device %d keeps less than the %d%% "
+		       "margin (%s free of %s): leave more room before the load "
+		       "grows",
+		    tight->device, margin_pct(c), SZ(tight->headroom_bytes),
+		    SZ(tight->total_bytes));
+		restore_margin(c, need_free, "to keep the margin spare");
+	} else {
+		a = advise(c, RANK_FREE);
+		ACT(a, "nothing to change: no allocation failed and every "
+		       "device keeps the %d%% margin spare",
+		    margin_pct(c));
+	}
 	if (c->root && c->root->exit_kind == VRT_EXIT_NONE &&
 	    !c->root->has_trailer)
 		confidence(c, VRT_CONFIDENCE_MEDIUM,
 		           "the run's end was not recorded (no exit status, no "
 		           "clean end)");
+}
+
+/* ---- sanity: numbers that cannot be ------------------------------------ */
+
+/*
+ * A data problem: a device whose traced peak (managed memory aside,
+ * which may oversubscribe) is above its capacity, or a card the run's
+ * processes disagree about (load.c: one UUID, two names, capacities or
+ * hosts). No budget can be read from such numbers: the verdict is
+ * inconclusive, naming the likely cause. Returns 1 when it found one.
+ */
+static int data_problem(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_device *bad = NULL;
+	const struct vrt_device *dv;
+	size_t k;
+
+	for (k = 0; k < d->ndevices && !bad; k++) {
+		const struct vrt_diag_device *x = &d->devices[k];
+		uint64_t managed = c->r->dev[x->device]
+		                           .fam[VRT_FAM_MANAGED]
+		                           .peak_bytes;
+		dv = &c->t->devices[x->device];
+		if (dv->conflict[0] ||
+		    (x->total_bytes && x->peak_bytes > x->total_bytes &&
+		     x->peak_bytes - managed > x->total_bytes))
+			bad = x;
+	}
+	if (!bad)
+		return 0;
+	dv = &c->t->devices[bad->device];
+	d->verdict = VRT_VERDICT_INCONCLUSIVE;
+	d->rung = -1;
+	if (dv->conflict[0]) {
+		snprintf(d->detail, sizeof(d->detail),
+		         "device_identity_conflict");
+		evidence(d, "device_identity_conflict", bad->device,
+		         VRT_DIAG_COUNT, 1,
+		         "data problem: the processes disagree about device "
+		         "%d (%s): %s",
+		         bad->device, dv->uuid, dv->conflict);
+		confidence(c, VRT_CONFIDENCE_LOW,
+		           "data problem: one card identity (UUID %s) stands "
+		           "for different cards, so no device's budget can be "
+		           "trusted: runs from different hosts were merged, or "
+		           "a driver reported one UUID for several cards",
+		           dv->uuid);
+	} else {
+		snprintf(d->detail, sizeof(d->detail), "peak_over_capacity");
+		evidence(d, "peak_over_capacity", bad->device, VRT_DIAG_BYTES,
+		         bad->peak_bytes,
+		         "data problem: device %d's traced peak of %s is above "
+		         "its capacity of %s: no card holds that much",
+		         bad->device, SZ(bad->peak_bytes),
+		         SZ(bad->total_bytes));
+		if (dv->uuid[0])
+			confidence(c, VRT_CONFIDENCE_LOW,
+			           "data problem: what the processes hold on "
+			           "card %s adds up to more than it has: runs "
+			           "recorded at other times or on other hosts "
+			           "were merged into one analysis, or a driver "
+			           "that ignores %s gave different cards one "
+			           "identity",
+			           dv->uuid,
+			           visible_devices(c->t, bad->device));
+		else
+			confidence(c, VRT_CONFIDENCE_LOW,
+			           "data problem: the trace has no UUID for "
+			           "device %d, so the processes' cards were "
+			           "matched by ordinal; processes with different "
+			           "%s each call their first card device 0, so "
+			           "different cards were merged into one",
+			           bad->device,
+			           visible_devices(c->t, bad->device));
+	}
+	if (dv->conflict[0])
+		ACT(advise(c, RANK_FREE),
+		    "analyze each host's run apart (one process: vramtrace "
+		    "analyze RUN/PID.vtrace); from one host, the driver gave "
+		    "two cards one UUID");
+	else if (dv->uuid[0])
+		ACT(advise(c, RANK_FREE),
+		    "analyze each run apart (one process: vramtrace analyze "
+		    "RUN/PID.vtrace) and check each process's %s",
+		    visible_devices(c->t, bad->device));
+	else
+		ACT(advise(c, RANK_FREE),
+		    "analyze each process apart (vramtrace analyze "
+		    "RUN/PID.vtrace), check each process's %s, and record "
+		    "again with this vramtrace (its traces name every card "
+		    "by UUID)",
+		    visible_devices(c->t, bad->device));
+	return 1;
 }
 
 /* No decisive failure: none, host_memory, or inconclusive when the root
@@ -1455,7 +2266,7 @@ static void without_failure(struct ctx *c)
 		verdict_host(c);
 		return;
 	}
-	if (!root || !died(root) || (c->r->serving && stopped(root))) {
+	if (!root || !died(root) || (c->serving && stopped(root))) {
 		verdict_none(c);
 		return;
 	}
@@ -1469,14 +2280,14 @@ static void without_failure(struct ctx *c)
 		        "then died of something else",
 		        "read the server's log for the error it died of "
 		        "(vramtrace record keeps the command's output)");
-	else if (!c->r->serving && stopped(root))
+	else if (!c->serving && stopped(root))
 		verdict_inconclusive(
 		        c, "stopped_while_loading",
 		        "the run was stopped while loading, before anything "
 		        "failed: no budget was tested",
 		        "record again and let the server load (and serve) "
 		        "before stopping it");
-	else if (!c->r->serving)
+	else if (!c->serving)
 		verdict_inconclusive(
 		        c, "died_while_loading",
 		        "the server died while loading without any failed "
@@ -1550,14 +2361,325 @@ static void with_failure(struct ctx *c)
 	near_miss_evidence(c);
 }
 
+/* ---- the engine's log ------------------------------------------------------
+ *
+ * What the engine printed (struct vrt_diag_log, diagnose.h a-f), kept
+ * apart from the trace's own reasoning: the failure its fatal error names,
+ * its configuration for the defaults, its ready line for the stage, a
+ * budget refusal as the verdict, its numbers beside the rungs.
+ */
+
+const char *vrt_diagnose_log_flag_name(int bit)
+{
+	static const char *const names[VRT_DIAG_LOG_NFLAGS] = {
+	        "engine",          "max_model_len",    "max_num_seqs",
+	        "tensor_parallel", "memory_fraction", "max_total_tokens",
+	        "gpu_layers"};
+	return bit >= 0 && bit < VRT_DIAG_LOG_NFLAGS ? names[bit] : NULL;
+}
+
+unsigned vrt_diagnose_fill_flags(struct vrt_diag_flags *f,
+                                 const struct vrt_diag_flags *log,
+                                 unsigned printed)
+{
+	unsigned got = 0;
+
+#define FILL(bit, field)                                                    \
+	do {                                                                \
+		if ((printed & (bit)) && !f->field && log->field) {         \
+			f->field = log->field;                              \
+			got |= (bit);                                       \
+		}                                                           \
+	} while (0)
+	FILL(VRT_DIAG_LOG_ENGINE, engine);
+	FILL(VRT_DIAG_LOG_CTX, max_model_len);
+	FILL(VRT_DIAG_LOG_SEQS, max_num_seqs);
+	FILL(VRT_DIAG_LOG_TP, tp);
+	FILL(VRT_DIAG_LOG_UTIL, mem_util_milli);
+	FILL(VRT_DIAG_LOG_TOTAL_TOKENS, max_total_tokens);
+#undef FILL
+	if ((printed & VRT_DIAG_LOG_NGL) && !f->have_ngl && log->have_ngl) {
+		f->ngl = log->ngl;
+		f->have_ngl = 1;
+		got |= VRT_DIAG_LOG_NGL;
+	}
+	return got;
+}
+
+/* a. The decisive failure: the one the log's fatal error names, else
+ * replay's choice. */
+static void log_decisive(struct ctx *c)
+{
+	const struct vrt_diag_log *log = c->log;
+	const struct vrt_replay *r = c->r;
+	size_t i = r->decisive;
+
+	if (log && log->have_fatal_failure && log->fatal_failure < r->nfails &&
+	    r->fails[log->fatal_failure].oom) {
+		i = log->fatal_failure;
+		c->d->log_fatal = 1;
+	}
+	if (i < r->nfails) {
+		c->f = &r->fails[i];
+		c->d->have_failure = 1;
+		c->d->failure = i;
+	}
+}
+
+/* c. The trace saw no request: a failure of a per-request phase after the
+ * engine said it serves came while serving (a weights allocation or a
+ * reserve stays the load's, as replay has it). */
+static void log_stage(struct ctx *c)
+{
+	const struct vrt_diag_log *log = c->log;
+	const struct vrt_replay_failure *f = c->f;
+
+	c->serving = c->r->serving;
+	if (!log || !log->have_ready || c->r->serving)
+		return;
+	if (!f) {
+		c->serving = c->d->log_ready = log->ready_ts <= c->t->end_ns;
+		return;
+	}
+	if (f->after_ready || f->ts < log->ready_ts ||
+	    (!vrt_replay_phase_is_demand(f->phase) &&
+	     f->phase != VRT_PHASE_unattributed))
+		return;
+	c->fcopy = *f;
+	c->fcopy.after_ready = 1;
+	c->f = &c->fcopy;
+	c->serving = c->d->log_ready = 1;
+}
+
+/* The rung an engine number belongs to on the ladder. */
+static void log_ladder(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	size_t i;
+
+	if (!c->log || !d->have_ladder)
+		return;
+	for (i = 0; i < c->log->nnumbers; i++) {
+		const struct vrt_diag_engine_number *n = &c->log->numbers[i];
+		if (n->device != d->ladder_device || n->rung < 0 ||
+		    n->rung >= VRT_RUNG_COUNT)
+			continue;
+		d->ladder[n->rung].have_engine = 1;
+		d->ladder[n->rung].engine_bytes += n->engine_bytes;
+	}
+}
+
+/* The ladder at a refusal: what the trace holds on the device, plus what
+ * the engine wanted for the rung it was sizing, against the capacity the
+ * engine sizes within. */
+static void refusal_ladder(struct ctx *c, const struct vrt_diag_refusal *x)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_replay_device *rd = &c->r->dev[x->device];
+	uint64_t bytes[VRT_RUNG_COUNT], sum = 0;
+	int k;
+
+	bytes[VRT_RUNG_BASELINE] = c->fd ? c->fd->other_bytes : 0;
+	bytes[VRT_RUNG_WEIGHTS] = rd->phase[VRT_PHASE_weights].peak_bytes;
+	bytes[VRT_RUNG_RESERVES] =
+	        rd->phase[VRT_PHASE_kv_cache].peak_bytes +
+	        rd->phase[VRT_LOAD_PHASE_INFERRED_KV].peak_bytes +
+	        rd->phase[VRT_PHASE_cuda_graph].peak_bytes +
+	        rd->phase[VRT_PHASE_comm].peak_bytes;
+	bytes[VRT_RUNG_ACTIVATIONS] = rd->phase[VRT_PHASE_profile].peak_bytes;
+	bytes[VRT_RUNG_INFLIGHT] = 0;
+	if (x->rung >= 0 && x->rung < VRT_RUNG_COUNT)
+		bytes[x->rung] += x->needed_bytes;
+	d->have_ladder = 1;
+	d->ladder_device = x->device;
+	d->capacity_bytes = x->budget_bytes ? x->budget_bytes : c->total;
+	d->batch_rung = 1; /* at start-up: the profiling run's batch */
+	for (k = 0; k < VRT_RUNG_COUNT; k++) {
+		sum += bytes[k];
+		d->ladder[k].bytes = bytes[k];
+		d->ladder[k].cumulative = sum;
+		d->ladder[k].fits = !d->capacity_bytes ||
+		                    sum <= d->capacity_bytes;
+	}
+	log_ladder(c);
+}
+
+/* d, e. A budget refusal with no failed allocation behind it: the verdict
+ * of that budget in the engine's terms. */
+static void verdict_refusal(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_refusal *x = &c->log->refusal;
+	const char *who = c->log->engine[0] ? c->log->engine : "the engine";
+	size_t i;
+
+	d->verdict = x->verdict;
+	d->log_refusal = 1;
+	d->rung = x->rung;
+	d->device = x->device;
+	d->have_failure = 0;
+	snprintf(d->detail, sizeof(d->detail), "%s", x->detail);
+	snprintf(d->stage, sizeof(d->stage), "%s", x->stage);
+	if (x->device >= 0 && (size_t)x->device < c->r->ndevices) {
+		c->fd = diag_dev(d, x->device);
+		c->total = c->fd ? c->fd->total_bytes : 0;
+		refusal_ladder(c, x);
+		if (x->budget_bytes)
+			evidence(d, "engine_budget_bytes", x->device,
+			         VRT_DIAG_BYTES, x->budget_bytes,
+			         "%s sizes its memory within %s of device %d's "
+			         "%s: the ladder's capacity",
+			         who, SZ(x->budget_bytes), x->device,
+			         SZ(c->total));
+	}
+	for (i = 0; i < x->nevidence && d->nevidence < VRT_DIAG_MAX_ITEMS; i++)
+		d->evidence[d->nevidence++] = x->evidence[i];
+	for (i = 0; i < x->nactions; i++)
+		action(d, "%s", x->actions[i]);
+	for (i = 0; i < x->ncosts; i++)
+		cost(d, "%s", x->costs[i]);
+	if (c->root && died(c->root))
+		exit_evidence(c, c->root);
+	near_miss_evidence(c);
+	if (x->agree == 0)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "%s refused for this budget (log line %u), but its "
+		           "value for %s (%" PRIu64 ") and the trace's (%" PRIu64
+		           ") disagree: a rule that misses, or memory outside "
+		           "the traced calls",
+		           who, x->line, x->flag, x->engine_value,
+		           x->trace_value);
+	else
+		snprintf(d->confidence_reason, sizeof(d->confidence_reason),
+		         "%s refused for this budget (log line %u)%s", who,
+		         x->line,
+		         x->agree == 1 ? " and the trace agrees with its value"
+		                       : "; no failed allocation, the engine's "
+		                         "own check");
+}
+
+/* d. A refusal that a failed allocation stands behind (or that came after
+ * a failure replay took as fatal): the ladder's verdict and its actions
+ * stand, with the engine's values beside them as evidence. */
+static void refusal_beside(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_refusal *x = &c->log->refusal;
+	const char *who = c->log->engine[0] ? c->log->engine : "the engine";
+	size_t i;
+
+	for (i = 0; i < x->nevidence && d->nevidence < VRT_DIAG_MAX_ITEMS; i++)
+		d->evidence[d->nevidence++] = x->evidence[i];
+	if (x->verdict != d->verdict)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "%s refused for its %s budget (log line %u, %s) where "
+		           "the ladder names %s",
+		           who, vrt_diagnose_verdict_name(x->verdict), x->line,
+		           x->detail, vrt_diagnose_verdict_name(d->verdict));
+}
+
+/* f. The engine's numbers the trace disagrees with: on the ladder's device
+ * (every device without a ladder); on the verdict's rung they make it less
+ * sure. */
+static void log_numbers(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const char *who = c->log->engine[0] ? c->log->engine : "the engine";
+	char key[48];
+	size_t i;
+
+	for (i = 0; i < c->log->nnumbers; i++) {
+		const struct vrt_diag_engine_number *n = &c->log->numbers[i];
+		if (!n->disagrees ||
+		    (d->have_ladder && n->device != d->ladder_device))
+			continue;
+		snprintf(key, sizeof(key), "engine_%s_bytes", n->what);
+		evidence(d, key, n->device, VRT_DIAG_BYTES, n->engine_bytes,
+		         "device %d: %s printed %s of %s (log line %u), the "
+		         "trace holds %s (%+.1f%%)",
+		         n->device, who, SZ(n->engine_bytes), n->what, n->line,
+		         SZ(n->traced_bytes), n->diff_percent);
+		if (d->rung >= 0 && n->rung == d->rung)
+			confidence(c, VRT_CONFIDENCE_MEDIUM,
+			           "the %s rung is the verdict's, and %s's "
+			           "%s on device %d (%s) differs from the "
+			           "trace's (%s): the rung may be mis-measured",
+			           vrt_diagnose_rung_name(d->rung), who, n->what,
+			           n->device, SZ(n->engine_bytes),
+			           SZ(n->traced_bytes));
+	}
+}
+
+/* What the log decided, as evidence after the verdict's own. */
+static void log_evidence(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_log *log = c->log;
+	const struct vrt_replay *r = c->r;
+	char names[160] = "";
+	size_t n = 0;
+	int k;
+
+	if (d->log_fatal) {
+		const struct vrt_replay_failure *o =
+		        r->decisive < r->nfails ? &r->fails[r->decisive] : NULL;
+		if (o && r->decisive != d->failure)
+			evidence(d, "log_fatal_failure", c->f->device,
+			         VRT_DIAG_COUNT, log->fatal_line,
+			         "%s; the trace alone would have taken the "
+			         "failure at %.3fs (PID %" PRIu64 ")",
+			         log->fatal_why,
+			         (double)(o->ts - c->t->start_ns) / 1e9,
+			         c->t->procs[o->proc].pid);
+		else
+			evidence(d, "log_fatal_failure", c->f->device,
+			         VRT_DIAG_COUNT, log->fatal_line, "%s",
+			         log->fatal_why);
+	}
+	if (log->have_unmatched_error && !d->log_refusal) {
+		evidence(d, "log_error_unrecorded", -1, VRT_DIAG_COUNT,
+		         log->unmatched_line,
+		         "the engine's log reports a memory error (line %u: "
+		         "%.160s) that matches no recorded failure",
+		         log->unmatched_line, log->unmatched_error);
+		if (d->verdict == VRT_VERDICT_NONE)
+			confidence(c, VRT_CONFIDENCE_MEDIUM,
+			           "the engine's log reports a memory error (line "
+			           "%u) the trace did not record: an allocation "
+			           "outside the hooked calls, or a process that "
+			           "was not traced",
+			           log->unmatched_line);
+	}
+	if (d->log_ready)
+		evidence(d, "engine_ready", -1, VRT_DIAG_SECONDS_NS,
+		         (uint64_t)(log->ready_ts - c->t->start_ns),
+		         "the engine said it serves at %.3fs (log line %u); the "
+		         "trace saw no request, so what came after is the "
+		         "request stage",
+		         (double)(log->ready_ts - c->t->start_ns) / 1e9,
+		         log->ready_line);
+	for (k = 0; k < VRT_DIAG_LOG_NFLAGS; k++)
+		if (d->flags_from_log & (1u << k))
+			n += (size_t)snprintf(names + n, sizeof(names) - n,
+			                      "%s%s", n ? ", " : "",
+			                      vrt_diagnose_log_flag_name(k));
+	if (d->flags_from_log)
+		evidence(d, "flags_from_log", -1, VRT_DIAG_COUNT,
+		         (uint64_t)__builtin_popcount(d->flags_from_log),
+		         "the engine's log gave what the command line left at "
+		         "its defaults: %s",
+		         names);
+	log_numbers(c);
+}
+
 /* --model-config: the model's description solved against the observed
- * budgets (model.c), and the lines that say what came out. */
-static void model_arith(struct ctx *c)
+ * budgets (model.c), before the verdict (its advice counts in tokens and
+ * layers). */
+static void model_solve(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
 	struct vrt_model_arith *m = &d->model;
 	struct vrt_model_budget b;
-	char how[VRT_DIAG_TEXT / 2];
 	size_t k;
 
 	if (!c->cfg)
@@ -1573,9 +2695,24 @@ static void model_arith(struct ctx *c)
 		                      c->t->procs[k].argc);
 	b.engine = vrt_model_engine(vrt_engine_name(d->flags.engine));
 	b.context_len = d->flags.max_model_len;
+	/* llama.cpp's -c is the whole cache, shared by its -np slots: a
+	 * sequence holds -c / -np (its KV cache is -c tokens either way). */
+	if (d->flags.engine == VRT_ENGINE_LLAMACPP && d->flags.max_num_seqs > 1)
+		b.context_len /= d->flags.max_num_seqs;
 	b.max_seqs = d->flags.max_num_seqs;
 	b.tp = d->flags.tp;
 	vrt_model_arith(m, c->cfg, &b);
+}
+
+/* The lines that say what the model arithmetic found. */
+static void model_evidence(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	struct vrt_model_arith *m = &d->model;
+	char how[VRT_DIAG_TEXT / 2];
+
+	if (!m->have)
+		return;
 	vrt_model_kv_formula(&m->desc, how, sizeof(how));
 	evidence(d, "kv_bytes_per_token", -1, VRT_DIAG_BYTES,
 	         m->kv_bytes_per_token, "model: %s of KV per token (%s%s)",
@@ -1649,43 +2786,77 @@ static void high_reason(struct ctx *c)
 		         "would have fit");
 		break;
 	default:
-		snprintf(d->confidence_reason, sizeof(d->confidence_reason),
-		         "the fatal failure (PID %" PRIu64
-		         " %s), its phase and "
-		         "the ladder agree",
-		         c->t->procs[c->f->proc].pid, how);
+		if (d->log_fatal)
+			snprintf(d->confidence_reason,
+			         sizeof(d->confidence_reason),
+			         "the fatal failure the engine's log names (line "
+			         "%u; PID %" PRIu64 " %s), its phase and the "
+			         "ladder agree",
+			         c->log->fatal_line, c->t->procs[c->f->proc].pid,
+			         how);
+		else
+			snprintf(d->confidence_reason,
+			         sizeof(d->confidence_reason),
+			         "the fatal failure (PID %" PRIu64 " %s), its "
+			         "phase and the ladder agree",
+			         c->t->procs[c->f->proc].pid, how);
 	}
 }
 
 void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
                       const struct vrt_replay *r, const struct vrt_model *cfg)
 {
+	vrt_diagnose_run_opts(d, t, r, cfg, NULL);
+}
+
+void vrt_diagnose_run_log(struct vrt_diagnosis *d, const struct vrt_trace *t,
+                          const struct vrt_replay *r,
+                          const struct vrt_model *cfg,
+                          const struct vrt_diag_log *log)
+{
+	struct vrt_diag_options o = {VRT_DIAG_MARGIN_PCT, log};
+
+	vrt_diagnose_run_opts(d, t, r, cfg, &o);
+}
+
+void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
+                           const struct vrt_replay *r,
+                           const struct vrt_model *cfg,
+                           const struct vrt_diag_options *o)
+{
+	const struct vrt_diag_log *log = o ? o->log : NULL;
 	struct ctx c;
 	size_t root;
+	int refusal;
 
 	memset(d, 0, sizeof(*d));
+	d->margin_pct = o ? o->margin_pct : VRT_DIAG_MARGIN_PCT;
 	memset(&c, 0, sizeof(c));
 	c.d = d;
 	c.t = t;
 	c.r = r;
 	c.cfg = cfg;
+	c.log = log;
 	d->device = -1;
 	d->rung = -1;
 	d->confidence = VRT_CONFIDENCE_HIGH;
-	root = run_flags(d, t);
+	root = vrt_diagnose_flags(&d->flags, t);
+	/* the engine's configuration, before any action is written */
+	d->have_log = log != NULL;
+	if (log)
+		d->flags_from_log = vrt_diagnose_fill_flags(
+		        &d->flags, &log->flags, log->printed);
 	c.root = root < t->nprocs ? &t->procs[root] : NULL;
 	c.engine = d->flags.engine;
 	devices(d, t, r);
 	host_samples(t, &c.host);
-	if (r->decisive < r->nfails) {
-		c.f = &r->fails[r->decisive];
-		d->have_failure = 1;
-		d->failure = r->decisive;
-	}
+	model_solve(&c);
+	log_decisive(&c);
+	log_stage(&c);
 	snprintf(d->stage, sizeof(d->stage), "%s",
-	         c.f          ? (c.f->after_ready ? "request" : "load")
-	         : r->serving ? "request"
-	                      : "load");
+	         c.f         ? (c.f->after_ready ? "request" : "load")
+	         : c.serving ? "request"
+	                     : "load");
 	if (c.f && c.f->device >= 0) {
 		d->device = c.f->device;
 		c.fd = diag_dev(d, c.f->device);
@@ -1708,8 +2879,16 @@ void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		                ? c.f->requested_bytes - c.f->free_bytes
 		                : c.f->requested_bytes;
 	}
-	if (c.f && (c.f->family == VRT_FAM_PINNED ||
-	            c.f->family == VRT_FAM_REGISTERED))
+	/* A refusal is the verdict unless a failure the process did not
+	 * survive stands behind the run's end. */
+	refusal = log && log->have_refusal &&
+	          (!c.f || (!c.f->fatal && !d->log_fatal));
+	if (data_problem(&c))
+		; /* inconclusive: the numbers cannot be read */
+	else if (refusal)
+		verdict_refusal(&c);
+	else if (c.f && (c.f->family == VRT_FAM_PINNED ||
+	                 c.f->family == VRT_FAM_REGISTERED))
 		verdict_host(&c);
 	else if (!c.f)
 		without_failure(&c);
@@ -1732,9 +2911,21 @@ void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		         "host memory was nearly exhausted too (MemAvailable "
 		         "%s)",
 		         sz(&c, c.host.min_available));
-	model_arith(&c);
+	if (log && log->have_refusal && !refusal)
+		refusal_beside(&c);
+	if (log)
+		log_evidence(&c);
+	model_evidence(&c);
+	emit_advice(&c);
 	if (!d->confidence_reason[0])
 		high_reason(&c);
+	else if (d->log_fatal && d->confidence != VRT_CONFIDENCE_HIGH)
+		snprintf(d->confidence_reason + strlen(d->confidence_reason),
+		         sizeof(d->confidence_reason) -
+		                 strlen(d->confidence_reason),
+		         " (the fatal failure is the one the engine's log names, "
+		         "line %u)",
+		         log->fatal_line);
 	if (d->verdict == VRT_VERDICT_INCONCLUSIVE)
 		verify(d, "after adding what is missing, record again and "
 		          "analyze: vramtrace analyze NEW_RUN");

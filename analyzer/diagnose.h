@@ -41,6 +41,27 @@
  *      near-misses.
  * Every verdict carries a confidence (high, medium, low) and its reason.
  *
+ * With the engine's log (struct vrt_diag_log, which logcheck.h fills from
+ * a parsed server log) the diagnosis also rests on the engine's words:
+ *   a. the failure the log's fatal error names is the decisive one
+ *      (whatever replay chose), and the confidence says so;
+ *   b. the configuration the engine printed fills the flags the command
+ *      lines left at their defaults, before any action is written;
+ *   c. when the trace saw no request, the engine's "ready" line ends the
+ *      load stage: a run that died or failed after it did so serving;
+ *   d. a budget refusal the engine printed (vLLM's KV check, SGLang's
+ *      --mem-fraction-static, llama.cpp's context that does not fit,
+ *      TGI's prefill and max_total_tokens checks) with no failed
+ *      allocation behind it is the verdict of that budget, at the rung
+ *      the engine was sizing, with the engine's suggested value beside
+ *      the trace's and whether they agree; a refusal a failed
+ *      allocation stands behind adds its values to the ladder's verdict;
+ *   e. so a run that died while loading without a failed allocation gets
+ *      the verdict of the budget its log names, not inconclusive;
+ *   f. the engine's numbers stand beside the ladder's rungs, and those
+ *      that disagree with the trace (beyond VRT_DIAG_LOG_TOLERANCE_PCT)
+ *      are evidence; on the verdict's rung they lower the confidence.
+ *
  * Pure: no I/O, no printing, no globals. The result owns no pointers into
  * the trace.
  */
@@ -61,6 +82,8 @@
 #define VRT_DIAG_MAX_ITEMS       24
 #define VRT_DIAG_MAX_PIDS        8
 #define VRT_DIAG_TEXT            320
+#define VRT_DIAG_MARGIN_PCT      5  /* --margin: share kept spare */
+#define VRT_DIAG_MARGIN_MAX      50
 
 enum vrt_verdict {
 	VRT_VERDICT_NONE = 0,
@@ -93,6 +116,10 @@ struct vrt_diag_rung {
 	uint64_t bytes;
 	uint64_t cumulative;
 	int fits;
+	/* what the engine's log printed for this rung's budgets on the
+	 * ladder's device (weights; KV cache and graphs; activations) */
+	int have_engine;
+	uint64_t engine_bytes;
 };
 
 /* Units of an evidence value (JSON "unit"). */
@@ -140,10 +167,99 @@ struct vrt_diag_flags {
 	uint64_t batch_tokens; /* tokens in one forward batch */
 	uint64_t ubatch;       /* llama.cpp -ub */
 	int one_device;        /* llama.cpp -sm none: one GPU on purpose */
+	char cache_k[16];      /* KV cache type asked for (llama.cpp -ctk,
+	                          --kv-cache-dtype), "" default */
+	char cache_v[16];      /* llama.cpp -ctv, else as cache_k */
+};
+
+/* Which fields of struct vrt_diag_flags the engine's log supplied. */
+enum {
+	VRT_DIAG_LOG_ENGINE = 1 << 0,
+	VRT_DIAG_LOG_CTX = 1 << 1,
+	VRT_DIAG_LOG_SEQS = 1 << 2,
+	VRT_DIAG_LOG_TP = 1 << 3,
+	VRT_DIAG_LOG_UTIL = 1 << 4,
+	VRT_DIAG_LOG_TOTAL_TOKENS = 1 << 5,
+	VRT_DIAG_LOG_NGL = 1 << 6,
+	VRT_DIAG_LOG_NFLAGS = 7,
+};
+
+/* An engine number and a traced one that differ by more than this (and
+ * more than the printed rounding) disagree. */
+#define VRT_DIAG_LOG_TOLERANCE_PCT 5
+#define VRT_DIAG_LOG_NUMBERS       16
+#define VRT_DIAG_REFUSAL_ITEMS     8
+
+/* A budget refusal the engine printed, in its own terms: the verdict of
+ * that budget, what the engine suggests and what the trace measures. */
+struct vrt_diag_refusal {
+	int verdict;     /* VRT_VERDICT_KV_CACHE or _CONCURRENCY */
+	char detail[48]; /* "max_model_len_exceeds_kv_cache", ... */
+	int rung;        /* the rung the engine was sizing */
+	char stage[16];  /* "load" or "request" */
+	int32_t device;  /* trace device, -1 unknown */
+	uint32_t line;   /* the log line of the refusal */
+	uint64_t needed_bytes; /* what the engine wanted for that rung and
+	                          did not allocate (0: not printed) */
+	uint64_t budget_bytes; /* the capacity the engine sizes within (its
+	                          memory fraction of the card; 0: the card) */
+	char flag[48];   /* the engine flag the values are for */
+	int fraction;    /* values are fractions x1000 */
+	int have_engine_value, have_trace_value;
+	uint64_t engine_value; /* the engine's suggestion */
+	uint64_t trace_value;  /* the trace's own */
+	int agree;             /* 1 yes, 0 no, -1 no way to tell */
+	struct vrt_diag_evidence evidence[VRT_DIAG_REFUSAL_ITEMS];
+	size_t nevidence;
+	char actions[3][VRT_DIAG_TEXT];
+	size_t nactions;
+	char costs[2][VRT_DIAG_TEXT];
+	size_t ncosts;
+};
+
+/* One number the engine printed beside the traced one. */
+struct vrt_diag_engine_number {
+	int rung;       /* VRT_RUNG_WEIGHTS, _RESERVES or _ACTIVATIONS */
+	char what[24];  /* "weights", "kv_cache", "activations",
+	                   "cuda_graphs" */
+	int32_t device; /* trace device */
+	uint64_t engine_bytes, traced_bytes;
+	double diff_percent; /* (traced - engine) / engine x 100 */
+	int disagrees;
+	uint32_t line;
+};
+
+/* What the engine's own log says, for the diagnosis (logcheck.h fills it
+ * from a parsed log). Every part is optional. */
+struct vrt_diag_log {
+	char engine[24]; /* "vLLM", ...: in sentences */
+	/* a. the recorded failure its fatal error names */
+	int have_fatal_failure;
+	size_t fatal_failure; /* index into the replay's fails[] */
+	uint32_t fatal_line;
+	char fatal_why[VRT_DIAG_TEXT];
+	/* a memory error that names no recorded failure (not a refusal) */
+	int have_unmatched_error;
+	uint32_t unmatched_line;
+	char unmatched_error[VRT_DIAG_TEXT];
+	/* b. the configuration it printed (VRT_DIAG_LOG_* in printed) */
+	struct vrt_diag_flags flags;
+	unsigned printed;
+	/* c. it said it serves, at ready_ts on the trace's clock */
+	int have_ready;
+	int64_t ready_ts;
+	uint32_t ready_line;
+	/* d. a budget refusal */
+	int have_refusal;
+	struct vrt_diag_refusal refusal;
+	/* f. its numbers beside the trace's */
+	struct vrt_diag_engine_number numbers[VRT_DIAG_LOG_NUMBERS];
+	size_t nnumbers;
 };
 
 struct vrt_diagnosis {
 	int verdict;     /* enum vrt_verdict */
+	unsigned margin_pct; /* the margin the advice keeps, percent */
 	char detail[48]; /* "not_sharded", ... or "" */
 	int confidence;  /* enum vrt_confidence */
 	char confidence_reason[VRT_DIAG_TEXT];
@@ -167,8 +283,18 @@ struct vrt_diagnosis {
 	int rung;
 	int batch_rung; /* the activations rung is the configured batch's
 	                   (a profiling or warm-up run), not one request's */
+	/* What the engine's log decided (have_log 0: there was none): the
+	 * flags it supplied (VRT_DIAG_LOG_*), the failure it named, the
+	 * refusal that is the verdict, the stage its ready line ended. */
+	int have_log;
+	unsigned flags_from_log;
+	int log_fatal;
+	int log_refusal;
+	int log_ready;
 	struct vrt_diag_evidence evidence[VRT_DIAG_MAX_ITEMS];
 	size_t nevidence;
+	/* The changes to make, cheapest first; costs[i] is what actions[i]
+	 * gives up ("" when nothing): ncosts == nactions. */
 	char actions[VRT_DIAG_MAX_ITEMS / 3][VRT_DIAG_TEXT];
 	size_t nactions;
 	char costs[VRT_DIAG_MAX_ITEMS / 3][VRT_DIAG_TEXT];
@@ -177,12 +303,53 @@ struct vrt_diagnosis {
 	size_t nverify;
 };
 
+/* How the advice is sized. */
+struct vrt_diag_options {
+	unsigned margin_pct; /* 0..VRT_DIAG_MARGIN_MAX: every suggested
+	                        number leaves this share of the budget it
+	                        changes spare (--margin) */
+	/* the engine's log, held against the trace (logcheck.h); NULL:
+	 * none */
+	const struct vrt_diag_log *log;
+};
+
 /*
  * Diagnoses t and its replay r into *d (overwritten). cfg may be NULL
- * (no --model-config). Never fails.
+ * (no --model-config); o NULL: the defaults (VRT_DIAG_MARGIN_PCT). Never
+ * fails.
  */
+void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
+                           const struct vrt_replay *r,
+                           const struct vrt_model *cfg,
+                           const struct vrt_diag_options *o);
+
+/* vrt_diagnose_run_opts with the defaults. */
 void vrt_diagnose_run(struct vrt_diagnosis *d, const struct vrt_trace *t,
                       const struct vrt_replay *r, const struct vrt_model *cfg);
+
+/* The same with the engine's log (log may be NULL: vrt_diagnose_run).
+ * log->fatal_failure indexes r->fails; its devices are t's. */
+void vrt_diagnose_run_log(struct vrt_diagnosis *d, const struct vrt_trace *t,
+                          const struct vrt_replay *r,
+                          const struct vrt_model *cfg,
+                          const struct vrt_diag_log *log);
+
+/* Copies into *f the fields of log the log printed (printed: its
+ * VRT_DIAG_LOG_* bits) that *f left at 0 (its defaults); returns the bits
+ * it filled. */
+unsigned vrt_diagnose_fill_flags(struct vrt_diag_flags *f,
+                                 const struct vrt_diag_flags *log,
+                                 unsigned printed);
+
+/* "engine", "max_model_len", "max_num_seqs", "tensor_parallel",
+ * "memory_fraction", "max_total_tokens", "gpu_layers" for the bit
+ * numbers 0 .. VRT_DIAG_LOG_NFLAGS - 1; NULL past them. */
+const char *vrt_diagnose_log_flag_name(int bit);
+
+/* The run's engine (from its root command, inherited by its workers) and
+ * the numbers of its memory flags into *f (zeroed first); returns the
+ * index of the root process (0 when the run has none). */
+size_t vrt_diagnose_flags(struct vrt_diag_flags *f, const struct vrt_trace *t);
 
 /* "weights", "kv_cache", ... never NULL. */
 const char *vrt_diagnose_verdict_name(int verdict);

@@ -324,6 +324,17 @@ void vrt_engine_of_run(struct vrt_engine_run *er, const struct vrt_trace *t)
 	free(root);
 }
 
+int vrt_engine_field_of(int engine, const char *option)
+{
+	size_t k;
+
+	for (k = 0; option && k < NFLAGS; k++)
+		if ((!engine || flags[k].engine == engine) &&
+		    !strcmp(flags[k].option, option))
+			return flags[k].field;
+	return -1;
+}
+
 /* ---- numbers --------------------------------------------------------- */
 
 int vrt_engine_uint(const char *value, uint64_t *out)

@@ -133,6 +133,11 @@ int vrt_engine_parse_argv(struct vrt_engine_flags *f, char *const *argv,
  */
 void vrt_engine_of_run(struct vrt_engine_run *er, const struct vrt_trace *t);
 
+/* The setting option (as spelled: "-c", "--ctx-size") sets for engine
+ * (any engine's when UNKNOWN), or -1: lets two spellings of one setting
+ * compare as one. */
+int vrt_engine_field_of(int engine, const char *option);
+
 /* The number a setting holds: 1 and *out set when value is a whole
  * number (or a decimal, truncated) in range, else 0. */
 int vrt_engine_uint(const char *value, uint64_t *out);

@@ -36,7 +36,8 @@ static void before_value(struct vrt_json *w)
 	if (!w->first[w->depth])
 		fputc(',', w->f);
 	w->first[w->depth] = 0;
-	indent(w);
+	if (!w->oneline[w->depth])
+		indent(w);
 }
 
 static void open_(struct vrt_json *w, char c)
@@ -46,14 +47,15 @@ static void open_(struct vrt_json *w, char c)
 	if (w->depth + 1 < VRT_JSON_MAX_DEPTH)
 		w->depth++;
 	w->first[w->depth] = 1;
+	w->oneline[w->depth] = 0;
 }
 
 static void close_(struct vrt_json *w, char c)
 {
-	int empty = w->first[w->depth];
+	int empty = w->first[w->depth], oneline = w->oneline[w->depth];
 	if (w->depth > 0)
 		w->depth--;
-	if (!empty)
+	if (!empty && !oneline)
 		indent(w);
 	fputc(c, w->f);
 }
@@ -71,6 +73,12 @@ void vrt_json_end_object(struct vrt_json *w)
 void vrt_json_begin_array(struct vrt_json *w)
 {
 	open_(w, '[');
+}
+
+void vrt_json_begin_array_oneline(struct vrt_json *w)
+{
+	open_(w, '[');
+	w->oneline[w->depth] = 1;
 }
 
 void vrt_json_end_array(struct vrt_json *w)
@@ -192,10 +200,24 @@ void vrt_json_string_n(struct vrt_json *w, const char *s, size_t n)
 	write_string(w->f, s, n);
 }
 
+/* v in decimal, written straight: a timeline is tens of thousands of
+ * numbers, and fprintf parses its format for each one. */
+static void put_uint(FILE *f, uint64_t v)
+{
+	char buf[24];
+	size_t n = sizeof(buf);
+
+	do {
+		buf[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	fwrite(buf + n, 1, sizeof(buf) - n, f);
+}
+
 void vrt_json_uint(struct vrt_json *w, uint64_t v)
 {
 	before_value(w);
-	fprintf(w->f, "%" PRIu64, v);
+	put_uint(w->f, v);
 }
 
 void vrt_json_int(struct vrt_json *w, int64_t v)
@@ -219,15 +241,22 @@ void vrt_json_null(struct vrt_json *w)
 void vrt_json_seconds(struct vrt_json *w, int64_t ns)
 {
 	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-	char frac[16];
-	int len;
+	uint64_t r = a % 1000000000u;
+	char frac[9];
+	int len = 9, i;
 
 	before_value(w);
-	len = snprintf(frac, sizeof(frac), "%09" PRIu64, a % 1000000000u);
+	for (i = 8; i >= 0; i--) {
+		frac[i] = (char)('0' + r % 10);
+		r /= 10;
+	}
 	while (len > 1 && frac[len - 1] == '0')
-		frac[--len] = '\0';
-	fprintf(w->f, "%s%" PRIu64 ".%s", ns < 0 ? "-" : "", a / 1000000000u,
-	        frac);
+		len--;
+	if (ns < 0)
+		fputc('-', w->f);
+	put_uint(w->f, a / 1000000000u);
+	fputc('.', w->f);
+	fwrite(frac, 1, (size_t)len, w->f);
 }
 
 /* RFC 8259 number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */

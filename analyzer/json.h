@@ -18,7 +18,8 @@
 struct vrt_json {
 	FILE *f;
 	int depth;
-	int first[VRT_JSON_MAX_DEPTH]; /* no member written yet at depth */
+	int first[VRT_JSON_MAX_DEPTH];   /* no member written yet at depth */
+	int oneline[VRT_JSON_MAX_DEPTH]; /* members on one line at depth */
 	int after_key;
 };
 
@@ -27,6 +28,10 @@ void vrt_json_begin_object(struct vrt_json *w);
 void vrt_json_end_object(struct vrt_json *w);
 void vrt_json_begin_array(struct vrt_json *w);
 void vrt_json_end_array(struct vrt_json *w);
+/* An array whose members stay on one line ([1,2,3]): long series of
+ * numbers, which one per line would make thousands of lines long. Closed
+ * by vrt_json_end_array; nothing inside it may open a container. */
+void vrt_json_begin_array_oneline(struct vrt_json *w);
 void vrt_json_key(struct vrt_json *w, const char *key);
 void vrt_json_string(struct vrt_json *w, const char *s);
 /* A string of n bytes (may hold NUL bytes, escaped as \u0000). */

@@ -54,10 +54,17 @@
  * (and the hosts whose clocks are aligned onto the first host's) are known
  * before the first event goes out.
  *
+ * Inputs are opened through readfile.c: a path that is not a regular file
+ * (a FIFO named *.vtrace, a device) is never opened for reading (it would
+ * block or never end). In a run directory, and among several paths given,
+ * such a file is skipped with a note in t->skipped; alone, it is an error.
+ * Text inputs (rules, config.json) are capped at VRT_READFILE_TEXT_MAX.
+ *
  * Single-threaded, no globals. Every length read from the input is
  * bounds-checked; no input can make this file assert or crash.
  */
 #include "load.h"
+#include "readfile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -705,6 +712,60 @@ struct compact {
 	struct ctmpl a, f;
 };
 
+/* A thread's BATCH state (trace_format.h), kept per thread id of a file
+ * for as long as the file is read: a thread's batches are decoded in the
+ * order it wrote them (its events come out in time order, ties in record
+ * order). Tables grow as the writer defines slots, up to the format's
+ * caps, so the memory follows the threads and their call sites and
+ * sizes, never the events. */
+struct bsite {
+	uint64_t aux, stack, phase;
+	uint64_t size;  /* alloc site: its last size */
+	int32_t device; /* raw ordinal (raw_device) */
+	int32_t zslot;  /* the last size's slot, -1 none */
+	uint16_t api;
+	uint8_t kind, has_size;
+	/* Resolved fields, once resolve_fast answered for them (answers of
+	 * the file's caches never change for the same ids). */
+	int32_t g_dev;
+	uint32_t g_stack, g_phase;
+	uint8_t g_src, g_ok;
+};
+
+/* A size and its list of freed addresses: a circle, the top at
+ * lifo[(h - 1) % LIFO], so that a push onto a full list drops the bottom
+ * entry by writing over it. */
+struct bsize {
+	uint64_t size;
+	uint32_t n, h;
+	uint64_t lifo[VRT_BATCH_LIFO];
+};
+
+struct bring {
+	uint64_t addr;
+	int32_t zslot;
+};
+
+struct bstate {
+	uint32_t tid;
+	struct bsite *sites;
+	size_t nsites, capsites;
+	uint64_t site_next;
+	struct bsize *sizes;
+	size_t nsizes, capsizes;
+	struct bring *ring; /* VRT_BATCH_RING entries, made on first use */
+	uint64_t nalloc, last_alloc, last_free;
+};
+
+/* Where a run is inside a BATCH record (on: between events of one). */
+struct bcur {
+	const uint8_t *c[VRT_BATCH_COLS], *e[VRT_BATCH_COLS];
+	uint32_t i, n;
+	int64_t prev;  /* the previous event's time, as written */
+	int64_t after; /* the time after the record */
+	uint8_t on;
+};
+
 /* One decoded frame. Lazy runs point into it, so it lives until the last
  * of them is delivered (refs), then goes back to a free list. */
 struct fbuf {
@@ -739,6 +800,8 @@ struct run {
 	uint8_t snap;  /* ALLOCs are a standby snapshot's */
 	uint8_t rep_k; /* templates of the REPEAT at p already delivered */
 	struct compact cs; /* the chunk's compact state at p */
+	struct bstate *bs; /* the thread's BATCH state */
+	struct bcur bc;    /* a BATCH at p delivered in part */
 	/* RUN_EV */
 	struct vrt_event *evs;
 	size_t pos, nev, cap;
@@ -786,6 +849,9 @@ struct lfile {
 	struct stack_res *scache;
 	size_t scap;
 	uint32_t pcache[PHASE_CACHE]; /* declared phase id -> global + 1 */
+	/* BATCH states by thread id */
+	struct bstate **bst;
+	size_t nbst, capbst;
 };
 
 struct lstate {
@@ -895,7 +961,33 @@ static void file_free(struct lfile *f)
 	free(f->ffr);
 	free(f->fst);
 	free(f->scache);
+	for (size_t i = 0; i < f->nbst; i++) {
+		free(f->bst[i]->sites);
+		free(f->bst[i]->sizes);
+		free(f->bst[i]->ring);
+		free(f->bst[i]);
+	}
+	free(f->bst);
 	free(f);
+}
+
+/* The BATCH state of thread tid in f, made when missing; NULL when out
+ * of memory. */
+static struct bstate *bstate_of(struct lfile *f, uint32_t tid)
+{
+	struct bstate *b;
+
+	for (size_t i = f->nbst; i-- > 0;)
+		if (f->bst[i]->tid == tid)
+			return f->bst[i];
+	if (grow((void **)&f->bst, &f->capbst, f->nbst + 1, sizeof(*f->bst)))
+		return NULL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->tid = tid;
+	f->bst[f->nbst++] = b;
+	return b;
 }
 
 /* ---- errors ------------------------------------------------------------- */
@@ -928,27 +1020,26 @@ static enum vrt_load_status nomem(struct lfile *f, struct vrt_load_error *err,
 /* Reads "<dir>/<pid>.exit" (written by vramtrace record) if present. */
 static void read_exit_file(struct vrt_process *pr)
 {
-	char path[4200], line[64];
+	char path[4200], why[128], *line = NULL;
 	const char *slash = strrchr(pr->path, '/');
 	int dirlen = slash ? (int)(slash - pr->path) : 1;
-	FILE *fp;
+	size_t len;
 	int code;
 
 	snprintf(path, sizeof(path), "%.*s/%" PRIu64 ".exit", dirlen,
 	         slash ? pr->path : ".", pr->pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return; /* absent: the exit status stays unknown */
-	if (fgets(line, sizeof(line), fp)) {
-		if (sscanf(line, "exit %d", &code) == 1 && code >= 0) {
-			pr->exit_kind = VRT_EXIT_CODE;
-			pr->exit_code = code;
-		} else if (sscanf(line, "signal %d", &code) == 1 && code > 0) {
-			pr->exit_kind = VRT_EXIT_SIGNAL;
-			pr->exit_code = code;
-		}
+	/* Absent, not a regular file or not a line of ours: the exit
+	 * status stays unknown. */
+	if (vrt_readfile_read(path, 64, &line, &len, why, sizeof(why)))
+		return;
+	if (sscanf(line, "exit %d", &code) == 1 && code >= 0) {
+		pr->exit_kind = VRT_EXIT_CODE;
+		pr->exit_code = code;
+	} else if (sscanf(line, "signal %d", &code) == 1 && code > 0) {
+		pr->exit_kind = VRT_EXIT_SIGNAL;
+		pr->exit_code = code;
 	}
-	fclose(fp);
+	free(line);
 }
 
 static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
@@ -1059,6 +1150,22 @@ static enum vrt_load_status parse_device(struct vrt_trace *t, struct lfile *f,
 		d->vendor = vendor <= 255 ? (int)vendor : 0;
 		d->total_bytes = total;
 		d->have_total = 1;
+		d->pid = pr->pid;
+	} else if (!d->conflict[0] &&
+	           ((total && d->total_bytes && total != d->total_bytes) ||
+	            (nname && d->name[0] &&
+	             (nname != strlen(d->name) ||
+	              memcmp(name, d->name, nname))) ||
+	            (pr->host && strcmp(pr->host, d->host)))) {
+		/* One UUID, two cards: the same card cannot have two names,
+		 * two capacities or two hosts. */
+		snprintf(d->conflict, sizeof(d->conflict),
+		         "PID %" PRIu64 " on %.40s names it '%.*s' of %" PRIu64
+		         " bytes; PID %" PRIu64 " on %.40s named it '%.40s' of "
+		         "%" PRIu64 " bytes",
+		         pr->pid, pr->host, (int)(nname < 40 ? nname : 40),
+		         (const char *)name, total, d->pid, d->host, d->name,
+		         d->total_bytes);
 	}
 	for (i = 0; i < f->ndevs; i++) {
 		if (f->devs[i].ordinal == (int64_t)ordinal &&
@@ -1425,7 +1532,51 @@ static inline int lazy_type(unsigned type, unsigned version)
 	return type == VRT_REC_ALLOC || type == VRT_REC_FREE ||
 	       (version >= 2 && (type == VRT_REC_REPEAT ||
 	                         type == VRT_REC_ALLOC_C ||
-	                         type == VRT_REC_FREE_C));
+	                         type == VRT_REC_FREE_C)) ||
+	       (version >= 4 && type == VRT_REC_BATCH);
+}
+
+/*
+ * The header of the BATCH record whose payload is [p, pe): fills the
+ * column bounds of bc (cursors at their starts), *span, *flags. 0, or -1
+ * when the header or the column lengths do not fit the payload, or the
+ * kind column is too short for n. Reads with bounds checks (the header is
+ * read when the frame is, before any padding guarantee matters).
+ */
+static int batch_header(const uint8_t *p, const uint8_t *pe, struct bcur *bc,
+                        uint64_t *span, uint64_t *flags)
+{
+	uint64_t n, len[VRT_BATCH_COLS - 1];
+	int i;
+
+	if (vrt_get_uvarint(&p, pe, span) || vrt_get_uvarint(&p, pe, &n) ||
+	    vrt_get_uvarint(&p, pe, flags) || n == 0 || n > UINT32_MAX)
+		return -1;
+	for (i = 0; i < VRT_BATCH_COLS - 1; i++)
+		if (vrt_get_uvarint(&p, pe, &len[i]))
+			return -1;
+	for (i = 0; i < VRT_BATCH_COLS; i++) {
+		uint64_t l = i < VRT_BATCH_COLS - 1 ? len[i]
+		                                    : (uint64_t)(pe - p);
+		if (l > (uint64_t)(pe - p))
+			return -1;
+		bc->c[i] = p;
+		bc->e[i] = p + l;
+		p += l;
+	}
+	if ((uint64_t)(bc->e[0] - bc->c[0]) < (n + 7) / 8)
+		return -1;
+	bc->n = (uint32_t)n;
+	bc->i = 0;
+	return 0;
+}
+
+/* The time step of a BATCH time value (trace_format.h). */
+static inline uint64_t batch_dt(uint64_t v)
+{
+	if (v & 1)
+		return v >> 1;
+	return v >> 1 > UINT64_MAX / 1000 ? UINT64_MAX : (v >> 1) * 1000;
 }
 
 /* The chunk time at rec: the times of the hot records between f->ts_at
@@ -1702,7 +1853,7 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 	enum vrt_load_status st = VRT_LOAD_OK;
 	uint64_t nev = 0; /* events counted for this file's process */
 	uint64_t nheld = 0; /* event records read */
-	int v2 = f->version >= 2;
+	int v2 = f->version >= 2, v4 = f->version >= 4;
 
 	f->have_chunk = 0;
 	f->ts_at = NULL;
@@ -1741,6 +1892,7 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 			if (st)
 				break;
 			v2 = f->version >= 2;
+			v4 = f->version >= 4;
 			p = pe;
 			continue;
 		}
@@ -1748,6 +1900,10 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 		c.end = pe;
 		c.bad = 0;
 		switch (type) {
+		case VRT_REC_BATCH:
+			if (!v4)
+				break; /* not a record before version 4 */
+			/* fall through */
 		case VRT_REC_REPEAT:
 		case VRT_REC_ALLOC_C:
 		case VRT_REC_FREE_C:
@@ -1761,7 +1917,19 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 				               "event before any CHUNK");
 				goto out;
 			}
-			if (type == VRT_REC_REPEAT) {
+			if (type == VRT_REC_BATCH) {
+				struct bcur bc;
+				uint64_t span, flags;
+				if (batch_header(p, pe, &bc, &span, &flags)) {
+					st = rec_error(f, err,
+					               (uint64_t)(rec - buf),
+					               "malformed BATCH header");
+					goto out;
+				}
+				nev += bc.n > UINT64_MAX - nev ? UINT64_MAX - nev
+				                               : bc.n;
+				nheld += bc.n - 1; /* and 1 below */
+			} else if (type == VRT_REC_REPEAT) {
 				/* Each folded pair is an allocation and a
 				 * free. */
 				uint64_t count;
@@ -1801,6 +1969,17 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 				f->seg = r;
 				q = p;
 				dts = uv(&q, &bad);
+				if (type == VRT_REC_BATCH) {
+					/* The key is the first event's time,
+					 * not the record's span. */
+					struct bcur bc;
+					uint64_t span, flags;
+					(void)batch_header(p, pe, &bc, &span,
+					                   &flags);
+					q = bc.c[1];
+					dts = q < bc.e[1] ? batch_dt(uv(&q, &bad))
+					                  : 0;
+				}
 				r->key = r->clock;
 				r->key = sat_add(chunk_time(&r->key, dts),
 				                 f->shift);
@@ -2436,6 +2615,308 @@ static inline uint64_t addr_delta(uint64_t raw, int v3)
 	return v3 ? (uint64_t)vrt_unpack_s(raw) : (uint64_t)vrt_unzigzag(raw);
 }
 
+/* Keeps the latest time delivered; an event below it counts as late. */
+static inline void note_time(int64_t tsx, int64_t *last, int *have_last,
+                             uint64_t *late)
+{
+	if (__builtin_expect(*have_last && tsx < *last, 0)) {
+		(*late)++;
+	} else {
+		*last = tsx;
+		*have_last = 1;
+	}
+}
+
+/* Empties a thread's BATCH state (its memory stays for reuse). */
+static void bstate_clear(struct bstate *b)
+{
+	b->nsites = 0;
+	b->site_next = 0;
+	b->nsizes = 0;
+	b->nalloc = 0;
+	b->last_alloc = b->last_free = 0;
+}
+
+/* Where the writer puts a new site: the next slot, round the table. */
+static struct bsite *bsite_define(struct bstate *b)
+{
+	size_t slot = (size_t)(b->site_next % VRT_BATCH_SITES);
+	if (slot >= b->nsites) {
+		if (grow((void **)&b->sites, &b->capsites, slot + 1,
+		         sizeof(*b->sites)))
+			return NULL;
+		b->nsites = slot + 1;
+	}
+	b->site_next++;
+	memset(&b->sites[slot], 0, sizeof(b->sites[slot]));
+	b->sites[slot].zslot = -1;
+	return &b->sites[slot];
+}
+
+/*
+ * Delivers the events of the BATCH record [rec, pe) (payload at p; the
+ * chunk time before it: clock) from where r->bc stands, while they sort
+ * before the bound, as emit_raw does for other records. *fin says the
+ * record is done (else r->key is its next event's time). The thread's
+ * state changes event by event, exactly as the writer's did.
+ */
+static enum vrt_load_status
+emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
+           const uint8_t *p, const uint8_t *pe, int64_t clock,
+           struct vrt_event *out, size_t max, size_t *np, int64_t lim, int eq,
+           int64_t *lastp, int *have_lastp, uint64_t *latep, int *fin,
+           struct vrt_load_error *err)
+{
+	struct lfile *f = r->f;
+	struct bcur *bc = &r->bc;
+	struct bstate *b = r->bs;
+	int64_t shift = f->shift, last = *lastp, prev;
+	int have_last = *have_lastp, bad = 0, keyed = 0;
+	uint64_t late = 0;
+	size_t n = *np;
+	uint32_t i, cnt;
+	uint8_t snap = r->snap ? VRT_EV_SNAP : 0;
+	enum vrt_load_status st = VRT_LOAD_OK;
+	const char *why = "malformed BATCH";
+	/* The columns' cursors, in registers while the loop runs (the
+	 * run keeps them between calls). Each is checked against its end
+	 * right after it moved, so a column that runs short never lets a
+	 * read go further than one varint past it (the padding covers). */
+	const uint8_t *ck, *ct, *cs[2], *cz, *ca[2], *cx, *cd;
+	const uint8_t *et, *es[2], *ez, *ea[2], *ex, *ed;
+
+	*fin = 0;
+	if (!b && !(b = r->bs = bstate_of(f, r->tid)))
+		return nomem(f, err, "events");
+	if (!bc->on) {
+		uint64_t span, flags;
+		if (batch_header(p, pe, bc, &span, &flags))
+			goto malformed; /* checked with the frame: not reached */
+		if (flags & VRT_BATCH_RESET)
+			bstate_clear(b);
+		bc->prev = clock;
+		bc->after = clock;
+		(void)chunk_time(&bc->after, span);
+		bc->on = 1;
+	}
+	ck = bc->c[0];
+	ct = bc->c[1], et = bc->e[1];
+	cs[0] = bc->c[2], es[0] = bc->e[2];
+	cs[1] = bc->c[3], es[1] = bc->e[3];
+	cz = bc->c[4], ez = bc->e[4];
+	ca[0] = bc->c[5], ea[0] = bc->e[5];
+	ca[1] = bc->c[6], ea[1] = bc->e[6];
+	cx = bc->c[7], ex = bc->e[7];
+	cd = bc->c[8], ed = bc->e[8];
+	prev = bc->prev;
+	i = bc->i;
+	cnt = bc->n;
+	/* One comparison per event for the bound (equal times go when eq),
+	 * and the caller's room as a count. */
+	if (!eq && lim != INT64_MIN)
+		lim--;
+	else if (!eq)
+		cnt = i; /* nothing sorts below INT64_MIN */
+	if (cnt - i > max - n)
+		cnt = i + (uint32_t)(max - n);
+	while (i < cnt) {
+		const uint8_t *tp = ct;
+		int kind;
+		uint64_t v, c, addr, size = 0;
+		int64_t ts = prev, tsx;
+		struct bsite *site;
+		struct vrt_event *e;
+
+		v = uv(&ct, &bad);
+		bad |= ct > et;
+		(void)chunk_time(&ts, batch_dt(v));
+		tsx = shift ? sat_add(ts, shift) : ts;
+		if (tsx > lim) {
+			ct = tp;
+			r->key = tsx;
+			keyed = 1;
+			break;
+		}
+		kind = (ck[i >> 3] >> (i & 7)) & 1;
+		c = uv(&cs[kind], &bad);
+		bad |= cs[kind] > es[kind];
+		if (__builtin_expect(c != 0, 1)) {
+			if (c > b->nsites || b->sites[c - 1].kind != kind)
+				goto malformed;
+			site = &b->sites[c - 1];
+		} else {
+			uint64_t api, dev;
+			if (!(site = bsite_define(b)))
+				return nomem(f, err, "events");
+			api = uv(&cd, &bad);
+			dev = uv(&cd, &bad);
+			site->aux = uv(&cd, &bad);
+			site->phase = uv(&cd, &bad);
+			site->stack = uv(&cd, &bad);
+			bad |= cd > ed;
+			if (api > VRT_API_MAX) {
+				why = "api id out of range";
+				goto malformed;
+			}
+			site->api = (uint16_t)api;
+			site->device = raw_device(vrt_unzigzag(dev));
+			site->kind = (uint8_t)kind;
+		}
+		c = uv(&ca[kind], &bad);
+		bad |= ca[kind] > ea[kind];
+		if (!kind) {
+			int32_t zslot;
+			uint64_t z = uv(&cz, &bad);
+			if (z == 0) {
+				if (!site->has_size)
+					goto malformed;
+				size = site->size;
+				zslot = site->zslot;
+			} else if (z == 1) {
+				size = vrt_unpack_u(uv(&cz, &bad));
+				zslot = -1;
+				if (b->nsizes < VRT_BATCH_SIZES) {
+					if (grow((void **)&b->sizes, &b->capsizes,
+					         b->nsizes + 1, sizeof(*b->sizes)))
+						return nomem(f, err, "events");
+					zslot = (int32_t)b->nsizes++;
+					b->sizes[zslot].size = size;
+					b->sizes[zslot].n = 0;
+					b->sizes[zslot].h = 0;
+				}
+			} else {
+				if (z - 2 >= b->nsizes)
+					goto malformed;
+				zslot = (int32_t)(z - 2);
+				size = b->sizes[zslot].size;
+			}
+			bad |= cz > ez;
+			site->size = size;
+			site->zslot = zslot;
+			site->has_size = 1;
+			if (!c) {
+				addr = b->last_alloc +
+				       (uint64_t)vrt_unpack_s(uv(&cx, &bad));
+				bad |= cx > ex;
+			} else {
+				struct bsize *zs;
+				uint32_t k;
+				if (zslot < 0 || c > b->sizes[zslot].n)
+					goto malformed;
+				zs = &b->sizes[zslot];
+				addr = zs->lifo[(zs->h - (uint32_t)c) %
+				                VRT_BATCH_LIFO];
+				/* The entries above it move down one. */
+				for (k = (uint32_t)c - 1; k-- > 0;)
+					zs->lifo[(zs->h - 2 - k) % VRT_BATCH_LIFO] =
+					        zs->lifo[(zs->h - 1 - k) %
+					                 VRT_BATCH_LIFO];
+				zs->h = (zs->h + VRT_BATCH_LIFO - 1) %
+				        VRT_BATCH_LIFO;
+				zs->n--;
+			}
+			if (__builtin_expect(!b->ring, 0) &&
+			    !(b->ring = malloc(VRT_BATCH_RING * sizeof(*b->ring))))
+				return nomem(f, err, "events");
+			b->ring[b->nalloc % VRT_BATCH_RING].addr = addr;
+			b->ring[b->nalloc % VRT_BATCH_RING].zslot = zslot;
+			b->nalloc++;
+			b->last_alloc = addr;
+		} else if (!c) {
+			addr = b->last_free + (uint64_t)vrt_unpack_s(uv(&cx, &bad));
+			bad |= cx > ex;
+			b->last_free = addr;
+		} else {
+			const struct bring *a;
+			if (c > b->nalloc || c > VRT_BATCH_RING)
+				goto malformed;
+			a = &b->ring[(b->nalloc - c) % VRT_BATCH_RING];
+			addr = a->addr;
+			if (a->zslot >= 0) {
+				struct bsize *zs = &b->sizes[a->zslot];
+				zs->lifo[zs->h % VRT_BATCH_LIFO] = addr;
+				zs->h = (zs->h + 1) % VRT_BATCH_LIFO;
+				zs->n += zs->n < VRT_BATCH_LIFO;
+			}
+		}
+		if (__builtin_expect(bad, 0))
+			goto malformed;
+		e = &out[n];
+		e->ts = tsx;
+		e->addr = addr;
+		e->size = size;
+		e->aux = site->aux;
+		e->proc = (uint32_t)f->proc;
+		e->tid = r->tid;
+		e->extra = 0;
+		e->api = site->api;
+		e->kind = kind ? VRT_EV_FREE : VRT_EV_ALLOC;
+		e->flags = (uint8_t)(snap & (kind - 1));
+		if (__builtin_expect(site->g_ok, 1)) {
+			e->device = site->g_dev;
+			e->stack = site->g_stack;
+			e->phase = site->g_phase;
+			e->phase_src = site->g_src;
+		} else {
+			e->device = site->device;
+			e->stack = site->stack > UINT32_MAX ? 0
+			                                    : (uint32_t)site->stack;
+			e->phase = site->phase > UINT32_MAX ? UINT32_MAX
+			                                    : (uint32_t)site->phase;
+			e->phase_src = 0;
+			if (resolve_fast(f, e)) {
+				site->g_dev = e->device;
+				site->g_stack = e->stack;
+				site->g_phase = e->phase;
+				site->g_src = e->phase_src;
+				site->g_ok = 1;
+			} else {
+				st = resolve_slow(t, f, e, err);
+				if (st)
+					break;
+			}
+		}
+		note_time(tsx, &last, &have_last, &late);
+		prev = ts;
+		i++;
+		n++;
+	}
+	bc->c[1] = ct;
+	bc->c[2] = cs[0];
+	bc->c[3] = cs[1];
+	bc->c[4] = cz;
+	bc->c[5] = ca[0];
+	bc->c[6] = ca[1];
+	bc->c[7] = cx;
+	bc->c[8] = cd;
+	bc->prev = prev;
+	bc->i = i;
+	if (!st && i == bc->n) {
+		bc->on = 0;
+		*fin = 1;
+	} else if (!st && !keyed) {
+		/* The caller's buffer is full: the next event's time is the
+		 * run's key (a column too short is found when it is read). */
+		const uint8_t *q = ct;
+		int64_t ts = prev;
+		(void)chunk_time(&ts, batch_dt(uv(&q, &bad)));
+		r->key = shift ? sat_add(ts, shift) : ts;
+	}
+	*lastp = last;
+	*have_lastp = have_last;
+	*latep += late;
+	*np = n;
+	return st;
+malformed:
+	*lastp = last;
+	*have_lastp = have_last;
+	*latep += late;
+	*np = n;
+	bc->on = 0;
+	return rec_error_at(f, r->fb->frame_off, err,
+	                    (uint64_t)(rec - r->fb->data), why);
+}
+
 /*
  * Decodes r's records into out[*np, max) while the next event sorts before
  * the bound (lim; equal times too when eq), then sets r->key to the next
@@ -2477,9 +2958,22 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 		type = *p++;
 		plen = uv(&p, &bad); /* checked when the frame was read */
 		pe = p + plen;
-		if (__builtin_expect(!lazy_type(type, v2 ? 2 : 1), 0)) {
+		if (__builtin_expect(!lazy_type(type, f->version), 0)) {
 			p = pe; /* metadata read with the frame */
 			memset(&cs, 0, sizeof(cs)); /* resets the state */
+			continue;
+		}
+		if (type == VRT_REC_BATCH) {
+			int fin;
+			st = emit_batch(t, r, rec, p, pe, clock, out, max, &n, lim,
+			                eq, &last, &have_last, &late, &fin, err);
+			if (st || !fin) {
+				p = rec; /* resumed at this record */
+				break;
+			}
+			clock = r->bc.after;
+			memset(&cs, 0, sizeof(cs)); /* resets the state */
+			p = pe;
 			continue;
 		}
 		dts = uv(&p, &bad);
@@ -2504,12 +2998,7 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 					r->key = tsx;
 				break;
 			}
-			if (have_last && tsx < last) {
-				late++;
-			} else {
-				last = tsx;
-				have_last = 1;
-			}
+			note_time(tsx, &last, &have_last, &late);
 			clock = ts;
 			p = pe;
 			continue;
@@ -2632,12 +3121,7 @@ static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
 			if (st)
 				break;
 		}
-		if (__builtin_expect(have_last && tsx < last, 0)) {
-			late++;
-		} else {
-			last = tsx;
-			have_last = 1;
-		}
+		note_time(tsx, &last, &have_last, &late);
 		n++;
 		clock = ts;
 		p = pe;
@@ -2728,10 +3212,10 @@ static enum vrt_load_status more_input(struct lstate *L, struct lfile *f,
 		f->incap = ncap;
 	}
 	if (f->fd < 0) {
-		f->fd = open(f->name, O_RDONLY | O_CLOEXEC);
+		char why[128];
+		f->fd = vrt_readfile_open(f->name, why, sizeof(why));
 		if (f->fd < 0)
-			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
-			            strerror(errno));
+			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s", why);
 		if (f->pos + f->hi &&
 		    lseek(f->fd, (off_t)(f->pos + f->hi), SEEK_SET) < 0)
 			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
@@ -3010,6 +3494,42 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A path that exists but is not a regular file (a FIFO named *.vtrace, a
+ * device) is noted in t->skipped and never opened: returns 1. *first keeps
+ * the first reason (the error when nothing else loads). 0 for anything
+ * else (a regular file, or one stat cannot see: opening it says why);
+ * *s is set only when the note cannot be kept (out of memory). */
+static int skip_irregular(struct vrt_trace *t, const char *name,
+                          struct vrt_load_error *first,
+                          enum vrt_load_status *s, struct vrt_load_error *err)
+{
+	struct vrt_load_error e;
+	struct stat st;
+	char why[128], *note;
+	int fd;
+
+	*s = VRT_LOAD_OK;
+	if (stat(name, &st) < 0 || S_ISREG(st.st_mode))
+		return 0;
+	/* The same words and checks as opening it would give. */
+	fd = vrt_readfile_open(name, why, sizeof(why));
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	fail(&e, VRT_LOAD_ERR_IO, name, "%s", why);
+	if (!first->status)
+		*first = e;
+	if (asprintf(&note, "%s: %s", name, why) < 0 ||
+	    grow((void **)&t->skipped, &t->cap_skipped, t->nskipped + 1,
+	         sizeof(*t->skipped))) {
+		*s = fail(err, VRT_LOAD_ERR_NOMEM, name, "listing");
+		return 0;
+	}
+	t->skipped[t->nskipped++] = note;
+	return 1;
+}
+
 /* Opens every *.vtrace file of a directory, in name order. A file that is
  * empty or holds no complete frame (its process died before the first
  * flush) is listed in t->skipped instead, as long as another file loads. */
@@ -3050,7 +3570,12 @@ static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
 	/* Name order, so reports do not depend on readdir order. */
 	qsort(names, n, sizeof(*names), cmp_str);
 	for (i = 0; i < n && !s; i++) {
-		struct lfile *f = file_new(L, names[i]);
+		struct lfile *f;
+		if (skip_irregular(t, names[i], &first, &s, err))
+			continue;
+		if (s)
+			goto out;
+		f = file_new(L, names[i]);
 		if (!f) {
 			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
 			goto out;
@@ -3202,6 +3727,7 @@ static enum vrt_load_status stick(struct lstate *L, enum vrt_load_status st,
 enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
                                    size_t npaths, struct vrt_load_error *err)
 {
+	struct vrt_load_error irregular;
 	enum vrt_load_status s;
 	struct lstate *L;
 	size_t i;
@@ -3211,6 +3737,7 @@ enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
 		return s;
 	L = lstate_of(t);
 	L->nfiles_hint = t->progress ? count_files(paths, npaths) : 0;
+	memset(&irregular, 0, sizeof(irregular));
 	for (i = 0; i < npaths && !s; i++) {
 		struct stat sb;
 		if (stat(paths[i], &sb) < 0) {
@@ -3218,12 +3745,19 @@ enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
 			         strerror(errno));
 		} else if (S_ISDIR(sb.st_mode)) {
 			s = open_dir(L, t, paths[i], err);
-		} else {
+		} else if (skip_irregular(t, paths[i], &irregular, &s, err)) {
+			continue;
+		} else if (!s) {
 			struct lfile *f = file_new(L, paths[i]);
 			s = f ? prime(L, t, f, err)
 			      : fail(err, VRT_LOAD_ERR_NOMEM, paths[i],
 			             "decoder");
 		}
+	}
+	/* Nothing but FIFOs and devices: that is the error. */
+	if (!s && !t->nprocs && irregular.status) {
+		*err = irregular;
+		s = irregular.status;
 	}
 	if (!s)
 		s = start_stream(L, t, npaths ? paths[0] : "", err);
@@ -3462,83 +3996,75 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 
 /* ---- text files, release ------------------------------------------------- */
 
-static enum vrt_load_status read_file(const char *path, uint8_t **buf,
-                                      size_t *len, struct vrt_load_error *err)
+/* read(2) until n bytes, the end of the file or an error: what was read
+ * into *got. 0, or -1 with errno set. */
+static int read_upto(int fd, uint8_t *b, size_t n, size_t *got)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	size_t cap, n = 0;
-	uint8_t *b = NULL;
+	ssize_t r;
+
+	*got = 0;
+	while (*got < n) {
+		r = read(fd, b + *got, n - *got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		*got += (size_t)r;
+	}
+	return 0;
+}
+
+enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
+                                   struct vrt_load_error *err)
+{
+	char why[128];
+
+	if (vrt_readfile_read(path, VRT_READFILE_TEXT_MAX, text, len, why,
+	                      sizeof(why)))
+		return fail(err,
+		            strcmp(why, "out of memory") ? VRT_LOAD_ERR_IO
+		                                         : VRT_LOAD_ERR_NOMEM,
+		            path, "%s", why);
+	return VRT_LOAD_OK;
+}
+
+enum vrt_load_status vrt_load_head(const char *path, size_t max, uint8_t **buf,
+                                   size_t *len, int *more,
+                                   struct vrt_load_error *err)
+{
+	char why[128];
+	int fd = vrt_readfile_open(path, why, sizeof(why));
+	uint8_t *b = NULL, probe;
+	size_t n = 0, got = 0;
 	enum vrt_load_status s = VRT_LOAD_OK;
 
+	*more = 0;
 	if (fd < 0)
-		return fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
-	if (fstat(fd, &st) < 0) {
+		return fail(err, VRT_LOAD_ERR_IO, path, "%s", why);
+	b = malloc(max + 1);
+	if (!b) {
+		s = fail(err, VRT_LOAD_ERR_NOMEM, path, "buffer of %zu bytes",
+		         max + 1);
+		goto out;
+	}
+	/* One byte more says whether the file goes on (a pipe or a file
+	 * still growing has no reliable size). */
+	if (read_upto(fd, b, max, &n) ||
+	    (n == max && read_upto(fd, &probe, 1, &got))) {
 		s = fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
 		goto out;
 	}
-	/* st_size is a hint only: the file may still be growing. */
-	cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
-	b = malloc(cap);
-	if (!b) {
-		s = fail(err, VRT_LOAD_ERR_NOMEM, path, "file of %zu bytes",
-		         cap);
-		goto out;
-	}
-	for (;;) {
-		ssize_t r;
-		if (n == cap) {
-			uint8_t *nb =
-			        cap < SIZE_MAX / 2 ? realloc(b, cap * 2) : NULL;
-			if (!nb) {
-				s = fail(err, VRT_LOAD_ERR_NOMEM, path,
-				         "file too large");
-				goto out;
-			}
-			b = nb;
-			cap *= 2;
-		}
-		r = read(fd, b + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			s = fail(err, VRT_LOAD_ERR_IO, path, "%s",
-			         strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
+	*more = got > 0;
 out:
 	close(fd);
 	if (s) {
 		free(b);
 		return s;
 	}
+	b[n] = 0;
 	*buf = b;
-	*len = n;
-	return VRT_LOAD_OK;
-}
-
-enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
-                                   struct vrt_load_error *err)
-{
-	uint8_t *b = NULL;
-	size_t n = 0;
-	enum vrt_load_status s = read_file(path, &b, &n, err);
-	char *nb;
-
-	if (s)
-		return s;
-	nb = realloc(b, n + 1);
-	if (!nb) {
-		free(b);
-		return fail(err, VRT_LOAD_ERR_NOMEM, path, "file of %zu bytes",
-		            n);
-	}
-	nb[n] = '\0';
-	*text = nb;
 	*len = n;
 	return VRT_LOAD_OK;
 }

@@ -138,6 +138,11 @@ struct vrt_device {
 	char *name;        /* NULL when no DEVICE record named it */
 	char uuid[64];     /* "GPU-xxxxxxxx-...", or "" */
 	unsigned host_idx; /* order of first appearance of its host */
+	uint64_t pid;      /* the first process that named it */
+	/* Processes of the run disagree about this card: one names it
+	 * (by its UUID) with another name or capacity, or from another
+	 * host. conflict says how, for people; "" when they agree. */
+	char conflict[200];
 };
 
 enum vrt_exit_kind {
@@ -218,8 +223,9 @@ struct vrt_trace {
 	char *phases[VRT_LOAD_MAX_PHASES]; /* names; see VRT_LOAD_PHASE_* */
 	size_t nphases;
 	void *intern;   /* load.c's lookup tables (opaque) */
-	char **skipped; /* "<file>: <reason>" of files a directory held that
-	                 * died before their first frame (not loaded) */
+	char **skipped; /* "<file>: <reason>" of files not loaded: a
+	                 * directory's files that died before their first
+	                 * frame, and paths that are not regular files */
 	size_t nskipped, cap_skipped;
 	uint32_t *device_remap; /* see vrt_load_next; NULL: none moved */
 	uint64_t events_total;  /* events delivered so far (a REPEAT is one) */
@@ -287,9 +293,18 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 /* Releases everything t holds (safe after any failure). */
 void vrt_load_free(struct vrt_trace *t);
 
-/* Reads a whole small text file (a rules file) into a NUL-terminated
- * malloc'd buffer. Same error convention as the trace loaders. */
+/* Reads a whole small text file (a rules file, a config.json) into a
+ * NUL-terminated malloc'd buffer: a regular file of at most
+ * VRT_READFILE_TEXT_MAX bytes (readfile.h), never a FIFO or a device.
+ * Same error convention as the trace loaders. */
 enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
+                                   struct vrt_load_error *err);
+
+/* Reads at most max bytes from the start of the file at path into a
+ * malloc'd buffer (NUL-terminated, so a small text file reads as text);
+ * *more: 1 when the file goes on past them. Same error convention. */
+enum vrt_load_status vrt_load_head(const char *path, size_t max, uint8_t **buf,
+                                   size_t *len, int *more,
                                    struct vrt_load_error *err);
 
 /* Events the run's processes made: procs[].events summed (a REPEAT's

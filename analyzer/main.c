@@ -22,8 +22,8 @@
 static const struct vrt_cmd commands[] = {
         {"record", vrt_cmd_record_run,
          "run a command with the preload and record its GPU memory calls",
-         "record [-o DIR] [--standby] [--redact] [--wait-children S] -- "
-         "CMD [ARG...]",
+         "record [-o DIR] [--standby] [--redact] [--wait-children S]\n"
+         "       [--log-max SIZE | --no-log] -- CMD [ARG...]",
          "Runs CMD with libvramtrace.so preloaded; every process it starts\n"
          "writes DIR/<pid>.vtrace. Exits with CMD's exit status (128+N if a\n"
          "signal N killed it, 127 if CMD is not found).\n"
@@ -38,14 +38,20 @@ static const struct vrt_cmd commands[] = {
          "                    the rest of its process tree (default 10);\n"
          "                    record adopts orphans of the tree and writes\n"
          "                    DIR/<pid>.exit for each process it reaps\n"
+         "  --log-max SIZE    CMD's stdout and stderr still reach ours and\n"
+         "                    are kept in DIR/output.log, each line with\n"
+         "                    its UTC time: at most SIZE (default 32M;\n"
+         "                    K, M, G), the first quarter and the last\n"
+         "                    part, with a line saying what was cut\n"
+         "  --no-log          leave CMD's output alone (no output.log)\n"
          "  -h, --help        show this help\n"
          "\n"
          "Environment: VRAMTRACE_PRELOAD overrides the library to preload.\n"},
         {"analyze", vrt_cmd_analyze_run,
          "replay traces into a per-device memory budget and failure list",
          "analyze PATH... [--format text|json|html|perfetto|folded]\n"
-         "        [-o FILE] [--rules FILE]\n"
-         "        [--model-config config.json [--kv-dtype T] [--explain]]",
+         "        [-o FILE] [--rules FILE] [--margin PCT] [--log FILE | --no-log]\n"
+         "        [--model-config FILE [--kv-dtype T] [--explain]]",
          "Each PATH is a run directory (all its *.vtrace files) or one\n"
          ".vtrace file; several runs (hosts) merge into one report.\n"
          "\n"
@@ -55,23 +61,40 @@ static const struct vrt_cmd commands[] = {
          "                     (Chrome trace JSON for ui.perfetto.dev) or\n"
          "                     folded (the stacks live at each device's\n"
          "                     peak, for flamegraph.pl and speedscope)\n"
-         "  -o, --output FILE  write the report to FILE (atomically)\n"
+         "  -o, --output FILE  write the report to FILE (atomically,\n"
+         "                     mode 0600; an existing FIFO or device is\n"
+         "                     written in place; - is stdout)\n"
          "      --rules FILE   re-classify stacks into phases with the\n"
          "                     built-in rules plus FILE (FILE's rules\n"
          "                     first); annotations still win\n"
-         "      --model-config FILE  a Hugging Face config.json: adds the\n"
-         "                     model arithmetic (KV bytes per token by\n"
-         "                     layer type: full, sliding window, MLA,\n"
-         "                     recurrent state per sequence; tokens the KV\n"
-         "                     reserve holds; context x concurrency that\n"
-         "                     fits; parameters and expected vs observed\n"
-         "                     weights, quantization included)\n"
+         "      --margin PCT   the share of each budget the advice keeps\n"
+         "                     spare: every number it suggests (context,\n"
+         "                     sequences, memory fraction, layers) fits\n"
+         "                     with PCT percent to spare, and a run whose\n"
+         "                     headroom is below it is warned (default 5;\n"
+         "                     0 to 50)\n"
+         "      --model-config FILE  a Hugging Face config.json or a GGUF\n"
+         "                     model file (only its metadata is read):\n"
+         "                     adds the model arithmetic (KV bytes per\n"
+         "                     token by layer type: full, sliding window,\n"
+         "                     MLA, recurrent state per sequence; tokens\n"
+         "                     the KV reserve holds; context x concurrency\n"
+         "                     that fits; parameters and expected vs\n"
+         "                     observed weights, quantization included),\n"
+         "                     and advice in tokens, layers (-ngl) and\n"
+         "                     GGUF quantizations\n"
          "      --kv-dtype T   the KV cache type: fp16, bf16, fp32, fp8,\n"
          "                     fp8_e4m3, fp8_e5m2, int8, fp8_ds_mla, q8_0,\n"
          "                     q4_0, q4_1, q5_0, q5_1, iq4_nl (default: the\n"
          "                     engine's flag, else the model's dtype)\n"
          "      --explain      print the model description in full and\n"
          "                     the KV arithmetic line by line\n"
+         "      --log FILE     the server's log (vLLM, SGLang, llama.cpp,\n"
+         "                     TGI, TensorRT-LLM) to hold against the\n"
+         "                     trace: its memory numbers beside the traced\n"
+         "                     ones, its fatal error, its budget refusals;\n"
+         "                     default: PATH/output.log that record keeps\n"
+         "      --no-log       ignore PATH/output.log\n"
          "  -h, --help         show this help\n"},
         {"compare", vrt_cmd_compare_run,
          "before/after of two runs: peaks by device, phase and call path",
@@ -82,7 +105,9 @@ static const struct vrt_cmd commands[] = {
          "address still matches. Exits 0 whatever changed.\n"
          "\n"
          "  -f, --format FMT   text (default) or json (vramtrace-compare/1)\n"
-         "  -o, --output FILE  write the comparison to FILE (atomically)\n"
+         "  -o, --output FILE  write the comparison to FILE (atomically,\n"
+         "                     mode 0600; an existing FIFO or device is\n"
+         "                     written in place; - is stdout)\n"
          "      --rules FILE   re-classify both runs' stacks with FILE's\n"
          "                     rules in front of the built-in ones\n"
          "  -h, --help         show this help\n"},
@@ -99,7 +124,42 @@ static const struct vrt_cmd commands[] = {
          "\n"
          "  -f, --format FMT   text (default), csv or json "
          "(vramtrace-table/1)\n"
-         "  -o, --output FILE  write the table to FILE (atomically)\n"
+         "  -o, --output FILE  write the table to FILE (atomically,\n"
+         "                     mode 0600; an existing FIFO or device is\n"
+         "                     written in place; - is stdout)\n"
+         "      --rules FILE   re-classify stacks with FILE's rules first\n"
+         "  -h, --help         show this help\n"},
+        {"plan", vrt_cmd_plan_run,
+         "which settings fit: other settings predicted from one run",
+         "plan RUN [--set FLAG=V1,V2,...]... [--model-config FILE]\n"
+         "        [--objective concurrency|context|throughput] [--margin PCT]\n"
+         "        [--explain] [--format text|json|csv] [-o FILE] [--rules "
+         "FILE]",
+         "Predicts, for the engine recognised in RUN (a run directory or one\n"
+         ".vtrace file: vLLM, SGLang, llama.cpp, TGI, TensorRT-LLM), the\n"
+         "memory budget of other settings per device: weights, activations,\n"
+         "KV cache (bytes and tokens), CUDA graphs, other fixed memory, the\n"
+         "requests in flight, the peak, the headroom, whether it fits and\n"
+         "which budget breaks. Each term comes from the run's measurements\n"
+         "and the engine's sizing rule and says where it came from.\n"
+         "\n"
+         "      --set FLAG=V1,V2,...  values of one engine flag (with or\n"
+         "                     without its dashes: max-model-len, -c,\n"
+         "                     mem-fraction-static) or knob name; the grid\n"
+         "                     is every combination (default: context and\n"
+         "                     concurrency halved and doubled, the memory\n"
+         "                     fraction 0.05 either side)\n"
+         "      --model-config FILE  the model description (config.json):\n"
+         "                     KV tokens and sequences, layers\n"
+         "      --kv-dtype T   the KV cache type (with --model-config)\n"
+         "      --objective O  the best row: concurrency (default), context\n"
+         "                     or throughput\n"
+         "      --margin PCT   headroom below which a fit is tight\n"
+         "                     (default 5)\n"
+         "      --explain      the arithmetic of one configuration: the one\n"
+         "                     the --set values name, else the best\n"
+         "  -f, --format FMT   text (default), json (vramtrace-plan/1), csv\n"
+         "  -o, --output FILE  write the plan to FILE (atomically)\n"
          "      --rules FILE   re-classify stacks with FILE's rules first\n"
          "  -h, --help         show this help\n"},
         {"rules", vrt_cmd_rules_run,
@@ -182,6 +242,71 @@ static void print_main_help(FILE *f)
 		fprintf(f, "  %-9s %s\n", commands[i].name,
 		        commands[i].summary);
 	fprintf(f, "\nRun 'vramtrace help COMMAND' for its options.\n");
+}
+
+/* Optimal string alignment distance of a and b (edits, transpositions),
+ * capped: anything past 3 counts as 3. */
+static unsigned distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	unsigned d[3][64];
+
+	if (la >= 63 || lb >= 63)
+		return 3;
+	/* Three rows: the one before the previous serves transpositions. */
+	for (j = 0; j <= lb; j++)
+		d[0][j] = (unsigned)j;
+	for (i = 1; i <= la; i++) {
+		unsigned *cur = d[i % 3], *prev = d[(i + 2) % 3],
+		         *prev2 = d[(i + 1) % 3];
+		cur[0] = (unsigned)i;
+		for (j = 1; j <= lb; j++) {
+			unsigned cost = a[i - 1] != b[j - 1], v;
+			v = prev[j] + 1;
+			if (cur[j - 1] + 1 < v)
+				v = cur[j - 1] + 1;
+			if (prev[j - 1] + cost < v)
+				v = prev[j - 1] + cost;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && prev2[j - 2] + 1 < v)
+				v = prev2[j - 2] + 1;
+			cur[j] = v;
+		}
+	}
+	return d[la % 3][lb] > 3 ? 3 : d[la % 3][lb];
+}
+
+/* Of the n names found every stride bytes from names (a field of an
+ * array of structs; NULL names skipped), the one closest to what was
+ * typed: within two edits (one for short names), or one it begins; NULL
+ * when none is close or two are equally close. */
+static const char *closest(const char *typed, const char *const *names,
+                           size_t stride, size_t n)
+{
+	const char *best = NULL;
+	unsigned bestd = 3, d;
+	int tie = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const char *name =
+		        *(const char *const *)((const char *)names + i * stride);
+		if (!name)
+			continue;
+		d = distance(typed, name);
+		if (strlen(typed) >= 3 && !strncmp(name, typed, strlen(typed)))
+			d = d < 1 ? d : 1;
+		if (d > (strlen(name) <= 4 ? 1u : 2u))
+			continue;
+		if (d < bestd) {
+			best = name;
+			bestd = d;
+			tie = 0;
+		} else if (d == bestd) {
+			tie = 1;
+		}
+	}
+	return tie ? NULL : best;
 }
 
 static const struct vrt_cmd *find_cmd(const char *name)
@@ -303,8 +428,26 @@ int vrt_main_getopt(struct vrt_optstate *st, const struct vrt_option *opts,
 			              eq ? (size_t)(eq - a - 2)
 			                 : strlen(a + 2));
 			if (!o) {
-				vrt_main_usage_error(cmd, "unknown option '%s'",
-				                     a);
+				char typed[64];
+				const char *near;
+				size_t nopts = 0;
+				while (opts[nopts].id)
+					nopts++;
+				snprintf(typed, sizeof(typed), "%.*s",
+				         (int)(eq ? eq - a - 2 : (long)strlen(a + 2)),
+				         a + 2);
+				near = nopts ? closest(typed, &opts[0].name,
+				                       sizeof(opts[0]), nopts)
+				             : NULL;
+				if (near)
+					vrt_main_usage_error(
+					        cmd,
+					        "unknown option '%s' (did you mean "
+					        "'--%s'?)",
+					        a, near);
+				else
+					vrt_main_usage_error(
+					        cmd, "unknown option '%s'", a);
 				return VRT_OPT_ERROR;
 			}
 			if (!o->has_arg && eq) {
@@ -370,18 +513,34 @@ int main(int argc, char **argv)
 			return VRT_EXIT_OK;
 		}
 		cmd = find_cmd(argv[2]);
-		if (!cmd)
+		if (!cmd) {
+			const char *near =
+			        closest(argv[2], &commands[0].name,
+			                sizeof(commands[0]), NCOMMANDS);
 			return vrt_main_usage_error(
-			        NULL, "unknown command '%s'", argv[2]);
+			        NULL, "unknown command '%s'%s%s%s", argv[2],
+			        near ? " (did you mean '" : "", near ? near : "",
+			        near ? "'?)" : "");
+		}
 		print_cmd_help(cmd);
 		return VRT_EXIT_OK;
 	}
 	cmd = find_cmd(argv[1]);
-	if (!cmd)
+	if (!cmd) {
+		const char *near = argv[1][0] == '-'
+		                           ? NULL
+		                           : closest(argv[1], &commands[0].name,
+		                                     sizeof(commands[0]),
+		                                     NCOMMANDS);
+		if (near)
+			return vrt_main_usage_error(
+			        NULL, "unknown command '%s' (did you mean '%s'?)",
+			        argv[1], near);
 		return vrt_main_usage_error(NULL,
 		                            argv[1][0] == '-'
 		                                    ? "unknown option '%s'"
 		                                    : "unknown command '%s'",
 		                            argv[1]);
+	}
 	return cmd->run(cmd, argc - 2, argv + 2);
 }

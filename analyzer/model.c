@@ -6,6 +6,7 @@
  * single-threaded; no globals but constant tables.
  */
 #include "model.h"
+#include "readfile.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <strings.h>
 
 #include "argv.h"
+#include "gguf.h"
 #include "load.h"
 
 /* ---- element types ------------------------------------------------------- */
@@ -539,20 +541,37 @@ int vrt_model_read(struct vrt_model *m, const char *path, const char *kv_dtype,
                    char *msg, size_t msgsz)
 {
 	struct vrt_load_error *err = calloc(1, sizeof(*err));
-	char *text = NULL, why[400];
+	uint8_t *head = NULL;
+	char why[400];
 	size_t len = 0;
-	int rc = -1;
+	int rc = -1, more = 0;
 
 	memset(m, 0, sizeof(*m));
 	if (!err) {
 		snprintf(msg, msgsz, "out of memory");
 		return -1;
 	}
-	if (vrt_load_text(path, &text, &len, err)) {
+	/* The head of the file: all of a config.json, the metadata of a
+	 * GGUF (whose tensor data after it is never read). */
+	if (vrt_load_head(path, VRT_GGUF_MAX_HEAD, &head, &len, &more, err)) {
 		snprintf(msg, msgsz, "%s", err->msg);
 		goto out;
 	}
-	if (vrt_model_config_parse(m, text, len, why, sizeof(why))) {
+	if (vrt_gguf_is(head, len)) {
+		if (vrt_gguf_parse(m, head, len, more, why, sizeof(why))) {
+			snprintf(msg, msgsz, "not a usable GGUF file: %s", why);
+			goto out;
+		}
+	} else if (more || len > VRT_READFILE_TEXT_MAX) {
+		/* A config.json is kilobytes: the same cap as every text
+		 * input (readfile.h). */
+		snprintf(msg, msgsz,
+		         "not a usable model config: larger than %u MiB and "
+		         "not a GGUF file",
+		         VRT_READFILE_TEXT_MAX >> 20);
+		goto out;
+	} else if (vrt_model_config_parse(m, (const char *)head, len, why,
+	                                  sizeof(why))) {
 		snprintf(msg, msgsz, "not a usable model config: %s", why);
 		goto out;
 	}
@@ -564,7 +583,7 @@ int vrt_model_read(struct vrt_model *m, const char *path, const char *kv_dtype,
 	vrt_model_finish(m);
 	rc = 0;
 out:
-	free(text);
+	free(head);
 	free(err);
 	return rc;
 }

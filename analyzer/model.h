@@ -1,6 +1,6 @@
 /*
  * The model description: what a model's memory is made of, whatever said
- * so (a Hugging Face config.json today, GGUF metadata tomorrow), and the
+ * so (a Hugging Face config.json, a GGUF file's metadata), and the
  * arithmetic that turns a run's traced budgets into tokens, sequences and
  * parameters with it (docs/model.md).
  *
@@ -25,7 +25,7 @@
  * A reader fills the description's plain fields (layers, heads, groups,
  * dtypes, parameters, weights) and calls vrt_model_finish, which derives
  * the per-token and per-sequence sums; model_config.c is the config.json
- * reader. vrt_model_arith then solves the description against the
+ * reader, gguf.c the GGUF reader. vrt_model_arith then solves the description against the
  * observed budgets (struct vrt_model_budget) into struct vrt_model_arith.
  *
  * Pure, single-threaded, no globals; every struct is fixed-size and owns
@@ -114,10 +114,15 @@ struct vrt_model {
 	uint64_t params_embedding; /* the input embedding table */
 	uint64_t params_vision;    /* vision tower + projector, in total */
 	int tied;                  /* the output head is the embedding */
-	char quant[64];            /* "awq 4-bit g128", ... or "" */
+	char quant[64];            /* "awq 4-bit g128", "gguf Q4_K_M", ...
+	                              or "" */
+	char gguf_type[16];        /* a GGUF's quantization as llama.cpp
+	                              names it ("Q4_K_M", "F16"), or "" */
 	struct vrt_model_weights weights[VRT_MODEL_MAX_WEIGHTS];
 	size_t nweights;
 	uint64_t weight_bytes; /* sum of weights[].bytes */
+	uint64_t block_weight_bytes; /* the repeating layers' weights (a
+	                                GGUF's blk.N.* tensors), 0 unknown */
 	char notes[VRT_MODEL_MAX_NOTES][VRT_MODEL_NOTE];
 	size_t nnotes;
 	/* derived by vrt_model_finish: */
@@ -185,10 +190,12 @@ int vrt_model_dtype(const char *name, struct vrt_model_dtype *d);
 uint64_t vrt_model_dtype_size(const struct vrt_model_dtype *d, uint64_t n);
 
 /*
- * Reads the model description at path: a Hugging Face config.json (the
- * file is read through load.c). kv_dtype, when not NULL, is the KV cache
- * type for K and V (--kv-dtype; an unknown name is an error). Returns 0,
- * or -1 with a message for "vramtrace: error: PATH: <msg>" in msg.
+ * Reads the model description at path: a GGUF model file (told by its
+ * magic; only its head is read, gguf.h) or a Hugging Face config.json
+ * (the file is read through load.c). kv_dtype, when not NULL, is the KV
+ * cache type for K and V (--kv-dtype; an unknown name is an error).
+ * Returns 0, or -1 with a message for "vramtrace: error: PATH: <msg>" in
+ * msg.
  */
 int vrt_model_read(struct vrt_model *m, const char *path, const char *kv_dtype,
                    char *msg, size_t msgsz);

@@ -54,10 +54,20 @@
  * changed after that, its state at the bucket's end (read from the live
  * counters when the first event of a later bucket arrives, before it
  * applies). The highest point is copied lazily: while the device only
- * grows, the live counters are that point. When an event falls past
- * VRT_REPLAY_SERIES_BUCKETS buckets, w doubles and each pair of buckets
- * merges into one (its highest point, and its last when that is another),
- * which is what bucketing at the doubled width would have kept.
+ * grows, the live counters are that point. When more than
+ * VRT_REPLAY_SERIES_BUCKETS buckets hold a change, w doubles and each pair
+ * of buckets merges into one (its highest point, and its last when that
+ * is another), which is what bucketing at the doubled width would have
+ * kept. Only buckets that hold a change count, so a server that loads in
+ * a minute and then idles for a day keeps its start at the resolution of
+ * a minute, not of a day. A bucket opened before a widening can end in
+ * the same wider bucket as the one before it: its points then merge into
+ * that one's as they are added. Beside
+ * the points, each bucket in which a device changed keeps its range (the
+ * least and most of its total and of each phase, from the state the bucket
+ * began with): one compare per event on the phase it touches, so a phase
+ * that rose and fell back inside a bucket is never lost. Ranges merge
+ * like points when the width doubles.
  *
  * Speed: the common events (allocations and frees of plain pointers) take
  * an inlined path (fast_alloc, fast_free) that touches one table line, one
@@ -150,6 +160,13 @@ struct series_acc {
 	int after_max;
 	int max_live;
 	int64_t last_ts;
+	/* devices only: the bucket's range so far (vrt_replay_range): the
+	 * tracked bytes it began with and the least since, each phase's
+	 * least and most (equal to the live state between buckets); its
+	 * most tracked bytes are max.total or tstart. Beside the fields
+	 * every event touches, so an event reads no further line. */
+	uint64_t tstart, tmin;
+	uint64_t pmax[VRT_REPLAY_MAX_PHASES], pmin[VRT_REPLAY_MAX_PHASES];
 	struct vrt_replay_point max;
 };
 
@@ -265,6 +282,10 @@ struct state {
 	struct devstate *devs; /* r->ndevices of them */
 	struct series_acc inflight_acc;
 	int64_t series_start, series_width, bucket, bucket_end;
+	/* the buckets that held a change, at width series_width (indexes,
+	 * ascending, at most VRT_REPLAY_SERIES_BUCKETS + 1) */
+	int64_t *busy;
+	size_t nbusy;
 	/* sites: a pool, an open-addressing index of it, and per (stack,
 	 * device & 3) the site it last named (a stack mostly allocates in
 	 * one phase) */
@@ -808,6 +829,27 @@ static inline void series_note(struct state *s, int32_t dev, int64_t ts)
 	a->last_ts = ts;
 }
 
+/* A device's bucket range, after its phase slot rose to live, or fell
+ * (to tracked bytes in all). */
+static inline void range_up(struct series_acc *a, uint32_t slot,
+                            uint64_t live)
+{
+	uint64_t m = a->pmax[slot];
+
+	/* A select and a store, no branch: whether an event sets a new
+	 * extreme is a coin toss the predictor would lose. */
+	a->pmax[slot] = live > m ? live : m;
+}
+
+static inline void range_down(struct series_acc *a, uint32_t slot,
+                              uint64_t live, uint64_t tracked)
+{
+	uint64_t m = a->pmin[slot], t = a->tmin;
+
+	a->pmin[slot] = live < m ? live : m;
+	a->tmin = tracked < t ? tracked : t;
+}
+
 static void inflight_note(struct state *s, int64_t ts)
 {
 	struct series_acc *a = &s->inflight_acc;
@@ -823,55 +865,6 @@ static void inflight_note(struct state *s, int64_t ts)
 	a->last_ts = ts;
 }
 
-/* Ends the current bucket: its points go to the timelines. Called before
- * the first event of a later bucket applies, so the live counters still
- * hold each timeline's state at the end of the bucket. */
-static void series_flush(struct state *s)
-{
-	struct vrt_replay *r = s->r;
-	struct vrt_replay_point p;
-	struct vrt_replay_inflight q;
-	size_t i;
-
-	for (i = 0; i < r->ndevices; i++) {
-		struct series_acc *a = &s->devs[i].acc;
-		struct vrt_replay_device *d = &r->dev[i];
-		if (!a->active)
-			continue;
-		a->active = 0;
-		if (a->max_live) {
-			point_now(s, (int32_t)i, a->max.ts, &a->max);
-			a->max_live = 0;
-		}
-		if (push((void **)&d->series, &d->nseries, &a->max,
-		         sizeof(a->max)))
-			goto oom;
-		if (!a->after_max)
-			continue;
-		point_now(s, (int32_t)i, a->last_ts, &p);
-		if (push((void **)&d->series, &d->nseries, &p, sizeof(p)))
-			goto oom;
-	}
-	if (s->inflight_acc.active) {
-		struct series_acc *a = &s->inflight_acc;
-		a->active = 0;
-		q.ts = a->max.ts;
-		q.inflight = (uint32_t)a->max.total;
-		if (push((void **)&r->inflight_series, &r->ninflight_series,
-		         &q, sizeof(q)))
-			goto oom;
-		q.ts = a->last_ts;
-		q.inflight = r->inflight;
-		if (a->after_max &&
-		    push((void **)&r->inflight_series, &r->ninflight_series,
-		         &q, sizeof(q)))
-			goto oom;
-	}
-	return;
-oom:
-	s->oom = 1;
-}
-
 static int64_t bucket_of(const struct state *s, int64_t ts, int64_t width)
 {
 	int64_t d;
@@ -879,6 +872,17 @@ static int64_t bucket_of(const struct state *s, int64_t ts, int64_t width)
 	if (__builtin_sub_overflow(ts, s->series_start, &d))
 		d = ts > s->series_start ? INT64_MAX : 0;
 	return d > 0 ? d / width : 0;
+}
+
+/* The first nanosecond of bucket b of width w (saturating). */
+static int64_t bucket_start(const struct state *s, int64_t b, int64_t w)
+{
+	int64_t ts;
+
+	if (__builtin_mul_overflow(b, w, &ts) ||
+	    __builtin_add_overflow(ts, s->series_start, &ts))
+		return INT64_MAX;
+	return ts;
 }
 
 /* Keeps, of each run of points of v (n of them, in time order) in one
@@ -902,21 +906,158 @@ static int64_t bucket_of(const struct state *s, int64_t ts, int64_t width)
 		(n) = o_;                                                      \
 	} while (0)
 
+/* MERGE_POINTS of the points of v's last bucket only (at most four: two
+ * kept before, two added), after points were added to it. */
+#define MERGE_TAIL(v, n, value)                                                \
+	do {                                                                   \
+		size_t t_ = (n), c_;                                           \
+		int64_t l_ = bucket_of(s, (v)[(n)-1].ts, w);                   \
+		while (t_ > 0 && bucket_of(s, (v)[t_ - 1].ts, w) == l_)        \
+			t_--;                                                  \
+		c_ = (n)-t_;                                                   \
+		if (c_ > 2) {                                                  \
+			MERGE_POINTS((v) + t_, c_, value);                     \
+			(n) = t_ + c_;                                         \
+		}                                                              \
+	} while (0)
+
+/* Range x folded into y: the least of their least, the most of their
+ * most. */
+static void range_merge(struct vrt_replay_range *y,
+                        const struct vrt_replay_range *x)
+{
+	unsigned k;
+
+	if (x->min_total < y->min_total)
+		y->min_total = x->min_total;
+	if (x->max_total > y->max_total)
+		y->max_total = x->max_total;
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++) {
+		if (x->min_by_phase[k] < y->min_by_phase[k])
+			y->min_by_phase[k] = x->min_by_phase[k];
+		if (x->max_by_phase[k] > y->max_by_phase[k])
+			y->max_by_phase[k] = x->max_by_phase[k];
+	}
+}
+
+/* Ends the current bucket: its points go to the timelines. Called before
+ * the first event of a later bucket applies, so the live counters still
+ * hold each timeline's state at the end of the bucket. */
+static void series_flush(struct state *s)
+{
+	struct vrt_replay *r = s->r;
+	struct vrt_replay_point p;
+	struct vrt_replay_inflight q;
+	struct vrt_replay_range g;
+	int64_t w = s->series_width;
+	int any = s->inflight_acc.active;
+	size_t i;
+
+	for (i = 0; i < r->ndevices; i++) {
+		struct series_acc *a = &s->devs[i].acc;
+		struct vrt_replay_device *d = &r->dev[i];
+		if (!a->active)
+			continue;
+		a->active = 0;
+		any = 1;
+		if (a->max_live) {
+			point_now(s, (int32_t)i, a->max.ts, &a->max);
+			a->max_live = 0;
+		}
+		if (push((void **)&d->series, &d->nseries, &a->max,
+		         sizeof(a->max)))
+			goto oom;
+		/* The range, then the next bucket's starts from the state
+		 * now, which is the state at this one's end. */
+		g.start_ts = bucket_start(s, s->bucket, w);
+		g.min_total = a->tmin;
+		g.max_total = a->max.total > a->tstart ? a->max.total
+		                                       : a->tstart;
+		memcpy(g.min_by_phase, a->pmin, sizeof(g.min_by_phase));
+		memcpy(g.max_by_phase, a->pmax, sizeof(g.max_by_phase));
+		if (d->nranges && d->ranges[d->nranges - 1].start_ts ==
+		                          g.start_ts)
+			range_merge(&d->ranges[d->nranges - 1], &g);
+		else if (push((void **)&d->ranges, &d->nranges, &g, sizeof(g)))
+			goto oom;
+		a->tmin = a->tstart = d->tracked_bytes;
+		memcpy(a->pmin, s->devs[i].live, sizeof(a->pmin));
+		memcpy(a->pmax, s->devs[i].live, sizeof(a->pmax));
+		if (a->after_max) {
+			point_now(s, (int32_t)i, a->last_ts, &p);
+			if (push((void **)&d->series, &d->nseries, &p,
+			         sizeof(p)))
+				goto oom;
+		}
+		MERGE_TAIL(d->series, d->nseries, total);
+	}
+	if (s->inflight_acc.active) {
+		struct series_acc *a = &s->inflight_acc;
+		a->active = 0;
+		q.ts = a->max.ts;
+		q.inflight = (uint32_t)a->max.total;
+		if (push((void **)&r->inflight_series, &r->ninflight_series,
+		         &q, sizeof(q)))
+			goto oom;
+		q.ts = a->last_ts;
+		q.inflight = r->inflight;
+		if (a->after_max &&
+		    push((void **)&r->inflight_series, &r->ninflight_series,
+		         &q, sizeof(q)))
+			goto oom;
+		MERGE_TAIL(r->inflight_series, r->ninflight_series, inflight);
+	}
+	if (any && (!s->nbusy || s->busy[s->nbusy - 1] != s->bucket) &&
+	    push((void **)&s->busy, &s->nbusy, &s->bucket, sizeof(s->bucket)))
+		goto oom;
+	return;
+oom:
+	s->oom = 1;
+}
+
+/* Merges the ranges of a device's timeline that fall into one bucket of
+ * width w (the least of their least, the most of their most); in place. */
+static void merge_ranges(const struct state *s, struct vrt_replay_device *d,
+                         int64_t w)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < d->nranges; i++) {
+		struct vrt_replay_range *x = &d->ranges[i];
+		int64_t b = bucket_of(s, x->start_ts, w);
+		struct vrt_replay_range *y = o ? &d->ranges[o - 1] : NULL;
+		if (!y || bucket_of(s, y->start_ts, w) != b) {
+			y = &d->ranges[o++];
+			*y = *x;
+			y->start_ts = bucket_start(s, b, w);
+			continue;
+		}
+		range_merge(y, x);
+	}
+	d->nranges = o;
+}
+
 /* Doubles the bucket width: each pair of finished buckets becomes one. */
 static void series_widen(struct state *s)
 {
 	struct vrt_replay *r = s->r;
 	int64_t w = s->series_width * 2;
-	size_t k;
+	size_t k, o = 0;
 
-	for (k = 0; k < r->ndevices; k++)
+	for (k = 0; k < r->ndevices; k++) {
 		MERGE_POINTS(r->dev[k].series, r->dev[k].nseries, total);
+		merge_ranges(s, &r->dev[k], w);
+	}
 	MERGE_POINTS(r->inflight_series, r->ninflight_series, inflight);
+	for (k = 0; k < s->nbusy; k++)
+		if (!o || s->busy[o - 1] != s->busy[k] / 2)
+			s->busy[o++] = s->busy[k] / 2;
+	s->nbusy = o;
 	s->series_width = w;
 }
 
 /* Before an event at ts that falls past the current bucket: flushes it,
- * widens the buckets while ts lies past the last one, and opens ts's. */
+ * widens the buckets while too many hold a change, and opens ts's. */
 static NOINLINE void series_tick(struct state *s, int64_t ts)
 {
 	int64_t b = bucket_of(s, ts, s->series_width), end;
@@ -924,11 +1065,10 @@ static NOINLINE void series_tick(struct state *s, int64_t ts)
 	if (b == s->bucket)
 		return;
 	series_flush(s);
-	while (b >= VRT_REPLAY_SERIES_BUCKETS &&
-	       s->series_width < INT64_MAX / 4) {
+	while (s->nbusy > VRT_REPLAY_SERIES_BUCKETS &&
+	       s->series_width < INT64_MAX / 4)
 		series_widen(s);
-		b = bucket_of(s, ts, s->series_width);
-	}
+	b = bucket_of(s, ts, s->series_width);
 	s->bucket = b;
 	/* The first ts of the next bucket (saturating). */
 	if (__builtin_mul_overflow(b + 1, s->series_width, &end) ||
@@ -1062,6 +1202,7 @@ static void charge(struct state *s, struct obj *o, int64_t ts)
 		single_note(s, (size_t)o->device, ts);
 	if (r->nwindows)
 		window_note(s, o->device, o->slot);
+	range_up(&ds->acc, o->slot, ds->live[o->slot]);
 	series_note(s, o->device, ts);
 }
 
@@ -1093,6 +1234,8 @@ static void discharge(struct state *s, struct obj *o)
 	o->charged = 0;
 	d->tracked_bytes -=
 	        d->tracked_bytes >= o->size ? o->size : d->tracked_bytes;
+	range_down(&s->devs[o->device].acc, o->slot,
+	           s->devs[o->device].live[o->slot], d->tracked_bytes);
 	series_note(s, o->device, s->ts);
 }
 
@@ -2337,6 +2480,7 @@ static void state_free(struct state *s)
 	free(s->sites);
 	free(s->sindex);
 	free(s->stack_site);
+	free(s->busy);
 	free(s->pend);
 	free(s->last_alloc);
 	free(s);
@@ -2537,7 +2681,9 @@ static inline int fast_alloc(struct state *s, const struct vrt_event *e,
 		single_note(s, (size_t)dev, ts);
 	if (UNLIKELY(s->r->nwindows != 0))
 		window_note(s, dev, slot);
-	a = &ds->acc; /* series_note */
+	a = &ds->acc;
+	range_up(a, slot, pc->live_bytes);
+	/* series_note */
 	if (!a->active || tracked > a->max.total) {
 		a->max.ts = ts;
 		a->max.total = tracked;
@@ -2602,6 +2748,7 @@ static inline int fast_free(struct state *s, const struct vrt_event *e,
 	counters_sub(pc, size); /* phase_sub */
 	ds->live[slot] = pc->live_bytes;
 	d->tracked_bytes -= sub_clamp(d->tracked_bytes, size);
+	range_down(a, slot, pc->live_bytes, d->tracked_bytes);
 	/* series_note: going down, so no new highest point once active */
 	if (LIKELY(a->active)) {
 		a->after_max = 1;
@@ -2762,6 +2909,10 @@ int vrt_replay_end(struct vrt_replay *r, const struct vrt_trace *t)
 	series_flush(s);
 	if (s->oom)
 		goto out;
+	while (s->nbusy > VRT_REPLAY_SERIES_BUCKETS &&
+	       s->series_width < INT64_MAX / 4)
+		series_widen(s);
+	r->series_bucket_ns = s->series_width;
 	for (i = 0; i < r->ndevices; i++) {
 		peak_settle(&r->dev[i], &s->devs[i]);
 		r->dev[i].peak_at_snapshot =
@@ -2794,8 +2945,10 @@ void vrt_replay_free(struct vrt_replay *r)
 	size_t i;
 
 	state_free(r->priv);
-	for (i = 0; r->dev && i < r->ndevices; i++)
+	for (i = 0; r->dev && i < r->ndevices; i++) {
 		free(r->dev[i].series);
+		free(r->dev[i].ranges);
+	}
 	free(r->inflight_series);
 	free(r->procs);
 	free(r->dev);

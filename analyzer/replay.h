@@ -31,11 +31,12 @@
 /* Allocation sites kept per (device, phase) at the device's peak. */
 #define VRT_REPLAY_TOP_SITES 5
 /* Time buckets of a timeline: the run is cut into equal spans from its
- * start (at most this many; the span doubles, merging pairs of buckets,
- * whenever the stream runs past the last one) and each keeps at most two
- * points, the moment of its largest value and its last state, so peaks are
- * never lost and a timeline holds at most 2 * VRT_REPLAY_SERIES_BUCKETS
- * points whatever the trace's length. */
+ * start, and at most this many of them hold a change (the span doubles,
+ * merging pairs of buckets, whenever more would: idle time costs no
+ * resolution). Each keeps at most two points, the moment of its largest
+ * value and its last state, so peaks are never lost and a timeline holds
+ * at most 2 * VRT_REPLAY_SERIES_BUCKETS points whatever the trace's
+ * length; and its range (vrt_replay_range). */
 #define VRT_REPLAY_SERIES_BUCKETS 1000
 
 /* The counters reported for a family, a phase, or reserved VA. */
@@ -76,6 +77,10 @@ struct vrt_replay_device {
 	 * VRT_REPLAY_SERIES_BUCKETS), in time order */
 	struct vrt_replay_point *series;
 	size_t nseries;
+	/* beside it, the range of each bucket in which the device's bytes
+	 * changed, in time order */
+	struct vrt_replay_range *ranges;
+	size_t nranges;
 };
 
 /* The live bytes of a device at one moment, right after an event. Before
@@ -85,6 +90,18 @@ struct vrt_replay_point {
 	int64_t ts;
 	uint64_t total; /* tracked bytes (the VRAM families) */
 	uint64_t by_phase[VRT_REPLAY_MAX_PHASES];
+};
+
+/* The least and most bytes a device, and each of its phases, held at any
+ * moment of one time bucket (the state it began with included). The points
+ * keep a bucket's highest total; a phase can rise and fall back inside a
+ * bucket while another grows (a profiling run's activations freed before
+ * the KV cache is reserved): its range still shows it. */
+struct vrt_replay_range {
+	int64_t start_ts; /* the bucket's first nanosecond */
+	uint64_t min_total, max_total;
+	uint64_t min_by_phase[VRT_REPLAY_MAX_PHASES];
+	uint64_t max_by_phase[VRT_REPLAY_MAX_PHASES];
 };
 
 /* Requests in flight from ts on (downsampled like a device timeline). */
@@ -275,6 +292,8 @@ struct vrt_replay {
 	 * timelines) */
 	struct vrt_replay_inflight *inflight_series;
 	size_t ninflight_series;
+	/* the timelines' bucket width in ns at the end (a power of two) */
+	int64_t series_bucket_ns;
 	/* Recording started late (standby and `ctl start`, or an allocation
 	 * refused in standby): the run's first snapshot, and per process
 	 * (one per trace process, by index). */

@@ -2,20 +2,26 @@
  * report_compare.c — `vramtrace compare`'s two outputs, formatting only
  * (diff.c decides what matches and what changed).
  *
- * Text, for a person with ten seconds: the two runs, one line per device
- * with its peak before → after and the phases that moved it (largest
- * change first), out-of-memory failures and requests in flight, then per
- * device a table of every phase's and family's peak (A, B, delta, %), and
- * the call paths whose bytes at the peak changed most. Sizes are binary
+ * Text, for a person with ten seconds: the two runs, their verdicts, in one
+ * line whether B fixed A's failure, the settings that changed, then one
+ * line per device with its peak and headroom before → after and the
+ * phases that moved it (largest change first), out-of-memory failures and
+ * requests in flight, then per device a table of every phase's and
+ * family's peak (A, B, delta, %), and the call paths whose bytes at the
+ * peak changed most. Sizes are binary
  * units with two decimals; percentages are whole, of A.
  *
  * JSON, schema "vramtrace-compare/1": the keys are a contract (more may be
  * added), documented in docs/compare.md. Every comparison is {"a", "b",
  * "delta", "pct"}: bytes (or counts) in A and B, b - a, and the whole
  * percent of a (null when a is 0). Top level: "schema", "a" and "b" (the
- * runs), "summary" (the text's one-line summaries), "devices" (pairs, with
- * "peak", "families", "phases"), "host", "requests", "ooms", "sites" (every
- * changed call path, largest change first) and "sites_unchanged".
+ * runs), "verdicts" ({"a", "b"}: verdict, detail, stage, device,
+ * confidence), "outcome" ({"fixed": true, false or null, "text"}),
+ * "changes" (the settings that differ: {"flag", "a", "b", "source"}),
+ * "summary" (the text's one-line summaries), "devices" (pairs, with
+ * "peak", "headroom", "families", "phases"), "host", "requests", "ooms",
+ * "sites" (every changed call path, largest change first) and
+ * "sites_unchanged".
  *
  * Strings from the traces are untrusted: the text prints control bytes as
  * '?'.
@@ -26,8 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnose.h"
 #include "diff.h"
 #include "json.h"
+#include "retest.h"
 #include "run.h"
 
 /* Changed call paths printed by the text report (JSON lists all). */
@@ -147,7 +155,87 @@ static size_t *devices_by_change(const struct vrt_diff *d)
 	return o;
 }
 
+/* The headroom analyze gives device i of a run, or NULL. */
+static const struct vrt_diag_device *headroom_of(const struct vrt_diagnosis *d,
+                                                 int32_t i)
+{
+	size_t k;
+
+	for (k = 0; d && i >= 0 && k < d->ndevices; k++)
+		if (d->devices[k].device == i && d->devices[k].total_bytes)
+			return &d->devices[k];
+	return NULL;
+}
+
 /* ---- text --------------------------------------------------------------- */
+
+static void verdict_words(FILE *f, const struct vrt_diagnosis *d)
+{
+	vrt_report_put_safe(f, vrt_diagnose_verdict_name(d->verdict), 40);
+	if (d->detail[0]) {
+		fputs(" (", f);
+		vrt_report_put_safe(f, d->detail, 48);
+		fputc(')', f);
+	}
+	if (d->verdict != VRT_VERDICT_NONE) {
+		fprintf(f, ", %s stage", d->stage);
+		if (d->device >= 0)
+			fprintf(f, ", device %d", d->device);
+	}
+}
+
+/* The verdicts, whether B fixed A, the settings that changed and the
+ * headroom of every device both runs budget. */
+static void verdicts_text(FILE *f, const struct vrt_diff *d,
+                          const struct vrt_run *a, const struct vrt_run *b,
+                          const struct vrt_compare_verdicts *v)
+{
+	char line[512], b1[32], b2[32];
+	size_t i;
+	int fixed, shown = 0;
+
+	fputs("verdict: A ", f);
+	verdict_words(f, v->a);
+	fputs(" → B ", f);
+	verdict_words(f, v->b);
+	fputc('\n', f);
+	vrt_retest_outcome(v->a, &a->r, v->b, &b->r, &fixed, line,
+	                   sizeof(line));
+	fputs("fixed: ", f);
+	vrt_report_put_safe(f, line, sizeof(line));
+	fputc('\n', f);
+	fputs("changed:", f);
+	for (i = 0; v->changes && i < v->changes->n; i++) {
+		const struct vrt_retest_change *c = &v->changes->v[i];
+		fputs(i ? "; " : " ", f);
+		vrt_report_put_safe(f, c->name, 48);
+		fputc(' ', f);
+		vrt_report_put_safe(f, c->a[0] ? c->a : "(not given)", 64);
+		fputs(" → ", f);
+		vrt_report_put_safe(f, c->b[0] ? c->b : "(not given)", 64);
+		if (strcmp(c->source, "command line"))
+			fprintf(f, " (%s)", c->source);
+	}
+	if (!v->changes || !v->changes->n)
+		fputs(" no setting (the same command line)", f);
+	fputc('\n', f);
+	for (i = 0; i < d->ndev; i++) {
+		const struct vrt_diag_device *ha = headroom_of(v->a, d->dev[i].a);
+		const struct vrt_diag_device *hb = headroom_of(v->b, d->dev[i].b);
+		char lab[64];
+		if (!ha && !hb)
+			continue;
+		dev_label(lab, sizeof(lab), &d->dev[i]);
+		fprintf(f, "%s%s: %s → %s", shown++ ? "; " : "headroom: ", lab,
+		        ha ? vrt_report_bytes(b1, sizeof(b1), ha->headroom_bytes)
+		           : "-",
+		        hb ? vrt_report_bytes(b2, sizeof(b2), hb->headroom_bytes)
+		           : "-");
+	}
+	if (shown)
+		fputc('\n', f);
+}
+
 
 static void run_line(FILE *f, const char *tag, const struct vrt_run *run)
 {
@@ -341,13 +429,16 @@ static void sites_text(FILE *f, const struct vrt_diff *d,
 }
 
 void vrt_report_compare_text(FILE *f, const struct vrt_diff *d,
-                             const struct vrt_run *a, const struct vrt_run *b)
+                             const struct vrt_run *a, const struct vrt_run *b,
+                             const struct vrt_compare_verdicts *v)
 {
 	char line[512], b1[32], b2[32];
 	size_t *order = devices_by_change(d), i;
 
 	run_line(f, "A", a);
 	run_line(f, "B", b);
+	if (v)
+		verdicts_text(f, d, a, b, v);
 	fputc('\n', f);
 	for (i = 0; i < d->ndev; i++) {
 		summary_line(line, sizeof(line), &d->dev[order ? order[i] : i]);
@@ -475,8 +566,102 @@ static void device_id_json(struct vrt_json *w, const char *key,
 	vrt_json_end_object(w);
 }
 
+/* {"a", "b"}: each run's headroom on the device, null where it has none. */
+static void headroom_json(struct vrt_json *w, const struct vrt_diff_device *d,
+                          const struct vrt_compare_verdicts *v)
+{
+	const struct vrt_diag_device *ha = v ? headroom_of(v->a, d->a) : NULL;
+	const struct vrt_diag_device *hb = v ? headroom_of(v->b, d->b) : NULL;
+
+	vrt_json_key(w, "headroom");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "a");
+	if (ha)
+		vrt_json_uint(w, ha->headroom_bytes);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "b");
+	if (hb)
+		vrt_json_uint(w, hb->headroom_bytes);
+	else
+		vrt_json_null(w);
+	vrt_json_end_object(w);
+}
+
+static void verdict_json(struct vrt_json *w, const char *key,
+                         const struct vrt_diagnosis *d)
+{
+	vrt_json_key(w, key);
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "verdict");
+	vrt_json_string(w, vrt_diagnose_verdict_name(d->verdict));
+	vrt_json_key(w, "detail");
+	vrt_json_string(w, d->detail);
+	vrt_json_key(w, "stage");
+	vrt_json_string(w, d->stage);
+	vrt_json_key(w, "device");
+	if (d->device >= 0)
+		vrt_json_int(w, d->device);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "confidence");
+	vrt_json_string(w, vrt_diagnose_confidence_name(d->confidence));
+	vrt_json_end_object(w);
+}
+
+/* "verdicts", "outcome" and "changes". */
+static void verdicts_json(struct vrt_json *w, const struct vrt_run *a,
+                          const struct vrt_run *b,
+                          const struct vrt_compare_verdicts *v)
+{
+	char line[512];
+	size_t i;
+	int fixed;
+
+	vrt_json_key(w, "verdicts");
+	vrt_json_begin_object(w);
+	verdict_json(w, "a", v->a);
+	verdict_json(w, "b", v->b);
+	vrt_json_end_object(w);
+	vrt_retest_outcome(v->a, &a->r, v->b, &b->r, &fixed, line,
+	                   sizeof(line));
+	vrt_json_key(w, "outcome");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "fixed");
+	if (fixed < 0)
+		vrt_json_null(w);
+	else
+		vrt_json_bool(w, fixed);
+	vrt_json_key(w, "text");
+	vrt_json_string(w, line);
+	vrt_json_end_object(w);
+	vrt_json_key(w, "changes");
+	vrt_json_begin_array(w);
+	for (i = 0; v->changes && i < v->changes->n; i++) {
+		const struct vrt_retest_change *c = &v->changes->v[i];
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "flag");
+		vrt_json_string(w, c->name);
+		vrt_json_key(w, "a");
+		if (c->a[0])
+			vrt_json_string(w, c->a);
+		else
+			vrt_json_null(w);
+		vrt_json_key(w, "b");
+		if (c->b[0])
+			vrt_json_string(w, c->b);
+		else
+			vrt_json_null(w);
+		vrt_json_key(w, "source");
+		vrt_json_string(w, c->source);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
+}
+
 static void device_json(struct vrt_json *w, const struct vrt_diff_device *d,
-                        const struct vrt_run *a, const struct vrt_run *b)
+                        const struct vrt_run *a, const struct vrt_run *b,
+                        const struct vrt_compare_verdicts *v)
 {
 	size_t i;
 	int fam;
@@ -485,6 +670,7 @@ static void device_json(struct vrt_json *w, const struct vrt_diff_device *d,
 	device_id_json(w, "a", a, d->a);
 	device_id_json(w, "b", b, d->b);
 	pair(w, "peak", d->peak);
+	headroom_json(w, d, v);
 	vrt_json_key(w, "families");
 	vrt_json_begin_object(w);
 	for (fam = 0; fam < VRT_FAM_COUNT; fam++)
@@ -570,7 +756,8 @@ static void frames_json(struct vrt_json *w, const struct vrt_trace *t,
 }
 
 void vrt_report_compare_json(FILE *f, const struct vrt_diff *d,
-                             const struct vrt_run *a, const struct vrt_run *b)
+                             const struct vrt_run *a, const struct vrt_run *b,
+                             const struct vrt_compare_verdicts *v)
 {
 	struct vrt_json w;
 	char line[512];
@@ -582,6 +769,8 @@ void vrt_report_compare_json(FILE *f, const struct vrt_diff *d,
 	vrt_json_string(&w, "vramtrace-compare/1");
 	run_json(&w, "a", a);
 	run_json(&w, "b", b);
+	if (v)
+		verdicts_json(&w, a, b, v);
 	vrt_json_key(&w, "summary");
 	vrt_json_begin_array(&w);
 	for (i = 0; i < d->ndev; i++) {
@@ -592,7 +781,7 @@ void vrt_report_compare_json(FILE *f, const struct vrt_diff *d,
 	vrt_json_key(&w, "devices");
 	vrt_json_begin_array(&w);
 	for (i = 0; i < d->ndev; i++)
-		device_json(&w, &d->dev[i], a, b);
+		device_json(&w, &d->dev[i], a, b, v);
 	vrt_json_end_array(&w);
 	vrt_json_key(&w, "host");
 	vrt_json_begin_object(&w);

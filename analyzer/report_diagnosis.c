@@ -36,7 +36,8 @@ static const char *rung_label(const struct vrt_diagnosis *d, int rung)
 }
 
 /* The ladder: one line per rung, its bytes, the running sum and whether
- * it fits the capacity; the verdict's rung marked. */
+ * it fits the capacity; the verdict's rung marked; what the engine's log
+ * printed for a rung beside it. */
 static void ladder_text(FILE *f, const struct vrt_diagnosis *d)
 {
 	char b1[32], b2[32];
@@ -50,11 +51,16 @@ static void ladder_text(FILE *f, const struct vrt_diagnosis *d)
 	                : "unknown");
 	for (k = 0; k < VRT_RUNG_COUNT; k++) {
 		const struct vrt_diag_rung *x = &d->ladder[k];
-		fprintf(f, "    %-40s %12s  = %12s  %s%s\n", rung_label(d, k),
+		fprintf(f, "    %-40s %12s  = %12s  %s%s", rung_label(d, k),
 		        vrt_report_bytes(b1, sizeof(b1), x->bytes),
 		        vrt_report_bytes(b2, sizeof(b2), x->cumulative),
 		        x->fits ? "fits" : "does not fit",
 		        k == d->rung ? "  <- verdict" : "");
+		if (x->have_engine)
+			fprintf(f, "  (log: %s)",
+			        vrt_report_bytes(b1, sizeof(b1),
+			                         x->engine_bytes));
+		fputc('\n', f);
 	}
 }
 
@@ -94,15 +100,16 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	if (d->nevidence > TEXT_EVIDENCE)
 		fprintf(f, "  - ... %zu more in --format json\n",
 		        d->nevidence - TEXT_EVIDENCE);
+	/* Each change with its cost under it, cheapest first. */
 	for (i = 0; i < d->nactions; i++) {
 		fputs(i ? "  or:     " : "  action: ", f);
 		put_line(f, d->actions[i]);
 		fputc('\n', f);
-	}
-	for (i = 0; i < d->ncosts; i++) {
-		fputs("  cost:   ", f);
-		put_line(f, d->costs[i]);
-		fputc('\n', f);
+		if (i < d->ncosts && d->costs[i][0]) {
+			fputs("          cost: ", f);
+			put_line(f, d->costs[i]);
+			fputc('\n', f);
+		}
 	}
 	for (i = 0; i < d->nverify; i++) {
 		fputs("  verify: ", f);
@@ -164,9 +171,45 @@ static void ladder_json(struct vrt_json *w, const struct vrt_diagnosis *d)
 		vrt_json_uint(w, d->ladder[k].cumulative);
 		vrt_json_key(w, "fits");
 		vrt_json_bool(w, d->ladder[k].fits);
+		vrt_json_key(w, "engine_bytes"); /* the engine's log's */
+		if (d->ladder[k].have_engine)
+			vrt_json_uint(w, d->ladder[k].engine_bytes);
+		else
+			vrt_json_null(w);
 		vrt_json_end_object(w);
 	}
 	vrt_json_end_array(w);
+}
+
+void vrt_report_log_flags_json(struct vrt_json *w, unsigned bits)
+{
+	int k;
+
+	vrt_json_begin_array(w);
+	for (k = 0; k < VRT_DIAG_LOG_NFLAGS; k++)
+		if (bits & (1u << k))
+			vrt_json_string(w, vrt_diagnose_log_flag_name(k));
+	vrt_json_end_array(w);
+}
+
+/* "from_log": what the engine's log decided, null without a log. */
+static void from_log_json(struct vrt_json *w, const struct vrt_diagnosis *d)
+{
+	vrt_json_key(w, "from_log");
+	if (!d->have_log) {
+		vrt_json_null(w);
+		return;
+	}
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "fatal_failure"); /* the failure is the log's */
+	vrt_json_bool(w, d->log_fatal);
+	vrt_json_key(w, "refusal"); /* the verdict is its refusal */
+	vrt_json_bool(w, d->log_refusal);
+	vrt_json_key(w, "ready"); /* its ready line ended the load */
+	vrt_json_bool(w, d->log_ready);
+	vrt_json_key(w, "flags");
+	vrt_report_log_flags_json(w, d->flags_from_log);
+	vrt_json_end_object(w);
 }
 
 void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
@@ -199,6 +242,8 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_null(w);
 	vrt_json_key(w, "engine");
 	vrt_json_string(w, eng);
+	vrt_json_key(w, "margin_percent");
+	vrt_json_uint(w, d->margin_pct);
 	vrt_json_key(w, "flags");
 	vrt_json_begin_object(w);
 	opt_uint(w, "max_model_len", d->flags.max_model_len);
@@ -266,5 +311,6 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_key(w, "model");
 	vrt_report_model_json(w, &d->model);
 	ladder_json(w, d);
+	from_log_json(w, d);
 	vrt_json_end_object(w);
 }

@@ -5,9 +5,11 @@
  *     [weights];main;llama_model_load_from_file;ggml_alloc 6442450944
  *
  * one line per call path, root first, the phase as the first frame, the
- * bytes it held at the peak as the count. A run whose peaks span several
- * devices puts "[device N]" in front, so each device is its own tower
- * (their peaks are different moments). The call paths are replay's sites
+ * bytes it held at the peak as the count (a plain number, as the format
+ * wants: flamegraph.pl --countname=bytes names its unit). A run whose
+ * peaks span several devices puts "[device N];" in front (N: the device's
+ * index in the report), so each device is its own tower (their peaks are
+ * different moments). The call paths are replay's sites
  * at the peak, all of them (the caller sets top_sites to SIZE_MAX); lines
  * that fold to the same text (frames that differ only by offset) are
  * summed, and the lines are sorted, so the output is stable.

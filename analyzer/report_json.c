@@ -2,7 +2,9 @@
  * report_json.c — the "vramtrace-report/1" document. The key structure is
  * the contract of DESIGN.md; keys for data not collected yet are present
  * with null or empty values so consumers can rely on them. Bytes are exact
- * integers; times are seconds since the run's first HEADER.
+ * integers; times are seconds since the run's first HEADER ("*_s"), each
+ * with the same moment in UTC beside it ("*_utc", ISO 8601 with
+ * microseconds; null when the trace carries no wall clock).
  */
 #include "report.h"
 
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "wallclock.h"
 
 static void counters(struct vrt_json *w, const char *key,
                      const struct vrt_counters *c)
@@ -81,6 +84,30 @@ static void seconds(struct vrt_json *w, const struct vrt_trace *t, int64_t ts)
 	vrt_json_seconds(w, ts - t->start_ns);
 }
 
+/* "<name>_s" (seconds since the run started) and "<name>_utc" (the same
+ * moment as ISO 8601 UTC, null when the trace has no wall clock) for
+ * trace time ts, or both null when have is 0. */
+static void times(struct vrt_json *w, const struct vrt_trace *t,
+                  const char *name, int have, int64_t ts)
+{
+	char key[48], buf[VRT_WALLCLOCK_TEXT];
+
+	snprintf(key, sizeof(key), "%s_s", name);
+	vrt_json_key(w, key);
+	if (have)
+		seconds(w, t, ts);
+	else
+		vrt_json_null(w);
+	snprintf(key, sizeof(key), "%s_utc", name);
+	vrt_json_key(w, key);
+	if (have && vrt_wallclock_known(t))
+		vrt_json_string(w, vrt_wallclock_format(
+		                           buf, sizeof(buf),
+		                           vrt_wallclock_utc(t, ts), 6));
+	else
+		vrt_json_null(w);
+}
+
 static void run(struct vrt_json *w, const struct vrt_trace *t)
 {
 	size_t i, j;
@@ -136,15 +163,10 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 		vrt_json_uint(w, p->events);
 		vrt_json_key(w, "events_dropped");
 		vrt_json_uint(w, p->events_dropped);
-		vrt_json_key(w, "start_s");
-		seconds(w, t, p->start_mono_ns);
+		times(w, t, "start", 1, p->start_mono_ns);
 		vrt_json_key(w, "started_in_standby");
 		vrt_json_bool(w, p->started_in_standby);
-		vrt_json_key(w, "end_s");
-		if (p->has_trailer)
-			seconds(w, t, p->end_mono_ns);
-		else
-			vrt_json_null(w);
+		times(w, t, "end", p->has_trailer, p->end_mono_ns);
 		vrt_json_end_object(w);
 	}
 	vrt_json_end_array(w);
@@ -155,6 +177,8 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 	vrt_json_end_array(w);
 	vrt_json_key(w, "events");
 	vrt_json_uint(w, vrt_load_events(t));
+	times(w, t, "start", t->nprocs > 0, t->start_ns);
+	times(w, t, "end", t->nprocs > 0, t->end_ns);
 	vrt_json_key(w, "duration_s");
 	vrt_json_seconds(w, t->end_ns - t->start_ns);
 	vrt_json_key(w, "truncated");
@@ -209,11 +233,7 @@ static void device(struct vrt_json *w, const struct vrt_trace *t,
 	counters(w, "reserved_va", &d->fam[VRT_FAM_VA]);
 	vrt_json_key(w, "peak");
 	vrt_json_begin_object(w);
-	vrt_json_key(w, "time_s");
-	if (d->peak_bytes)
-		seconds(w, t, d->peak_ts);
-	else
-		vrt_json_null(w);
+	times(w, t, "time", d->peak_bytes != 0, d->peak_ts);
 	vrt_json_key(w, "tracked_bytes");
 	vrt_json_uint(w, d->peak_bytes);
 	by_phase(w, t, "by_phase", d->peak_by_phase);
@@ -260,8 +280,7 @@ static void failure(struct vrt_json *w, const struct vrt_trace *t,
 	char buf[32];
 
 	vrt_json_begin_object(w);
-	vrt_json_key(w, "time_s");
-	seconds(w, t, f->ts);
+	times(w, t, "time", 1, f->ts);
 	vrt_json_key(w, "pid");
 	vrt_json_uint(w, t->procs[f->proc].pid);
 	if (!oom_form) {
@@ -313,8 +332,7 @@ static void failure(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_key(w, "recovered_by");
 		if (f->recovered) {
 			vrt_json_begin_object(w);
-			vrt_json_key(w, "time_s");
-			seconds(w, t, f->recovered_ts);
+			times(w, t, "time", 1, f->recovered_ts);
 			vrt_json_key(w, "api");
 			api_name(w, f->recovered_api);
 			vrt_json_key(w, "bytes");
@@ -335,11 +353,7 @@ static void requests(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_begin_object(w);
 	vrt_json_key(w, "max_inflight");
 	vrt_json_uint(w, r->max_inflight);
-	vrt_json_key(w, "max_inflight_s");
-	if (r->max_inflight)
-		seconds(w, t, r->max_inflight_ts);
-	else
-		vrt_json_null(w);
+	times(w, t, "max_inflight", r->max_inflight != 0, r->max_inflight_ts);
 	vrt_json_key(w, "single_request_peak_bytes");
 	if (r->have_single_request)
 		vrt_json_uint(w, r->single_request_peak_bytes);
@@ -350,11 +364,7 @@ static void requests(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_int(w, r->single_request_peak_device);
 	else
 		vrt_json_null(w);
-	vrt_json_key(w, "serving_s"); /* the first request's begin */
-	if (r->serving)
-		seconds(w, t, r->serving_ts);
-	else
-		vrt_json_null(w);
+	times(w, t, "serving", r->serving, r->serving_ts); /* the first request's begin */
 	vrt_json_key(w, "connections");
 	vrt_json_uint(w, r->connections);
 	vrt_json_key(w, "annotated");
@@ -363,21 +373,9 @@ static void requests(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_uint(w, r->http_requests);
 	vrt_json_key(w, "not_http_connections");
 	vrt_json_uint(w, r->other_connections);
-	vrt_json_key(w, "first_request_s");
-	if (r->have_first_request)
-		seconds(w, t, r->first_request_ts);
-	else
-		vrt_json_null(w);
-	vrt_json_key(w, "first_response_s");
-	if (r->have_first_response)
-		seconds(w, t, r->first_response_ts);
-	else
-		vrt_json_null(w);
-	vrt_json_key(w, "first_ok_response_s");
-	if (r->have_first_ok_response)
-		seconds(w, t, r->first_ok_response_ts);
-	else
-		vrt_json_null(w);
+	times(w, t, "first_request", r->have_first_request, r->first_request_ts);
+	times(w, t, "first_response", r->have_first_response, r->first_response_ts);
+	times(w, t, "first_ok_response", r->have_first_ok_response, r->first_ok_response_ts);
 	vrt_json_end_object(w);
 }
 
@@ -392,8 +390,7 @@ static void marks(struct vrt_json *w, const struct vrt_trace *t,
 		const struct vrt_replay_mark *e = &r->marks[i];
 		const char *label = vrt_load_str(t, e->label);
 		vrt_json_begin_object(w);
-		vrt_json_key(w, "time_s");
-		seconds(w, t, e->ts);
+		times(w, t, "time", 1, e->ts);
 		vrt_json_key(w, "pid");
 		vrt_json_uint(w, t->procs[e->proc].pid);
 		vrt_json_key(w, "label");
@@ -419,10 +416,8 @@ static void windows(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_string(w, label ? label : "");
 		vrt_json_key(w, "pid");
 		vrt_json_uint(w, t->procs[x->mark.proc].pid);
-		vrt_json_key(w, "start_s");
-		seconds(w, t, x->start_ts);
-		vrt_json_key(w, "end_s");
-		seconds(w, t, x->end_ts);
+		times(w, t, "start", 1, x->start_ts);
+		times(w, t, "end", 1, x->end_ts);
 		vrt_json_key(w, "max_inflight");
 		vrt_json_uint(w, x->max_inflight);
 		vrt_json_key(w, "ooms");
@@ -442,6 +437,151 @@ static void windows(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_end_object(w);
 	}
 	vrt_json_end_array(w);
+}
+
+/* The first listen() of the run: who, when, which port (null: none). */
+static void listen_(struct vrt_json *w, const struct vrt_trace *t,
+                    const struct vrt_replay *r)
+{
+	vrt_json_key(w, "listen");
+	if (!r->have_server_ready) {
+		vrt_json_null(w);
+		return;
+	}
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "time_s");
+	seconds(w, t, r->server_ready_ts);
+	vrt_json_key(w, "pid");
+	vrt_json_uint(w, t->procs[r->server_ready_proc].pid);
+	vrt_json_key(w, "port");
+	vrt_json_uint(w, r->server_port);
+	vrt_json_end_object(w);
+}
+
+/* The phases a timeline names: every one that ever held memory or was
+ * allocated from. */
+static int timeline_phase(const struct vrt_counters *c)
+{
+	return c->allocs || c->frees || c->peak_bytes;
+}
+
+/* { "<phase>": [n numbers] } for the phases of d, the i-th number read
+ * by at(base, i, slot). */
+static void timeline_by_phase(struct vrt_json *w, const struct vrt_trace *t,
+                              const struct vrt_replay_device *d,
+                              const char *key, const void *base, size_t n,
+                              uint64_t (*at)(const void *, size_t, unsigned))
+{
+	char buf[32];
+	unsigned k;
+	size_t i;
+
+	vrt_json_key(w, key);
+	vrt_json_begin_object(w);
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++) {
+		if (!timeline_phase(&d->phase[k]))
+			continue;
+		vrt_json_key(w, vrt_load_phase_name(t, k, buf, sizeof(buf)));
+		vrt_json_begin_array_oneline(w);
+		for (i = 0; i < n; i++)
+			vrt_json_uint(w, at(base, i, k));
+		vrt_json_end_array(w);
+	}
+	vrt_json_end_object(w);
+}
+
+static uint64_t point_phase(const void *v, size_t i, unsigned k)
+{
+	return ((const struct vrt_replay_point *)v)[i].by_phase[k];
+}
+
+static uint64_t range_min(const void *v, size_t i, unsigned k)
+{
+	return ((const struct vrt_replay_range *)v)[i].min_by_phase[k];
+}
+
+static uint64_t range_max(const void *v, size_t i, unsigned k)
+{
+	return ((const struct vrt_replay_range *)v)[i].max_by_phase[k];
+}
+
+static void timeline_device(struct vrt_json *w, const struct vrt_trace *t,
+                            const struct vrt_replay_device *d, size_t id)
+{
+	size_t i;
+
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "id");
+	vrt_json_uint(w, id);
+	vrt_json_key(w, "points");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "time_s");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < d->nseries; i++)
+		seconds(w, t, d->series[i].ts);
+	vrt_json_end_array(w);
+	timeline_by_phase(w, t, d, "by_phase", d->series, d->nseries,
+	                  point_phase);
+	vrt_json_end_object(w);
+	vrt_json_key(w, "buckets");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "start_s");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < d->nranges; i++)
+		seconds(w, t, d->ranges[i].start_ts);
+	vrt_json_end_array(w);
+	vrt_json_key(w, "min_total");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < d->nranges; i++)
+		vrt_json_uint(w, d->ranges[i].min_total);
+	vrt_json_end_array(w);
+	vrt_json_key(w, "max_total");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < d->nranges; i++)
+		vrt_json_uint(w, d->ranges[i].max_total);
+	vrt_json_end_array(w);
+	timeline_by_phase(w, t, d, "min_by_phase", d->ranges, d->nranges,
+	                  range_min);
+	timeline_by_phase(w, t, d, "max_by_phase", d->ranges, d->nranges,
+	                  range_max);
+	vrt_json_end_object(w);
+	vrt_json_end_object(w);
+}
+
+/* Each device's live bytes by phase over time, as replay downsampled
+ * them: "points" (the state right after the event at each time, held
+ * until the next), and "buckets" (from each start, for bucket_s, the
+ * least and most of the total and of each phase: what happened between
+ * points); requests in flight the same way. Arrays of numbers stay on one
+ * line each. */
+static void timeline(struct vrt_json *w, const struct vrt_trace *t,
+                     const struct vrt_replay *r)
+{
+	size_t i;
+
+	vrt_json_key(w, "timeline");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "bucket_s");
+	vrt_json_seconds(w, r->series_bucket_ns);
+	vrt_json_key(w, "devices");
+	vrt_json_begin_array(w);
+	for (i = 0; i < t->ndevices && i < r->ndevices; i++)
+		timeline_device(w, t, &r->dev[i], i);
+	vrt_json_end_array(w);
+	vrt_json_key(w, "inflight");
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "time_s");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < r->ninflight_series; i++)
+		seconds(w, t, r->inflight_series[i].ts);
+	vrt_json_end_array(w);
+	vrt_json_key(w, "requests");
+	vrt_json_begin_array_oneline(w);
+	for (i = 0; i < r->ninflight_series; i++)
+		vrt_json_uint(w, r->inflight_series[i].inflight);
+	vrt_json_end_array(w);
+	vrt_json_end_object(w);
+	vrt_json_end_object(w);
 }
 
 /* Frames innermost first, as heaptrack prints a backtrace. */
@@ -513,7 +653,8 @@ static void top_sites(struct vrt_json *w, const struct vrt_trace *t,
 
 void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *dg)
+                           const struct vrt_diagnosis *dg,
+                           const struct vrt_logcheck *lc)
 {
 	struct vrt_json w;
 	size_t i;
@@ -523,11 +664,7 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 	vrt_json_key(&w, "schema");
 	vrt_json_string(&w, "vramtrace-report/1");
 	run(&w, t);
-	vrt_json_key(&w, "server_ready_s");
-	if (r->have_server_ready)
-		seconds(&w, t, r->server_ready_ts);
-	else
-		vrt_json_null(&w);
+	times(&w, t, "server_ready", r->have_server_ready, r->server_ready_ts);
 	vrt_json_key(&w, "server_ready_socket");
 	if (r->have_server_ready && r->server_ready_kind)
 		vrt_json_string(&w, r->server_ready_kind == VRT_NET_KIND_INET
@@ -535,11 +672,8 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 		                            : "unix");
 	else
 		vrt_json_null(&w);
-	vrt_json_key(&w, "recording_start_s");
-	if (r->have_recording_start)
-		seconds(&w, t, r->recording_start_ts);
-	else
-		vrt_json_null(&w);
+	times(&w, t, "recording_start", r->have_recording_start,
+	      r->recording_start_ts);
 	vrt_json_key(&w, "devices");
 	vrt_json_begin_array(&w);
 	for (i = 0; i < t->ndevices && i < r->ndevices; i++)
@@ -563,11 +697,14 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 	marks(&w, t, r);
 	top_sites(&w, t, r);
 	windows(&w, t, r);
+	listen_(&w, t, r);
+	timeline(&w, t, r);
 	vrt_json_key(&w, "diagnosis");
 	if (dg)
 		vrt_report_diagnosis_json(&w, t, dg);
 	else
 		vrt_json_null(&w);
+	vrt_report_enginelog_json(&w, t, lc);
 	vrt_json_end_object(&w);
 	vrt_json_finish(&w);
 }

@@ -152,10 +152,11 @@ static void describe(const struct vrt_model *m, emit_fn emit, void *ctx)
 	char b[4][32], line[LINE];
 	size_t i, len;
 
-	emitf(emit, ctx, "%s%s%s%s, from %s",
+	emitf(emit, ctx, "%s%s%s%s, from %s%s%s",
 	      m->model_type[0] ? m->model_type : "(no model_type)",
 	      m->architecture[0] ? " (" : "", m->architecture,
-	      m->architecture[0] ? ")" : "", m->source);
+	      m->architecture[0] ? ")" : "", m->source,
+	      m->gguf_type[0] ? " " : "", m->gguf_type);
 	emitf(emit, ctx,
 	      "%" PRIu64 " layers, hidden %" PRIu64 ", %" PRIu64
 	      " heads of %" PRIu64 ", %" PRIu64 " KV heads, vocabulary %" PRIu64

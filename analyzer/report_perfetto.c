@@ -6,15 +6,22 @@
  *     for its lifetime and its marks as process-scoped instant events;
  *   - one synthetic process per device ("device 0: NVIDIA L4") holding a
  *     counter track per phase (Perfetto names them "live bytes <phase>"),
- *     from replay's downsampled timeline;
+ *     from replay's downsampled timeline, and beside each the most and
+ *     least the phase held in each of the timeline's buckets ("live bytes
+ *     max <phase>", "live bytes min <phase>", from the bucket's start to
+ *     its end) once the timeline is downsampled (a bucket wider than a
+ *     nanosecond): it keeps a bucket's highest total, so a phase that rose
+ *     and fell back while another grew (a profiling run's activations
+ *     freed before the KV cache is reserved) shows only there;
  *   - a synthetic "vramtrace run" process with the requests-in-flight
  *     counter;
  *   - global instant events for the server becoming ready and for every
  *     out-of-memory failure (with its numbers as args).
  *
  * Synthetic processes use pids above Linux's pid_max (2^22), so they never
- * collide with a traced one. Timestamps are microseconds since the run's
- * first HEADER, printed exactly from nanoseconds. One event per line, so
+ * collide with a traced one. Timestamps are microseconds since the Unix
+ * epoch in UTC (the run's wall clock; since its first HEADER when the
+ * trace has none), printed exactly from nanoseconds. One event per line, so
  * the file diffs well.
  */
 #include "report.h"
@@ -23,6 +30,8 @@
 #include <string.h>
 
 #include "json.h"
+#include "logcheck.h"
+#include "wallclock.h"
 
 #define RUN_PID    1000000000u
 #define DEVICE_PID 1000000001u /* + device index */
@@ -44,10 +53,15 @@ static void us(FILE *f, int64_t ns)
 	        a % 1000u);
 }
 
-/* A time as microseconds since the run started. */
+/* A time as microseconds since the Unix epoch (UTC), so the file lines up
+ * with logs and other traces of the same moments; since the run's start
+ * when the trace carries no wall clock. */
 static void ts_us(FILE *f, const struct vrt_trace *t, int64_t ts)
 {
-	us(f, ts - t->start_ns);
+	if (vrt_wallclock_known(t))
+		us(f, vrt_wallclock_utc(t, ts));
+	else
+		us(f, ts - t->start_ns);
 }
 
 /* Starts an event: {"ph":"<ph>","name":<name>,"pid":P,"tid":P,"ts":T */
@@ -118,16 +132,17 @@ static int phase_used(const struct vrt_counters *c)
 	return c->allocs || c->frees || c->peak_bytes;
 }
 
-/* One "C" event: every used phase of device i at point p (NULL: zero). */
+/* One "C" event named name: every used phase of device i, its bytes from
+ * v (NULL: zero). */
 static void counter(FILE *f, int *first, const struct vrt_trace *t,
-                    const struct vrt_replay_device *d, size_t i, int64_t ts,
-                    const struct vrt_replay_point *p)
+                    const struct vrt_replay_device *d, size_t i,
+                    const char *name, int64_t ts, const uint64_t *v)
 {
 	char pb[32];
 	unsigned k;
 	int any = 0;
 
-	begin(f, first, "C", "live bytes", DEVICE_PID + i);
+	begin(f, first, "C", name, DEVICE_PID + i);
 	fputs(",\"ts\":", f);
 	ts_us(f, t, ts);
 	fputs(",\"args\":{", f);
@@ -136,9 +151,42 @@ static void counter(FILE *f, int *first, const struct vrt_trace *t,
 			continue;
 		fputs(any++ ? "," : "", f);
 		str(f, vrt_load_phase_name(t, (unsigned)k, pb, sizeof(pb)));
-		fprintf(f, ":%" PRIu64, p ? p->by_phase[k] : 0);
+		fprintf(f, ":%" PRIu64, v ? v[k] : 0);
 	}
 	fputs("}}", f);
+}
+
+/* The most and least of each phase per bucket of device i's timeline:
+ * from a bucket's start, its range; at its end, when no bucket follows
+ * at once, the state then (the device's last point before it), which
+ * holds until the next bucket that changed. */
+static void bucket_counters(FILE *f, int *first, const struct vrt_trace *t,
+                            const struct vrt_replay *r, size_t i)
+{
+	const struct vrt_replay_device *d = &r->dev[i];
+	int64_t w = r->series_bucket_ns;
+	size_t j, p = 0;
+
+	counter(f, first, t, d, i, "live bytes max", t->start_ns, NULL);
+	counter(f, first, t, d, i, "live bytes min", t->start_ns, NULL);
+	for (j = 0; j < d->nranges; j++) {
+		const struct vrt_replay_range *g = &d->ranges[j];
+		int64_t end = g->start_ts + w;
+		counter(f, first, t, d, i, "live bytes max", g->start_ts,
+		        g->max_by_phase);
+		counter(f, first, t, d, i, "live bytes min", g->start_ts,
+		        g->min_by_phase);
+		if (j + 1 < d->nranges && d->ranges[j + 1].start_ts <= end)
+			continue;
+		if (end > t->end_ns)
+			continue; /* the last bucket holds to the end */
+		while (p + 1 < d->nseries && d->series[p + 1].ts < end)
+			p++;
+		counter(f, first, t, d, i, "live bytes max", end,
+		        d->series[p].by_phase);
+		counter(f, first, t, d, i, "live bytes min", end,
+		        d->series[p].by_phase);
+	}
 }
 
 static void devices(FILE *f, int *first, const struct vrt_trace *t,
@@ -159,14 +207,16 @@ static void devices(FILE *f, int *first, const struct vrt_trace *t,
 		meta(f, first, DEVICE_PID + i, "process_name", label, 0);
 		meta(f, first, DEVICE_PID + i, "process_sort_index", NULL,
 		     (int64_t)i - 1000);
-		counter(f, first, t, d, i, t->start_ns, NULL);
+		counter(f, first, t, d, i, "live bytes", t->start_ns, NULL);
 		for (j = 0; j < d->nseries; j++)
-			counter(f, first, t, d, i, d->series[j].ts,
-			        &d->series[j]);
+			counter(f, first, t, d, i, "live bytes",
+			        d->series[j].ts, d->series[j].by_phase);
 		/* Hold the last value to the end of the run. */
 		if (d->series[d->nseries - 1].ts < t->end_ns)
-			counter(f, first, t, d, i, t->end_ns,
-			        &d->series[d->nseries - 1]);
+			counter(f, first, t, d, i, "live bytes", t->end_ns,
+			        d->series[d->nseries - 1].by_phase);
+		if (r->series_bucket_ns > 1)
+			bucket_counters(f, first, t, r, i);
 	}
 }
 
@@ -239,8 +289,49 @@ static void instants(FILE *f, int *first, const struct vrt_trace *t,
 	}
 }
 
+/* One engine log line at its wall-clock time, on the run's track. */
+static void log_instant(FILE *f, int *first, const char *name, int64_t wall,
+                        uint32_t line, const char *text)
+{
+	begin(f, first, "i", name, RUN_PID);
+	fputs(",\"s\":\"g\",\"cat\":\"engine_log\",\"ts\":", f);
+	us(f, wall);
+	fprintf(f, ",\"args\":{\"line\":%u,\"text\":", line);
+	str(f, text);
+	fputs("}}", f);
+}
+
+/* The engine log's lines that carry a wall-clock time, as instants of
+ * the "vramtrace run" track: its memory numbers, readiness and errors
+ * beside the trace's own events. */
+static void log_lines(FILE *f, int *first, const struct vrt_trace *t,
+                      const struct vrt_logcheck *lc)
+{
+	const struct vrt_enginelog *log = lc ? lc->log : NULL;
+	size_t i;
+
+	if (!log || !vrt_wallclock_known(t))
+		return;
+	for (i = 0; i < log->nfacts; i++)
+		if (log->facts[i].wall_ns)
+			log_instant(f, first,
+			            vrt_enginelog_kind_name(log->facts[i].kind),
+			            log->facts[i].wall_ns, log->facts[i].line,
+			            log->facts[i].text);
+	for (i = 0; i < log->nerrors; i++)
+		if (log->errors[i].wall_ns)
+			log_instant(f, first,
+			            vrt_enginelog_error_name(log->errors[i].kind),
+			            log->errors[i].wall_ns, log->errors[i].line,
+			            log->errors[i].text);
+	if (log->have_ready && log->ready_wall_ns)
+		log_instant(f, first, "engine ready", log->ready_wall_ns,
+		            log->ready_line, log->ready_text);
+}
+
 void vrt_report_perfetto_write(FILE *f, const struct vrt_trace *t,
-                               const struct vrt_replay *r)
+                               const struct vrt_replay *r,
+                               const struct vrt_logcheck *lc)
 {
 	int first = 1;
 
@@ -251,5 +342,6 @@ void vrt_report_perfetto_write(FILE *f, const struct vrt_trace *t,
 	inflight(f, &first, t, r);
 	devices(f, &first, t, r);
 	instants(f, &first, t, r);
+	log_lines(f, &first, t, lc);
 	fputs("\n]}\n", f);
 }

@@ -4,27 +4,33 @@
  * order the runs were given.
  *
  * Text: an aligned table, one line per run, "-" where a flag was not
- * given; the last column splits each device's peak by phase (prefixed
- * "dN:" when the run has several devices).
+ * given, "*" after a value the engine's log supplied (then a footnote);
+ * the verdict `analyze` gives the run (with its detail), each device's
+ * peak and headroom; the last column splits each device's peak by phase
+ * (prefixed "dN:" when the run has several devices).
  *
  * CSV (RFC 4180, a header line, plain integers in bytes): run, engine,
- * context_length, concurrency, memory_fraction, tensor_parallel,
- * gpu_layers, max_inflight, ooms, oom_stage, oom_phase, exit_status, then
- * per device index N present in any run devN_peak_bytes and
- * devN_<phase>_bytes for every phase live at some run's peak. Empty cells
- * where a run has no such value.
+ * verdict, detail, context_length, concurrency, memory_fraction,
+ * tensor_parallel, gpu_layers, max_inflight, ooms, oom_stage, oom_phase,
+ * exit_status, then per device index N present in any run
+ * devN_peak_bytes, devN_headroom_bytes and devN_<phase>_bytes for every
+ * phase live at some run's peak. Empty cells where a run has no such
+ * value.
  *
  * JSON, schema "vramtrace-table/1" (keys are a contract; more may be
  * added):
  *
  *   { "schema": "vramtrace-table/1",
- *     "runs": [ { "run", "engine" (or null), "cmdline": [..], "processes",
+ *     "runs": [ { "run", "engine" (or null), "verdict", "detail",
+ *                 "cmdline": [..], "processes",
  *                 "context_length", "concurrency", "memory_fraction",
  *                 "tensor_parallel", "gpu_layers"  (a number when the
  *                     flag's value is one, else the string as given; null
  *                     when not given),
- *                 "flags": { "<field>": "<option as spelled, e.g. -c>" },
- *                 "devices": [ { "id", "peak_bytes",
+ *                 "flags": { "<field>": "<option as spelled, e.g. -c;
+ *                            "log" when the engine's log gave it>" },
+ *                 "devices": [ { "id", "peak_bytes", "headroom_bytes"
+ *                                (or null),
  *                                "peak_by_phase": {"<phase>": bytes} } ],
  *                 "max_inflight", "ooms",
  *                 "oom": { "stage": "load|request", "phase", "device",
@@ -68,12 +74,14 @@ static void exit_text(char *buf, size_t n, const struct vrt_retest_row *r)
 enum {
 	C_RUN,
 	C_ENGINE,
+	C_VERDICT,
 	C_CTX,
 	C_CONC,
 	C_MEM,
 	C_TP,
 	C_NGL,
 	C_PEAK,
+	C_HEADROOM,
 	C_INFLIGHT,
 	C_OOM,
 	C_EXIT,
@@ -82,9 +90,10 @@ enum {
 };
 
 static const char *const headers[NCOLS] = {
-        "run",          "engine", "context",    "concurrency",
-        "mem fraction", "tp",     "gpu layers", "peak",
-        "in flight",    "oom",    "exit",       "peak by phase",
+        "run",        "engine",   "verdict",   "context",
+        "concurrency", "mem fraction", "tp",    "gpu layers",
+        "peak",       "headroom", "in flight", "oom",
+        "exit",       "peak by phase",
 };
 
 /* Appends to a growing string; on failure the cell stays as it was. */
@@ -122,8 +131,18 @@ static void cells(char **c, const struct vrt_retest_row *r, const char *label)
 
 	c[C_RUN] = safe_dup(label);
 	c[C_ENGINE] = safe_dup(r->engine ? r->engine : "-");
-	for (k = 0; k < VRT_RETEST_NFIELDS; k++)
+	c[C_VERDICT] = safe_dup(r->verdict[0] ? r->verdict : "-");
+	if (r->detail[0]) {
+		cat(&c[C_VERDICT], " (");
+		cat(&c[C_VERDICT], r->detail);
+		cat(&c[C_VERDICT], ")");
+	}
+	for (k = 0; k < VRT_RETEST_NFIELDS; k++) {
 		c[fields[k]] = safe_dup(r->value[k] ? r->value[k] : "-");
+		/* "*": the engine's log said it, the command line did not */
+		if (r->option[k] && !strcmp(r->option[k], VRT_RETEST_FROM_LOG))
+			cat(&c[fields[k]], "*");
+	}
 	for (i = 0; i < r->ndev; i++) {
 		if (i)
 			cat(&c[C_PEAK], ", ");
@@ -135,6 +154,20 @@ static void cells(char **c, const struct vrt_retest_row *r, const char *label)
 	}
 	if (!c[C_PEAK])
 		c[C_PEAK] = safe_dup("-");
+	for (i = 0; i < r->ndev; i++) {
+		if (!r->dev[i].have_headroom)
+			continue;
+		if (c[C_HEADROOM])
+			cat(&c[C_HEADROOM], ", ");
+		if (r->ndev > 1) {
+			snprintf(b, sizeof(b), "d%d ", r->dev[i].id);
+			cat(&c[C_HEADROOM], b);
+		}
+		cat(&c[C_HEADROOM],
+		    vrt_report_bytes(b, sizeof(b), r->dev[i].headroom_bytes));
+	}
+	if (!c[C_HEADROOM])
+		c[C_HEADROOM] = safe_dup("-");
 	snprintf(b, sizeof(b), "%" PRIu32, r->max_inflight);
 	c[C_INFLIGHT] = safe_dup(b);
 	if (r->have_oom) {
@@ -197,6 +230,16 @@ void vrt_report_table_text(FILE *f, const struct vrt_retest_row *rows,
 				fprintf(f, "%-*s  ", (int)w[k], s ? s : "");
 		}
 	}
+	for (i = 0; i < nrows; i++)
+		for (k = 0; k < VRT_RETEST_NFIELDS; k++)
+			if (rows[i].option[k] &&
+			    !strcmp(rows[i].option[k], VRT_RETEST_FROM_LOG)) {
+				fputs("* from the engine's log (the command line "
+				      "left the flag at its default)\n",
+				      f);
+				i = nrows;
+				break;
+			}
 	for (i = 0; i < (nrows + 1) * NCOLS; i++)
 		free(c[i]);
 	free(c);
@@ -280,12 +323,12 @@ void vrt_report_table_csv(FILE *f, const struct vrt_retest_row *rows,
 			for (k = 0; k < d->nphases; k++)
 				names_add(&ns, d->phases[k].name);
 		}
-	fputs("run,engine", f);
+	fputs("run,engine,verdict,detail", f);
 	for (fi = 0; fi < VRT_RETEST_NFIELDS; fi++)
 		fprintf(f, ",%s", vrt_retest_field_name(fi));
 	fputs(",max_inflight,ooms,oom_stage,oom_phase,exit_status", f);
 	for (dv = 0; dv <= maxdev; dv++) {
-		fprintf(f, ",dev%d_peak_bytes", dv);
+		fprintf(f, ",dev%d_peak_bytes,dev%d_headroom_bytes", dv, dv);
 		for (k = 0; k < ns.n; k++) {
 			snprintf(b, sizeof(b), "dev%d_%s_bytes", dv, ns.v[k]);
 			csv_cell(f, b, 0);
@@ -296,6 +339,8 @@ void vrt_report_table_csv(FILE *f, const struct vrt_retest_row *rows,
 		const struct vrt_retest_row *r = &rows[i];
 		csv_cell(f, labels[i], 1);
 		csv_cell(f, r->engine, 0);
+		csv_cell(f, r->verdict, 0);
+		csv_cell(f, r->detail, 0);
 		for (fi = 0; fi < VRT_RETEST_NFIELDS; fi++)
 			csv_cell(f, r->value[fi], 0);
 		fprintf(f, ",%" PRIu32 ",%" PRIu64, r->max_inflight, r->ooms);
@@ -314,6 +359,10 @@ void vrt_report_table_csv(FILE *f, const struct vrt_retest_row *rows,
 			const struct vrt_retest_device *d = find_dev(r, dv);
 			if (d)
 				csv_uint(f, d->peak_bytes);
+			else
+				fputc(',', f);
+			if (d && d->have_headroom)
+				csv_uint(f, d->headroom_bytes);
 			else
 				fputc(',', f);
 			for (k = 0; k < ns.n; k++) {
@@ -349,6 +398,10 @@ static void row_json(struct vrt_json *w, const struct vrt_retest_row *r,
 		vrt_json_string(w, r->engine);
 	else
 		vrt_json_null(w);
+	vrt_json_key(w, "verdict");
+	vrt_json_string(w, r->verdict);
+	vrt_json_key(w, "detail");
+	vrt_json_string(w, r->detail);
 	vrt_json_key(w, "cmdline");
 	vrt_json_begin_array(w);
 	for (i = 0; i < r->argc; i++)
@@ -377,6 +430,11 @@ static void row_json(struct vrt_json *w, const struct vrt_retest_row *r,
 		vrt_json_int(w, d->id);
 		vrt_json_key(w, "peak_bytes");
 		vrt_json_uint(w, d->peak_bytes);
+		vrt_json_key(w, "headroom_bytes");
+		if (d->have_headroom)
+			vrt_json_uint(w, d->headroom_bytes);
+		else
+			vrt_json_null(w);
 		vrt_json_key(w, "peak_by_phase");
 		vrt_json_begin_object(w);
 		for (k = 0; k < d->nphases; k++) {

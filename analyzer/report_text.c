@@ -4,7 +4,8 @@
  * phases, the peak split by phase), host page-locked memory, the call paths
  * holding each device's peak, marks, then every failed call on its own
  * line. Sizes are binary units with two decimals; times are seconds
- * since the run's first HEADER. Strings from the trace (exe, argv, device
+ * since the run's first HEADER, whose wall-clock start (UTC) the first
+ * line prints. Strings from the trace (exe, argv, device
  * names) are untrusted: control bytes are printed as '?' so a trace cannot
  * drive the terminal.
  */
@@ -12,6 +13,8 @@
 
 #include <inttypes.h>
 #include <string.h>
+
+#include "wallclock.h"
 
 void vrt_report_put_safe(FILE *f, const char *s, size_t max)
 {
@@ -66,6 +69,13 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 	        secs(b, sizeof(b), t, t->end_ns));
 	if (t->nhosts > 1)
 		fprintf(f, ", %zu hosts", t->nhosts);
+	if (vrt_wallclock_known(t)) {
+		char w[VRT_WALLCLOCK_TEXT];
+		fprintf(f, "; started %s",
+		        vrt_wallclock_format(w, sizeof(w),
+		                             vrt_wallclock_utc(t, t->start_ns),
+		                             3));
+	}
 	fputc('\n', f);
 	for (i = 0; i < t->nprocs; i++) {
 		const struct vrt_process *p = &t->procs[i];
@@ -552,7 +562,8 @@ static void failures(FILE *f, const struct vrt_trace *t,
 
 void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
                            const struct vrt_replay *r,
-                           const struct vrt_diagnosis *dg)
+                           const struct vrt_diagnosis *dg,
+                           const struct vrt_logcheck *lc)
 {
 	size_t i;
 
@@ -561,6 +572,7 @@ void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
 
 	run_summary(f, t);
 	server(f, t, r);
+	vrt_report_enginelog_text(f, t, lc);
 	for (i = 0; i < t->ndevices && i < r->ndevices; i++)
 		device(f, t, r, i);
 	host(f, t, r);

@@ -5,13 +5,25 @@
  * atomically. The steps and messages are analyze's: a file that fails to
  * load is a data error naming the file and byte; skipped and truncated
  * files are warnings, and the rest of the run is still reported.
- * Single-threaded; no globals.
+ *
+ * Reports (vrt_run_write, for every command's -o): a new path or a
+ * regular file is written as FILE.tmp.XXXXXX (0600: a report holds the
+ * full command line, like the trace), synced and renamed over FILE, so a
+ * reader never sees half a report. An existing FIFO, character or block
+ * device or socket is written directly and never replaced or unlinked
+ * (`-o /dev/null` must leave /dev/null a device, and a FIFO's reader
+ * must get the report); "-" is standard output. Single-threaded; no
+ * globals.
  */
 #include "run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "attrib.h"
@@ -94,11 +106,15 @@ void vrt_run_warn(const struct vrt_trace *t)
 {
 	size_t i;
 
+	/* The loader's note says which: a file that is not a regular one,
+	 * or one whose process died before its first flush. */
 	for (i = 0; i < t->nskipped; i++)
-		fprintf(stderr,
-		        "vramtrace: warning: %s; skipped (the process died "
-		        "before its first flush)\n",
-		        t->skipped[i]);
+		fprintf(stderr, "vramtrace: warning: %s; skipped%s\n",
+		        t->skipped[i],
+		        strstr(t->skipped[i], ": not a regular file (")
+		                ? ""
+		                : " (the process died before its first "
+		                  "flush)");
 	for (i = 0; i < t->nprocs; i++)
 		if (t->procs[i].truncated)
 			fprintf(stderr,
@@ -149,40 +165,121 @@ out:
 	return rules;
 }
 
+/* An existing FIFO, device or socket, opened for writing as it is: no
+ * O_CREAT, no O_TRUNC, never replaced. A FIFO waits for its reader, as a
+ * shell's redirection would. NULL after printing the error. */
+static FILE *open_direct(const char *output, const struct stat *st)
+{
+	int fd;
+	FILE *f;
+
+	if (S_ISSOCK(st->st_mode)) {
+		struct sockaddr_un a = {.sun_family = AF_UNIX};
+		if (strlen(output) >= sizeof(a.sun_path)) {
+			fprintf(stderr,
+			        "vramtrace: error: %s: cannot write: socket "
+			        "path too long\n",
+			        output);
+			return NULL;
+		}
+		memcpy(a.sun_path, output, strlen(output) + 1);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+			int e = errno;
+			close(fd);
+			fd = -1;
+			errno = e;
+		}
+	} else {
+		fd = open(output, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		fprintf(stderr, "vramtrace: error: %s: cannot write: %s\n",
+		        output, strerror(errno));
+		return NULL;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		fprintf(stderr, "vramtrace: error: %s: cannot write: %s\n",
+		        output, strerror(errno));
+		close(fd);
+	}
+	return f;
+}
+
+/* FILE.tmp.XXXXXX, created 0600 with O_EXCL: a stale one from a crash
+ * never blocks the next write, and nobody else's file is reused. */
+static FILE *open_tmp(const char *output, char **tmp)
+{
+	int fd;
+	FILE *f;
+
+	if (asprintf(tmp, "%s.tmp.XXXXXX", output) < 0) {
+		*tmp = NULL;
+		fprintf(stderr, "vramtrace: error: %s: out of memory\n",
+		        output);
+		return NULL;
+	}
+	fd = mkostemp(*tmp, O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "vramtrace: error: %s: cannot create: %s\n",
+		        *tmp, strerror(errno));
+		free(*tmp);
+		*tmp = NULL;
+		return NULL;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		fprintf(stderr, "vramtrace: error: %s: cannot create: %s\n",
+		        *tmp, strerror(errno));
+		close(fd);
+		unlink(*tmp);
+		free(*tmp);
+		*tmp = NULL;
+	}
+	return f;
+}
+
 int vrt_run_write(const char *output, int (*fn)(FILE *f, const void *ctx),
                   const void *ctx)
 {
 	FILE *f = stdout;
 	char *tmp = NULL;
-	int rc = VRT_EXIT_FAIL, saved;
+	const char *name = "stdout";
+	int rc = VRT_EXIT_FAIL, saved, direct = 0;
+	struct stat st;
 
+	if (output && !strcmp(output, "-"))
+		output = NULL;
 	if (output) {
-		if (asprintf(&tmp, "%s.tmp", output) < 0) {
-			tmp = NULL;
-			fprintf(stderr, "vramtrace: error: %s: out of memory\n",
-			        output);
-			goto out;
-		}
-		f = fopen(tmp, "we");
-		if (!f) {
+		name = output;
+		direct = stat(output, &st) == 0 && !S_ISREG(st.st_mode);
+		if (direct && S_ISDIR(st.st_mode)) {
 			fprintf(stderr,
-			        "vramtrace: error: %s: cannot create: %s\n",
-			        tmp, strerror(errno));
-			goto out;
+			        "vramtrace: error: %s: cannot write: is a "
+			        "directory\n",
+			        output);
+			return VRT_EXIT_FAIL;
 		}
+		f = direct ? open_direct(output, &st) : open_tmp(output, &tmp);
+		if (!f)
+			return VRT_EXIT_FAIL;
+		if (tmp)
+			name = tmp;
 	}
 	if (fn(f, ctx)) {
-		fprintf(stderr, "vramtrace: error: %s: out of memory\n",
-		        output ? tmp : "stdout");
+		fprintf(stderr, "vramtrace: error: %s: out of memory\n", name);
 		goto out;
 	}
 	if (fflush(f) || ferror(f)) {
 		saved = errno;
 		fprintf(stderr, "vramtrace: error: %s: cannot write: %s\n",
-		        output ? tmp : "stdout", strerror(saved));
+		        name, strerror(saved));
 		goto out;
 	}
-	if (!output) {
+	if (!tmp) {
+		/* stdout, or a device, FIFO or socket written in place: no
+		 * sync (they have nothing to sync), no rename. */
 		rc = VRT_EXIT_OK;
 		goto out;
 	}
@@ -200,8 +297,11 @@ int vrt_run_write(const char *output, int (*fn)(FILE *f, const void *ctx),
 	}
 	rc = VRT_EXIT_OK;
 out:
-	if (output && f)
-		fclose(f);
+	if (output && f && fclose(f) && !rc) {
+		fprintf(stderr, "vramtrace: error: %s: cannot write: %s\n",
+		        name, strerror(errno));
+		rc = VRT_EXIT_FAIL;
+	}
 	if (tmp && rc)
 		unlink(tmp); /* best effort: a stale .tmp is harmless */
 	free(tmp);

@@ -5,8 +5,9 @@ so the rules file users read is, byte for byte, the one vramtrace and
 libvramtrace.so parse, and builtin:LINE names a line of it.
 
 The text becomes one string literal, a line per literal: printable ASCII
-stays as it is (quotes and backslashes escaped), any other byte becomes a
-three-digit octal escape. A NUL byte is refused: the rules parser rejects
+stays as it is (quotes, backslashes and question marks escaped: "??" could
+start a trigraph in ISO C), any other byte becomes a three-digit octal
+escape. A NUL byte is refused: the rules parser rejects
 it anyway, and the C string would end there.
 """
 import sys
@@ -16,7 +17,7 @@ def literal(line):
     out = []
     for b in line:
         c = chr(b)
-        if c in '"\\':
+        if c in '"\\?':
             out.append("\\" + c)
         elif 0x20 <= b < 0x7f:
             out.append(c)

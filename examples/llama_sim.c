@@ -5,19 +5,30 @@
  * the GPU as libcudart (or the HIP runtime) is reached (sim_gpu.c), and it
  * serves HTTP/1.1 on 127.0.0.1 (POST /completion, GET /health):
  *
- *   llama_model_load            -ngl tensors of --layer-mib MiB
- *   llama_kv_cache_init         --ctx-size x --kv-kib-per-token KiB, once,
- *                               at context creation
- *   ggml_backend_sched_reserve  --compute-mib MiB: the compute buffer of the
- *                               worst-case graph, reserved at context
- *                               creation (0: none)
+ *   llama_model_load            one tensor of --layer-mib MiB per layer
+ *                               offloaded: min(-ngl, --model-layers); the
+ *                               other layers stay in host memory
+ *   llama_kv_cache_init         --ctx-size x --kv-kib-per-token KiB for
+ *                               the whole model, once, at context
+ *                               creation; each layer's share lives where
+ *                               the layer does, so the GPU holds the
+ *                               offloaded layers' part. The -np slots
+ *                               share it (each gets ctx-size / np)
+ *   ggml_backend_sched_reserve  the compute buffer of the worst-case graph,
+ *                               reserved at context creation: --compute-mib
+ *                               MiB, or with --compute-kib-per-token K the
+ *                               graph of min(-c, -b, -ub) tokens at K KiB
+ *                               each (0: none)
  *   --warmup                    a warm-up decode of a couple of tokens
  *                               (1/16 of a request's activations) before
  *                               the server is ready, as llama-server's
  *                               start-up (common_init_from_params) runs one
- *   serving                     one request alone, then -np at once; each
- *                               request's llama_decode holds --act-mib MiB
- *                               of activations until it is answered
+ *   serving                     one request alone, then
+ *                               --concurrent-requests at once (default
+ *                               -np), at most -np of them decoded together
+ *                               (the slots; the rest wait their turn);
+ *                               each request's llama_decode holds --act-mib
+ *                               MiB of activations until it is answered
  *
  * --allocator plain (the default) allocates each request's activations
  * with one driver call in llama_decode; pool-vmm and pool-leg run each
@@ -35,10 +46,20 @@
  *                         Ollama does
  *   --idle-connections N  the client keeps N keep-alive connections open
  *                         and idle all along
- *   --ladder 1,2,4,8      instead of 1 then -np: a load test's concurrency
- *                         ladder, each step (that many clients at once)
- *                         after a mark "concurrency=N" (VRAMTRACE_MARK: a
- *                         no-op without the preload)
+ *   -np N                 the slots: requests decoded together (default
+ *                         4, or the --ladder's largest step)
+ *   --concurrent-requests N  the client's second step: N requests at once
+ *                         (default -np); past -np they wait for a slot
+ *   --model-layers L      the model's layers (default -ngl: all offloaded)
+ *   -b N, -ub N           llama.cpp's batch sizes (default 2048 and 512)
+ *   --compute-kib-per-token K  the compute buffer as the worst-case graph's
+ *                         min(-c, -b, -ub) tokens x K KiB (instead of
+ *                         --compute-mib), as with flash attention, which
+ *                         materialises no context-sized attention matrix
+ *   --ladder 1,2,4,8      instead of 1 then --concurrent-requests: a load
+ *                         test's concurrency ladder, each step (that many
+ *                         clients at once) after a mark "concurrency=N"
+ *                         (VRAMTRACE_MARK: a no-op without the preload)
  *   --hold-ms N           every step keeps its requests in flight (their
  *                         activations allocated) for N ms before answering
  *   --linger-ms N         stays alive N ms after serving everything (after
@@ -56,6 +77,10 @@
  *                         default)
  *   --load-ms MS          loading the weights takes about MS
  *   --runtime cuda|hip
+ *   --log-format F        llama-server's own log lines (the default,
+ *                         llamacpp: buffers, context, slots, readiness,
+ *                         ggml's errors), another engine's (sim_log.h),
+ *                         or none
  *
  * Exit status: 0 served everything, 2 usage, 3 out of memory (plain
  * allocations and PyTorch's allocators), 4 no driver; killed by SIGABRT
@@ -72,6 +97,7 @@
 #include "sim_alloc.h"
 #include "sim_gpu.h"
 #include "sim_http.h"
+#include "sim_log.h"
 #include "vramtrace.h"
 
 #define MIB         (1024ull * 1024ull)
@@ -91,12 +117,15 @@ static struct {
 	int hold_ms, linger_ms, nsteps, steps[SIM_HTTP_MAX_STEPS];
 	int compute_mib, warmup, listen_first, on_request, idle, annotate;
 	int allocator, hip, load_ms, pool_mib;
+	int model_layers, load, batch, ubatch, compute_kib;
 } o = {.n_layers = 32,
+       .batch = 2048, /* llama.cpp's defaults (common_params) */
+       .ubatch = 512,
        .layer_mib = 16,
        .ctx_size = 4096,
        .kv_kib = 128,
        .act_mib = 64,
-       .clients = 4,
+       .clients = 0, /* -np: 4, or the --ladder's largest step */
        .allocator = SIM_ALLOC_PLAIN};
 
 /* --pool-mib: the pool's size and the requests in flight (the serving
@@ -137,14 +166,20 @@ static void oom(const char *where)
 
 /* A buffer of the model or the context could not be had: llama.cpp logs
  * the failed cudaMalloc, then the load fails. */
-static void buffer_oom(const char *where, const char *buf, uint64_t bytes)
+static void buffer_oom(const char *where, int stage, uint64_t bytes)
 {
-	fprintf(stderr,
-	        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating %.2f "
-	        "MiB on device 0: cudaMalloc failed: out of memory\n"
-	        "%s: failed to allocate %s buffer\n",
-	        (double)bytes / MIB, where, buf);
+	sim_log_oom(0, stage, bytes, NULL);
 	oom(where);
+}
+
+/* A failure in a decode: what the allocator's engine says. */
+static void decode_oom(uint64_t bytes)
+{
+	char text[1024] = "";
+
+	if (g_pool)
+		sim_alloc_oom_text(g_pool, bytes, text, sizeof(text));
+	sim_log_oom(0, SIM_LOG_IN_FORWARD, bytes, text);
 }
 
 static void sleep_ms(int ms)
@@ -154,49 +189,71 @@ static void sleep_ms(int ms)
 		;
 }
 
+/* Layers on the GPU: -ngl of them, at most the model's. */
+static int offloaded(void)
+{
+	return o.n_layers < o.model_layers ? o.n_layers : o.model_layers;
+}
+
 NOINLINE void llama_model_load(void)
 {
 	uint64_t bytes = (uint64_t)o.layer_mib * MIB;
+	int n = offloaded();
 
 	sim_alloc_phase_push("weights");
-	for (int i = 0; i < o.n_layers; i++) {
+	for (int i = 0; i < n; i++) {
 		uint64_t p;
-		if (o.load_ms && o.n_layers)
-			sleep_ms(o.load_ms / o.n_layers);
+		if (o.load_ms)
+			sleep_ms(o.load_ms / n);
 		if (DEV_ALLOC(&p, bytes))
-			buffer_oom("llama_model_load", "CUDA0 model", bytes);
+			buffer_oom("llama_model_load", SIM_LOG_IN_WEIGHTS,
+			           bytes);
 	}
 	sim_alloc_phase_pop();
-	printf("load_tensors:        CUDA0 model buffer size = %.2f MiB\n",
-	       (double)o.n_layers * o.layer_mib);
+	sim_log_weights(0, (size_t)n * bytes, 0);
 	llama_sim_sink++;
 }
 
+/* The offloaded layers' share of the KV cache: each layer keeps its K and
+ * V on the device that holds the layer. */
 NOINLINE void llama_kv_cache_init(void)
 {
-	uint64_t p, bytes = (uint64_t)o.ctx_size * (uint64_t)o.kv_kib * 1024;
+	uint64_t p, bytes = (uint64_t)o.ctx_size * (uint64_t)o.kv_kib * 1024 *
+	                    (uint64_t)offloaded() / (uint64_t)o.model_layers;
 
 	sim_alloc_phase_push("kv_cache");
 	if (DEV_ALLOC(&p, bytes))
-		buffer_oom("llama_kv_cache_init", "CUDA0 KV", bytes);
+		buffer_oom("llama_kv_cache_init", SIM_LOG_IN_KV, bytes);
 	sim_alloc_phase_pop();
-	printf("llama_kv_cache_init:      CUDA0 KV buffer size = %.2f MiB\n",
-	       (double)bytes / MIB);
+	sim_log_kv(0, bytes);
 	llama_sim_sink++;
+}
+
+/* The tokens of the worst-case graph llama_context reserves for:
+ * min(n_ctx, n_ubatch), with n_ubatch <= n_batch <= n_ctx. */
+static uint64_t graph_tokens(void)
+{
+	uint64_t t = (uint64_t)o.ctx_size;
+
+	if ((uint64_t)o.batch < t)
+		t = (uint64_t)o.batch;
+	return (uint64_t)o.ubatch < t ? (uint64_t)o.ubatch : t;
 }
 
 NOINLINE void ggml_backend_sched_reserve(void)
 {
-	uint64_t p, bytes = (uint64_t)o.compute_mib * MIB;
+	uint64_t p, bytes = o.compute_kib
+	                            ? graph_tokens() * (uint64_t)o.compute_kib *
+	                                      1024
+	                            : (uint64_t)o.compute_mib * MIB;
 
 	if (!bytes)
 		return;
 	sim_alloc_phase_push("profile");
 	if (DEV_ALLOC(&p, bytes))
-		buffer_oom("llama_context", "CUDA0 compute", bytes);
+		buffer_oom("llama_context", SIM_LOG_IN_PROFILE, bytes);
 	sim_alloc_phase_pop();
-	printf("llama_context:      CUDA0 compute buffer size = %.2f MiB\n",
-	       (double)bytes / MIB);
+	sim_log_compute(0, bytes);
 	llama_sim_sink++;
 }
 
@@ -206,9 +263,9 @@ static void pool_fatal(uint64_t bytes)
 {
 	struct rlimit no_core = {0, 0};
 
-	sim_alloc_report_oom(g_pool, bytes);
+	decode_oom(bytes);
 	fprintf(stderr, "ggml/src/ggml-cuda/ggml-cuda.cu: %s error\n",
-	        sim_gpu_name());
+	        sim_gpu_ggml_name());
 	fflush(stderr);
 	/* No core file: the abort is the behaviour, not a bug to debug. */
 	setrlimit(RLIMIT_CORE, &no_core);
@@ -228,7 +285,7 @@ NOINLINE void ggml_backend_sched_graph_compute_async(int n_seqs,
 		if (o.allocator == SIM_ALLOC_POOL_VMM ||
 		    o.allocator == SIM_ALLOC_POOL_LEG)
 			pool_fatal(bytes);
-		sim_alloc_report_oom(g_pool, bytes);
+		decode_oom(bytes);
 		oom("llama_decode");
 	}
 	llama_sim_sink++;
@@ -244,8 +301,10 @@ NOINLINE void ggml_cuda_pool_leg_alloc(uint64_t bytes)
 {
 	uint64_t p;
 
-	if (DEV_ALLOC(&p, bytes))
+	if (DEV_ALLOC(&p, bytes)) {
+		decode_oom(bytes);
 		oom("ggml_cuda_pool_leg_alloc");
+	}
 	pool_bytes += bytes;
 	llama_sim_sink++;
 }
@@ -266,8 +325,10 @@ NOINLINE uint64_t llama_decode(int n_seqs)
 		                       : 0;
 		if (need > pool_bytes)
 			ggml_cuda_pool_leg_alloc(need - pool_bytes);
-		if (DEV_ALLOC(&p, n_seqs ? bytes : bytes / WARMUP_SHARE))
+		if (DEV_ALLOC(&p, n_seqs ? bytes : bytes / WARMUP_SHARE)) {
+			decode_oom(bytes);
 			oom("llama_decode");
+		}
 	} else {
 		llama_context_decode(n_seqs, &p);
 	}
@@ -299,22 +360,14 @@ NOINLINE void common_init_from_params(void)
 	fflush(stdout);
 }
 
-/* One step: n requests decoded together (plain: one llama_decode each),
- * held --hold-ms, then answered. */
-NOINLINE static void serve(struct sim_http *http, int n, int *loaded)
+/* n requests decoded together (plain: one llama_decode each), held
+ * --hold-ms, then answered. */
+static void decode_wave(struct sim_http *http, struct sim_http_req *reqs,
+                        int n)
 {
-	struct sim_http_req reqs[MAX_CLIENTS];
 	uint64_t act[MAX_CLIENTS];
 	int nact = 0;
 
-	for (int i = 0; i < n; i++)
-		if (sim_http_next(http, &reqs[i]))
-			exit(1);
-	if (!*loaded) {
-		/* Ollama: the first request loads the model. */
-		common_init_from_params();
-		*loaded = 1;
-	}
 	if (o.allocator == SIM_ALLOC_PLAIN)
 		for (int i = 0; i < n; i++)
 			act[nact++] = llama_decode(1);
@@ -332,14 +385,36 @@ NOINLINE static void serve(struct sim_http *http, int n, int *loaded)
 		release_decode(act[0]);
 }
 
+/* One step: n requests arrive; the -np slots decode them, at most -np at
+ * a time, the others waiting (still in flight) for a free slot. */
+NOINLINE static void serve(struct sim_http *http, int n, int *loaded)
+{
+	struct sim_http_req reqs[MAX_CLIENTS];
+
+	for (int i = 0; i < n; i++)
+		if (sim_http_next(http, &reqs[i]))
+			exit(1);
+	if (!*loaded) {
+		/* Ollama: the first request loads the model. */
+		common_init_from_params();
+		*loaded = 1;
+	}
+	for (int i = 0; i < n; i += o.clients)
+		decode_wave(http, reqs + i,
+		            n - i < o.clients ? n - i : o.clients);
+}
+
 static int usage(void)
 {
 	fprintf(stderr,
 	        "usage: llama_sim [-ngl N] [--layer-mib M] [-c|--ctx-size T]\n"
 	        "                 [--kv-kib-per-token K] [--act-mib M] "
 	        "[--compute-mib M]\n"
-	        "                 [-np|--parallel N] [--port P] [--ladder "
-	        "N,N,...] [--hold-ms MS]\n"
+	        "                 [-np|--parallel N] [--concurrent-requests N] "
+	        "[--model-layers L]\n"
+	        "                 [-b|--batch-size N] [-ub|--ubatch-size N] "
+	        "[--compute-kib-per-token K]\n"
+	        "                 [--port P] [--ladder N,N,...] [--hold-ms MS]\n"
 	        "                 [--linger-ms MS] [--idle-connections N] "
 	        "[--warmup]\n"
 	        "                 [--listen-before-load | --load-on-request] "
@@ -347,7 +422,9 @@ static int usage(void)
 	        "                 [--allocator plain|pool-vmm|pool-leg|caching|"
 	        "expandable|async]\n"
 	        "                 [--pool-mib M] [--annotate api|none] "
-	        "[--runtime cuda|hip]\n");
+	        "[--runtime cuda|hip]\n"
+	        "                 [--log-format llamacpp|vllm|sglang|tgi|"
+	        "trtllm|none] [--log-scale weights=F|kv=F]\n");
 	return 2;
 }
 
@@ -370,6 +447,11 @@ static int parse(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
+		int k = sim_log_option(argc, argv, &i);
+		if (k < 0)
+			return usage();
+		if (k)
+			continue;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage();
 			exit(0);
@@ -419,6 +501,16 @@ static int parse(int argc, char **argv)
 				o.compute_mib = n;
 			else if (!strcmp(a, "-np") || !strcmp(a, "--parallel"))
 				o.clients = n;
+			else if (!strcmp(a, "--concurrent-requests"))
+				o.load = n;
+			else if (!strcmp(a, "--model-layers"))
+				o.model_layers = n;
+			else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
+				o.batch = n;
+			else if (!strcmp(a, "-ub") || !strcmp(a, "--ubatch-size"))
+				o.ubatch = n;
+			else if (!strcmp(a, "--compute-kib-per-token"))
+				o.compute_kib = n;
 			else if (!strcmp(a, "--port"))
 				o.port = n;
 			else if (!strcmp(a, "--hold-ms"))
@@ -435,9 +527,20 @@ static int parse(int argc, char **argv)
 				return usage();
 		}
 	}
+	if (!o.model_layers)
+		o.model_layers = o.n_layers > 0 ? o.n_layers : 1; /* all on GPU */
+	if (!o.clients) {
+		o.clients = o.nsteps ? 1 : 4;
+		for (int i = 0; i < o.nsteps; i++)
+			if (o.steps[i] > o.clients)
+				o.clients = o.steps[i];
+	}
+	if (!o.load)
+		o.load = o.clients;
 	if (o.clients < 1 || o.clients > MAX_CLIENTS || o.n_layers < 0 ||
-	    o.idle < 0 || o.idle > 128 || o.pool_mib < 0 ||
-	    (o.listen_first && o.on_request))
+	    o.model_layers < 1 || o.load < 1 || o.load > MAX_CLIENTS ||
+	    o.batch < 1 || o.ubatch < 1 || o.compute_kib < 0 || o.idle < 0 ||
+	    o.idle > 128 || o.pool_mib < 0 || (o.listen_first && o.on_request))
 		return usage();
 	return 0;
 }
@@ -451,6 +554,9 @@ int main(int argc, char **argv)
 	if (parse(argc, argv))
 		return 2;
 	sim_alloc_annotate(o.annotate);
+	sim_log_start(&(struct sim_log_config){
+	        "llamacpp", SIM_LOG_ALL, "sim-model.gguf", o.ctx_size,
+	        o.clients, 0, 1, o.n_layers, 0, o.kv_kib});
 	if (sim_gpu_open(o.hip) || sim_gpu_use(0)) {
 		fprintf(stderr, "llama_sim: no usable %s\n",
 		        o.hip ? "HIP runtime" : "CUDA driver");
@@ -465,10 +571,7 @@ int main(int argc, char **argv)
 		/* llama-server and Ollama answer HTTP before the model is in. */
 		if (!(http = sim_http_listen(o.port, o.listen_first)))
 			return 1;
-		printf("main: server is listening on http://127.0.0.1:%d - "
-		       "starting the main loop\n",
-		       sim_http_port(http));
-		fflush(stdout);
+		sim_log_http_up(sim_http_port(http));
 	}
 	load.wait_ready = 1;
 	load.idle = o.idle;
@@ -477,8 +580,8 @@ int main(int argc, char **argv)
 		memcpy(load.steps, o.steps, sizeof(o.steps));
 	} else {
 		load.steps[load.nsteps++] = 1;
-		if (o.clients > 1)
-			load.steps[load.nsteps++] = o.clients;
+		if (o.load > 1)
+			load.steps[load.nsteps++] = o.load;
 	}
 	/* A client that finds the server listening polls /health at once:
 	 * 503 while llama-server loads, 200 from Ollama's server. */
@@ -498,6 +601,7 @@ int main(int argc, char **argv)
 	sim_http_set_loading(http, 0);
 	printf("llama_sim: listening on 127.0.0.1:%d\n", sim_http_port(http));
 	fflush(stdout);
+	sim_log_ready(sim_http_port(http));
 	for (int s = 0; s < load.nsteps; s++) {
 		if (o.nsteps) {
 			char label[32];

@@ -18,7 +18,10 @@
  *   4. kv_cache   a second probe, then the KV reserve: --gpu-memory-
  *                 utilization x total - weights - the profiled peak (vLLM
  *                 V1's arithmetic, which counts other processes' memory as
- *                 available);
+ *                 available); like vLLM it refuses to start when that
+ *                 holds no block, or fewer tokens (--kv-kib-per-token
+ *                 each, in blocks of 16) than one --max-model-len
+ *                 sequence;
  *   5. cuda_graph --cuda-graph-mib MiB captured in 8 graphs after the KV
  *                 reserve, kept by the graphs (their private pool: no
  *                 empty-cache retry while capturing);
@@ -50,20 +53,32 @@
  * engine core's, or the only one) with SIGKILL after N weight layers, as an
  * orchestrator's liveness probe kills a server that loads too slowly.
  *
+ * It logs what vLLM logs, in vLLM's format (sim_log.h): its arguments,
+ * each rank's weights, available KV cache memory and graph memory, the KV
+ * cache's size in tokens and the maximum concurrency (--kv-kib-per-token
+ * sizes a token), readiness, and PyTorch's OutOfMemoryError inside the
+ * worker's exception. --log-format sglang|tgi|trtllm|llamacpp prints
+ * those engines' lines for the same numbers instead, none only the
+ * server's own lines. Like vLLM it checks at start-up that its KV cache
+ * holds one request of --max-model-len (--kv-kib-per-token each) and
+ * refuses to start otherwise (exit 1, vLLM's ValueError with its
+ * estimated maximum model length).
+ *
  * --runtime cuda (the default) reaches the CUDA driver as libcudart does;
  * --runtime hip the HIP runtime as PyTorch on ROCm does (sim_gpu.c). The
  * allocation shapes are the same on both. The engine work runs on one
  * thread per process, so runs are deterministic.
  *
- * Exit status: 0 served everything, 2 usage, 3 out of memory (device or
- * pinned host memory, like a server that dies on the error), 4 no driver.
+ * Exit status: 0 served everything, 1 the engine refused to start (no
+ * memory left for its KV cache, or its KV check), 2 usage, 3 out of
+ * memory (device or pinned host memory, like a server that dies on the
+ * error), 4 no driver.
  * With --distributed-executor-backend mp a worker that runs out of memory
  * exits 1 (the exception ends it), the engine core then exits 1, and so
  * does the API server, as vLLM's do.
  */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +90,7 @@
 #include "sim_alloc.h"
 #include "sim_gpu.h"
 #include "sim_http.h"
+#include "sim_log.h"
 #include "sim_spawn.h"
 
 #define KIB        1024.0
@@ -83,6 +99,8 @@
 #define MAX_REQS   64
 #define MAX_HOST   1024
 #define N_CAPTURES 8
+/* vLLM's default KV block on CUDA (--block-size) */
+#define BLOCK_TOKENS 16
 
 enum role { SINGLE, API_SERVER, ENGINE_CORE, WORKER };
 
@@ -114,7 +132,7 @@ static struct {
 static struct rank {
 	int local;
 	struct sim_alloc *al;
-	size_t weights, profile_peak;
+	size_t free_at_init, weights, profile_peak, kv;
 	uint64_t act[MAX_REQS], graphs[N_CAPTURES];
 	int nact;
 	pid_t pid;
@@ -124,41 +142,33 @@ static struct rank {
 static char **g_argv; /* the settings, as given to the API server */
 static int g_argc;
 
-/* A line of the engine's log, prefixed as vLLM prefixes its processes'. */
-static void engine_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void engine_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (o.role == ENGINE_CORE)
-		printf("(EngineCore_0 pid=%d) ", (int)getpid());
-	else if (o.role == WORKER)
-		printf("(VllmWorker TP%d pid=%d) ", o.rank, (int)getpid());
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
 static int oom_exit(void)
 {
 	return o.role == SINGLE ? 3 : 1;
+}
+
+/* The start-up step (or serving) a failing call of `what` belongs to. */
+static int stage_of(const char *what)
+{
+	if (!strcmp(what, "load_weights"))
+		return SIM_LOG_IN_WEIGHTS;
+	if (!strcmp(what, "profile_run") || !strcmp(what, "_dummy_sampler_run"))
+		return SIM_LOG_IN_PROFILE;
+	if (!strcmp(what, "initialize_kv_cache"))
+		return SIM_LOG_IN_KV;
+	if (!strcmp(what, "capture_model"))
+		return SIM_LOG_IN_GRAPHS;
+	return SIM_LOG_IN_FORWARD;
 }
 
 /* The tensor of `bytes` for `what` on rank r could not be had: say so as
  * PyTorch and vLLM would, and die as the engine does. */
 static void die_oom(const char *what, int r, size_t bytes)
 {
-	char sz[32];
+	char text[1024];
 
-	if (o.allocator == SIM_ALLOC_PLAIN)
-		fprintf(stderr,
-		        "torch.OutOfMemoryError: %s out of memory. Tried to "
-		        "allocate %s.\n",
-		        sim_gpu_name(), sim_gpu_size(sz, sizeof(sz), (double)bytes));
-	else
-		sim_alloc_report_oom(ranks[r].al, bytes);
+	sim_alloc_oom_text(ranks[r].al, bytes, text, sizeof(text));
+	sim_log_oom(r, stage_of(what), bytes, text);
 	fprintf(stderr, "serve_sim: %s out of memory in %s (rank %d); exiting\n",
 	        sim_gpu_name(), what, r);
 	exit(oom_exit());
@@ -200,6 +210,7 @@ static void init_device(int r)
 
 	use_rank(r);
 	sim_gpu_mem_info(&free_b, &total_b);
+	ranks[r].free_at_init = free_b;
 	ranks[r].al = sim_alloc_new(o.allocator, r);
 	if (!ranks[r].al)
 		exit(4);
@@ -226,8 +237,7 @@ static void load_weights(int r)
 	}
 	sim_alloc_phase_pop();
 	ranks[r].weights = reserved(r) - before;
-	engine_log("INFO [gpu_model_runner.py] Model loading took %.4f GiB",
-	      (double)ranks[r].weights / GIB);
+	sim_log_weights(r, ranks[r].weights, ranks[r].free_at_init);
 }
 
 static void profile_run(int r)
@@ -249,55 +259,43 @@ static void profile_run(int r)
 	sim_alloc_phase_pop();
 }
 
-static void thousands(char *buf, size_t n, unsigned long long v)
-{
-	char tmp[32];
-	int len = snprintf(tmp, sizeof(tmp), "%llu", v), k = 0;
-
-	for (int i = 0; i < len && (size_t)k + 2 < n; i++) {
-		if (i && (len - i) % 3 == 0)
-			buf[k++] = ',';
-		buf[k++] = tmp[i];
-	}
-	buf[k] = '\0';
-}
-
-static void initialize_kv_cache(int r)
+/* The KV reserve of rank r; returns its bytes. Before allocating it the
+ * engine checks, as vLLM does, that one request of --max-model-len fits. */
+static size_t initialize_kv_cache(int r)
 {
 	size_t free_b, total_b;
 	uint64_t p;
-	double kv, per_token = o.kv_kib * KIB / o.tp;
-	char tokens[32], len[32];
+	double kv, need = o.kv_kib * KIB / o.tp * o.max_model_len;
 
 	use_rank(r);
 	sim_gpu_mem_info(&free_b, &total_b);
 	kv = o.util * (double)total_b - (double)ranks[r].weights -
 	     (double)ranks[r].profile_peak;
 	if (kv <= 0) {
+		sim_log_no_kv(r);
 		fprintf(stderr,
-		        "ValueError: No available memory for the cache blocks. "
-		        "Try increasing `gpu_memory_utilization` when "
-		        "initializing the engine.\n"
 		        "serve_sim: no memory left for the KV cache on rank %d; "
 		        "raise --gpu-memory-utilization\n",
 		        r);
-		exit(oom_exit());
+		exit(1); /* the engine refused to start: nothing failed */
 	}
-	engine_log("INFO [gpu_worker.py] Available KV cache memory: %.2f GiB",
-	      kv / GIB);
-	thousands(tokens, sizeof(tokens),
-	          per_token > 0 ? (unsigned long long)(kv / per_token) : 0);
-	thousands(len, sizeof(len), (unsigned long long)o.max_model_len);
-	engine_log("INFO [kv_cache_utils.py] GPU KV cache size: %s tokens, Maximum "
-	      "concurrency for %s tokens per request: %.2fx",
-	      tokens, len,
-	      per_token > 0 ? kv / per_token / o.max_model_len : 0.0);
+	if (need > kv) {
+		sim_log_kv_refusal(r, need, kv);
+		fprintf(stderr,
+		        "serve_sim: one request of %d tokens needs %.2f GiB of KV "
+		        "cache on rank %d, %.2f GiB left; refusing to start\n",
+		        o.max_model_len, need / GIB, r, kv / GIB);
+		exit(1);
+	}
+	sim_log_kv(r, (size_t)kv);
 	sim_alloc_phase_push("kv_cache");
 	tensor(r, (size_t)kv, &p, "initialize_kv_cache");
 	sim_alloc_phase_pop();
+	ranks[r].kv = (size_t)kv;
 	printf("serve_sim: rank %d: weights %.2f GiB, KV cache %.2f GiB\n", r,
 	       (double)ranks[r].weights / GIB, kv / GIB);
 	fflush(stdout);
+	return (size_t)kv;
 }
 
 /* CUDA-graph capture after the KV reserve, largest batch first; each
@@ -315,9 +313,7 @@ static void capture_model(int r)
 		tensor(r, per, &ranks[r].graphs[g], "capture_model");
 	sim_alloc_capture(ranks[r].al, 0);
 	sim_alloc_phase_pop();
-	engine_log("INFO [gpu_model_runner.py] Graph capturing finished, took "
-	      "%.2f GiB",
-	      (double)per * N_CAPTURES / GIB);
+	sim_log_graphs(r, per * N_CAPTURES);
 }
 
 /* The sampler's tensors for n sequences: logits and probabilities. */
@@ -387,8 +383,9 @@ static void finish(int r)
 		sim_alloc_free(ranks[r].al, ranks[r].act[--ranks[r].nact]);
 }
 
-/* Runs one step of the engine's protocol on a rank held here. */
-static void do_op(int r, const char *op, int n)
+/* Runs one step of the engine's protocol on a rank held here; returns
+ * what the step reports back (the KV cache's bytes for KV, else 0). */
+static uint64_t do_op(int r, const char *op, int n)
 {
 	if (!strcmp(op, "INIT"))
 		init_device(r);
@@ -397,7 +394,7 @@ static void do_op(int r, const char *op, int n)
 	else if (!strcmp(op, "PROFILE"))
 		profile_run(r);
 	else if (!strcmp(op, "KV"))
-		initialize_kv_cache(r);
+		return initialize_kv_cache(r);
 	else if (!strcmp(op, "WARMUP")) {
 		capture_model(r);
 		if (o.vocab)
@@ -409,6 +406,7 @@ static void do_op(int r, const char *op, int n)
 		execute_model(r, n);
 	else if (!strcmp(op, "FINISH"))
 		finish(r);
+	return 0;
 }
 
 /* ---- the engine core: the ranks in step ------------------------------------ */
@@ -428,26 +426,33 @@ static void reap_workers(void)
 }
 
 /* Runs op on every rank: the workers' in parallel, then those held here;
- * a worker that dies instead of answering ends the engine. */
-static void core_op(const char *op, int n)
+ * a worker that dies instead of answering ends the engine. Returns the
+ * smallest value the ranks reported ("OK N"). */
+static uint64_t core_op(const char *op, int n)
 {
 	char line[64];
+	unsigned long long v;
+	uint64_t least = UINT64_MAX;
 
 	for (int r = 0; r < o.tp; r++)
 		if (!ranks[r].local && sim_chan_send(&ranks[r].chan, "%s %d",
 		                                     op, n))
 			goto dead;
 	for (int r = 0; r < o.tp; r++)
+		if (ranks[r].local && (v = do_op(r, op, n)) < least)
+			least = v;
+	for (int r = 0; r < o.tp; r++) {
 		if (ranks[r].local)
-			do_op(r, op, n);
-	for (int r = 0; r < o.tp; r++)
-		if (!ranks[r].local &&
-		    (sim_chan_recv(&ranks[r].chan, line, sizeof(line)) ||
-		     strcmp(line, "OK")))
+			continue;
+		if (sim_chan_recv(&ranks[r].chan, line, sizeof(line)) ||
+		    sscanf(line, "OK %llu", &v) != 1)
 			goto dead;
-	return;
+		if (v < least)
+			least = v;
+	}
+	return least;
 dead:
-	engine_log("ERROR [core.py] EngineCore encountered a fatal error.");
+	sim_log_core_failed();
 	reap_workers();
 	exit(1);
 }
@@ -491,7 +496,8 @@ static void core_start(void)
 	core_op("INIT", 0);
 	core_op("LOAD", 0);
 	core_op("PROFILE", 0);
-	core_op("KV", 0);
+	/* the engine core sizes the cache by its smallest rank */
+	sim_log_kv_total(core_op("KV", 0));
 	core_op("WARMUP", 0);
 	core_op("SWAP", 0);
 }
@@ -577,10 +583,9 @@ static int serve(void)
 	load.steps[load.nsteps++] = 1;
 	if (o.concurrent > 1)
 		load.steps[load.nsteps++] = o.concurrent;
-	printf("serve_sim: listening on 127.0.0.1:%d\n"
-	       "INFO:     Uvicorn running on http://127.0.0.1:%d\n",
-	       load.port, load.port);
+	printf("serve_sim: listening on 127.0.0.1:%d\n", load.port);
 	fflush(stdout);
+	sim_log_ready(load.port);
 	if (sim_load_start(&load))
 		return 1;
 	for (int s = 0; s < load.nsteps; s++) {
@@ -619,8 +624,8 @@ static int run_worker(void)
 	while (!sim_chan_recv(&g_parent, line, sizeof(line))) {
 		if (sscanf(line, "%15s %d", op, &n) != 2)
 			return 1;
-		do_op(o.rank, op, n);
-		if (sim_chan_send(&g_parent, "OK"))
+		if (sim_chan_send(&g_parent, "OK %llu",
+		                  (unsigned long long)do_op(o.rank, op, n)))
 			return 1;
 	}
 	return 0; /* the engine core closed the channel: shut down */
@@ -701,7 +706,9 @@ static int usage(const char *msg)
 	        "         [--allocator plain|caching|expandable|async|pool-vmm|"
 	        "pool-leg]\n"
 	        "         [--annotate api|none] "
-	        "[--distributed-executor-backend mp] [--runtime cuda|hip]\n",
+	        "[--distributed-executor-backend mp] [--runtime cuda|hip]\n"
+	        "         [--log-format vllm|sglang|llamacpp|tgi|trtllm|none] "
+	        "[--log-scale weights=F|kv=F]\n",
 	        msg);
 	return 2;
 }
@@ -747,7 +754,11 @@ static int parse(int argc, char **argv)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		char *end;
 		double d;
-		int w;
+		int w = sim_log_option(argc, argv, &i);
+		if (w < 0)
+			return usage("bad log option");
+		if (w)
+			continue;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage("a simulated vLLM-style server");
 			exit(0);
@@ -835,6 +846,14 @@ int main(int argc, char **argv)
 	if (parse(argc, argv))
 		return 2;
 	sim_alloc_annotate(o.annotate);
+	sim_log_start(&(struct sim_log_config){
+	        "vllm",
+	        o.role == API_SERVER    ? SIM_LOG_API
+	        : o.role == ENGINE_CORE ? SIM_LOG_CORE
+	        : o.role == WORKER      ? SIM_LOG_WORKER
+	                                : SIM_LOG_ALL,
+	        "sim-model", o.max_model_len, o.max_num_seqs, o.util, o.tp,
+	        o.layers, o.batched_tokens, o.kv_kib});
 	if (o.role == API_SERVER)
 		return run_api_server(); /* no GPU here, as in vLLM */
 	if (sim_gpu_open(o.hip) || sim_gpu_count(&ndev)) {

@@ -769,12 +769,17 @@ void sim_alloc_stats(const struct sim_alloc *a, struct sim_alloc_stats *st)
 	*st = a->st;
 }
 
-void sim_alloc_report_oom(const struct sim_alloc *a, size_t bytes)
+size_t sim_alloc_oom_text(const struct sim_alloc *a, size_t bytes, char *buf,
+                          size_t n)
 {
 	char req[32], tot[32], fre[32], use[32], alc[32], cac[32];
 	size_t free_b, total_b;
 	const char *rt = sim_gpu_name();
+	int len = 0;
 
+	if (!n)
+		return 0;
+	buf[0] = '\0';
 	sim_gpu_mem_info(&free_b, &total_b);
 	sim_gpu_size(req, sizeof(req), (double)bytes);
 	sim_gpu_size(tot, sizeof(tot), (double)total_b);
@@ -784,9 +789,13 @@ void sim_alloc_report_oom(const struct sim_alloc *a, size_t bytes)
 	sim_gpu_size(cac, sizeof(cac),
 	             (double)(a->st.reserved - a->st.allocated));
 	switch (a->mode) {
+	case SIM_ALLOC_PLAIN:
 	case SIM_ALLOC_CACHING:
 	case SIM_ALLOC_EXPANDABLE:
-		fprintf(stderr,
+		/* Without caching (plain) nothing is reserved but unallocated:
+		 * PyTorch says the same with PYTORCH_NO_CUDA_MEMORY_CACHING. */
+		len = snprintf(
+		        buf, n,
 		        "torch.OutOfMemoryError: %s out of memory. Tried to "
 		        "allocate %s. GPU %d has a total capacity of %s of "
 		        "which %s is free. Including non-PyTorch memory, this "
@@ -801,22 +810,23 @@ void sim_alloc_report_oom(const struct sim_alloc *a, size_t bytes)
 		        rt, req, a->dev, tot, fre, use, alc, cac);
 		break;
 	case SIM_ALLOC_ASYNC:
-		fprintf(stderr,
-		        "torch.OutOfMemoryError: Allocation on device %d would "
-		        "exceed allowed memory. (out of memory)\n"
-		        "Currently allocated     : %s\n"
-		        "Requested               : %s\n"
-		        "Device limit            : %s\n"
-		        "Free (according to %s): %s\n",
-		        a->dev, alc, req, tot, rt, fre);
+		len = snprintf(buf, n,
+		               "torch.OutOfMemoryError: Allocation on device %d "
+		               "would exceed allowed memory. (out of memory)\n"
+		               "Currently allocated     : %s\n"
+		               "Requested               : %s\n"
+		               "Device limit            : %s\n"
+		               "Free (according to %s): %s\n",
+		               a->dev, alc, req, tot, rt, fre);
 		break;
 	case SIM_ALLOC_POOL_VMM:
 	case SIM_ALLOC_POOL_LEG:
-		fprintf(stderr,
+		len = snprintf(
+		        buf, n,
 		        "%s error: out of memory\n"
 		        "  current device: %d, in function alloc at "
 		        "ggml/src/ggml-cuda/ggml-cuda.cu\n  %s\n",
-		        rt, a->dev,
+		        sim_gpu_ggml_name(), a->dev,
 		        a->mode == SIM_ALLOC_POOL_VMM
 		                ? "cuMemCreate(&handle, reserve_size, &prop, 0)"
 		                : "ggml_cuda_device_malloc(&ptr, "
@@ -825,4 +835,7 @@ void sim_alloc_report_oom(const struct sim_alloc *a, size_t bytes)
 	default:
 		break;
 	}
+	if (len < 0)
+		len = 0;
+	return (size_t)len < n ? (size_t)len : n - 1;
 }

@@ -75,11 +75,13 @@ void sim_alloc_empty_cache(struct sim_alloc *a);
  * graph's private pool and does not empty its cache on a refusal. */
 void sim_alloc_capture(struct sim_alloc *a, int on);
 void sim_alloc_stats(const struct sim_alloc *a, struct sim_alloc_stats *st);
-/* Prints to stderr what the engine whose allocator the mode models says
- * when a request of bytes failed for good: PyTorch's OutOfMemoryError
- * (caching, expandable, async) or ggml's CUDA error (pools). Nothing for
- * plain, whose caller has its own words. Asks the driver for free memory,
- * as the engines do. */
-void sim_alloc_report_oom(const struct sim_alloc *a, size_t bytes);
+/* What the engine whose allocator the mode models says when a request of
+ * bytes failed for good, into buf (n bytes, NUL-terminated, lines ending
+ * in '\n'): PyTorch's OutOfMemoryError (plain, caching, expandable,
+ * async) or ggml's CUDA error (pools). Asks the driver for free memory, as
+ * the engines do. Returns the length written. The servers print it
+ * through sim_log_oom, in their engine's log format. */
+size_t sim_alloc_oom_text(const struct sim_alloc *a, size_t bytes, char *buf,
+                          size_t n);
 
 #endif

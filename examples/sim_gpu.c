@@ -181,6 +181,11 @@ const char *sim_gpu_name(void)
 	return g_hip ? "HIP" : "CUDA";
 }
 
+const char *sim_gpu_ggml_name(void)
+{
+	return g_hip ? "ROCm" : "CUDA";
+}
+
 int sim_gpu_count(int *n)
 {
 	*n = 0;

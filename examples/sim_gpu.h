@@ -26,6 +26,9 @@
 int sim_gpu_open(int hip);
 int sim_gpu_is_hip(void);
 /* "CUDA" or "HIP", for messages. */
+/* The runtime as ggml's CUDA backend names it in its errors
+ * (GGML_CUDA_NAME): "CUDA", or "ROCm" on HIP. */
+const char *sim_gpu_ggml_name(void);
 const char *sim_gpu_name(void);
 int sim_gpu_count(int *n);
 /* Makes dev the calling thread's current device (its primary context). */

@@ -13,11 +13,20 @@
  * The thread polls with a timeout so a stop request is seen within
  * POLL_MS; every read and write on a connection is bounded by a socket
  * timeout, so a client that stalls cannot stall the endpoint for long.
- * Paths too long for sun_path are reached through /proc/self/fd/N of the
- * directory.
+ *
+ * The run directory is checked before the socket is made (rundir.h: ours,
+ * writable by nobody else) and the socket is bound through
+ * /proc/self/fd/N of that checked directory descriptor, so the check and
+ * the bind see the same directory (and paths too long for sun_path fit).
+ * Every fd of ours is registered with fds.c: when the program closes
+ * the listening socket (close_range, closefrom, dup2 over it) the thread
+ * notices at its next poll (an invalid or foreign fd), never accepts on
+ * or closes the number again, removes the socket file and ends with one
+ * warning instead of spinning.
  */
 #include "hook.h"
 #include "live.h"
+#include "rundir.h"
 
 #include <vramtrace/trace_format.h>
 
@@ -40,39 +49,32 @@
 static pthread_t thread;
 static int running;
 static _Atomic int stopping;
-static int listen_fd = -1;
+static struct vrt_fd lfd = {-1, -1, 0}; /* the listening socket */
 static char sock_path[PATH_MAX];
 
-/* Binds fd to dir/name, through /proc/self/fd when the path is too long
- * for sun_path. 0 or -errno. */
-static int bind_in(int fd, const char *dir, const char *name)
+/* Binds fd to name in the checked directory dfd (through /proc/self/fd, so
+ * the directory bound in is the one checked). 0 or -errno. */
+static int bind_in(int fd, struct vrt_fd dfd, const char *name)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int dfd = -1, err = 0;
-	if ((size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s/%s", dir,
-	                     name) >= sizeof(a.sun_path)) {
-		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
-			return -errno;
-		snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%s",
-		         dfd, name);
-	}
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%s",
+	         dfd.fd, name);
+	if (!vrt_fds_use(dfd))
+		return -EBADF;
 	/* The socket file must not be reachable by others even for an
 	 * instant: create it under a restrictive umask. */
 	mode_t old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-		err = -errno;
+	int err = bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ? -errno : 0;
 	umask(old);
-	if (dfd >= 0)
-		close(dfd);
+	vrt_fds_done(dfd);
 	return err;
 }
 
-static void reply(int fd, const char *text)
+static void reply(struct vrt_fd fd, const char *text)
 {
 	size_t len = strlen(text), done = 0;
 	while (done < len) {
-		ssize_t w = send(fd, text + done, len - done, MSG_NOSIGNAL);
+		ssize_t w = vrt_fds_send(fd, text + done, len - done, 0);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -86,7 +88,7 @@ static const char *vendor_name(int v)
 	return v == VRT_VENDOR_HIP ? "hip" : "cuda";
 }
 
-static void status(int fd)
+static void status(struct vrt_fd fd)
 {
 	struct vrt_live_stats st;
 	vrt_live_stats(&st);
@@ -142,7 +144,7 @@ static void status(int fd)
 }
 
 /* Runs one command line; answers on fd. */
-static void command(int fd, char *line)
+static void command(struct vrt_fd fd, char *line)
 {
 	char *nl = strpbrk(line, "\r\n");
 	if (nl)
@@ -175,22 +177,23 @@ static void command(int fd, char *line)
 	}
 }
 
-static void serve(int fd)
+static void serve(struct vrt_fd fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	/* Just accepted, not yet reachable by the program's closes. */
+	if (getsockopt(fd.fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
 	    (cred.uid != geteuid() && cred.uid != 0)) {
 		reply(fd, "error permission denied\n");
 		return;
 	}
 	struct timeval tv = {.tv_sec = 2};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	char line[LINE_MAX_LEN + 1];
 	size_t got = 0;
 	while (got < LINE_MAX_LEN && !memchr(line, '\n', got)) {
-		ssize_t r = recv(fd, line + got, LINE_MAX_LEN - got, 0);
+		ssize_t r = vrt_fds_recv(fd, line + got, LINE_MAX_LEN - got, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -204,6 +207,17 @@ static void serve(int fd)
 
 static _Atomic int thread_started;
 
+/* The listening socket is no longer ours: say so once, forget it. */
+static void socket_gone(void)
+{
+	vrt_capture_warn("the program closed or replaced the control "
+	                 "socket's descriptor (fd %d); `vramtrace ctl` cannot "
+	                 "reach this process any more\n",
+	                 lfd.fd);
+	vrt_fds_close(&lfd);
+	unlink(sock_path);
+}
+
 static void *control_main(void *arg)
 {
 	vrt_capture_thread_started(&thread_started);
@@ -212,16 +226,48 @@ static void *control_main(void *arg)
 	 * our own socket calls (close) must not be recorded. */
 	vrt_in_hook = 1;
 	while (!atomic_load(&stopping)) {
-		struct pollfd p = {.fd = listen_fd, .events = POLLIN};
+		if (vrt_capture_tick)
+			vrt_capture_tick();
+		if (!vrt_fds_check(lfd)) {
+			socket_gone();
+			break;
+		}
+		struct pollfd p = {.fd = lfd.fd, .events = POLLIN};
 		int r = poll(&p, 1, POLL_MS);
+		if (r < 0 && errno != EINTR) {
+			socket_gone();
+			break;
+		}
 		if (r <= 0)
 			continue;
-		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (c < 0)
-			continue;
+		if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) {
+			socket_gone();
+			break;
+		}
+		struct vrt_fd c = vrt_fds_accept(lfd, SOCK_NONBLOCK);
+		if (c.fd < 0) {
+			int e = errno;
+			if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR ||
+			    e == ECONNABORTED || e == EPROTO)
+				continue;
+			if (e == EMFILE || e == ENFILE || e == ENOBUFS ||
+			    e == ENOMEM) {
+				/* Out of fds or memory for a while: wait
+				 * rather than spin on a readable socket. */
+				poll(NULL, 0, POLL_MS);
+				continue;
+			}
+			socket_gone(); /* EBADF, ENOTSOCK, EINVAL: not ours */
+			break;
+		}
+		/* Served with blocking calls bounded by socket timeouts. */
+		int fl = fcntl(c.fd, F_GETFL);
+		if (fl >= 0)
+			fcntl(c.fd, F_SETFL, fl & ~O_NONBLOCK);
 		serve(c);
-		close(c);
+		vrt_fds_close(&c);
 	}
+	vrt_capture_thread_exiting();
 	return NULL;
 }
 
@@ -231,20 +277,37 @@ int vrt_control_start(const char *dir)
 		return 0;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	char name[64];
-	snprintf(name, sizeof(name), "%d.ctl", (int)getpid());
-	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (listen_fd < 0)
+	struct vrt_fd dfd = vrt_fds_open(dir, O_RDONLY | O_DIRECTORY |
+	                                              O_NOFOLLOW, 0);
+	if (dfd.fd < 0)
 		return -errno;
+	char name[64], why[128];
+	if (vrt_rundir_check(dfd.fd, geteuid(), why, sizeof(why))) {
+		vrt_fds_close(&dfd);
+		return -EPERM;
+	}
+	snprintf(name, sizeof(name), "%d.ctl", (int)getpid());
+	/* Non-blocking: accept never waits with the number in use (a
+	 * closing hook of the program would wait for it). */
+	lfd = vrt_fds_own(
+	        socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+	if (lfd.fd < 0) {
+		int e = errno;
+		vrt_fds_close(&dfd);
+		return -e;
+	}
 	/* A socket file left by a dead process of the same pid is stale. */
 	snprintf(sock_path, sizeof(sock_path), "%s/%s", dir, name);
-	unlink(sock_path);
-	int err = bind_in(listen_fd, dir, name);
-	if (!err && listen(listen_fd, 8) < 0)
+	if (vrt_fds_use(dfd)) {
+		unlinkat(dfd.fd, name, 0);
+		vrt_fds_done(dfd);
+	}
+	int err = bind_in(lfd.fd, dfd, name);
+	vrt_fds_close(&dfd);
+	if (!err && listen(lfd.fd, 8) < 0)
 		err = -errno;
 	if (err) {
-		close(listen_fd);
-		listen_fd = -1;
+		vrt_fds_close(&lfd);
 		return err;
 	}
 	atomic_store(&stopping, 0);
@@ -257,8 +320,7 @@ int vrt_control_start(const char *dir)
 	if (!err)
 		vrt_capture_wait_started(&thread_started);
 	if (err) {
-		close(listen_fd);
-		listen_fd = -1;
+		vrt_fds_close(&lfd);
 		unlink(sock_path);
 		return err;
 	}
@@ -275,18 +337,19 @@ void vrt_control_stop(void)
 	/* The thread notices within POLL_MS, or after the command it is
 	 * serving (bounded by the socket timeouts). */
 	pthread_join(thread, NULL);
-	close(listen_fd);
-	listen_fd = -1;
-	unlink(sock_path);
+	/* Already forgotten when the program took the number (the thread
+	 * removed the socket file then). */
+	if (lfd.fd >= 0) {
+		vrt_fds_close(&lfd);
+		unlink(sock_path);
+	}
 	running = 0;
 }
 
 void vrt_control_after_fork_child(void)
 {
 	/* The parent's thread and socket are the parent's: forget them
-	 * (the fd is O_CLOEXEC; close our copy). */
-	if (listen_fd >= 0)
-		close(listen_fd);
-	listen_fd = -1;
+	 * (our copy of the fd is closed with the others, while ours). */
+	lfd = VRT_FD_NONE;
 	running = 0;
 }

@@ -3,6 +3,8 @@
  *
  *   options.c  VRAMTRACE_* variables, read once at start
  *   tbuf.c     per-thread event buffers (chunks) and the chunk pool
+ *   batch.c    the writer's re-encoding of chunks' ALLOC and FREE records
+ *              into BATCH records
  *   writer.c   the writer thread: compresses chunks into zstd frames
  *
  * Interposition (hook_*.c) calls vrt_tbuf_event() from inside hooks; the
@@ -53,6 +55,8 @@ enum vrt_option_id {
 	VRT_OPT_STANDBY_STACK_KIB, /* VRAMTRACE_STANDBY_STACK_KIB: in standby,
 	                            * allocations of at least this many KiB
 	                            * keep their stack (default 1024) */
+	VRT_OPT_BATCH,       /* VRAMTRACE_BATCH: BATCH records (batch.c) for
+	                      * ALLOC and FREE events (default 1) */
 	VRT_OPT_METRICS_PUBLIC, /* VRAMTRACE_METRICS_PUBLIC: 1 lets the
 	                         * metrics bind another address than
 	                         * loopback (metrics.c) */
@@ -91,11 +95,133 @@ static inline int vrt_capture_on(void)
  * ours is still being set up by the runtime when the host forks next. */
 void vrt_capture_thread_started(_Atomic int *flag);
 void vrt_capture_wait_started(_Atomic int *flag);
+/* A helper thread calls this last, before it returns: it is no longer one
+ * of ours (its thread id may be reused by the program). */
+void vrt_capture_thread_exiting(void);
+/* In a forked child: the parent's helper threads do not exist here. */
+void vrt_capture_forget_helpers(void);
+/* 1 when every running thread of this process is a helper of ours (reads
+ * /proc/self/task). Helper threads only. */
+int vrt_capture_only_helpers_left(void);
+/* Set by the lifecycle: called by helper threads each time they wake (at
+ * least every few hundred ms while they run), never from a hook. */
+extern void (*vrt_capture_tick)(void) VRT_HIDDEN;
+
+/* Cancellation off for a stretch that waits or holds a lock across a
+ * cancellation point (a condition wait, a write): a thread the program
+ * cancels there would otherwise end holding our mutex, and every other
+ * thread, the writer and exit would hang on it. Returns the state to
+ * restore with vrt_capture_cancel_restore. */
+static inline int vrt_capture_cancel_off(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static inline void vrt_capture_cancel_restore(int old)
+{
+	int ignored;
+	pthread_setcancelstate(old, &ignored);
+}
 
 /* Stops capture for good and keeps the first reason (a static string) for
  * the one warning printed at exit. Safe from any thread. */
 void vrt_capture_fail(const char *reason);
 const char *vrt_capture_fail_reason(void);
+/* In a forked child: the reason was the parent's to report (the state
+ * stays as it was). */
+void vrt_capture_forget_failure(void);
+
+/* One "vramtrace: warning: pid N: ..." line on stderr right now, without
+ * stdio (a hook may be on the stack): for a service of ours that stops
+ * while the program runs. fmt ends with a newline. Any thread. */
+void vrt_capture_warn(const char *fmt, ...)
+        __attribute__((format(printf, 1, 2)));
+
+/* ---- fds.c ------------------------------------------------------------ */
+
+/* A descriptor of ours and its slot in the ownership table (fds.c): the
+ * program may close or replace the number at any time, and from then on
+ * it is not ours to read, write or close. slot -1: not in the table
+ * (unguarded; only when the table is full). */
+struct vrt_fd {
+	int fd;
+	int slot;
+	unsigned gen; /* the slot's use: a stale handle matches nothing */
+};
+#define VRT_FD_NONE ((struct vrt_fd){-1, -1, 0})
+
+/* Registers fd (the result of an open/socket/accept call; -1 passes
+ * through) with its device and inode, moved above 2 if it was 0, 1 or 2
+ * (the original number is closed). Any thread, no malloc. */
+struct vrt_fd vrt_fds_own(int fd);
+/* open/openat with O_CLOEXEC, registered; .fd -1 with errno on failure. */
+struct vrt_fd vrt_fds_open(const char *path, int flags, mode_t mode);
+struct vrt_fd vrt_fds_openat(struct vrt_fd dir, const char *name, int flags,
+                             mode_t mode);
+/* fn is called (once, on the program's thread, in its closing hook) just
+ * before the program takes f's number, while it is still ours: a bounded
+ * last flush. */
+void vrt_fds_set_flush(struct vrt_fd f, void (*fn)(void));
+/* Brackets one system call on f.fd: use returns 1 when the number is
+ * still ours (done must follow), 0 when the program took it (no call may
+ * be made). Keep the bracket to one call: a closing hook waits for it. */
+int vrt_fds_use(struct vrt_fd f);
+void vrt_fds_done(struct vrt_fd f);
+/* 1 when f is not taken and fstat still shows the file we opened; a
+ * mismatch (a raw close or dup2 behind the hooks) marks it taken. One
+ * fstat: for helper threads, never the allocation path. */
+int vrt_fds_check(struct vrt_fd f);
+/* Closes f only while it is ours, forgets it either way and sets *f to
+ * VRT_FD_NONE. 0, -EBADF when it was not ours any more, or -errno. */
+int vrt_fds_close(struct vrt_fd *f);
+/* read() with EINTR retry and write() of everything, bracketed; -EBADF /
+ * errno EBADF when the number was taken. */
+ssize_t vrt_fds_read(struct vrt_fd f, void *buf, size_t len);
+int vrt_fds_write_all(struct vrt_fd f, const void *buf, size_t len);
+/* One recv / send (MSG_NOSIGNAL added) / accept4 (SOCK_CLOEXEC added; the
+ * new fd registered), bracketed; errno EBADF when the number was taken. */
+ssize_t vrt_fds_recv(struct vrt_fd f, void *buf, size_t len, int flags);
+ssize_t vrt_fds_send(struct vrt_fd f, const void *buf, size_t len, int flags);
+struct vrt_fd vrt_fds_accept(struct vrt_fd f, int flags);
+/* A small file read whole, through a registered fd opened and closed
+ * here: at most max bytes into buf (not NUL-terminated); its length, or
+ * -1 with errno. For helper threads and the constructor. */
+ssize_t vrt_fds_read_path(const char *path, void *buf, size_t max);
+/* Calls fn(name, arg) for each entry of the directory at path (".." and
+ * "." included), through a registered fd, until fn returns nonzero: that
+ * value, 0 when the listing ended, -1 with errno when the directory could
+ * not be opened or read (or the program took its number). */
+int vrt_fds_each_name(const char *path, int (*fn)(const char *name, void *arg),
+                      void *arg);
+
+/* Closing hooks: the program is about to close or replace every number in
+ * [lo, hi]; ours among them are taken from now on. First calls their
+ * flush functions (vrt_fds_set_flush) when may_flush (0 from a thread
+ * already inside a hook, such as a signal handler that interrupted one:
+ * the flush takes the writer's lock); then waits (bounded, no
+ * cancellation point) for a thread of ours inside a bracket on one of
+ * them. Returns how many were ours. Not in a vfork child. */
+int vrt_fds_release(unsigned lo, unsigned hi, int may_flush);
+/* 1 when a registered fd of ours lies in [lo, hi] (a scan of the table,
+ * no system call). */
+int vrt_fds_any(unsigned lo, unsigned hi);
+/* Bit fd % 64 set for every number ever registered: a close() of any
+ * other number skips vrt_fds_release with one load. */
+extern _Atomic uint64_t vrt_fds_mask VRT_HIDDEN;
+static inline int vrt_fds_maybe_ours(int fd)
+{
+	return fd >= 0 && (atomic_load_explicit(&vrt_fds_mask,
+	                                        memory_order_relaxed) >>
+	                   (fd % 64)) &
+	                          1;
+}
+
+/* In a forked child, after the modules forgot their descriptors: closes
+ * every registered one that is still ours (the parent's threads do not
+ * exist here) and empties the table. */
+void vrt_fds_after_fork_child(void);
 
 /* ---- tbuf.c ----------------------------------------------------------- */
 
@@ -132,6 +258,13 @@ struct vrt_chunk {
 	struct vrt_chunk *next;
 	uint32_t len; /* bytes used in data */
 	uint32_t cap;
+	/* What orders a thread's chunks (vrt_tbuf_collect): its thread id,
+	 * the time in its CHUNK record, the tbuf that filled it and its
+	 * place among that tbuf's chunks. */
+	pid_t tid;
+	uint64_t t0;
+	const void *owner;
+	uint64_t seq;
 	uint8_t data[];
 };
 
@@ -151,7 +284,7 @@ void vrt_tbuf_event(const struct vrt_ev *ev);
 /* A per-thread area of VRT_TBUF_SCRATCH bytes (zeroed when first made,
  * kept across thread reuse), or NULL if no buffer could be made. Owner
  * thread only; hot-path safe. */
-#define VRT_TBUF_SCRATCH 2048
+#define VRT_TBUF_SCRATCH 4096
 void *vrt_tbuf_scratch(void);
 
 /* A per-thread area of VRT_TBUF_LIVE bytes for live.c (zeroed when first
@@ -167,8 +300,9 @@ void vrt_tbuf_live_each(void (*fn)(void *area, void *arg), void *arg);
  * unless set to 0). Set before events are recorded. */
 void vrt_tbuf_set_fold(int on);
 
-/* Moves every non-empty chunk (threads' current chunks, then full ones)
- * to *out as a list in hand-off order. Writer thread only. */
+/* Moves every non-empty chunk to *out as a list in which each thread's
+ * chunks come in the order it filled them (batch.c relies on it).
+ * Writer thread only. */
 void vrt_tbuf_collect(struct vrt_chunk **out);
 
 /* Returns chunks to the pool. Writer thread only. */
@@ -213,6 +347,23 @@ uint64_t vrt_tbuf_clock_slack(void);
  * absolute deadline ms from now. */
 void vrt_tbuf_cond_init(pthread_cond_t *cv);
 void vrt_tbuf_deadline(struct timespec *ts, int ms);
+
+/* ---- batch.c ---------------------------------------------------------- */
+
+/* BATCH records on (default) or off (the chunks go out as the hot path
+ * wrote them). Before recording starts. */
+void vrt_batch_set(int on);
+
+/* Re-encodes one chunk (data as tbuf.c wrote it): *out and *out_len get
+ * what to write instead, the chunk itself when nothing changes (the
+ * result lives until the next call). Each thread's chunks must come in
+ * the order it filled them. Writer thread only. */
+void vrt_batch_chunk(const uint8_t *data, size_t len, const uint8_t **out,
+                     size_t *out_len);
+
+/* Forgets every thread's batch state: a new trace file starts. Writer
+ * thread, or before it starts. */
+void vrt_batch_reset(void);
 
 /* ---- stack.c ---------------------------------------------------------- */
 

@@ -127,14 +127,22 @@ void *dlsym(void *handle, const char *symbol)
  * bit test. close() (which every program calls all the time) costs the
  * same for fds that are not ours; the CLOSE event is recorded before the
  * real close, so a racing accept() that reuses the number is always
- * stamped after it. Connections closed by other means (dup2 over them,
- * close_range, exit) are not seen; the report says so.
+ * stamped after it. close_range, closefrom, dup2 and dup3 over an
+ * accepted fd close it too, and are recorded the same way; connections
+ * that end with the process (exit) are not seen; the report says so.
  *
  * Per connection: a spinlock byte taken around its state and its events,
  * so a request's BEGIN is always recorded before its END even when one
  * thread reads and another writes the connection. Events are recorded
  * with the lock held; nothing under it waits on anything but the tbuf
  * spinlock of the calling thread.
+ *
+ * The same calls are where the program may take a number of ours (the
+ * trace, the control and metrics sockets): each tells fds.c first, so
+ * the preload never writes to or closes the program's new file at that
+ * number. In a vfork child (a pid not ours) all of this is skipped: its
+ * closes act on its own fd table, while every bitmap and table here is
+ * the parent's.
  */
 
 #include "http.h"
@@ -144,6 +152,8 @@ void *dlsym(void *handle, const char *symbol)
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
 #include <netinet/in.h>
 #include <sys/sendfile.h>
 #include <sys/syscall.h>
@@ -569,23 +579,121 @@ void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
 	}
 }
 
+/* The program is about to close (or replace) every fd in [lo, hi]: the
+ * accepted connections among them end, and fds.c learns which of ours it
+ * takes. Not in a vfork child. */
+/* The bits of accepted[w] that lie in [lo, last]. */
+static uint64_t word_mask(unsigned w, unsigned lo, unsigned last)
+{
+	uint64_t mask = ~0ull;
+	if (w == lo / 64)
+		mask &= ~0ull << (lo % 64);
+	if (w == last / 64 && last % 64 != 63)
+		mask &= (1ull << (last % 64 + 1)) - 1;
+	return mask;
+}
+
+static int any_accepted(unsigned lo, unsigned last)
+{
+	for (unsigned w = lo / 64; lo <= last && w <= last / 64; w++)
+		if (atomic_load_explicit(&accepted[w], memory_order_relaxed) &
+		    word_mask(w, lo, last))
+			return 1;
+	return 0;
+}
+
+static void closing(unsigned lo, unsigned hi)
+{
+	unsigned last = hi < MAX_TRACKED_FD - 1 ? hi : MAX_TRACKED_FD - 1;
+	int acc = lo < MAX_TRACKED_FD && any_accepted(lo, last);
+	/* Scans first: the pid check is a system call. */
+	if ((!acc && !vrt_fds_any(lo, hi)) || !vrt_entry_is_self())
+		return;
+	vrt_fds_release(lo, hi, !vrt_in_hook);
+	if (!acc)
+		return;
+	for (unsigned w = lo / 64; w <= last / 64; w++) {
+		uint64_t mask = word_mask(w, lo, last);
+		if (!(atomic_load_explicit(&accepted[w],
+		                           memory_order_relaxed) &
+		      mask))
+			continue;
+		uint64_t was = atomic_fetch_and(&accepted[w], ~mask) & mask;
+		while (was) {
+			int fd = (int)(w * 64 + (unsigned)__builtin_ctzll(was));
+			was &= was - 1;
+			if (vrt_hook_enter()) {
+				net_event(VRT_NET_CLOSE, fd, 0);
+				vrt_hook_leave();
+			}
+		}
+	}
+}
+
+static inline int is_accepted(int fd)
+{
+	return tracked(fd);
+}
+
 VRT_EXPORT int close(int fd)
 {
 	NEXT(close);
 	if (VRT_UNLIKELY(!real_close))
 		return (int)syscall(SYS_close, fd);
-	if (fd >= 0 && fd < MAX_TRACKED_FD &&
-	    VRT_UNLIKELY(atomic_load_explicit(&accepted[fd / 64],
-	                                      memory_order_relaxed) &
-	                 (1ull << (fd % 64)))) {
-		uint64_t bit = 1ull << (fd % 64);
-		if ((atomic_fetch_and(&accepted[fd / 64], ~bit) & bit) &&
-		    vrt_hook_enter()) {
-			net_event(VRT_NET_CLOSE, fd, 0);
-			vrt_hook_leave();
-		}
-	}
+	if (VRT_UNLIKELY(is_accepted(fd) || vrt_fds_maybe_ours(fd)))
+		closing((unsigned)fd, (unsigned)fd);
 	return real_close(fd);
+}
+
+VRT_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	NEXT(close_range);
+	/* CLOSE_RANGE_CLOEXEC only marks the fds: ours are O_CLOEXEC
+	 * already, and nothing is closed now. */
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+		closing(first, last);
+	if (VRT_UNLIKELY(!real_close_range))
+		return (int)syscall(SYS_close_range, first, last, flags);
+	return real_close_range(first, last, flags);
+}
+
+VRT_EXPORT void closefrom(int lowfd)
+{
+	NEXT(closefrom);
+	closing(lowfd > 0 ? (unsigned)lowfd : 0u, ~0u);
+	if (VRT_UNLIKELY(!real_closefrom)) {
+		syscall(SYS_close_range, lowfd > 0 ? (unsigned)lowfd : 0u, ~0u,
+		        0);
+		return;
+	}
+	real_closefrom(lowfd);
+}
+
+/* dup2/dup3 close newfd first when oldfd is valid and differs. */
+static void replacing(int oldfd, int newfd)
+{
+	if (newfd >= 0 && oldfd != newfd &&
+	    (is_accepted(newfd) || vrt_fds_maybe_ours(newfd)) &&
+	    fcntl(oldfd, F_GETFD) >= 0)
+		closing((unsigned)newfd, (unsigned)newfd);
+}
+
+VRT_EXPORT int dup2(int oldfd, int newfd)
+{
+	NEXT(dup2);
+	replacing(oldfd, newfd);
+	if (VRT_UNLIKELY(!real_dup2))
+		return (int)syscall(SYS_dup2, oldfd, newfd);
+	return real_dup2(oldfd, newfd);
+}
+
+VRT_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	NEXT(dup3);
+	replacing(oldfd, newfd);
+	if (VRT_UNLIKELY(!real_dup3))
+		return (int)syscall(SYS_dup3, oldfd, newfd, flags);
+	return real_dup3(oldfd, newfd, flags);
 }
 
 /* ---- children: fork, exec, posix_spawn ----------------------------------

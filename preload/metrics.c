@@ -56,6 +56,14 @@
  * thread; the thread owns the sockets. The stop request is an eventfd.
  * vrt_metrics_init runs in the constructor, before any thread of ours:
  * what it sets (the address, the labels) is read-only afterwards.
+ *
+ * Every fd (the listening sockets, a scrape's connection, the tree's
+ * connections to its other processes, the address files) is registered
+ * with fds.c and every call on one is bracketed: when the program closes
+ * or replaces one of them (close_range, closefrom, dup2), the thread
+ * notices at its next poll, stops serving with one warning and never
+ * touches the number again; a fork child closes its copies only while
+ * they are still ours (vrt_fds_after_fork_child).
  */
 #include "hook.h"
 #include "live.h"
@@ -73,7 +81,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,13 +106,7 @@ static pthread_mutex_t m_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t m_cv;
 static pthread_t thread;
 static int running, exited;
-static int wake_fd = -1;
-/* The thread's sockets, published for a fork child to close its copies:
- * set before use, reset to -1 before close (so a child never closes a
- * number already reused). */
-static _Atomic int listen_fd = -1, conn_fd = -1;
-/* The loopback socket while the thread takes the fixed port over. */
-static _Atomic int spare_fd = -1;
+static struct vrt_fd wake = {-1, -1, 0}; /* the stop request (eventfd) */
 static int port;   /* wanted; -1 when the option is unset or refused */
 static int parsed; /* VRAMTRACE_METRICS looked at */
 static struct sockaddr_in want; /* the address to serve (port as wanted) */
@@ -119,27 +120,6 @@ static int tree_port;           /* the thread serves the fixed port */
 static char dir[PATH_MAX];
 static char file_path[PATH_MAX + 32];
 static char out[OUT_MAX]; /* the thread's response buffer */
-
-/* One warning line, without stdio (a hook may be on this stack). */
-static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void warn(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	int n = snprintf(line, sizeof(line),
-	                 "vramtrace: warning: pid %d: ", (int)getpid());
-	va_start(ap, fmt);
-	if (n > 0 && (size_t)n < sizeof(line))
-		n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-	va_end(ap);
-	if (n <= 0)
-		return;
-	if ((size_t)n >= sizeof(line))
-		n = (int)sizeof(line) - 1;
-	/* Nothing to do if stderr is gone: the warning is lost. */
-	while (write(STDERR_FILENO, line, (size_t)n) < 0 && errno == EINTR)
-		;
-}
 
 /* "HOST:PORT" (IPv4) → port, and want/want_text set; or -1 with the
  * warning kept in refusal, printed at the first GPU event. */
@@ -209,21 +189,12 @@ static const char *engine_of_self(void)
 {
 	static char buf[4096];
 	char *argv[64];
-	size_t argc = 0, len = 0;
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	size_t argc = 0;
+	ssize_t r = vrt_fds_read_path("/proc/self/cmdline", buf,
+	                              sizeof(buf) - 1);
+	if (r < 0)
 		return NULL;
-	for (;;) {
-		ssize_t r = read(fd, buf + len, sizeof(buf) - 1 - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		if (len == sizeof(buf) - 1)
-			break;
-	}
-	close(fd);
+	size_t len = (size_t)r;
 	buf[len] = '\0';
 	for (size_t i = 0; i < len && argc < 64; i += strlen(buf + i) + 1)
 		argv[argc++] = buf + i;
@@ -389,14 +360,16 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Waits for events on fd until deadline; 1 ready, 0 timeout or error. */
-static int wait_fd(int fd, short events, int64_t deadline)
+/* Waits for events on fd until deadline; 1 ready, 0 timeout or error.
+ * (A poll of a number the program took reads nothing of its file; the
+ * calls after it are bracketed.) */
+static int wait_fd(struct vrt_fd fd, short events, int64_t deadline)
 {
 	for (;;) {
 		int64_t left = deadline - now_ms();
 		if (left <= 0)
 			return 0;
-		struct pollfd p = {.fd = fd, .events = events};
+		struct pollfd p = {.fd = fd.fd, .events = events};
 		int r = poll(&p, 1, (int)left);
 		if (r > 0)
 			return 1;
@@ -405,13 +378,13 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	}
 }
 
-static void send_all(int fd, const char *buf, size_t len)
+static void send_all(struct vrt_fd fd, const char *buf, size_t len)
 {
 	int64_t deadline = now_ms() + IO_MS;
 	size_t done = 0;
 	while (done < len) {
-		ssize_t w = send(fd, buf + done, len - done,
-		                 MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w = vrt_fds_send(fd, buf + done, len - done,
+		                         MSG_DONTWAIT);
 		if (w > 0) {
 			done += (size_t)w;
 		} else if (w < 0 && errno == EINTR) {
@@ -425,7 +398,7 @@ static void send_all(int fd, const char *buf, size_t len)
 	}
 }
 
-static void respond(int fd, const char *status, const char *type,
+static void respond(struct vrt_fd fd, const char *status, const char *type,
                     const char *body, size_t len)
 {
 	char head[256];
@@ -438,7 +411,7 @@ static void respond(int fd, const char *status, const char *type,
 }
 
 /* Reads one request (headers only: a GET has no body) and answers it. */
-static void serve(int fd)
+static void serve(struct vrt_fd fd)
 {
 	char req[REQ_MAX + 1];
 	size_t got = 0;
@@ -453,7 +426,8 @@ static void serve(int fd)
 			        "text/plain", msg, sizeof(msg) - 1);
 			return;
 		}
-		ssize_t r = recv(fd, req + got, REQ_MAX - got, MSG_DONTWAIT);
+		ssize_t r = vrt_fds_recv(fd, req + got, REQ_MAX - got,
+		                         MSG_DONTWAIT);
 		if (r > 0)
 			got += (size_t)r;
 		else if (r < 0 && errno == EINTR)
@@ -495,14 +469,17 @@ static void serve(int fd)
 /* Closing with unread input resets the connection, and the client may
  * lose the answer with it: say we are done, then read what is left for a
  * bounded time before closing. */
-static void drain(int fd)
+static void drain(struct vrt_fd fd)
 {
 	char buf[4096];
 	size_t total = 0;
 	int64_t deadline = now_ms() + DRAIN_MS;
-	shutdown(fd, SHUT_WR);
+	if (!vrt_fds_use(fd))
+		return;
+	shutdown(fd.fd, SHUT_WR);
+	vrt_fds_done(fd);
 	while (total < REQ_MAX * 16) {
-		ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		ssize_t r = vrt_fds_recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (r > 0)
 			total += (size_t)r;
 		else if (r < 0 && errno == EINTR)
@@ -531,99 +508,115 @@ static void write_address_file(const struct sockaddr_in *a)
 	int n = snprintf(line, sizeof(line), "%s:%d\n", host,
 	                 (int)ntohs(a->sin_port));
 	unlink(tmp);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	              0600);
-	if (fd < 0 || write(fd, line, (size_t)n) != n || close(fd) < 0 ||
-	    rename(tmp, file_path) < 0) {
+	struct vrt_fd fd = vrt_fds_open(
+	        tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	int made = fd.fd >= 0, err = made ? 0 : -errno;
+	if (!err)
+		err = vrt_fds_write_all(fd, line, (size_t)n);
+	if (made) {
+		int c = vrt_fds_close(&fd);
+		err = err ? err : c;
+	}
+	if (!err && rename(tmp, file_path) < 0)
+		err = -errno;
+	if (err) {
 		/* The endpoint still serves; only its address is not
 		 * published, which port 0 users need to know. */
-		warn("%s: cannot write the metrics address: %s\n", file_path,
-		     strerror(errno));
-		if (fd >= 0)
+		vrt_capture_warn("%s: cannot write the metrics address: %s\n",
+		                 file_path, strerror(-err));
+		if (made)
 			unlink(tmp);
 		file_path[0] = 0;
 	}
 }
 
-/* A listening socket on *a (its port filled in when 0); -errno. */
-static int listen_on(struct sockaddr_in *a)
+/* A listening socket on *a (its port filled in when 0), registered
+ * with fds.c in *sock; 0 or -errno. */
+static int listen_on(struct sockaddr_in *a, struct vrt_fd *sock)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
+	struct vrt_fd lfd = vrt_fds_own(
+	        socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+	int one = 1, e = 0;
+	socklen_t len = sizeof(*a);
+	if (lfd.fd < 0)
 		return -errno;
-	/* Published at once: a fork from now on must close its copy. */
-	atomic_store(&listen_fd, fd);
-	int one = 1;
+	/* Four calls that never block, on the socket made just now: a
+	 * closing hook of the program waits for them as for one. */
+	if (!vrt_fds_use(lfd)) {
+		vrt_fds_close(&lfd);
+		return -EBADF;
+	}
 	/* A restarted server must not wait out TIME_WAIT of its previous
 	 * life's scrapes. It does not let two listeners share the port. */
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	socklen_t len = sizeof(*a);
-	if (bind(fd, (struct sockaddr *)a, sizeof(*a)) < 0 ||
-	    listen(fd, 16) < 0 ||
-	    getsockname(fd, (struct sockaddr *)a, &len) < 0) {
-		int e = errno;
-		atomic_store(&listen_fd, -1);
-		close(fd);
+	setsockopt(lfd.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd.fd, (struct sockaddr *)a, sizeof(*a)) < 0 ||
+	    listen(lfd.fd, 16) < 0 ||
+	    getsockname(lfd.fd, (struct sockaddr *)a, &len) < 0)
+		e = errno;
+	vrt_fds_done(lfd);
+	if (e) {
+		vrt_fds_close(&lfd);
 		return -e;
 	}
-	return fd;
+	*sock = lfd;
+	return 0;
 }
 
-/* The fixed address, as this process's endpoint, with the warning a
- * public address gets; -errno when it is taken or cannot be bound. */
-static int take_fixed(void)
+/* The fixed address, as this process's endpoint (in *sock), with the
+ * warning a public address gets; -errno when it is taken or cannot be
+ * bound. */
+static int take_fixed(struct vrt_fd *sock)
 {
 	struct sockaddr_in a = want;
-	int fd = listen_on(&a);
-	if (fd < 0)
-		return fd;
+	int err = listen_on(&a, sock);
+	if (err)
+		return err;
 	tree_port = port != 0;
 	write_address_file(&a);
 	if (public_bind)
-		warn("metrics: serving %s to every host that can reach it, "
-		     "without authentication (VRAMTRACE_METRICS_PUBLIC=1)\n",
-		     want_text);
-	return fd;
+		vrt_capture_warn("metrics: serving %s to every host that can "
+		                 "reach it, without authentication "
+		                 "(VRAMTRACE_METRICS_PUBLIC=1)\n",
+		                 want_text);
+	return 0;
 }
 
-/* From the loopback socket lfd to the fixed port, when it is free: the
- * socket to serve from now on (lfd when the port is still taken). */
-static int take_over(int lfd)
+/* From the loopback socket *lfd to the fixed port, when it is free: 1
+ * when *lfd is now the fixed port's socket (the loopback one closed), 0
+ * when the port is still taken (*lfd unchanged). */
+static int take_over(struct vrt_fd *lfd)
 {
-	/* Both sockets published while both are open. */
-	atomic_store(&spare_fd, lfd);
-	int fd = take_fixed();
-	if (fd >= 0) {
-		atomic_store(&spare_fd, -1);
-		close(lfd);
-		return fd;
-	}
-	atomic_store(&listen_fd, lfd);
-	atomic_store(&spare_fd, -1);
-	return lfd;
+	struct vrt_fd fixed;
+	if (take_fixed(&fixed))
+		return 0;
+	vrt_fds_close(lfd);
+	*lfd = fixed;
+	return 1;
 }
 
-static int open_listener(void)
+static struct vrt_fd open_listener(void)
 {
 	struct sockaddr_in a;
-	int fd = take_fixed();
-	if (fd >= 0)
-		return fd;
-	if (fd != -EADDRINUSE || port == 0) {
-		warn("metrics: %s: %s; not serving metrics\n", want_text,
-		     strerror(-fd));
-		return -1;
+	struct vrt_fd lfd = VRT_FD_NONE;
+	int err = take_fixed(&lfd);
+	if (!err)
+		return lfd;
+	if (err != -EADDRINUSE || port == 0) {
+		vrt_capture_warn("metrics: %s: %s; not serving metrics\n",
+		                 want_text, strerror(-err));
+		return VRT_FD_NONE;
 	}
 	/* Taken: our numbers on a loopback port of our own, which the
 	 * process holding the fixed one adds to its scrapes. */
 	memset(&a, 0, sizeof(a));
 	a.sin_family = AF_INET;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = listen_on(&a);
-	if (fd < 0) {
-		warn("metrics: 127.0.0.1:0: %s; not serving metrics\n",
-		     strerror(-fd));
-		return -1;
+	err = listen_on(&a, &lfd);
+	if (err) {
+		vrt_capture_warn("metrics: 127.0.0.1:0: %s; not serving "
+		                 "metrics\n",
+		                 strerror(-err));
+		return VRT_FD_NONE;
 	}
 	write_address_file(&a);
 	/* Who has the port: a process of this run names it in its address
@@ -631,21 +624,22 @@ static int open_listener(void)
 	 * and the port is free again, or a stranger has it. */
 	int64_t deadline = now_ms() + SIBLING_MS;
 	for (;;) {
-		if (vrt_metrics_agg_owner(dir, want_text) > 0)
-			return fd;
-		int now = take_over(fd);
-		if (now != fd)
-			return now;
-		struct pollfd p = {.fd = wake_fd, .events = POLLIN};
+		if (vrt_metrics_agg_owner(dir, want_text) > 0 ||
+		    take_over(&lfd))
+			return lfd;
+		/* A poll of a number the program took reads nothing of its
+		 * file; the thread's loop notices the loss. */
+		struct pollfd p = {.fd = wake.fd, .events = POLLIN};
 		if (now_ms() >= deadline || poll(&p, 1, 100) > 0)
 			break;
 	}
-	warn("metrics: %s is in use by a program outside this run; this "
-	     "process serves its metrics on 127.0.0.1:%d (in %s) and tries "
-	     "%s again every %d s\n",
-	     want_text, (int)ntohs(a.sin_port), file_path, want_text,
-	     RETRY_MS / 1000);
-	return fd;
+	vrt_capture_warn("metrics: %s is in use by a program outside this "
+	                 "run; this process serves its metrics on "
+	                 "127.0.0.1:%d (in %s) and tries %s again every %d "
+	                 "s\n",
+	                 want_text, (int)ntohs(a.sin_port), file_path,
+	                 want_text, RETRY_MS / 1000);
+	return lfd;
 }
 
 static _Atomic int thread_started;
@@ -657,39 +651,56 @@ static void *metrics_main(void *arg)
 	/* Our socket calls go through the preload's own listen/accept/close
 	 * wrappers: this thread is never a hook's caller to record. */
 	vrt_in_hook = 1;
-	int lfd = open_listener();
+	struct vrt_fd lfd = open_listener();
 	int64_t retry = now_ms() + RETRY_MS;
+	int gone = 0;
 	for (;;) {
-		struct pollfd p[2] = {{.fd = wake_fd, .events = POLLIN},
-		                      {.fd = lfd, .events = POLLIN}};
-		int r = poll(p, lfd >= 0 ? 2 : 1, POLL_MS);
+		if (vrt_capture_tick)
+			vrt_capture_tick();
+		if (!vrt_fds_check(wake) ||
+		    (lfd.fd >= 0 && !vrt_fds_check(lfd))) {
+			gone = 1;
+			break;
+		}
+		struct pollfd p[2] = {{.fd = wake.fd, .events = POLLIN},
+		                      {.fd = lfd.fd, .events = POLLIN}};
+		int r = poll(p, lfd.fd >= 0 ? 2 : 1, POLL_MS);
 		if (r < 0 && errno != EINTR)
 			break;
-		if (p[0].revents)
+		if (r > 0 &&
+		    ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL) ||
+		     (p[0].revents && !vrt_fds_check(wake)))) {
+			gone = 1;
 			break;
-		/* Without the fixed port (another process of the tree, or
-		 * a stranger, has it): take it over once it is free. */
-		if (lfd >= 0 && !tree_port && port && now_ms() >= retry) {
-			retry = now_ms() + RETRY_MS;
-			lfd = take_over(lfd);
 		}
-		if (r <= 0 || lfd < 0 || !(p[1].revents & POLLIN))
+		if (r > 0 && p[0].revents)
+			break; /* the stop request */
+		/* Without the fixed port (another process of the tree, or
+		 * a stranger, has it): take it over once it is free. The
+		 * events read were the old socket's. */
+		if (lfd.fd >= 0 && !tree_port && port && now_ms() >= retry) {
+			retry = now_ms() + RETRY_MS;
+			if (take_over(&lfd))
+				continue;
+		}
+		if (r <= 0 || !(p[1].revents & POLLIN))
 			continue;
-		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (c < 0)
+		struct vrt_fd c = vrt_fds_accept(lfd, SOCK_NONBLOCK);
+		if (c.fd < 0)
 			continue;
-		atomic_store(&conn_fd, c);
 		serve(c);
 		drain(c);
-		atomic_store(&conn_fd, -1);
-		close(c);
+		vrt_fds_close(&c);
 	}
-	atomic_store(&listen_fd, -1);
-	if (lfd >= 0)
-		close(lfd);
+	if (gone)
+		vrt_capture_warn("metrics: the program closed or replaced the "
+		                 "endpoint's descriptors; not serving metrics "
+		                 "any more\n");
+	vrt_fds_close(&lfd);
 	if (file_path[0])
 		unlink(file_path);
 	file_path[0] = 0;
+	vrt_capture_thread_exiting();
 	pthread_mutex_lock(&m_mu);
 	exited = 1;
 	pthread_cond_broadcast(&m_cv);
@@ -704,7 +715,7 @@ int vrt_metrics_start(const char *run_dir)
 	if (refusal[0]) {
 		/* Once per process, at its first GPU event (a fork child of
 		 * a process that warned already says nothing). */
-		warn("%s", refusal);
+		vrt_capture_warn("%s", refusal);
 		refusal[0] = 0;
 	}
 	if (port < 0 || !run_dir)
@@ -719,8 +730,8 @@ int vrt_metrics_start(const char *run_dir)
 		return -ENAMETOOLONG;
 	}
 	strcpy(dir, run_dir);
-	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (wake_fd < 0) {
+	wake = vrt_fds_own(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	if (wake.fd < 0) {
 		int e = errno;
 		pthread_mutex_unlock(&m_mu);
 		return -e;
@@ -737,8 +748,7 @@ int vrt_metrics_start(const char *run_dir)
 	if (!err)
 		vrt_capture_wait_started(&thread_started);
 	if (err) {
-		close(wake_fd);
-		wake_fd = -1;
+		vrt_fds_close(&wake);
 	} else {
 		pthread_setname_np(thread, "vramtrace-met");
 		running = 1;
@@ -756,8 +766,10 @@ void vrt_metrics_stop(void)
 	}
 	running = 0;
 	uint64_t one = 1;
-	/* The eventfd cannot be full after one write: nothing to handle. */
-	if (write(wake_fd, &one, sizeof(one)) < 0)
+	/* The eventfd cannot be full after one write: nothing to handle.
+	 * When the program took its number, nothing is written: the thread
+	 * notices that at its next poll and ends by itself. */
+	if (vrt_fds_write_all(wake, &one, sizeof(one)) < 0)
 		one = 0;
 	/* The thread sees the request at once, or after the scrape it is
 	 * serving (bounded by IO_MS twice); past STOP_MS it is left to
@@ -771,35 +783,26 @@ void vrt_metrics_stop(void)
 	pthread_mutex_unlock(&m_mu);
 	if (done) {
 		pthread_join(thread, NULL);
-		close(wake_fd);
+		vrt_fds_close(&wake);
 	} else {
-		/* Still using wake_fd: leave it open for the thread. */
+		/* Still using the eventfd: leave it open for the thread. */
 		pthread_detach(thread);
+		wake = VRT_FD_NONE;
 	}
-	wake_fd = -1;
 }
 
 void vrt_metrics_after_fork_child(void)
 {
 	/* The parent's thread does not exist here: close the child's copies
 	 * of its fds. The child starts its own endpoint at its first event
-	 * (a fixed port is then busy: one warning). */
+	 * (a fixed port is then the parent's: the child serves a loopback
+	 * port of its own, which the parent's scrapes include). */
 	pthread_mutex_init(&m_mu, NULL);
 	/* Our copy of the listening socket would keep the port bound (and
-	 * queue connections nobody accepts) after the parent is gone. */
-	int fd = atomic_exchange(&listen_fd, -1);
-	if (fd >= 0)
-		close(fd);
-	fd = atomic_exchange(&conn_fd, -1);
-	if (fd >= 0)
-		close(fd);
-	fd = atomic_exchange(&spare_fd, -1);
-	if (fd >= 0)
-		close(fd);
-	vrt_metrics_agg_after_fork_child();
-	if (running && wake_fd >= 0)
-		close(wake_fd);
-	wake_fd = -1;
+	 * queue connections nobody accepts) after the parent is gone: it is
+	 * closed with every fd of ours (vrt_fds_after_fork_child), only
+	 * while it is still ours. */
+	wake = VRT_FD_NONE;
 	running = 0;
 	exited = 0;
 	tree_port = 0;

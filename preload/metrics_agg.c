@@ -11,20 +11,22 @@
  * port another program took since adds nothing. Memory comes from one
  * mmap per scrape, unmapped after the answer is sent.
  *
- * Threads: the metrics thread alone. agg_fd publishes the connection
- * being made, for a fork child to close its copy (metrics.c's rule for
- * its sockets).
+ * Every fd (the run directory's listing, an address file, a connection)
+ * is registered with fds.c and used through its brackets, like
+ * metrics.c's: a number the program takes is never used or closed by us
+ * again, and a fork child closes its copy of a connection being made only
+ * while it is still ours (vrt_fds_after_fork_child).
+ *
+ * Threads: the metrics thread alone.
  */
 #include "metrics_agg.h"
+#include "core.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +43,6 @@
 #define TEXT_MAX    ((MEMBERS_MAX + 1) * BODY_MAX)
 #define LINES_MAX   (TEXT_MAX / 32)
 #define FAMILIES    64
-
-static _Atomic int agg_fd = -1;
 
 static int64_t mono_ms(void)
 {
@@ -67,6 +67,32 @@ static int ready(int fd, short events, int64_t deadline)
 	}
 }
 
+/* connect() on a registered socket, bracketed: 0 or -1 with errno. */
+static int connect_fd(struct vrt_fd fd, const struct sockaddr_in *a)
+{
+	if (!vrt_fds_use(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	int r = connect(fd.fd, (const struct sockaddr *)a, sizeof(*a));
+	int e = errno;
+	vrt_fds_done(fd);
+	errno = e;
+	return r;
+}
+
+/* Whether the non-blocking connect on fd succeeded, bracketed. */
+static int connected(struct vrt_fd fd)
+{
+	int err = 0;
+	socklen_t elen = sizeof(err);
+	if (!vrt_fds_use(fd))
+		return 0;
+	int r = getsockopt(fd.fd, SOL_SOCKET, SO_ERROR, &err, &elen);
+	vrt_fds_done(fd);
+	return r == 0 && err == 0;
+}
+
 /* The body of GET /metrics from 127.0.0.1:port, moved to the start of
  * buf (max bytes); its length, or -1. */
 static long fetch(int port, char *buf, size_t max, int64_t deadline)
@@ -75,22 +101,23 @@ static long fetch(int port, char *buf, size_t max, int64_t deadline)
 	struct sockaddr_in a = {.sin_family = AF_INET,
 	                        .sin_port = htons((uint16_t)port)};
 	size_t got = 0;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	int err = 0;
-	socklen_t elen = sizeof(err);
+	struct vrt_fd fd = vrt_fds_own(
+	        socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 
-	if (fd < 0)
+	if (fd.fd < 0)
 		return -1;
-	atomic_store(&agg_fd, fd);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if ((connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 &&
-	     (errno != EINPROGRESS || !ready(fd, POLLOUT, deadline) ||
-	      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0 || err)) ||
-	    send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+	/* A poll of a number the program took reads nothing of its file;
+	 * the calls after it are bracketed. */
+	if ((connect_fd(fd, &a) < 0 &&
+	     (errno != EINPROGRESS || !ready(fd.fd, POLLOUT, deadline) ||
+	      !connected(fd))) ||
+	    vrt_fds_send(fd, req, sizeof(req) - 1, MSG_DONTWAIT) !=
 	            (ssize_t)(sizeof(req) - 1))
 		goto fail;
 	while (got < max) {
-		ssize_t r = recv(fd, buf + got, max - got, MSG_DONTWAIT);
+		ssize_t r = vrt_fds_recv(fd, buf + got, max - got,
+		                         MSG_DONTWAIT);
 		if (r > 0)
 			got += (size_t)r;
 		else if (r == 0)
@@ -98,11 +125,10 @@ static long fetch(int port, char *buf, size_t max, int64_t deadline)
 		else if (errno == EINTR)
 			continue;
 		else if ((errno != EAGAIN && errno != EWOULDBLOCK) ||
-		         !ready(fd, POLLIN, deadline))
+		         !ready(fd.fd, POLLIN, deadline))
 			goto fail;
 	}
-	atomic_store(&agg_fd, -1);
-	close(fd);
+	vrt_fds_close(&fd);
 	/* "HTTP/1.0 200 OK\r\n...\r\n\r\nbody": a whole answer only. */
 	if (got == max || got < 13 || memcmp(buf, "HTTP/1.", 7) ||
 	    memcmp(buf + 8, " 200 ", 5))
@@ -114,8 +140,7 @@ static long fetch(int port, char *buf, size_t max, int64_t deadline)
 		}
 	return -1;
 fail:
-	atomic_store(&agg_fd, -1);
-	close(fd);
+	vrt_fds_close(&fd);
 	return -1;
 }
 
@@ -135,11 +160,7 @@ static int read_address(const char *dir, const char *name, char *out, size_t n)
 {
 	char path[4352];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -1;
-	ssize_t r = read(fd, out, n - 1);
-	close(fd);
+	ssize_t r = vrt_fds_read_path(path, out, n - 1);
 	if (r <= 0)
 		return -1;
 	out[r] = '\0';
@@ -152,24 +173,28 @@ static int alive(int pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
+struct owner_scan {
+	const char *dir, *addr;
+};
+
+/* The pid of a live process of the run (not us) serving the address. */
+static int owner_of(const char *name, void *arg)
+{
+	const struct owner_scan *o = arg;
+	int pid = pid_of_name(name);
+	char a[64];
+	return pid && pid != getpid() &&
+	                       !read_address(o->dir, name, a, sizeof(a)) &&
+	                       !strcmp(a, o->addr) && alive(pid)
+	               ? pid
+	               : 0;
+}
+
 int vrt_metrics_agg_owner(const char *dir, const char *addr)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char a[64];
-	int owner = 0;
-
-	if (!d)
-		return 0;
-	while (!owner && (de = readdir(d))) {
-		int pid = pid_of_name(de->d_name);
-		if (pid && pid != getpid() &&
-		    !read_address(dir, de->d_name, a, sizeof(a)) &&
-		    !strcmp(a, addr) && alive(pid))
-			owner = pid;
-	}
-	closedir(d);
-	return owner;
+	struct owner_scan o = {dir, addr};
+	int pid = vrt_fds_each_name(dir, owner_of, &o);
+	return pid > 0 ? pid : 0;
 }
 
 struct line {
@@ -229,62 +254,71 @@ static void index_lines(struct merge *m, size_t off, size_t len)
 	}
 }
 
+/* One scrape's gathering: the other processes' bodies appended to text. */
+struct gather {
+	const char *dir;
+	char *text;
+	size_t used, members;
+	int64_t deadline;
+};
+
+/* Asks the process of one "<pid>.metrics" for its numbers; 1 (stop) when
+ * the scrape has enough members or no time left. */
+static int gather_one(const char *name, void *arg)
+{
+	struct gather *g = arg;
+	int pid = pid_of_name(name), port;
+	char a[64], *end;
+	if (g->members >= MEMBERS_MAX || mono_ms() >= g->deadline)
+		return 1;
+	if (!pid || pid == getpid() ||
+	    read_address(g->dir, name, a, sizeof(a)) ||
+	    strncmp(a, "127.0.0.1:", 10) || !alive(pid))
+		return 0;
+	port = (int)strtol(a + 10, &end, 10);
+	if (*end || port <= 0 || port > 65535)
+		return 0;
+	int64_t until = mono_ms() + MEMBER_MS;
+	long got = fetch(port, g->text + g->used, BODY_MAX,
+	                 until < g->deadline ? until : g->deadline);
+	if (got <= 0)
+		return 0;
+	/* Each body ends its last line. */
+	g->used += (size_t)got;
+	if (g->text[g->used - 1] != '\n')
+		g->text[g->used++] = '\n';
+	g->members++;
+	return 0;
+}
+
 char *vrt_metrics_agg_collect(const char *dir, const char *own, size_t len,
                               size_t *out_len, size_t *cap)
 {
-	int64_t deadline = mono_ms() + AGG_MS;
 	size_t size = 2 * (size_t)TEXT_MAX + LINES_MAX * sizeof(struct line);
-	char *text, *out, a[64];
+	char *text, *out;
 	struct merge *m;
-	DIR *d;
-	struct dirent *de;
-	size_t used, members = 0, n = 0;
+	size_t n = 0;
 
 	if (len > BODY_MAX)
-		return NULL;
-	d = opendir(dir);
-	if (!d)
 		return NULL;
 	/* Reserved, not committed: only the pages written cost memory. */
 	text = mmap(NULL, size + sizeof(*m), PROT_READ | PROT_WRITE,
 	            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (text == MAP_FAILED) {
-		closedir(d);
+	if (text == MAP_FAILED)
 		return NULL;
-	}
 	out = text + TEXT_MAX;
 	m = (struct merge *)(out + TEXT_MAX);
 	m->lines = (struct line *)(m + 1);
 	m->text = text;
 	memcpy(text, own, len);
-	used = len;
-	while ((de = readdir(d)) && members < MEMBERS_MAX &&
-	       mono_ms() < deadline) {
-		int pid = pid_of_name(de->d_name), port;
-		char *end;
-		if (!pid || pid == getpid() ||
-		    read_address(dir, de->d_name, a, sizeof(a)) ||
-		    strncmp(a, "127.0.0.1:", 10) || !alive(pid))
-			continue;
-		port = (int)strtol(a + 10, &end, 10);
-		if (*end || port <= 0 || port > 65535)
-			continue;
-		int64_t until = mono_ms() + MEMBER_MS;
-		long got = fetch(port, text + used, BODY_MAX,
-		                 until < deadline ? until : deadline);
-		if (got <= 0)
-			continue;
-		/* Each body ends its last line. */
-		used += (size_t)got;
-		if (text[used - 1] != '\n')
-			text[used++] = '\n';
-		members++;
-	}
-	closedir(d);
-	if (!members) {
+	struct gather g = {dir, text, len, 0, mono_ms() + AGG_MS};
+	/* An unreadable directory gathers nobody: own alone is served. */
+	vrt_fds_each_name(dir, gather_one, &g);
+	if (!g.members) {
 		munmap(text, size + sizeof(*m));
 		return NULL;
 	}
+	size_t used = g.used;
 	index_lines(m, 0, used);
 	for (int f = 0; f < m->nfam; f++)
 		for (int kind = 0; kind < 3; kind++) {
@@ -310,11 +344,4 @@ char *vrt_metrics_agg_collect(const char *dir, const char *own, size_t len,
 void vrt_metrics_agg_free(char *buf, size_t cap)
 {
 	munmap(buf, cap);
-}
-
-void vrt_metrics_agg_after_fork_child(void)
-{
-	int fd = atomic_exchange(&agg_fd, -1);
-	if (fd >= 0)
-		close(fd);
 }

@@ -25,7 +25,4 @@ char *vrt_metrics_agg_collect(const char *dir, const char *own, size_t len,
                               size_t *out_len, size_t *cap);
 void vrt_metrics_agg_free(char *buf, size_t cap);
 
-/* A fork child closes its copy of a connection being made. */
-void vrt_metrics_agg_after_fork_child(void);
-
 #endif /* VRT_METRICS_AGG_H */

@@ -73,22 +73,17 @@ static int want_nvml;
 
 /* ---- host --------------------------------------------------------------- */
 
+/* Through fds.c: the program may close every fd while we read. */
 static ssize_t read_file(const char *path, char *buf, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct vrt_fd fd = vrt_fds_open(path, O_RDONLY, 0);
+	if (fd.fd < 0)
 		return -1;
 	ssize_t n, got = 0;
 	while ((size_t)got < len - 1 &&
-	       (n = read(fd, buf + got, len - 1 - (size_t)got)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
+	       (n = vrt_fds_read(fd, buf + got, len - 1 - (size_t)got)) > 0)
 		got += n;
-	}
-	close(fd);
+	vrt_fds_close(&fd);
 	buf[got > 0 ? got : 0] = 0;
 	return got;
 }
@@ -306,6 +301,7 @@ static void *sampler_main(void *arg)
 	}
 	/* Hand this thread's last samples to the writer. */
 	vrt_tbuf_thread_exit();
+	vrt_capture_thread_exiting();
 	pthread_mutex_lock(&s_mu);
 	exited = 1;
 	pthread_cond_broadcast(&s_cv);

@@ -4,12 +4,13 @@
  * Capture (hook threads): the native stack with libunwind's unw_backtrace
  * (frames inside libvramtrace dropped) and the thread's Python frames
  * (pystack.c), unwound BEFORE any lock. A per-thread cache of recent
- * stacks (hash of the frames → stack id) answers repeated call sites
- * without touching shared state. On a miss, frames are interned (native:
- * by ip; Python: by code object and instruction, with file, function and
- * line copied on first sight while the frame is live) and the path is
- * walked through a global trie of (parent, frame) → node, so each event
- * stores one stack id (heaptrack and memray do the same).
+ * stacks (hash of the frames → stack id, 4-way set associative) answers
+ * repeated call sites without touching shared state. On a miss, frames
+ * are interned (native: by ip; Python: by code object and instruction,
+ * with file, function and line copied on first sight while the frame is
+ * live) and the path is walked through a global trie of (parent, frame)
+ * → node, so each event stores one stack id (heaptrack and memray do the
+ * same).
  *
  * Emission (writer thread): frames and nodes are append-only arrays of
  * fixed blocks whose entries never move; their counts are published with
@@ -42,7 +43,8 @@
 
 #define MAX_NATIVE    256
 #define MAX_PY        128
-#define CACHE_SLOTS   64
+#define CACHE_SETS    64 /* per-thread cache: sets of CACHE_WAYS stacks */
+#define CACHE_WAYS    4
 #define BLOCK_SHIFT   12
 #define BLOCK_SIZE    (1u << BLOCK_SHIFT)
 #define MAX_BLOCKS    4096
@@ -72,9 +74,13 @@ struct map {
 	size_t cap, used;
 };
 
+/* Four ways per set, the most recently used first: a server's busy
+ * thread allocates from tens of call paths in turn, which a direct-mapped
+ * cache of the same size would keep evicting from each other (a miss
+ * costs the trie walk, microseconds on a deep stack). */
 struct cache {
-	uint64_t hash[CACHE_SLOTS];
-	uint32_t id[CACHE_SLOTS];
+	uint64_t hash[CACHE_SETS][CACHE_WAYS];
+	uint32_t id[CACHE_SETS][CACHE_WAYS];
 };
 _Static_assert(sizeof(struct cache) <= VRT_TBUF_SCRATCH,
                "stack cache must fit the tbuf scratch area");
@@ -336,9 +342,23 @@ uint32_t vrt_stack_capture(void)
 	h = mix(mix(l[0], l[1]), mix(l[2], mix(l[3], (uint64_t)nat)));
 	h |= 1;
 	struct cache *c = vrt_tbuf_scratch();
-	unsigned way = (unsigned)(h >> 40) & (CACHE_SLOTS - 1);
-	if (c && c->hash[way] == h)
-		return c->id[way];
+	unsigned set = (unsigned)(h >> 40) & (CACHE_SETS - 1);
+	if (c) {
+		uint64_t *hs = c->hash[set];
+		uint32_t *ids = c->id[set];
+		if (hs[0] == h)
+			return ids[0];
+		for (int w = 1; w < CACHE_WAYS; w++) {
+			if (hs[w] != h)
+				continue;
+			uint32_t id = ids[w];
+			memmove(&hs[1], &hs[0], (size_t)w * sizeof(hs[0]));
+			memmove(&ids[1], &ids[0], (size_t)w * sizeof(ids[0]));
+			hs[0] = h;
+			ids[0] = id;
+			return id;
+		}
+	}
 
 	/* Root first: Python outer → inner, then native outer → inner. */
 	uint32_t node = 0;
@@ -362,8 +382,12 @@ uint32_t vrt_stack_capture(void)
 	}
 	pthread_mutex_unlock(&stack_mu);
 	if (c && node) {
-		c->hash[way] = h;
-		c->id[way] = node;
+		memmove(&c->hash[set][1], &c->hash[set][0],
+		        (CACHE_WAYS - 1) * sizeof(c->hash[set][0]));
+		memmove(&c->id[set][1], &c->id[set][0],
+		        (CACHE_WAYS - 1) * sizeof(c->id[set][0]));
+		c->hash[set][0] = h;
+		c->id[set][0] = node;
 	}
 	return node;
 }

@@ -140,12 +140,14 @@ static struct module *module_for(const char *path, uintptr_t base)
 	}
 	/* The main program may be named by a relative argv[0]; its file is
 	 * always reachable as /proc/self/exe. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && path[0] != '/')
-		fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		load(m, fd);
-		close(fd);
+	/* Registered (fds.c): a program closing every fd meanwhile must not
+	 * have its new file closed by us. */
+	struct vrt_fd fd = vrt_fds_open(path, O_RDONLY, 0);
+	if (fd.fd < 0 && path[0] != '/')
+		fd = vrt_fds_open("/proc/self/exe", O_RDONLY, 0);
+	if (fd.fd >= 0) {
+		load(m, fd.fd);
+		vrt_fds_close(&fd);
 	}
 	m->next = modules;
 	modules = m;

@@ -60,6 +60,12 @@
  * the TSC clock the writer lowers its watermark by vrt_tbuf_clock_slack()
  * to cover a TSC read the CPU ran ahead of the lock.
  *
+ * Chunk order: a chunk's first stamp is never below its thread's previous
+ * one, and vrt_tbuf_collect hands chunks over sorted by (thread id, first
+ * stamp), so the writer's BATCH encoding (batch.c), whose per-thread state
+ * lasts across chunks, sees each thread's chunks in the order of their
+ * events, as a reader will.
+ *
  * Fork: vrt_tbuf_before_fork takes mu (and create_mu) so the child never
  * inherits them held; the child drops all buffered events (the parent's
  * trace has them) and resets every spinlock and busy flag, since the
@@ -144,6 +150,7 @@ struct vrt_tbuf {
 	 * reader will have it after the chunk's last record; cs_tent: as it
 	 * was before the tentative ALLOC (restored when that ALLOC folds). */
 	struct compact cs, cs_tent;
+	uint64_t chunk_seq; /* chunks installed so far (vrt_chunk.seq) */
 	/* Owner-written per-thread area of live.c (pending allocation). */
 	_Alignas(64) uint8_t live[VRT_TBUF_LIVE];
 	/* Owner-only scratch for other modules (stack.c's cache of recent
@@ -198,11 +205,11 @@ static uint64_t anchor_tsc, anchor_ns; /* writer only */
 static int file_has(const char *path, const char *const *want, int nwant)
 {
 	char buf[16384];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct vrt_fd fd = vrt_fds_open(path, O_RDONLY, 0);
+	if (fd.fd < 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	ssize_t n = vrt_fds_read(fd, buf, sizeof(buf) - 1);
+	vrt_fds_close(&fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
@@ -510,8 +517,12 @@ static struct vrt_chunk *pool_get(void)
 		}
 		writer_kicked = 1;
 		pthread_cond_signal(&writer_cv);
-		if (pthread_cond_timedwait(&pool_cv, &mu, &deadline) ==
-		    ETIMEDOUT)
+		/* A cancellation acted on inside this wait would end the
+		 * program's thread holding mu. */
+		int cancel = vrt_capture_cancel_off();
+		int r = pthread_cond_timedwait(&pool_cv, &mu, &deadline);
+		vrt_capture_cancel_restore(cancel);
+		if (r == ETIMEDOUT)
 			break;
 	}
 	pthread_mutex_unlock(&mu);
@@ -889,6 +900,8 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 		}
 		fast = own_lock(t);
 		/* Only this thread installs chunks, so cur is still NULL. */
+		c->owner = t;
+		c->seq = t->chunk_seq++;
 		t->cur = c;
 	}
 	/* Read once the event is known not to fold: a folded pair takes its
@@ -898,11 +911,18 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 	uint64_t now = 0;
 	int have_now = c->len == 0;
 	if (have_now) {
+		/* Never below the thread's previous chunk either: a reader
+		 * decodes a thread's BATCH records in time order, which must
+		 * be the order they were written in. */
 		now = clock_now();
+		if (VRT_UNLIKELY(now < t->last_ts))
+			now = t->last_ts;
 		uint8_t *p = c->data;
 		size_t n = put_u(p + 2, (uint64_t)t->tid);
 		n += put_u(p + 2 + n, now);
 		c->len = (uint32_t)close_record(p, VRT_REC_CHUNK, n);
+		c->tid = t->tid;
+		c->t0 = now;
 		t->last_ts = now;
 		/* The pair history stays: a cycle that ran in the thread's
 		 * previous chunk folds from the first pair of this one (a
@@ -1004,6 +1024,47 @@ static void take(struct vrt_tbuf *t, struct vrt_chunk ***tail)
 	}
 }
 
+static int chunk_before(const struct vrt_chunk *a, const struct vrt_chunk *b)
+{
+	if (a->tid != b->tid)
+		return a->tid < b->tid;
+	if (a->t0 != b->t0)
+		return a->t0 < b->t0;
+	if (a->owner != b->owner)
+		return (uintptr_t)a->owner < (uintptr_t)b->owner;
+	return a->seq < b->seq;
+}
+
+/* Sorts a list by thread id, then time: merge sort, no allocation. A pass
+ * hands over a thread's current chunk before its full ones (and a chunk
+ * it filled while the sweep went on after them), and a thread id the
+ * kernel gave again to a new thread may come with another tbuf, so
+ * without this a thread's chunks would not be in the order of their
+ * events. */
+static struct vrt_chunk *chunk_sort(struct vrt_chunk *list)
+{
+	if (!list || !list->next)
+		return list;
+	struct vrt_chunk *slow = list, *fast = list->next;
+	while (fast && fast->next) {
+		slow = slow->next;
+		fast = fast->next->next;
+	}
+	struct vrt_chunk *b = slow->next, *a = list, *head = NULL,
+	                 **tail = &head;
+	slow->next = NULL;
+	a = chunk_sort(a);
+	b = chunk_sort(b);
+	while (a && b) {
+		struct vrt_chunk **pick = chunk_before(b, a) ? &b : &a;
+		*tail = *pick;
+		tail = &(*pick)->next;
+		*pick = (*pick)->next;
+	}
+	*tail = a ? a : b;
+	return head;
+}
+
 void vrt_tbuf_collect(struct vrt_chunk **out)
 {
 	struct vrt_chunk *head = NULL, **tail = &head;
@@ -1046,7 +1107,7 @@ void vrt_tbuf_collect(struct vrt_chunk **out)
 	*tail = q_head;
 	q_head = q_tail = NULL;
 	pthread_mutex_unlock(&mu);
-	*out = head;
+	*out = chunk_sort(head);
 }
 
 void vrt_tbuf_release(struct vrt_chunk *list)

@@ -20,8 +20,21 @@
  *
  * Any write error turns capture off for good (the host carries on); the
  * reason is printed once at exit by entry.c.
+ *
+ * The trace's descriptor is registered with fds.c: every write goes
+ * through it, and each pass first checks that the number still names the
+ * file we created (the program may close every fd or dup2 over ours and
+ * reuse the number). When the program's close_range, closefrom, close,
+ * dup2 or dup3 is about to take it, that call first waits (bounded) for
+ * one last frame of everything buffered; then recording stops with one
+ * warning, the trace ends there (truncated: no trailer) and the number is
+ * never written to or closed again. Re-opening a second file for the
+ * same process would leave readers two halves of one process to join.
+ * The run directory is checked (rundir.h) on the descriptor the trace is
+ * then created in.
  */
 #include "core.h"
+#include "rundir.h"
 
 #include <vramtrace/trace_format.h>
 
@@ -41,6 +54,9 @@
 #define FRAME_MAX   (4u << 20)
 #define STAGE_BYTES (256u * 1024u)
 #define MAX_DEVICES 64
+/* How long a program's close of our trace's number waits for the last
+ * frame (fds.c): a fraction of the failed-allocation sync's bound. */
+#define TAKEN_FLUSH_MS 500
 
 static pthread_mutex_t pass_mu = PTHREAD_MUTEX_INITIALIZER; /* a pass */
 static pthread_mutex_t w_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -53,7 +69,7 @@ static int devs_pending; /* known_devs not yet in this trace */
 
 /* Writer-thread state. */
 static pthread_t thread;
-static int fd = -1;
+static struct vrt_fd tfd = {-1, -1, 0}; /* the trace file */
 static int flush_ms = 100;
 static ZSTD_CCtx *cctx;
 static uint8_t *zout;
@@ -65,27 +81,26 @@ static int frame_open;
 static int failed;
 static char fail_msg[160];
 
-static int write_all(const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void fail(const char *what, int err)
 {
 	if (failed)
 		return;
 	failed = 1;
 	snprintf(fail_msg, sizeof(fail_msg), "%s: %s", what, strerror(err));
+	vrt_capture_fail(fail_msg);
+}
+
+/* The program closed our trace's descriptor or put a file of its own at
+ * its number. */
+static void fail_taken(void)
+{
+	if (failed)
+		return;
+	failed = 1;
+	snprintf(fail_msg, sizeof(fail_msg),
+	         "the program closed or replaced the trace file's descriptor "
+	         "(fd %d); recording stopped there",
+	         tfd.fd);
 	vrt_capture_fail(fail_msg);
 }
 
@@ -105,7 +120,11 @@ static void zfeed(const void *src, size_t len, int end)
 			return;
 		}
 		if (out.pos) {
-			int err = write_all(zout, out.pos);
+			int err = vrt_fds_write_all(tfd, zout, out.pos);
+			if (err == -EBADF && !vrt_fds_check(tfd)) {
+				fail_taken();
+				return;
+			}
 			if (err) {
 				fail("write", -err);
 				return;
@@ -331,13 +350,15 @@ static void stage_header(uint64_t wall_ns, uint64_t mono_ns, uint64_t flags)
 	char *cmd = malloc(32768);
 	size_t clen = 0;
 	if (cmd) {
-		int cfd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-		if (cfd >= 0) {
+		struct vrt_fd cfd = vrt_fds_open("/proc/self/cmdline",
+		                                 O_RDONLY, 0);
+		if (cfd.fd >= 0) {
 			ssize_t r;
 			while (clen < 32767 &&
-			       (r = read(cfd, cmd + clen, 32767 - clen)) > 0)
+			       (r = vrt_fds_read(cfd, cmd + clen,
+			                         32767 - clen)) > 0)
 				clen += (size_t)r;
-			close(cfd);
+			vrt_fds_close(&cfd);
 		}
 	}
 	if (cmd && clen && cmd[clen - 1] != 0)
@@ -439,7 +460,10 @@ static void write_pass(uint64_t watermark, struct vrt_chunk *chunks)
 		vrt_phase_emit(emit_record);
 	}
 	for (struct vrt_chunk *c = chunks; c; c = c->next) {
-		zfeed(c->data, c->len, 0);
+		const uint8_t *data;
+		size_t len;
+		vrt_batch_chunk(c->data, c->len, &data, &len);
+		zfeed(data, len, 0);
 		if (frame_in >= FRAME_MAX && c->next)
 			zfeed(NULL, 0, 1);
 	}
@@ -453,6 +477,10 @@ static void write_pass(uint64_t watermark, struct vrt_chunk *chunks)
 
 static void pass(int final)
 {
+	/* Once per frame, never on the allocation path: is the number
+	 * still our file? */
+	if (!failed && !vrt_fds_check(tfd))
+		fail_taken();
 	/* Lowered by the clock's slack: an event stamped just after the
 	 * sweep passed its thread may carry a stamp a little older than the
 	 * reading here (tbuf.c). */
@@ -467,6 +495,7 @@ static void pass(int final)
 }
 
 static _Atomic int thread_started;
+static int request(int stop, int timeout_ms);
 
 /* The writer wakes at least this often to keep the clock calibrated, and
  * passes every half flush interval (or at once when asked). */
@@ -481,6 +510,8 @@ static void *writer_main(void *arg)
 	for (;;) {
 		int kicked = vrt_tbuf_writer_wait(
 		        half < CALIBRATE_MS ? half : CALIBRATE_MS);
+		if (vrt_capture_tick)
+			vrt_capture_tick();
 		pthread_mutex_lock(&w_mu);
 		uint64_t seq = req_seq;
 		int stop = stop_req;
@@ -502,9 +533,12 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&pass_mu);
 		if (!due)
 			continue;
-		if (seq != done_seq && !failed && fdatasync(fd) < 0 &&
-		    errno != EINVAL && errno != EROFS)
-			fail("fdatasync", errno);
+		if (seq != done_seq && !failed && vrt_fds_use(tfd)) {
+			int r = fdatasync(tfd.fd), e = errno;
+			vrt_fds_done(tfd);
+			if (r < 0 && e != EINVAL && e != EROFS)
+				fail("fdatasync", e);
+		}
 		pthread_mutex_lock(&w_mu);
 		done_seq = seq;
 		if (stop)
@@ -514,18 +548,27 @@ static void *writer_main(void *arg)
 		if (stop)
 			break;
 	}
+	vrt_capture_thread_exiting();
 	return NULL;
 }
 
+/* Creates the trace in dir (made 0700 if missing; refused unless it is
+ * ours and writable by nobody else); 0 or -errno. */
 static int open_trace(const char *dir)
 {
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
+	struct vrt_fd dfd = vrt_fds_open(dir, O_RDONLY | O_DIRECTORY |
+	                                              O_NOFOLLOW, 0);
+	if (dfd.fd < 0)
 		return -errno;
-	int out = -1;
-	for (int i = 0; i < 100 && out < 0; i++) {
+	char why[128];
+	if (vrt_rundir_check(dfd.fd, geteuid(), why, sizeof(why))) {
+		vrt_fds_close(&dfd);
+		return -EPERM;
+	}
+	struct vrt_fd out = VRT_FD_NONE;
+	for (int i = 0; i < 100 && out.fd < 0; i++) {
 		char name[64];
 		if (i == 0)
 			snprintf(name, sizeof(name), "%d%s", (int)getpid(),
@@ -533,16 +576,23 @@ static int open_trace(const char *dir)
 		else
 			snprintf(name, sizeof(name), "%d-%d%s", (int)getpid(),
 			         i, VRT_TRACE_SUFFIX);
-		out = openat(dfd, name,
-		             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-		                     O_CLOEXEC,
-		             0600);
-		if (out < 0 && errno != EEXIST)
+		out = vrt_fds_openat(dfd, name,
+		                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+		                     0600);
+		if (out.fd < 0 && errno != EEXIST)
 			break;
 	}
-	int err = out < 0 ? -errno : 0;
-	close(dfd);
-	return out < 0 ? err : out;
+	int err = out.fd < 0 ? -errno : 0;
+	vrt_fds_close(&dfd);
+	tfd = out;
+	return err;
+}
+
+/* The program is about to take the trace's number: what is buffered goes
+ * to disk first (bounded: the closing call waits for it). */
+static void flush_before_taken(void)
+{
+	request(0, TAKEN_FLUSH_MS);
 }
 
 static uint64_t origin_mono, origin_wall; /* 0: none; start_mu */
@@ -572,6 +622,7 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 	stage_len = 0;
 	frame_open = 0;
 	frame_in = 0;
+	vrt_batch_reset(); /* a new file: readers start without state */
 	int err = -ENOMEM;
 	if (!stage)
 		stage = malloc(STAGE_BYTES);
@@ -585,11 +636,10 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 		goto fail;
 	ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
 	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-	fd = open_trace(dir);
-	if (fd < 0) {
-		err = fd;
+	err = open_trace(dir);
+	if (err)
 		goto fail;
-	}
+	vrt_fds_set_flush(tfd, flush_before_taken);
 	stage_header((uint64_t)wall.tv_sec * 1000000000u +
 	                     (uint64_t)wall.tv_nsec,
 	             mono, flags);
@@ -618,9 +668,7 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 	running = 1;
 	return 0;
 fail:
-	if (fd >= 0)
-		close(fd);
-	fd = -1;
+	vrt_fds_close(&tfd);
 	return err;
 }
 
@@ -660,9 +708,13 @@ static int request(int stop, int timeout_ms)
 {
 	struct timespec deadline;
 	vrt_tbuf_deadline(&deadline, timeout_ms);
+	/* Called from hooks on the program's threads: the wait below must
+	 * not be where a cancellation ends the thread holding w_mu. */
+	int cancel = vrt_capture_cancel_off();
 	pthread_mutex_lock(&w_mu);
 	if (!running || stop_req) {
 		pthread_mutex_unlock(&w_mu);
+		vrt_capture_cancel_restore(cancel);
 		return 0;
 	}
 	uint64_t mine = ++req_seq;
@@ -676,6 +728,7 @@ static int request(int stop, int timeout_ms)
 			break;
 	int answered = stop ? stopped : done_seq >= mine;
 	pthread_mutex_unlock(&w_mu);
+	vrt_capture_cancel_restore(cancel);
 	return answered;
 }
 
@@ -689,8 +742,9 @@ void vrt_writer_stop(int timeout_ms)
 	int done = request(1, timeout_ms);
 	if (done) {
 		pthread_join(thread, NULL);
-		close(fd);
-		fd = -1;
+		/* Not closed when the program took the number: then it is
+		 * the program's file now. */
+		vrt_fds_close(&tfd);
 		running = 0;
 	}
 	/* Otherwise the writer is stuck in I/O; the process is exiting and
@@ -715,10 +769,10 @@ void vrt_writer_after_fork_child(void)
 	pthread_mutex_init(&w_mu, NULL);
 	vrt_tbuf_cond_init(&w_cv);
 	/* The parent's writer thread does not exist here and its compression
-	 * context may be mid-frame: drop both. The buffers are reused. */
-	if (fd >= 0)
-		close(fd);
-	fd = -1;
+	 * context may be mid-frame: drop both. The buffers are reused. The
+	 * child's copy of the trace fd is closed with every other fd of ours
+	 * (vrt_fds_after_fork_child), and only while it is still ours. */
+	tfd = VRT_FD_NONE;
 	cctx = NULL;
 	running = 0;
 	stop_req = stopped = 0;

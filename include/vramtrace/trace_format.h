@@ -24,11 +24,11 @@
  * processes of one host.
  *
  * Event records (ALLOC, FREE, MAP, UNMAP, FAIL, MEMINFO, MARK, NET, PROC,
- * REQUEST, SAMPLE, SNAPSHOT, REPEAT, ALLOC_C, FREE_C, PAST) only appear
- * after a
- * CHUNK record in the same frame. CHUNK sets the thread id and the absolute
- * timestamp base; each event stores the delta (dts) from the previous event
- * of the chunk (or from the CHUNK base for the first). Events inside one
+ * REQUEST, SAMPLE, SNAPSHOT, REPEAT, ALLOC_C, FREE_C, PAST, BATCH) only appear
+ * after a CHUNK record in the same frame. CHUNK sets the thread id and the
+ * absolute timestamp base; each event record's first field is the delta
+ * (dts) from the previous event of the chunk (or from the CHUNK base for
+ * the first; a BATCH's is its span, see there). Events inside one
  * chunk come from one thread in time order; chunks of different threads
  * interleave, so a reader orders events by timestamp. A WATERMARK record
  * promises that every event with ts < watermark is already in the file.
@@ -44,9 +44,9 @@
 
 #define VRT_TRACE_MAGIC     "VRAMTRC\x01" /* 8 bytes, first field of HEADER */
 #define VRT_TRACE_MAGIC_LEN 8
-#define VRT_TRACE_VERSION   3 /* 2 added REPEAT, ALLOC_C, FREE_C; 3 packs
+#define VRT_TRACE_VERSION   4 /* 2 added REPEAT, ALLOC_C, FREE_C; 3 packs
                                    * their addr_delta and size (below);
-                                   * readers take 1 to 3 */
+                                   * 4 added BATCH; readers take 1 to 4 */
 #define VRT_TRACE_SUFFIX    ".vtrace"
 #define VRT_REC_MAX_PAYLOAD (64u * 1024u) /* writers never exceed this */
 
@@ -219,6 +219,15 @@ enum vrt_rec {
 	 * the server was ready, a child was made, the first probe —, not
 	 * the live set). */
 	VRT_REC_PAST = 26,
+	/* chunk event (version 4): span, n, flags, then the byte lengths of
+	 * the first eight columns (kind, time, asite, fsite, size, aaddr,
+	 * faddr, addr), then the nine columns one after the other (def takes
+	 * the rest of the payload) — n ALLOC and FREE events of the chunk's
+	 * thread, written column by column against the thread's batch state
+	 * (below), which lasts across the thread's chunks. span: ns from the
+	 * time before the record to the time after it (the last event's
+	 * exact time: the records after a BATCH keep their dts). */
+	VRT_REC_BATCH = 30,
 };
 
 #define VRT_REPEAT_MAX_PERIOD 8 /* pair templates in one REPEAT */
@@ -233,6 +242,63 @@ enum vrt_rec {
  * stretch of a chunk's hot records that follows such a record on its own.
  * An ALLOC_C or FREE_C without a template is malformed.
  */
+
+/*
+ * BATCH (version 4). The state of a thread's batches, kept per thread id
+ * of the file, empty at the thread's first BATCH and emptied again by a
+ * BATCH with VRT_BATCH_RESET in its flags (before its events):
+ *   sites  up to VRT_BATCH_SITES, each (kind, api, device, aux, phase,
+ *          stack) and, for an alloc site, its last size; defined in
+ *          order into slots 0, 1, ..., then over again from slot 0
+ *   sizes  up to VRT_BATCH_SIZES sizes, each with a last-in-
+ *          first-out list of at most VRT_BATCH_LIFO freed addresses;
+ *          slots 0, 1, ... in order of definition, never replaced (a size
+ *          defined once the table is full has no slot)
+ *   ring   the thread's last VRT_BATCH_RING allocations (address, size
+ *          slot or none), and how many it made
+ *   last_alloc, last_free: address registers (0)
+ * Event i (from 0) reads, each column in turn from its start:
+ *   kind   bit i % 8 of byte i / 8: 0 ALLOC, 1 FREE
+ *   time   uvarint v: v even, the time advances by (v >> 1) microseconds;
+ *          odd, by (v >> 1) ns, from the previous event's (the first:
+ *          from the time before the record)
+ *   ALLOC: asite  uvarint c: c >= 1 the site in slot c - 1 (an alloc
+ *                 site); 0 a new alloc site, its api, device(s), aux,
+ *                 phase, stack read from def, into the next slot
+ *          size   uvarint z: 0 the site's last size (it has one); 1 a new
+ *                 size, a packed uvarint (vrt_pack_u) from size itself,
+ *                 into the next size slot if there is room; z >= 2 the
+ *                 size in slot z - 2. Becomes the site's last size.
+ *          aaddr  uvarint a: 0 the address is last_alloc + a packed
+ *                 svarint (vrt_pack_s) read from addr; a >= 1 the entry
+ *                 a - 1 from the top of the size's list (its slot has
+ *                 one), which leaves the list. last_alloc = the address;
+ *                 the allocation joins the ring.
+ *   FREE:  fsite  as asite, for a free site (api, device(s), aux, phase,
+ *                 stack from def); the FREE has the site's fields
+ *          faddr  uvarint a: 0 the address is last_free + a packed
+ *                 svarint from addr, and last_free = the address; a >= 1
+ *                 (at most the ring's size and the allocations made) the
+ *                 address of the allocation made a allocations ago (1 =
+ *                 the latest), which then goes on top of its size's list
+ *                 (dropping the list's bottom entry when full) if it has a
+ *                 size slot.
+ * Anything else (a value out of range, a column too short, a site of the
+ * other kind, an entry the list does not have) makes the record
+ * malformed. A thread's BATCH records are written in the order of their
+ * events, so a reader that takes each thread's events in time order (ties
+ * in record order) applies them in the order written. A writer chooses
+ * the codes (which it can: the state is the same on both sides); the
+ * preload gives an event whose address is not from the state (a = 0) its
+ * exact time, so that events of different threads on the same address
+ * keep their order.
+ */
+#define VRT_BATCH_RESET 1 /* flags: the thread's batch state starts over */
+#define VRT_BATCH_SITES 4096
+#define VRT_BATCH_SIZES 1024
+#define VRT_BATCH_LIFO  16
+#define VRT_BATCH_RING  4096
+#define VRT_BATCH_COLS  9 /* kind time asite fsite size aaddr faddr addr def */
 
 enum vrt_frame_kind { VRT_FRAME_NATIVE = 0, VRT_FRAME_PYTHON = 1 };
 

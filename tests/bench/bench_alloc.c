@@ -20,8 +20,25 @@
  *   CPU figure stays what one pair costs, so it is the one to compare.
  * Run it bare and under a profiler and subtract (run_all.py does).
  *
+ * --mixed: the workload of a server whose allocator calls the driver for
+ * every tensor (PyTorch with cudaMallocAsync): each pair's allocation comes
+ * from one of --paths call paths (default 64, of depths --depth + 6 to
+ * --depth + 29, picked pseudo-randomly, the same sequence every run), with
+ * the size of its path (4 KiB to 4 MiB, spread evenly on a log scale,
+ * multiples of 512 B), and is freed --ring allocations later (default 256:
+ * a ring of that many live blocks, lifetimes interleaved). With --api cuda
+ * the calls are cuMemAllocAsync + cuMemFreeAsync on the default stream;
+ * run with FAKECUDA_BENCH=reuse, the fake driver hands freed addresses
+ * out again as a pool does. The blocks left in the ring at the end are
+ * freed too, so every allocation has its free.
+ *
+ * --rate N paces each thread to N pairs a second (a server's rate, not a
+ * tight loop: what a trace holds per event depends on the time between
+ * events); the CPU figure leaves out the time asleep.
+ *
  *   bench_alloc [--api cuda|malloc] [--threads N] [--pairs N] [--depth N]
- *               [--sizes N] [--base BYTES]
+ *               [--sizes N] [--base BYTES] [--mixed] [--paths N] [--ring N]
+ *               [--rate N]
  *
  * Exit 0; 1 when the driver is missing or a call fails; 2 usage.
  */
@@ -45,12 +62,19 @@ static CUresult (*cu_retain)(CUcontext *, int);
 static CUresult (*cu_set)(CUcontext);
 static CUresult (*cu_alloc)(CUdeviceptr *, size_t);
 static CUresult (*cu_free)(CUdeviceptr);
+static CUresult (*cu_alloc_async)(CUdeviceptr *, size_t, void *);
+static CUresult (*cu_free_async)(CUdeviceptr, void *);
 static CUcontext ctx;
 static long pairs = 200000;
 static int depth = 40;
 static long nsizes = 8;
 static size_t base = 4096; /* --base: the first size */
 static enum api api = API_CUDA;
+static int mixed;
+static unsigned npaths = 64;
+static long ring = 256;
+static double rate; /* pairs per second per thread, 0: as fast as it can */
+static _Thread_local double pace_t0;
 /* Volatile, so the compiler cannot see (and drop) a malloc+free pair. */
 static void *(*volatile c_malloc)(size_t) = malloc;
 static void (*volatile c_free)(void *) = free;
@@ -62,10 +86,27 @@ static double now(clockid_t clock)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+/* With --rate: sleeps until pair i is due (checked every 16 pairs). */
+static void pace(long i)
+{
+	if (rate <= 0 || i % 16)
+		return;
+	if (!pace_t0)
+		pace_t0 = now(CLOCK_MONOTONIC);
+	double due = pace_t0 + (double)i / rate * 1e9;
+	double left = due - now(CLOCK_MONOTONIC);
+	if (left > 0) {
+		struct timespec ts = {(time_t)(left / 1e9),
+		                      (long)((long long)left % 1000000000LL)};
+		nanosleep(&ts, NULL);
+	}
+}
+
 static __attribute__((noinline)) void loop(void)
 {
 	if (api == API_MALLOC) {
 		for (long i = 0; i < pairs; i++) {
+			pace(i);
 			void *p = c_malloc(base + (size_t)(i % nsizes) * 512);
 			if (!p) {
 				fprintf(stderr, "bench_alloc: malloc failed\n");
@@ -77,6 +118,7 @@ static __attribute__((noinline)) void loop(void)
 	}
 	for (long i = 0; i < pairs; i++) {
 		CUdeviceptr p;
+		pace(i);
 		if (cu_alloc(&p, base + (size_t)(i % nsizes) * 512) ||
 		    cu_free(p)) {
 			fprintf(stderr, "bench_alloc: driver call failed\n");
@@ -85,33 +127,159 @@ static __attribute__((noinline)) void loop(void)
 	}
 }
 
-/* Calls loop() from depth nested frames, so stacks are ~depth deep. */
-static __attribute__((noinline)) void nest(int d, volatile int *guard)
+/* ---- the mixed workload ------------------------------------------- */
+
+/* One thread's state: its ring of live blocks and its random sequence. */
+struct mix {
+	uint64_t rng;
+	uint64_t *ring; /* ring entries: the address, 0 when empty */
+};
+
+static uint64_t path_size[256];
+
+static uint64_t mix_next(struct mix *m)
 {
-	if (d <= 1)
-		loop();
+	m->rng ^= m->rng << 13;
+	m->rng ^= m->rng >> 7;
+	m->rng ^= m->rng << 17;
+	return m->rng;
+}
+
+static void fail_call(const char *what)
+{
+	fprintf(stderr, "bench_alloc: %s failed\n", what);
+	exit(1);
+}
+
+static void mix_free(uint64_t p)
+{
+	if (api == API_MALLOC)
+		c_free((void *)(uintptr_t)p);
+	else if (cu_free_async(p, NULL))
+		fail_call("cuMemFreeAsync");
+}
+
+/* The bottom of every path: allocate the path's size into ring slot i,
+ * after freeing the block that slot held (allocated ring pairs ago). */
+static __attribute__((noinline)) void mix_leaf(unsigned path, uint64_t *slot)
+{
+	uint64_t p;
+	if (api == API_MALLOC) {
+		p = (uint64_t)(uintptr_t)c_malloc(path_size[path]);
+		if (!p)
+			fail_call("malloc");
+	} else {
+		CUdeviceptr d;
+		if (cu_alloc_async(&d, path_size[path], NULL))
+			fail_call("cuMemAllocAsync");
+		p = d;
+	}
+	if (*slot)
+		mix_free(*slot);
+	*slot = p;
+}
+
+static void mix_walk(unsigned path, unsigned bits, int pad, uint64_t *slot);
+
+/* Two functions, one per bit of the path's number, so each path is a
+ * different call stack; noinline and a use after the call keep each level
+ * a frame of its own. */
+static __attribute__((noinline)) void mix_a(unsigned path, unsigned bits,
+                                            int pad, uint64_t *slot)
+{
+	mix_walk(path, bits, pad, slot);
+	__asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void mix_b(unsigned path, unsigned bits,
+                                            int pad, uint64_t *slot)
+{
+	mix_walk(path, bits, pad, slot);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* pad plain levels, then one level per bit of the path number. */
+static __attribute__((noinline)) void mix_walk(unsigned path, unsigned bits,
+                                               int pad, uint64_t *slot)
+{
+	if (pad > 0)
+		mix_a(path, bits, pad - 1, slot);
+	else if (bits > 1)
+		(path & bits ? mix_b : mix_a)(path, bits >> 1, 0, slot);
 	else
-		nest(d - 1, guard);
+		mix_leaf(path, slot);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void mix_loop(struct mix *m)
+{
+	unsigned top = 1;
+	while (top < npaths)
+		top <<= 1;
+	for (long i = 0; i < pairs; i++) {
+		unsigned path = (unsigned)(mix_next(m) % npaths);
+		pace(i);
+		/* Depth: 0 to 23 more levels, by path. */
+		mix_walk(path, top, (int)(path * 7 % 24), &m->ring[i % ring]);
+	}
+	for (long i = 0; i < ring; i++)
+		if (m->ring[i])
+			mix_free(m->ring[i]);
+}
+
+/* Sizes by path: 4 KiB to 4 MiB on a log scale, in multiples of 512 B,
+ * in an order that does not follow the path number. */
+static void mix_sizes(void)
+{
+	for (unsigned k = 0; k < npaths; k++) {
+		unsigned j = (k * 37 + 11) % npaths;
+		double e = npaths > 1 ? 10.0 * j / (npaths - 1) : 0;
+		int ip = (int)e;
+		double fp = e - ip; /* 2^fp, to a few parts in a thousand */
+		double m = 1 + fp * (0.6951 + fp * (0.2262 + fp * 0.0787));
+		uint64_t s = (uint64_t)((double)(4096u << ip) * m);
+		path_size[k] = (s + 511) / 512 * 512;
+	}
+}
+
+/* Calls loop() from depth nested frames, so stacks are ~depth deep. */
+static __attribute__((noinline)) void nest(int d, volatile int *guard,
+                                           struct mix *m)
+{
+	if (d <= 1) {
+		if (m)
+			mix_loop(m);
+		else
+			loop();
+	} else {
+		nest(d - 1, guard, m);
+	}
 	(*guard)++; /* not a tail call */
 }
 
-/* arg: where this thread stores the CPU ns its loop took. */
+struct job {
+	double cpu; /* out: the CPU ns its loop took */
+	struct mix mix;
+};
+
 static void *worker(void *arg)
 {
+	struct job *j = arg;
 	volatile int guard = 0;
 	double t0;
 	if (api == API_CUDA)
 		cu_set(ctx);
 	t0 = now(CLOCK_THREAD_CPUTIME_ID);
-	nest(depth, &guard);
-	*(double *)arg = now(CLOCK_THREAD_CPUTIME_ID) - t0;
+	nest(depth, &guard, mixed ? &j->mix : NULL);
+	j->cpu = now(CLOCK_THREAD_CPUTIME_ID) - t0;
 	return NULL;
 }
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: bench_alloc [--api cuda|malloc] [--threads N] "
-	                "[--pairs N] [--depth N] [--sizes N] [--base BYTES]\n");
+	                "[--pairs N] [--depth N] [--sizes N] [--base BYTES] [--mixed] "
+	                "[--paths N] [--ring N] [--rate N]\n");
 	return 2;
 }
 
@@ -126,7 +294,10 @@ static int open_driver(void)
 	        NULL) ||
 	    get("cuCtxSetCurrent", (void **)&cu_set, 12000, 0, NULL) ||
 	    get("cuMemAlloc", (void **)&cu_alloc, 12000, 0, NULL) ||
-	    get("cuMemFree", (void **)&cu_free, 12000, 0, NULL) || cu_init(0) ||
+	    get("cuMemFree", (void **)&cu_free, 12000, 0, NULL) ||
+	    get("cuMemAllocAsync", (void **)&cu_alloc_async, 12000, 0, NULL) ||
+	    get("cuMemFreeAsync", (void **)&cu_free_async, 12000, 0, NULL) ||
+	    cu_init(0) ||
 	    cu_retain(&ctx, 0))
 		return -1;
 	return 0;
@@ -136,8 +307,14 @@ int main(int argc, char **argv)
 {
 	int threads = 1;
 	pthread_t t[256];
-	double cpu[256], wall, cpu_sum = 0;
+	static struct job jobs[256];
+	double wall, cpu_sum = 0;
 	for (int i = 1; i < argc; i += 2) {
+		if (!strcmp(argv[i], "--mixed")) {
+			mixed = 1;
+			i--;
+			continue;
+		}
 		if (i + 1 >= argc)
 			return usage();
 		if (!strcmp(argv[i], "--threads"))
@@ -150,6 +327,12 @@ int main(int argc, char **argv)
 			nsizes = atol(argv[i + 1]);
 		else if (!strcmp(argv[i], "--base"))
 			base = (size_t)atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--paths"))
+			npaths = (unsigned)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--ring"))
+			ring = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--rate"))
+			rate = atof(argv[i + 1]);
 		else if (!strcmp(argv[i], "--api") &&
 		         !strcmp(argv[i + 1], "cuda"))
 			api = API_CUDA;
@@ -160,21 +343,30 @@ int main(int argc, char **argv)
 			return usage();
 	}
 	if (threads < 1 || threads > 256 || pairs < 1 || depth < 1 ||
-	    nsizes < 1 || nsizes > 1024 || base < 1)
+	    nsizes < 1 || nsizes > 1024 || base < 1 || npaths < 1 || npaths > 256 ||
+	    ring < 1 || ring > 1000000 || rate < 0)
 		return usage();
+	mix_sizes();
 	if (api == API_CUDA && open_driver()) {
 		fprintf(stderr, "bench_alloc: no CUDA driver\n");
 		return 1;
 	}
 	wall = now(CLOCK_MONOTONIC);
+	for (int i = 0; i < threads; i++) {
+		jobs[i].mix.rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+		if (mixed && !(jobs[i].mix.ring = calloc((size_t)ring, 8))) {
+			fprintf(stderr, "bench_alloc: out of memory\n");
+			return 1;
+		}
+	}
 	for (int i = 0; i < threads; i++)
-		if (pthread_create(&t[i], NULL, worker, &cpu[i])) {
+		if (pthread_create(&t[i], NULL, worker, &jobs[i])) {
 			fprintf(stderr, "bench_alloc: cannot start a thread\n");
 			return 1;
 		}
 	for (int i = 0; i < threads; i++) {
 		pthread_join(t[i], NULL);
-		cpu_sum += cpu[i];
+		cpu_sum += jobs[i].cpu;
 	}
 	wall = now(CLOCK_MONOTONIC) - wall;
 	printf("%d %d %ld %.1f %.1f\n", threads, depth, pairs,

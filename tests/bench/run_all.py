@@ -21,7 +21,17 @@ heaptrack, measured in one run on this machine, printed as one table:
    write+read pairs, bare and preloaded).
 2. Bytes per event of the compressed trace of those same runs (events =
    2 x pairs), vramtrace's *.vtrace against heaptrack's .zst.
-3. The analyzer: `vramtrace analyze --format json` on two traces of
+3. The mixed workload (bench_alloc --mixed, bench_python.py --mixed: a
+   server whose allocator calls the driver for every tensor, as PyTorch
+   with cudaMallocAsync: 64 call paths, sizes 4 KiB to 4 MiB, each block
+   freed 256 allocations later, the fake driver reusing addresses as a
+   pool does): added CPU per pair and bytes per event at 1 and 8 threads
+   and from Python, vramtrace beside heaptrack on the same workload
+   (malloc/free); the analyzer's events/s and peak RSS on its trace
+   beside heaptrack_print's on heaptrack's. Then both workloads paced to
+   10,000 events/s, as a server under load makes them: bytes per event,
+   trace MB per hour and added CPU (whole process tree) at that rate.
+4. The analyzer: `vramtrace analyze --format json` on two traces of
    --events events, pinned to one core: a server-like one written by
    gen_trace (random addresses over 4096 slots, 300 stacks, 20 phases, two
    devices), and the trace of the program heaptrack's trace comes from
@@ -39,8 +49,8 @@ trust on a shared, noisy machine. heaptrack missing: 'n/a' in its column.
 
     run_all.py --bench EXE --python-bench PY --preload LIB --fake-dir DIR
                --gen EXE --vramtrace EXE [--io-bench EXE] [--pairs N]
-               [--python-pairs N]
-               [--events N] [--runs N] [--quick] [--json FILE]
+               [--python-pairs N] [--events N] [--mixed-events N]
+               [--paced-seconds S] [--runs N] [--quick] [--json FILE]
 
 python3 stdlib only. Exit 0 when the table was printed (verdicts are
 data, not failures), 2 on usage errors.
@@ -144,23 +154,31 @@ class Bench:
     # ---- one measured program run ------------------------------------
 
     def once(self, prog, tool, stacks, threads, pairs, sizes=8,
-             base=4096):
+             base=4096, mixed=False, rate=None):
         """One run. prog: 'c' (bench_alloc) or 'py' (bench_python);
         tool: None (bare), 'vramtrace' or 'heaptrack'; base: the first
-        size of bench_alloc's pairs. Returns a dict: cpu (calling threads,
-        ns/pair), proc (process tree CPU ns/pair), bytes (trace size),
-        events, path."""
+        size of bench_alloc's pairs; mixed: the mixed workload; rate:
+        pairs a second per thread (bench_alloc only). Returns a dict: cpu
+        (calling threads, ns/pair), proc (process tree CPU ns/pair), bytes
+        (trace size), events, path."""
         per = max(1, pairs // threads)
         api = "malloc" if tool == "heaptrack" or stacks == "malloc" \
             else "cuda"
         if prog == "c":
             cmd = [self.a.bench, "--api", api, "--threads", str(threads),
-                   "--pairs", str(per), "--depth", str(DEPTH), "--sizes",
-                   str(sizes), "--base", str(base)]
+                   "--pairs", str(per), "--depth", str(DEPTH)]
+            cmd += (["--mixed"] if mixed
+                    else ["--sizes", str(sizes), "--base", str(base)])
+            if rate:
+                cmd += ["--rate", str(rate)]
         else:
             cmd = [sys.executable, self.a.python_bench, str(per),
                    "--threads", str(threads), "--api", api]
+            if mixed:
+                cmd.append("--mixed")
         env = dict(self.base)
+        if mixed:
+            env["FAKECUDA_BENCH"] = "reuse"  # addresses come back
         out = None
         if tool == "vramtrace":
             out = self.fresh(f"vrt-{prog}-{threads}")
@@ -199,8 +217,9 @@ class Bench:
         """Runs every configuration runs times, round-robin (one run of
         each, then the next round), so that a change in the machine's load
         falls on all of them alike. configs: {key: (prog, tool, stacks,
-        threads, pairs, sizes)}. Returns {key: median result or None}; a
-        configuration that fails once is dropped, with a note."""
+        threads, pairs, sizes[, mixed[, rate]])}. Returns {key: median
+        result or None}; a configuration that fails once is dropped, with
+        a note."""
         got = {k: [] for k in configs}
         dead = set()
         for _ in range(runs or self.a.runs):
@@ -262,7 +281,90 @@ class Bench:
             self.note(f"could not count the events of a trace: {e}")
             return None
 
+    def heaptrack_allocs(self, path):
+        """Allocations a heaptrack trace holds ('+' lines), or None."""
+        try:
+            p = subprocess.run(["zstd", "-dc", path],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+        except OSError:
+            return None
+        if p.returncode:
+            return None
+        return p.stdout.count(b"\n+ ") + p.stdout.startswith(b"+ ")
+
     # ---- the analyzers -----------------------------------------------
+
+    def heaptrack_trace(self, out, args, env, pairs, cmds, info, what):
+        """heaptrack records bench_alloc --api malloc ARGS making pairs
+        pairs into out.*; heaptrack_print of it goes into cmds and info
+        under 'ht' (a failure is a note)."""
+        if not self.heaptrack_print:
+            return
+        try:
+            run([self.heaptrack, "-o", out, self.a.bench, "--api", "malloc",
+                 "--pairs", str(pairs), "--depth", str(DEPTH)] + args, env)
+            trace = glob.glob(out + ".*")
+            if not trace:
+                raise Failed("heaptrack wrote no trace")
+            cmds["ht"] = [self.heaptrack_print, "-f", trace[0]]
+            info["ht"] = {"events": 2 * pairs,
+                          "bytes": os.path.getsize(trace[0])}
+        except Failed as e:
+            self.note(f"heaptrack_print, {what}: {e}")
+
+    def timed_rounds(self, cmds, what=""):
+        """Runs each command of {key: cmd} --runs times, in turn round by
+        round; a run over SLOW_ANALYZE_S is not repeated. Returns {key:
+        (median seconds, max peak RSS KiB, runs)}."""
+        runs = {k: [] for k in cmds}
+        for rnd in range(self.a.runs):
+            for k, cmd in cmds.items():
+                if k not in runs or (rnd and runs[k] and
+                                     runs[k][0][0] >= SLOW_ANALYZE_S):
+                    continue
+                try:
+                    runs[k].append(self.timed(cmd, self.a.mem_limit))
+                except Failed as e:
+                    self.note(f"{cmd[0]}{what}: {e}")
+                    del runs[k]
+        return {k: (median(r[0] for r in rs),
+                    max((r[1] for r in rs if r[1] is not None),
+                        default=None), len(rs))
+                for k, rs in runs.items() if rs}
+
+    def mixed_analyzers(self, events):
+        """vramtrace analyze on the trace of bench_alloc --mixed making
+        events / 2 pairs (native stacks), and heaptrack_print on
+        heaptrack's trace of the same workload through malloc, timed in
+        turn round by round. Returns {'v': ..., 'ht': ...} as
+        analyzers() does."""
+        pairs = max(1, events // 2)
+        v, ht = self.fresh("mix-an"), self.fresh("ht-mix-an")
+        cmds, info, got = {}, {}, {}
+        env = dict(self.base, FAKECUDA_BENCH="reuse")
+        try:
+            try:
+                run([self.a.bench, "--api", "cuda", "--mixed", "--pairs",
+                     str(pairs), "--depth", str(DEPTH)],
+                    dict(env, LD_PRELOAD=os.path.abspath(self.a.preload),
+                         VRAMTRACE_OUT=v, VRAMTRACE_STACKS="native"))
+                cmds["v"] = [self.a.vramtrace, "analyze", "--format",
+                             "json", v]
+                info["v"] = {"events": 2 * pairs, "bytes": dir_bytes(
+                    os.path.join(v, "*.vtrace"))}
+            except Failed as e:
+                self.note(f"vramtrace analyze, mixed trace: {e}")
+            self.heaptrack_trace(ht, ["--mixed"], env, pairs, cmds, info,
+                                 "mixed trace")
+            for k, (secs, rss, n) in self.timed_rounds(
+                    cmds, f" on the mixed trace, {events:,} events").items():
+                got[k] = dict(info[k], secs=secs, rss=rss, runs=n)
+        finally:
+            shutil.rmtree(v, ignore_errors=True)
+            for f in glob.glob(ht + "*"):
+                os.unlink(f)
+        return {k: got.get(k) for k in ("v", "ht")}
 
     def timed(self, cmd, limit_as=None):
         """(seconds, peak RSS KiB or None) of one run, pinned."""
@@ -315,38 +417,11 @@ class Bench:
             except Failed as e:
                 self.note(f"vramtrace analyze, bench_alloc trace, "
                           f"{events:,} events: {e}")
-            if self.heaptrack_print:
-                try:
-                    run([self.heaptrack, "-o", ht, self.a.bench, "--api",
-                         "malloc", "--pairs", str(pairs), "--depth",
-                         str(DEPTH)], self.base)
-                    trace = glob.glob(ht + ".*")
-                    if not trace:
-                        raise Failed("heaptrack wrote no trace")
-                    cmds["ht"] = [self.heaptrack_print, "-f", trace[0]]
-                    info["ht"] = {"events": 2 * pairs,
-                                  "bytes": os.path.getsize(trace[0])}
-                except Failed as e:
-                    self.note(f"heaptrack_print, {events:,} events: {e}")
-            runs = {k: [] for k in cmds}
-            for rnd in range(self.a.runs):
-                for k, cmd in cmds.items():
-                    if k not in runs or (rnd and runs[k] and
-                                         runs[k][0][0] >= SLOW_ANALYZE_S):
-                        continue
-                    try:
-                        runs[k].append(self.timed(cmd, self.a.mem_limit))
-                    except Failed as e:
-                        self.note(f"{cmd[0]} on {events:,} events: {e}")
-                        del runs[k]
-            for k, rs in runs.items():
-                if rs:
-                    got[k] = dict(info[k],
-                                  secs=median(r[0] for r in rs),
-                                  rss=max((r[1] for r in rs
-                                           if r[1] is not None),
-                                          default=None),
-                                  runs=len(rs))
+            self.heaptrack_trace(ht, [], self.base, pairs, cmds, info,
+                                 f"{events:,} events")
+            for k, (secs, rss, n) in self.timed_rounds(
+                    cmds, f" on {events:,} events").items():
+                got[k] = dict(info[k], secs=secs, rss=rss, runs=n)
         finally:
             shutil.rmtree(gen, ignore_errors=True)
             shutil.rmtree(same, ignore_errors=True)
@@ -365,6 +440,178 @@ def fmt(v, unit="", nd=0):
     if unit == "/s":
         return f"{v / 1e6:.2f} M/s"
     return f"{v:,.{nd}f}{unit}"
+
+
+def rate(r):
+    """Events/s of an analyzer run (None when it failed)."""
+    return r and r["events"] / r["secs"]
+
+
+def rss(r):
+    """Peak RSS of an analyzer run, MiB."""
+    return r and r["rss"] and r["rss"] / 1024
+
+
+def ratio(x, y):
+    return rss(x) / rss(y) if rss(x) and rss(y) else None
+
+
+def mixed_section(a, b, rows, fig):
+    """The mixed workload's rows: cost, size, the analyzer on its trace,
+    and both workloads paced to 10,000 events/s."""
+    rows.append("mixed workload, added CPU ns per pair, calling threads "
+                "(64 call paths, 4 KiB to 4 MiB, each block freed 256 "
+                "allocations later; vramtrace: cuMemAllocAsync/FreeAsync, "
+                "the fake driver reusing addresses; heaptrack: "
+                "malloc/free)")
+    size_rows = []
+    ht_c1 = None  # heaptrack's bytes/event on the C workload, 1 thread
+    for prog, th in (("c", 1), ("c", 8), ("py", 1)):
+        P = a.pairs if prog == "c" else a.python_pairs
+        where = f"{th} thr" if prog == "c" else "from Python"
+        stacks = "native" if prog == "c" else "native,python"
+        print(f"measuring the mixed workload, {where}...", file=sys.stderr,
+              flush=True)
+        cf = {"bare": (prog, None, None, th, P, 8, True),
+              "v": (prog, "vramtrace", stacks, th, P, 8, True)}
+        if b.heaptrack:
+            cf.update(ht_bare=(prog, None, "malloc", th, P, 8, True),
+                      ht=(prog, "heaptrack", None, th, P, 8, True))
+        m = b.measure(cf)
+        bare, r, ht_bare, ht = m["bare"], m["v"], m.get("ht_bare"), \
+            m.get("ht")
+        add, ht_add = added(r, bare), added(ht, ht_bare)
+        key = f"mixed_{prog}_{th}"
+        fig[f"{key}_bare"] = bare and bare["cpu"]
+        fig[f"{key}_added"] = add
+        fig[f"{key}_heaptrack_added"] = ht_add
+        fig[f"{key}_proc_added"] = added(r, bare, "proc")
+        fig[f"{key}_heaptrack_proc_added"] = added(ht, ht_bare, "proc")
+        rows.append((f"bare pair cost, mixed, {where}",
+                     fmt(bare and bare["cpu"], " ns", 1),
+                     fmt(ht_bare and ht_bare["cpu"], " ns", 1), "—", "—"))
+        rows.append((f"stacks={stacks}, mixed, {where}",
+                     fmt(add, " ns", 1), fmt(ht_add, " ns", 1), "—", "—"))
+        rows.append((f"whole process tree, mixed, {where}",
+                     fmt(added(r, bare, "proc"), " ns", 0),
+                     fmt(added(ht, ht_bare, "proc"), " ns", 0), "—", "—"))
+        bpe = hbpe = None
+        mark = ""
+        if r is not None and r["bytes"] is not None:
+            bpe = r["bytes"] / r["events"]
+            counted = b.events_in(r["paths"][0])
+            pairs = r["events"] // 2
+            if counted and (counted[0] != pairs or counted[1] != pairs or
+                            counted[2]):
+                b.note(f"mixed {where}: the analyzer counts "
+                       f"{counted[0]:,} allocations, {counted[1]:,} frees "
+                       f"({counted[2]:,} events dropped) of {pairs:,} "
+                       f"pairs made")
+        if ht is not None and ht["bytes"] is not None:
+            made = ht["events"] // 2
+            got = b.heaptrack_allocs(ht["paths"][0] + ".zst") if \
+                os.path.exists(ht["paths"][0] + ".zst") else made
+            if got is not None and got < made * 0.9:
+                b.note(f"heaptrack, mixed {where}: its trace holds "
+                       f"{got:,} of the {made:,} allocations made (it did "
+                       f"not see them), so its size is not comparable; "
+                       f"the target uses its 1-thread figure from C "
+                       f"(marked C)")
+            else:
+                hbpe = ht["bytes"] / ht["events"]
+        if prog == "c" and th == 1:
+            ht_c1 = hbpe
+        if hbpe is None and prog == "py" and ht_c1 is not None:
+            hbpe, mark = ht_c1, " C"
+        fig[f"{key}_bytes_per_event"] = bpe
+        fig[f"{key}_heaptrack_bytes_per_event"] = hbpe
+        size_rows.append((f"mixed, {where}", fmt(bpe, "", 4),
+                          fmt(hbpe, "", 4) + mark, "<= heaptrack",
+                          verdict(None if bpe is None or hbpe is None
+                                  else bpe <= hbpe)))
+    rows.append(f"mixed workload, compressed trace, bytes per event "
+                f"({2 * a.pairs:,} events; {2 * a.python_pairs:,} from "
+                f"Python)")
+    rows += size_rows
+
+    # The analyzer on the mixed workload's trace, at two sizes.
+    if not a.no_analyzer:
+        rows.append("mixed workload, analyzer pinned to one core: "
+                    "vramtrace analyze --format json vs heaptrack_print")
+        small = max(2, a.mixed_events // 5)
+        print(f"analyzer, mixed: {a.mixed_events:,} events...",
+              file=sys.stderr, flush=True)
+        big = b.mixed_analyzers(a.mixed_events)
+        print(f"analyzer, mixed: {small:,} events...", file=sys.stderr,
+              flush=True)
+        sm = b.mixed_analyzers(small)
+
+        ev, hev = rate(big["v"]), rate(big["ht"])
+        fig.update(mixed_analyze_events_per_s=ev,
+                   mixed_heaptrack_print_events_per_s=hev,
+                   mixed_analyze_rss_mib=rss(big["v"]),
+                   mixed_heaptrack_print_rss_mib=rss(big["ht"]),
+                   mixed_analyze_rss_ratio=ratio(big["v"], sm["v"]),
+                   mixed_heaptrack_print_rss_ratio=ratio(big["ht"],
+                                                         sm["ht"]))
+        n = f"{2 * max(1, a.mixed_events // 2):,}"
+        rows.append((f"events/s, mixed, {n} events", fmt(ev, "/s"),
+                     fmt(hev, "/s"), ">= 2 x heaptrack_print",
+                     verdict(None if ev is None or hev is None
+                             else ev >= 2 * hev)))
+        rows.append((f"peak RSS, mixed, {n} events",
+                     fmt(rss(big["v"]), " MiB", 0),
+                     fmt(rss(big["ht"]), " MiB", 0), "—", "—"))
+        rt = ratio(big["v"], sm["v"])
+        rows.append((f"peak RSS ratio, mixed, {n} / "
+                     f"{2 * max(1, small // 2):,} events", fmt(rt, "", 2),
+                     fmt(ratio(big["ht"], sm["ht"]), "", 2),
+                     "<= 1.2 (~1)",
+                     verdict(None if rt is None else rt <= 1.2)))
+
+    # Both workloads at a server's rate.
+    ev_rate = 10000
+    pairs = max(16, int(ev_rate / 2 * a.paced_seconds))
+    rows.append(f"at {ev_rate:,} events/s (paced, 1 thread, native "
+                f"stacks, {a.paced_seconds:g} s each): what a server "
+                f"under load pays")
+    for name, mixed in (("repeating", False), ("mixed", True)):
+        print(f"measuring {name} at {ev_rate:,} events/s...",
+              file=sys.stderr, flush=True)
+        r2 = ev_rate // 2
+        cf = {"bare": ("c", None, None, 1, pairs, 8, mixed, r2),
+              "v": ("c", "vramtrace", "native", 1, pairs, 8, mixed, r2)}
+        if b.heaptrack:
+            cf.update(ht_bare=("c", None, "malloc", 1, pairs, 8, mixed, r2),
+                      ht=("c", "heaptrack", None, 1, pairs, 8, mixed, r2))
+        m = b.measure(cf, runs=1)
+        r, ht = m["v"], m.get("ht")
+        bpe = r and r["bytes"] is not None and r["bytes"] / r["events"]
+        hbpe = ht and ht["bytes"] is not None and ht["bytes"] / ht["events"]
+        mbh = bpe and bpe * ev_rate * 3600 / 1e6
+        hmbh = hbpe and hbpe * ev_rate * 3600 / 1e6
+        # Added CPU of the whole process tree per pair, times pairs/s.
+        cpu = added(r, m["bare"], "proc")
+        hcpu = added(ht, m.get("ht_bare"), "proc")
+        core = cpu is not None and cpu * r2 / 1e9 * 100
+        hcore = hcpu is not None and hcpu * r2 / 1e9 * 100
+        key = f"paced_{name}"
+        fig.update({f"{key}_bytes_per_event": bpe or None,
+                    f"{key}_heaptrack_bytes_per_event": hbpe or None,
+                    f"{key}_mb_per_hour": mbh or None,
+                    f"{key}_heaptrack_mb_per_hour": hmbh or None,
+                    f"{key}_core_percent": core if core is not False
+                    else None,
+                    f"{key}_heaptrack_core_percent": hcore
+                    if hcore is not False else None})
+        rows.append((f"{name}: bytes per event", fmt(bpe or None, "", 3),
+                     fmt(hbpe or None, "", 3), "—", "—"))
+        rows.append((f"{name}: trace MB per hour", fmt(mbh or None, "", 0),
+                     fmt(hmbh or None, "", 0), "—", "—"))
+        rows.append((f"{name}: added CPU, % of one core",
+                     fmt(core if core is not False else None, " %", 2),
+                     fmt(hcore if hcore is not False else None, " %", 2),
+                     "—", "—"))
 
 
 def verdict(ok):
@@ -417,6 +664,13 @@ def main():
                     help="events of the analyzer's trace (default "
                     "50000000; --quick 5000000); the memory row also "
                     "runs one fifth of it")
+    ap.add_argument("--mixed-events", type=int, default=None,
+                    help="events of the mixed workload's trace that the "
+                    "analyzers read (default 10000000; --quick 2000000); "
+                    "the memory row also runs one fifth of it")
+    ap.add_argument("--paced-seconds", type=float, default=None,
+                    help="length of each run paced to 10,000 events/s "
+                    "(default 10; --quick 3)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true",
                     help="smaller counts, for a fast look")
@@ -432,8 +686,12 @@ def main():
     a.python_pairs = a.python_pairs or (20_000 if a.quick else 100_000)
     a.events = a.events or (5_000_000 if a.quick else 50_000_000)
     a.io_calls = 100_000 if a.quick else 500_000
+    a.mixed_events = a.mixed_events or (2_000_000 if a.quick
+                                        else 10_000_000)
+    a.paced_seconds = a.paced_seconds or (3 if a.quick else 10)
     a.mem_limit = int(a.mem_limit * 2**30)
-    if a.pairs < 8 or a.python_pairs < 8 or a.events < 10 or a.runs < 1:
+    if a.pairs < 8 or a.python_pairs < 8 or a.events < 10 or \
+            a.mixed_events < 10 or a.paced_seconds <= 0 or a.runs < 1:
         ap.error("counts must be positive")
 
     for f in (a.bench, a.python_bench, a.preload, a.gen, a.vramtrace):
@@ -611,7 +869,10 @@ def main():
                       verdict(None if bpe is None else bpe <= 4 and (
                           hbpe is None or bpe < hbpe))))
 
-        # ---- 3. analyzer ---------------------------------------------
+        # ---- 3. the mixed workload ---------------------------------
+        mixed_section(a, b, rows, fig)
+
+        # ---- 4. analyzer ---------------------------------------------
         if not a.no_analyzer:
             small = max(1, a.events // 5)
             rows.append(f"analyzer, pinned to one core: vramtrace analyze "
@@ -624,15 +885,6 @@ def main():
                   flush=True)
             r = b.analyzers(small)
             sm, hsm = r["gen"], r["ht"]
-
-            def rate(r):
-                return r and r["events"] / r["secs"]
-
-            def rss(r):
-                return r and r["rss"] and r["rss"] / 1024
-
-            def ratio(x, y):
-                return rss(x) / rss(y) if rss(x) and rss(y) else None
 
             ev, hev, sev = rate(big), rate(hbig), rate(same)
             fig.update(analyze_events_per_s=ev,

@@ -6,9 +6,8 @@
 
 GROUP is one of golden, bad, usage, record, reports (Perfetto and
 folded outputs checked against the JSON report; progress on a terminal),
-model (--model-config and --explain against tests/data/models),
-html (the HTML report in headless Chromium: DOM, console, a screenshot
-kept under --artifacts; skipped without Chromium). Traces are built at
+model (--model-config and --explain against tests/data/models). The HTML
+report has its own script, run_html.py. Traces are built at
 test time by mktrace from the scripts in traces/, in a fresh temporary
 directory that is also the cwd of every command, so outputs hold only
 relative paths.
@@ -101,6 +100,66 @@ GOLDEN_CASES = [
     ("verdict-tp-spawn.text", "verdict-tp.mkt", ["analyze", "run"]),
     ("verdict-died-loading.text", "verdict-died.mkt", ["analyze", "run"]),
     ("verdict-keepalive.text", "verdict-keepalive.mkt", ["analyze", "run"]),
+    # advice in each engine's terms, with the margin, cheapest first
+    # (traces/advice.mkt; models/ holds the GGUF heads mkgguf.py writes)
+    ("advice-vllm-context.text", "advice.mkt", ["analyze", "runKV"]),
+    ("advice-vllm-margin.text", "advice.mkt",
+     ["analyze", "--margin", "10", "runKV"]),
+    ("advice-vllm-concurrency.json", "advice.mkt",
+     ["analyze", "-f", "json", "runC"]),
+    ("advice-sglang.text", "advice.mkt", ["analyze", "runSG"]),
+    ("advice-tgi.text", "advice.mkt", ["analyze", "runTGI"]),
+    ("advice-llama-weights.text", "advice.mkt",
+     ["analyze", "--model-config", "models/llama3-70b-q4_k_m.gguf",
+      "runLW"]),
+    ("advice-llama-weights-bare.text", "advice.mkt", ["analyze", "runLW"]),
+    ("advice-llama-ngl.text", "advice.mkt", ["analyze", "runLN"]),
+    ("advice-llama-kv.text", "advice.mkt",
+     ["analyze", "--model-config", "models/llama3-8b-q4_k_m.gguf", "runLK"]),
+    ("advice-none-margin.text", "advice.mkt", ["analyze", "runN"]),
+    ("advice-margin-bad.text", "advice.mkt",
+     ["analyze", "--margin", "60", "runN"]),
+    # the retest loop: B's verdict, whether it fixed A, the flags changed
+    ("compare-fixed.text", "advice.mkt", ["compare", "runKV", "runFix"]),
+    ("compare-fixed.json", "advice.mkt",
+     ["compare", "-f", "json", "runKV", "runFix"]),
+    ("compare-not-shown.text", "advice.mkt", ["compare", "runC", "runCap"]),
+    ("compare-engines.text", "advice.mkt", ["compare", "runC", "runSG"]),
+    ("table-verdicts.text", "advice.mkt",
+     ["table", "runKV", "runFix", "runC", "runCap", "runSG", "runTGI",
+      "runLW", "runLK", "runN"]),
+    ("table-verdicts.csv", "advice.mkt",
+     ["table", "-f", "csv", "runKV", "runFix", "runN"]),
+    # numbers that cannot be: a data problem (traces/sanity.mkt)
+    ("sanity-over-capacity.text", "sanity.mkt", ["analyze", "runO"]),
+    ("sanity-identity.json", "sanity.mkt", ["analyze", "-f", "json",
+                                            "runI"]),
+    # plan: other settings predicted from one run (traces/plan.mkt)
+    ("plan-vllm.text", "plan.mkt",
+     ["plan", "--model-config", "model/config.json", "--set",
+      "max-num-seqs=2,6", "--set", "gpu-memory-utilization=0.9,0.95",
+      "runV"]),
+    ("plan-vllm.json", "plan.mkt",
+     ["plan", "-f", "json", "--model-config", "model/config.json", "--set",
+      "max-num-seqs=2,6", "--set", "max-model-len=8192,524288", "runV"]),
+    ("plan-vllm.csv", "plan.mkt",
+     ["plan", "--format=csv", "--model-config", "model/config.json",
+      "--set", "--gpu-memory-utilization=0.8,0.95", "runV"]),
+    ("plan-explain.text", "plan.mkt",
+     ["plan", "--model-config", "model/config.json", "--set",
+      "gpu-memory-utilization=0.95", "--set", "max-num-seqs=6",
+      "--explain", "runV"]),
+    ("plan-unknown.text", "plan.mkt",
+     ["plan", "--set", "max-model-len=4096,16384", "--set",
+      "max-num-batched-tokens=4096", "runN"]),
+    ("plan-sglang.text", "plan.mkt",
+     ["plan", "--model-config", "model/config.json", "--margin", "10",
+      "runS"]),
+    ("plan-llama-explain.text", "plan.mkt",
+     ["plan", "--model-config", "model/config.json", "--set",
+      "c=16384,131072", "--set", "-np=2,8", "--objective", "context",
+      "--explain", "runL"]),
+    ("plan-bad.text", "plan.mkt", ["plan", "--set", "nosuch=1", "runV"]),
 ]
 
 # The verdict each engine-shaped run must get, checked on its JSON report
@@ -135,8 +194,8 @@ BAD_CASES = [
     ("bad/nocomplete.vtrace", "no complete frame: file ends inside its "
      "first frame (truncated at byte 0)"),
     ("bad/corrupt.vtrace", "corrupt frame: at byte "),
-    ("bad/newer.vtrace", "unsupported trace: format version 4 is newer "
-     "than this vramtrace supports (3)"),
+    ("bad/newer.vtrace", "unsupported trace: format version 5 is newer "
+     "than this vramtrace supports (4)"),
     ("bad/magic.vtrace", "not a trace: bad magic in HEADER"),
     ("bad/noheader.vtrace", "not a trace: first record is type 6, not a "
      "HEADER"),
@@ -179,11 +238,66 @@ def run(args, cwd, env=None, timeout=30):
         p.stderr.decode("utf-8", "replace")
 
 
+def dense_script(path):
+    """Writes a mktrace script: a vLLM-shaped server's hour-long load test
+    on one card. It loads (14 GiB of weights, a profiling run's 512 MiB
+    freed 1 us later, then 6 GiB of KV cache 0.5 s after), serves a request
+    every 0.9 s (256 MiB of activations for 0.1 s), is marked every 15
+    minutes and refuses one allocation at 30 minutes. Busy enough that the
+    timeline's buckets widen to about 4 s: the profiling run and the KV
+    cache share the first one, so no timeline point holds the profile
+    bytes; the bucket's range does."""
+    events = [(10_000, "meminfo 0 24Gi 24Gi"),
+              (500_000, "alloc cuMemAlloc_v2 0 0x100000000 14Gi p=weights"),
+              (2_000_000, "alloc cuMemAlloc_v2 0 0x200000000 512Mi "
+                          "p=profile"),
+              (2_000_001, "free cuMemFree_v2 -1 0x200000000"),
+              (2_500_000, "alloc cuMemAlloc_v2 0 0x300000000 6Gi "
+                          "p=kv_cache"),
+              (3_000_000, "net listen 5 8000")]
+    for k in range(4000):
+        t = 5_000_000 + k * 900_000
+        events += [(t, "net accept 9 5"),
+                   (t + 1_000, "alloc cuMemAlloc_v2 0 0x400000000 256Mi "
+                               "p=forward"),
+                   (t + 100_000, "free cuMemFree_v2 -1 0x400000000"),
+                   (t + 101_000, "net close 9 0")]
+    for k, label in enumerate(("rate=1", "rate=2", "rate=4"), 1):
+        events.append((k * 900_000_000 + 50, "mark " + label))
+    events.append((1_800_000_500, "fail cuMemAlloc_v2 0 0 8Gi 2 3Gi 24Gi "
+                                  "p=forward"))
+    events.sort(key=lambda e: e[0])
+    lines = ["file run/700.vtrace",
+             "header 700 1 1700000000s 3000s host-a /usr/bin/python3 "
+             "python3 -m vllm.entrypoints.openai.api_server --model m",
+             "device 1 0 24Gi NVIDIA~L4 0102030405060708090a0b0c0d0e0f10",
+             "chunk 700 3000s"]
+    prev = 0
+    for t, text in events:
+        op, _, rest = text.partition(" ")
+        lines.append(f"{op} {t - prev}us {rest}")
+        prev = t
+    lines += ["trailer 6610s", "write run/700.exit exit 0"]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def mktrace(opts, script, cwd):
-    rc, out, err = run([opts.mktrace, os.path.join(opts.src, "traces",
-                                                    script)], cwd)
+    if script == "dense":
+        dense_script(os.path.join(cwd, "dense.mkt"))
+        path = os.path.join(cwd, "dense.mkt")
+    else:
+        path = os.path.join(opts.src, "traces", script)
+    rc, out, err = run([opts.mktrace, path], cwd)
     if rc != 0:
         raise RuntimeError(f"mktrace {script} failed: {err}")
+    if script == "advice.mkt":
+        # the GGUF heads the advice reads (--model-config models/...)
+        rc, out, err = run([sys.executable,
+                            os.path.join(opts.src, "..", "data",
+                                         "mkgguf.py"), "models"], cwd)
+        if rc != 0:
+            raise RuntimeError(f"mkgguf.py failed: {err}")
 
 
 def sanitizer_report(err):
@@ -231,7 +345,8 @@ def group_golden(opts, tap):
                 doc = json.loads(out)
                 good = doc.get("schema") == {
                     "compare": "vramtrace-compare/1",
-                    "table": "vramtrace-table/1"}.get(
+                    "table": "vramtrace-table/1",
+                    "plan": "vramtrace-plan/1"}.get(
                         args[0], "vramtrace-report/1")
             except ValueError as e:
                 good, doc = False, e
@@ -484,6 +599,25 @@ def group_usage(opts, tap):
         rc, out, err = run([exe, "--version"], tmp)
         tap.ok(rc == 0 and out.startswith("vramtrace ") and err == "",
                "--version", out + err)
+        # a near miss of a command or long option is named
+        for args, want in [
+            (["analyse", "run"], "unknown command 'analyse' (did you mean "
+             "'analyze'?)"),
+            (["tabel", "a"], "(did you mean 'table'?)"),
+            (["help", "comapre"], "(did you mean 'compare'?)"),
+            (["analyze", "--model-conifg", "x", "run"],
+             "unknown option '--model-conifg' (did you mean "
+             "'--model-config'?)"),
+            (["analyze", "--marign=5", "run"], "(did you mean '--margin'?)"),
+            (["frobnicate"], "unknown command 'frobnicate'\n"),
+            (["analyze", "--margin", "51", "run"],
+             "--margin takes a whole percent from 0 to 50 (got '51')"),
+            (["analyze", "--margin", "-3", "run"], "(got '-3')"),
+        ]:
+            rc, out, err = run([exe] + args, tmp)
+            tap.ok(rc == 2 and want in err,
+                   f"usage: vramtrace {' '.join(args)} says {want!r}",
+                   f"exit {rc}\nstderr: {err!r}")
 
 
 def group_model(opts, tap):
@@ -717,6 +851,16 @@ def group_record(opts, tap):
                    "# SKIP preload not built")
 
 
+def utc_us(text):
+    """Microseconds since the epoch of an ISO 8601 UTC time such as the
+    JSON report's "*_utc" ("2023-11-14T22:13:20.170000Z")."""
+    import datetime
+    d = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
+    d = d.replace(tzinfo=datetime.timezone.utc)
+    return (d - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+            ) // datetime.timedelta(microseconds=1)
+
+
 def perfetto_checks(opts, tap, tmp, script, args):
     """The Perfetto JSON parses and holds the tracks the JSON report
     implies: a process per pid, a counter per used phase of each device,
@@ -747,7 +891,19 @@ def perfetto_checks(opts, tap, tmp, script, args):
         pid = [p for p, n in names.items()
                if n.startswith(f"device {d['id']}: ")]
         cs = [e for e in ev if e["ph"] == "C" and pid and
-              e["pid"] == pid[0]]
+              e["pid"] == pid[0] and e["name"] == "live bytes"]
+        # Downsampled: each phase's most per bucket reaches its peak
+        # (a phase that rose and fell back inside a bucket included).
+        if rep["timeline"]["bucket_s"] > 1e-9:
+            mx = [e for e in ev if e["ph"] == "C" and pid and
+                  e["pid"] == pid[0] and e["name"] == "live bytes max"]
+            mn = [e for e in ev if e["ph"] == "C" and pid and
+                  e["pid"] == pid[0] and e["name"] == "live bytes min"]
+            top = {k: max((e["args"][k] for e in mx), default=None)
+                   for k in used}
+            if top != {k: d["phases"][k]["peak_bytes"] for k in used} or \
+                    len(mn) != len(mx):
+                problems.append((d["id"], "max per bucket", top))
         if not cs or any(set(e["args"]) != used for e in cs):
             problems.append((d["id"], used, cs[:1]))
             continue
@@ -767,15 +923,18 @@ def perfetto_checks(opts, tap, tmp, script, args):
     marks = [e for e in inst if e.get("cat") == "mark"]
     ready = [e for e in inst if e["name"] == "server ready"]
     want_ready = rep["server_ready_s"]
+    # Perfetto's timestamps are UTC microseconds since the epoch: the same
+    # moments as the JSON report's "*_utc".
     tap.ok(len(ooms) == len(rep["ooms"]) and
            all(e["s"] == "g" for e in ooms) and
-           [round(e["ts"] / 1e6, 6) for e in ooms] ==
-           [round(o["time_s"], 6) for o in rep["ooms"]] and
+           all(abs(e["ts"] - utc_us(o["time_utc"])) < 1 for e, o in
+               zip(ooms, rep["ooms"])) and
            [e["name"] for e in marks] ==
            [m["label"] for m in rep["marks"]] and
            all(e["s"] == "p" for e in marks) and
            len(ready) == (want_ready is not None) and
-           (not ready or abs(ready[0]["ts"] - want_ready * 1e6) < 1e-3),
+           (not ready or abs(ready[0]["ts"] -
+                             utc_us(rep["server_ready_utc"])) < 1),
            f"perfetto {script}: instants for OOMs, marks, server ready",
            inst)
     reqs = [e for e in ev if e["ph"] == "C" and
@@ -813,13 +972,39 @@ def folded_checks(opts, tap, tmp, script, args):
            f"exit {rc}\n{err}\nbad: {bad}\nsums {sums}\npeaks {peaks}")
 
 
+def ended_checks(opts, tap):
+    """live and ctl on a run whose processes have all ended: live counts
+    no request in flight and says the run ended (with what was in flight
+    when it stopped); ctl says the run ended instead of "no control
+    socket"; a run still being written (no trailer, no exit status, on
+    another host) is not called ended."""
+    exe = opts.vramtrace
+    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
+        mktrace(opts, "advice.mkt", tmp)
+        mktrace(opts, "truncated.mkt", tmp)
+        rc, out, err = run([exe, "live", "runC", "--count", "1",
+                            "--interval", "0.1"], tmp)
+        tap.ok(rc == 0 and " inflight 0 " in out and
+               "ended (8 in flight when it stopped)" in out,
+               "live: an ended run has no request in flight", out + err)
+        rc, out, err = run([exe, "live", "run", "--count", "1",
+                            "--interval", "0.1"], tmp)
+        tap.ok(rc == 0 and "ended" not in out,
+               "live: a run still writing is not ended", out + err)
+        rc, out, err = run([exe, "ctl", "runC", "status"], tmp)
+        tap.ok(rc == 1 and "runC: this run has ended: no traced process "
+               "of it is running (analyze it: vramtrace analyze runC)" in err,
+               "ctl: a finished run has ended", err)
+
+
 def group_reports(opts, tap):
+    ended_checks(opts, tap)
     with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
         for script, args in (("basic.mkt", ["run"]),
                              ("multi.mkt", ["run"]),
                              ("phases.mkt", ["run"]),
                              ("multihost.mkt", ["runA", "runB"]),
-                             ("html.mkt", ["run"])):
+                             ("html.mkt", ["run"]), ("dense", ["run"])):
             shutil.rmtree(os.path.join(tmp, "run"), ignore_errors=True)
             mktrace(opts, script, tmp)
             perfetto_checks(opts, tap, tmp, script, args)
@@ -843,173 +1028,26 @@ def group_reports(opts, tap):
                "line for a quick analysis", tty)
 
 
-def chromium_path():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-def chromium(exe, tmp, url, extra):
-    """Runs headless Chromium on url; returns (rc, stdout, stderr)."""
-    profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp)
-    args = [exe, "--headless", "--no-sandbox", "--disable-gpu",
-            "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars",
-            "--user-data-dir=" + profile, "--enable-logging=stderr",
-            "--v=0"] + extra + [url]
-    return run(args, tmp, timeout=120)
-
-
-def console_errors(err):
-    """Console messages other than the report's own "drawn" line, and
-    uncaught exceptions, as Chromium logs them to stderr with
-    --enable-logging=stderr (it logs console.error at INFO level like
-    console.log, so any other message counts as an error)."""
-    return [line for line in err.splitlines()
-            if "Uncaught" in line or
-            ("CONSOLE" in line and '"vramtrace report: ' not in line)]
-
-
-def group_html(opts, tap):
-    exe = chromium_path()
-    if not exe:
-        print("1..0 # SKIP chromium not installed")
-        sys.exit(0)
-    artifacts = opts.artifacts or os.path.join(os.getcwd(), "artifacts")
-    os.makedirs(artifacts, exist_ok=True)
-    from html.parser import HTMLParser
-
-    class Dom(HTMLParser):
-        def __init__(self):
-            super().__init__()
-            self.tags = []
-
-        def handle_starttag(self, tag, attrs):
-            self.tags.append((tag, dict(attrs)))
-
-    with tempfile.TemporaryDirectory(prefix="vrt-cli-") as tmp:
-        for script, shot in (("phases.mkt", True), ("html.mkt", True),
-                             ("multi.mkt", False), ("basic.mkt", False)):
-            shutil.rmtree(os.path.join(tmp, "run"), ignore_errors=True)
-            mktrace(opts, script, tmp)
-            page = os.path.join(tmp, script[:-4] + ".html")
-            rc, out, err = run([opts.vramtrace, "analyze", "-f", "html",
-                                "-o", page, "run"], tmp)
-            rc2, out2, _ = run([opts.vramtrace, "analyze", "-f", "json",
-                                "run"], tmp)
-            rep = json.loads(out2)
-            text = open(page, encoding="utf-8").read() if rc == 0 else ""
-            # Self-contained: no fetched resources, and the embedded data
-            # cannot end its script element early.
-            start = text.find('<script type="application/json" '
-                              'id="vramtrace-data">')
-            end = text.find("</script>", start)
-            blob = text[text.index(">", start) + 1:end] if start >= 0 else ""
-            try:
-                data = json.loads(blob)
-            except ValueError as e:
-                data = {"error": str(e)}
-            external = [m for m in ("src=", "<link rel=\"stylesheet",
-                                    "@import", "url(http", "https://",
-                                    "fetch(", "XMLHttpRequest")
-                        if m in text[:start] + text[end:]]
-            tap.ok(rc == 0 and "<" not in blob and
-                   data.get("schema") == "vramtrace-html/1" and
-                   len(data.get("devices", [])) == len(rep["devices"]) and
-                   not external,
-                   f"html {script}: one self-contained page, data escaped",
-                   f"exit {rc}\n{err}\nexternal {external}\n"
-                   f"{str(data)[:300]}")
-            url = "file://" + page
-            crc, dom, cerr = chromium(exe, tmp, url, ["--dump-dom"])
-            parser = Dom()
-            parser.feed(dom)
-            tags = parser.tags
-            body = [a for t, a in tags if t == "body"]
-            body = body[0] if body else {}
-            tap.ok(crc == 0 and body.get("data-rendered") == "ok" and
-                   "data-error" not in body and not console_errors(cerr) and
-                   "vramtrace report: " in cerr,
-                   f"html {script}: renders in Chromium without console "
-                   "errors", f"exit {crc}\nbody {body}\n" +
-                   "\n".join(console_errors(cerr) or cerr.splitlines()[-5:]))
-            missing = []
-            for d in rep["devices"]:
-                used = [k for k, v in d["phases"].items()
-                        if v["allocs"] or v["frees"] or v["peak_bytes"]]
-                if not used:
-                    continue
-                svgs = [a for t, a in tags if t == "svg" and
-                        a.get("data-device") == str(d["id"]) and
-                        "timeline" in a.get("class", "")]
-                series = {a.get("data-phase") for t, a in tags
-                          if t == "path" and a.get("class") == "series" and
-                          a.get("data-device") == str(d["id"]) and
-                          len(a.get("d", "")) > 10}
-                segs = {a.get("data-phase") for t, a in tags
-                        if t == "div" and "seg" in a.get("class", "")}
-                if len(svgs) != 1 or series != set(used):
-                    missing.append((d["id"], used, sorted(series)))
-                at_peak = {k for k, v in d["peak"]["by_phase"].items() if v}
-                if not at_peak <= segs:
-                    missing.append((d["id"], "budget", at_peak, segs))
-            tap.ok(not missing, f"html {script}: a timeline series per "
-                   "device and phase, budget segments", missing)
-            oom_lines = [a for t, a in tags if t == "line" and
-                         a.get("class") == "marker oom"]
-            n_ooms = sum(1 for o in rep["ooms"] for d in rep["devices"]
-                         if o["device"] in (d["id"], -1) and
-                         any(v["peak_bytes"] for v in d["phases"].values()))
-            ready = [a for t, a in tags if t == "line" and
-                     a.get("class") == "marker ready"]
-            inflight = [a for t, a in tags if t == "path" and
-                        a.get("class") == "inflight"]
-            has_req = rep["requests"]["connections"] > 0
-            tap.ok(len(oom_lines) == n_ooms and
-                   bool(ready) == (rep["server_ready_s"] is not None) and
-                   bool(inflight) == bool(has_req) and
-                   ('id="diagnosis"' in dom) and
-                   (rep["diagnosis"] is None or
-                    f'data-verdict="{rep["diagnosis"]["verdict"]}"' in dom),
-                   f"html {script}: OOM, ready and in-flight markers, "
-                   "diagnosis", f"ooms {len(oom_lines)}/{n_ooms} ready "
-                   f"{len(ready)} inflight {len(inflight)}")
-            if script == "html.mkt":
-                # Trace strings stay text: the hostile label is shown, no
-                # element it spells out exists.
-                tap.ok("window.pwned" in dom and
-                       not any(t == "img" for t, _ in tags) and
-                       not any(t == "b" for t, _ in tags),
-                       "html: trace strings never become markup",
-                       [t for t, _ in tags if t in ("img", "b")])
-            if shot:
-                png = os.path.join(artifacts, script[:-4] + ".png")
-                if os.path.exists(png):
-                    os.unlink(png)
-                crc, _, cerr = chromium(exe, tmp, url, [
-                    "--window-size=1400,1000", "--screenshot=" + png])
-                ok = os.path.exists(png) and os.path.getsize(png) > 10000
-                tap.ok(ok and open(png, "rb").read(8) ==
-                       b"\x89PNG\r\n\x1a\n",
-                       f"html {script}: screenshot kept as {png}",
-                       f"exit {crc}\n" + "\n".join(cerr.splitlines()[-5:]))
-
-
-def main():
+def parse_args(add):
+    """The options every cli test script takes (--vramtrace, --mktrace,
+    --src), and those add(parser) adds; programs as absolute paths."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--vramtrace", required=True)
     ap.add_argument("--mktrace", required=True)
     ap.add_argument("--src", required=True)
-    ap.add_argument("--noop")
-    ap.add_argument("--artifacts")
-    ap.add_argument("group", choices=["golden", "bad", "usage", "record",
-                                      "reports", "html", "model"])
+    add(ap)
     opts = ap.parse_args()
     opts.vramtrace = os.path.abspath(opts.vramtrace)
     opts.mktrace = os.path.abspath(opts.mktrace)
+    return opts
+
+
+def main():
+    def add(ap):
+        ap.add_argument("--noop")
+        ap.add_argument("group", choices=["golden", "bad", "usage", "record",
+                                          "reports", "model"])
+    opts = parse_args(add)
     if opts.noop:
         opts.noop = os.path.abspath(opts.noop)
     tap = Tap()

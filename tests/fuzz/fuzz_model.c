@@ -14,9 +14,7 @@
  * published configs of tests/data). Single-threaded, no state kept
  * across inputs.
  */
-#include "json.h"
-#include "model.h"
-#include "report.h"
+#include "model_solve.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -27,43 +25,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void solve(const struct vrt_model *m, FILE *out)
 {
-	static const struct {
-		uint64_t ctx, tp, block;
-		const char *kv;
-	} cases[] = {
-	        {0, 0, 0, ""},
-	        {4096, 1, 16, "fp8"},
-	        {131072, 8, 64, "q4_0"},
-	        {1, 3, 1, "fp8_ds_mla"},
-	        {1ull << 40, 2, 1000, "auto"},
+	static const struct solve_case cases[] = {
+	        {0, 0, 0, "", "", 0},
+	        {4096, 1, 16, "fp8", "", 1},
+	        {131072, 8, 64, "q4_0", "", 2},
+	        {1, 3, 1, "fp8_ds_mla", "", 3},
+	        {1ull << 40, 2, 1000, "auto", "", 4},
 	};
-	struct vrt_model_arith *a = malloc(sizeof(*a));
-	struct vrt_model_budget b;
-	struct vrt_json w;
-	char f[512];
-	size_t i;
 
-	if (!a)
-		abort();
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		memset(&b, 0, sizeof(b));
-		b.kv_reserve_bytes = 40ull << 30;
-		b.headroom_bytes = (8ull << 30) * i;
-		b.context_len = cases[i].ctx;
-		b.tp = cases[i].tp;
-		b.block_tokens = cases[i].block;
-		b.engine = (int)i % 5;
-		snprintf(b.kv_dtype, sizeof(b.kv_dtype), "%s", cases[i].kv);
-		vrt_model_arith(a, m, &b);
-		a->explain = 1;
-		vrt_report_model_text(out, a);
-		vrt_json_init(&w, out);
-		vrt_report_model_json(&w, a);
-		vrt_json_finish(&w);
-	}
-	vrt_model_kv_formula(m, f, sizeof(f));
-	fputs(f, out);
-	free(a);
+	solve_cases(m, out, cases, sizeof(cases) / sizeof(cases[0]),
+	            40ull << 30, 8ull << 30);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

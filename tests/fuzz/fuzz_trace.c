@@ -3,8 +3,8 @@
  * input is one trace file's bytes (zstd frames of records). It is opened
  * with vrt_load_open_buffer and streamed through the analyzer's one pass
  * (vrt_run_pass: attributed to phases with the built-in rules, replayed),
- * diagnosed, and written in every report
- * format to /dev/null, so a malformed trace that decodes reaches each
+ * diagnosed, planned (`vramtrace plan`'s default grid), and written in
+ * every report format to /dev/null, so a malformed trace that decodes reaches each
  * consumer of the trace as `vramtrace analyze` would. The contract under
  * test is "any input: a status or a report, never a crash, an out-of-bounds
  * access or undefined behaviour".
@@ -24,6 +24,7 @@
 #include "attrib.h"
 #include "diagnose.h"
 #include "load.h"
+#include "plan.h"
 #include "replay.h"
 #include "report.h"
 #include "rules.h"
@@ -36,6 +37,34 @@
 #include <zstd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* `vramtrace plan` on the trace: its neighbourhood predicted, every
+ * format written, one row explained. */
+static void plan_one(FILE *devnull, const struct vrt_trace *t,
+                     const struct vrt_replay *r)
+{
+	struct vrt_plan *p = calloc(1, sizeof(*p));
+	struct vrt_plan_explain *ex = calloc(1, sizeof(*ex));
+	struct vrt_plan_row *row = calloc(1, sizeof(*row));
+	char msg[256];
+
+	if (!p || !ex || !row)
+		goto out;
+	vrt_plan_measure(p, t, r, NULL);
+	vrt_plan_default_grid(p);
+	if (vrt_plan_run(p, msg, sizeof(msg)))
+		goto out;
+	vrt_plan_predict(p, p->rec, p->rec_have, row, ex);
+	vrt_report_plan_text(devnull, t, p, "fuzz", row, ex, 0);
+	vrt_report_plan_json(devnull, t, p, "fuzz", row, ex, 0);
+	vrt_report_plan_csv(devnull, p);
+out:
+	if (p)
+		vrt_plan_free(p);
+	free(p);
+	free(ex);
+	free(row);
+}
 
 static void run_one(const uint8_t *data, size_t size)
 {
@@ -82,13 +111,14 @@ static void run_one(const uint8_t *data, size_t size)
 	if (!dg)
 		goto out;
 	vrt_diagnose_run(dg, &t, &r, NULL);
-	vrt_report_text_write(devnull, &t, &r, dg);
-	vrt_report_json_write(devnull, &t, &r, dg);
-	vrt_report_html_write(devnull, &t, &r, dg);
-	vrt_report_perfetto_write(devnull, &t, &r);
+	vrt_report_text_write(devnull, &t, &r, dg, NULL);
+	vrt_report_json_write(devnull, &t, &r, dg, NULL);
+	vrt_report_html_write(devnull, &t, &r, dg, NULL);
+	vrt_report_perfetto_write(devnull, &t, &r, NULL);
 	(void)vrt_report_folded_write(devnull, &t, &r);
 	/* Reports without a diagnosis take other paths. */
-	vrt_report_text_write(devnull, &t, &r, NULL);
+	vrt_report_text_write(devnull, &t, &r, NULL, NULL);
+	plan_one(devnull, &t, &r);
 	fflush(devnull);
 out:
 	free(dg);
@@ -115,54 +145,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef VRT_FUZZ_REPLAY
-#include <dirent.h>
-#include <sys/stat.h>
+#include "replay_main.h"
 
-static int replay_file(const char *path)
-{
-	static uint8_t buf[1 << 22];
-	FILE *f = fopen(path, "rb");
-
-	if (!f) {
-		fprintf(stderr, "fuzz_trace: %s: cannot open\n", path);
-		return 1;
-	}
-	size_t n = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
-	LLVMFuzzerTestOneInput(buf, n);
-	return 0;
-}
-
-/* Each argument is a file, or a directory whose files are all run (in name
- * order, so a failure is reproducible). */
 int main(int argc, char **argv)
 {
-	int rc = 0;
-
-	for (int i = 1; i < argc; i++) {
-		struct stat st;
-		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			struct dirent **ents;
-			int n = scandir(argv[i], &ents, NULL, alphasort);
-			if (n < 0) {
-				fprintf(stderr, "fuzz_trace: %s: cannot list\n",
-				        argv[i]);
-				return 1;
-			}
-			for (int j = 0; j < n; j++) {
-				char path[4096];
-				if (ents[j]->d_name[0] != '.') {
-					snprintf(path, sizeof(path), "%s/%s",
-					         argv[i], ents[j]->d_name);
-					rc |= replay_file(path);
-				}
-				free(ents[j]);
-			}
-			free(ents);
-		} else {
-			rc |= replay_file(argv[i]);
-		}
-	}
-	return rc;
+	return replay_main("fuzz_trace", argc, argv);
 }
 #endif

@@ -185,6 +185,62 @@ def serve_sim_runs(args, tmp):
           f"{rep['requests'].get('connections')})")
 
 
+def visible_devices_runs(args, tmp):
+    """Two servers of one recording, each given its own card with
+    CUDA_VISIBLE_DEVICES (as a launcher pins a replica): each calls its
+    card device 0, as with the real driver, and the cards stay apart in
+    the analysis because each carries its own UUID (the fake driver
+    renumbers the visible cards and keeps their physical identity)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("FAKECUDA_", "FAKEHIP_", "FAKENVML_",
+                                "VRAMTRACE_", "CUDA_VISIBLE_DEVICES"))}
+    env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
+        "LD_LIBRARY_PATH", "")
+    env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
+    env["FAKECUDA_DEVICES"] = "2"
+    env["FAKECUDA_MEM"] = "80G,96G"
+    sim = os.path.join(args.bin_dir, "serve_sim")
+    out = os.path.join(tmp, "visible")
+    script = (f"CUDA_VISIBLE_DEVICES=1 {sim} serve b "
+              f"--gpu-memory-utilization 0.9 & "
+              f"CUDA_VISIBLE_DEVICES=0 {sim} serve a "
+              f"--gpu-memory-utilization 0.9 & wait")
+    cmd = [args.vramtrace, "record", "-o", out, "--", "/bin/sh", "-c",
+           script]
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=100)
+    check(p.returncode == 0, f"visible: exit 0 (got {p.returncode})")
+    a = subprocess.run([args.vramtrace, "analyze", "--format", "json", out],
+                       env=env, stdout=subprocess.PIPE, text=True,
+                       timeout=100)
+    rep = json.loads(a.stdout)
+    devs = rep.get("devices", [])
+    names = sorted(d.get("name") for d in devs)
+    uuids = {d.get("uuid") for d in devs}
+    check(names == ["Fake GPU 0", "Fake GPU 1"] and len(uuids) == 2,
+          f"visible: two cards, each its own UUID (got {names}, {uuids})")
+    check(all(d.get("ordinal") == 0 for d in devs),
+          "visible: each process calls its card device 0")
+    check(all(d["peak"]["tracked_bytes"] <= d["total_bytes"] for d in devs),
+          "visible: no card holds more than it has")
+    totals = sorted(d.get("total_bytes") for d in devs)
+    check(totals == [80 << 30, 96 << 30],
+          f"visible: each card keeps its own capacity (got {totals})")
+    dg = rep.get("diagnosis") or {}
+    check(dg.get("verdict") == "none" and
+          dg.get("detail") not in ("peak_over_capacity",
+                                   "device_identity_conflict"),
+          f"visible: no data problem (got {dg.get('verdict')}, "
+          f"{dg.get('detail')})")
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    p = subprocess.run([sim, "serve", "m"], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=60)
+    check(p.returncode != 0,
+          f"visible: CUDA_VISIBLE_DEVICES='' hides every card (exit "
+          f"{p.returncode})")
+
+
 def llama_runs(args, tmp):
     common = ["-ngl", "8", "--layer-mib", "64", "-c", "1024",
               "--kv-kib-per-token", "128", "--act-mib", "256", "-np", "4"]
@@ -245,6 +301,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="examples-", dir=args.tmp_root)
     try:
         serve_sim_runs(args, tmp)
+        visible_devices_runs(args, tmp)
         llama_runs(args, tmp)
     finally:
         if failures or os.environ.get("VRT_TEST_KEEP"):

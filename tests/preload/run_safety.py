@@ -39,10 +39,43 @@ security  trace 0600, run directory 0700, control socket 0600; a symlink
           analyzed in every format and by table, printed literally;
           `record --redact` keeps the program, flag names and the
           allowlisted numeric engine values, and stores "***" for the rest.
+lifecycle (issue 13) A vfork child whose exec fails and that leaves with
+          _exit, from C and from Python's subprocess: the parent's trace
+          keeps all 8 allocations, untruncated, no warning. 20 rounds of
+          threads cancelled while their allocations fail: no hang, exit 0,
+          the trace complete. main ending with pthread_exit: exit 0 as
+          without the preload, the trace complete with its trailer; with
+          an atexit handler that sleeps, SIGTERM kills it as it does
+          without the preload. close_range(3, ~0) and closefrom(3), then
+          the program's own file at every number: no trace byte in it, the
+          control and metrics threads end (one warning each) instead of
+          spinning, a forked child writes through the preload's old
+          number, fork + exec and exec keep it; dup2 over the trace's fd:
+          the program's file holds only its own lines, one warning, the
+          trace holds the allocations made before. close_range over
+          accepted connections ends them (no request in flight after).
+files     (issue 13) -o of analyze, compare and table onto a character
+          device made with mknod (root only) stays a device; onto a FIFO,
+          its reader gets the report; onto a listening UNIX socket, its
+          peer gets it; -o - is stdout; a report file is 0600, also when
+          it replaces a 0644 one, and leaves no temporary file. Run
+          directories owned by another user (root only) or writable by
+          others: record refuses them (the command never runs), the
+          preload records nothing there (one warning, host exit 0), its
+          default ./vramtrace-run-<pid> in a world-writable directory is
+          made 0700 and a planted one refused, and ctl refuses the
+          directory, a socket file owned by another user and a socket
+          whose listener runs as another user, never printing the forged
+          answer. A FIFO named *.vtrace in a run directory is skipped with
+          a warning by analyze, table, compare and live; alone it is an
+          error; --rules and --model-config refuse a device and a 17 MiB
+          file at once; VRAMTRACE_RULES naming a FIFO does not hang the
+          host.
 
 Usage: run_safety.py --vramtrace EXE --preload LIB --fake-dir DIR
                      --host EXE --interposer SO --stress EXE --mktrace EXE
-                     --tmp-root DIR host|crash|security
+                     --vfork-py PY --tmp-root DIR
+                     host|crash|security|lifecycle|files
 Exit 0 pass (or 77: nothing could run), 1 fail.
 """
 import argparse
@@ -50,11 +83,15 @@ import glob
 import json
 import os
 import random
+import select
 import shutil
+import signal
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 FLUSH_MS = 50
@@ -611,15 +648,487 @@ def redact(c):
               f"(want {want})")
 
 
+# ---- lifecycle ------------------------------------------------------------
+
+def summary(c, out):
+    """(analyze exit, device allocations, truncated, failed) of a run."""
+    rc, rep = c.analyze(out)
+    fails = sum(d.get("families", {}).get("device", {}).get("failed", 0)
+                for d in rep.get("devices", []))
+    return rc, dev_allocs(rep), rep.get("run", {}).get("truncated"), fails
+
+
+def vfork_exec_fails(c):
+    for name, cmd in (("C", [c.a.host, "vfork"]),
+                      ("Python subprocess",
+                       [sys.executable, c.a.vfork_py])):
+        out = os.path.join(c.tmp, "vfork-" + name.split()[0])
+        p = c.run(cmd, c.env(out))
+        check(p is not None and p.returncode == 0 and
+              not warnings(p.stderr),
+              f"vfork + failed exec + _exit ({name}): host exit 0, no "
+              f"warning {p.stderr.strip() if p else 'hung'}")
+        if p is not None and "vfork False" in p.stdout:
+            print(f"note   this Python's subprocess does not vfork")
+        rc, n, trunc, _ = summary(c, out)
+        check(rc == 0 and n == 8 and trunc is False,
+              f"vfork + failed exec ({name}): the parent's trace keeps "
+              f"all 8 allocations, untruncated (got {n}, truncated "
+              f"{trunc})")
+
+
+def cancel_in_failure(c):
+    out = os.path.join(c.tmp, "cancel")
+    p = c.run([c.a.host, "cancel", "20"], c.env(out), timeout=60)
+    check(p is not None and p.returncode == 0 and "rounds 20" in p.stdout
+          and not warnings(p.stderr),
+          "20 rounds of threads cancelled while their allocations fail: "
+          f"no hang, exit 0 ({'hung' if p is None else p.returncode})")
+    rc, n, trunc, fails = summary(c, out)
+    check(rc == 0 and n == 2 and trunc is False and fails >= 1,
+          f"cancelled threads: the trace is complete (2 allocations, "
+          f"{fails} failures, truncated {trunc})")
+
+
+def pthread_exit_main(c):
+    bare = c.run([c.a.host, "pthreadexit"], c.env(), timeout=20)
+    out = os.path.join(c.tmp, "pthreadexit")
+    p = c.run([c.a.host, "pthreadexit"], c.env(out), timeout=20)
+    want = bare.returncode if bare else 0
+    check(p is not None and p.returncode == want and
+          not warnings(p.stderr),
+          f"main ends with pthread_exit: the process exits {want} as "
+          f"without the preload "
+          f"({'hung' if p is None else p.returncode})")
+    rc, n, trunc, _ = summary(c, out)
+    check(rc == 0 and n == 4 and trunc is False,
+          f"pthread_exit from main: 4 allocations, trace ended cleanly "
+          f"(got {n}, truncated {trunc})")
+    for pre in (False, True):
+        out = os.path.join(c.tmp, "pthreadexit-term")
+        h = subprocess.Popen([c.a.host, "pthreadexit-term"],
+                             env=c.env(out if pre else None),
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+        # "atexit": the handler runs (a process that never exits never
+        # prints it: give up after 10 s).
+        ready = select.select([h.stdout], [], [], 10)[0]
+        line = h.stdout.readline() if ready else ""
+        h.send_signal(signal.SIGTERM)
+        try:
+            rc = h.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            h.kill()
+            rc = None
+        check(line.strip() == "atexit" and rc == -signal.SIGTERM,
+              f"pthread_exit from main, {'with' if pre else 'without'} "
+              f"the preload: SIGTERM during exit kills it (got {rc})")
+
+
+def close_fds(c):
+    for how, metrics in (("range", True), ("from", False)):
+        d = c.dir(f"closefds-{how}")
+        out = os.path.join(c.tmp, f"closefds-{how}-run")
+        extra = {"VRAMTRACE_METRICS": "127.0.0.1:0"} if metrics else {}
+        p = c.run([c.a.host, "closefds", d, how], c.env(out, extra),
+                  timeout=60)
+        what = "close_range(3, ~0)" if how == "range" else "closefrom(3)"
+        check(p is not None and p.returncode == 0,
+              f"{what}: host exit 0, and the exec'd sh could write to "
+              f"the preload's old fd "
+              f"({'hung' if p is None else p.returncode} "
+              f"{p.stderr.strip() if p else ''})")
+        if p is None:
+            continue
+        log = open(os.path.join(d, "app.log"), "rb").read()
+        check(log == b"fork-child\nexec-child\nexec-self\n",
+              f"{what}: the program's file holds its own 3 lines and no "
+              f"trace byte (got {log[:60]!r})")
+        check("ctl-thread gone" in p.stdout and
+              "met-thread gone" in p.stdout,
+              f"{what}: the control and metrics threads ended instead "
+              f"of serving another fd ({p.stdout.split()})")
+        check("fork-child-status 0" in p.stdout and
+              "exec-child-status 0" in p.stdout,
+              f"{what}: a forked child, and one that execs, keep the "
+              f"program's fd at the preload's old number")
+        w = warnings(p.stderr)
+        want = ["trace file's descriptor", "control socket"]
+        if metrics:
+            want.append("metrics:")
+        check(len(w) == len(want) and
+              all(sum(k in ln for ln in w) == 1 for k in want),
+              f"{what}: one warning each for {want} (got {w})")
+        rc, n, trunc, _ = summary(c, out)
+        check(rc == 0 and n == 3,
+              f"{what}: the trace holds the 3 allocations made before "
+              f"(got {n}, exit {rc})")
+
+
+def close_range_connections(c):
+    out = os.path.join(c.tmp, "acceptclose")
+    p = c.run([c.a.host, "acceptclose"], c.env(out))
+    check(p is not None and p.returncode == 0 and not warnings(p.stderr),
+          "close_range over accepted connections: host exit 0")
+    rc, rep = c.analyze(out)
+    ooms = rep.get("ooms", [])
+    check(rc == 0 and rep.get("requests", {}).get("max_inflight") == 3 and
+          len(ooms) == 1 and ooms[0].get("inflight") == 0,
+          f"close_range over 3 accepted connections ends them: 3 in "
+          f"flight before, 0 at the OOM after (got "
+          f"{rep.get('requests')}, {[o.get('inflight') for o in ooms]})")
+
+
+def dup2_over_trace(c):
+    d = c.dir("dup2")
+    out = os.path.join(c.tmp, "dup2-run")
+    p = c.run([c.a.host, "dup2", d], c.env(out))
+    w = warnings(p.stderr) if p else []
+    check(p is not None and p.returncode == 0 and len(w) == 1 and
+          "trace file's descriptor" in w[0],
+          f"dup2 over the trace's fd: host exit 0, one warning (got {w})")
+    log = open(os.path.join(d, "app.log"), "rb").read()
+    check(log == b"app-line\napp-line-2\n",
+          f"dup2 over the trace's fd: the program's file holds only its "
+          f"own lines (got {log[:60]!r})")
+    rc, n, trunc, _ = summary(c, out)
+    check(rc == 0 and n == 3 and trunc is True,
+          f"dup2 over the trace's fd: the trace holds the 3 allocations "
+          f"made before, ends there (got {n}, truncated {trunc})")
+
+
+# ---- files ----------------------------------------------------------------
+
+def vt(c, *argv, timeout=30, **kw):
+    try:
+        return subprocess.run([c.a.vramtrace] + list(argv),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def small_run(c, name):
+    out = os.path.join(c.tmp, name)
+    p = c.run([c.a.host, "basic", "2"], c.env(out))
+    if p is None or p.returncode != 0 or not traces(out):
+        raise RuntimeError(f"could not record {name}")
+    return out
+
+
+def read_in_thread(target, connect=False):
+    """Starts a reader of a FIFO (or a listening UNIX socket at target);
+    returns (thread, result dict with 'data')."""
+    got = {"data": b""}
+    srv = None
+    if connect:
+        srv = socket.socket(socket.AF_UNIX)
+        srv.bind(target)
+        srv.listen(1)
+        srv.settimeout(20)
+
+    def reader():
+        try:
+            if srv:
+                conn, _ = srv.accept()
+                with conn:
+                    while True:
+                        b = conn.recv(65536)
+                        if not b:
+                            break
+                        got["data"] += b
+                srv.close()
+            else:
+                with open(target, "rb") as f:
+                    got["data"] = f.read()
+        except OSError as e:
+            got["error"] = str(e)
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    return t, got
+
+
+def output_targets(c):
+    run = small_run(c, "out-run")
+    d = c.dir("out-targets")
+    reports = {"analyze": ["analyze", "--format", "json", run],
+               "compare": ["compare", "--format", "json", run, run],
+               "table": ["table", "--format", "json", run]}
+    if os.geteuid() == 0:
+        node = os.path.join(d, "null")
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        for name, argv in reports.items():
+            p = vt(c, *argv, "-o", node)
+            st = os.lstat(node)
+            check(p is not None and p.returncode == 0 and
+                  stat.S_ISCHR(st.st_mode) and
+                  st.st_rdev == os.makedev(1, 3),
+                  f"{name} -o onto a character device: exit 0, still the "
+                  f"same device afterwards "
+                  f"({p.stderr.strip() if p else 'hung'})")
+        check(not [f for f in os.listdir(d) if f != "null"],
+              "-o onto a device: no temporary file left beside it")
+    else:
+        skip("-o onto a character device: mknod needs root")
+    for name, argv in reports.items():
+        fifo = os.path.join(d, f"{name}.fifo")
+        os.mkfifo(fifo)
+        t, got = read_in_thread(fifo)
+        p = vt(c, *argv, "-o", fifo)
+        t.join(20)
+        try:
+            ok = json.loads(got["data"].decode()) is not None
+        except ValueError:
+            ok = False
+        check(p is not None and p.returncode == 0 and ok and
+              stat.S_ISFIFO(os.lstat(fifo).st_mode),
+              f"{name} -o onto a FIFO: its reader got the whole report, "
+              f"the FIFO stays ({len(got['data'])} bytes)")
+    sock = os.path.join(d, "report.sock")
+    t, got = read_in_thread(sock, connect=True)
+    p = vt(c, *reports["analyze"], "-o", sock)
+    t.join(20)
+    check(p is not None and p.returncode == 0 and
+          got["data"].startswith(b"{") and
+          stat.S_ISSOCK(os.lstat(sock).st_mode),
+          f"analyze -o onto a listening UNIX socket: the peer got the "
+          f"report ({len(got['data'])} bytes)")
+    p = vt(c, *reports["analyze"], "-o", "-", cwd=d)
+    check(p is not None and p.returncode == 0 and
+          p.stdout.startswith("{") and
+          not os.path.exists(os.path.join(d, "-")),
+          "-o - writes to standard output")
+    rep_path = os.path.join(d, "report.json")
+    with open(rep_path, "w") as f:
+        f.write("old\n")
+    os.chmod(rep_path, 0o644)
+    for what in ("replacing a 0644 file", "a new file"):
+        if what == "a new file":
+            os.unlink(rep_path)
+        p = vt(c, *reports["analyze"], "-o", rep_path)
+        mode = stat.S_IMODE(os.lstat(rep_path).st_mode)
+        check(p is not None and p.returncode == 0 and mode == 0o600 and
+              open(rep_path).read().startswith("{"),
+              f"-o FILE, {what}: the report is mode 0600 (got {oct(mode)})")
+    left = [f for f in os.listdir(d) if ".tmp" in f]
+    check(not left, f"-o FILE: no temporary file left ({left})")
+
+
+def forged_server(path, uid=None):
+    """A process answering any control request with a forged status, at
+    the UNIX socket path; it binds as us, then listens as uid when given
+    (root only: the peer's credentials are taken at listen()). Returns its
+    pid once it listens."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(path)
+            if uid is not None:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+            s.listen(4)
+            os.write(w, b"1")
+            s.settimeout(30)
+            while True:
+                conn, _ = s.accept()
+                conn.recv(200)
+                conn.sendall(b'{"pid":424242,"state":"recording","events":'
+                             b'99999,"dropped":0,"inflight":0,"ooms":0,'
+                             b'"devices":[]}\n')
+                conn.close()
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.read(r, 1)
+    os.close(r)
+    return pid
+
+
+def stop(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+
+
+def run_dirs(c):
+    root = os.geteuid() == 0
+    cases = [("writable by others (0777)", 0o777, None)]
+    if root:
+        cases.append(("owned by uid 65534", 0o700, 65534))
+    else:
+        skip("run directories owned by another user: chown needs root")
+    for what, mode, owner in cases:
+        d = os.path.join(c.tmp, f"rd-{mode:o}-{owner}")
+        os.mkdir(d)
+        os.chmod(d, mode)
+        if owner is not None:
+            os.chown(d, owner, owner)
+        env = c.env()
+        env["VRAMTRACE_PRELOAD"] = os.path.abspath(c.a.preload)
+        marker = os.path.join(c.tmp, f"ran-{mode:o}-{owner}")
+        p = c.run([c.a.vramtrace, "record", "-o", d, "--", "/bin/sh",
+                   "-c", f"touch {marker}"], env)
+        check(p is not None and p.returncode == 1 and
+              "cannot record" in p.stderr and what.split(" (")[0] in
+              p.stderr and not os.path.exists(marker) and
+              not os.listdir(d),
+              f"record -o a run directory {what}: refused with a clear "
+              f"message, the command not run "
+              f"({p.stderr.strip() if p else 'hung'})")
+        p = c.run([c.a.host, "basic", "2"], c.env(d))
+        w = warnings(p.stderr) if p else []
+        check(p is not None and p.returncode == 0 and len(w) == 1 and
+              "refused" in w[0] and not os.listdir(d),
+              f"preload, VRAMTRACE_OUT a run directory {what}: host exit "
+              f"0, one warning, nothing written (got {w})")
+    # The preload's default run directory in a shared working directory.
+    shared = c.dir("shared-cwd")
+    os.chmod(shared, 0o1777)
+    env = c.env()
+    env["LD_PRELOAD"] = os.path.abspath(c.a.preload)
+    p = c.run([c.a.host, "basic", "2"], env, cwd=shared)
+    made = glob.glob(os.path.join(shared, "vramtrace-run-*"))
+    st = os.lstat(made[0]) if made else None
+    check(p is not None and p.returncode == 0 and len(made) == 1 and
+          stat.S_IMODE(st.st_mode) == 0o700 and
+          st.st_uid == os.geteuid() and traces(made[0]),
+          "default run directory in a world-writable working directory: "
+          "made 0700, ours, the trace in it")
+    plants = [("0777", "mkdir -m 777 vramtrace-run-$$")]
+    if root:
+        plants.append(("owned by uid 65534",
+                       "mkdir -m 700 vramtrace-run-$$ && "
+                       "chown 65534:65534 vramtrace-run-$$"))
+    for what, mk in plants:
+        env = c.env()
+        pre = os.path.abspath(c.a.preload)
+        script = (f"{mk} && exec env LD_PRELOAD={pre} "
+                  f"VRAMTRACE_FLUSH_MS={FLUSH_MS} \"$0\" basic 2")
+        p = c.run(["/bin/sh", "-c", script, c.a.host], env, cwd=shared)
+        w = warnings(p.stderr) if p else []
+        planted = [x for x in glob.glob(os.path.join(
+            shared, "vramtrace-run-*")) if x not in made]
+        check(p is not None and p.returncode == 0 and len(w) == 1 and
+              "refused" in w[0] and len(planted) == 1 and
+              not os.listdir(planted[0]),
+              f"default run directory planted in advance ({what}): "
+              f"refused with one warning, nothing written, host exit 0 "
+              f"(got {w})")
+        made += planted
+    ctl_refusals(c, root)
+
+
+def ctl_against(c, name, dir_mode=0o700, dir_owner=None, sock_owner=None,
+                listener=None):
+    """`vramtrace ctl DIR status` against a forged server in a new
+    directory set up as asked; returns its completed process."""
+    d = os.path.join(c.tmp, name)
+    os.mkdir(d, 0o700)
+    sock = os.path.join(d, "4242.ctl")
+    pid = forged_server(sock, uid=listener)
+    if sock_owner is not None:
+        os.chown(sock, sock_owner, sock_owner)
+    os.chmod(d, dir_mode)
+    if dir_owner is not None:
+        os.chown(d, dir_owner, dir_owner)
+    try:
+        return vt(c, "ctl", d, "status")
+    finally:
+        stop(pid)
+
+
+def ctl_refusals(c, root):
+    cases = [("a run directory writable by others", "writable by others",
+              {"dir_mode": 0o777})]
+    if root:
+        cases += [("a run directory owned by another user",
+                   "owned by uid 65534", {"dir_owner": 65534}),
+                  ("a socket file owned by another user",
+                   "socket is owned by uid 65534", {"sock_owner": 65534}),
+                  ("a socket whose listener runs as another user",
+                   "listening runs as uid 65534", {"listener": 65534})]
+    else:
+        skip("ctl and sockets of another user: chown and setuid need root")
+    for k, (what, why, setup) in enumerate(cases):
+        p = ctl_against(c, f"ctl-{k}", **setup)
+        out = (p.stdout + p.stderr) if p else "hung"
+        check(p is not None and p.returncode == 1 and "99999" not in out
+              and why in out,
+              f"ctl against {what}: refused, the forged status never "
+              f"printed ({out.strip()})")
+
+
+def analyzer_inputs(c):
+    run = small_run(c, "in-run")
+    fifo = os.path.join(run, "999.vtrace")
+    os.mkfifo(fifo)
+    for name, argv in (("analyze", ["analyze", run]),
+                       ("table", ["table", run]),
+                       ("compare", ["compare", run, run]),
+                       ("live", ["live", run, "--count", "1"])):
+        p = vt(c, *argv, timeout=20)
+        # live redraws every interval: it skips the file without a
+        # warning each time.
+        check(p is not None and p.returncode == 0 and
+              (name == "live" or
+               "999.vtrace: not a regular file (a FIFO); skipped" in
+               p.stderr),
+              f"{name} of a run holding a FIFO named *.vtrace: no hang, the "
+              f"FIFO skipped "
+              f"({'hung' if p is None else p.stderr.strip()})")
+    p = vt(c, "analyze", fifo, timeout=20)
+    check(p is not None and p.returncode == 1 and
+          "not a regular file (a FIFO)" in p.stderr,
+          f"analyze of the FIFO alone: exit 1, no hang "
+          f"({'hung' if p is None else p.stderr.strip()})")
+    d = c.dir("inputs")
+    if os.geteuid() == 0:
+        zero = os.path.join(d, "zero")
+        os.mknod(zero, 0o666 | stat.S_IFCHR, os.makedev(1, 5))
+    else:
+        zero = "/dev/zero"  # read only: never an output
+    big = os.path.join(d, "big")
+    with open(big, "wb") as f:
+        f.truncate(17 << 20)
+    for opt in ("--rules", "--model-config"):
+        for path, why in ((zero, "not a regular file (a character "
+                                 "device)"),
+                          (big, "larger than 16 MiB")):
+            p = vt(c, "analyze", opt, path, run, timeout=20)
+            check(p is not None and p.returncode == 1 and why in p.stderr
+                  and len(p.stderr.strip().splitlines()) == 1,
+                  f"analyze {opt} {os.path.basename(path)}: a one-line "
+                  f"error, at once ({'hung' if p is None else p.stderr.strip()})")
+    rfifo = os.path.join(d, "rules.fifo")
+    os.mkfifo(rfifo)
+    out = os.path.join(c.tmp, "rules-fifo-run")
+    p = c.run([c.a.host, "basic", "2"],
+              c.env(out, {"VRAMTRACE_RULES": rfifo}), timeout=20)
+    w = warnings(p.stderr) if p else []
+    check(p is not None and p.returncode == 0 and len(w) == 1 and
+          "not a regular file" in w[0],
+          f"VRAMTRACE_RULES naming a FIFO: the host starts at once, one "
+          f"warning ({'hung' if p is None else w})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     for o in ("--vramtrace", "--preload", "--fake-dir", "--host",
-              "--interposer", "--stress", "--mktrace", "--tmp-root"):
+              "--interposer", "--stress", "--mktrace", "--vfork-py",
+              "--tmp-root"):
         ap.add_argument(o, required=True)
-    ap.add_argument("group", choices=("host", "crash", "security"))
+    ap.add_argument("group", choices=("host", "crash", "security",
+                                      "lifecycle", "files"))
     a = ap.parse_args()
     for o in ("vramtrace", "preload", "fake_dir", "host", "interposer",
-              "stress", "mktrace", "tmp_root"):
+              "stress", "mktrace", "vfork_py", "tmp_root"):
         setattr(a, o, os.path.abspath(getattr(a, o)))
     os.makedirs(a.tmp_root, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f"safety-{a.group}-", dir=a.tmp_root)
@@ -629,6 +1138,10 @@ def main():
                  signals, exit_race, dl_reopen, setuid, interposers],
         "crash": [crash],
         "security": [permissions, symlinks, hostile_trace, redact],
+        "lifecycle": [vfork_exec_fails, cancel_in_failure,
+                      pthread_exit_main, close_fds,
+                      close_range_connections, dup2_over_trace],
+        "files": [output_targets, run_dirs, analyzer_inputs],
     }
     for f in groups[a.group]:
         print(f"# {f.__name__}", flush=True)

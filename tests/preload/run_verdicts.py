@@ -188,11 +188,16 @@ def main():
                 "free_bytes": total - 14 * GIB - kv,
                 "single_request_bytes": 8 * GIB,
                 "weights_bytes": 14 * GIB})
-        check(has_action(d, "--max-model-len 67584 (was 131072)"),
-              f"kv_cache: action --max-model-len 67584 (got "
+        # 131072 x 4.125 GiB / 8 GiB less the 5% margin = 64204, to a
+        # multiple of 1024; the reserve frees 8 GiB x 1.05 - 4.125 GiB:
+        # 0.95 - 0.054 = 0.896, to 0.89
+        check(has_action(d, "--max-model-len 63488 (was 131072)"),
+              f"kv_cache: action --max-model-len 63488 (got "
               f"{d.get('actions')})")
-        check(has_action(d, "--gpu-memory-utilization 0.90 (was 0.95"),
-              "kv_cache: action --gpu-memory-utilization 0.90")
+        check(has_action(d, "--gpu-memory-utilization 0.89 (was 0.95)"),
+              "kv_cache: action --gpu-memory-utilization 0.89")
+        check(len(d.get("costs", [])) == len(d.get("actions", [])),
+              "kv_cache: a cost for every action")
 
         kv = kv_reserve(0.9, total, 14 * GIB, 2048 * 256 * 1024)
         d, ev = scenario(args, tmp, "concurrency", {},
@@ -209,7 +214,7 @@ def main():
                 "requests_that_fit": room // (2 * GIB)})
         check(room // (2 * GIB) == 4, "concurrency: 4 requests fit")
         check(has_action(d, "vLLM: cap concurrent sequences: "
-                         "--max-num-seqs 4"),
+                         "--max-num-seqs 4 (was 16)"),
               f"concurrency: action --max-num-seqs 4 (got "
               f"{d.get('actions')})")
 
@@ -244,9 +249,14 @@ def main():
               "other_processes: never suggests killing them")
 
         d, ev = scenario(args, tmp, "none", {}, util, 0)
+        headroom = total - 14 * GIB - kv - 4 * 2 * GIB
         expect("none", d, ev, "none", "fits", "request", None,
-               {"headroom_bytes": total - 14 * GIB - kv - 4 * 2 * GIB,
-                "max_inflight": 4})
+               {"headroom_bytes": headroom,
+                "max_inflight": 4,
+                "headroom_below_margin": headroom})
+        check(has_action(d, "keeps less than the 5% margin"),
+              f"none: 512 MiB of 80 GiB is below the margin (got "
+              f"{d.get('actions')})")
     finally:
         if failures or os.environ.get("VRT_TEST_KEEP"):
             print("files kept in " + tmp)

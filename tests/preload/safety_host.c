@@ -26,6 +26,39 @@
  *   oomdie HOW      5 allocations of 1 MiB, then one of 1 TiB that fails;
  *                   right after the error: kill, segv or abort
  *   secure PRELOAD  prints "secure N" (AT_SECURE), dlopens PRELOAD, exit 0
+ *
+ * Lifecycle and fds (issue 13):
+ *
+ *   vfork           3 allocations; vfork, exec of a missing program and
+ *                   _exit(127) in the child; 5 more allocations; exit 0
+ *   cancel N        N rounds of 4 threads failing 1 TiB allocations in a
+ *                   loop (with a pthread_testcancel), cancelled after 1 to
+ *                   20 ms and joined; then one failed and 2 good
+ *                   allocations; prints "rounds N", exit 0
+ *   pthreadexit     2 allocations, a thread that makes 2 more after
+ *                   100 ms, and main ends with pthread_exit
+ *   pthreadexit-term  the same, with an atexit handler that prints
+ *                   "atexit" and sleeps 30 s (to be ended by SIGTERM)
+ *   closefds DIR range|from   3 allocations (prints "trace-fd T"), then
+ *                   close_range(3, ~0) or closefrom(3), and DIR/app.log
+ *                   opened (not O_CLOEXEC) at every number from 3 to 24,
+ *                   so each number the preload had is the program's
+ *                   file; 3 allocations; prints "ctl-thread" and
+ *                   "met-thread" alive|gone (after waiting up to 5 s for
+ *                   both to end); a forked child writes
+ *                   "fork-child" through fd T ("fork-child-status S"), a
+ *                   forked child execs sh to write "exec-child" to fd T
+ *                   ("exec-child-status S"), and finally this process
+ *                   execs sh to write "exec-self" to fd T (its exit
+ *                   status is sh's)
+ *   acceptclose     one allocation, then listens on 127.0.0.1, accepts 3
+ *                   connections of its own (a request read on each),
+ *                   then close_range over the
+ *                   accepted fds and a 1 TiB allocation that fails (an
+ *                   OOM with no request in flight); exit 0
+ *   dup2 DIR        3 allocations, dup2 of DIR/app.log over the trace's
+ *                   fd, "app-line" written through it, 3 allocations and
+ *                   300 ms, "app-line-2" written; exit 0
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -35,7 +68,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <linux/close_range.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -282,6 +321,258 @@ static int mode_oomdie(const char *how)
 	return 0;
 }
 
+/* ---- lifecycle and fds ------------------------------------------------ */
+
+static int mode_vfork(void)
+{
+	for (int i = 0; i < 3; i++)
+		one(MIB);
+	char *argv[] = {"/nonexistent/vramtrace-no-such-program", NULL};
+	pid_t pid = vfork();
+	if (pid == 0) {
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 127)
+		die("the vfork child did not exit 127");
+	for (int i = 0; i < 5; i++)
+		one(MIB);
+	return 0;
+}
+
+static void *fail_loop(void *arg)
+{
+	(void)arg;
+	set_ctx(ctx);
+	for (;;) {
+		devptr p;
+		pthread_testcancel();
+		if (mem_alloc(&p, 1ull << 40) == 0)
+			mem_free(p);
+	}
+	return NULL;
+}
+
+static int mode_cancel(long rounds)
+{
+	unsigned r = (unsigned)getpid();
+	for (long k = 0; k < rounds; k++) {
+		pthread_t t[4];
+		for (int i = 0; i < 4; i++)
+			if (pthread_create(&t[i], NULL, fail_loop, NULL))
+				die("pthread_create");
+		r = r * 1103515245u + 12345u;
+		usleep(1000 + (r >> 8) % 20000);
+		for (int i = 0; i < 4; i++)
+			pthread_cancel(t[i]);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+	}
+	devptr p;
+	if (mem_alloc(&p, 1ull << 40) == 0)
+		die("the 1 TiB allocation succeeded");
+	one(MIB);
+	one(MIB);
+	printf("rounds %ld\n", rounds);
+	return 0;
+}
+
+static void *late_allocs(void *arg)
+{
+	(void)arg;
+	set_ctx(ctx);
+	usleep(100000);
+	one(MIB);
+	one(MIB);
+	return NULL;
+}
+
+static void sleep_at_exit(void)
+{
+	printf("atexit\n");
+	fflush(stdout);
+	sleep(30);
+}
+
+static int mode_pthreadexit(int term)
+{
+	one(MIB);
+	one(MIB);
+	if (term)
+		atexit(sleep_at_exit);
+	pthread_t t;
+	if (pthread_create(&t, NULL, late_allocs, NULL))
+		die("pthread_create");
+	pthread_exit(NULL);
+}
+
+/* The fd whose /proc/self/fd link ends in ".vtrace", or -1. */
+static int trace_fd(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int found = -1;
+	while (d && found < 0 && (de = readdir(d))) {
+		char path[300], link[4096];
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		if (n > 7 && !memcmp(link + n - 7, ".vtrace", 7))
+			found = atoi(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Whether a thread of this process has that name. */
+static int thread_alive(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int found = 0;
+	while (d && !found && (de = readdir(d))) {
+		char path[300], comm[64] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+		         de->d_name);
+		FILE *f = fopen(path, "re");
+		if (f) {
+			if (fgets(comm, sizeof(comm), f))
+				found = !strncmp(comm, name, strlen(name));
+			fclose(f);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static int wait_status(pid_t pid)
+{
+	int st;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int mode_closefds(const char *dir, const char *how)
+{
+	for (int i = 0; i < 3; i++)
+		one(MIB);
+	int t = trace_fd();
+	if (t < 0)
+		die("no trace fd");
+	printf("trace-fd %d\n", t);
+	if (!strcmp(how, "range")) {
+		if (close_range(3, ~0u, 0))
+			die("close_range");
+	} else {
+		closefrom(3);
+	}
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/app.log", dir);
+	for (int fd = -1; fd < 24;) {
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd < 0)
+			die("open app.log");
+	}
+	for (int i = 0; i < 3; i++)
+		one(MIB);
+	/* The endpoints poll every 200 and 500 ms: give them 5 s to see
+	 * their sockets gone. */
+	for (int i = 0; i < 100 && (thread_alive("vramtrace-ctl") ||
+	                            thread_alive("vramtrace-met"));
+	     i++)
+		usleep(50000);
+	printf("ctl-thread %s\n",
+	       thread_alive("vramtrace-ctl") ? "alive" : "gone");
+	printf("met-thread %s\n",
+	       thread_alive("vramtrace-met") ? "alive" : "gone");
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		static const char m[] = "fork-child\n";
+		_exit(write(t, m, sizeof(m) - 1) == sizeof(m) - 1 ? 0 : 1);
+	}
+	printf("fork-child-status %d\n", wait_status(pid));
+	char cmd[64];
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		snprintf(cmd, sizeof(cmd), "echo exec-child >&%d", t);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(126);
+	}
+	printf("exec-child-status %d\n", wait_status(pid));
+	fflush(stdout);
+	snprintf(cmd, sizeof(cmd), "echo exec-self >&%d", t);
+	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+	die("exec sh");
+	return 1;
+}
+
+static int mode_acceptclose(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int cl[3], ac[3], lo = 1 << 30, hi = -1;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* Recording starts here, so the preload's own fds lie below the
+	 * range closed later. */
+	one(MIB);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(l, 8) || getsockname(l, (struct sockaddr *)&a, &len))
+		die("listen");
+	for (int i = 0; i < 3; i++) {
+		cl[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (cl[i] < 0 ||
+		    connect(cl[i], (struct sockaddr *)&a, sizeof(a)))
+			die("connect");
+		ac[i] = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+		if (ac[i] < 0)
+			die("accept");
+		/* A request on each: the preload counts requests in flight
+		 * (bytes received, no answer yet), not connections. */
+		char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n", buf[64];
+		if (write(cl[i], req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1 ||
+		    read(ac[i], buf, sizeof(buf)) <= 0)
+			die("request");
+		lo = ac[i] < lo ? ac[i] : lo;
+		hi = ac[i] > hi ? ac[i] : hi;
+	}
+	if (close_range((unsigned)lo, (unsigned)hi, 0))
+		die("close_range");
+	devptr p;
+	if (mem_alloc(&p, 1ull << 40) == 0)
+		die("the 1 TiB allocation succeeded");
+	return 0;
+}
+
+static int mode_dup2(const char *dir)
+{
+	for (int i = 0; i < 3; i++)
+		one(MIB);
+	int t = trace_fd();
+	if (t < 0)
+		die("no trace fd");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/app.log", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0 || dup2(fd, t) != t)
+		die("dup2 app.log");
+	static const char l1[] = "app-line\n", l2[] = "app-line-2\n";
+	if (write(t, l1, sizeof(l1) - 1) != sizeof(l1) - 1)
+		die("write");
+	for (int i = 0; i < 3; i++)
+		one(MIB);
+	usleep(300000);
+	if (write(t, l2, sizeof(l2) - 1) != sizeof(l2) - 1)
+		die("write");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -333,6 +624,18 @@ int main(int argc, char **argv)
 		return mode_fork();
 	if (!strcmp(m, "exitrace"))
 		return mode_exitrace();
+	if (!strcmp(m, "vfork"))
+		return mode_vfork();
+	if (!strcmp(m, "cancel") && argc > 2)
+		return mode_cancel(atol(argv[2]));
+	if (!strcmp(m, "pthreadexit") || !strcmp(m, "pthreadexit-term"))
+		return mode_pthreadexit(m[11] == '-');
+	if (!strcmp(m, "closefds") && argc > 3)
+		return mode_closefds(argv[2], argv[3]);
+	if (!strcmp(m, "acceptclose"))
+		return mode_acceptclose();
+	if (!strcmp(m, "dup2") && argc > 2)
+		return mode_dup2(argv[2]);
 	if (!strcmp(m, "crash") && argc > 4) {
 		crash_ms = atol(argv[3]);
 		crash_how = argv[4];

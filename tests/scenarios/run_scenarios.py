@@ -11,6 +11,10 @@ Each tests/scenarios/*.scn file is one scenario:
     env:     FAKECUDA_DEVICES=2 FAKECUDA_HOST_MEM=2G
     exit:    3
     expect:  kv_cache context_too_long request
+    advice:  --max-model-len 63488 (was 131072) | --gpu-memory-utilization
+    evidence: log_fatal_failure near_miss
+    confidence: high
+    analyze: --no-log
     why:     the reasoning an engineer who knows the engine would give,
              continued on indented lines
 
@@ -20,7 +24,12 @@ status `vramtrace record` must end with (the server's, 128+N for signal
 N) — a different one means the server did not do what the scenario
 describes, and the scenario is reported broken; `expect` is the verdict,
 the detail ("-": any) and the stage of `vramtrace analyze --format
-json`'s diagnosis.
+json`'s diagnosis. Optional: `evidence`, keys the diagnosis's evidence
+must hold (what the engine's log added, for one: record keeps the
+server's output in output.log and analyze reads it); `confidence`, the
+level it must have; `analyze`, more arguments for analyze (--no-log: the
+trace alone); `advice`, separated by " | ", what its actions must say, in
+the engine's own terms (each a substring of one action).
 
 Output: --format tap (for meson: one subtest per scenario, exit 0 once
 they all ran), or table: one row per scenario (expected, got,
@@ -38,7 +47,8 @@ import subprocess
 import sys
 import tempfile
 
-KEYS = ("title", "run", "env", "exit", "expect", "why")
+KEYS = ("title", "run", "env", "exit", "expect", "advice", "evidence",
+        "confidence", "analyze", "why")
 
 
 def parse(path):
@@ -69,6 +79,10 @@ def parse(path):
     sc["argv"] = shlex.split(sc["run"])
     sc["envs"] = dict(e.split("=", 1) for e in shlex.split(sc.get("env", "")))
     sc["exit"] = int(sc["exit"])
+    sc["evidence"] = sc.get("evidence", "").split()
+    sc["advice"] = [a.strip() for a in sc.get("advice", "").split(" | ")
+                    if a.strip()]
+    sc["analyze"] = shlex.split(sc.get("analyze", ""))
     return sc
 
 
@@ -101,18 +115,33 @@ def run_one(args, tmp, sc):
     if p.returncode != sc["exit"]:
         return None, (f"broken: the run exited {p.returncode}, the scenario "
                       f"says {sc['exit']} (log: {out}.log)")
-    a = subprocess.run([args.vramtrace, "analyze", "--format", "json", out],
+    a = subprocess.run([args.vramtrace, "analyze", "--format", "json", out]
+                       + sc["analyze"],
                        env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=60)
     if a.returncode != 0:
         return None, "analyze failed: " + a.stderr.strip()
     d = json.loads(a.stdout).get("diagnosis") or {}
-    return [d.get("verdict") or "?", d.get("detail") or "?",
-            d.get("stage") or "?"], ""
+    got = [d.get("verdict") or "?", d.get("detail") or "?",
+           d.get("stage") or "?"]
+    keys = {e.get("key") for e in d.get("evidence", [])}
+    missing = [k for k in sc["evidence"] if k not in keys]
+    if missing:
+        got.append("no evidence " + ",".join(missing))
+    if sc.get("confidence") and d.get("confidence") != sc["confidence"]:
+        got.append(f"confidence {d.get('confidence')}")
+    missing = [w for w in sc["advice"]
+               if not any(w in x for x in d.get("actions", []))]
+    if missing:
+        return got, ("advice lacks " + "; ".join(repr(m) for m in missing) +
+                     " (actions: " + " / ".join(d.get("actions", [])) + ")")
+    return got, ""
 
 
-def right(want, got):
-    return got is not None and all(
+def right(want, got, note=""):
+    """Verdict, detail and stage as expected, and nothing else wrong (the
+    evidence, confidence or advice asked for)."""
+    return got is not None and not note and len(got) == len(want) and all(
         w == "-" or w == g for w, g in zip(want, got))
 
 
@@ -141,22 +170,24 @@ def main():
     tmp = tempfile.mkdtemp(prefix="scenarios-", dir=args.tmp_root)
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as ex:
         results = list(ex.map(lambda s: run_one(args, tmp, s), scs))
-    nright = sum(right(s["want"], g) for s, (g, _) in zip(scs, results))
+    nright = sum(right(s["want"], g, n) for s, (g, n) in zip(scs, results))
     if args.format == "tap":
         print(f"1..{len(scs)}")
         for i, (s, (got, note)) in enumerate(zip(scs, results), 1):
-            ok = right(s["want"], got)
+            ok = right(s["want"], got, note)
             print(f"{'ok' if ok else 'not ok'} {i} - {s['name']}: expected "
                   f"{'/'.join(s['want'])}, got "
                   f"{'/'.join(got) if got else note}")
             if not ok:
                 print(f"# {s.get('title', '')}")
                 print(f"# why: {s.get('why', '')}")
+                if got and note:
+                    print(f"# {note}")
     else:
         w = max(len(s["name"]) for s in scs) if scs else 8
         print(f"{'scenario':<{w}}  {'expected':<42} {'got':<42} result")
         for s, (got, note) in zip(scs, results):
-            ok = right(s["want"], got)
+            ok = right(s["want"], got, note)
             print(f"{s['name']:<{w}}  {'/'.join(s['want']):<42} "
                   f"{'/'.join(got) if got else note:<42} "
                   f"{'right' if ok else 'WRONG'}")

@@ -4,8 +4,9 @@
  * numbers, the cases of issue 14 shaped as the engines make them (with
  * the ladder's numbers), and the model arithmetic (model.c) as the
  * diagnosis states it, from the configs of tests/data and the engine's
- * flags in the command line. TAP output. argv[1]: the tests/data
- * directory.
+ * flags in the command line, and what the engine's log decides (struct
+ * vrt_diag_log: the failure it names, its flags, its ready line, a budget
+ * refusal, its numbers). TAP output. argv[1]: the tests/data directory.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -166,13 +167,25 @@ static int has_evidence_text(const char *key, const char *needle)
 	return 0;
 }
 
-static void diagnose(const struct vrt_model *cfg)
+static void diagnose_log(const struct vrt_model *cfg,
+                         const struct vrt_diag_log *log)
 {
 	ok(vrt_replay_begin(&r, &t) == 0 &&
 	           vrt_replay_feed(&r, &t, evs, nev) == 0 &&
 	           vrt_replay_end(&r, &t) == 0,
 	   "replay runs");
-	vrt_diagnose_run(&dg, &t, &r, cfg);
+	vrt_diagnose_run_log(&dg, &t, &r, cfg, log);
+}
+
+static void diagnose(const struct vrt_model *cfg)
+{
+	diagnose_log(cfg, NULL);
+}
+
+/* The same trace diagnosed again (the replay kept), with another log. */
+static void rediagnose(const struct vrt_diag_log *log)
+{
+	vrt_diagnose_run_log(&dg, &t, &r, NULL, log);
 }
 
 static const struct vrt_diag_evidence *find(const char *key)
@@ -244,14 +257,33 @@ static void test_concurrency(void)
 	ok(has_action("vLLM: cap concurrent sequences: --max-num-seqs 4"),
 	   "concurrency: action names vLLM's --max-num-seqs 4 (got '%s')",
 	   dg.actions[0]);
-	ok(dg.ncosts && strstr(dg.costs[0], "throughput"),
-	   "concurrency: cost is throughput");
+	ok(dg.ncosts == dg.nactions, "concurrency: a cost for every action");
+	ok(dg.nactions > 1 && strstr(dg.actions[0], "shrink the KV reserve") &&
+	           strstr(dg.costs[0], "of the 57.50 GiB KV cache (15%)"),
+	   "concurrency: the cheapest first: 15%% of the KV cache (got '%s')",
+	   dg.costs[0]);
+	ok(has_action("--gpu-memory-utilization 0.79 (was 0.90)"),
+	   "concurrency: or --gpu-memory-utilization 0.79: frees 16 GiB x "
+	   "1.05 - 8.5 GiB");
+	/* no --max-num-batched-tokens given: a share of the engine's own
+	 * value, 8.5 / 16 x 0.95 = 50% (half as dear: a quarter) */
+	ok(dg.nactions > 2 &&
+	           strstr(dg.actions[1], "--max-num-batched-tokens at about "
+	                                 "50% of the value the engine runs "
+	                                 "with") &&
+	           strstr(dg.costs[2], "throughput") &&
+	           strstr(dg.costs[2], "at most 4 sequences at once where 8"),
+	   "concurrency: then fewer tokens per step, then the cap, whose cost "
+	   "is throughput (got '%s')",
+	   dg.nactions > 2 ? dg.costs[2] : "");
 	ok(dg.nverify && strstr(dg.verify[0], "vramtrace compare"),
 	   "concurrency: verify with vramtrace compare");
 	teardown();
 }
 
-static void test_kv_context(void)
+/* One request's 8 GiB of activations where weights and the KV reserve
+ * leave 4 GiB of 80. */
+static void kv_context_run(void)
 {
 	setup(1, 80 * GiB);
 	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
@@ -260,15 +292,21 @@ static void test_kv_context(void)
 	net(VRT_NET_ACCEPT, 10);
 	oom(VRT_API_cuMemAlloc_v2, 0, 8 * GiB, 4 * GiB, 80 * GiB,
 	    VRT_PHASE_forward);
+}
+
+static void test_kv_context(void)
+{
+	kv_context_run();
 	diagnose(NULL);
 	STR(vrt_diagnose_verdict_name(dg.verdict), "kv_cache",
 	    "kv_cache: verdict");
 	STR(dg.detail, "context_too_long", "kv_cache: detail");
 	STR(dg.stage, "request", "kv_cache: stage");
 	EQ(value("single_request_bytes"), 8 * GiB, "kv_cache: one request");
-	/* 8192 x 4 GiB / 8 GiB = 4096 tokens; 0.90 - (4 GiB / 80 GiB) */
-	ok(has_action("--max-model-len 4096 (was 8192)"),
-	   "kv_cache: --max-model-len 4096 (got '%s')", dg.actions[0]);
+	/* 8192 x 4 GiB / 8 GiB x 0.95 (the margin) = 3891, rounded down to
+	 * 256: 3840; 0.90 - (8 GiB x 1.05 - 4 GiB) / 80 GiB = 0.845 */
+	ok(has_action("--max-model-len 3840 (was 8192)"),
+	   "kv_cache: --max-model-len 3840 (got '%s')", dg.actions[0]);
 	ok(has_action("--gpu-memory-utilization 0.84 (was 0.90"),
 	   "kv_cache: --gpu-memory-utilization 0.84 (got '%s')",
 	   dg.nactions > 1 ? dg.actions[1] : "");
@@ -424,6 +462,130 @@ static void test_none(void)
 	teardown();
 }
 
+/* ---- the advice of issue 19 ------------------------------------------------ */
+
+/* The context action of test_kv_context at three margins: 8192 x 4 GiB /
+ * 8 GiB x (1 - margin), to a multiple of 256; the reserve frees 8 GiB x
+ * (1 + margin) - 4 GiB (0.050, 0.055, 0.070 of the card) from 0.90, down
+ * to a hundredth; the costs pair the actions, cheapest first. */
+static void test_margin(void)
+{
+	static const struct {
+		unsigned pct;
+		const char *ctx, *util;
+	} cases[] = {
+	        {0, "--max-model-len 4096 (was 8192)",
+	         "--gpu-memory-utilization 0.85 (was 0.90)"},
+	        {5, "--max-model-len 3840 (was 8192)",
+	         "--gpu-memory-utilization 0.84 (was 0.90)"},
+	        {20, "--max-model-len 3072 (was 8192)",
+	         "--gpu-memory-utilization 0.83 (was 0.90)"},
+	};
+	size_t i, k;
+	int sorted;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vrt_diag_options o = {cases[i].pct, NULL};
+		kv_context_run();
+		ok(vrt_replay_begin(&r, &t) == 0 &&
+		           vrt_replay_feed(&r, &t, evs, nev) == 0 &&
+		           vrt_replay_end(&r, &t) == 0,
+		   "margin: replay runs");
+		vrt_diagnose_run_opts(&dg, &t, &r, NULL, &o);
+		EQ(dg.margin_pct, cases[i].pct, "margin: recorded");
+		ok(has_action(cases[i].ctx), "margin %u%%: %s", cases[i].pct,
+		   cases[i].ctx);
+		ok(has_action(cases[i].util), "margin %u%%: %s", cases[i].pct,
+		   cases[i].util);
+		EQ(dg.ncosts, dg.nactions, "margin: one cost per action");
+		/* the reserve (about 5% of the KV cache) before the context
+		 * (half of it) */
+		sorted = dg.nactions >= 2 &&
+		         strstr(dg.actions[0], "shrink the KV reserve") &&
+		         strstr(dg.actions[dg.nactions - 1], "lower the context");
+		ok(sorted, "margin %u%%: the cheapest first (got '%s')",
+		   cases[i].pct, dg.actions[0]);
+		for (k = 0; k < dg.nactions; k++)
+			ok(cases[i].pct ? strstr(dg.actions[k], "% margin") != NULL
+			                : strstr(dg.actions[k], "no margin") !=
+			                          NULL,
+			   "margin %u%%: action %zu says its margin",
+			   cases[i].pct, k);
+		teardown();
+	}
+}
+
+/* No failure, but 1 GiB free of 80: below the margin, warned, and the
+ * reserve that restores it offered; 10 GiB free is not warned. */
+static void test_none_margin(void)
+{
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 65 * GiB, VRT_PHASE_kv_cache);
+	diagnose(NULL);
+	STR(dg.detail, "fits", "none margin: still none (fits)");
+	EQ(value("headroom_below_margin"), 1 * GiB,
+	   "none margin: 1 GiB is below 4 GiB");
+	ok(has_action("keeps less than the 5% margin"),
+	   "none margin: warned (got '%s')", dg.actions[0]);
+	/* 4 GiB - 1 GiB = 3 GiB: 0.0375 of the card, to 0.86 */
+	ok(has_action("--gpu-memory-utilization 0.86 (was 0.90)"),
+	   "none margin: --gpu-memory-utilization 0.86 restores it");
+	teardown();
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 56 * GiB, VRT_PHASE_kv_cache);
+	diagnose(NULL);
+	ok(!find("headroom_below_margin") &&
+	           has_action("nothing to change"),
+	   "none margin: 10 GiB free keeps the margin");
+	teardown();
+}
+
+/* Two processes of one run each hold 60 GiB of "device 0" of 80 GiB (no
+ * UUID: their cards merged by ordinal): a data problem, not none. */
+static void test_over_capacity(void)
+{
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 60 * GiB, VRT_PHASE_weights);
+	add_proc(43, 1, argv_vllm, sizeof(argv_vllm) / sizeof(argv_vllm[0]));
+	cur_proc = 1;
+	alloc(0, 0x2000, 60 * GiB, VRT_PHASE_weights);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "inconclusive",
+	    "over capacity: not none");
+	STR(dg.detail, "peak_over_capacity", "over capacity: detail");
+	EQ(value("peak_over_capacity"), 120 * GiB, "over capacity: the peak");
+	EQ(dg.confidence, VRT_CONFIDENCE_LOW, "over capacity: low confidence");
+	ok(strstr(dg.confidence_reason, "CUDA_VISIBLE_DEVICES") != NULL,
+	   "over capacity: names the likely cause (%s)",
+	   dg.confidence_reason);
+	teardown();
+	/* managed memory may oversubscribe: not a data problem */
+	setup(1, 80 * GiB);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAllocManaged, 0, 0x1000, 100 * GiB, 0,
+	   VRT_PHASE_weights);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "none",
+	    "over capacity: managed memory oversubscribes");
+	teardown();
+}
+
+/* A card the processes disagree about (load.c fills conflict). */
+static void test_identity_conflict(void)
+{
+	setup(1, 80 * GiB);
+	snprintf(devs[0].uuid, sizeof(devs[0].uuid), "GPU-x");
+	snprintf(devs[0].conflict, sizeof(devs[0].conflict),
+	         "PID 2 on b names it 'A100' of 40 GiB");
+	alloc(0, 0x1000, 10 * GiB, VRT_PHASE_weights);
+	diagnose(NULL);
+	STR(dg.detail, "device_identity_conflict", "identity: detail");
+	ok(has_evidence_text("device_identity_conflict", "names it 'A100'"),
+	   "identity: says how they disagree");
+	teardown();
+}
+
 /* ---- the cases of issue 14 ------------------------------------------------
  * Each is shaped as the engine makes it (the order of its allocations, its
  * allocator's retry, how it exits), with the ladder's numbers checked. */
@@ -554,12 +716,13 @@ static void test_profile_oom(void)
 	   "profile: weights fit, the batch does not");
 	EQ(value("batch_activation_bytes"), 35 * GiB, "profile: 35 GiB");
 	EQ(value("batch_tokens"), 65536, "profile: the batch flag read");
-	/* 65536 x 30 / 35 = 56173, to a multiple of 1024 */
+	/* 65536 x 30 / 35 x 0.95 (the margin) = 53364, to a multiple of
+	 * 1024; 256 x 30 / 35 x 0.95 = 208 sequences */
 	ok(has_action("vLLM: fewer tokens per batch: "
-	              "--max-num-batched-tokens 55296 (was 65536)"),
-	   "profile: --max-num-batched-tokens 55296 (got '%s')", dg.actions[0]);
-	ok(has_action("--max-num-seqs 219 (was 256)"),
-	   "profile: --max-num-seqs 219");
+	              "--max-num-batched-tokens 53248 (was 65536)"),
+	   "profile: --max-num-batched-tokens 53248 (got '%s')", dg.actions[0]);
+	ok(has_action("--max-num-seqs 208 (was 256)"),
+	   "profile: --max-num-seqs 208");
 	ok(!has_action("shard"), "profile: no sharding advice");
 	EQ(dg.failure, 1, "profile: the retry's failure is the fatal one");
 	teardown();
@@ -1015,6 +1178,321 @@ out:
 	free(c);
 }
 
+
+/* ---- the engine's log (diagnose.h a-f) ------------------------------------ */
+
+static struct vrt_diag_log lg;
+
+static void log_reset(void)
+{
+	memset(&lg, 0, sizeof(lg));
+	snprintf(lg.engine, sizeof(lg.engine), "vLLM");
+}
+
+/* a. Two tensor-parallel workers fail; replay takes the earlier, the
+ * engine's log names the later: the log's wins, and the reason says so.
+ * A failure replay cannot call fatal (its process's end is unknown and it
+ * allocated after it) is fatal when the log names it. */
+static void test_log_fatal(void)
+{
+	char *worker[] = {"/usr/bin/python3", "-c",
+	                  "from multiprocessing.spawn import spawn_main; "
+	                  "spawn_main(tracker_fd=5, pipe_handle=7)",
+	                  "--multiprocessing-fork"};
+	uint32_t w1, w2;
+
+	setup(2, 80 * GiB);
+	w1 = add_proc(43, 42, worker, N(worker));
+	w2 = add_proc(44, 42, worker, N(worker));
+	cur_proc = w1;
+	alloc(0, 0x1000, 7 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 64 * GiB, VRT_PHASE_kv_cache);
+	cur_proc = w2;
+	alloc(1, 0x1000, 7 * GiB, VRT_PHASE_weights);
+	alloc(1, 0x2000, 64 * GiB, VRT_PHASE_kv_cache);
+	cur_proc = 0;
+	request(1, 1);
+	cur_proc = w1;
+	oom(VRT_API_cuMemAlloc_v2, 0, 16 * GiB, 9 * GiB, 80 * GiB,
+	    VRT_PHASE_forward);
+	cur_proc = w2;
+	oom(VRT_API_cuMemAlloc_v2, 1, 16 * GiB, 9 * GiB, 80 * GiB,
+	    VRT_PHASE_forward);
+	exited(0, VRT_EXIT_CODE, 1);
+	exited(w1, VRT_EXIT_CODE, 1);
+	exited(w2, VRT_EXIT_CODE, 1);
+	diagnose(NULL);
+	EQ(dg.failure, 0, "log fatal: replay alone takes the earlier failure");
+	log_reset();
+	lg.have_fatal_failure = 1;
+	lg.fatal_failure = 1;
+	lg.fatal_line = 20;
+	snprintf(lg.fatal_why, sizeof(lg.fatal_why),
+	         "the log's fatal error (line 20, torch_oom) is the failed "
+	         "cuMemAlloc_v2 of 16.00 GiB on device 1");
+	rediagnose(&lg);
+	EQ(dg.failure, 1, "log fatal: the failure the log names is decisive");
+	ok(dg.log_fatal && dg.have_log, "log fatal: said so in the result");
+	EQ(dg.device, 1, "log fatal: its device");
+	STR(vrt_diagnose_verdict_name(dg.verdict), "kv_cache",
+	    "log fatal: the ladder on its device");
+	ok(strstr(dg.confidence_reason, "the engine's log names") != NULL,
+	   "log fatal: the confidence reason names the log (%s)",
+	   dg.confidence_reason);
+	ok(has_evidence_text("log_fatal_failure",
+	                     "the trace alone would have taken the failure"),
+	   "log fatal: the evidence says what replay would have taken");
+	EQ(value("log_fatal_failure"), 20, "log fatal: its log line");
+	teardown();
+
+	/* no exit status recorded, the process allocated after the failure */
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 60 * GiB, VRT_PHASE_kv_cache);
+	request(1, 1);
+	oom(VRT_API_cuMemAlloc_v2, 0, 8 * GiB, 6 * GiB, 80 * GiB,
+	    VRT_PHASE_forward);
+	alloc(0, 0x3000, 1 * MiB, VRT_PHASE_forward);
+	diagnose(NULL);
+	STR(vrt_diagnose_confidence_name(dg.confidence), "medium",
+	    "log fatal: without the log a failure the process outlived");
+	log_reset();
+	lg.have_fatal_failure = 1;
+	lg.fatal_failure = 0;
+	lg.fatal_line = 9;
+	snprintf(lg.fatal_why, sizeof(lg.fatal_why), "named");
+	rediagnose(&lg);
+	STR(vrt_diagnose_confidence_name(dg.confidence), "high",
+	    "log fatal: the log says the process died of it");
+	ok(strstr(dg.confidence_reason, "line 9") != NULL,
+	   "log fatal: with its line (%s)", dg.confidence_reason);
+	teardown();
+}
+
+/* b. The command line left the context at its default; the engine
+ * printed it: the action carries the number. */
+static void test_log_flags(void)
+{
+	char *argv[] = {"vllm", "serve", "m"};
+
+	setup(1, 80 * GiB);
+	command(argv, N(argv));
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 62 * GiB, VRT_PHASE_kv_cache);
+	request(1, 1);
+	oom(VRT_API_cuMemAlloc_v2, 0, 8 * GiB, 4 * GiB, 80 * GiB,
+	    VRT_PHASE_forward);
+	exited(0, VRT_EXIT_CODE, 1);
+	diagnose(NULL);
+	ok(!has_action("(was 8192)"), "log flags: without the log no number");
+	log_reset();
+	lg.flags.max_model_len = 8192;
+	lg.flags.max_num_seqs = 256;
+	lg.flags.engine = VRT_ENGINE_VLLM;
+	lg.printed = VRT_DIAG_LOG_CTX | VRT_DIAG_LOG_SEQS | VRT_DIAG_LOG_ENGINE;
+	rediagnose(&lg);
+	STR(dg.detail, "context_too_long", "log flags: the verdict unchanged");
+	{
+		char all[VRT_DIAG_MAX_ITEMS / 3 * VRT_DIAG_TEXT] = "";
+		size_t k;
+		for (k = 0; k < dg.nactions; k++) {
+			strcat(all, dg.actions[k]);
+			strcat(all, " / ");
+		}
+		ok(has_action("--max-model-len") && has_action("(was 8192)"),
+		   "log flags: the log's 8192 in the context action (got '%s')",
+		   all);
+	}
+	EQ(dg.flags_from_log, VRT_DIAG_LOG_CTX | VRT_DIAG_LOG_SEQS,
+	   "log flags: the two defaults filled, the engine known already");
+	ok(has_evidence_text("flags_from_log", "max_model_len, max_num_seqs"),
+	   "log flags: said as evidence");
+	EQ(vrt_diagnose_fill_flags(&dg.flags, &lg.flags, lg.printed), 0,
+	   "log flags: a flag already set is never overwritten");
+	teardown();
+}
+
+/* c. The trace saw no request (connections not recorded): the engine's
+ * ready line ends the load stage. */
+static void test_log_ready(void)
+{
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 60 * GiB, VRT_PHASE_kv_cache);
+	oom(VRT_API_cuMemAlloc_v2, 0, 8 * GiB, 6 * GiB, 80 * GiB,
+	    VRT_PHASE_forward);
+	exited(0, VRT_EXIT_CODE, 1);
+	diagnose(NULL);
+	STR(dg.stage, "load", "log ready: without it a load-stage failure");
+	STR(dg.detail, "batch_activations",
+	    "log ready: taken for a warm-up batch");
+	log_reset();
+	lg.have_ready = 1;
+	lg.ready_ts = 1500; /* after the reserve, before the failure */
+	lg.ready_line = 12;
+	rediagnose(&lg);
+	STR(dg.stage, "request", "log ready: the request stage");
+	STR(dg.detail, "no_request_in_flight",
+	    "log ready: serving with no request traced: inconclusive");
+	ok(dg.log_ready && find("engine_ready"), "log ready: said so");
+	lg.ready_ts = 5000; /* after the failure: no change */
+	rediagnose(&lg);
+	STR(dg.stage, "load", "log ready: a failure before it stays load");
+	teardown();
+
+	/* died without a failure, after the engine said it serves */
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 10 * GiB, VRT_PHASE_weights);
+	exited(0, VRT_EXIT_CODE, 1);
+	diagnose(NULL);
+	STR(dg.detail, "died_while_loading", "log ready: died loading");
+	log_reset();
+	lg.have_ready = 1;
+	lg.ready_ts = 0;
+	rediagnose(&lg);
+	STR(dg.detail, "died_while_serving", "log ready: died serving");
+	STR(dg.stage, "request", "log ready: request stage");
+	teardown();
+}
+
+/* vLLM's KV check as logcheck.c builds it: 64 GiB needed, 57.5 left of
+ * 0.9 x 80 GiB, its estimate 117760 tokens and the trace's. */
+static void vllm_refusal(int agree)
+{
+	struct vrt_diag_refusal *x = &lg.refusal;
+
+	log_reset();
+	lg.have_refusal = 1;
+	x->verdict = VRT_VERDICT_KV_CACHE;
+	x->rung = VRT_RUNG_RESERVES;
+	snprintf(x->detail, sizeof(x->detail),
+	         "max_model_len_exceeds_kv_cache");
+	snprintf(x->stage, sizeof(x->stage), "load");
+	snprintf(x->flag, sizeof(x->flag), "--max-model-len");
+	x->device = 0;
+	x->line = 5;
+	x->needed_bytes = 64 * GiB;
+	x->budget_bytes = 72 * GiB;
+	x->have_engine_value = x->have_trace_value = 1;
+	x->engine_value = 117760;
+	x->trace_value = agree ? 117760 : 90112;
+	x->agree = agree;
+	x->nevidence = 1;
+	snprintf(x->evidence[0].key, sizeof(x->evidence[0].key),
+	         "engine_suggested_max_model_len");
+	x->evidence[0].value = 117760;
+	x->evidence[0].unit = VRT_DIAG_TOKENS;
+	snprintf(x->evidence[0].text, sizeof(x->evidence[0].text),
+	         "vLLM estimates the maximum model length at 117760");
+	x->nactions = 1;
+	snprintf(x->actions[0], sizeof(x->actions[0]),
+	         "vLLM: lower the context: --max-model-len 117760");
+}
+
+/* d, e. No allocation failed; the engine refused to start for its KV
+ * budget and exited 1: the verdict of that budget, not inconclusive. */
+static void test_log_refusal(void)
+{
+	setup(1, 80 * GiB);
+	probe(0, 80 * GiB, 80 * GiB);
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 512 * MiB, VRT_PHASE_profile);
+	free_(0x2000);
+	exited(0, VRT_EXIT_CODE, 1);
+	diagnose(NULL);
+	STR(dg.detail, "died_while_loading",
+	    "refusal: the trace alone is inconclusive");
+	vllm_refusal(1);
+	rediagnose(&lg);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "kv_cache",
+	    "refusal: the KV cache's verdict");
+	STR(dg.detail, "max_model_len_exceeds_kv_cache", "refusal: detail");
+	STR(dg.stage, "load", "refusal: load stage");
+	ok(dg.log_refusal && !dg.have_failure, "refusal: from the log");
+	EQ(dg.rung, VRT_RUNG_RESERVES, "refusal: the reserves rung");
+	EQ(dg.capacity_bytes, 72 * GiB, "refusal: the engine's budget");
+	ok(rung_is(VRT_RUNG_WEIGHTS, 14 * GiB, 14 * GiB, 1) &&
+	           rung_is(VRT_RUNG_RESERVES, 64 * GiB, 78 * GiB, 0),
+	   "refusal: the KV it wanted on the reserves rung does not fit");
+	EQ(value("engine_suggested_max_model_len"), 117760,
+	   "refusal: the engine's value beside ours");
+	ok(has_action("--max-model-len 117760"), "refusal: its action");
+	STR(vrt_diagnose_confidence_name(dg.confidence), "high",
+	    "refusal: high when the trace agrees");
+	ok(strstr(dg.confidence_reason, "trace agrees") != NULL,
+	   "refusal: the reason says it agrees (%s)", dg.confidence_reason);
+	EQ(value("exit_status"), 1, "refusal: how it ended");
+	vllm_refusal(0);
+	rediagnose(&lg);
+	STR(vrt_diagnose_confidence_name(dg.confidence), "medium",
+	    "refusal: medium when the trace disagrees");
+	teardown();
+
+	/* a failure the process died of stands behind: the ladder decides,
+	 * the refusal's values are evidence beside it */
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 40 * GiB, VRT_PHASE_weights);
+	oom(VRT_API_cuMemAlloc_v2, 0, 45 * GiB, 40 * GiB, 80 * GiB,
+	    VRT_PHASE_kv_cache);
+	exited(0, VRT_EXIT_CODE, 1);
+	diagnose(NULL);
+	vllm_refusal(1);
+	rediagnose(&lg);
+	STR(dg.detail, "kv_reserve", "refusal beside: the ladder's verdict");
+	ok(!dg.log_refusal && dg.have_failure,
+	   "refusal beside: not the verdict");
+	EQ(value("engine_suggested_max_model_len"), 117760,
+	   "refusal beside: its value as evidence");
+	ok(!has_action("--max-model-len 117760"),
+	   "refusal beside: the ladder's actions only");
+	lg.refusal.verdict = VRT_VERDICT_CONCURRENCY;
+	rediagnose(&lg);
+	STR(vrt_diagnose_confidence_name(dg.confidence), "medium",
+	    "refusal beside: another budget than the ladder's lowers it");
+	teardown();
+}
+
+/* f. The engine's numbers beside the rungs; one that disagrees on the
+ * verdict's rung makes it less sure. */
+static void test_log_numbers(void)
+{
+	struct vrt_diag_engine_number *n;
+	int i;
+
+	setup(1, 24 * GiB);
+	for (i = 0; i < 11; i++)
+		alloc(0, 0x1000 + (uint64_t)i * 0x100, 2 * GiB,
+		      VRT_PHASE_weights);
+	oom(VRT_API_cuMemAlloc_v2, 0, 4 * GiB, 2 * GiB, 24 * GiB,
+	    VRT_PHASE_weights);
+	exited(0, VRT_EXIT_CODE, 1);
+	log_reset();
+	n = &lg.numbers[lg.nnumbers++];
+	n->rung = VRT_RUNG_WEIGHTS;
+	snprintf(n->what, sizeof(n->what), "weights");
+	n->device = 0;
+	n->engine_bytes = 22 * GiB;
+	n->traced_bytes = 22 * GiB;
+	diagnose_log(NULL, &lg);
+	STR(dg.detail, "card_too_small", "numbers: the verdict");
+	ok(dg.ladder[VRT_RUNG_WEIGHTS].have_engine &&
+	           dg.ladder[VRT_RUNG_WEIGHTS].engine_bytes == 22 * GiB &&
+	           !dg.ladder[VRT_RUNG_RESERVES].have_engine,
+	   "numbers: the engine's weights beside the weights rung");
+	STR(vrt_diagnose_confidence_name(dg.confidence), "high",
+	    "numbers: agreeing numbers change nothing");
+	ok(!find("engine_weights_bytes"), "numbers: no evidence when agreed");
+	n->engine_bytes = 16 * GiB;
+	n->diff_percent = 37.5;
+	n->disagrees = 1;
+	rediagnose(&lg);
+	EQ(value("engine_weights_bytes"), 16 * GiB,
+	   "numbers: a disagreeing number is evidence");
+	STR(vrt_diagnose_confidence_name(dg.confidence), "medium",
+	    "numbers: on the verdict's rung it lowers the confidence");
+	teardown();
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "tests/data";
@@ -1040,7 +1518,16 @@ int main(int argc, char **argv)
 	test_died_loading();
 	test_no_request();
 	test_keepalive();
+	test_log_fatal();
+	test_log_flags();
+	test_log_ready();
+	test_log_refusal();
+	test_log_numbers();
 	test_model_in_diagnosis(dir);
+	test_margin();
+	test_none_margin();
+	test_over_capacity();
+	test_identity_conflict();
 	printf("1..%d\n", ntests);
 	return nfailed ? 1 : 0;
 }

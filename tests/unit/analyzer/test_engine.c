@@ -248,8 +248,25 @@ static void test_run(void)
 	ok(er.root == 3, "run: the earliest root first");
 }
 
+/* Two spellings of one setting compare as one (compare's changed flags). */
+static void test_field_of(void)
+{
+	EQ(vrt_engine_field_of(VRT_ENGINE_LLAMACPP, "-c"), VRT_ENGINE_CONTEXT,
+	   "field_of: llama.cpp -c is the context");
+	EQ(vrt_engine_field_of(VRT_ENGINE_LLAMACPP, "--ctx-size"),
+	   VRT_ENGINE_CONTEXT, "field_of: so is --ctx-size");
+	EQ(vrt_engine_field_of(VRT_ENGINE_SGLANG, "--tp"), VRT_ENGINE_PARALLEL,
+	   "field_of: SGLang --tp");
+	EQ(vrt_engine_field_of(VRT_ENGINE_VLLM, "-c"), -1,
+	   "field_of: -c is not vLLM's");
+	EQ(vrt_engine_field_of(VRT_ENGINE_UNKNOWN, "--max-num-seqs"),
+	   VRT_ENGINE_CONCURRENCY, "field_of: any engine's when unknown");
+	EQ(vrt_engine_field_of(VRT_ENGINE_VLLM, NULL), -1, "field_of: NULL");
+}
+
 int main(void)
 {
+	test_field_of();
 	test_programs();
 	test_unknown_and_workers();
 	test_run();

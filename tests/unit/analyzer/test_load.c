@@ -3,7 +3,9 @@
  * release at watermarks with interleaved chunks of several threads, the
  * merge of two files on equal timestamps (file order), late events (a
  * writer that broke its watermark promise: delivered, counted), REPEAT
- * records (version 2; skipped in version 1), device_remap, memory held
+ * records (version 2; skipped in version 1), BATCH records (version 4:
+ * every decoding rule, the first event's time as a run's key, malformed
+ * ones), device_remap, memory held
  * bounded by watermarks, a randomized comparison with a stable sort, small
  * caller buffers, errors found when a record is decoded, a cut last
  * frame, and a process that began in standby (PAST facts, a snapshot's
@@ -243,6 +245,19 @@ static enum vrt_load_status load_mem(struct vrt_trace *t, struct evs *v,
 
 static char tmpdir[] = "/tmp/vrt-test-load-XXXXXX";
 
+/* Loads the files written to tmpdir, max events per call. */
+static enum vrt_load_status load_dir(struct vrt_trace *t, struct evs *v,
+                                     size_t max, struct vrt_load_error *err)
+{
+	char *paths[1] = {tmpdir};
+	enum vrt_load_status st;
+
+	memset(t, 0, sizeof(*t));
+	memset(v, 0, sizeof(*v));
+	st = vrt_load_open(t, paths, 1, err);
+	return st ? st : drain(t, v, max, err);
+}
+
 static void write_file(const char *name)
 {
 	char path[256];
@@ -331,7 +346,6 @@ static void test_watermark_threads(void)
 static void test_two_files_ties(void)
 {
 	static const uint64_t want[] = {10, 1, 2, 11, 3, 12};
-	char *paths[1] = {tmpdir};
 	struct vrt_trace t;
 	struct vrt_load_error err;
 	struct evs v;
@@ -364,11 +378,7 @@ static void test_two_files_ties(void)
 	end_frame();
 	write_file("b.vtrace");
 
-	memset(&t, 0, sizeof(t));
-	memset(&v, 0, sizeof(v));
-	st = vrt_load_open(&t, paths, 1, &err);
-	if (!st)
-		st = drain(&t, &v, 2, &err);
+	st = load_dir(&t, &v, 2, &err);
 	EQ(st, VRT_LOAD_OK, "two files: load");
 	ok(addrs_are(&v, want, 6), "two files: ties go in file order");
 	EQ(t.nprocs, 2, "two files: two processes");
@@ -1004,7 +1014,6 @@ static size_t build_random(int fileno, struct ref *refs, size_t nref)
 static void test_random(void)
 {
 	static struct ref refs[2 * 40 * 6 * 8];
-	char *paths[1] = {tmpdir};
 	struct vrt_trace t;
 	struct vrt_load_error err;
 	struct evs v;
@@ -1019,11 +1028,7 @@ static void test_random(void)
 		nref = build_random(1, refs, nref);
 		write_file("b.vtrace");
 		qsort(refs, nref, sizeof(*refs), cmp_ref);
-		memset(&t, 0, sizeof(t));
-		memset(&v, 0, sizeof(v));
-		st = vrt_load_open(&t, paths, 1, &err);
-		if (!st)
-			st = drain(&t, &v, 1 + rnd(50), &err);
+		st = load_dir(&t, &v, 1 + rnd(50), &err);
 		EQ(st, VRT_LOAD_OK, "random: loads");
 		same = v.n == nref;
 		for (i = 0; same && i < nref; i++) {
@@ -1045,6 +1050,323 @@ static void test_random(void)
 	}
 	ok(nmarks > 0, "random: eager records were among them");
 	clear_dir();
+}
+
+/* ---- BATCH records (version 4) ---------------------------------------------- */
+
+/* A BATCH being built: its nine columns, then bat_end() writes it. */
+static struct bb bcol[VRT_BATCH_COLS];
+static uint32_t bn;
+
+enum { BK, BT, BAS, BFS, BZ, BAA, BFA, BX, BD };
+
+static void bat_ev(int kind, uint64_t time)
+{
+	uint8_t z = 0;
+	if (bn % 8 == 0)
+		put(&bcol[BK], &z, 1);
+	if (kind)
+		bcol[BK].p[bcol[BK].n - 1] |= (uint8_t)(1u << (bn % 8));
+	pu(&bcol[BT], time);
+	bn++;
+}
+
+/* A new site's fields, for a site code 0. */
+static void bat_def(unsigned api, int64_t dev, uint64_t aux, uint64_t phase)
+{
+	pu(&bcol[BD], api);
+	ps(&bcol[BD], dev);
+	pu(&bcol[BD], aux);
+	pu(&bcol[BD], phase);
+	pu(&bcol[BD], 0);
+}
+
+static void bat_packed_s(int64_t v)
+{
+	uint64_t p;
+	if (!vrt_pack_s(v, &p))
+		abort();
+	pu(&bcol[BX], p);
+}
+
+/* An ALLOC: site code, size code (1: new size), address code (0: the
+ * delta to last_alloc). */
+static void bat_alloc(uint64_t time, uint64_t site, uint64_t z,
+                      uint64_t size, uint64_t a, int64_t delta)
+{
+	bat_ev(0, time);
+	pu(&bcol[BAS], site);
+	pu(&bcol[BZ], z);
+	if (z == 1) {
+		uint64_t p;
+		if (!vrt_pack_u(size, &p))
+			abort();
+		pu(&bcol[BZ], p);
+	}
+	pu(&bcol[BAA], a);
+	if (!a)
+		bat_packed_s(delta);
+}
+
+static void bat_free(uint64_t time, uint64_t site, uint64_t a, int64_t delta)
+{
+	bat_ev(1, time);
+	pu(&bcol[BFS], site);
+	pu(&bcol[BFA], a);
+	if (!a)
+		bat_packed_s(delta);
+}
+
+/* The record, with its n = the events added (or n_over when not 0). */
+static void bat_end_n(uint64_t span, uint64_t flags, uint64_t n_over)
+{
+	pu(&pl, span);
+	pu(&pl, n_over ? n_over : bn);
+	pu(&pl, flags);
+	for (int i = 0; i < VRT_BATCH_COLS - 1; i++)
+		pu(&pl, bcol[i].n);
+	for (int i = 0; i < VRT_BATCH_COLS; i++) {
+		if (bcol[i].n)
+			put(&pl, bcol[i].p, bcol[i].n);
+		bcol[i].n = 0;
+	}
+	bn = 0;
+	rec(VRT_REC_BATCH);
+}
+
+static void bat_end(uint64_t span, uint64_t flags)
+{
+	bat_end_n(span, flags, 0);
+}
+
+#define KV_ANN (VRT_PHASE_kv_cache * 4 + VRT_SRC_ANNOTATION)
+
+/* The decoding rules of trace_format.h, one by one, at every caller
+ * buffer size: sites, sizes, the lists of freed addresses, ages, exact and
+ * microsecond times, a state that lasts across records and chunks of the
+ * thread, and the time after a record. */
+static void test_batch_decode(void)
+{
+	static const size_t sizes[] = {1, 2, 3, 64};
+	static const uint64_t addr[] = {0x10000, 0x11000, 0x11000, 0x10000,
+	                                0x11000, 0x10000, 0x5000,  0x10000,
+	                                0x10000, 0x20000, 0x20000};
+	static const int64_t ts[] = {1000, 3000, 3005, 3005, 4005, 4005,
+	                             4012, 4022, 4022, 9000, 9010};
+	static const uint8_t kind[] = {VRT_EV_ALLOC, VRT_EV_ALLOC, VRT_EV_FREE,
+	                               VRT_EV_FREE,  VRT_EV_ALLOC, VRT_EV_ALLOC,
+	                               VRT_EV_FREE,  VRT_EV_MARK,  VRT_EV_FREE,
+	                               VRT_EV_ALLOC, VRT_EV_FREE};
+	enum vrt_load_status st;
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		new_file();
+		header(4);
+		device(VRT_VENDOR_CUDA, 0);
+		chunk(1, 1000);
+		/* 1000: a new site and size, the address 0x10000 */
+		bat_alloc(0, 0, 1, 4096, 0, 0x10000);
+		bat_def(VRT_API_cuMemAllocAsync, 0, 5, KV_ANN);
+		/* 3000 (+2 us): site 1, its size, 0x10000 + 0x1000 */
+		bat_alloc(4, 1, 0, 0, 0, 0x1000);
+		/* 3005 (+5 ns exact): the latest allocation, a new free
+		 * site; 0x11000 goes on the 4096 list */
+		bat_free(5 << 1 | 1, 0, 1, 0);
+		bat_def(VRT_API_cuMemFreeAsync, VRT_DEVICE_UNKNOWN, 5, 0);
+		/* 3005: the allocation 2 ago (0x10000), list top */
+		bat_free(0, 2, 2, 0);
+		/* 4005: size slot 0, the list's second entry (0x11000) */
+		bat_alloc(2, 1, 2, 0, 2, 0);
+		/* 4005: the list's top (0x10000) */
+		bat_alloc(0, 1, 0, 0, 1, 0);
+		/* 4012: last_free (0) + 0x5000, exact */
+		bat_free(7 << 1 | 1, 2, 0, 0x5000);
+		bat_end(3012, 0); /* ends at 4012 */
+		mark(10, "m"); /* 4022 */
+		/* the state goes on: the latest allocation (0x10000) */
+		bat_free(0, 2, 1, 0);
+		bat_end(0, 0);
+		watermark(5000);
+		end_frame();
+		chunk(1, 9000); /* and in the thread's next chunk */
+		bat_alloc(0, 1, 0, 0, 0, 0x10000); /* 0x10000 + 0x10000 */
+		bat_free(10 << 1 | 1, 2, 1, 0);
+		bat_end(10, 0);
+		watermark(10000);
+		trailer(10000);
+		end_frame();
+		st = load_mem(&t, &v, sizes[i], &err);
+		ok(st == VRT_LOAD_OK, "batch: loads (buffer %zu)", sizes[i]);
+		int good = v.n == 11;
+		for (size_t k = 0; good && k < 11; k++) {
+			const struct vrt_event *e = &v.e[k];
+			good = e->kind == kind[k] && e->ts == ts[k] &&
+			       (e->kind == VRT_EV_MARK || e->addr == addr[k]);
+			if (e->kind == VRT_EV_ALLOC)
+				good = good && e->size == 4096 &&
+				       e->api == VRT_API_cuMemAllocAsync &&
+				       e->aux == 5 && e->device == 0 &&
+				       e->phase == VRT_PHASE_kv_cache &&
+				       e->phase_src == VRT_SRC_ANNOTATION;
+			if (e->kind == VRT_EV_FREE)
+				good = good && e->size == 0 &&
+				       e->api == VRT_API_cuMemFreeAsync &&
+				       e->aux == 5 && e->device == -1 &&
+				       e->phase == 0;
+			if (!good)
+				printf("# event %zu: kind %u ts %lld addr %#llx "
+				       "size %llu\n",
+				       k, e->kind, (long long)e->ts,
+				       (unsigned long long)e->addr,
+				       (unsigned long long)e->size);
+		}
+		ok(good, "batch: every field as the rules say (buffer %zu)",
+		   sizes[i]);
+		EQ(t.procs[0].events, 11, "batch: the process's events");
+		vrt_load_free(&t);
+		free(v.e);
+	}
+}
+
+/* A BATCH holds its events in one record: the first one's time, not the
+ * record's, places it among other files' events. */
+static void test_batch_key(void)
+{
+	static const int64_t want[] = {1000, 1500, 6000};
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	enum vrt_load_status st;
+
+	clear_dir();
+	new_file();
+	header(1);
+	chunk(1, 1000);
+	bat_alloc(0, 0, 1, 4096, 0, 0x1000); /* 1000 */
+	bat_def(VRT_API_cuMemAlloc_v2, 0, 0, 0);
+	bat_free(5000 << 1 | 1, 0, 1, 0); /* 6000 */
+	bat_def(VRT_API_cuMemFree_v2, 0, 0, 0);
+	bat_end(5000, 0);
+	trailer(9000);
+	end_frame();
+	write_file("a.vtrace");
+	new_file();
+	header(2);
+	chunk(7, 1500);
+	alloc(0, 0x9000); /* 1500 */
+	trailer(9000);
+	end_frame();
+	write_file("b.vtrace");
+	st = load_dir(&t, &v, 64, &err);
+	EQ(st, VRT_LOAD_OK, "batch key: loads");
+	ok(v.n == 3 && v.e[0].ts == want[0] && v.e[1].ts == want[1] &&
+	           v.e[2].ts == want[2] && v.e[1].proc == 1,
+	   "batch key: another file's event goes between a BATCH's");
+	EQ(t.events_late, 0, "batch key: nothing late");
+	vrt_load_free(&t);
+	free(v.e);
+	clear_dir();
+}
+
+/* Malformed BATCH records: each is an error naming the record, never a
+ * crash or a wrong event. */
+static void test_batch_errors(void)
+{
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	enum vrt_load_status st;
+	int n = 0, bad = 0;
+
+	for (int c = 0; c < 10; c++) {
+		new_file();
+		header(4);
+		chunk(1, 1000);
+		bat_alloc(0, 0, 1, 4096, 0, 0x1000);
+		bat_def(VRT_API_cuMemAlloc_v2, 0, 0, 0);
+		switch (c) {
+		case 0: /* a site not defined */
+			bat_alloc(0, 5, 0, 0, 0, 0);
+			bat_end(0, 0);
+			break;
+		case 1: /* a free naming an alloc site */
+			bat_free(0, 1, 1, 0);
+			bat_end(0, 0);
+			break;
+		case 2: /* a list entry nobody freed */
+			bat_alloc(0, 1, 0, 0, 1, 0);
+			bat_end(0, 0);
+			break;
+		case 3: /* an allocation older than the thread's first */
+			bat_free(0, 0, 2, 0);
+			bat_def(VRT_API_cuMemFree_v2, 0, 0, 0);
+			bat_end(0, 0);
+			break;
+		case 4: /* a new site with no size to repeat */
+			bat_alloc(0, 0, 0, 0, 0, 0x1000);
+			bat_def(VRT_API_cuMemAllocHost_v2, 0, 0, 0);
+			bat_end(0, 0);
+			break;
+		case 5: /* more events than its columns hold */
+			bat_end_n(0, 0, 3);
+			break;
+		case 6: /* a size slot not defined */
+			bat_alloc(0, 1, 9, 0, 0, 0x1000);
+			bat_end(0, 0);
+			break;
+		case 7: /* a state emptied: the site is gone */
+			bat_end(0, 0);
+			bat_alloc(0, 1, 0, 0, 0, 0x1000);
+			bat_end(0, VRT_BATCH_RESET);
+			break;
+		case 8: /* column lengths past the record */
+			bat_end(0, 0);
+			pl.n = 0;
+			pu(&pl, 0);
+			pu(&pl, 1);
+			pu(&pl, 0);
+			for (int k = 0; k < VRT_BATCH_COLS - 1; k++)
+				pu(&pl, 200);
+			rec(VRT_REC_BATCH);
+			break;
+		case 9: /* an api id out of range */
+			bat_end(0, 0);
+			bat_alloc(0, 0, 1, 4096, 0, 0x1000);
+			bat_def(VRT_API_MAX + 1, 0, 0, 0);
+			bat_end(0, 0);
+			break;
+		}
+		trailer(2000);
+		end_frame();
+		st = load_mem(&t, &v, 64, &err);
+		n++;
+		if (st != VRT_LOAD_ERR_RECORD) {
+			bad++;
+			printf("# case %d: status %d\n", c, st);
+		}
+		vrt_load_free(&t);
+		free(v.e);
+	}
+	ok(n == 10 && bad == 0, "batch: malformed records are errors");
+
+	/* Before version 4, type 30 is not a BATCH: skipped. */
+	new_file();
+	header_v(4, "h", 3, 0, 0);
+	chunk(1, 1000);
+	alloc(0, 0x1000);
+	bat_alloc(0, 0, 1, 4096, 0, 0x1000);
+	bat_def(VRT_API_cuMemAlloc_v2, 0, 0, 0);
+	bat_end(0, 0);
+	trailer(2000);
+	end_frame();
+	st = load_mem(&t, &v, 64, &err);
+	ok(st == VRT_LOAD_OK && v.n == 1,
+	   "batch: a version 3 reader's type 30 is skipped");
+	vrt_load_free(&t);
+	free(v.e);
 }
 
 /* A record too short for its fields is found when decoded. */
@@ -1107,6 +1429,9 @@ int main(void)
 	test_past();
 	test_repeat();
 	test_compact();
+	test_batch_decode();
+	test_batch_key();
+	test_batch_errors();
 	test_device_remap();
 	test_bounded();
 	test_random();

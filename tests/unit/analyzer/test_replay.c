@@ -1150,7 +1150,10 @@ static size_t diff_results(const struct vrt_replay *a,
 		              sizeof(x->peak_by_phase)) ||
 		       x->nseries != y->nseries ||
 		       (x->nseries && memcmp(x->series, y->series,
-		                             x->nseries * sizeof(*x->series)));
+		                             x->nseries * sizeof(*x->series))) ||
+		       x->nranges != y->nranges ||
+		       (x->nranges && memcmp(x->ranges, y->ranges,
+		                             x->nranges * sizeof(*x->ranges)));
 		for (k = 0; k < a->nwindows; k++)
 			bad += memcmp(&a->windows[k].dev[i], &b->windows[k].dev[i],
 			              sizeof(*a->windows[k].dev));

@@ -1,0 +1,425 @@
+/*
+ * report_enginelog.c — the engine's log held against the trace
+ * (logcheck.h) as the JSON report's "engine_log" object and "findings"
+ * array, and as the text report's "engine log" block. Formatting only:
+ * numbers and sentences come from the log and the check. Log text is
+ * untrusted: the text block prints control bytes as '?', JSON escapes.
+ */
+#include "report.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "json.h"
+#include "logcheck.h"
+#include "wallclock.h"
+
+/* "time_s"/"time_utc" of a log line's wall-clock time (null when the
+ * line carried none or the trace has no clock). */
+static void line_time(struct vrt_json *w, const struct vrt_trace *t,
+                      int64_t wall_ns)
+{
+	char buf[VRT_WALLCLOCK_TEXT];
+	int have = wall_ns && vrt_wallclock_known(t);
+
+	vrt_json_key(w, "time_s");
+	if (have)
+		vrt_json_seconds(w, vrt_wallclock_mono(t, wall_ns) - t->start_ns);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "time_utc");
+	if (wall_ns)
+		vrt_json_string(w, vrt_wallclock_format(buf, sizeof(buf),
+		                                        wall_ns, 6));
+	else
+		vrt_json_null(w);
+}
+
+static void opt_uint(struct vrt_json *w, const char *key, int have,
+                     uint64_t v)
+{
+	vrt_json_key(w, key);
+	if (have)
+		vrt_json_uint(w, v);
+	else
+		vrt_json_null(w);
+}
+
+static void fraction(struct vrt_json *w, uint64_t milli)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64 ".%03" PRIu64, milli / 1000,
+	         milli % 1000);
+	vrt_json_number_text(w, buf);
+}
+
+/* The unit of a fact's value. */
+static const char *fact_unit(int kind)
+{
+	switch (kind) {
+	case VRT_ELK_KV_TOKENS:
+		return "tokens";
+	case VRT_ELK_KV_BLOCKS:
+		return "blocks";
+	case VRT_ELK_CONCURRENCY:
+		return "x1000";
+	}
+	return "bytes";
+}
+
+static void facts(struct vrt_json *w, const struct vrt_trace *t,
+                  const struct vrt_enginelog *log)
+{
+	size_t i;
+
+	vrt_json_key(w, "facts");
+	vrt_json_begin_array(w);
+	for (i = 0; i < log->nfacts; i++) {
+		const struct vrt_enginelog_fact *f = &log->facts[i];
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "kind");
+		vrt_json_string(w, vrt_enginelog_kind_name(f->kind));
+		vrt_json_key(w, "device");
+		vrt_json_int(w, f->device);
+		vrt_json_key(w, "value");
+		vrt_json_uint(w, f->value);
+		vrt_json_key(w, "unit");
+		vrt_json_string(w, fact_unit(f->kind));
+		vrt_json_key(w, "line");
+		vrt_json_uint(w, f->line);
+		line_time(w, t, f->wall_ns);
+		vrt_json_key(w, "text");
+		vrt_json_string(w, f->text);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
+}
+
+static void config(struct vrt_json *w, const struct vrt_logcheck *lc)
+{
+	const struct vrt_enginelog *log = lc->log;
+	int k;
+
+	vrt_json_key(w, "config");
+	vrt_json_begin_object(w);
+	for (k = 0; k < VRT_ELC_NFIELDS; k++) {
+		vrt_json_key(w, vrt_enginelog_config_name(k));
+		if (!log->config_line[k])
+			vrt_json_null(w);
+		else if (k == VRT_ELC_MEM_FRACTION)
+			fraction(w, log->config[k]);
+		else
+			vrt_json_uint(w, log->config[k]);
+	}
+	vrt_json_end_object(w);
+	/* the diagnosis flags the command lines did not give */
+	vrt_json_key(w, "flags_from_log");
+	vrt_report_log_flags_json(w, lc->flags_from_log);
+}
+
+static void errors(struct vrt_json *w, const struct vrt_trace *t,
+                   const struct vrt_enginelog *log)
+{
+	size_t i;
+
+	vrt_json_key(w, "errors");
+	vrt_json_begin_array(w);
+	for (i = 0; i < log->nerrors; i++) {
+		const struct vrt_enginelog_error *e = &log->errors[i];
+		unsigned h = e->have;
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "kind");
+		vrt_json_string(w, vrt_enginelog_error_name(e->kind));
+		vrt_json_key(w, "refusal");
+		vrt_json_bool(w, vrt_enginelog_is_refusal(e->kind));
+		vrt_json_key(w, "fatal");
+		vrt_json_bool(w, log->have_fatal && log->fatal == i);
+		vrt_json_key(w, "line");
+		vrt_json_uint(w, e->line);
+		line_time(w, t, e->wall_ns);
+		vrt_json_key(w, "device");
+		if (h & VRT_ELH_DEVICE)
+			vrt_json_int(w, e->device);
+		else
+			vrt_json_null(w);
+		vrt_json_key(w, "pid");
+		if (e->pid >= 0)
+			vrt_json_int(w, e->pid);
+		else
+			vrt_json_null(w);
+		opt_uint(w, "requested_bytes", h & VRT_ELH_REQUESTED,
+		         e->requested_bytes);
+		opt_uint(w, "total_bytes", h & VRT_ELH_TOTAL, e->total_bytes);
+		opt_uint(w, "free_bytes", h & VRT_ELH_FREE, e->free_bytes);
+		opt_uint(w, "allocated_bytes", h & VRT_ELH_ALLOCATED,
+		         e->allocated_bytes);
+		opt_uint(w, "reserved_unallocated_bytes", h & VRT_ELH_RESERVED,
+		         e->reserved_bytes);
+		opt_uint(w, "kv_needed_bytes", h & VRT_ELH_NEEDED,
+		         e->needed_bytes);
+		opt_uint(w, "kv_available_bytes", h & VRT_ELH_AVAILABLE,
+		         e->available_bytes);
+		opt_uint(w, "max_model_len", h & VRT_ELH_MAX_MODEL_LEN,
+		         e->max_model_len);
+		opt_uint(w, "suggested_max_model_len", h & VRT_ELH_SUGGESTED_LEN,
+		         e->suggested_max_model_len);
+		opt_uint(w, "tokens", h & VRT_ELH_TOKENS, e->tokens);
+		vrt_json_key(w, "memory_fraction");
+		if (h & VRT_ELH_MEM_FRACTION)
+			fraction(w, e->mem_fraction_milli);
+		else
+			vrt_json_null(w);
+		vrt_json_key(w, "text");
+		vrt_json_string(w, e->text);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
+}
+
+static void comparison(struct vrt_json *w, const struct vrt_logcheck *lc)
+{
+	size_t i;
+
+	vrt_json_key(w, "comparison");
+	vrt_json_begin_array(w);
+	for (i = 0; i < lc->nrows; i++) {
+		const struct vrt_logcheck_row *x = &lc->rows[i];
+		char pct[32];
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "quantity");
+		vrt_json_string(w, vrt_logcheck_quantity_name(x->quantity));
+		vrt_json_key(w, "device");
+		vrt_json_int(w, x->device);
+		vrt_json_key(w, "log_device");
+		vrt_json_int(w, x->log_device);
+		vrt_json_key(w, "engine_bytes");
+		vrt_json_uint(w, x->engine_bytes);
+		vrt_json_key(w, "traced_bytes");
+		vrt_json_uint(w, x->traced_bytes);
+		vrt_json_key(w, "difference_percent");
+		snprintf(pct, sizeof(pct), "%.1f", x->diff_percent);
+		vrt_json_number_text(w, pct);
+		vrt_json_key(w, "flagged");
+		vrt_json_bool(w, x->flagged);
+		vrt_json_key(w, "allocation_failed");
+		vrt_json_bool(w, x->allocation_failed);
+		vrt_json_key(w, "line");
+		vrt_json_uint(w, x->line);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
+}
+
+static void refusal(struct vrt_json *w, const struct vrt_logcheck *lc)
+{
+	const struct vrt_diag_refusal *x = &lc->refusal;
+
+	vrt_json_key(w, "refusal");
+	if (!lc->have_refusal) {
+		vrt_json_null(w);
+		return;
+	}
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "verdict");
+	vrt_json_string(w, vrt_diagnose_verdict_name(x->verdict));
+	vrt_json_key(w, "detail");
+	vrt_json_string(w, x->detail);
+	vrt_json_key(w, "stage");
+	vrt_json_string(w, x->stage);
+	vrt_json_key(w, "device");
+	vrt_json_int(w, x->device);
+	vrt_json_key(w, "error");
+	vrt_json_uint(w, lc->refusal_error);
+	vrt_json_key(w, "flag");
+	vrt_json_string(w, x->flag);
+	vrt_json_key(w, "engine_value");
+	if (!x->have_engine_value)
+		vrt_json_null(w);
+	else if (x->fraction)
+		fraction(w, x->engine_value);
+	else
+		vrt_json_uint(w, x->engine_value);
+	vrt_json_key(w, "trace_value");
+	if (!x->have_trace_value)
+		vrt_json_null(w);
+	else if (x->fraction)
+		fraction(w, x->trace_value);
+	else
+		vrt_json_uint(w, x->trace_value);
+	vrt_json_key(w, "agree");
+	if (x->agree < 0)
+		vrt_json_null(w);
+	else
+		vrt_json_bool(w, x->agree);
+	vrt_json_key(w, "applied");
+	vrt_json_bool(w, lc->refusal_applied);
+	vrt_json_end_object(w);
+}
+
+void vrt_report_enginelog_json(struct vrt_json *w, const struct vrt_trace *t,
+                               const struct vrt_logcheck *lc)
+{
+	const struct vrt_enginelog *log;
+
+	vrt_json_key(w, "engine_log");
+	if (!lc || !lc->log) {
+		vrt_json_null(w);
+		vrt_json_key(w, "findings");
+		vrt_json_begin_array(w);
+		vrt_json_end_array(w);
+		return;
+	}
+	log = lc->log;
+	vrt_json_begin_object(w);
+	vrt_json_key(w, "path");
+	vrt_json_string(w, lc->path);
+	vrt_json_key(w, "engine");
+	vrt_json_string(w, vrt_enginelog_engine_name(log->engine));
+	vrt_json_key(w, "lines");
+	vrt_json_uint(w, log->lines);
+	vrt_json_key(w, "cut_bytes");
+	vrt_json_uint(w, log->cut_bytes);
+	vrt_json_key(w, "facts_dropped");
+	vrt_json_uint(w, log->facts_dropped);
+	facts(w, t, log);
+	config(w, lc);
+	vrt_json_key(w, "ready");
+	if (log->have_ready) {
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "line");
+		vrt_json_uint(w, log->ready_line);
+		line_time(w, t, log->ready_wall_ns);
+		vrt_json_key(w, "text");
+		vrt_json_string(w, log->ready_text);
+		vrt_json_end_object(w);
+	} else {
+		vrt_json_null(w);
+	}
+	errors(w, t, log);
+	vrt_json_key(w, "fatal_error");
+	if (log->have_fatal)
+		vrt_json_uint(w, log->fatal);
+	else
+		vrt_json_null(w);
+	/* the failure the fatal error names: an index into "failures" */
+	vrt_json_key(w, "fatal_failure");
+	if (lc->have_fatal_failure)
+		vrt_json_uint(w, lc->fatal_failure);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "fatal_failure_match");
+	if (lc->have_fatal_failure)
+		vrt_json_string(w, lc->fatal_match);
+	else
+		vrt_json_null(w);
+	comparison(w, lc);
+	refusal(w, lc);
+	vrt_json_end_object(w);
+	vrt_json_key(w, "findings");
+	vrt_json_begin_array(w);
+	for (size_t i = 0; i < lc->nfindings; i++) {
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "key");
+		vrt_json_string(w, lc->findings[i].key);
+		vrt_json_key(w, "device");
+		vrt_json_int(w, lc->findings[i].device);
+		vrt_json_key(w, "text");
+		vrt_json_string(w, lc->findings[i].text);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+static void when(FILE *f, const struct vrt_trace *t, int64_t wall_ns)
+{
+	char buf[VRT_WALLCLOCK_TEXT];
+
+	if (!wall_ns)
+		return;
+	if (vrt_wallclock_known(t))
+		fprintf(f, " at %.3fs",
+		        (double)(vrt_wallclock_mono(t, wall_ns) - t->start_ns) /
+		                1e9);
+	fprintf(f, " (%s)", vrt_wallclock_format(buf, sizeof(buf), wall_ns, 3));
+}
+
+void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
+                               const struct vrt_logcheck *lc)
+{
+	const struct vrt_enginelog *log;
+	char b1[32], b2[32];
+	size_t i;
+	int k, any = 0;
+
+	if (!lc || !lc->log)
+		return;
+	log = lc->log;
+	fputs("\nengine log: ", f);
+	vrt_report_put_safe(f, lc->path, 200);
+	fprintf(f, " (%s, %" PRIu64 " lines",
+	        vrt_enginelog_engine_name(log->engine)
+	                ? vrt_enginelog_engine_name(log->engine)
+	                : "engine not recognised",
+	        log->lines);
+	if (log->cut_bytes)
+		fprintf(f, ", %s cut by record",
+		        vrt_report_bytes(b1, sizeof(b1), log->cut_bytes));
+	fputs(")\n", f);
+	if (lc->nrows)
+		fprintf(f, "  %-12s %4s %12s %12s %8s\n", "the engine's", "dev",
+		        "printed", "traced", "diff");
+	for (i = 0; i < lc->nrows; i++) {
+		const struct vrt_logcheck_row *x = &lc->rows[i];
+		fprintf(f, "  %-12s %4d %12s %12s %+7.1f%%%s\n",
+		        vrt_logcheck_quantity_name(x->quantity), x->device,
+		        vrt_report_bytes(b1, sizeof(b1), x->engine_bytes),
+		        vrt_report_bytes(b2, sizeof(b2), x->traced_bytes),
+		        x->diff_percent,
+		        x->flagged             ? "  DISAGREES"
+		        : x->allocation_failed ? "  (its allocation failed)"
+		                               : "");
+	}
+	for (k = 0; k < VRT_ELC_NFIELDS; k++) {
+		if (!log->config_line[k])
+			continue;
+		fputs(any++ ? ", " : "  config: ", f);
+		if (k == VRT_ELC_MEM_FRACTION)
+			fprintf(f, "%s %.2f", vrt_enginelog_config_name(k),
+			        (double)log->config[k] / 1000);
+		else
+			fprintf(f, "%s %" PRIu64, vrt_enginelog_config_name(k),
+			        log->config[k]);
+	}
+	if (any)
+		fputc('\n', f);
+	if (log->have_ready) {
+		fprintf(f, "  ready: log line %u", log->ready_line);
+		when(f, t, log->ready_wall_ns);
+		fputs(": ", f);
+		vrt_report_put_safe(f, log->ready_text, 120);
+		fputc('\n', f);
+	} else {
+		fputs("  ready: never said\n", f);
+	}
+	if (log->have_fatal) {
+		const struct vrt_enginelog_error *e = &log->errors[log->fatal];
+		fprintf(f, "  fatal error: log line %u", e->line);
+		when(f, t, e->wall_ns);
+		fputs(": ", f);
+		vrt_report_put_safe(f, e->text, 240);
+		fputc('\n', f);
+		if (lc->have_fatal_failure) {
+			fputs("    ", f);
+			vrt_report_put_safe(f, lc->fatal_match, 320);
+			fputc('\n', f);
+		}
+	}
+	for (i = 0; i < lc->nfindings; i++) {
+		fputs("  FINDING: ", f);
+		vrt_report_put_safe(f, lc->findings[i].text, 400);
+		fputc('\n', f);
+	}
+}
