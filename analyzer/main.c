@@ -501,10 +501,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("vramtrace %s\n"
-		       "trace format: reads versions 1 to %d, writes %d\n"
+		       "trace format: reads versions %d to %d, writes %d\n"
 		       "preload: needs glibc %s or newer\n",
-		       VRT_VERSION, VRT_TRACE_VERSION, VRT_TRACE_VERSION,
-		       VRT_GLIBC_MIN);
+		       VRT_VERSION, VRT_TRACE_VERSION_OLDEST, VRT_TRACE_VERSION,
+		       VRT_TRACE_VERSION, VRT_GLIBC_MIN);
 		return VRT_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "help")) {

@@ -6,7 +6,8 @@ layout      bin/vramtrace, <libdir>/vramtrace/libvramtrace.so and the
             demo's parts, include/vramtrace.h and vramtrace/trace_format.h,
             <libdir>/pkgconfig/vramtrace.pc, share/doc/vramtrace/.
 version     `vramtrace --version`: the project version, the trace format
-            versions it reads (1 to VRT_TRACE_VERSION of trace_format.h)
+            versions it reads (VRT_TRACE_VERSION_OLDEST to
+            VRT_TRACE_VERSION of trace_format.h) and writes
             and the minimum glibc, which is exactly the newest GLIBC_x.y
             symbol version the installed preload needs (objdump -T).
 record      the installed `record` preloads the installed library (found
@@ -96,13 +97,16 @@ def body(args, tmp):
     fmt = open(os.path.join(args.source, "include", "vramtrace",
                             "trace_format.h")).read()
     tv = re.search(r"#define VRT_TRACE_VERSION\s+(\d+)", fmt).group(1)
+    old = re.search(r"#define VRT_TRACE_VERSION_OLDEST\s+(\d+)",
+                    fmt).group(1)
     proj = re.search(r"version:\s*'([^']+)'",
                      open(os.path.join(args.source, "meson.build")).read())
     print(p.stdout)
     check(p.returncode == 0 and p.stdout.startswith(
         f"vramtrace {proj.group(1)}\n"), "version: names the version")
-    check(f"reads versions 1 to {tv}, writes {tv}" in p.stdout,
-          f"version: the trace format versions it reads (1 to {tv})")
+    check(f"reads versions {old} to {tv}, writes {tv}" in p.stdout,
+          f"version: the trace format versions it reads ({old} to {tv}) "
+          f"and writes ({tv}), as trace_format.h says")
     m = re.search(r"needs glibc (\d+(?:\.\d+)+) or newer", p.stdout)
     need = newest_glibc(preload)
     stated = tuple(int(x) for x in m.group(1).split(".")) if m else None
