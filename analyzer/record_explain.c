@@ -43,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "logcap.h"
+#include "readfile.h"
 #include "vramtrace/trace_format.h"
 
 #ifndef VRT_GLIBC_MIN
@@ -51,7 +53,6 @@
 
 #define PROBE_MS     5000
 #define PROBE_MAX    8192
-#define LOG_NAME     "output.log"
 #define LOG_SCAN_MAX (16u << 20) /* bytes of output.log read at most */
 #define WHY_MAX      1024
 
@@ -246,19 +247,26 @@ static int probe(char *out, size_t n, size_t *len)
 	return 0;
 }
 
-/* The first loader complaint in DIR/output.log: 1 and why filled when it
- * names the preload, 2 when it is about something else, 0 none. */
+/* The first loader complaint in DIR/output.log (record's copy of the
+ * command's output, logcap.h): 1 and why filled when it names the
+ * preload, 2 when it is about something else, 0 none (or no log: --no-log,
+ * or a log that is not a regular file any more, never waited on). */
 static int scan_log(const char *dir, const char *preload, char *why, size_t n)
 {
-	char path[4096], line[2048];
+	char path[4096], line[2048], err[128];
 	size_t total = 0;
 	FILE *f;
-	int rc = 0;
+	int fd, rc = 0;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, LOG_NAME);
-	f = fopen(path, "re");
-	if (!f)
+	snprintf(path, sizeof(path), "%s/%s", dir, VRT_LOGCAP_NAME);
+	fd = vrt_readfile_open(path, err, sizeof(err));
+	if (fd < 0)
 		return 0;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return 0;
+	}
 	while (total < LOG_SCAN_MAX && fgets(line, sizeof(line), f)) {
 		size_t l = strlen(line);
 		total += l;
@@ -335,14 +343,14 @@ int vrt_record_explain_print(const struct vrt_record_outcome *o)
 		fprintf(stderr,
 		        "vramtrace: error: %s: no trace: the preload %s could "
 		        "not be loaded in the command: %s (from %s/%s)\n",
-		        o->dir, o->preload, why, o->dir, LOG_NAME);
+		        o->dir, o->preload, why, o->dir, VRT_LOGCAP_NAME);
 		return 0;
 	}
 	if (logged == 2) {
 		fprintf(stderr,
 		        "vramtrace: error: %s: no trace: a program of the "
 		        "command could not start: %s (from %s/%s)\n",
-		        o->dir, why, o->dir, LOG_NAME);
+		        o->dir, why, o->dir, VRT_LOGCAP_NAME);
 		return 0;
 	}
 	if (o->standby) {

@@ -11,6 +11,11 @@ version     the stub rebuilt without the symbol version the preload was
             linked against (VRTSTUB_2): record names the version and the
             file lacking it (glibc's GLIBC_2.34 reads the same way, and
             the unit test analyzer-record-explain parses that line).
+cmdfail     the preload loads, but the command's own program needs the
+            hidden stub: record reads the loader's line in DIR/output.log
+            (its copy of the command's output) and names the library;
+            with --no-log there is no such copy, and the line says only
+            that no process made a GPU call (exit 127).
 notfound    a command that does not exist: "command not found", exit 127,
             no run directory left behind.
 shell127    `sh -c` of a command that does not exist: the shell's 127,
@@ -92,6 +97,12 @@ def body(args, tmp):
     os.makedirs(os.path.dirname(bad))
     cc(args, "-shared", "-fPIC", "-o", bad, src, "-L" + stub,
        "-l:libvrtstub.so.1")
+    src = os.path.join(tmp, "needstub.c")
+    with open(src, "w") as f:
+        f.write("int vrt_stub_fn(void);\nint main(void) "
+                "{ return vrt_stub_fn() - 1; }\n")
+    needstub = os.path.join(tmp, "needstub")
+    cc(args, "-o", needstub, src, "-L" + stub, "-l:libvrtstub.so.1")
     os.rename(os.path.join(stub, "libvrtstub.so.1"),
               os.path.join(stub, "hidden"))
     p, out = record(args, tmp, "missing", alloc, base_env(args, bad))
@@ -102,6 +113,21 @@ def body(args, tmp):
           "libvrtstub.so.1" in line and "cannot find" in line,
           f"missing: names the preload and the missing library ({line!r})")
     check("trace in" not in p.stderr, "missing: claims no trace")
+
+    # The preload loads; the command's program does not.
+    p, out = record(args, tmp, "cmdfail", [needstub], base_env(args))
+    line = no_trace_line(p, out)
+    check(p.returncode == 127 and "a program of the command could not "
+          "start" in line and "libvrtstub.so.1" in line and
+          "output.log" in line and "could not be loaded" not in line,
+          f"cmdfail: the command's own loader error, from output.log "
+          f"({line!r})")
+    p, out = record(args, tmp, "cmdfail-nolog", [needstub], base_env(args),
+                    opts=["--no-log"])
+    line = no_trace_line(p, out)
+    check(p.returncode == 127 and "exited with status 127" in line and
+          not os.path.exists(os.path.join(out, "output.log")),
+          f"cmdfail: without output.log, only the status ({line!r})")
 
     # The same library without the version the preload needs.
     build_stub(args, tmp, "VRTSTUB_1")
