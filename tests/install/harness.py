@@ -16,6 +16,21 @@ def check(cond, what):
         failures.append(what)
 
 
+def html_page(source, path):
+    """Whether path is `analyze --format html`'s one self-contained page:
+    the style sheet and script of analyzer/html/, compiled into the
+    command, and the report's JSON document in it."""
+    try:
+        page = open(path).read()
+    except OSError:
+        return False
+    parts = [open(os.path.join(source, "analyzer", "html", f)).read()
+             for f in ("style.css", "app.js")]
+    return (page.startswith("<!DOCTYPE html>") and
+            all(part.strip() in page for part in parts) and
+            '"vramtrace-report/1"' in page)
+
+
 def run(options, prefix, body):
     """Parses the required --options (and --tmp-root), calls body(args,
     tmp) in a fresh temporary directory and exits with the result."""

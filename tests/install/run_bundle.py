@@ -17,7 +17,13 @@ record      the bundle's `record` (no VRAMTRACE_PRELOAD) traces
             examples/llama_sim on the fake driver with that library path;
             the bundle's `analyze` reads the trace: one process, the
             weights and KV cache phases named (native stacks, through the
-            bundled libunwind).
+            bundled libunwind); the run's output.log holds the program's
+            output and analyze reads it (engine_log: llama.cpp).
+html        the bundle's `analyze --format html` writes one self-contained
+            page: the HTML, style sheet and script compiled into the
+            command (analyzer/html/) with the report's JSON in it.
+plan        the bundle's `plan` predicts the recorded run's settings and
+            their neighbours from that run (llama.cpp's rule).
 
 docs        docs/deploy.md's recipes against this bundle: every
             /opt/vramtrace/... path it names exists in the bundle, every
@@ -180,11 +186,45 @@ def body(args, tmp):
     check(len(procs) == 1, f"analyze: one process traced ({len(procs)})")
     dev = (rep.get("devices") or [{}])[0]
     ph = dev.get("phases", {})
-    docs(args, tmp, root)
     check(ph.get("weights", {}).get("peak_bytes") == 4 * 8 << 20 and
           ph.get("kv_cache", {}).get("peak_bytes") == 512 * 64 << 10,
           "analyze: weights and KV cache named from native stacks "
           f"({ {k: v.get('peak_bytes') for k, v in ph.items()} })")
+    log = os.path.join(run_dir, "output.log")
+    text = open(log, errors="replace").read() if os.path.exists(log) else ""
+    elog = rep.get("engine_log") or {}
+    check("load_tensors:" in text and elog.get("engine") == "llama.cpp",
+          f"record: output.log holds the program's output, and analyze "
+          f"reads it (engine_log: {elog.get('engine')})")
+    html(args, env, exe, run_dir, tmp)
+    plan(env, exe, run_dir)
+    docs(args, tmp, root)
+
+
+def html(args, env, exe, run_dir, tmp):
+    out = os.path.join(tmp, "report.html")
+    p = subprocess.run([exe, "analyze", "--format", "html", "-o", out,
+                        run_dir], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=env,
+                       timeout=120)
+    check(p.returncode == 0 and harness.html_page(args.source, out),
+          f"html: one page with the compiled-in style sheet and script and "
+          f"the report's JSON ({p.returncode}: {p.stderr.strip()})")
+
+
+def plan(env, exe, run_dir):
+    p = subprocess.run([exe, "plan", "--format", "json", run_dir],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, env=env, timeout=120)
+    rep = json.loads(p.stdout) if p.returncode == 0 else {}
+    rows = rep.get("configurations") or []
+    rec = [r for r in rows if r.get("recorded")]
+    check(len(rows) > 1 and len(rec) == 1 and
+          rec[0].get("settings", {}).get("context_length") == 512 and
+          rec[0].get("fits") == "yes",
+          f"plan: the recorded settings (-c 512) and their neighbours "
+          f"predicted ({len(rows)} rows; {p.returncode}: "
+          f"{p.stderr.strip()})")
 
 
 def known_variables(source):

@@ -4,7 +4,8 @@ then vramtrace used from there as a new user would (python3 stdlib).
 
 layout      bin/vramtrace, <libdir>/vramtrace/libvramtrace.so and the
             demo's parts, include/vramtrace.h and vramtrace/trace_format.h,
-            <libdir>/pkgconfig/vramtrace.pc, share/doc/vramtrace/.
+            <libdir>/pkgconfig/vramtrace.pc, share/doc/vramtrace/ with
+            README.md and every file of docs/.
 version     `vramtrace --version`: the project version, the trace format
             versions it reads (VRT_TRACE_VERSION_OLDEST to
             VRT_TRACE_VERSION of trace_format.h) and writes
@@ -14,7 +15,11 @@ record      the installed `record` preloads the installed library (found
             relative to bin/, not the build tree's, not VRAMTRACE_PRELOAD):
             the traced command prints its LD_PRELOAD.
 demo        `vramtrace demo` from the install: every verdict's run
-            diagnosed.
+            diagnosed; each run keeps the server's output (output.log).
+html        the installed `analyze --format html` of a demo run: one page
+            with the style sheet and script compiled in (analyzer/html/).
+plan        the installed `plan` of the demo's vLLM-shaped run: the
+            recorded settings and their neighbours predicted.
 pkg-config  --cflags and --variable=preload of the installed .pc; a
             program built with the installed header runs without the
             preload.
@@ -83,12 +88,15 @@ def body(args, tmp):
               os.path.join(prefix, opt["includedir"], "vramtrace.h"),
               os.path.join(prefix, opt["includedir"], "vramtrace",
                            "trace_format.h"),
-              os.path.join(libdir, "pkgconfig", "vramtrace.pc"),
-              os.path.join(prefix, opt["datadir"], "doc", "vramtrace",
-                           "deploy.md"),
-              os.path.join(prefix, opt["datadir"], "doc", "vramtrace",
-                           "grafana-vramtrace.json")):
+              os.path.join(libdir, "pkgconfig", "vramtrace.pc")):
         check(os.path.exists(f), "layout: " + os.path.relpath(f, dest))
+    docdir = os.path.join(prefix, opt["datadir"], "doc", "vramtrace")
+    docs = ["README.md"] + sorted(os.listdir(os.path.join(args.source,
+                                                          "docs")))
+    missing = [d for d in docs if not os.path.exists(os.path.join(docdir,
+                                                                  d))]
+    check(not missing, f"layout: README.md and every file of docs/ in "
+          f"{os.path.relpath(docdir, dest)} (missing: {missing})")
     check(not os.path.exists(os.path.join(libdir, "libcuda.so.1")),
           "layout: the fake driver is not on the library path")
 
@@ -140,6 +148,24 @@ def body(args, tmp):
     check(procs and all((pr.get("cmdline") or [""])[0] == server
                         for pr in procs),
           f"demo: runs the installed server ({[pr.get('cmdline') for pr in procs]})")
+    check(os.path.getsize(os.path.join(demo_dir, "none", "output.log")) > 0
+          if os.path.exists(os.path.join(demo_dir, "none", "output.log"))
+          else False, "demo: the run keeps the server's output (output.log)")
+
+    # the HTML page and plan, from the install alone
+    page_path = os.path.join(tmp, "none.html")
+    p = run([exe, "analyze", "--format", "html", "-o", page_path,
+             os.path.join(demo_dir, "none")], cwd=tmp)
+    check(p.returncode == 0 and harness.html_page(args.source, page_path),
+          f"html: one page, its style sheet and script compiled in "
+          f"({p.returncode}: {p.stderr.strip()})")
+    p = run([exe, "plan", "--format", "json", os.path.join(demo_dir, "none")],
+            cwd=tmp)
+    rows = json.loads(p.stdout).get("configurations", []) \
+        if p.returncode == 0 else []
+    check(len(rows) > 1 and sum(1 for r in rows if r.get("recorded")) == 1,
+          f"plan: the demo run's settings and their neighbours predicted "
+          f"({len(rows)} rows; {p.returncode}: {p.stderr.strip()[-300:]})")
 
     # pkg-config and the header
     if shutil.which("pkg-config"):
