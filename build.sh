@@ -23,6 +23,17 @@
 #                       and verdicts (tests/bench/run_all.py; ARGS go to
 #                       it: --quick for a fast look, --pairs N,
 #                       --events N, --runs N; docs/performance.md)
+#   ./build.sh install [PREFIX]
+#                       build, then `meson install`: vramtrace in
+#                       PREFIX/bin, the preload (and the demo's parts) in
+#                       PREFIX/<libdir>/vramtrace, the annotation header,
+#                       a pkg-config file and the docs (default PREFIX:
+#                       the configured one, /usr/local)
+#   ./build.sh bundle [DIR]
+#                       build, then make the portable bundle for containers
+#                       (docs/deploy.md): DIR/vramtrace-VERSION-linux-ARCH
+#                       .tar.gz (default DIR: $BUILD_DIR), needing nothing
+#                       but glibc (tools/make_bundle.py)
 #   ./build.sh gpu-bundle [DIR]
 #                       build (with nvcc where the CUDA toolkit is), then
 #                       put vramtrace, the preload, the GPU suite's
@@ -46,13 +57,13 @@ mode=${1:-build}
 [ $# -gt 0 ] && shift
 
 case "$mode" in
-build|demo|test|sanitize|scenarios|bench|gpu-bundle|gpu-test) ;;
--h|--help) sed -n '2,41p' "$0"; exit 0 ;;
-*) echo "build.sh: unknown mode '$mode' (build, demo, test, sanitize, scenarios, bench, gpu-bundle or gpu-test)" >&2; exit 2 ;;
+build|demo|test|sanitize|scenarios|bench|install|bundle|gpu-bundle|gpu-test) ;;
+-h|--help) sed -n '2,52p' "$0"; exit 0 ;;
+*) echo "build.sh: unknown mode '$mode' (build, demo, test, sanitize, scenarios, bench, install, bundle, gpu-bundle or gpu-test)" >&2; exit 2 ;;
 esac
 case "$mode" in
 bench|scenarios) ;;
-gpu-bundle|gpu-test)
+install|bundle|gpu-bundle|gpu-test)
     if [ $# -gt 1 ]; then
         echo "build.sh: mode '$mode' takes one directory at most" >&2
         exit 2
@@ -97,8 +108,10 @@ fi
 # libjansson-dev: parses Hugging Face config.json (analyze --model-config).
 # chromium, chromium-driver: open the HTML report headless in its test
 # (skipped without them).
+# python3-yaml: parses the Kubernetes recipes of docs/deploy.md (the
+# bundle's test).
 packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3 python3-dev zstd
-          libamdhip64-5 tmux curl chromium chromium-driver)
+          libamdhip64-5 tmux curl chromium chromium-driver python3-yaml)
 # bench: heaptrack (the profiler it is measured against; its column reads
 # n/a without it), util-linux (taskset pins the analyzers to one core),
 # time (/usr/bin/time -v reports their peak RSS).
@@ -106,7 +119,10 @@ if [ "$mode" = bench ]; then
     packages+=(heaptrack util-linux time)
 fi
 # The GPU suite builds vramtrace and its programs only: no test packages.
-if [ "$mode" = gpu-bundle ] || [ "$mode" = gpu-test ]; then
+# So do install and bundle (the bundle also runs objdump and strip, from
+# binutils, which gcc brings).
+if [ "$mode" = gpu-bundle ] || [ "$mode" = gpu-test ] ||
+   [ "$mode" = install ] || [ "$mode" = bundle ]; then
     packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3)
 fi
 missing=()
@@ -155,6 +171,9 @@ if [ "$mode" = sanitize ]; then
 fi
 
 [ -f "$build/build.ninja" ] || meson setup "$build" >/dev/null
+if [ "$mode" = install ] && [ -n "${1:-}" ]; then
+    meson configure "$build" --prefix "$(realpath -m "$1")" >/dev/null
+fi
 ninja -C "$build"
 
 # The GPU suite's bundle: binaries built here, run where the GPU is.
@@ -198,6 +217,16 @@ demo)
     ;;
 test)
     meson test -C "$build" --print-errorlogs
+    ;;
+install)
+    meson install -C "$build" --no-rebuild
+    prefix=$(meson introspect --buildoptions "$build" |
+             python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
+    echo "build.sh: installed into $prefix (vramtrace in $prefix/bin; try: $prefix/bin/vramtrace demo)" >&2
+    ;;
+bundle)
+    tgz=$(python3 tools/make_bundle.py --build "$build" --out "${1:-$build}")
+    echo "build.sh: bundle $tgz ($(du -h "$tgz" | cut -f1)); unpack it anywhere, e.g. tar -xzf $tgz -C /opt (docs/deploy.md)" >&2
     ;;
 gpu-bundle)
     make_bundle "${1:-$build/gpu-bundle}"

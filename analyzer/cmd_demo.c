@@ -8,8 +8,8 @@
  *
  * The example server and the fake driver are found next to this
  * executable in a build tree (../examples/serve_sim, ../tests/fake/), else
- * under the install libdir's vramtrace/demo/; their absence is an error
- * naming both places. Each child runs with its own environment (fake
+ * in an install's vramtrace/demo/ (paths.h); their absence is an error
+ * naming every place looked in. Each child runs with its own environment (fake
  * driver on LD_LIBRARY_PATH, FAKECUDA_* settings); the server's output goes
  * to DIR/<verdict>.log. Single-threaded.
  */
@@ -27,13 +27,10 @@
 #include "cmd.h"
 #include "diagnose.h"
 #include "load.h"
+#include "paths.h"
 #include "replay.h"
 #include "report.h"
 #include "run.h"
-
-#ifndef VRT_INSTALL_LIBDIR
-#define VRT_INSTALL_LIBDIR "/usr/local/lib"
-#endif
 
 #define MAX_ARGS 24
 
@@ -104,50 +101,58 @@ struct paths {
 /* dir/name made absolute into out when it is readable; 0 on success. */
 static int found(const char *dir, const char *name, char *out)
 {
-	char cand[PATH_MAX * 3];
+	char cand[PATH_MAX];
 
-	snprintf(cand, sizeof(cand), "%s/%s", dir, name);
-	return access(cand, R_OK) || !realpath(cand, out) ? -1 : 0;
+	return vrt_paths_join(cand, dir, name) || access(cand, R_OK) ||
+	                       !realpath(cand, out)
+	               ? -1
+	               : 0;
 }
 
 static int find_parts(struct paths *p)
 {
-	char bin[PATH_MAX], fake[PATH_MAX * 2], ex[PATH_MAX * 2],
-	        inst[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", p->self, sizeof(p->self) - 1);
-	char *slash;
+	char bin[PATH_MAX], dirs[VRT_PATHS_MAX + 1][PATH_MAX];
+	char looked[(VRT_PATHS_MAX + 1) * 2 * 128];
+	size_t used = 0;
+	int n = 0;
 
-	if (len <= 0) {
+	if (!realpath("/proc/self/exe", p->self) || vrt_paths_self_dir(bin)) {
 		fprintf(stderr,
 		        "vramtrace: error: demo: cannot find this "
 		        "executable: %s\n",
 		        strerror(errno));
 		return -1;
 	}
-	p->self[len] = '\0';
-	snprintf(bin, sizeof(bin), "%s", p->self);
-	slash = strrchr(bin, '/');
-	if (slash)
-		*slash = '\0';
-	snprintf(ex, sizeof(ex), "%s/../examples", bin);
-	snprintf(fake, sizeof(fake), "%s/../tests/fake", bin);
-	if (!found(ex, "serve_sim", p->server) &&
-	    !found(fake, "libcuda.so.1", p->fake_dir)) {
-		*strrchr(p->fake_dir, '/') = '\0';
-		return 0;
-	}
-	snprintf(inst, sizeof(inst), "%s/vramtrace/demo", VRT_INSTALL_LIBDIR);
-	if (!found(inst, "serve_sim", p->server) &&
-	    !found(inst, "libcuda.so.1", p->fake_dir)) {
-		*strrchr(p->fake_dir, '/') = '\0';
-		return 0;
+	/* A build tree keeps them in two places; an install in one. */
+	char fake[PATH_MAX];
+	if (vrt_paths_join(dirs[n], bin, "../examples") ||
+	    vrt_paths_join(fake, bin, "../tests/fake"))
+		fake[0] = '\0';
+	else
+		n++;
+	n += vrt_paths_install_dirs("demo", dirs + n);
+	looked[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (i > 0 || !fake[0])
+			memcpy(fake, dirs[i], strlen(dirs[i]) + 1);
+		if (!found(dirs[i], "serve_sim", p->server) &&
+		    !found(fake, "libcuda.so.1", p->fake_dir)) {
+			*strrchr(p->fake_dir, '/') = '\0';
+			return 0;
+		}
+		if (used < sizeof(looked))
+			used += (size_t)snprintf(
+			        looked + used, sizeof(looked) - used,
+			        "%s%s%s%s", i ? ", " : "", dirs[i],
+			        strcmp(fake, dirs[i]) ? " and " : "",
+			        strcmp(fake, dirs[i]) ? fake : "");
 	}
 	fprintf(stderr,
 	        "vramtrace: error: demo: the example server (serve_sim) and "
 	        "the fake GPU driver (libcuda.so.1) are not installed: looked "
-	        "in %s and %s, and in %s; run it from a build tree "
-	        "(./build.sh demo)\n",
-	        ex, fake, inst);
+	        "in %s; run it from a build tree (./build.sh demo) or an "
+	        "install\n",
+	        looked);
 	return -1;
 }
 

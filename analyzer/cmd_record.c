@@ -46,13 +46,11 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "paths.h"
+#include "record_explain.h"
 #include "rundir.h"
 #include "logcap.h"
 #include "vramtrace/trace_format.h"
-
-#ifndef VRT_INSTALL_LIBDIR
-#define VRT_INSTALL_LIBDIR "/usr/local/lib"
-#endif
 
 #define PRELOAD_NAME "libvramtrace.so"
 
@@ -100,13 +98,16 @@ static void forward_signal(int sig)
 }
 
 /* Finds the library to preload; fills path (PATH_MAX bytes) with its
- * absolute path, or prints why not. */
+ * absolute path, or prints why not. VRAMTRACE_PRELOAD, else next to this
+ * executable in a build tree (../preload/), else an install's directory
+ * (paths.h). */
 static int find_preload(char *path)
 {
 	const char *env = getenv("VRAMTRACE_PRELOAD");
-	char self[PATH_MAX], cand[PATH_MAX + 64], inst[PATH_MAX];
-	ssize_t len;
-	char *slash;
+	char self[PATH_MAX], dirs[VRT_PATHS_MAX + 1][PATH_MAX];
+	char cand[PATH_MAX], looked[(VRT_PATHS_MAX + 1) * 128];
+	int n = 0;
+	size_t used = 0;
 
 	if (env && *env) {
 		if (access(env, R_OK) || !realpath(env, path)) {
@@ -118,27 +119,24 @@ static int find_preload(char *path)
 		}
 		return 0;
 	}
-	cand[0] = '\0';
-	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (len > 0) {
-		self[len] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(cand, sizeof(cand), "%s/../preload/%s", self,
-			         PRELOAD_NAME);
-			if (!access(cand, R_OK) && realpath(cand, path))
-				return 0;
-		}
+	if (!vrt_paths_self_dir(self) &&
+	    !vrt_paths_join(dirs[n], self, "../preload"))
+		n++;
+	n += vrt_paths_install_dirs("", dirs + n);
+	looked[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (!vrt_paths_join(cand, dirs[i], PRELOAD_NAME) &&
+		    !access(cand, R_OK) && realpath(cand, path))
+			return 0;
+		if (used < sizeof(looked))
+			used += (size_t)snprintf(looked + used,
+			                         sizeof(looked) - used, "%s%s",
+			                         i ? ", " : "", dirs[i]);
 	}
-	snprintf(inst, sizeof(inst), "%s/%s", VRT_INSTALL_LIBDIR, PRELOAD_NAME);
-	if (!access(inst, R_OK) && realpath(inst, path))
-		return 0;
 	fprintf(stderr,
-	        "vramtrace: error: %s: not found: looked in %s%s%s; set "
+	        "vramtrace: error: %s: not found: looked in %s; set "
 	        "VRAMTRACE_PRELOAD to its path\n",
-	        PRELOAD_NAME, cand[0] ? cand : "", cand[0] ? " and " : "",
-	        inst);
+	        PRELOAD_NAME, looked);
 	return -1;
 }
 
@@ -706,10 +704,13 @@ static int run(const struct settings *s)
 		output_finish(lc, dir, 0);
 		if (e)
 			return VRT_EXIT_FAIL;
-		fprintf(stderr,
-		        "vramtrace: trace in %s (analyze with: vramtrace "
-		        "analyze %s)\n",
-		        dir, dir);
+		struct vrt_record_outcome out = {dir, lib, s->cmd, status,
+		                                 s->standby};
+		if (vrt_record_explain_print(&out))
+			fprintf(stderr,
+			        "vramtrace: trace in %s (analyze with: "
+			        "vramtrace analyze %s)\n",
+			        dir, dir);
 		return WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 		                           : WEXITSTATUS(status);
 	}

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "argv.h"
+#include "cmdline.h"
 
 /* ---- the engines ---------------------------------------------------- */
 
@@ -174,99 +175,20 @@ static const struct flag flags[] = {
 
 /* ---- recognising the program --------------------------------------- */
 
-static const char *base_name(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s && s[1] ? s + 1 : p ? p : "";
-}
-
-static int starts(const char *s, const char *prefix)
-{
-	return !strncmp(s, prefix, strlen(prefix));
-}
-
-/* A module or program name: "vllm", "vllm.entrypoints.openai.api_server",
- * "llama-server", "text_generation_server.cli" ... */
-static int engine_of_name(const char *n)
-{
-	static const struct {
-		const char *prefix;
-		int engine;
-	} names[] = {
-	        {"vllm", VRT_ENGINE_VLLM},
-	        {"sglang", VRT_ENGINE_SGLANG},
-	        {"llama-", VRT_ENGINE_LLAMACPP},
-	        {"llama_", VRT_ENGINE_LLAMACPP},
-	        {"llama.cpp", VRT_ENGINE_LLAMACPP},
-	        {"ollama", VRT_ENGINE_OLLAMA},
-	        {"text-generation-", VRT_ENGINE_TGI},
-	        {"text_generation_", VRT_ENGINE_TGI},
-	        {"trtllm", VRT_ENGINE_TRTLLM},
-	        {"tensorrt_llm", VRT_ENGINE_TRTLLM},
-	};
-	size_t i, len;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		char last;
-		len = strlen(names[i].prefix);
-		if (!starts(n, names[i].prefix))
-			continue;
-		/* "vllm" itself, "vllm.x", "vllm-x", "vllm_x": not
-		 * "vllmx". */
-		last = names[i].prefix[len - 1];
-		if (last == '-' || last == '_' || n[len] == '\0' ||
-		    n[len] == '.' || n[len] == '-' || n[len] == '_' ||
-		    n[len] == ' ')
-			return names[i].engine;
-	}
-	return VRT_ENGINE_UNKNOWN;
-}
-
+/* common/cmdline.c recognises the program (the preload names engines the
+ * same way); here its name becomes the table's index. */
 int vrt_engine_is_worker(char *const *argv, size_t argc)
 {
-	size_t i;
-
-	for (i = 1; i < argc; i++) {
-		if (!argv[i])
-			continue;
-		if (!strcmp(argv[i], "--multiprocessing-fork"))
-			return 1;
-		/* python -c "from multiprocessing.spawn import spawn_main;
-		 * spawn_main(...)" and the forkserver's
-		 * "from multiprocessing.forkserver import main; ..." */
-		if (!strcmp(argv[i], "-c") && i + 1 < argc && argv[i + 1] &&
-		    strstr(argv[i + 1], "from multiprocessing."))
-			return 1;
-	}
-	return 0;
+	return vrt_cmdline_is_worker(argv, argc);
 }
 
 static int detect(char *const *argv, size_t argc)
 {
-	const char *prog;
-	size_t i;
-	int e;
+	const char *name = vrt_cmdline_engine(argv, argc);
 
-	if (!argc || !argv[0] || vrt_engine_is_worker(argv, argc))
-		return VRT_ENGINE_UNKNOWN;
-	prog = base_name(argv[0]);
-	if ((e = engine_of_name(prog)) != VRT_ENGINE_UNKNOWN)
-		return e;
-	if (!starts(prog, "python"))
-		return VRT_ENGINE_UNKNOWN;
-	/* python [opts] -m MODULE ... or python [opts] SCRIPT ... (a
-	 * console script such as vllm runs as python SCRIPT) */
-	for (i = 1; i < argc && argv[i]; i++) {
-		if (!strcmp(argv[i], "-m") && i + 1 < argc && argv[i + 1])
-			return engine_of_name(argv[i + 1]);
-		if (starts(argv[i], "-m") && argv[i][2])
-			return engine_of_name(argv[i] + 2);
-		if (!strcmp(argv[i], "-c"))
-			return VRT_ENGINE_UNKNOWN; /* code on the command line
-			                            */
-		if (argv[i][0] != '-')
-			return engine_of_name(base_name(argv[i]));
-	}
+	for (int e = 1; name && e < VRT_ENGINE_COUNT; e++)
+		if (!strcmp(infos[e].name, name))
+			return e;
 	return VRT_ENGINE_UNKNOWN;
 }
 

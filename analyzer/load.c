@@ -1065,9 +1065,10 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 		            "format version %" PRIu64 " is newer than this "
 		            "vramtrace supports (%d)",
 		            version, VRT_TRACE_VERSION);
-	if (version == 0)
+	if (version < VRT_TRACE_VERSION_OLDEST)
 		return fail(err, VRT_LOAD_ERR_BAD_MAGIC, f->name,
-		            "format version 0 is not valid");
+		            "format version %" PRIu64 " is not valid",
+		            version);
 	f->version = (unsigned)version;
 	if (t->nprocs >= UINT32_MAX ||
 	    grow((void **)&t->procs, &t->cap_procs, t->nprocs + 1,

@@ -10,9 +10,13 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "vramtrace/trace_format.h"
 
 #ifndef VRT_VERSION
 #define VRT_VERSION "unknown"
+#endif
+#ifndef VRT_GLIBC_MIN
+#define VRT_GLIBC_MIN "unknown"
 #endif
 
 static const struct vrt_cmd commands[] = {
@@ -496,7 +500,11 @@ int main(int argc, char **argv)
 		return VRT_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("vramtrace %s\n", VRT_VERSION);
+		printf("vramtrace %s\n"
+		       "trace format: reads versions %d to %d, writes %d\n"
+		       "preload: needs glibc %s or newer\n",
+		       VRT_VERSION, VRT_TRACE_VERSION_OLDEST, VRT_TRACE_VERSION,
+		       VRT_TRACE_VERSION, VRT_GLIBC_MIN);
 		return VRT_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "help")) {

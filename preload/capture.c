@@ -128,45 +128,20 @@ static int task_alive(const char *tid)
 	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
 }
 
+/* 1 (stop) at a thread of the program's: not a helper of ours, and
+ * running. */
+static int program_thread(const char *name, void *arg)
+{
+	(void)arg;
+	if (name[0] < '0' || name[0] > '9')
+		return 0;
+	return !is_helper((pid_t)atoi(name)) && task_alive(name);
+}
+
 int vrt_capture_only_helpers_left(void)
 {
-	struct vrt_fd d = vrt_fds_open("/proc/self/task",
-	                               O_RDONLY | O_DIRECTORY, 0);
-	if (d.fd < 0)
-		return 0;
-	char buf[4096];
-	int others = 0;
-	for (;;) {
-		if (!vrt_fds_use(d)) {
-			others = 1;
-			break;
-		}
-		long n = syscall(SYS_getdents64, d.fd, buf, sizeof(buf));
-		vrt_fds_done(d);
-		if (n <= 0) {
-			others |= n < 0;
-			break;
-		}
-		for (long off = 0; off < n && !others;) {
-			struct {
-				uint64_t ino;
-				int64_t off;
-				unsigned short reclen;
-				unsigned char type;
-				char name[];
-			} *de = (void *)(buf + off);
-			off += de->reclen;
-			if (de->name[0] < '0' || de->name[0] > '9')
-				continue;
-			pid_t tid = (pid_t)atoi(de->name);
-			if (!is_helper(tid) && task_alive(de->name))
-				others = 1;
-		}
-		if (others)
-			break;
-	}
-	vrt_fds_close(&d);
-	return !others;
+	/* An unreadable listing counts as other threads. */
+	return vrt_fds_each_name("/proc/self/task", program_thread, NULL) == 0;
 }
 
 void vrt_capture_wait_started(_Atomic int *flag)

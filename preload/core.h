@@ -46,7 +46,7 @@ enum vrt_option_id {
 	VRT_OPT_SAMPLE_MS,   /* VRAMTRACE_SAMPLE_MS: sampler period, 0 off */
 	VRT_OPT_NVML,        /* VRAMTRACE_NVML: device memory from NVML */
 	VRT_OPT_START,       /* VRAMTRACE_START: 0 record, 1 standby */
-	VRT_OPT_METRICS,     /* VRAMTRACE_METRICS: 127.0.0.1:PORT */
+	VRT_OPT_METRICS,     /* VRAMTRACE_METRICS: HOST:PORT */
 	VRT_OPT_REDACT,      /* VRAMTRACE_REDACT: argument values as *** */
 	VRT_OPT_FOLD,        /* VRAMTRACE_FOLD: REPEAT records for repeated
 	                      * allocate-then-free pairs (default 1) */
@@ -57,6 +57,11 @@ enum vrt_option_id {
 	                            * keep their stack (default 1024) */
 	VRT_OPT_BATCH,       /* VRAMTRACE_BATCH: BATCH records (batch.c) for
 	                      * ALLOC and FREE events (default 1) */
+	VRT_OPT_METRICS_PUBLIC, /* VRAMTRACE_METRICS_PUBLIC: 1 lets the
+	                         * metrics bind another address than
+	                         * loopback (metrics.c) */
+	VRT_OPT_ENGINE,         /* VRAMTRACE_ENGINE: the metrics' engine
+	                         * label, else read off the command line */
 	VRT_OPT_COUNT
 };
 
@@ -180,6 +185,16 @@ int vrt_fds_write_all(struct vrt_fd f, const void *buf, size_t len);
 ssize_t vrt_fds_recv(struct vrt_fd f, void *buf, size_t len, int flags);
 ssize_t vrt_fds_send(struct vrt_fd f, const void *buf, size_t len, int flags);
 struct vrt_fd vrt_fds_accept(struct vrt_fd f, int flags);
+/* A small file read whole, through a registered fd opened and closed
+ * here: at most max bytes into buf (not NUL-terminated); its length, or
+ * -1 with errno. For helper threads and the constructor. */
+ssize_t vrt_fds_read_path(const char *path, void *buf, size_t max);
+/* Calls fn(name, arg) for each entry of the directory at path (".." and
+ * "." included), through a registered fd, until fn returns nonzero: that
+ * value, 0 when the listing ended, -1 with errno when the directory could
+ * not be opened or read (or the program took its number). */
+int vrt_fds_each_name(const char *path, int (*fn)(const char *name, void *arg),
+                      void *arg);
 
 /* Closing hooks: the program is about to close or replace every number in
  * [lo, hi]; ours among them are taken from now on. First calls their

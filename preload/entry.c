@@ -463,6 +463,7 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 	vrt_live_set_stack_phase(vrt_stack_phase);
 	vrt_live_set_device_of(VRT_VENDOR_CUDA, vrt_hook_cuda_device_of);
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	vrt_metrics_init();
 	vrt_hook_env_init(run_dir);
 	atomic_store(&vrt_state, VRT_STATE_ARMED);
 	if (vrt_options_int(VRT_OPT_DEBUG))

@@ -44,9 +44,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -345,6 +347,63 @@ struct vrt_fd vrt_fds_accept(struct vrt_fd f, int flags)
 	vrt_fds_done(f);
 	errno = e;
 	return vrt_fds_own(c);
+}
+
+ssize_t vrt_fds_read_path(const char *path, void *buf, size_t max)
+{
+	struct vrt_fd f = vrt_fds_open(path, O_RDONLY, 0);
+	size_t len = 0;
+	ssize_t r = 0;
+	if (f.fd < 0)
+		return -1;
+	while (len < max &&
+	       (r = vrt_fds_read(f, (char *)buf + len, max - len)) > 0)
+		len += (size_t)r;
+	int e = errno;
+	vrt_fds_close(&f);
+	if (r < 0) {
+		errno = e;
+		return -1;
+	}
+	return (ssize_t)len;
+}
+
+int vrt_fds_each_name(const char *path, int (*fn)(const char *name, void *arg),
+                      void *arg)
+{
+	struct vrt_fd d = vrt_fds_open(path, O_RDONLY | O_DIRECTORY, 0);
+	/* Aligned for the kernel's records (their 64-bit fields). */
+	_Alignas(8) char buf[4096];
+	int rc = 0, e = 0;
+	if (d.fd < 0)
+		return -1;
+	while (!rc) {
+		if (!vrt_fds_use(d)) {
+			e = EBADF;
+			break;
+		}
+		long n = syscall(SYS_getdents64, d.fd, buf, sizeof(buf));
+		e = errno;
+		vrt_fds_done(d);
+		if (n <= 0) {
+			e = n < 0 ? e : 0;
+			break;
+		}
+		for (long off = 0; off < n && !rc;) {
+			/* struct linux_dirent64 */
+			const char *rec = buf + off;
+			unsigned short reclen;
+			memcpy(&reclen, rec + 16, sizeof(reclen));
+			rc = fn(rec + 19, arg);
+			off += reclen;
+		}
+	}
+	vrt_fds_close(&d);
+	if (!rc && e) {
+		errno = e;
+		return -1;
+	}
+	return rc;
 }
 
 void vrt_fds_after_fork_child(void)

@@ -41,6 +41,11 @@ void vrt_control_after_fork_child(void);
  * at once, the thread binds and serves. stop waits a bounded time.
  * Lifecycle only (entry.c). */
 int vrt_metrics_start(const char *run_dir);
+/* metrics.c, from the constructor (before hook_env.c saves the settings
+ * children get back): reads VRAMTRACE_METRICS and the labels, and when
+ * the metrics are on, turns on the live table's peaks (live.h) and
+ * exports the engine read off the command line (VRAMTRACE_ENGINE). */
+void vrt_metrics_init(void);
 void vrt_metrics_stop(void);
 void vrt_metrics_after_fork_child(void);
 

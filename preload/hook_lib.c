@@ -137,9 +137,14 @@ void vrt_hook_alloc_cur(int api, int (*cur_dev)(void), uint64_t addr,
                         uint64_t size, uint64_t aux)
 {
 	if (!vrt_capture_on()) {
-		/* Standby: no driver call; a stack only for the large
-		 * allocations, where the budgets are. */
-		vrt_live_alloc(api, VRT_LIVE_DEVICE_LATER, addr, size,
+		/* Standby: no driver call unless the metrics' peak per
+		 * device needs the device now (live.h); a stack only for
+		 * the large allocations, where the budgets are. */
+		vrt_live_alloc(api,
+		               vrt_live_tracking_peaks()
+		                       ? cur_dev()
+		                       : VRT_LIVE_DEVICE_LATER,
+		               addr, size,
 		               VRT_UNLIKELY(vrt_standby_keeps_stack(size))
 		                       ? vrt_stack_capture()
 		                       : 0,

@@ -97,6 +97,14 @@ _Static_assert(sizeof(struct pending) <= VRT_TBUF_LIVE,
 static _Atomic uint64_t ooms, inflight;
 static unsigned (*phase_of_stack)(uint32_t stack);
 
+/* Per-device bytes and the peak of the current window (live.h): one cache
+ * line per device, so devices used by different threads do not share. */
+static _Atomic int tracking;
+static struct {
+	_Alignas(64) _Atomic int64_t now;
+	_Atomic int64_t peak;
+} peaks[VRT_LIVE_MAX_DEVICES];
+
 void vrt_live_set_stack_phase(unsigned (*fn)(uint32_t stack))
 {
 	phase_of_stack = fn;
@@ -139,6 +147,48 @@ static int space_of(int api)
 static int counts_vram(int space)
 {
 	return space == SP_DPTR || space == SP_VMM;
+}
+
+/* An entry enters (sign 1) or leaves (-1) the table: its device's bytes
+ * move, and the window's peak follows them up. */
+static void account(int space, int device, uint64_t size, int sign)
+{
+	if (!atomic_load_explicit(&tracking, memory_order_relaxed) ||
+	    !counts_vram(space) || device < 0 || device >= VRT_LIVE_MAX_DEVICES)
+		return;
+	int64_t d = sign > 0 ? (int64_t)size : -(int64_t)size;
+	int64_t now = atomic_fetch_add(&peaks[device].now, d) + d;
+	int64_t p =
+	        atomic_load_explicit(&peaks[device].peak, memory_order_relaxed);
+	while (now > p &&
+	       !atomic_compare_exchange_weak(&peaks[device].peak, &p, now))
+		;
+}
+
+static void account_slot(const struct slot *e, int sign)
+{
+	account(e->space, e->device, e->size, sign);
+}
+
+void vrt_live_track_peaks(void)
+{
+	atomic_store(&tracking, 1);
+}
+
+int vrt_live_tracking_peaks(void)
+{
+	return atomic_load_explicit(&tracking, memory_order_relaxed);
+}
+
+void vrt_live_take_peaks(uint64_t peak[VRT_LIVE_MAX_DEVICES])
+{
+	for (int d = 0; d < VRT_LIVE_MAX_DEVICES; d++) {
+		int64_t now = atomic_load(&peaks[d].now);
+		int64_t p = atomic_exchange(&peaks[d].peak, now);
+		/* A free counted before its allocation's add (two threads)
+		 * may dip below zero for a moment: report none. */
+		peak[d] = p > 0 ? (uint64_t)p : 0;
+	}
 }
 
 /* The slot holding (space, addr), or NULL. Stripe locked. */
@@ -237,14 +287,23 @@ static void table_put(const struct slot *n)
 	 * not all share their low bits. */
 	struct stripe *s = &stripes[h >> 58];
 	lock(s);
-	struct slot *e = find(s, n->space, n->addr, h);
-	if (e) /* the same address again without a free we saw: replace */
+	struct slot *e = find(s, n->space, n->addr, h), gone;
+	int replaced = e != NULL, placed = 0;
+	if (e) { /* the same address again without a free we saw: replace */
+		gone = *e;
 		remove_slot(s, e);
+	}
 	if (reserve(s) == 0) {
 		place(s->slots, s->cap, n);
 		s->used++;
+		placed = 1;
 	}
 	unlock(s);
+	/* Counted when it was allocated; what leaves the table uncounts. */
+	if (replaced)
+		account_slot(&gone, -1);
+	if (!placed)
+		account_slot(n, -1);
 }
 
 static int table_remove(int space, uint64_t addr)
@@ -252,11 +311,16 @@ static int table_remove(int space, uint64_t addr)
 	uint64_t h = hash(space, addr);
 	struct stripe *s = &stripes[h >> 58];
 	lock(s);
-	struct slot *e = find(s, space, addr, h);
-	if (e)
+	struct slot *e = find(s, space, addr, h), gone;
+	int found = e != NULL;
+	if (e) {
+		gone = *e;
 		remove_slot(s, e);
+	}
 	unlock(s);
-	return e != NULL;
+	if (found)
+		account_slot(&gone, -1);
+	return found;
 }
 
 /* A consistent copy of an area's entry with the state word it goes with;
@@ -298,6 +362,7 @@ static void search_area(void *area, void *arg)
 		}
 		if (atomic_compare_exchange_strong(
 		            &pd->state, &st, st & ~(uint64_t)PD_STATE)) {
+			account_slot(&e, -1);
 			fs->done = 1;
 			return;
 		}
@@ -341,6 +406,11 @@ void vrt_live_free(int api, uint64_t addr)
 		    (uint8_t)(atomic_load_explicit(&pd->w2,
 		                                   memory_order_relaxed) >>
 		              56) == space) {
+			struct slot e;
+			int track = atomic_load_explicit(&tracking,
+			                                 memory_order_relaxed);
+			if (track)
+				pending_read(pd, &e);
 			/* A plain store: only this thread makes an area HAS,
 			 * and another thread clears this generation only when
 			 * it frees the same address too (a double free: empty
@@ -348,6 +418,8 @@ void vrt_live_free(int api, uint64_t addr)
 			atomic_store_explicit(&pd->state,
 			                      st & ~(uint64_t)PD_STATE,
 			                      memory_order_release);
+			if (track)
+				account_slot(&e, -1);
 			return;
 		}
 	}
@@ -360,6 +432,7 @@ void vrt_live_alloc(int api, int device, uint64_t addr, uint64_t size,
 	struct pending *pd = vrt_tbuf_live();
 	int space = space_of(api);
 	uint16_t phase = (uint16_t)vrt_phase_id(phase_enc);
+	account(space, device, size, 1);
 	uint8_t annotated = vrt_phase_source(phase_enc) == VRT_SRC_ANNOTATION;
 	if (!pd) {
 		struct slot n = {.addr = addr,
@@ -623,4 +696,8 @@ void vrt_live_after_fork_child(void)
 	vrt_tbuf_live_each(clear_area, NULL);
 	atomic_store(&inflight, 0);
 	atomic_store(&ooms, 0);
+	for (int d = 0; d < VRT_LIVE_MAX_DEVICES; d++) {
+		atomic_store(&peaks[d].now, 0);
+		atomic_store(&peaks[d].peak, 0);
+	}
 }

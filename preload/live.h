@@ -83,6 +83,23 @@ void vrt_live_after_fork_child(void);
  * runtime as for vrt_live_stats. */
 uint64_t vrt_live_device_bytes(int vendor, int device);
 
+/* Peaks: when something reads them (the metrics endpoint), the table
+ * also keeps each device's VRAM bytes as it changes, and the most it held
+ * since the last reading, so a spike between two readings is not lost.
+ * vrt_live_track_peaks turns that on; call it before the first allocation
+ * is recorded (the constructor), so every free finds its allocation
+ * counted. It costs an atomic add per allocation and free on a shared
+ * counter per device; nothing when off. Entries whose device is kept for
+ * later (VRT_LIVE_DEVICE_LATER) are not counted: standby asks for the
+ * device at once while peaks are tracked (vrt_live_tracking_peaks). */
+void vrt_live_track_peaks(void);
+int vrt_live_tracking_peaks(void);
+
+/* peak[d] = the most VRAM bytes device d held since the previous call
+ * (or since start), for d < VRT_LIVE_MAX_DEVICES; the window then starts
+ * again from what the device holds now. Any thread (not a hook). */
+void vrt_live_take_peaks(uint64_t peak[VRT_LIVE_MAX_DEVICES]);
+
 /* Fills *out with the current totals. Any thread (not a hook): takes each
  * stripe lock in turn; the totals are consistent per stripe. */
 void vrt_live_stats(struct vrt_live_stats *out);

@@ -46,7 +46,10 @@
 #define VRT_TRACE_MAGIC_LEN 8
 #define VRT_TRACE_VERSION   4 /* 2 added REPEAT, ALLOC_C, FREE_C; 3 packs
                                    * their addr_delta and size (below);
-                                   * 4 added BATCH; readers take 1 to 4 */
+                                   * 4 added BATCH. Writers write it;
+                                   * readers take VRT_TRACE_VERSION_OLDEST
+                                   * to it */
+#define VRT_TRACE_VERSION_OLDEST 1 /* the oldest version readers take */
 #define VRT_TRACE_SUFFIX    ".vtrace"
 #define VRT_REC_MAX_PAYLOAD (64u * 1024u) /* writers never exceed this */
 

@@ -12,15 +12,33 @@ scrape      examples/llama_sim recorded with VRAMTRACE_METRICS=127.0.0.1:0
             vramtrace_info names the pid. A stalled client does not stop
             the next scrape; an oversized request gets 431, a POST 405,
             another path 404. The address file is gone after exit.
-refuse      VRAMTRACE_METRICS=0.0.0.0:PORT: one warning, nothing served,
-            the run itself unchanged.
-busy        a fixed port already taken: one warning, the run unchanged.
-tree        tests/preload/tree3 (seven processes) with one fixed port: one
-            process serves it, the six others warn once each (the setting
-            reaches the children started with a fresh environment too).
+refuse      VRAMTRACE_METRICS=0.0.0.0:PORT without VRAMTRACE_METRICS_PUBLIC:
+            one warning, nothing served, the run itself unchanged.
+public      VRAMTRACE_METRICS=0.0.0.0:PORT with VRAMTRACE_METRICS_PUBLIC=1
+            (reached through 127.0.0.1): served, one warning that it has no
+            authentication, the address file names 0.0.0.0:PORT; the
+            program run as `llama-server` with RANK=3 gets the labels
+            engine="llama.cpp" and rank="3" on every series.
+busy        a fixed port held by another program: one warning, the run
+            unchanged, the process serves on a loopback port of its own;
+            once the port is free it takes it over.
+tree        tests/preload/tree3 (seven processes) with one fixed port: no
+            process warns (the others serve loopback ports of their own and
+            the one on the fixed port adds them); seven processes traced.
+pair        tests/preload/tp_pair, two ranks on two 24 GiB devices, on
+            0.0.0.0:PORT (opted in): one scrape of the port shows both
+            processes, each metric family once, pid and rank (the device:
+            0 and 1) and engine (VRAMTRACE_ENGINE) on every series, 64 MiB
+            used each, the capacity 24 GiB, the peak since the last scrape
+            80 MiB (a 16 MiB spike freed before the scrape) and on the
+            next scrape 64 MiB.
+dashboard   docs/grafana-vramtrace.json parses, has panels for the budget
+            by phase, the capacity and the OOMs, and every vramtrace_
+            metric its queries use is one the pair's scrape served.
 
 Usage: run_metrics.py --vramtrace EXE --preload LIB --fake-dir DIR
-                      --llama EXE --tree3 EXE --tmp-root DIR
+                      --llama EXE --tree3 EXE --tp-pair EXE
+                      --dashboard JSON --tmp-root DIR
 Exit 0 pass, 1 fail, 77 skipped (no curl).
 """
 import argparse
@@ -263,10 +281,74 @@ def refuse(args, tmp):
     p, out = run_quick(args, tmp, "refuse", f"0.0.0.0:{port}",
                        [args.llama, "-ngl", "2", "-np", "1"])
     check(p.returncode == 0, "refuse: the run is unchanged")
-    n = p.stderr.count("only 127.0.0.1:PORT is served")
+    n = p.stderr.count("needs VRAMTRACE_METRICS_PUBLIC=1")
     check(n == 1, f"refuse: one warning for 0.0.0.0 (got {n})")
+    check(not glob.glob(os.path.join(out, "*.metrics")),
+          "refuse: nothing served")
     rep = analyze(args, out)
     check(len(rep["run"]["processes"]) == 1, "refuse: the trace is there")
+
+
+def wait_for(pred, seconds, step=0.05):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return None
+
+
+def start(args, out, log, prog, env):
+    cmd = [args.vramtrace, "record", "-o", out, "--"] + prog
+    print("$ " + " ".join(cmd), flush=True)
+    with open(log, "w") as lf:
+        return subprocess.Popen(cmd, env=env, stdout=lf,
+                                stderr=subprocess.STDOUT)
+
+
+def finish(proc, log):
+    try:
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = open(log).read()
+    print(text)
+    return rc, text
+
+
+def address_files(out):
+    return {os.path.basename(f): open(f).read().strip()
+            for f in glob.glob(os.path.join(out, "*.metrics"))}
+
+
+def public(args, tmp):
+    port = free_port()
+    out, log = os.path.join(tmp, "public"), os.path.join(tmp, "public.out")
+    link = os.path.join(tmp, "llama-server")
+    os.symlink(os.path.abspath(args.llama), link)
+    env = base_env(args, f"0.0.0.0:{port}")
+    env["VRAMTRACE_METRICS_PUBLIC"] = "1"
+    env["RANK"] = "3"
+    proc = start(args, out, log, [link, "-ngl", "2", "-np", "1",
+                                  "--linger-ms", "3000"], env)
+    files = wait_for(lambda: address_files(out), 20)
+    check(files and list(files.values()) == [f"0.0.0.0:{port}"],
+          f"public: the address file names 0.0.0.0:{port} ({files})")
+    code, body = curl(f"http://127.0.0.1:{port}/metrics")
+    sample = parse(body) if code == 200 else {}
+    labels = {frozenset((k, v) for k, v in ls if k in ("rank", "engine"))
+              for _, ls in sample}
+    check(code == 200 and labels == {frozenset({("rank", "3"),
+                                                ("engine", "llama.cpp")})},
+          f"public: served; rank 3 (RANK) and engine llama.cpp (the "
+          f"program's name) on every series ({labels})")
+    rc, text = finish(proc, log)
+    check(rc == 0, "public: the run is unchanged")
+    n = text.count("without authentication")
+    check(n == 1, f"public: one warning that it is unauthenticated ({n})")
 
 
 def busy(args, tmp):
@@ -274,13 +356,26 @@ def busy(args, tmp):
     s.bind(("127.0.0.1", 0))
     s.listen(1)
     port = s.getsockname()[1]
+    out, log = os.path.join(tmp, "busy"), os.path.join(tmp, "busy.out")
+    proc = start(args, out, log, [args.llama, "-ngl", "2", "-np", "1",
+                                  "--linger-ms", "6000"],
+                 base_env(args, f"127.0.0.1:{port}"))
     try:
-        p, out = run_quick(args, tmp, "busy", f"127.0.0.1:{port}",
-                           [args.llama, "-ngl", "2", "-np", "1"])
+        own = wait_for(lambda: address_files(out), 20)
+        warned = wait_for(lambda: "is in use by a program outside" in
+                          open(log).read(), 5)
     finally:
         s.close()
-    check(p.returncode == 0, "busy: the run is unchanged")
-    n = p.stderr.count(f"127.0.0.1:{port} is in use")
+    check(own and re.match(r"^127\.0\.0\.1:\d+$", list(own.values())[0])
+          and list(own.values())[0] != f"127.0.0.1:{port}",
+          f"busy: serves a loopback port of its own meanwhile ({own})")
+    check(warned, "busy: warns that the port is taken")
+    took = wait_for(lambda: curl(f"http://127.0.0.1:{port}/metrics")[0] ==
+                    200, 5, 0.2)
+    check(took, "busy: takes the port over once it is free")
+    rc, text = finish(proc, log)
+    check(rc == 0, "busy: the run is unchanged")
+    n = text.count(f"127.0.0.1:{port} is in use")
     check(n == 1, f"busy: one warning for a port in use (got {n})")
 
 
@@ -288,17 +383,125 @@ def tree(args, tmp):
     port = free_port()
     p, out = run_quick(args, tmp, "tree", f"127.0.0.1:{port}", [args.tree3])
     check(p.returncode == 0, "tree: the run is unchanged")
-    n = p.stderr.count(f"127.0.0.1:{port} is in use")
-    check(n == 6, f"tree: one of 7 processes serves the port, 6 warn "
-          f"(got {n} warnings)")
+    n = p.stderr.count("metrics:")
+    check(n == 0, f"tree: no process of the seven warns (got {n})")
     rep = analyze(args, out)
     check(len(rep["run"]["processes"]) == 7, "tree: 7 processes traced")
+
+
+def pair(args, tmp):
+    """Returns the first scrape's samples (for the dashboard)."""
+    port = free_port()
+    out, log = os.path.join(tmp, "pair"), os.path.join(tmp, "pair.out")
+    hold = os.path.join(tmp, "pair.hold")
+    env = base_env(args, f"0.0.0.0:{port}")
+    env.update(VRAMTRACE_METRICS_PUBLIC="1", VRAMTRACE_ENGINE="vllm",
+               FAKECUDA_DEVICES="2", FAKECUDA_MEM="24G")
+    proc = start(args, out, log, [args.tp_pair, "--ranks", "2", "--mib",
+                                  "64", "--spike-mib", "16",
+                                  "--hold-file", hold], env)
+    first = second = {}
+    try:
+        ready = wait_for(lambda: dict(re.findall(
+            r"tp_pair: rank (\d) pid (\d+) ready", open(log).read()))
+            if open(log).read().count("ready") == 2 and
+            len(address_files(out)) == 2 else None, 30)
+        check(ready is not None, f"pair: both ranks ready ({ready})")
+        code, body = curl(f"http://127.0.0.1:{port}/metrics")
+        first = parse(body) if code == 200 else {}
+        print(body)
+        code2, body2 = curl(f"http://127.0.0.1:{port}/metrics")
+        second = parse(body2) if code2 == 200 else {}
+        for fam in ("vramtrace_device_used_bytes", "vramtrace_info",
+                    "vramtrace_device_peak_bytes"):
+            check(body.count(f"# HELP {fam} ") == 1 and
+                  body.count(f"# TYPE {fam} ") == 1,
+                  f"pair: {fam} has one HELP and one TYPE")
+        check(not any(k[0] == "BAD" for k in first),
+              "pair: every line is valid exposition format")
+    finally:
+        open(hold, "w").close()
+    rc, text = finish(proc, log)
+    check(rc == 0, "pair: the run is unchanged")
+    check(text.count("without authentication") == 1 and
+          text.count("metrics:") == 1,
+          "pair: the port's one warning, no other")
+    if not ready or not first:
+        return first
+
+    def by_pid(sample, name):
+        return {dict(k[1])["pid"]: (dict(k[1]), v) for k, v in sample.items()
+                if k[0] == name}
+    info = by_pid(first, "vramtrace_info")
+    want_pids = {pid: rank for rank, pid in ready.items()}
+    check(set(info) == set(want_pids),
+          f"pair: one scrape shows both processes ({sorted(info)})")
+    check(all(info[p][0].get("rank") == want_pids[p] and
+              info[p][0].get("engine") == "vllm" for p in info),
+          f"pair: rank is each process's device, engine from "
+          f"VRAMTRACE_ENGINE ({ {p: info[p][0] for p in info} })")
+    check(all({"pid", "rank", "engine"} <= {k for k, _ in ls}
+              for _, ls in first),
+          "pair: pid, rank and engine on every series")
+    used = by_pid(first, "vramtrace_device_used_bytes")
+    check(all(used.get(p, ({}, 0))[1] == 64 * MIB and
+              used[p][0].get("device") == want_pids[p] for p in want_pids),
+          f"pair: 64 MiB used by each, on its own device "
+          f"({ {p: (l.get('device'), v) for p, (l, v) in used.items()} })")
+    cap = by_pid(first, "vramtrace_device_capacity_bytes")
+    check(all(cap.get(p, ({}, 0))[1] == 24 << 30 for p in want_pids),
+          f"pair: the capacity of each device is 24 GiB "
+          f"({ {p: v for p, (_, v) in cap.items()} })")
+    pk1 = {p: v for p, (_, v) in by_pid(first,
+                                        "vramtrace_device_peak_bytes").items()}
+    pk2 = {p: v for p, (_, v) in by_pid(second,
+                                        "vramtrace_device_peak_bytes").items()}
+    check(pk1 == {p: 80 * MIB for p in want_pids},
+          f"pair: the peak since start holds the freed 16 MiB spike ({pk1})")
+    check(pk2 == {p: 64 * MIB for p in want_pids},
+          f"pair: the next scrape's peak starts from what is live ({pk2})")
+    return first
+
+
+def dashboard(args, sample):
+    try:
+        d = json.load(open(args.dashboard))
+    except (OSError, ValueError) as e:
+        check(False, f"dashboard: {args.dashboard} parses ({e})")
+        return
+    check(True, "dashboard: parses as JSON")
+    panels = []
+
+    def walk(ps):
+        for p in ps:
+            panels.append(p)
+            walk(p.get("panels", []))
+    walk(d.get("panels", []))
+    exprs = {p.get("title", ""): [t.get("expr", "")
+                                  for t in p.get("targets", [])]
+             for p in panels}
+    alltext = " ".join(e for es in exprs.values() for e in es)
+    check(d.get("title") and len(panels) >= 3 and
+          all(p.get("title") for p in panels),
+          f"dashboard: a title and titled panels ({len(panels)})")
+    for what, pat in (("budget by phase",
+                       r"by \((\w+, )*phase\b.*vramtrace_device_live_bytes"),
+                      ("capacity", r"vramtrace_device_capacity_bytes"),
+                      ("OOMs", r"vramtrace_ooms_total"),
+                      ("peak", r"vramtrace_device_peak_bytes")):
+        check(any(re.search(pat, e) for es in exprs.values() for e in es),
+              f"dashboard: a query for the {what}")
+    served = {k[0] for k in sample}
+    used = set(re.findall(r"\bvramtrace_[a-z_]+", alltext))
+    check(used and used <= served,
+          f"dashboard: every metric it queries is served "
+          f"(missing: {sorted(used - served)})")
 
 
 def main():
     ap = argparse.ArgumentParser()
     for o in ("--vramtrace", "--preload", "--fake-dir", "--llama", "--tree3",
-              "--tmp-root"):
+              "--tp-pair", "--dashboard", "--tmp-root"):
         ap.add_argument(o, required=True)
     args = ap.parse_args()
     if not shutil.which("curl"):
@@ -309,8 +512,10 @@ def main():
     try:
         scrape(args, tmp)
         refuse(args, tmp)
+        public(args, tmp)
         busy(args, tmp)
         tree(args, tmp)
+        dashboard(args, pair(args, tmp))
     finally:
         if failures or os.environ.get("VRT_TEST_KEEP"):
             print("files kept in " + tmp)

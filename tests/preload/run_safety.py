@@ -49,7 +49,9 @@ lifecycle (issue 13) A vfork child whose exec fails and that leaves with
           without the preload. close_range(3, ~0) and closefrom(3), then
           the program's own file at every number: no trace byte in it, the
           control and metrics threads end (one warning each) instead of
-          spinning, a forked child writes through the preload's old
+          spinning — the metrics thread also while it serves a loopback
+          port of its own and retries a fixed port another program
+          holds —, a forked child writes through the preload's old
           number, fork + exec and exec keep it; dup2 over the trace's fd:
           the program's file holds only its own lines, one warning, the
           trace holds the allocations made before. close_range over
@@ -726,13 +728,33 @@ def pthread_exit_main(c):
 
 
 def close_fds(c):
-    for how, metrics in (("range", True), ("from", False)):
-        d = c.dir(f"closefds-{how}")
-        out = os.path.join(c.tmp, f"closefds-{how}-run")
-        extra = {"VRAMTRACE_METRICS": "127.0.0.1:0"} if metrics else {}
-        p = c.run([c.a.host, "closefds", d, how], c.env(out, extra),
-                  timeout=60)
-        what = "close_range(3, ~0)" if how == "range" else "closefrom(3)"
+    # "busy": the fixed metrics port is held by a program outside the
+    # run, so the process serves a loopback port of its own and keeps
+    # trying the fixed one: every socket of that dance is the preload's,
+    # and the program's close_range ends it too.
+    for how, metrics in (("range", "port0"), ("range", "busy"),
+                         ("from", None)):
+        d = c.dir(f"closefds-{how}-{metrics}")
+        out = os.path.join(c.tmp, f"closefds-{how}-{metrics}-run")
+        stranger = None
+        extra = {}
+        if metrics == "port0":
+            extra = {"VRAMTRACE_METRICS": "127.0.0.1:0"}
+        elif metrics == "busy":
+            stranger = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            stranger.bind(("127.0.0.1", 0))
+            stranger.listen(1)
+            extra = {"VRAMTRACE_METRICS":
+                     f"127.0.0.1:{stranger.getsockname()[1]}"}
+        try:
+            p = c.run([c.a.host, "closefds", d, how], c.env(out, extra),
+                      timeout=60)
+        finally:
+            if stranger:
+                stranger.close()
+        what = ("close_range(3, ~0)" if how == "range" else
+                "closefrom(3)") + (f" ({metrics} metrics)" if metrics
+                                   else "")
         check(p is not None and p.returncode == 0,
               f"{what}: host exit 0, and the exec'd sh could write to "
               f"the preload's old fd "
@@ -755,7 +777,9 @@ def close_fds(c):
         w = warnings(p.stderr)
         want = ["trace file's descriptor", "control socket"]
         if metrics:
-            want.append("metrics:")
+            want.append("metrics: the program closed or replaced")
+        if metrics == "busy":
+            want.append("outside this run")
         check(len(w) == len(want) and
               all(sum(k in ln for ln in w) == 1 for k in want),
               f"{what}: one warning each for {want} (got {w})")
