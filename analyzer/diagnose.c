@@ -417,6 +417,8 @@ struct ctx {
 	struct vrt_diag_device *fd;         /* its device's budget */
 	const struct vrt_process *root;     /* the run's root, or NULL */
 	uint64_t total, other, live, shortfall;
+	uint64_t pool_kept; /* of the driver's count at the failure: what
+	                       the run's stream-ordered pools kept */
 	struct host_state host;
 	int engine;
 	struct terms x;
@@ -2312,6 +2314,78 @@ static void without_failure(struct ctx *c)
 
 /* A device failure: inconclusive where the evidence cannot single out a
  * budget, else the ladder's verdict. */
+/* The driver's own count at the failure: what it called used beyond this
+ * run's live bytes, past what other processes were already seen to hold
+ * (the first probe, NVML), is someone else's, except what the run's own
+ * stream-ordered pools can have kept of their frees (pool_kept_max):
+ * that much is the run's, and is not counted as another process's. */
+static void driver_count(struct ctx *c)
+{
+	const struct vrt_replay_failure *f = c->f;
+	uint64_t beyond;
+
+	if (!f->have_info || f->total_bytes <= f->free_bytes + c->live)
+		return;
+	beyond = f->total_bytes - f->free_bytes - c->live;
+	if (beyond <= c->other)
+		return;
+	c->pool_kept = beyond - c->other;
+	if (c->pool_kept > f->pool_kept_max)
+		c->pool_kept = f->pool_kept_max;
+	if (beyond - c->pool_kept <= c->other)
+		return;
+	c->other = beyond - c->pool_kept;
+	if (c->fd && c->other > c->fd->other_bytes)
+		c->fd->other_bytes = c->other;
+}
+
+/* The run's pool kept enough freed bytes that, given back, the call would
+ * have fit: no budget of the run's was too small, its allocator kept
+ * memory it could not reuse (chunks too small for the call). Which budget
+ * to cut is not in the trace; the allocator is the lever. */
+static int pool_decides(const struct ctx *c)
+{
+	const struct vrt_replay_failure *f = c->f;
+
+	return f->have_info && c->pool_kept >= VRT_DIAG_POOL_MIN_BYTES &&
+	       f->free_bytes + c->pool_kept >= f->requested_bytes;
+}
+
+static void verdict_pool(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_replay_failure *f = c->f;
+	struct advice *a;
+
+	climb(c);
+	verdict_inconclusive(
+	        c, "pool_kept",
+	        "the run's own stream-ordered pool held the memory the call "
+	        "needed: it kept freed bytes (the driver counted them used) in "
+	        "pieces too small for the call, so no budget of the server's "
+	        "is shown too small",
+	        "which budget needs the room: the driver does not say how "
+	        "the pool's pieces are cut; record the same load with an "
+	        "allocator that gives memory back (below) and analyze that "
+	        "run");
+	evidence(d, "pool_kept_bytes", f->device, VRT_DIAG_BYTES, c->pool_kept,
+	         "the driver counted %s used beyond the run's live bytes and "
+	         "other processes; the run's stream-ordered pool can have "
+	         "kept up to %s of freed allocations",
+	         SZ(c->pool_kept), SZ(f->pool_kept_max));
+	evidence(d, "shortfall_bytes", f->device, VRT_DIAG_BYTES, c->shortfall,
+	         "the call was %s short; with the pool's kept bytes given "
+	         "back it would have fit",
+	         SZ(c->shortfall));
+	a = advise(c, RANK_FREE);
+	ACT(a, "%srun with PyTorch's native allocator (unset "
+	       "backend:cudaMallocAsync in PYTORCH_CUDA_ALLOC_CONF) or with "
+	       "expandable_segments:True: both give cached memory back "
+	       "before they fail",
+	    engine_label(c->engine));
+	COST(a, "none for serving; a different allocator's timings");
+}
+
 static void with_failure(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
@@ -2865,15 +2939,7 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 			c.total = c.f->total_bytes;
 		c.other = c.fd ? c.fd->other_bytes : 0;
 		c.live = live_sum(c.f);
-		/* The driver's own count at the failure: what it called used
-		 * beyond this run's live bytes belongs to someone else. */
-		if (c.f->have_info &&
-		    c.f->total_bytes > c.f->free_bytes + c.live &&
-		    c.f->total_bytes - c.f->free_bytes - c.live > c.other) {
-			c.other = c.f->total_bytes - c.f->free_bytes - c.live;
-			if (c.fd && c.other > c.fd->other_bytes)
-				c.fd->other_bytes = c.other;
-		}
+		driver_count(&c);
 		c.shortfall =
 		        c.f->have_info && c.f->requested_bytes > c.f->free_bytes
 		                ? c.f->requested_bytes - c.f->free_bytes
@@ -2902,7 +2968,9 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	         c.other * 20 >= c.total && c.other >= c.shortfall) {
 		climb(&c);
 		verdict_other(&c);
-	} else
+	} else if (pool_decides(&c))
+		verdict_pool(&c);
+	else
 		with_failure(&c);
 	if (c.f && c.host.have && host_exhausted(&c.host) &&
 	    d->verdict != VRT_VERDICT_HOST_MEMORY)

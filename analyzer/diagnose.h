@@ -77,6 +77,8 @@
 #include "replay.h"
 
 #define VRT_DIAG_OTHER_MIN_BYTES (1ull << 30) /* 1 GiB: past a context */
+/* kept by the run's stream-ordered pools: enough to be the cause */
+#define VRT_DIAG_POOL_MIN_BYTES (256ull << 20)
 #define VRT_DIAG_SHARD_FRACTION  0.9
 #define VRT_DIAG_HOST_LOW_BYTES  (256ull << 20) /* MemAvailable "near 0" */
 #define VRT_DIAG_MAX_ITEMS       24

@@ -1735,9 +1735,14 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 	if (f->device >= 0 && (size_t)f->device < r->ndevices) {
 		const struct devstate *ds = &s->devs[f->device];
 		unsigned k;
+		const struct vrt_counters *as =
+		        &r->dev[f->device].fam[VRT_FAM_ASYNC];
 		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 			f->live_by_phase[k] =
 			        r->dev[f->device].phase[k].live_bytes;
+		f->pool_kept_max = as->peak_bytes > as->live_bytes
+		                           ? as->peak_bytes - as->live_bytes
+		                           : 0;
 		f->demand_bytes = demand_level(ds);
 		f->idle_demand_bytes =
 		        r->inflight ? ds->idle_demand : f->demand_bytes;

@@ -190,6 +190,13 @@ struct vrt_replay_failure {
 	 * rest of the idle level is memory a caching allocator kept from
 	 * earlier requests) */
 	uint64_t demand_bytes, idle_demand_bytes, serve_demand_bytes;
+	/* The most the run's stream-ordered pools on the device can have
+	 * kept of what they were given back: the async family's peak less
+	 * its live bytes at the failure. A pool keeps freed bytes up to its
+	 * release threshold (PyTorch's cudaMallocAsync backend sets it to
+	 * UINT64_MAX), the driver counts them used, and a pool whose kept
+	 * chunks are each too small refuses an allocation it has room for. */
+	uint64_t pool_kept_max;
 	/* Recovered: the same process (and thread) later allocated at least
 	 * requested_bytes on the same device within seconds, as a caching
 	 * allocator does after emptying its cache: the time, size and api of

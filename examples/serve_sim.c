@@ -34,9 +34,11 @@
  *                 waits for GET /health, opens --idle-connections
  *                 keep-alive connections it leaves idle, and sends one
  *                 request alone, then --concurrent-requests at once
+ *                 (--request-steps N,N,...: those groups, in turn)
  *                 (POST /v1/completions, half of them streamed). At most
  *                 --max-num-seqs are decoded together; each holds
- *                 --prompt-len (default --max-model-len) x
+ *                 --prompt-len (default --max-model-len; a list: the
+ *                 lengths of requests in turn, cycled) x
  *                 --act-kib-per-token / N on every rank until its batch
  *                 is answered, and each batch step allocates the sampler's
  *                 tensors for its sequences.
@@ -97,6 +99,7 @@
 #define GIB        (1024.0 * 1024.0 * 1024.0)
 #define MAX_TP     8
 #define MAX_REQS   64
+#define MAX_LENS   16
 #define MAX_HOST   1024
 #define N_CAPTURES 8
 /* vLLM's default KV block on CUDA (--block-size) */
@@ -107,7 +110,9 @@ enum role { SINGLE, API_SERVER, ENGINE_CORE, WORKER };
 static struct {
 	double model_gib, util, swap_gib, act_kib, kv_kib, graph_mib;
 	int layers, tp, max_model_len, max_num_seqs, batched_tokens;
-	int prompt_len, concurrent, no_shard, load_ms, hip, mp, annotate;
+	int concurrent, no_shard, load_ms, hip, mp, annotate;
+	int lens[MAX_LENS], nlens;             /* --prompt-len, cycled */
+	int steps[SIM_HTTP_MAX_STEPS], nsteps; /* --request-steps */
 	int allocator, idle, vocab, killed_after;
 	enum role role;
 	int rank; /* a worker's */
@@ -135,6 +140,7 @@ static struct rank {
 	size_t free_at_init, weights, profile_peak, kv;
 	uint64_t act[MAX_REQS], graphs[N_CAPTURES];
 	int nact;
+	unsigned nreq; /* requests executed so far (picks the length) */
 	pid_t pid;
 	struct sim_chan chan;
 } ranks[MAX_TP];
@@ -365,13 +371,14 @@ static void allocate_swap_space(void)
  * for the n sequences; they stay until FINISH. */
 static void execute_model(int r, int n)
 {
-	int len = o.prompt_len ? o.prompt_len : o.max_model_len;
-	size_t act = (size_t)((double)len * o.act_kib * KIB / o.tp);
-
 	use_rank(r);
 	sim_alloc_phase_push("forward");
-	for (int i = 0; i < n && ranks[r].nact < MAX_REQS; i++)
+	for (int i = 0; i < n && ranks[r].nact < MAX_REQS; i++) {
+		int len = o.nlens ? o.lens[ranks[r].nreq++ % (unsigned)o.nlens]
+		                  : o.max_model_len;
+		size_t act = (size_t)((double)len * o.act_kib * KIB / o.tp);
 		tensor(r, act, &ranks[r].act[ranks[r].nact++], "execute_model");
+	}
 	sampler(r, n, "sample_tokens");
 	sim_alloc_phase_pop();
 }
@@ -580,9 +587,14 @@ static int serve(void)
 	if (!http)
 		return 1;
 	load.port = sim_http_port(http);
-	load.steps[load.nsteps++] = 1;
-	if (o.concurrent > 1)
-		load.steps[load.nsteps++] = o.concurrent;
+	if (o.nsteps) {
+		memcpy(load.steps, o.steps, sizeof(o.steps));
+		load.nsteps = o.nsteps;
+	} else {
+		load.steps[load.nsteps++] = 1;
+		if (o.concurrent > 1)
+			load.steps[load.nsteps++] = o.concurrent;
+	}
 	printf("serve_sim: listening on 127.0.0.1:%d\n", load.port);
 	fflush(stdout);
 	sim_log_ready(load.port);
@@ -699,8 +711,9 @@ static int usage(const char *msg)
 	        "[--max-num-batched-tokens T]\n"
 	        "         [--act-kib-per-token K] [--kv-kib-per-token K] "
 	        "[--swap-space G]\n"
-	        "         [--prompt-len T] [--concurrent-requests N] "
-	        "[--idle-connections N]\n"
+	        "         [--prompt-len T[,T...]] [--concurrent-requests N] "
+	        "[--request-steps N[,N...]]\n"
+	        "         [--idle-connections N]\n"
 	        "         [--cuda-graph-mib M] [--vocab-size V] [--load-ms MS] "
 	        "[--killed-after-layers N]\n"
 	        "         [--allocator plain|caching|expandable|async|pool-vmm|"
@@ -715,9 +728,36 @@ static int usage(const char *msg)
 
 /* A word-valued option; 1 when a was one (then *i is advanced), 0 when
  * not, -1 on a bad value (usage printed). */
+/* A comma list of whole numbers in [lo, hi] into out[0..max); its length,
+ * or -1 when malformed. */
+static int int_list(const char *v, int *out, int max, int lo, int hi)
+{
+	int n = 0;
+
+	while (*v) {
+		char *end;
+		long x = strtol(v, &end, 10);
+		if (end == v || x < lo || x > hi || n >= max ||
+		    (*end && *end != ','))
+			return -1;
+		out[n++] = (int)x;
+		v = *end ? end + 1 : end;
+	}
+	return n ? n : -1;
+}
+
 static int word_option(const char *a, const char *v, int *i)
 {
-	if (!strcmp(a, "--runtime")) {
+	if (!strcmp(a, "--prompt-len")) {
+		if ((o.nlens = int_list(v, o.lens, MAX_LENS, 1, 1 << 24)) < 0)
+			return usage("--prompt-len is T or T,T,..."), -1;
+	} else if (!strcmp(a, "--request-steps")) {
+		if ((o.nsteps = int_list(v, o.steps, SIM_HTTP_MAX_STEPS, 1,
+		                         MAX_REQS)) < 0)
+			return usage("--request-steps is N or N,N,... (each "
+			             "1-64)"),
+			       -1;
+	} else if (!strcmp(a, "--runtime")) {
 		if (strcmp(v, "cuda") && strcmp(v, "hip"))
 			return usage("--runtime is cuda or hip"), -1;
 		o.hip = !strcmp(v, "hip");
@@ -803,8 +843,6 @@ static int parse(int argc, char **argv)
 			o.kv_kib = d;
 		else if (!strcmp(a, "--swap-space"))
 			o.swap_gib = d;
-		else if (!strcmp(a, "--prompt-len"))
-			o.prompt_len = (int)d;
 		else if (!strcmp(a, "--concurrent-requests"))
 			o.concurrent = (int)d;
 		else if (!strcmp(a, "--idle-connections"))

@@ -19,8 +19,11 @@
  *   pages of 2 MiB (small) or 20 MiB (large) created, mapped and given
  *   access as blocks need them, kept mapped when blocks are freed,
  *   unmapped and released when the cache is emptied.
- *   backend:cudaMallocAsync: one cuMemAllocAsync per tensor; a refusal is
- *   an OutOfMemoryError at once.
+ *   backend:cudaMallocAsync: one cuMemAllocAsync per tensor from the
+ *   device's default pool, whose release threshold is UINT64_MAX (freed
+ *   bytes stay in the pool, charged to the device, for later allocations
+ *   that fit); a refusal is an OutOfMemoryError at once (no retry);
+ *   empty_cache synchronizes and trims the pool to nothing.
  *   llama.cpp ggml_cuda_pool_vmm: a 32 GiB range reserved at first growth;
  *   each growth creates one handle of the missing bytes rounded up to the
  *   granularity, maps it at the pool's end, releases the handle (the
@@ -698,6 +701,9 @@ struct sim_alloc *sim_alloc_new(int mode, int dev)
 		free(a);
 		return NULL;
 	}
+	/* PyTorch's lazy_init_device: the pool keeps what is freed. */
+	if (mode == SIM_ALLOC_ASYNC)
+		sim_gpu_pool_keep(dev);
 	return a;
 }
 
@@ -757,6 +763,8 @@ void sim_alloc_empty_cache(struct sim_alloc *a)
 {
 	if (a->mode == SIM_ALLOC_CACHING || a->mode == SIM_ALLOC_EXPANDABLE)
 		dca_release_cached_blocks(a);
+	else if (a->mode == SIM_ALLOC_ASYNC)
+		sim_gpu_pool_trim(a->dev);
 }
 
 void sim_alloc_capture(struct sim_alloc *a, int on)

@@ -50,6 +50,9 @@ static struct {
 	CU_FN(cuMemMap) map;
 	CU_FN(cuMemUnmap) unmap;
 	CU_FN(cuMemSetAccess) set_access;
+	CU_FN(cuDeviceGetDefaultMemPool) default_pool;
+	CU_FN(cuMemPoolSetAttribute) pool_set;
+	CU_FN(cuMemPoolTrimTo) pool_trim;
 } cu;
 
 static struct {
@@ -110,6 +113,9 @@ static int resolve_cuda(void)
 	        {"cuMemMap", (void **)&cu.map, 1},
 	        {"cuMemUnmap", (void **)&cu.unmap, 1},
 	        {"cuMemSetAccess", (void **)&cu.set_access, 1},
+	        {"cuDeviceGetDefaultMemPool", (void **)&cu.default_pool, 1},
+	        {"cuMemPoolSetAttribute", (void **)&cu.pool_set, 1},
+	        {"cuMemPoolTrimTo", (void **)&cu.pool_trim, 1},
 	};
 
 	if (!get || get("cuGetProcAddress", (void **)&get, 12000, 0, NULL))
@@ -276,6 +282,28 @@ int sim_gpu_free_async(uint64_t p)
 {
 	return g_hip ? hip.free_async((void *)(uintptr_t)p, NULL)
 	             : cu.free_async(p, NULL);
+}
+
+int sim_gpu_pool_keep(int dev)
+{
+	CUmemoryPool pool;
+	uint64_t keep = UINT64_MAX;
+
+	if (g_hip || !cu.default_pool || !cu.pool_set ||
+	    cu.default_pool(&pool, dev))
+		return -1;
+	return cu.pool_set(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) ? -1
+	                                                                   : 0;
+}
+
+int sim_gpu_pool_trim(int dev)
+{
+	CUmemoryPool pool;
+
+	if (g_hip || !cu.default_pool || !cu.pool_trim ||
+	    cu.default_pool(&pool, dev) || sim_gpu_sync())
+		return -1;
+	return cu.pool_trim(pool, 0) ? -1 : 0;
 }
 
 int sim_gpu_sync(void)

@@ -44,6 +44,12 @@ int sim_gpu_has_async(void);
 int sim_gpu_has_vmm(void);
 int sim_gpu_malloc_async(uint64_t *p, size_t bytes);
 int sim_gpu_free_async(uint64_t p);
+/* The default stream-ordered pool of device dev keeps every freed byte
+ * (release threshold UINT64_MAX), as PyTorch's cudaMallocAsync backend
+ * sets it; trim: synchronize and give all it keeps back (its emptyCache).
+ * CUDA only: -1 on HIP or a driver without pools. */
+int sim_gpu_pool_keep(int dev);
+int sim_gpu_pool_trim(int dev);
 int sim_gpu_sync(void);
 /* Free and total bytes of the current device (0, 0 on error). */
 void sim_gpu_mem_info(size_t *free_b, size_t *total_b);

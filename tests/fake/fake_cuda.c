@@ -20,7 +20,11 @@
  *   - pinned host memory is real malloc memory (callers may touch it),
  *     counted with registered ranges against FAKECUDA_HOST_MEM;
  *   - VMM physical memory is returned when its handle has been released
- *     AND every mapping of it is unmapped, in either order.
+ *     AND every mapping of it is unmapped, in either order;
+ *   - stream-ordered pools keep freed bytes up to their release threshold
+ *     (PyTorch's cudaMallocAsync backend sets it to UINT64_MAX) and give
+ *     them back on a synchronize or cuMemPoolTrimTo (see
+ *     struct CUmemPoolHandle_st).
  *   - CUDA_VISIBLE_DEVICES as the real driver reads it: a comma list of
  *     physical indexes or UUID prefixes ("GPU-5a..."), renumbered from 0
  *     in the order given; the list stops at the first entry that names no
@@ -101,12 +105,32 @@ struct CUctx_st {
 	int refs; /* primary-context retain count (g_lock) */
 };
 
+#define FAKE_POOL_CHUNKS 256
+#define FAKE_MAX_POOLS   64
+
+/* A stream-ordered pool keeps what its frees return, as the real one does,
+ * up to its release threshold (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, 0 by
+ * default: then a free goes back to the device at once, where the real
+ * driver waits for the next synchronize). Kept bytes stay charged to the
+ * device (cuMemGetInfo does not count them free; NVML counts them as the
+ * process's own) until a synchronize finds the pool above its threshold or
+ * cuMemPoolTrimTo trims it. A kept free is a chunk: a later allocation
+ * takes the smallest chunk it fits in and leaves the rest there, chunks
+ * never join, so a pool can hold more than an allocation asks and still
+ * not have room for it (the driver then asks the device, and fails when
+ * the device is full: it does not trim the pool for it). */
 struct CUmemPoolHandle_st {
 	unsigned magic;
 	int ordinal;
 	int is_default;
 	int destroyed; /* pools are never freed: a stale handle stays readable
 	                */
+	unsigned long long threshold; /* release threshold (g_lock) */
+	unsigned long long used;      /* live allocations from it */
+	unsigned long long kept;      /* freed bytes it still holds */
+	unsigned long long high;      /* most used + kept */
+	unsigned long long chunk[FAKE_POOL_CHUNKS]; /* kept, by free */
+	int nchunk;
 };
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -126,6 +150,8 @@ static struct fake_dev g_phys[FAKE_MAX_DEV]; /* by physical index */
 static int g_phys_of[FAKE_MAX_DEV];         /* ordinal -> physical */
 static struct CUctx_st g_ctx[FAKE_MAX_DEV];
 static struct CUmemPoolHandle_st g_default_pool[FAKE_MAX_DEV];
+static struct CUmemPoolHandle_st *g_pools[FAKE_MAX_POOLS]; /* created */
+static int g_npools;
 static _Thread_local CUcontext tls_ctx;
 
 static void dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -281,8 +307,8 @@ static void apply_visible(void)
 		*d = g_phys[g_phys_of[i]];
 		d->bump = (unsigned long long)(i + 1) << FAKE_DEV_RANGE_SHIFT;
 		g_ctx[i] = (struct CUctx_st){FAKE_CTX_MAGIC, i, 0};
-		g_default_pool[i] =
-		        (struct CUmemPoolHandle_st){FAKE_POOL_MAGIC, i, 1, 0};
+		g_default_pool[i] = (struct CUmemPoolHandle_st){
+		        .magic = FAKE_POOL_MAGIC, .ordinal = i, .is_default = 1};
 	}
 }
 
@@ -481,14 +507,48 @@ static int fits(const struct fake_dev *d, unsigned long long bytes)
 	return bytes <= d->cap && d->used + d->live <= d->cap - bytes;
 }
 
-/* Charges bytes on device ord and hands out a fresh fake address. */
+/* Takes bytes from the smallest kept chunk of pool p they fit in (the
+ * rest of the chunk stays kept); 0 when none is big enough. g_lock held. */
+static int pool_take(struct CUmemPoolHandle_st *p, unsigned long long bytes)
+{
+	int best = -1;
+	for (int i = 0; i < p->nchunk; i++)
+		if (p->chunk[i] >= bytes &&
+		    (best < 0 || p->chunk[i] < p->chunk[best]))
+			best = i;
+	if (best < 0)
+		return 0;
+	p->chunk[best] -= bytes;
+	p->kept -= bytes;
+	if (!p->chunk[best])
+		p->chunk[best] = p->chunk[--p->nchunk];
+	return 1;
+}
+
+/* Gives kept chunks back to the device, last kept first, until the pool
+ * reserves no more than keep bytes (what it lends out stays). g_lock held. */
+static void pool_trim(struct CUmemPoolHandle_st *p, unsigned long long keep)
+{
+	while (p->nchunk && p->used + p->kept > keep) {
+		unsigned long long c = p->chunk[--p->nchunk];
+		p->kept -= c;
+		g_dev[p->ordinal].live -= c;
+	}
+}
+
+/* Charges bytes on device ord and hands out a fresh fake address; a
+ * stream-ordered allocation (pool set) first looks for room in what its
+ * pool kept. */
 static CUresult dev_alloc(CUdeviceptr *dptr, unsigned long long bytes, int ord,
-                          int kind, const char *api)
+                          int kind, struct CUmemPoolHandle_st *pool,
+                          const char *api)
 {
 	struct fake_dev *d = &g_dev[ord];
 	unsigned long long limit = (unsigned long long)(ord + 2)
 	                           << FAKE_DEV_RANGE_SHIFT;
 	unsigned long long step;
+	struct entry *e;
+	int taken;
 	CUresult r = CUDA_SUCCESS;
 	if (!dptr)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -498,14 +558,26 @@ static CUresult dev_alloc(CUdeviceptr *dptr, unsigned long long bytes, int ord,
 	step = (bytes + FAKE_DEV_ALIGN - 1) &
 	       ~(unsigned long long)(FAKE_DEV_ALIGN - 1);
 	pthread_mutex_lock(&g_lock);
-	if (!fits(d, bytes) || step > limit - d->bump) {
+	taken = step <= limit - d->bump && pool && pool_take(pool, bytes);
+	if (step > limit - d->bump || (!taken && !fits(d, bytes))) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
-	} else if (!table_add(SP_DEV, d->bump, bytes, ord, kind)) {
+	} else if (!(e = table_add(SP_DEV, d->bump, bytes, ord, kind))) {
 		r = CUDA_ERROR_OUT_OF_MEMORY; /* the fake's own malloc failed */
+		if (taken) { /* what the pool lent goes back to the device */
+			pool->kept += bytes;
+			pool_trim(pool, 0);
+		}
 	} else {
 		*dptr = d->bump;
 		d->bump += step;
-		d->live += bytes;
+		if (!taken) /* kept bytes are charged already */
+			d->live += bytes;
+		if (pool) {
+			e->aux = (unsigned long long)(uintptr_t)pool;
+			pool->used += bytes;
+			if (pool->used + pool->kept > pool->high)
+				pool->high = pool->used + pool->kept;
+		}
 	}
 	pthread_mutex_unlock(&g_lock);
 	dbg("%s(%llu) dev %d -> %d 0x%llx", api, bytes, ord, (int)r,
@@ -522,7 +594,17 @@ static CUresult dev_free(CUdeviceptr dptr, const char *api)
 	if (!e) {
 		r = CUDA_ERROR_INVALID_VALUE;
 	} else {
+		struct CUmemPoolHandle_st *p =
+		        (struct CUmemPoolHandle_st *)(uintptr_t)e->aux;
 		g_dev[e->dev].live -= e->size;
+		if (p) {
+			p->used -= e->size;
+			if (p->threshold && p->nchunk < FAKE_POOL_CHUNKS) {
+				p->chunk[p->nchunk++] = e->size;
+				p->kept += e->size;
+				g_dev[e->dev].live += e->size;
+			}
+		}
 		table_del(e);
 	}
 	pthread_mutex_unlock(&g_lock);
@@ -689,7 +771,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 		return bench_pool_alloc(dptr, bytesize, ord);
 	if (g_bench)
 		return bench_dev_alloc(dptr, bytesize, ord);
-	return dev_alloc(dptr, bytesize, ord, K_DEVICE, "cuMemAlloc_v2");
+	return dev_alloc(dptr, bytesize, ord, K_DEVICE, NULL, "cuMemAlloc_v2");
 }
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
@@ -706,7 +788,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
 	     ElementSizeBytes != 16))
 		return CUDA_ERROR_INVALID_VALUE;
 	pitch = (WidthInBytes + 511) & ~(size_t)511;
-	r = dev_alloc(dptr, (unsigned long long)pitch * Height, ord, K_DEVICE,
+	r = dev_alloc(dptr, (unsigned long long)pitch * Height, ord, K_DEVICE, NULL,
 	              "cuMemAllocPitch_v2");
 	if (r == CUDA_SUCCESS)
 		*pPitch = pitch;
@@ -738,7 +820,8 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 		return r;
 	if (flags != 1 && flags != 2) /* ATTACH_GLOBAL or ATTACH_HOST */
 		return CUDA_ERROR_INVALID_VALUE;
-	return dev_alloc(dptr, bytesize, ord, K_MANAGED, "cuMemAllocManaged");
+	return dev_alloc(dptr, bytesize, ord, K_MANAGED, NULL,
+	                 "cuMemAllocManaged");
 }
 
 /* The device of a device allocation, by its start address (the real
@@ -847,7 +930,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize,
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (g_bench == 2)
 		return bench_pool_alloc(dptr, bytesize, ord);
-	return dev_alloc(dptr, bytesize, ord, K_ASYNC, api);
+	return dev_alloc(dptr, bytesize, ord, K_ASYNC, &g_default_pool[ord],
+	                 api);
 }
 
 static CUresult alloc_pool(CUdeviceptr *dptr, size_t bytesize,
@@ -861,7 +945,7 @@ static CUresult alloc_pool(CUdeviceptr *dptr, size_t bytesize,
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!pool || pool->magic != FAKE_POOL_MAGIC || pool->destroyed)
 		return CUDA_ERROR_INVALID_VALUE;
-	return dev_alloc(dptr, bytesize, pool->ordinal, K_ASYNC, api);
+	return dev_alloc(dptr, bytesize, pool->ordinal, K_ASYNC, pool, api);
 }
 
 static CUresult free_async(CUdeviceptr dptr, CUstream hStream, const char *api)
@@ -942,11 +1026,15 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!valid_dev(poolProps->location.id))
 		return CUDA_ERROR_INVALID_DEVICE;
-	p = calloc(1, sizeof(*p));
+	pthread_mutex_lock(&g_lock);
+	p = g_npools < FAKE_MAX_POOLS ? calloc(1, sizeof(*p)) : NULL;
+	if (p)
+		g_pools[g_npools++] = p;
+	pthread_mutex_unlock(&g_lock);
 	if (!p)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*p = (struct CUmemPoolHandle_st){FAKE_POOL_MAGIC,
-	                                 poolProps->location.id, 0, 0};
+	*p = (struct CUmemPoolHandle_st){.magic = FAKE_POOL_MAGIC,
+	                                 .ordinal = poolProps->location.id};
 	*pool = p;
 	return CUDA_SUCCESS;
 }
@@ -965,6 +1053,88 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	return CUDA_SUCCESS;
 }
 
+static int valid_pool(CUmemoryPool pool)
+{
+	return pool && pool->magic == FAKE_POOL_MAGIC && !pool->destroyed;
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
+                               void *value)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!valid_pool(pool) || !value)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attr) {
+	case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+	case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+	case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+		return CUDA_SUCCESS; /* reuse policy: the fake always reuses */
+	case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+		pthread_mutex_lock(&g_lock);
+		memcpy(&pool->threshold, value, sizeof(pool->threshold));
+		pthread_mutex_unlock(&g_lock);
+		return CUDA_SUCCESS;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+	case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+		return CUDA_SUCCESS; /* a reset: the fake keeps one high mark */
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
+                               void *value)
+{
+	unsigned long long v;
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!valid_pool(pool) || !value)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_lock);
+	switch (attr) {
+	case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: v = pool->threshold; break;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+		v = pool->used + pool->kept;
+		break;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: v = pool->high; break;
+	case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: v = pool->used; break;
+	default: r = CUDA_ERROR_INVALID_VALUE; break;
+	}
+	pthread_mutex_unlock(&g_lock);
+	if (r == CUDA_SUCCESS)
+		memcpy(value, &v, sizeof(v));
+	return r;
+}
+
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!valid_pool(pool))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_lock);
+	pool_trim(pool, minBytesToKeep);
+	pthread_mutex_unlock(&g_lock);
+	return CUDA_SUCCESS;
+}
+
+/* A synchronize is where the real driver gives a pool's bytes above its
+ * release threshold back to the device. */
+static void sync_pools(void)
+{
+	pthread_mutex_lock(&g_lock);
+	for (int i = 0; i < g_ndev; i++)
+		pool_trim(&g_default_pool[i], g_default_pool[i].threshold);
+	for (int i = 0; i < g_npools; i++)
+		if (!g_pools[i]->destroyed)
+			pool_trim(g_pools[i], g_pools[i]->threshold);
+	pthread_mutex_unlock(&g_lock);
+}
+
 CUresult cuStreamSynchronize(CUstream hStream)
 {
 	CUresult r = check_init();
@@ -972,7 +1142,10 @@ CUresult cuStreamSynchronize(CUstream hStream)
 		return r;
 	if (!tls_ctx)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	return valid_stream(hStream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (!valid_stream(hStream))
+		return CUDA_ERROR_INVALID_HANDLE;
+	sync_pools();
+	return CUDA_SUCCESS;
 }
 
 CUresult cuStreamSynchronize_ptsz(CUstream hStream)
@@ -985,7 +1158,10 @@ CUresult cuCtxSynchronize(void)
 	CUresult r = check_init();
 	if (r != CUDA_SUCCESS)
 		return r;
-	return tls_ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	sync_pools();
+	return CUDA_SUCCESS;
 }
 
 /* ---- virtual memory management ---------------------------------------- */
@@ -1610,6 +1786,9 @@ static const struct proc {
          NULL},
         {"cuMemPoolCreate", 11020, FN(cuMemPoolCreate), NULL},
         {"cuMemPoolDestroy", 11020, FN(cuMemPoolDestroy), NULL},
+        {"cuMemPoolSetAttribute", 11020, FN(cuMemPoolSetAttribute), NULL},
+        {"cuMemPoolGetAttribute", 11020, FN(cuMemPoolGetAttribute), NULL},
+        {"cuMemPoolTrimTo", 11020, FN(cuMemPoolTrimTo), NULL},
         {"cuMemGetAllocationGranularity", 10020,
          FN(cuMemGetAllocationGranularity), NULL},
         {"cuMemAddressReserve", 10020, FN(cuMemAddressReserve), NULL},

@@ -448,6 +448,49 @@ static void test_other(void)
 	teardown();
 }
 
+/* The driver counts used what a stream-ordered pool keeps of its frees
+ * (PyTorch's cudaMallocAsync backend keeps all): 8 GiB beyond the live
+ * bytes. From plain allocations that is another process's; from a pool
+ * that gave back 8 GiB it is the pool's, and since the call would have
+ * fit with it given back, no budget of the run is blamed. */
+static void pool_run(unsigned alloc_api, unsigned free_api)
+{
+	setup(1, 80 * GiB);
+	probe(0, 80 * GiB, 80 * GiB);
+	ev(VRT_EV_ALLOC, alloc_api, 0, 0x1000, 14 * GiB, 0, VRT_PHASE_weights);
+	ev(VRT_EV_ALLOC, alloc_api, 0, 0x2000, 57 * GiB, 0,
+	   VRT_PHASE_kv_cache);
+	net(VRT_NET_LISTEN, 5);
+	request(1, 1);
+	for (uint64_t i = 0; i < 8; i++)
+		ev(VRT_EV_ALLOC, alloc_api, 0, 0x10000 + i * 0x1000, 1 * GiB, 0,
+		   VRT_PHASE_forward);
+	for (uint64_t i = 0; i < 8; i++)
+		ev(VRT_EV_FREE, free_api, -1, 0x10000 + i * 0x1000, 0, 0, 0);
+	oom(alloc_api, 0, 2 * GiB, 1 * GiB, 80 * GiB, VRT_PHASE_forward);
+	diagnose(NULL);
+}
+
+static void test_pool_kept(void)
+{
+	pool_run(VRT_API_cuMemAlloc_v2, VRT_API_cuMemFree_v2);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "other_processes",
+	    "pool: plain allocations, the excess is another process's");
+	EQ(value("other_processes_bytes"), 8 * GiB, "pool: 8 GiB other");
+	teardown();
+
+	pool_run(VRT_API_cuMemAllocAsync, VRT_API_cuMemFreeAsync);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "inconclusive",
+	    "pool: async, not another process");
+	STR(dg.detail, "pool_kept", "pool: detail");
+	EQ(value("pool_kept_bytes"), 8 * GiB, "pool: 8 GiB kept");
+	ok(find("other_processes_bytes") == NULL,
+	   "pool: no other-process bytes claimed");
+	ok(has_action("backend:cudaMallocAsync"),
+	   "pool: the allocator is the lever");
+	teardown();
+}
+
 static void test_none(void)
 {
 	setup(2, 80 * GiB);
@@ -1505,6 +1548,7 @@ int main(int argc, char **argv)
 	test_host();
 	test_host_samples();
 	test_other();
+	test_pool_kept();
 	test_none();
 	test_recovered_none();
 	test_recovered_then_fatal();
