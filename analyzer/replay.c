@@ -216,7 +216,19 @@ struct listen_seen {
 struct pstate {
 	struct listen_seen unix_listen;
 	uint8_t unix_http;
+	uint8_t inet_listened; /* it called listen() on an inet socket */
+	uint8_t hop; /* HOP_*: whether its requests are a front's, forwarded */
 };
+
+/* A process that listens on its own inet socket below an ancestor that
+ * listens on one is a back end the ancestor forwards requests to (Ollama's
+ * server starts llama-server on a port of its own and proxies each
+ * completion to it over HTTP, polling its /health while it loads): each
+ * client request would be counted twice, and the health polls as
+ * requests. Its requests are not counted; the front's are. Processes that
+ * accept on a socket their parent listened on (uvicorn's and vLLM's API
+ * server workers) did not listen themselves: theirs are the requests. */
+enum { HOP_UNDECIDED = 0, HOP_FRONT = 1, HOP_BEHIND = 2 };
 
 /* Per device, beside the result's vrt_replay_device. */
 struct devstate {
@@ -1933,7 +1945,51 @@ static int on_listen(struct state *s, const struct vrt_event *e)
 		listen_note(&s->unknown, e);
 	else if (e->extra == VRT_NET_KIND_UNIX && e->proc < s->nprocs)
 		listen_note(&s->ps[e->proc].unix_listen, e);
+	if (e->extra == VRT_NET_KIND_INET && e->proc < s->nprocs)
+		s->ps[e->proc].inet_listened = 1;
 	return 0;
+}
+
+/* Whether process p's requests are forwarded to it by a front (see
+ * HOP_BEHIND); decided at its first request edge, when both listens are
+ * behind. */
+static int behind_front(struct state *s, uint32_t p)
+{
+	const struct vrt_trace *t = s->t;
+	uint32_t cur = p;
+	int depth;
+
+	if (p >= s->nprocs || p >= t->nprocs)
+		return 0;
+	if (s->ps[p].hop != HOP_UNDECIDED)
+		return s->ps[p].hop == HOP_BEHIND;
+	s->ps[p].hop = HOP_FRONT;
+	if (!s->ps[p].inet_listened)
+		return 0;
+	for (depth = 0; depth < 64; depth++) {
+		uint32_t q, parent = UINT32_MAX;
+		for (q = 0; q < t->nprocs && q < s->nprocs; q++)
+			if (q != cur && t->procs[q].pid == t->procs[cur].ppid) {
+				parent = q;
+				break;
+			}
+		if (parent == UINT32_MAX)
+			break;
+		if (s->ps[parent].inet_listened) {
+			s->ps[p].hop = HOP_BEHIND;
+			s->r->forwarded_proc_pid = t->procs[p].pid;
+			return 1;
+		}
+		cur = parent;
+	}
+	return 0;
+}
+
+/* The request edges of on_net (what a back end's are ignored for). */
+static int is_request_edge(uint64_t op)
+{
+	return op == VRT_NET_ACCEPT || op == VRT_NET_CLOSE ||
+	       op == VRT_NET_REQ_BEGIN || op == VRT_NET_REQ_END;
 }
 
 /* A connection of a writer that follows requests: remembered with its
@@ -1974,6 +2030,11 @@ static int on_net(struct state *s, const struct vrt_event *e)
 
 	if (e->aux == VRT_NET_LISTEN)
 		return on_listen(s, e);
+	if (is_request_edge(e->aux) && behind_front(s, e->proc)) {
+		if (e->aux == VRT_NET_REQ_BEGIN && !(e->flags & VRT_EV_SNAP))
+			r->forwarded_requests++;
+		return 0;
+	}
 	if (e->flags & VRT_EV_PAST) {
 		/* Kept in standby: when requests came and went, nothing
 		 * about what is open now (the snapshot says that). */

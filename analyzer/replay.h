@@ -274,6 +274,12 @@ struct vrt_replay {
 	/* connections whose first bytes were not HTTP/1.x (HTTP/2, gRPC,
 	 * TLS, ZMQ): nothing on them was counted */
 	uint64_t other_connections;
+	/* HTTP/1.x requests a back end received from a front that forwards
+	 * them (a process listening on its own inet socket below one that
+	 * listens too: Ollama's llama-server under its server); not counted
+	 * in flight, the front's are. The first such back end's PID. */
+	uint64_t forwarded_requests;
+	uint64_t forwarded_proc_pid;
 	/* The single-request peak: the most one request grew the
 	 * per-request phases of a device (above their level when it began)
 	 * while it was in flight alone from its start; 0 when a caching

@@ -160,6 +160,11 @@ static void server(FILE *f, const struct vrt_trace *t,
 		           "counted)",
 		        r->other_connections,
 		        r->other_connections == 1 ? "" : "s");
+	if (r->forwarded_requests)
+		fprintf(f, "; %" PRIu64 " forwarded to PID %" PRIu64
+		           " (a back end behind the server: not counted "
+		           "again)",
+		        r->forwarded_requests, r->forwarded_proc_pid);
 	fputc('\n', f);
 	if (r->serving)
 		fprintf(f, "serving from: %s (the first request)\n",

@@ -44,6 +44,9 @@
  *   --load-on-request     listen first, ready at once, and load the model
  *                         when the first completion request arrives, as
  *                         Ollama does
+ *   --no-client           no client of its own: the plan's requests come
+ *                         from outside (a front that forwards them, as
+ *                         Ollama's server does to llama-server)
  *   --idle-connections N  the client keeps N keep-alive connections open
  *                         and idle all along
  *   -np N                 the slots: requests decoded together (default
@@ -115,7 +118,7 @@
 static struct {
 	int n_layers, layer_mib, ctx_size, kv_kib, act_mib, clients, port;
 	int hold_ms, linger_ms, nsteps, steps[SIM_HTTP_MAX_STEPS];
-	int compute_mib, warmup, listen_first, on_request, idle, annotate;
+	int compute_mib, warmup, listen_first, on_request, no_client, idle, annotate;
 	int allocator, hip, load_ms, pool_mib;
 	int model_layers, load, batch, ubatch, compute_kib;
 } o = {.n_layers = 32,
@@ -418,6 +421,8 @@ static int usage(void)
 	        "                 [--linger-ms MS] [--idle-connections N] "
 	        "[--warmup]\n"
 	        "                 [--listen-before-load | --load-on-request] "
+	        "[--no-client]\n"
+	        "                 "
 	        "[--load-ms MS]\n"
 	        "                 [--allocator plain|pool-vmm|pool-leg|caching|"
 	        "expandable|async]\n"
@@ -466,6 +471,10 @@ static int parse(int argc, char **argv)
 		}
 		if (!strcmp(a, "--load-on-request")) {
 			o.on_request = 1;
+			continue;
+		}
+		if (!strcmp(a, "--no-client")) {
+			o.no_client = 1;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -585,7 +594,8 @@ int main(int argc, char **argv)
 	}
 	/* A client that finds the server listening polls /health at once:
 	 * 503 while llama-server loads, 200 from Ollama's server. */
-	if (http && (load.port = sim_http_port(http), sim_load_start(&load)))
+	if (http && !o.no_client &&
+	    (load.port = sim_http_port(http), sim_load_start(&load)))
 		return 1;
 	if (!o.on_request) {
 		common_init_from_params();
@@ -595,7 +605,7 @@ int main(int argc, char **argv)
 		if (!(http = sim_http_listen(o.port, 0)))
 			return 1;
 		load.port = sim_http_port(http);
-		if (sim_load_start(&load))
+		if (!o.no_client && sim_load_start(&load))
 			return 1;
 	}
 	sim_http_set_loading(http, 0);
@@ -609,11 +619,12 @@ int main(int argc, char **argv)
 			         load.steps[s]);
 			VRAMTRACE_MARK(label);
 		}
-		sim_load_open(&load);
+		if (!o.no_client)
+			sim_load_open(&load);
 		serve(http, load.steps[s], &loaded);
 		served += load.steps[s];
 	}
-	failed = sim_load_join(&load);
+	failed = o.no_client ? 0 : sim_load_join(&load);
 	sim_http_stop(http);
 	if (failed) {
 		fprintf(stderr, "llama_sim: %d requests got no complete answer\n",

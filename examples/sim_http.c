@@ -48,6 +48,7 @@ struct reply {
 	int slot;
 	unsigned gen;
 	int stream;
+	int status; /* 200, or an error's */
 };
 
 struct sim_http {
@@ -136,10 +137,14 @@ static void write_answer(struct conn *c, int status, int stream)
 	        status == 503
 	                ? "{\"error\":{\"code\":503,\"message\":\"Loading "
 	                  "model\",\"type\":\"unavailable_error\"}}"
+	        : status != 200
+	                ? "{\"error\":\"llama runner process has terminated\"}"
 	                : "{\"object\":\"text_completion\",\"choices\":[{"
 	                  "\"text\":\"Hello world\",\"finish_reason\":"
 	                  "\"length\"}]}";
-	const char *reason = status == 503 ? "Service Unavailable" : "OK";
+	const char *reason = status == 503   ? "Service Unavailable"
+	                     : status != 200 ? "Internal Server Error"
+	                                     : "OK";
 	int n;
 
 	if (stream && status == 200) {
@@ -274,7 +279,7 @@ static void write_replies(struct sim_http *h)
 		struct conn *c = &h->conns[rs[i].slot];
 		if (c->fd < 0 || c->gen != rs[i].gen)
 			continue; /* its client left before the answer */
-		write_answer(c, 200, rs[i].stream);
+		write_answer(c, rs[i].status, rs[i].stream);
 		c->busy = 0;
 		if (c->close)
 			close_conn(c);
@@ -396,14 +401,20 @@ int sim_http_next(struct sim_http *h, struct sim_http_req *r)
 	return rc;
 }
 
-void sim_http_reply(struct sim_http *h, const struct sim_http_req *r)
+void sim_http_reply_status(struct sim_http *h, const struct sim_http_req *r,
+                           int status)
 {
 	pthread_mutex_lock(&h->mu);
 	if (h->nreplies < MAX_QUEUE)
 		h->replies[h->nreplies++] =
-		        (struct reply){r->slot, r->gen, r->stream};
+		        (struct reply){r->slot, r->gen, r->stream, status};
 	pthread_mutex_unlock(&h->mu);
 	wake(h);
+}
+
+void sim_http_reply(struct sim_http *h, const struct sim_http_req *r)
+{
+	sim_http_reply_status(h, r, 200);
 }
 
 void sim_http_stop(struct sim_http *h)

@@ -50,6 +50,9 @@ int sim_http_next(struct sim_http *h, struct sim_http_req *r);
 /* Answers r (200 and a small completion body); the server thread writes
  * it and closes the connection if the client asked to. */
 void sim_http_reply(struct sim_http *h, const struct sim_http_req *r);
+/* Answers r with an error status (500: a back end died), a JSON body. */
+void sim_http_reply_status(struct sim_http *h, const struct sim_http_req *r,
+                           int status);
 /* Waits until every connection is closed by its client, then ends the
  * server thread and closes the listening socket. */
 void sim_http_stop(struct sim_http *h);

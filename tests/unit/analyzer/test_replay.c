@@ -33,7 +33,7 @@ static size_t nev;
 
 static void setup(size_t ndev)
 {
-	static struct vrt_process procs[2];
+	static struct vrt_process procs[3];
 	static struct vrt_device devs[4];
 
 	memset(&t, 0, sizeof(t));
@@ -42,6 +42,7 @@ static void setup(size_t ndev)
 	memset(devs, 0, sizeof(devs));
 	procs[0].pid = 42;
 	procs[1].pid = 43;
+	procs[2].pid = 44;
 	t.procs = procs;
 	t.nprocs = 1;
 	t.devices = devs;
@@ -526,6 +527,72 @@ static void test_http_requests(void)
 	ok(r.have_server_ready && r.server_ready_ts == 0 &&
 	           r.server_ready_kind == VRT_NET_KIND_UNIX,
 	   "HTTP over a unix socket: ready at its listen");
+	teardown();
+}
+
+/* The last event is process p's. */
+static void by(uint32_t p)
+{
+	evs[nev - 1].proc = p;
+}
+
+static void net_by(uint32_t p, uint64_t fd, uint64_t size, unsigned op)
+{
+	ev(VRT_EV_NET, 0, -1, fd, size, op);
+	by(p);
+	if (op == VRT_NET_LISTEN || op == VRT_NET_ACCEPT)
+		netx(VRT_NET_KIND_INET, 0);
+}
+
+/* A front that forwards requests to a back end of its own (Ollama's
+ * server and its llama-server child, each listening on its own port):
+ * a client request is one request in flight, not two, and the front's
+ * health polls of the back end are none; workers that accept on their
+ * parent's socket (uvicorn, vLLM's API servers) did not listen: each
+ * one's requests count. */
+static void test_forwarded_requests(void)
+{
+	struct vrt_process *pr;
+
+	setup(1);
+	t.nprocs = 2;
+	pr = (struct vrt_process *)t.procs;
+	pr[1].ppid = 42;
+	net_by(0, 3, 11434, VRT_NET_LISTEN);
+	net_by(0, 10, 3, VRT_NET_ACCEPT); /* the client's request */
+	net_by(0, 10, 0, VRT_NET_REQ_BEGIN);
+	net_by(1, 3, 40000, VRT_NET_LISTEN); /* llama-server starts */
+	net_by(1, 20, 3, VRT_NET_ACCEPT);     /* a health poll */
+	net_by(1, 20, 0, VRT_NET_REQ_BEGIN);
+	net_by(1, 20, 503, VRT_NET_REQ_END);
+	net_by(1, 20, 0, VRT_NET_CLOSE);
+	net_by(1, 21, 3, VRT_NET_ACCEPT); /* the forwarded completion */
+	net_by(1, 21, 0, VRT_NET_REQ_BEGIN);
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+	tag(VRT_PHASE_forward, 0);
+	by(1);
+	replay();
+	EQ(r.max_inflight, 1, "forwarded: one client request in flight");
+	EQ(r.http_requests, 1, "forwarded: the front's request counted");
+	EQ(r.forwarded_requests, 2, "forwarded: the poll and the copy");
+	EQ(r.forwarded_proc_pid, 43, "forwarded: the back end named");
+	ok(r.nfails == 1 && r.fails[0].inflight == 1,
+	   "forwarded: the back end's failure with one request in flight");
+	teardown();
+
+	setup(1);
+	t.nprocs = 3;
+	pr = (struct vrt_process *)t.procs;
+	pr[1].ppid = 42;
+	pr[2].ppid = 42;
+	net_by(0, 3, 8000, VRT_NET_LISTEN); /* the parent binds */
+	net_by(1, 10, 3, VRT_NET_ACCEPT);    /* each worker accepts */
+	net_by(1, 10, 0, VRT_NET_REQ_BEGIN);
+	net_by(2, 10, 3, VRT_NET_ACCEPT);
+	net_by(2, 10, 0, VRT_NET_REQ_BEGIN);
+	replay();
+	EQ(r.max_inflight, 2, "workers: both requests in flight");
+	EQ(r.forwarded_requests, 0, "workers: nothing forwarded");
 	teardown();
 }
 
@@ -1285,6 +1352,7 @@ int main(void)
 	test_phases_and_requests();
 	test_request_annotations();
 	test_http_requests();
+	test_forwarded_requests();
 	test_standby_facts();
 	test_inference();
 	test_sites_over_peaks();
