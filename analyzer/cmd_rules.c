@@ -24,6 +24,7 @@
 #include "attrib.h"
 #include "cmd.h"
 #include "load.h"
+#include "pathname.h"
 #include "report.h"
 #include "rules.h"
 #include "run.h"
@@ -322,8 +323,7 @@ static int plumbing(const struct vrt_trace *t, const struct keyframe *k)
 	file = vrt_load_str(t, k->file);
 	if (!file)
 		return 0;
-	base = strrchr(file, '/');
-	base = base ? base + 1 : file;
+	base = vrt_pathname_base(file);
 	for (i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
 		if (!strncmp(base, libs[i], strlen(libs[i])))
 			return 1;

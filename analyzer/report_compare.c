@@ -35,6 +35,7 @@
 #include "diagnose.h"
 #include "diff.h"
 #include "json.h"
+#include "pathname.h"
 #include "retest.h"
 #include "run.h"
 
@@ -369,14 +370,13 @@ static void frames_text(FILE *f, const struct vrt_trace *t, uint32_t stack)
 			const struct vrt_frame *x = &t->frames[fr[i]];
 			const char *fn = vrt_load_str(t, x->function);
 			const char *file = vrt_load_str(t, x->file);
-			const char *s = file ? strrchr(file, '/') : NULL;
 			if ((x->kind == VRT_FRAME_PYTHON) != (pass == 0))
 				continue;
 			fputs("      ", f);
 			vrt_report_put_safe(f, fn ? fn : "??", 100);
 			if (file) {
 				fputs("  ", f);
-				vrt_report_put_safe(f, s && s[1] ? s + 1 : file, 60);
+				vrt_report_put_safe(f, vrt_pathname_base(file), 60);
 			}
 			fputc('\n', f);
 			shown++;
@@ -741,12 +741,11 @@ static void frames_json(struct vrt_json *w, const struct vrt_trace *t,
 	for (i = 0; i < n; i++) {
 		const struct vrt_frame *x = &t->frames[fr[i]];
 		const char *file = vrt_load_str(t, x->file);
-		const char *s = file ? strrchr(file, '/') : NULL;
 		vrt_json_begin_object(w);
 		vrt_json_key(w, "function");
 		vrt_json_string(w, vrt_load_str(t, x->function));
 		vrt_json_key(w, "file");
-		vrt_json_string(w, s && s[1] ? s + 1 : file);
+		vrt_json_string(w, vrt_pathname_base(file));
 		vrt_json_key(w, "kind");
 		vrt_json_string(w, x->kind == VRT_FRAME_PYTHON ? "python"
 		                                               : "native");

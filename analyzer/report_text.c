@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "pathname.h"
 #include "wallclock.h"
 
 void vrt_report_put_safe(FILE *f, const char *s, size_t max)
@@ -115,13 +116,6 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 		        "TRUNCATED: %zu of %zu processes did not end cleanly; "
 		        "numbers cover what was recorded.\n",
 		        ntrunc, t->nprocs);
-}
-
-/* The last path component: modules and source files are long paths. */
-static const char *base_name(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s && s[1] ? s + 1 : p;
 }
 
 static void server(FILE *f, const struct vrt_trace *t,
@@ -326,7 +320,7 @@ static void frame_line(FILE *f, const struct vrt_trace *t,
                        const struct vrt_frame *fr)
 {
 	const char *fn = vrt_load_str(t, fr->function);
-	const char *file = base_name(vrt_load_str(t, fr->file));
+	const char *file = vrt_pathname_base(vrt_load_str(t, fr->file));
 
 	fputs("      ", f);
 	if (fn) {
