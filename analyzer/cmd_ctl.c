@@ -20,6 +20,7 @@
 
 #include "cmd.h"
 #include "ctl.h"
+#include "text.h"
 
 struct settings {
 	const char *target; /* DIR or PID */
@@ -88,15 +89,6 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 	return VRT_EXIT_OK;
 }
 
-/* A one-line answer from the process, made safe for a terminal. */
-static void put_answer(const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		putchar(c < 0x20 || c == 0x7f ? '?' : c);
-	}
-}
-
 static void print_status(uint64_t pid, const struct vrt_ctl_status *st)
 {
 	char b[32];
@@ -111,28 +103,29 @@ static void print_status(uint64_t pid, const struct vrt_ctl_status *st)
 	       st->ooms, st->ooms == 1 ? "" : "s");
 	if (st->trace[0]) {
 		printf(", trace ");
-		put_answer(st->trace);
+		vrt_text_put_safe(stdout, st->trace, SIZE_MAX);
 	}
 	putchar('\n');
 	for (i = 0; i < st->ndev; i++) {
 		const struct vrt_ctl_device *d = &st->dev[i];
 		printf("  dev %" PRId64 " (", d->id);
-		put_answer(d->vendor[0] ? d->vendor : "?");
+		vrt_text_put_safe(stdout, d->vendor[0] ? d->vendor : "?",
+		                  SIZE_MAX);
 		printf("): %s live",
-		       vrt_ctl_bytes(b, sizeof(b), d->live_bytes, 2));
+		       vrt_text_bytes(b, sizeof(b), d->live_bytes, 2));
 		for (k = 0; k < d->nphases; k++) {
 			if (!d->phases[k].bytes)
 				continue;
 			printf("%s", k ? ", " : ": ");
-			put_answer(d->phases[k].name);
-			printf(" %s", vrt_ctl_bytes(b, sizeof(b),
-			                            d->phases[k].bytes, 2));
+			vrt_text_put_safe(stdout, d->phases[k].name, SIZE_MAX);
+			printf(" %s", vrt_text_bytes(b, sizeof(b),
+			                             d->phases[k].bytes, 2));
 		}
 		putchar('\n');
 	}
 	if (st->pinned_bytes)
 		printf("  pinned host memory: %s\n",
-		       vrt_ctl_bytes(b, sizeof(b), st->pinned_bytes, 2));
+		       vrt_text_bytes(b, sizeof(b), st->pinned_bytes, 2));
 }
 
 /* Sends the command to one process; returns 1 answered ok, 0 gone, -1
@@ -167,7 +160,7 @@ static int one(const struct settings *s, const struct vrt_ctl_target *x)
 		}
 	} else {
 		printf("pid %" PRIu64 ": ", x->pid);
-		put_answer(answer);
+		vrt_text_put_safe(stdout, answer, SIZE_MAX);
 		putchar('\n');
 		rc = !strncmp(answer, "ok", 2) &&
 		                     (answer[2] == '\0' || answer[2] == ' ')

@@ -40,6 +40,7 @@
 #include "load.h"
 #include "replay.h"
 #include "run.h"
+#include "text.h"
 
 struct settings {
 	const char *target;
@@ -103,17 +104,6 @@ struct target {
 	uint64_t pid;    /* 0 for a directory */
 };
 
-static void safe_copy(char *dst, size_t n, const char *s)
-{
-	size_t i;
-
-	for (i = 0; s && s[i] && i + 1 < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		dst[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-	}
-	dst[i] = '\0';
-}
-
 /* Wall-clock "HH:MM:SS" of a trace time, through the clock pair of the
  * process that recorded it. */
 static void wall_of(const struct vrt_trace *t, uint32_t proc, int64_t ts,
@@ -176,8 +166,8 @@ static void from_replay(struct view *v, const struct vrt_trace *t,
 		const struct vrt_device *dv = &t->devices[i];
 		const struct vrt_replay_device *d = &r->dev[i];
 		struct view_device *x = &v->dev[v->ndev++];
-		safe_copy(x->name, sizeof(x->name),
-		          dv->name ? dv->name : "(unnamed)");
+		vrt_text_copy_safe(x->name, sizeof(x->name),
+		                   dv->name ? dv->name : "(unnamed)");
 		x->total =
 		        dv->have_total ? dv->total_bytes : d->probe_total_bytes;
 		x->used = d->tracked_bytes;
@@ -187,9 +177,10 @@ static void from_replay(struct view *v, const struct vrt_trace *t,
 			char pb[32];
 			if (!d->phase[k].peak_bytes)
 				continue;
-			safe_copy(x->phases[x->nphases].name,
-			          sizeof(x->phases[x->nphases].name),
-			          vrt_load_phase_name(t, k, pb, sizeof(pb)));
+			vrt_text_copy_safe(
+			        x->phases[x->nphases].name,
+			        sizeof(x->phases[x->nphases].name),
+			        vrt_load_phase_name(t, k, pb, sizeof(pb)));
 			x->phases[x->nphases].bytes = d->phase[k].live_bytes;
 			x->nphases++;
 		}
@@ -200,15 +191,16 @@ static void from_replay(struct view *v, const struct vrt_trace *t,
 		if (!f->oom)
 			continue;
 		wall_of(t, f->proc, f->ts, when, sizeof(when));
-		safe_copy(phase, sizeof(phase),
-		          vrt_load_phase_name(t, f->phase, pb, sizeof(pb)));
+		vrt_text_copy_safe(
+		        phase, sizeof(phase),
+		        vrt_load_phase_name(t, f->phase, pb, sizeof(pb)));
 		v->have_last_oom = 1;
 		snprintf(v->last_oom, sizeof(v->last_oom),
 		         "%s pid %" PRIu64 " %s%d %s %s, %" PRIu32 " in flight",
 		         when, t->procs[f->proc].pid,
 		         f->device >= 0 ? "dev" : "host",
 		         f->device >= 0 ? f->device : 0,
-		         vrt_ctl_bytes(b, sizeof(b), f->requested_bytes, 1),
+		         vrt_text_bytes(b, sizeof(b), f->requested_bytes, 1),
 		         phase, f->inflight);
 		break;
 	}
@@ -304,7 +296,8 @@ static int refresh_ctl(const struct target *tg, struct view *v)
 					x = &v->dev[k];
 			if (!x && v->ndev < VIEW_MAX_DEVICES) {
 				x = &v->dev[v->ndev++];
-				safe_copy(x->name, sizeof(x->name), name);
+				vrt_text_copy_safe(x->name, sizeof(x->name),
+				                   name);
 			}
 			if (!x)
 				continue;
@@ -319,9 +312,10 @@ static int refresh_ctl(const struct target *tg, struct view *v)
 				if (m == x->nphases) {
 					if (m == VRT_REPLAY_MAX_PHASES)
 						continue;
-					safe_copy(x->phases[m].name,
-					          sizeof(x->phases[m].name),
-					          st.dev[j].phases[k].name);
+					vrt_text_copy_safe(
+					        x->phases[m].name,
+					        sizeof(x->phases[m].name),
+					        st.dev[j].phases[k].name);
 					x->nphases++;
 				}
 				x->phases[m].bytes += st.dev[j].phases[k].bytes;
@@ -366,13 +360,13 @@ static void print_plain(const struct view *v)
 	for (i = 0; i < v->ndev; i++) {
 		const struct view_device *d = &v->dev[i];
 		printf(" dev%zu %s/%s", i,
-		       vrt_ctl_bytes(b1, sizeof(b1), d->used, 1),
-		       d->total ? vrt_ctl_bytes(b2, sizeof(b2), d->total, 1)
+		       vrt_text_bytes(b1, sizeof(b1), d->used, 1),
+		       d->total ? vrt_text_bytes(b2, sizeof(b2), d->total, 1)
 		                : "?");
 		for (k = 0; k < d->nphases; k++)
 			printf(" %s %s", d->phases[k].name,
-			       vrt_ctl_bytes(b1, sizeof(b1), d->phases[k].bytes,
-			                     1));
+			       vrt_text_bytes(b1, sizeof(b1),
+			                      d->phases[k].bytes, 1));
 	}
 	printf(" inflight %" PRIu64 " oom %" PRIu64, v->inflight, v->ooms);
 	if (v->have_last_oom)
@@ -470,9 +464,10 @@ static void draw(struct screen *sc, const struct settings *s,
 			line(sc, "%s", "");
 			bar(br, 30, d->used + d->others, d->total);
 			line(sc, "dev%zu  %-28s %11s / %-11s [%s] %5.1f%%", i,
-			     d->name, vrt_ctl_bytes(b1, sizeof(b1), d->used, 2),
-			     d->total ? vrt_ctl_bytes(b2, sizeof(b2), d->total,
-			                              2)
+			     d->name,
+			     vrt_text_bytes(b1, sizeof(b1), d->used, 2),
+			     d->total ? vrt_text_bytes(b2, sizeof(b2), d->total,
+			                               2)
 			              : "?",
 			     br,
 			     d->total ? 100.0 * (double)(d->used + d->others) /
@@ -480,12 +475,12 @@ static void draw(struct screen *sc, const struct settings *s,
 			              : 0.0);
 			if (d->others)
 				line(sc, "  %-14s %11s", "(other processes)",
-				     vrt_ctl_bytes(b3, sizeof(b3), d->others,
-				                   2));
+				     vrt_text_bytes(b3, sizeof(b3), d->others,
+				                    2));
 			for (k = 0; k < d->nphases; k++)
 				line(sc, "  %-14s %11s", d->phases[k].name,
-				     vrt_ctl_bytes(b3, sizeof(b3),
-				                   d->phases[k].bytes, 2));
+				     vrt_text_bytes(b3, sizeof(b3),
+				                    d->phases[k].bytes, 2));
 		}
 		line(sc, "%s", "");
 		line(sc, "last OOM: %s",

@@ -28,6 +28,7 @@
 #include "report.h"
 #include "rules.h"
 #include "run.h"
+#include "text.h"
 #include "vramtrace/trace_format.h"
 
 #define TOP_DEFAULT 10
@@ -367,13 +368,14 @@ static void print_group(FILE *f, const struct vrt_trace *t,
 	char b[32], pat[VRT_RULES_LINE_MAX];
 	size_t i, shown = 0, more = 0, skipped = 0;
 
-	fprintf(f, "%zu. %s in ", rank, vrt_report_bytes(b, sizeof(b), g->bytes));
+	fprintf(f, "%zu. %s in ", rank,
+	        vrt_text_bytes(b, sizeof(b), g->bytes, 2));
 	put_count(f, g->allocs, "allocation", "allocations");
 	if (g->fails) {
 		fprintf(f, ", ");
 		put_count(f, g->fails, "failed", "failed");
 		fprintf(f, " (%s)",
-		        vrt_report_bytes(b, sizeof(b), g->failed_bytes));
+		        vrt_text_bytes(b, sizeof(b), g->failed_bytes, 2));
 	}
 	fprintf(f, ", ");
 	put_count(f, g->paths, "call path", "call paths");
@@ -382,8 +384,7 @@ static void print_group(FILE *f, const struct vrt_trace *t,
 	} else {
 		fprintf(f, ": only an obsolete rule matched: %s  ",
 		        vrt_rules_origin(rules, g->rule));
-		vrt_report_put_safe(f, vrt_rules_describe(rules, g->rule),
-		                    200);
+		vrt_text_put_safe(f, vrt_rules_describe(rules, g->rule), 200);
 		fprintf(f, "\n");
 	}
 	for (i = 0; i < g->nkey; i++) {
@@ -401,7 +402,7 @@ static void print_group(FILE *f, const struct vrt_trace *t,
 			fprintf(f, "   frames a rule could name, innermost "
 			           "first:\n");
 		fprintf(f, "     ");
-		vrt_report_put_safe(f, pat, 300);
+		vrt_text_put_safe(f, pat, 300);
 		fprintf(f, "\n");
 		shown++;
 	}
@@ -441,13 +442,14 @@ static int write_report(FILE *f, const void *ctx)
 		        "every allocating call path is claimed by a current "
 		        "rule (%" PRIu64 " allocations, %s)\n",
 		        s->total_allocs,
-		        vrt_report_bytes(b1, sizeof(b1), s->total_bytes));
+		        vrt_text_bytes(b1, sizeof(b1), s->total_bytes, 2));
 		return 0;
 	}
-	fprintf(f, "call paths no rule claims, or only an obsolete one, by "
-	           "bytes allocated (%s of %s; ",
-	        vrt_report_bytes(b1, sizeof(b1), bytes),
-	        vrt_report_bytes(b2, sizeof(b2), s->total_bytes));
+	fprintf(f,
+	        "call paths no rule claims, or only an obsolete one, by "
+	        "bytes allocated (%s of %s; ",
+	        vrt_text_bytes(b1, sizeof(b1), bytes, 2),
+	        vrt_text_bytes(b2, sizeof(b2), s->total_bytes, 2));
 	put_count(f, allocs, "allocation", "allocations");
 	fprintf(f, " of %" PRIu64 ")%s\n\n", s->total_allocs,
 	        j->set->rules ? "" : "; built-in rules only");

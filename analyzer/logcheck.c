@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
 #include "wallclock.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -55,13 +56,12 @@ static const char *size(struct sz *z, uint64_t b)
 {
 	char *s = z->buf[z->i++ % 8];
 
-	if (b >= (1ull << 30))
-		snprintf(s, 32, "%.2f GiB", (double)b / GIB);
-	else if (b >= (1ull << 20))
-		snprintf(s, 32, "%.2f MiB", (double)b / (1 << 20));
-	else
-		snprintf(s, 32, "%" PRIu64 " B", b);
-	return s;
+	/* Engines log MiB and GiB: below a MiB, exact bytes. */
+	if (b < (1ull << 20))
+		return vrt_text_bytes_in(s, 32, (double)b, 0, VRT_UNIT_B,
+		                         VRT_UNIT_B);
+	return vrt_text_bytes_in(s, 32, (double)b, 2, VRT_UNIT_MIB,
+	                         VRT_UNIT_GIB);
 }
 
 /* ---- devices ------------------------------------------------------------ */

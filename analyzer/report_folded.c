@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "pathname.h"
+#include "text.h"
 
 struct line {
 	char *text;
@@ -34,7 +35,7 @@ static void put_frame_text(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		fputc(c == ';' ? ':' : c < 0x20 || c == 0x7f ? '?' : c, f);
+		fputc(c == ';' ? ':' : vrt_text_safe_char(c), f);
 	}
 }
 

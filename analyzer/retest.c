@@ -14,6 +14,7 @@
 
 #include "enginelog.h"
 #include "pathname.h"
+#include "text.h"
 
 const char *vrt_retest_field_name(int field)
 {
@@ -439,11 +440,8 @@ static const struct vrt_diag_device *tightest(const struct vrt_diagnosis *d)
 /* "4.50 GiB", "512.00 MiB": sizes in the outcome line. */
 static const char *human(char *buf, size_t n, uint64_t b)
 {
-	if (b >= (1ull << 30))
-		snprintf(buf, n, "%.2f GiB", (double)b / (1ull << 30));
-	else
-		snprintf(buf, n, "%.2f MiB", (double)b / (1ull << 20));
-	return buf;
+	return vrt_text_bytes_in(buf, n, (double)b, 2, VRT_UNIT_MIB,
+	                         VRT_UNIT_GIB);
 }
 
 void vrt_retest_outcome(const struct vrt_diagnosis *a,
