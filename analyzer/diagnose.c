@@ -8,6 +8,7 @@
 #include "diagnose.h"
 
 #include "gguf.h"
+#include "names.h"
 #include "text.h"
 
 #include <inttypes.h>
@@ -511,7 +512,7 @@ static void common_failure_evidence(struct ctx *c)
 	struct vrt_diagnosis *d = c->d;
 	const struct vrt_replay_failure *f = c->f;
 	const struct vrt_process *p = &c->t->procs[f->proc];
-	const char *api = vrt_api_name(f->api);
+	const char *api = vrt_names_api(f->api, "an allocation");
 	char where[32], pb[32], how[96];
 
 	if (f->device >= 0)
@@ -524,7 +525,7 @@ static void common_failure_evidence(struct ctx *c)
 	         f->requested_bytes,
 	         "%s of %s failed %s at %.3fs (%s stage, phase %s, %" PRIu32
 	         " request%s in flight)",
-	         api ? api : "an allocation", SZ(f->requested_bytes), where,
+	         api, SZ(f->requested_bytes), where,
 	         (double)(f->ts - c->t->start_ns) / 1e9,
 	         f->after_ready ? "request" : "load",
 	         vrt_load_phase_name(c->t, f->phase, pb, sizeof(pb)),

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "text.h"
 #include "wallclock.h"
 
@@ -352,30 +353,30 @@ int vrt_logcheck_fatal_failure(const struct vrt_enginelog *log,
 	*index = best;
 	if (why) {
 		const struct vrt_replay_failure *f = &r->fails[best];
-		const char *api = vrt_api_name(f->api);
+		const char *api = vrt_names_api(f->api, "allocation");
 		if (found == 2)
 			snprintf(why, VRT_LOGCHECK_TEXT,
-			         "the log's fatal error (line %u, %s, %s) is the "
+			         "the log's fatal error (line %u, %s, %s) is "
+			         "the "
 			         "failed %s of %s on device %d at %.3fs: the "
 			         "allocator asked the driver for another size; "
 			         "device, process and time agree",
 			         e->line, vrt_enginelog_error_name(e->kind),
-			         size(&z, e->requested_bytes),
-			         api ? api : "allocation",
+			         size(&z, e->requested_bytes), api,
 			         size(&z, f->requested_bytes), f->device,
 			         (double)(f->ts - t->start_ns) / 1e9);
 		else
-			snprintf(why, VRT_LOGCHECK_TEXT,
-			         "the log's fatal error (line %u, %s) is the "
-			         "failed %s of %s on device %d at %.3fs: %s%s%s "
-			         "agree",
-			         e->line, vrt_enginelog_error_name(e->kind),
-			         api ? api : "allocation",
-			         size(&z, f->requested_bytes), f->device,
-			         (double)(f->ts - t->start_ns) / 1e9,
-			         e->have & VRT_ELH_REQUESTED ? "size, " : "",
-			         e->have & VRT_ELH_DEVICE ? "device, " : "",
-			         limit ? "time" : "order");
+			snprintf(
+			        why, VRT_LOGCHECK_TEXT,
+			        "the log's fatal error (line %u, %s) is the "
+			        "failed %s of %s on device %d at %.3fs: %s%s%s "
+			        "agree",
+			        e->line, vrt_enginelog_error_name(e->kind), api,
+			        size(&z, f->requested_bytes), f->device,
+			        (double)(f->ts - t->start_ns) / 1e9,
+			        e->have & VRT_ELH_REQUESTED ? "size, " : "",
+			        e->have & VRT_ELH_DEVICE ? "device, " : "",
+			        limit ? "time" : "order");
 	}
 	return 1;
 }

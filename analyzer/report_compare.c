@@ -26,6 +26,7 @@
  * Strings from the traces are untrusted: the text prints control bytes as
  * '?'.
  */
+#include "names.h"
 #include "report.h"
 
 #include <inttypes.h>
@@ -356,7 +357,7 @@ static void device_text(FILE *f, const struct vrt_diff_device *d,
 	for (fam = 0; fam < VRT_FAM_COUNT; fam++)
 		if (vrt_replay_family_is_vram(fam) &&
 		    (d->fam[fam].a || d->fam[fam].b))
-			row(f, vrt_replay_family_name(fam), d->fam[fam]);
+			row(f, vrt_names_family(fam), d->fam[fam]);
 	row(f, "device peak", d->peak);
 }
 
@@ -555,12 +556,7 @@ static void device_id_json(struct vrt_json *w, const char *key,
 	vrt_json_key(w, "host");
 	vrt_json_string(w, dv->host);
 	vrt_json_key(w, "vendor");
-	if (dv->vendor == VRT_VENDOR_CUDA)
-		vrt_json_string(w, "cuda");
-	else if (dv->vendor == VRT_VENDOR_HIP)
-		vrt_json_string(w, "hip");
-	else
-		vrt_json_null(w);
+	vrt_json_string(w, vrt_names_vendor(dv->vendor));
 	vrt_json_key(w, "ordinal");
 	vrt_json_int(w, dv->ordinal);
 	vrt_json_key(w, "uuid");
@@ -685,7 +681,7 @@ static void device_json(struct vrt_json *w, const struct vrt_diff_device *d,
 	vrt_json_begin_object(w);
 	for (fam = 0; fam < VRT_FAM_COUNT; fam++)
 		if (vrt_replay_family_is_vram(fam))
-			pair(w, vrt_replay_family_name(fam), d->fam[fam]);
+			pair(w, vrt_names_family(fam), d->fam[fam]);
 	vrt_json_end_object(w);
 	vrt_json_key(w, "phases");
 	vrt_json_begin_object(w);
@@ -711,7 +707,7 @@ static void ooms_json(struct vrt_json *w, const char *key,
 	vrt_json_begin_array(w);
 	for (i = 0; i < r->nfails; i++) {
 		const struct vrt_replay_failure *x = &r->fails[i];
-		const char *api = vrt_api_name(x->api);
+		const char *api = vrt_names_api(x->api, NULL);
 		if (!x->oom)
 			continue;
 		vrt_json_begin_object(w);

@@ -9,6 +9,7 @@
  * names) are untrusted: control bytes are printed as '?' so a trace cannot
  * drive the terminal.
  */
+#include "names.h"
 #include "report.h"
 
 #include <inttypes.h>
@@ -224,7 +225,7 @@ static void device(FILE *f, const struct vrt_trace *t,
 			continue;
 		if (!any++)
 			table_head(f);
-		table_row(f, t, vrt_replay_family_name(fam), &d->fam[fam]);
+		table_row(f, t, vrt_names_family(fam), &d->fam[fam]);
 	}
 	if (!any)
 		fprintf(f, "  no device memory allocated\n");
@@ -473,7 +474,7 @@ static void failures(FILE *f, const struct vrt_trace *t,
 	        r->nfails, r->ooms);
 	for (i = 0; i < r->nfails; i++) {
 		const struct vrt_replay_failure *x = &r->fails[i];
-		const char *api = vrt_api_name(x->api);
+		const char *api = vrt_names_api(x->api, "(unknown api)");
 		char b1[32], b2[32], b3[32], dev[16];
 
 		if (x->device >= 0)
@@ -491,10 +492,9 @@ static void failures(FILE *f, const struct vrt_trace *t,
 			snprintf(b2, sizeof(b2), "-");
 		fprintf(f, "  %s  pid %" PRIu64 "  %-6s %-26s %s",
 		        secs(b1, sizeof(b1), t, x->ts), t->procs[x->proc].pid,
-		        dev, api ? api : "(unknown api)", b2);
+		        dev, api, b2);
 		fprintf(f, "  %s",
-		        vrt_replay_error_name(x->api, x->error, b3,
-		                              sizeof(b3)));
+		        vrt_names_error(x->api, x->error, b3, sizeof(b3)));
 		if (x->have_info)
 			fprintf(f, "  driver: %s free of %s",
 			        vrt_text_bytes(b1, sizeof(b1), x->free_bytes,

@@ -1,17 +1,20 @@
 /*
- * Unit tests of text.c and common/pathname.c: every size format the
+ * Unit tests of text.c, names.c and common/pathname.c: every size format the
  * reports print (bytes to EiB, the ranges the diagnosis, the engine-log
  * findings and the retest outcome keep, fractional predicted sizes), the
  * safe printer and copier on control bytes and cuts, and the base names of
- * paths with and without a last component. TAP output.
+ * paths with and without a last component, the names of API ids (known
+ * and of a newer writer), vendors and families. TAP output.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "pathname.h"
 #include "text.h"
+#include "vramtrace/trace_format.h"
 
 #include "tap.h"
 
@@ -89,11 +92,32 @@ static void test_pathname(void)
 	STR(vrt_pathname_base_or_empty("a/b.py"), "b.py", "or empty: path");
 }
 
+static void test_names(void)
+{
+	char buf[32];
+
+	STR(vrt_names_api(VRT_API_cuMemAlloc_v2, NULL), "cuMemAlloc_v2",
+	    "a CUDA api");
+	STR(vrt_names_api(VRT_API_hipMalloc, NULL), "hipMalloc", "a HIP api");
+	STR(vrt_names_api(250, "(unknown api)"), "(unknown api)",
+	    "an unknown api takes the caller's word");
+	STR(vrt_names_api_id(250, buf, sizeof(buf)), "api-250",
+	    "an unknown api by number");
+	STR(vrt_names_vendor(VRT_VENDOR_CUDA), "cuda", "vendor cuda");
+	STR(vrt_names_vendor(VRT_VENDOR_HIP), "hip", "vendor hip");
+	ok(!vrt_names_vendor(0), "no vendor: NULL");
+	STR(vrt_names_family(VRT_FAM_VMM), "vmm", "family vmm");
+	ok(!vrt_names_family(VRT_FAM_COUNT), "family out of range: NULL");
+	STR(vrt_names_error(VRT_API_hipMalloc, 2, buf, sizeof(buf)),
+	    "hipErrorOutOfMemory", "a HIP error in HIP's words");
+}
+
 int main(void)
 {
 	test_bytes();
 	test_safe();
 	test_pathname();
+	test_names();
 	printf("1..%d\n", ntests);
 	return nfailed != 0;
 }
