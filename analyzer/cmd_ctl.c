@@ -29,29 +29,33 @@ struct settings {
 	int json;           /* --json: status answers as they came */
 };
 
-enum { OPT_JSON = 1 };
+enum { OPT_JSON = VRT_OPT_OWN };
 
 static const struct vrt_option options[] = {
         {"json", 0, 0, OPT_JSON},
-        {NULL, 0, 0, 0},
+        VRT_OPTION_END,
 };
 
-static int parse(const struct vrt_cmd *self, int argc, char **argv,
-                 struct settings *s, struct vrt_optstate *st)
+static int own_option(const struct vrt_cmd *self, int id, const char *arg,
+                      void *settings)
+{
+	struct settings *s = settings;
+
+	(void)self;
+	(void)arg;
+	if (id == OPT_JSON)
+		s->json = 1;
+	return 0;
+}
+
+/* The target and the command from the positionals; 0 or VRT_EXIT_USAGE. */
+static int parse_command(const struct vrt_cmd *self, struct settings *s,
+                         const struct vrt_optstate *st)
 {
 	const char *cmd;
 	size_t len = 0;
-	int id, i;
+	int i;
 
-	st->argc = argc;
-	st->argv = argv;
-	while ((id = vrt_main_getopt(st, options, self)) > 0)
-		if (id == OPT_JSON)
-			s->json = 1;
-	if (id == VRT_OPT_HELP)
-		return -1;
-	if (id == VRT_OPT_ERROR)
-		return VRT_EXIT_USAGE;
 	if (st->npos < 2)
 		return vrt_main_usage_error(self, st->npos ? "no command given"
 		                                           : "no run given");
@@ -246,11 +250,12 @@ int vrt_cmd_ctl_run(const struct vrt_cmd *self, int argc, char **argv)
 
 	memset(&s, 0, sizeof(s));
 	memset(&st, 0, sizeof(st));
-	rc = parse(self, argc, argv, &s, &st);
-	if (rc) {
-		rc = rc < 0 ? VRT_EXIT_OK : rc;
+	if (vrt_main_parse(self, argc, argv, options, NULL, own_option, &s, &st,
+	                   &rc))
 		goto out;
-	}
+	rc = parse_command(self, &s, &st);
+	if (rc)
+		goto out;
 	rc = VRT_EXIT_FAIL;
 	if (find_targets(s.target, &v, &n))
 		goto out;

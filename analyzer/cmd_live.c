@@ -48,12 +48,12 @@ struct settings {
 	long count;      /* refreshes; 0: until q or a signal */
 };
 
-enum { OPT_INTERVAL = 1, OPT_COUNT };
+enum { OPT_INTERVAL = VRT_OPT_OWN, OPT_COUNT };
 
 static const struct vrt_option options[] = {
         {"interval", 'n', 1, OPT_INTERVAL},
         {"count", 'c', 1, OPT_COUNT},
-        {NULL, 0, 0, 0},
+        VRT_OPTION_END,
 };
 
 /* Set by the signal handlers, read by the loop. */
@@ -555,46 +555,28 @@ static int wait_key(const struct screen *sc, int64_t ms)
 
 /* ---- the command -------------------------------------------------------- */
 
-static int parse(const struct vrt_cmd *self, int argc, char **argv,
-                 struct settings *s, struct vrt_optstate *st)
+static int own_option(const struct vrt_cmd *self, int id, const char *arg,
+                      void *settings)
 {
+	struct settings *s = settings;
 	char *end;
-	int id;
 
-	st->argc = argc;
-	st->argv = argv;
-	while ((id = vrt_main_getopt(st, options, self)) > 0) {
-		switch (id) {
-		case OPT_INTERVAL:
-			errno = 0;
-			s->interval = strtod(st->arg, &end);
-			if (errno || *end || !(s->interval >= 0.05) ||
-			    s->interval > 3600)
-				return vrt_main_usage_error(
-				        self,
-				        "bad interval '%s' (seconds, 0.05 to "
-				        "3600)",
-				        st->arg);
-			break;
-		case OPT_COUNT:
-			errno = 0;
-			s->count = strtol(st->arg, &end, 10);
-			if (errno || *end || s->count < 1)
-				return vrt_main_usage_error(
-				        self, "bad count '%s' (1 or more)",
-				        st->arg);
-			break;
-		}
+	errno = 0;
+	if (id == OPT_INTERVAL) {
+		s->interval = strtod(arg, &end);
+		if (errno || *end || !(s->interval >= 0.05) ||
+		    s->interval > 3600)
+			return vrt_main_usage_error(
+			        self,
+			        "bad interval '%s' (seconds, 0.05 to 3600)",
+			        arg);
+	} else if (id == OPT_COUNT) {
+		s->count = strtol(arg, &end, 10);
+		if (errno || *end || s->count < 1)
+			return vrt_main_usage_error(
+			        self, "bad count '%s' (1 or more)", arg);
 	}
-	if (id == VRT_OPT_HELP)
-		return -1;
-	if (id == VRT_OPT_ERROR)
-		return VRT_EXIT_USAGE;
-	if (st->npos != 1)
-		return vrt_main_usage_error(self, st->npos ? "one run only"
-		                                           : "no run given");
-	s->target = st->pos[0];
-	return VRT_EXIT_OK;
+	return 0;
 }
 
 static int resolve(const char *what, struct target *tg)
@@ -634,6 +616,10 @@ static int resolve(const char *what, struct target *tg)
 int vrt_cmd_live_run(const struct vrt_cmd *self, int argc, char **argv)
 {
 	struct settings s = {NULL, 1.0, 0};
+	struct vrt_opts o = {.min_pos = 1,
+	                     .max_pos = 1,
+	                     .few = "no run given",
+	                     .many = "one run only"};
 	struct vrt_optstate st;
 	struct sigaction sa, old[4];
 	static const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH};
@@ -644,11 +630,10 @@ int vrt_cmd_live_run(const struct vrt_cmd *self, int argc, char **argv)
 	long n;
 
 	memset(&st, 0, sizeof(st));
-	rc = parse(self, argc, argv, &s, &st);
-	if (rc) {
-		rc = rc < 0 ? VRT_EXIT_OK : rc;
+	if (vrt_main_parse(self, argc, argv, options, &o, own_option, &s, &st,
+	                   &rc))
 		goto out;
-	}
+	s.target = st.pos[0];
 	rc = VRT_EXIT_FAIL;
 	tg = malloc(sizeof(*tg));
 	v = malloc(sizeof(*v));
