@@ -17,7 +17,7 @@ struct vrt_json;
 struct vrt_logcheck;
 struct vrt_model_arith;
 
-/* The "vramtrace-report/1" JSON document (DESIGN.md); dg (diagnose.h) may
+/* The "vramtrace-report/1" JSON document (docs/design.md); dg (diagnose.h) may
  * be NULL ("diagnosis": null), lc (logcheck.h: the engine's log held
  * against the trace) too ("engine_log": null, "findings": []). */
 void vrt_report_json_write(FILE *f, const struct vrt_trace *t,

@@ -1,18 +1,18 @@
 /*
  * report_json.c — the "vramtrace-report/1" document. The key structure is
- * the contract of DESIGN.md; keys for data not collected yet are present
+ * the contract of docs/design.md; keys for data not collected yet are present
  * with null or empty values so consumers can rely on them. Bytes are exact
  * integers; times are seconds since the run's first HEADER ("*_s"), each
  * with the same moment in UTC beside it ("*_utc", ISO 8601 with
  * microseconds; null when the trace carries no wall clock).
  */
-#include "names.h"
 #include "report.h"
 
 #include <inttypes.h>
 #include <string.h>
 
 #include "json.h"
+#include "names.h"
 #include "wallclock.h"
 
 static void counters(struct vrt_json *w, const char *key,
