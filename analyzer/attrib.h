@@ -1,6 +1,7 @@
 /*
  * Attribution: decides the final phase of every allocation event of a
- * loaded trace, between loading and replay (DESIGN.md "Stacks and phases").
+ * loaded trace, between loading and replay (docs/design.md "Stacks and
+ * phases").
  *
  * In order of precedence:
  *   1. an ANNOTATION phase (vramtrace_phase_push) stands;

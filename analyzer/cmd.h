@@ -59,6 +59,74 @@ enum {
 int vrt_main_getopt(struct vrt_optstate *st, const struct vrt_option *opts,
                     const struct vrt_cmd *cmd);
 
+/*
+ * Options several subcommands take, parsed once by vrt_main_parse into
+ * struct vrt_opts. A subcommand's table lists the rows it takes
+ * (VRT_OPTIONS_REPORT, ...) beside its own options, whose ids start at
+ * VRT_OPT_OWN.
+ */
+enum {
+	VRT_OPT_FORMAT = 1,
+	VRT_OPT_OUTPUT,
+	VRT_OPT_RULES,
+	VRT_OPT_MODEL_CONFIG,
+	VRT_OPT_KV_DTYPE,
+	VRT_OPT_MARGIN,
+	VRT_OPT_EXPLAIN,
+	VRT_OPT_OWN
+};
+
+/* clang-format off */
+#define VRT_OPTION_RULES {"rules", 0, 1, VRT_OPT_RULES}
+/* --format, -o/--output, --rules: every command that writes a report. */
+#define VRT_OPTIONS_REPORT                                                     \
+	{"format", 'f', 1, VRT_OPT_FORMAT}, {"output", 'o', 1, VRT_OPT_OUTPUT}, \
+	VRT_OPTION_RULES
+/* --model-config, --kv-dtype, --margin, --explain: analyze and plan. */
+#define VRT_OPTIONS_MODEL                                                      \
+	{"model-config", 0, 1, VRT_OPT_MODEL_CONFIG},                          \
+	{"kv-dtype", 0, 1, VRT_OPT_KV_DTYPE}, {"margin", 0, 1, VRT_OPT_MARGIN}, \
+	{"explain", 0, 0, VRT_OPT_EXPLAIN}
+#define VRT_OPTION_END {NULL, 0, 0, 0}
+/* clang-format on */
+
+struct vrt_opts {
+	/* Set by the caller: --format's names (NULL-terminated), and how many
+	 * positional arguments it takes (max_pos 0: no bound) with the usage
+	 * error for too few and too many. */
+	const char *const *formats;
+	int min_pos, max_pos;
+	const char *few, *many;
+	/* Filled by vrt_main_parse: */
+	int format;               /* index in formats; 0 unless given */
+	const char *output;       /* -o FILE, or NULL */
+	const char *rules;        /* --rules FILE, or NULL */
+	const char *model_config; /* --model-config FILE, or NULL */
+	const char *kv_dtype;     /* --kv-dtype NAME (a known one), or NULL */
+	int margin;               /* --margin percent; -1 unless given */
+	int explain;              /* --explain */
+};
+
+/* A subcommand's own option id with its value (NULL for none) into its
+ * settings; returns 0, or VRT_EXIT_USAGE after vrt_main_usage_error. */
+typedef int (*vrt_own_option_fn)(const struct vrt_cmd *self, int id,
+                                 const char *arg, void *settings);
+
+/*
+ * Parses argc/argv (after the command name) with the table opts: the
+ * shared options into *o (zero it and set what the caller sets first;
+ * NULL when opts has none and any positionals go), the rest through own
+ * (NULL when opts has none). *st is zeroed by the caller
+ * (stop_at_positional set where wanted); positionals are left in st->pos
+ * (free it). Returns 0 to go on, or 1 to stop with the exit status in
+ * *status: VRT_EXIT_OK after --help (printed), VRT_EXIT_USAGE after a
+ * usage error (printed).
+ */
+int vrt_main_parse(const struct vrt_cmd *self, int argc, char **argv,
+                   const struct vrt_option *opts, struct vrt_opts *o,
+                   vrt_own_option_fn own, void *settings,
+                   struct vrt_optstate *st, int *status);
+
 /* Prints "vramtrace: error: CMD: MSG", the usage line and a hint to
  * stderr; returns VRT_EXIT_USAGE. */
 int vrt_main_usage_error(const struct vrt_cmd *cmd, const char *fmt, ...)

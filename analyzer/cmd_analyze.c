@@ -37,45 +37,25 @@
 #include "run.h"
 #include "wallclock.h"
 
+/* In the order of --format's names. */
 enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_PERFETTO, FMT_FOLDED };
 
+static const char *const formats[] = {"text",     "json",   "html",
+                                      "perfetto", "folded", NULL};
+
 struct settings {
-	enum format format;
-	const char *output;       /* NULL: stdout */
-	const char *rules;        /* --rules FILE, or NULL */
-	const char *model_config; /* --model-config FILE, or NULL */
-	const char *kv_dtype;     /* --kv-dtype NAME, or NULL */
-	const char *log;          /* --log FILE, or NULL */
-	int no_log;               /* --no-log */
-	int explain;              /* --explain: the model in full */
-	unsigned margin_pct;      /* --margin: advice keeps this spare */
+	struct vrt_opts o; /* format, -o, rules, model, margin, explain */
+	const char *log;   /* --log FILE, or NULL */
+	int no_log;        /* --no-log */
 	char **paths;
 	int npaths;
 };
 
-enum {
-	OPT_FORMAT = 1,
-	OPT_OUTPUT,
-	OPT_RULES,
-	OPT_MODEL_CONFIG,
-	OPT_KV_DTYPE,
-	OPT_LOG,
-	OPT_NO_LOG,
-	OPT_EXPLAIN,
-	OPT_MARGIN
-};
+enum { OPT_LOG = VRT_OPT_OWN, OPT_NO_LOG };
 
 static const struct vrt_option options[] = {
-        {"format", 'f', 1, OPT_FORMAT},
-        {"output", 'o', 1, OPT_OUTPUT},
-        {"rules", 0, 1, OPT_RULES},
-        {"model-config", 0, 1, OPT_MODEL_CONFIG},
-        {"kv-dtype", 0, 1, OPT_KV_DTYPE},
-        {"log", 0, 1, OPT_LOG},
-        {"no-log", 0, 0, OPT_NO_LOG},
-        {"explain", 0, 0, OPT_EXPLAIN},
-        {"margin", 0, 1, OPT_MARGIN},
-        {NULL, 0, 0, 0},
+        VRT_OPTIONS_REPORT,           VRT_OPTIONS_MODEL, {"log", 0, 1, OPT_LOG},
+        {"no-log", 0, 0, OPT_NO_LOG}, VRT_OPTION_END,
 };
 
 struct report_job {
@@ -90,7 +70,7 @@ static int write_job(FILE *f, const void *ctx)
 {
 	const struct report_job *j = ctx;
 
-	switch (j->s->format) {
+	switch ((enum format)j->s->o.format) {
 	case FMT_JSON:
 		vrt_report_json_write(f, j->t, j->r, j->dg, j->lc);
 		return 0;
@@ -109,83 +89,17 @@ static int write_job(FILE *f, const void *ctx)
 	return 0;
 }
 
-static int parse(const struct vrt_cmd *self, int argc, char **argv,
-                 struct settings *s, struct vrt_optstate *st)
+static int own_option(const struct vrt_cmd *self, int id, const char *arg,
+                      void *settings)
 {
-	int id;
+	struct settings *s = settings;
 
-	st->argc = argc;
-	st->argv = argv;
-	while ((id = vrt_main_getopt(st, options, self)) > 0) {
-		switch (id) {
-		case OPT_FORMAT: {
-			static const char *const formats[] = {
-			        "text",     "json",   "html",
-			        "perfetto", "folded", NULL};
-			int f = vrt_main_choice(self, "format", st->arg,
-			                        formats);
-			if (f < 0)
-				return VRT_EXIT_USAGE;
-			s->format = (enum format)f;
-			break;
-		}
-		case OPT_OUTPUT:
-			s->output = st->arg;
-			break;
-		case OPT_RULES:
-			s->rules = st->arg;
-			break;
-		case OPT_MODEL_CONFIG:
-			s->model_config = st->arg;
-			break;
-		case OPT_LOG:
-			s->log = st->arg;
-			break;
-		case OPT_NO_LOG:
-			s->no_log = 1;
-			break;
-		case OPT_KV_DTYPE:
-			if (vrt_model_dtype(st->arg, NULL))
-				return vrt_main_usage_error(
-				        self,
-				        "unknown KV dtype '%s' (fp16, bf16, "
-				        "fp32, fp8, fp8_e4m3, fp8_e5m2, int8, "
-				        "fp8_ds_mla, q8_0, q4_0, q4_1, q5_0, "
-				        "q5_1, iq4_nl)",
-				        st->arg);
-			s->kv_dtype = st->arg;
-			break;
-		case OPT_EXPLAIN:
-			s->explain = 1;
-			break;
-		case OPT_MARGIN: {
-			char *end;
-			unsigned long v = strtoul(st->arg, &end, 10);
-			if (end == st->arg || (*end && strcmp(end, "%")) ||
-			    st->arg[0] == '-' || v > VRT_DIAG_MARGIN_MAX)
-				return vrt_main_usage_error(
-				        self,
-				        "--margin takes a whole percent from 0 to "
-				        "%d (got '%s')",
-				        VRT_DIAG_MARGIN_MAX, st->arg);
-			s->margin_pct = (unsigned)v;
-			break;
-		}
-		}
-	}
-	if (id == VRT_OPT_HELP)
-		return -1;
-	if (id == VRT_OPT_ERROR)
-		return VRT_EXIT_USAGE;
-	if (st->npos == 0)
-		return vrt_main_usage_error(self, "no trace given");
-	if (s->log && s->no_log)
-		return vrt_main_usage_error(self,
-		                            "--log and --no-log exclude each "
-		                            "other");
-	s->paths = st->pos;
-	s->npaths = st->npos;
-	return VRT_EXIT_OK;
+	(void)self;
+	if (id == OPT_LOG)
+		s->log = arg;
+	else if (id == OPT_NO_LOG)
+		s->no_log = 1;
+	return 0;
 }
 
 /* The --model-config file read into *cfg; -1 after printing
@@ -194,10 +108,10 @@ static int read_model_config(const struct settings *s, struct vrt_model *cfg)
 {
 	char msg[600];
 
-	if (!vrt_model_read(cfg, s->model_config, s->kv_dtype, msg,
+	if (!vrt_model_read(cfg, s->o.model_config, s->o.kv_dtype, msg,
 	                    sizeof(msg)))
 		return 0;
-	fprintf(stderr, "vramtrace: error: %s: %s\n", s->model_config, msg);
+	fprintf(stderr, "vramtrace: error: %s: %s\n", s->o.model_config, msg);
 	return -1;
 }
 
@@ -261,8 +175,9 @@ static int engine_log(const char *path, int auto_, struct vrt_enginelog *log,
 
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {.format = FMT_TEXT,
-	                     .margin_pct = VRT_DIAG_MARGIN_PCT};
+	struct settings s = {.o = {.formats = formats,
+	                           .min_pos = 1,
+	                           .few = "no trace given"}};
 	struct vrt_rules *rules = NULL;
 	struct vrt_optstate st;
 	struct vrt_trace t;
@@ -280,26 +195,31 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	memset(&st, 0, sizeof(st));
 	memset(&t, 0, sizeof(t));
 	memset(&r, 0, sizeof(r));
-	rc = parse(self, argc, argv, &s, &st);
-	if (rc) {
-		rc = rc < 0 ? VRT_EXIT_OK : rc;
+	if (vrt_main_parse(self, argc, argv, options, &s.o, own_option, &s, &st,
+	                   &rc))
+		goto out;
+	if (s.log && s.no_log) {
+		rc = vrt_main_usage_error(self, "--log and --no-log exclude "
+		                                "each other");
 		goto out;
 	}
+	s.paths = st.pos;
+	s.npaths = st.npos;
 	rc = VRT_EXIT_FAIL;
 	err = calloc(1, sizeof(*err));
 	if (!err) {
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
-	if (s.rules && !(rules = vrt_run_read_rules(s.rules)))
+	if (s.o.rules && !(rules = vrt_run_read_rules(s.o.rules)))
 		goto out;
-	if ((s.kv_dtype || s.explain) && !s.model_config) {
+	if ((s.o.kv_dtype || s.o.explain) && !s.o.model_config) {
 		rc = vrt_main_usage_error(self, "%s needs --model-config",
-		                          s.kv_dtype ? "--kv-dtype"
-		                                     : "--explain");
+		                          s.o.kv_dtype ? "--kv-dtype"
+		                                       : "--explain");
 		goto out;
 	}
-	if (s.model_config &&
+	if (s.o.model_config &&
 	    (!(cfg = malloc(sizeof(*cfg))) || read_model_config(&s, cfg))) {
 		if (!cfg)
 			fprintf(stderr, "vramtrace: error: out of memory\n");
@@ -309,7 +229,7 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	vrt_progress_init(&pg);
 	t.progress = &pg.sink;
 	/* Folded stacks need every call path live at the peaks. */
-	if (s.format == FMT_FOLDED)
+	if (s.o.format == FMT_FOLDED)
 		r.top_sites = SIZE_MAX;
 	if (vrt_load_open(&t, s.paths, (size_t)s.npaths, err)) {
 		vrt_progress_clear(&pg);
@@ -356,15 +276,17 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 			vrt_logcheck_diag(lc, dl);
 	}
 	{
-		struct vrt_diag_options dopt = {s.margin_pct,
-		                                  have_log ? dl : NULL};
+		struct vrt_diag_options dopt = {s.o.margin < 0
+		                                        ? VRT_DIAG_MARGIN_PCT
+		                                        : (unsigned)s.o.margin,
+		                                have_log ? dl : NULL};
 		vrt_diagnose_run_opts(dg, &t, &r, cfg, &dopt);
 	}
-	dg->model.explain = s.explain;
+	dg->model.explain = s.o.explain;
 	if (have_log)
 		lc->refusal_applied = dg->log_refusal;
 	struct report_job job = {&s, &t, &r, dg, have_log ? lc : NULL};
-	rc = vrt_run_write(s.output, write_job, &job);
+	rc = vrt_run_write(s.o.output, write_job, &job);
 out:
 	if (have_log)
 		vrt_enginelog_free(log);

@@ -23,64 +23,20 @@
 #include "rules.h"
 #include "run.h"
 
+/* In the order of --format's names. */
 enum format { FMT_TEXT, FMT_JSON };
 
+static const char *const formats[] = {"text", "json", NULL};
+
 struct settings {
-	enum format format;
-	const char *output; /* NULL: stdout */
-	const char *rules;  /* --rules FILE, or NULL */
+	struct vrt_opts o; /* format, -o, rules */
 	const char *a, *b;
 };
 
-enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_RULES };
-
 static const struct vrt_option options[] = {
-        {"format", 'f', 1, OPT_FORMAT},
-        {"output", 'o', 1, OPT_OUTPUT},
-        {"rules", 0, 1, OPT_RULES},
-        {NULL, 0, 0, 0},
+        VRT_OPTIONS_REPORT,
+        VRT_OPTION_END,
 };
-
-/* Returns 0 to go on, -1 after --help, or VRT_EXIT_USAGE. */
-static int parse(const struct vrt_cmd *self, int argc, char **argv,
-                 struct settings *s, struct vrt_optstate *st)
-{
-	int id;
-
-	st->argc = argc;
-	st->argv = argv;
-	while ((id = vrt_main_getopt(st, options, self)) > 0) {
-		switch (id) {
-		case OPT_FORMAT: {
-			static const char *const formats[] = {"text", "json",
-			                                      NULL};
-			int f = vrt_main_choice(self, "format", st->arg,
-			                        formats);
-			if (f < 0)
-				return VRT_EXIT_USAGE;
-			s->format = (enum format)f;
-			break;
-		}
-		case OPT_OUTPUT:
-			s->output = st->arg;
-			break;
-		case OPT_RULES:
-			s->rules = st->arg;
-			break;
-		}
-	}
-	if (id == VRT_OPT_HELP)
-		return -1;
-	if (id == VRT_OPT_ERROR)
-		return VRT_EXIT_USAGE;
-	if (st->npos != 2)
-		return vrt_main_usage_error(
-		        self, st->npos < 2 ? "give two runs, A and B"
-		                           : "too many runs (give A and B)");
-	s->a = st->pos[0];
-	s->b = st->pos[1];
-	return 0;
-}
 
 struct job {
 	const struct settings *s;
@@ -93,7 +49,7 @@ static int write_job(FILE *f, const void *ctx)
 {
 	const struct job *j = ctx;
 
-	if (j->s->format == FMT_JSON)
+	if (j->s->o.format == FMT_JSON)
 		vrt_report_compare_json(f, j->d, j->a, j->b, j->v);
 	else
 		vrt_report_compare_text(f, j->d, j->a, j->b, j->v);
@@ -102,7 +58,11 @@ static int write_job(FILE *f, const void *ctx)
 
 int vrt_cmd_compare_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {FMT_TEXT, NULL, NULL, NULL, NULL};
+	struct settings s = {.o = {.formats = formats,
+	                           .min_pos = 2,
+	                           .max_pos = 2,
+	                           .few = "give two runs, A and B",
+	                           .many = "too many runs (give A and B)"}};
 	struct vrt_rules *rules = NULL;
 	struct vrt_optstate st;
 	struct vrt_run *runs = NULL;
@@ -116,18 +76,17 @@ int vrt_cmd_compare_run(const struct vrt_cmd *self, int argc, char **argv)
 	memset(&st, 0, sizeof(st));
 	memset(&d, 0, sizeof(d));
 	memset(&changes, 0, sizeof(changes));
-	rc = parse(self, argc, argv, &s, &st);
-	if (rc) {
-		rc = rc < 0 ? VRT_EXIT_OK : rc;
+	if (vrt_main_parse(self, argc, argv, options, &s.o, NULL, &s, &st, &rc))
 		goto out;
-	}
+	s.a = st.pos[0];
+	s.b = st.pos[1];
 	rc = VRT_EXIT_FAIL;
 	runs = calloc(2, sizeof(*runs));
 	if (!runs) {
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
-	if (s.rules && !(rules = vrt_run_read_rules(s.rules)))
+	if (s.o.rules && !(rules = vrt_run_read_rules(s.o.rules)))
 		goto out;
 	/* Every call path at the peaks: a path that leaves a top-N list is
 	 * not a path that disappeared. */
@@ -159,7 +118,7 @@ int vrt_cmd_compare_run(const struct vrt_cmd *self, int argc, char **argv)
 	job.a = &runs[0];
 	job.b = &runs[1];
 	job.v = &v;
-	rc = vrt_run_write(s.output, write_job, &job);
+	rc = vrt_run_write(s.o.output, write_job, &job);
 out:
 	free(dg);
 	vrt_retest_changes_free(&changes);

@@ -20,6 +20,7 @@
 
 #include "cmd.h"
 #include "ctl.h"
+#include "text.h"
 
 struct settings {
 	const char *target; /* DIR or PID */
@@ -28,29 +29,33 @@ struct settings {
 	int json;           /* --json: status answers as they came */
 };
 
-enum { OPT_JSON = 1 };
+enum { OPT_JSON = VRT_OPT_OWN };
 
 static const struct vrt_option options[] = {
         {"json", 0, 0, OPT_JSON},
-        {NULL, 0, 0, 0},
+        VRT_OPTION_END,
 };
 
-static int parse(const struct vrt_cmd *self, int argc, char **argv,
-                 struct settings *s, struct vrt_optstate *st)
+static int own_option(const struct vrt_cmd *self, int id, const char *arg,
+                      void *settings)
+{
+	struct settings *s = settings;
+
+	(void)self;
+	(void)arg;
+	if (id == OPT_JSON)
+		s->json = 1;
+	return 0;
+}
+
+/* The target and the command from the positionals; 0 or VRT_EXIT_USAGE. */
+static int parse_command(const struct vrt_cmd *self, struct settings *s,
+                         const struct vrt_optstate *st)
 {
 	const char *cmd;
 	size_t len = 0;
-	int id, i;
+	int i;
 
-	st->argc = argc;
-	st->argv = argv;
-	while ((id = vrt_main_getopt(st, options, self)) > 0)
-		if (id == OPT_JSON)
-			s->json = 1;
-	if (id == VRT_OPT_HELP)
-		return -1;
-	if (id == VRT_OPT_ERROR)
-		return VRT_EXIT_USAGE;
 	if (st->npos < 2)
 		return vrt_main_usage_error(self, st->npos ? "no command given"
 		                                           : "no run given");
@@ -88,15 +93,6 @@ static int parse(const struct vrt_cmd *self, int argc, char **argv,
 	return VRT_EXIT_OK;
 }
 
-/* A one-line answer from the process, made safe for a terminal. */
-static void put_answer(const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		putchar(c < 0x20 || c == 0x7f ? '?' : c);
-	}
-}
-
 static void print_status(uint64_t pid, const struct vrt_ctl_status *st)
 {
 	char b[32];
@@ -111,28 +107,29 @@ static void print_status(uint64_t pid, const struct vrt_ctl_status *st)
 	       st->ooms, st->ooms == 1 ? "" : "s");
 	if (st->trace[0]) {
 		printf(", trace ");
-		put_answer(st->trace);
+		vrt_text_put_safe(stdout, st->trace, SIZE_MAX);
 	}
 	putchar('\n');
 	for (i = 0; i < st->ndev; i++) {
 		const struct vrt_ctl_device *d = &st->dev[i];
 		printf("  dev %" PRId64 " (", d->id);
-		put_answer(d->vendor[0] ? d->vendor : "?");
+		vrt_text_put_safe(stdout, d->vendor[0] ? d->vendor : "?",
+		                  SIZE_MAX);
 		printf("): %s live",
-		       vrt_ctl_bytes(b, sizeof(b), d->live_bytes, 2));
+		       vrt_text_bytes(b, sizeof(b), d->live_bytes, 2));
 		for (k = 0; k < d->nphases; k++) {
 			if (!d->phases[k].bytes)
 				continue;
 			printf("%s", k ? ", " : ": ");
-			put_answer(d->phases[k].name);
-			printf(" %s", vrt_ctl_bytes(b, sizeof(b),
-			                            d->phases[k].bytes, 2));
+			vrt_text_put_safe(stdout, d->phases[k].name, SIZE_MAX);
+			printf(" %s", vrt_text_bytes(b, sizeof(b),
+			                             d->phases[k].bytes, 2));
 		}
 		putchar('\n');
 	}
 	if (st->pinned_bytes)
 		printf("  pinned host memory: %s\n",
-		       vrt_ctl_bytes(b, sizeof(b), st->pinned_bytes, 2));
+		       vrt_text_bytes(b, sizeof(b), st->pinned_bytes, 2));
 }
 
 /* Sends the command to one process; returns 1 answered ok, 0 gone, -1
@@ -167,7 +164,7 @@ static int one(const struct settings *s, const struct vrt_ctl_target *x)
 		}
 	} else {
 		printf("pid %" PRIu64 ": ", x->pid);
-		put_answer(answer);
+		vrt_text_put_safe(stdout, answer, SIZE_MAX);
 		putchar('\n');
 		rc = !strncmp(answer, "ok", 2) &&
 		                     (answer[2] == '\0' || answer[2] == ' ')
@@ -253,11 +250,12 @@ int vrt_cmd_ctl_run(const struct vrt_cmd *self, int argc, char **argv)
 
 	memset(&s, 0, sizeof(s));
 	memset(&st, 0, sizeof(st));
-	rc = parse(self, argc, argv, &s, &st);
-	if (rc) {
-		rc = rc < 0 ? VRT_EXIT_OK : rc;
+	if (vrt_main_parse(self, argc, argv, options, NULL, own_option, &s, &st,
+	                   &rc))
 		goto out;
-	}
+	rc = parse_command(self, &s, &st);
+	if (rc)
+		goto out;
 	rc = VRT_EXIT_FAIL;
 	if (find_targets(s.target, &v, &n))
 		goto out;

@@ -40,6 +40,7 @@
 #include "load.h"
 #include "replay.h"
 #include "run.h"
+#include "text.h"
 
 struct settings {
 	const char *target;
@@ -47,12 +48,12 @@ struct settings {
 	long count;      /* refreshes; 0: until q or a signal */
 };
 
-enum { OPT_INTERVAL = 1, OPT_COUNT };
+enum { OPT_INTERVAL = VRT_OPT_OWN, OPT_COUNT };
 
 static const struct vrt_option options[] = {
         {"interval", 'n', 1, OPT_INTERVAL},
         {"count", 'c', 1, OPT_COUNT},
-        {NULL, 0, 0, 0},
+        VRT_OPTION_END,
 };
 
 /* Set by the signal handlers, read by the loop. */
@@ -102,17 +103,6 @@ struct target {
 	char file[4200]; /* "<dir>/<pid>.vtrace" for a pid */
 	uint64_t pid;    /* 0 for a directory */
 };
-
-static void safe_copy(char *dst, size_t n, const char *s)
-{
-	size_t i;
-
-	for (i = 0; s && s[i] && i + 1 < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		dst[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-	}
-	dst[i] = '\0';
-}
 
 /* Wall-clock "HH:MM:SS" of a trace time, through the clock pair of the
  * process that recorded it. */
@@ -176,8 +166,8 @@ static void from_replay(struct view *v, const struct vrt_trace *t,
 		const struct vrt_device *dv = &t->devices[i];
 		const struct vrt_replay_device *d = &r->dev[i];
 		struct view_device *x = &v->dev[v->ndev++];
-		safe_copy(x->name, sizeof(x->name),
-		          dv->name ? dv->name : "(unnamed)");
+		vrt_text_copy_safe(x->name, sizeof(x->name),
+		                   dv->name ? dv->name : "(unnamed)");
 		x->total =
 		        dv->have_total ? dv->total_bytes : d->probe_total_bytes;
 		x->used = d->tracked_bytes;
@@ -187,9 +177,10 @@ static void from_replay(struct view *v, const struct vrt_trace *t,
 			char pb[32];
 			if (!d->phase[k].peak_bytes)
 				continue;
-			safe_copy(x->phases[x->nphases].name,
-			          sizeof(x->phases[x->nphases].name),
-			          vrt_load_phase_name(t, k, pb, sizeof(pb)));
+			vrt_text_copy_safe(
+			        x->phases[x->nphases].name,
+			        sizeof(x->phases[x->nphases].name),
+			        vrt_load_phase_name(t, k, pb, sizeof(pb)));
 			x->phases[x->nphases].bytes = d->phase[k].live_bytes;
 			x->nphases++;
 		}
@@ -200,15 +191,16 @@ static void from_replay(struct view *v, const struct vrt_trace *t,
 		if (!f->oom)
 			continue;
 		wall_of(t, f->proc, f->ts, when, sizeof(when));
-		safe_copy(phase, sizeof(phase),
-		          vrt_load_phase_name(t, f->phase, pb, sizeof(pb)));
+		vrt_text_copy_safe(
+		        phase, sizeof(phase),
+		        vrt_load_phase_name(t, f->phase, pb, sizeof(pb)));
 		v->have_last_oom = 1;
 		snprintf(v->last_oom, sizeof(v->last_oom),
 		         "%s pid %" PRIu64 " %s%d %s %s, %" PRIu32 " in flight",
 		         when, t->procs[f->proc].pid,
 		         f->device >= 0 ? "dev" : "host",
 		         f->device >= 0 ? f->device : 0,
-		         vrt_ctl_bytes(b, sizeof(b), f->requested_bytes, 1),
+		         vrt_text_bytes(b, sizeof(b), f->requested_bytes, 1),
 		         phase, f->inflight);
 		break;
 	}
@@ -304,7 +296,8 @@ static int refresh_ctl(const struct target *tg, struct view *v)
 					x = &v->dev[k];
 			if (!x && v->ndev < VIEW_MAX_DEVICES) {
 				x = &v->dev[v->ndev++];
-				safe_copy(x->name, sizeof(x->name), name);
+				vrt_text_copy_safe(x->name, sizeof(x->name),
+				                   name);
 			}
 			if (!x)
 				continue;
@@ -319,9 +312,10 @@ static int refresh_ctl(const struct target *tg, struct view *v)
 				if (m == x->nphases) {
 					if (m == VRT_REPLAY_MAX_PHASES)
 						continue;
-					safe_copy(x->phases[m].name,
-					          sizeof(x->phases[m].name),
-					          st.dev[j].phases[k].name);
+					vrt_text_copy_safe(
+					        x->phases[m].name,
+					        sizeof(x->phases[m].name),
+					        st.dev[j].phases[k].name);
 					x->nphases++;
 				}
 				x->phases[m].bytes += st.dev[j].phases[k].bytes;
@@ -366,13 +360,13 @@ static void print_plain(const struct view *v)
 	for (i = 0; i < v->ndev; i++) {
 		const struct view_device *d = &v->dev[i];
 		printf(" dev%zu %s/%s", i,
-		       vrt_ctl_bytes(b1, sizeof(b1), d->used, 1),
-		       d->total ? vrt_ctl_bytes(b2, sizeof(b2), d->total, 1)
+		       vrt_text_bytes(b1, sizeof(b1), d->used, 1),
+		       d->total ? vrt_text_bytes(b2, sizeof(b2), d->total, 1)
 		                : "?");
 		for (k = 0; k < d->nphases; k++)
 			printf(" %s %s", d->phases[k].name,
-			       vrt_ctl_bytes(b1, sizeof(b1), d->phases[k].bytes,
-			                     1));
+			       vrt_text_bytes(b1, sizeof(b1),
+			                      d->phases[k].bytes, 1));
 	}
 	printf(" inflight %" PRIu64 " oom %" PRIu64, v->inflight, v->ooms);
 	if (v->have_last_oom)
@@ -470,9 +464,10 @@ static void draw(struct screen *sc, const struct settings *s,
 			line(sc, "%s", "");
 			bar(br, 30, d->used + d->others, d->total);
 			line(sc, "dev%zu  %-28s %11s / %-11s [%s] %5.1f%%", i,
-			     d->name, vrt_ctl_bytes(b1, sizeof(b1), d->used, 2),
-			     d->total ? vrt_ctl_bytes(b2, sizeof(b2), d->total,
-			                              2)
+			     d->name,
+			     vrt_text_bytes(b1, sizeof(b1), d->used, 2),
+			     d->total ? vrt_text_bytes(b2, sizeof(b2), d->total,
+			                               2)
 			              : "?",
 			     br,
 			     d->total ? 100.0 * (double)(d->used + d->others) /
@@ -480,12 +475,12 @@ static void draw(struct screen *sc, const struct settings *s,
 			              : 0.0);
 			if (d->others)
 				line(sc, "  %-14s %11s", "(other processes)",
-				     vrt_ctl_bytes(b3, sizeof(b3), d->others,
-				                   2));
+				     vrt_text_bytes(b3, sizeof(b3), d->others,
+				                    2));
 			for (k = 0; k < d->nphases; k++)
 				line(sc, "  %-14s %11s", d->phases[k].name,
-				     vrt_ctl_bytes(b3, sizeof(b3),
-				                   d->phases[k].bytes, 2));
+				     vrt_text_bytes(b3, sizeof(b3),
+				                    d->phases[k].bytes, 2));
 		}
 		line(sc, "%s", "");
 		line(sc, "last OOM: %s",
@@ -560,46 +555,28 @@ static int wait_key(const struct screen *sc, int64_t ms)
 
 /* ---- the command -------------------------------------------------------- */
 
-static int parse(const struct vrt_cmd *self, int argc, char **argv,
-                 struct settings *s, struct vrt_optstate *st)
+static int own_option(const struct vrt_cmd *self, int id, const char *arg,
+                      void *settings)
 {
+	struct settings *s = settings;
 	char *end;
-	int id;
 
-	st->argc = argc;
-	st->argv = argv;
-	while ((id = vrt_main_getopt(st, options, self)) > 0) {
-		switch (id) {
-		case OPT_INTERVAL:
-			errno = 0;
-			s->interval = strtod(st->arg, &end);
-			if (errno || *end || !(s->interval >= 0.05) ||
-			    s->interval > 3600)
-				return vrt_main_usage_error(
-				        self,
-				        "bad interval '%s' (seconds, 0.05 to "
-				        "3600)",
-				        st->arg);
-			break;
-		case OPT_COUNT:
-			errno = 0;
-			s->count = strtol(st->arg, &end, 10);
-			if (errno || *end || s->count < 1)
-				return vrt_main_usage_error(
-				        self, "bad count '%s' (1 or more)",
-				        st->arg);
-			break;
-		}
+	errno = 0;
+	if (id == OPT_INTERVAL) {
+		s->interval = strtod(arg, &end);
+		if (errno || *end || !(s->interval >= 0.05) ||
+		    s->interval > 3600)
+			return vrt_main_usage_error(
+			        self,
+			        "bad interval '%s' (seconds, 0.05 to 3600)",
+			        arg);
+	} else if (id == OPT_COUNT) {
+		s->count = strtol(arg, &end, 10);
+		if (errno || *end || s->count < 1)
+			return vrt_main_usage_error(
+			        self, "bad count '%s' (1 or more)", arg);
 	}
-	if (id == VRT_OPT_HELP)
-		return -1;
-	if (id == VRT_OPT_ERROR)
-		return VRT_EXIT_USAGE;
-	if (st->npos != 1)
-		return vrt_main_usage_error(self, st->npos ? "one run only"
-		                                           : "no run given");
-	s->target = st->pos[0];
-	return VRT_EXIT_OK;
+	return 0;
 }
 
 static int resolve(const char *what, struct target *tg)
@@ -639,6 +616,10 @@ static int resolve(const char *what, struct target *tg)
 int vrt_cmd_live_run(const struct vrt_cmd *self, int argc, char **argv)
 {
 	struct settings s = {NULL, 1.0, 0};
+	struct vrt_opts o = {.min_pos = 1,
+	                     .max_pos = 1,
+	                     .few = "no run given",
+	                     .many = "one run only"};
 	struct vrt_optstate st;
 	struct sigaction sa, old[4];
 	static const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH};
@@ -649,11 +630,10 @@ int vrt_cmd_live_run(const struct vrt_cmd *self, int argc, char **argv)
 	long n;
 
 	memset(&st, 0, sizeof(st));
-	rc = parse(self, argc, argv, &s, &st);
-	if (rc) {
-		rc = rc < 0 ? VRT_EXIT_OK : rc;
+	if (vrt_main_parse(self, argc, argv, options, &o, own_option, &s, &st,
+	                   &rc))
 		goto out;
-	}
+	s.target = st.pos[0];
 	rc = VRT_EXIT_FAIL;
 	tg = malloc(sizeof(*tg));
 	v = malloc(sizeof(*v));

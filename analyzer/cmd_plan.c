@@ -26,132 +26,48 @@
 #include "rules.h"
 #include "run.h"
 
+/* In the order of --format's names. */
 enum format { FMT_TEXT, FMT_JSON, FMT_CSV };
+
+static const char *const formats[] = {"text", "json", "csv", NULL};
 
 #define MAX_SETS 16
 
 struct settings {
-	enum format format;
-	const char *output;       /* NULL: stdout */
-	const char *rules;        /* --rules FILE, or NULL */
-	const char *model_config; /* --model-config FILE, or NULL */
-	const char *kv_dtype;     /* --kv-dtype NAME, or NULL */
+	struct vrt_opts o; /* format, -o, rules, model, margin, explain */
 	const char *sets[MAX_SETS];
 	int nsets;
 	int objective; /* enum vrt_plan_objective */
-	int margin;    /* percent, -1: the default */
-	int explain;
 	const char *path;
 };
 
-enum {
-	OPT_FORMAT = 1,
-	OPT_OUTPUT,
-	OPT_RULES,
-	OPT_MODEL_CONFIG,
-	OPT_KV_DTYPE,
-	OPT_SET,
-	OPT_OBJECTIVE,
-	OPT_MARGIN,
-	OPT_EXPLAIN
-};
+enum { OPT_SET = VRT_OPT_OWN, OPT_OBJECTIVE };
 
 static const struct vrt_option options[] = {
-        {"format", 'f', 1, OPT_FORMAT},
-        {"output", 'o', 1, OPT_OUTPUT},
-        {"rules", 0, 1, OPT_RULES},
-        {"model-config", 0, 1, OPT_MODEL_CONFIG},
-        {"kv-dtype", 0, 1, OPT_KV_DTYPE},
-        {"set", 0, 1, OPT_SET},
-        {"objective", 0, 1, OPT_OBJECTIVE},
-        {"margin", 0, 1, OPT_MARGIN},
-        {"explain", 0, 0, OPT_EXPLAIN},
-        {NULL, 0, 0, 0},
+        VRT_OPTIONS_REPORT,     VRT_OPTIONS_MODEL,
+        {"set", 0, 1, OPT_SET}, {"objective", 0, 1, OPT_OBJECTIVE},
+        VRT_OPTION_END,
 };
 
-/* Returns 0 to go on, -1 after --help, or VRT_EXIT_USAGE. */
-static int parse(const struct vrt_cmd *self, int argc, char **argv,
-                 struct settings *s, struct vrt_optstate *st)
+static int own_option(const struct vrt_cmd *self, int id, const char *arg,
+                      void *settings)
 {
-	int id;
+	/* in enum vrt_plan_objective order */
+	static const char *const objectives[] = {"concurrency", "context",
+	                                         "throughput", NULL};
+	struct settings *s = settings;
 
-	st->argc = argc;
-	st->argv = argv;
-	while ((id = vrt_main_getopt(st, options, self)) > 0) {
-		switch (id) {
-		case OPT_FORMAT: {
-			static const char *const formats[] = {"text", "json",
-			                                      "csv", NULL};
-			int f = vrt_main_choice(self, "format", st->arg,
-			                        formats);
-			if (f < 0)
-				return VRT_EXIT_USAGE;
-			s->format = (enum format)f;
-			break;
-		}
-		case OPT_OUTPUT:
-			s->output = st->arg;
-			break;
-		case OPT_RULES:
-			s->rules = st->arg;
-			break;
-		case OPT_MODEL_CONFIG:
-			s->model_config = st->arg;
-			break;
-		case OPT_KV_DTYPE:
-			if (vrt_model_dtype(st->arg, NULL))
-				return vrt_main_usage_error(
-				        self, "unknown KV dtype '%s'", st->arg);
-			s->kv_dtype = st->arg;
-			break;
-		case OPT_SET:
-			if (s->nsets >= MAX_SETS)
-				return vrt_main_usage_error(
-				        self, "more than %d --set options",
-				        MAX_SETS);
-			s->sets[s->nsets++] = st->arg;
-			break;
-		case OPT_OBJECTIVE: {
-			/* in enum vrt_plan_objective order */
-			static const char *const objectives[] = {
-			        "concurrency", "context", "throughput", NULL};
-			int o = vrt_main_choice(self, "objective", st->arg,
-			                        objectives);
-			if (o < 0)
-				return VRT_EXIT_USAGE;
-			s->objective = o;
-			break;
-		}
-		case OPT_MARGIN: {
-			char *end;
-			long m = strtol(st->arg, &end, 10);
-			if (end == st->arg || (*end && strcmp(end, "%")) ||
-			    m < 0 || m > 50)
-				return vrt_main_usage_error(
-				        self,
-				        "--margin is a percentage from 0 to "
-				        "50, "
-				        "not '%s'",
-				        st->arg);
-			s->margin = (int)m;
-			break;
-		}
-		case OPT_EXPLAIN:
-			s->explain = 1;
-			break;
-		}
+	if (id == OPT_SET) {
+		if (s->nsets >= MAX_SETS)
+			return vrt_main_usage_error(
+			        self, "more than %d --set options", MAX_SETS);
+		s->sets[s->nsets++] = arg;
+	} else if (id == OPT_OBJECTIVE) {
+		s->objective =
+		        vrt_main_choice(self, "objective", arg, objectives);
+		if (s->objective < 0)
+			return VRT_EXIT_USAGE;
 	}
-	if (id == VRT_OPT_HELP)
-		return -1;
-	if (id == VRT_OPT_ERROR)
-		return VRT_EXIT_USAGE;
-	if (st->npos != 1)
-		return vrt_main_usage_error(self, st->npos ? "one run only"
-		                                           : "no run given");
-	if (s->kv_dtype && !s->model_config)
-		return vrt_main_usage_error(self,
-		                            "--kv-dtype needs --model-config");
-	s->path = st->pos[0];
 	return 0;
 }
 
@@ -168,10 +84,10 @@ static int write_job(FILE *f, const void *ctx)
 {
 	const struct job *j = ctx;
 
-	if (j->s->format == FMT_JSON)
+	if (j->s->o.format == FMT_JSON)
 		vrt_report_plan_json(f, j->t, j->p, j->s->path, j->explained,
 		                     j->ex, j->index);
-	else if (j->s->format == FMT_CSV)
+	else if (j->s->o.format == FMT_CSV)
 		vrt_report_plan_csv(f, j->p);
 	else
 		vrt_report_plan_text(f, j->t, j->p, j->s->path, j->explained,
@@ -214,12 +130,20 @@ int vrt_cmd_plan_run(const struct vrt_cmd *self, int argc, char **argv)
 	memset(&s, 0, sizeof(s));
 	memset(&st, 0, sizeof(st));
 	memset(&run, 0, sizeof(run));
-	s.margin = -1;
-	rc = parse(self, argc, argv, &s, &st);
-	if (rc) {
-		rc = rc < 0 ? VRT_EXIT_OK : rc;
+	s.o = (struct vrt_opts){.formats = formats,
+	                        .min_pos = 1,
+	                        .max_pos = 1,
+	                        .few = "no run given",
+	                        .many = "one run only"};
+	if (vrt_main_parse(self, argc, argv, options, &s.o, own_option, &s, &st,
+	                   &rc))
+		goto out;
+	if (s.o.kv_dtype && !s.o.model_config) {
+		rc = vrt_main_usage_error(self,
+		                          "--kv-dtype needs --model-config");
 		goto out;
 	}
+	s.path = st.pos[0];
 	rc = VRT_EXIT_FAIL;
 	p = calloc(1, sizeof(*p));
 	ex = calloc(1, sizeof(*ex));
@@ -228,27 +152,27 @@ int vrt_cmd_plan_run(const struct vrt_cmd *self, int argc, char **argv)
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
-	if (s.model_config) {
+	if (s.o.model_config) {
 		if (!(cfg = malloc(sizeof(*cfg)))) {
 			fprintf(stderr, "vramtrace: error: out of memory\n");
 			goto out;
 		}
-		if (vrt_model_read(cfg, s.model_config, s.kv_dtype, msg,
+		if (vrt_model_read(cfg, s.o.model_config, s.o.kv_dtype, msg,
 		                   sizeof(msg))) {
 			fprintf(stderr, "vramtrace: error: %s: %s\n",
-			        s.model_config, msg);
+			        s.o.model_config, msg);
 			goto out;
 		}
 	}
-	if (s.rules && !(rules = vrt_run_read_rules(s.rules)))
+	if (s.o.rules && !(rules = vrt_run_read_rules(s.o.rules)))
 		goto out;
 	opened = 1;
 	if (vrt_run_open(&run, s.path, rules, 0))
 		goto out;
 	vrt_plan_measure(p, &run.t, &run.r, cfg);
 	p->objective = s.objective;
-	if (s.margin >= 0)
-		p->margin_pct = (unsigned)s.margin;
+	if (s.o.margin >= 0)
+		p->margin_pct = (unsigned)s.o.margin;
 	for (i = 0; i < s.nsets; i++)
 		if (vrt_plan_set(p, s.sets[i], msg, sizeof(msg))) {
 			rc = vrt_main_usage_error(self, "--set %s: %s",
@@ -271,7 +195,7 @@ int vrt_cmd_plan_run(const struct vrt_cmd *self, int argc, char **argv)
 	job.s = &s;
 	job.t = &run.t;
 	job.p = p;
-	if (s.explain) {
+	if (s.o.explain) {
 		const struct vrt_plan_row *r;
 		job.index = explained_row(p, &r);
 		/* predicted again, this time with its arithmetic */
@@ -280,7 +204,7 @@ int vrt_cmd_plan_run(const struct vrt_cmd *self, int argc, char **argv)
 		job.explained = row;
 		job.ex = ex;
 	}
-	rc = vrt_run_write(s.output, write_job, &job);
+	rc = vrt_run_write(s.o.output, write_job, &job);
 out:
 	if (opened)
 		vrt_run_close(&run);

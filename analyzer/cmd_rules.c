@@ -24,29 +24,31 @@
 #include "attrib.h"
 #include "cmd.h"
 #include "load.h"
+#include "pathname.h"
 #include "report.h"
 #include "rules.h"
 #include "run.h"
+#include "text.h"
 #include "vramtrace/trace_format.h"
 
 #define TOP_DEFAULT 10
 #define SHOW_FRAMES 12 /* nameable frames printed per group */
 
 struct settings {
+	struct vrt_opts o; /* --rules */
 	int builtin;
-	const char *rules;
 	size_t top; /* 0: all */
 	char **paths;
 	int npaths;
 };
 
-enum { OPT_BUILTIN = 1, OPT_RULES, OPT_TOP };
+enum { OPT_BUILTIN = VRT_OPT_OWN, OPT_TOP };
 
 static const struct vrt_option options[] = {
         {"builtin", 0, 0, OPT_BUILTIN},
-        {"rules", 0, 1, OPT_RULES},
+        VRT_OPTION_RULES,
         {"top", 'n', 1, OPT_TOP},
-        {NULL, 0, 0, 0},
+        VRT_OPTION_END,
 };
 
 /* One named frame of a group's key. */
@@ -81,42 +83,34 @@ struct state {
 
 enum { UNSEEN = -1, NO_GROUP = -2 };
 
-/* Returns 0 to go on, -1 after --help, or VRT_EXIT_USAGE. */
-static int parse(const struct vrt_cmd *self, int argc, char **argv,
-                 struct settings *s, struct vrt_optstate *st)
+static int own_option(const struct vrt_cmd *self, int id, const char *arg,
+                      void *settings)
 {
-	int id;
+	struct settings *s = settings;
+	unsigned long long v;
+	char *end;
 
-	st->argc = argc;
-	st->argv = argv;
-	while ((id = vrt_main_getopt(st, options, self)) > 0) {
-		switch (id) {
-		case OPT_BUILTIN:
-			s->builtin = 1;
-			break;
-		case OPT_RULES:
-			s->rules = st->arg;
-			break;
-		case OPT_TOP: {
-			char *end;
-			unsigned long long v = strtoull(st->arg, &end, 10);
-			if (!*st->arg || *end || st->arg[0] == '-' ||
-			    v > 1000000)
-				return vrt_main_usage_error(
-				        self,
-				        "--top takes a count from 0 (all) to "
-				        "1000000, not '%s'",
-				        st->arg);
-			s->top = (size_t)v;
-			break;
-		}
-		}
+	if (id == OPT_BUILTIN) {
+		s->builtin = 1;
+	} else if (id == OPT_TOP) {
+		v = strtoull(arg, &end, 10);
+		if (!*arg || *end || arg[0] == '-' || v > 1000000)
+			return vrt_main_usage_error(
+			        self,
+			        "--top takes a count from 0 (all) to 1000000, "
+			        "not '%s'",
+			        arg);
+		s->top = (size_t)v;
 	}
-	if (id == VRT_OPT_HELP)
-		return -1;
-	if (id == VRT_OPT_ERROR)
-		return VRT_EXIT_USAGE;
-	if (s->builtin && (st->npos || s->rules))
+	return 0;
+}
+
+/* What the positionals may be with --builtin and without; 0 or
+ * VRT_EXIT_USAGE. */
+static int check_runs(const struct vrt_cmd *self, struct settings *s,
+                      const struct vrt_optstate *st)
+{
+	if (s->builtin && (st->npos || s->o.rules))
 		return vrt_main_usage_error(self,
 		                            "--builtin takes no run and no "
 		                            "--rules");
@@ -322,8 +316,7 @@ static int plumbing(const struct vrt_trace *t, const struct keyframe *k)
 	file = vrt_load_str(t, k->file);
 	if (!file)
 		return 0;
-	base = strrchr(file, '/');
-	base = base ? base + 1 : file;
+	base = vrt_pathname_base(file);
 	for (i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
 		if (!strncmp(base, libs[i], strlen(libs[i])))
 			return 1;
@@ -367,13 +360,14 @@ static void print_group(FILE *f, const struct vrt_trace *t,
 	char b[32], pat[VRT_RULES_LINE_MAX];
 	size_t i, shown = 0, more = 0, skipped = 0;
 
-	fprintf(f, "%zu. %s in ", rank, vrt_report_bytes(b, sizeof(b), g->bytes));
+	fprintf(f, "%zu. %s in ", rank,
+	        vrt_text_bytes(b, sizeof(b), g->bytes, 2));
 	put_count(f, g->allocs, "allocation", "allocations");
 	if (g->fails) {
 		fprintf(f, ", ");
 		put_count(f, g->fails, "failed", "failed");
 		fprintf(f, " (%s)",
-		        vrt_report_bytes(b, sizeof(b), g->failed_bytes));
+		        vrt_text_bytes(b, sizeof(b), g->failed_bytes, 2));
 	}
 	fprintf(f, ", ");
 	put_count(f, g->paths, "call path", "call paths");
@@ -382,8 +376,7 @@ static void print_group(FILE *f, const struct vrt_trace *t,
 	} else {
 		fprintf(f, ": only an obsolete rule matched: %s  ",
 		        vrt_rules_origin(rules, g->rule));
-		vrt_report_put_safe(f, vrt_rules_describe(rules, g->rule),
-		                    200);
+		vrt_text_put_safe(f, vrt_rules_describe(rules, g->rule), 200);
 		fprintf(f, "\n");
 	}
 	for (i = 0; i < g->nkey; i++) {
@@ -401,7 +394,7 @@ static void print_group(FILE *f, const struct vrt_trace *t,
 			fprintf(f, "   frames a rule could name, innermost "
 			           "first:\n");
 		fprintf(f, "     ");
-		vrt_report_put_safe(f, pat, 300);
+		vrt_text_put_safe(f, pat, 300);
 		fprintf(f, "\n");
 		shown++;
 	}
@@ -441,16 +434,17 @@ static int write_report(FILE *f, const void *ctx)
 		        "every allocating call path is claimed by a current "
 		        "rule (%" PRIu64 " allocations, %s)\n",
 		        s->total_allocs,
-		        vrt_report_bytes(b1, sizeof(b1), s->total_bytes));
+		        vrt_text_bytes(b1, sizeof(b1), s->total_bytes, 2));
 		return 0;
 	}
-	fprintf(f, "call paths no rule claims, or only an obsolete one, by "
-	           "bytes allocated (%s of %s; ",
-	        vrt_report_bytes(b1, sizeof(b1), bytes),
-	        vrt_report_bytes(b2, sizeof(b2), s->total_bytes));
+	fprintf(f,
+	        "call paths no rule claims, or only an obsolete one, by "
+	        "bytes allocated (%s of %s; ",
+	        vrt_text_bytes(b1, sizeof(b1), bytes, 2),
+	        vrt_text_bytes(b2, sizeof(b2), s->total_bytes, 2));
 	put_count(f, allocs, "allocation", "allocations");
 	fprintf(f, " of %" PRIu64 ")%s\n\n", s->total_allocs,
-	        j->set->rules ? "" : "; built-in rules only");
+	        j->set->o.rules ? "" : "; built-in rules only");
 	show = j->set->top && j->set->top < s->ngroups ? j->set->top
 	                                               : s->ngroups;
 	for (i = 0; i < show; i++) {
@@ -532,7 +526,7 @@ static int open_trace(struct vrt_trace *t, const struct settings *set)
 
 int vrt_cmd_rules_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings set = {0, NULL, TOP_DEFAULT, NULL, 0};
+	struct settings set = {.top = TOP_DEFAULT};
 	struct vrt_rules *rules = NULL;
 	struct vrt_optstate st;
 	struct vrt_trace t;
@@ -543,11 +537,12 @@ int vrt_cmd_rules_run(const struct vrt_cmd *self, int argc, char **argv)
 	memset(&st, 0, sizeof(st));
 	memset(&t, 0, sizeof(t));
 	memset(&s, 0, sizeof(s));
-	rc = parse(self, argc, argv, &set, &st);
-	if (rc) {
-		rc = rc < 0 ? VRT_EXIT_OK : rc;
+	if (vrt_main_parse(self, argc, argv, options, &set.o, own_option, &set,
+	                   &st, &rc))
 		goto out;
-	}
+	rc = check_runs(self, &set, &st);
+	if (rc)
+		goto out;
 	if (set.builtin) {
 		fputs(vrt_rules_builtin_text(), stdout);
 		rc = fflush(stdout) || ferror(stdout) ? VRT_EXIT_FAIL
@@ -555,10 +550,10 @@ int vrt_cmd_rules_run(const struct vrt_cmd *self, int argc, char **argv)
 		goto out;
 	}
 	rc = VRT_EXIT_FAIL;
-	rules = set.rules ? vrt_run_read_rules(set.rules)
-	                  : vrt_rules_new_builtin();
+	rules = set.o.rules ? vrt_run_read_rules(set.o.rules)
+	                    : vrt_rules_new_builtin();
 	if (!rules) {
-		if (!set.rules)
+		if (!set.o.rules)
 			fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}

@@ -24,63 +24,21 @@
 #include "rules.h"
 #include "run.h"
 
+/* In the order of --format's names. */
 enum format { FMT_TEXT, FMT_JSON, FMT_CSV };
 
+static const char *const formats[] = {"text", "json", "csv", NULL};
+
 struct settings {
-	enum format format;
-	const char *output; /* NULL: stdout */
-	const char *rules;  /* --rules FILE, or NULL */
+	struct vrt_opts o; /* format, -o, rules */
 	char **paths;
 	int npaths;
 };
 
-enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_RULES };
-
 static const struct vrt_option options[] = {
-        {"format", 'f', 1, OPT_FORMAT},
-        {"output", 'o', 1, OPT_OUTPUT},
-        {"rules", 0, 1, OPT_RULES},
-        {NULL, 0, 0, 0},
+        VRT_OPTIONS_REPORT,
+        VRT_OPTION_END,
 };
-
-/* Returns 0 to go on, -1 after --help, or VRT_EXIT_USAGE. */
-static int parse(const struct vrt_cmd *self, int argc, char **argv,
-                 struct settings *s, struct vrt_optstate *st)
-{
-	int id;
-
-	st->argc = argc;
-	st->argv = argv;
-	while ((id = vrt_main_getopt(st, options, self)) > 0) {
-		switch (id) {
-		case OPT_FORMAT: {
-			static const char *const formats[] = {"text", "json",
-			                                      "csv", NULL};
-			int f = vrt_main_choice(self, "format", st->arg,
-			                        formats);
-			if (f < 0)
-				return VRT_EXIT_USAGE;
-			s->format = (enum format)f;
-			break;
-		}
-		case OPT_OUTPUT:
-			s->output = st->arg;
-			break;
-		case OPT_RULES:
-			s->rules = st->arg;
-			break;
-		}
-	}
-	if (id == VRT_OPT_HELP)
-		return -1;
-	if (id == VRT_OPT_ERROR)
-		return VRT_EXIT_USAGE;
-	if (st->npos == 0)
-		return vrt_main_usage_error(self, "no run given");
-	s->paths = st->pos;
-	s->npaths = st->npos;
-	return 0;
-}
 
 /* The flags the command lines left out, from the engine's log record kept
  * in the run directory (output.log), when there is one. A log that cannot
@@ -118,9 +76,9 @@ static int write_job(FILE *f, const void *ctx)
 	const struct job *j = ctx;
 	size_t n = (size_t)j->s->npaths;
 
-	if (j->s->format == FMT_JSON)
+	if (j->s->o.format == FMT_JSON)
 		vrt_report_table_json(f, j->rows, j->s->paths, n);
-	else if (j->s->format == FMT_CSV)
+	else if (j->s->o.format == FMT_CSV)
 		vrt_report_table_csv(f, j->rows, j->s->paths, n);
 	else
 		vrt_report_table_text(f, j->rows, j->s->paths, n);
@@ -129,7 +87,8 @@ static int write_job(FILE *f, const void *ctx)
 
 int vrt_cmd_table_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {FMT_TEXT, NULL, NULL, NULL, 0};
+	struct settings s = {
+	        .o = {.formats = formats, .min_pos = 1, .few = "no run given"}};
 	struct vrt_rules *rules = NULL;
 	struct vrt_retest_row *rows = NULL;
 	struct vrt_optstate st;
@@ -139,18 +98,17 @@ int vrt_cmd_table_run(const struct vrt_cmd *self, int argc, char **argv)
 	int rc;
 
 	memset(&st, 0, sizeof(st));
-	rc = parse(self, argc, argv, &s, &st);
-	if (rc) {
-		rc = rc < 0 ? VRT_EXIT_OK : rc;
+	if (vrt_main_parse(self, argc, argv, options, &s.o, NULL, &s, &st, &rc))
 		goto out;
-	}
+	s.paths = st.pos;
+	s.npaths = st.npos;
 	rc = VRT_EXIT_FAIL;
 	rows = calloc((size_t)s.npaths, sizeof(*rows));
 	if (!rows) {
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
-	if (s.rules && !(rules = vrt_run_read_rules(s.rules)))
+	if (s.o.rules && !(rules = vrt_run_read_rules(s.o.rules)))
 		goto out;
 	for (i = 0; i < (size_t)s.npaths; i++) {
 		int bad;
@@ -169,7 +127,7 @@ int vrt_cmd_table_run(const struct vrt_cmd *self, int argc, char **argv)
 	}
 	job.s = &s;
 	job.rows = rows;
-	rc = vrt_run_write(s.output, write_job, &job);
+	rc = vrt_run_write(s.o.output, write_job, &job);
 out:
 	for (i = 0; i < nrows; i++)
 		vrt_retest_row_free(&rows[i]);

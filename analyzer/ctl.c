@@ -544,22 +544,3 @@ int vrt_ctl_parse_status(const char *text, struct vrt_ctl_status *st, char *err,
 	json_decref(root);
 	return 0;
 }
-
-const char *vrt_ctl_bytes(char *buf, size_t n, uint64_t b, int decimals)
-{
-	static const char *const unit[] = {"KiB", "MiB", "GiB",
-	                                   "TiB", "PiB", "EiB"};
-	double v = (double)b;
-	int u = -1;
-
-	if (b < 1024) {
-		snprintf(buf, n, "%" PRIu64 " B", b);
-		return buf;
-	}
-	while (v >= 1024.0 && u < 5) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(buf, n, "%.*f %s", decimals, v, unit[u]);
-	return buf;
-}

@@ -105,7 +105,4 @@ struct vrt_ctl_status {
 int vrt_ctl_parse_status(const char *json, struct vrt_ctl_status *st, char *err,
                          size_t errsz);
 
-/* "71.20 GiB" (binary units; decimals digits after the point) into buf. */
-const char *vrt_ctl_bytes(char *buf, size_t n, uint64_t b, int decimals);
-
 #endif /* VRT_CTL_H */

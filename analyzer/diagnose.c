@@ -8,6 +8,8 @@
 #include "diagnose.h"
 
 #include "gguf.h"
+#include "names.h"
+#include "text.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -59,19 +61,6 @@ const char *vrt_diagnose_unit_name(int unit)
 }
 
 /* ---- formatting helpers -------------------------------------------------- */
-
-static const char *gib(char *buf, size_t n, uint64_t b)
-{
-	if (b < 1024)
-		snprintf(buf, n, "%" PRIu64 " B", b);
-	else if (b < (1ull << 20))
-		snprintf(buf, n, "%.2f KiB", (double)b / 1024.0);
-	else if (b < GIB)
-		snprintf(buf, n, "%.2f MiB", (double)b / (1 << 20));
-	else
-		snprintf(buf, n, "%.2f GiB", (double)b / GIB);
-	return buf;
-}
 
 /* A size in one of struct ctx's rotating buffers, so one sentence can
  * hold several; needs a `struct ctx *c` in scope. */
@@ -433,7 +422,9 @@ struct ctx {
 static const char *sz(struct ctx *c, uint64_t b)
 {
 	c->szi = (c->szi + 1) % 8;
-	return gib(c->szbuf[c->szi], sizeof(c->szbuf[0]), b);
+	/* GiB at most: sentences compare sizes, so they share a unit. */
+	return vrt_text_bytes_in(c->szbuf[c->szi], sizeof(c->szbuf[0]),
+	                         (double)b, 2, VRT_UNIT_B, VRT_UNIT_GIB);
 }
 
 static uint64_t live_sum(const struct vrt_replay_failure *f)
@@ -523,7 +514,7 @@ static void common_failure_evidence(struct ctx *c)
 	struct vrt_diagnosis *d = c->d;
 	const struct vrt_replay_failure *f = c->f;
 	const struct vrt_process *p = &c->t->procs[f->proc];
-	const char *api = vrt_api_name(f->api);
+	const char *api = vrt_names_api(f->api, "an allocation");
 	char where[32], pb[32], how[96];
 
 	if (f->device >= 0)
@@ -536,7 +527,7 @@ static void common_failure_evidence(struct ctx *c)
 	         f->requested_bytes,
 	         "%s of %s failed %s at %.3fs (%s stage, phase %s, %" PRIu32
 	         " request%s in flight)",
-	         api ? api : "an allocation", SZ(f->requested_bytes), where,
+	         api, SZ(f->requested_bytes), where,
 	         (double)(f->ts - c->t->start_ns) / 1e9,
 	         f->after_ready ? "request" : "load",
 	         vrt_load_phase_name(c->t, f->phase, pb, sizeof(pb)),

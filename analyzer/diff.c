@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pathname.h"
+
 /* Frames of a call path that take part in its key. */
 #define KEY_FRAMES 256
 
@@ -184,12 +186,6 @@ struct row {
 	char phase[VRT_DIFF_NAME];
 };
 
-static const char *base_name(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s && s[1] ? s + 1 : p ? p : "";
-}
-
 /* The key of a call path: "phase" then per frame, innermost first,
  * "\x1e" kind "\x1f" function "\x1f" basename. Separators are control
  * bytes, which no symbol or path of a real trace holds. */
@@ -205,7 +201,7 @@ static char *site_key(const struct vrt_trace *t, const char *phase,
 		const struct vrt_frame *x = &t->frames[fr[i]];
 		const char *fn = vrt_load_str(t, x->function);
 		len += 4 + strlen(fn ? fn : "?") +
-		       strlen(base_name(vrt_load_str(t, x->file)));
+		       strlen(vrt_pathname_base_or_empty(vrt_load_str(t, x->file)));
 	}
 	k = p = malloc(len);
 	if (!k)
@@ -217,7 +213,7 @@ static char *site_key(const struct vrt_trace *t, const char *phase,
 		p += sprintf(p, "\x1e%c\x1f%s\x1f%s",
 		             x->kind == VRT_FRAME_PYTHON ? 'p' : 'n',
 		             fn ? fn : "?",
-		             base_name(vrt_load_str(t, x->file)));
+		             vrt_pathname_base_or_empty(vrt_load_str(t, x->file)));
 	}
 	return k;
 }

@@ -1,7 +1,9 @@
 /*
  * Loading traces: files, zstd frames and records in; a time-ordered stream
  * of events plus the process, device, string, frame, stack and phase
- * tables out (and, transitionally, the whole stream as one array).
+ * tables out. The stream is read in pieces (vrt_load_open, then
+ * vrt_load_next until it delivers nothing): there is no whole-stream
+ * array, so memory is bounded by what is in flight, not by the run.
  *
  * load.c is the only analyzer file that opens trace files or calls zstd.
  * Everything it reads is untrusted: every length is bounds-checked, sizes

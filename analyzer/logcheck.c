@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
+#include "text.h"
 #include "wallclock.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -55,13 +57,12 @@ static const char *size(struct sz *z, uint64_t b)
 {
 	char *s = z->buf[z->i++ % 8];
 
-	if (b >= (1ull << 30))
-		snprintf(s, 32, "%.2f GiB", (double)b / GIB);
-	else if (b >= (1ull << 20))
-		snprintf(s, 32, "%.2f MiB", (double)b / (1 << 20));
-	else
-		snprintf(s, 32, "%" PRIu64 " B", b);
-	return s;
+	/* Engines log MiB and GiB: below a MiB, exact bytes. */
+	if (b < (1ull << 20))
+		return vrt_text_bytes_in(s, 32, (double)b, 0, VRT_UNIT_B,
+		                         VRT_UNIT_B);
+	return vrt_text_bytes_in(s, 32, (double)b, 2, VRT_UNIT_MIB,
+	                         VRT_UNIT_GIB);
 }
 
 /* ---- devices ------------------------------------------------------------ */
@@ -352,30 +353,30 @@ int vrt_logcheck_fatal_failure(const struct vrt_enginelog *log,
 	*index = best;
 	if (why) {
 		const struct vrt_replay_failure *f = &r->fails[best];
-		const char *api = vrt_api_name(f->api);
+		const char *api = vrt_names_api(f->api, "allocation");
 		if (found == 2)
 			snprintf(why, VRT_LOGCHECK_TEXT,
-			         "the log's fatal error (line %u, %s, %s) is the "
+			         "the log's fatal error (line %u, %s, %s) is "
+			         "the "
 			         "failed %s of %s on device %d at %.3fs: the "
 			         "allocator asked the driver for another size; "
 			         "device, process and time agree",
 			         e->line, vrt_enginelog_error_name(e->kind),
-			         size(&z, e->requested_bytes),
-			         api ? api : "allocation",
+			         size(&z, e->requested_bytes), api,
 			         size(&z, f->requested_bytes), f->device,
 			         (double)(f->ts - t->start_ns) / 1e9);
 		else
-			snprintf(why, VRT_LOGCHECK_TEXT,
-			         "the log's fatal error (line %u, %s) is the "
-			         "failed %s of %s on device %d at %.3fs: %s%s%s "
-			         "agree",
-			         e->line, vrt_enginelog_error_name(e->kind),
-			         api ? api : "allocation",
-			         size(&z, f->requested_bytes), f->device,
-			         (double)(f->ts - t->start_ns) / 1e9,
-			         e->have & VRT_ELH_REQUESTED ? "size, " : "",
-			         e->have & VRT_ELH_DEVICE ? "device, " : "",
-			         limit ? "time" : "order");
+			snprintf(
+			        why, VRT_LOGCHECK_TEXT,
+			        "the log's fatal error (line %u, %s) is the "
+			        "failed %s of %s on device %d at %.3fs: %s%s%s "
+			        "agree",
+			        e->line, vrt_enginelog_error_name(e->kind), api,
+			        size(&z, f->requested_bytes), f->device,
+			        (double)(f->ts - t->start_ns) / 1e9,
+			        e->have & VRT_ELH_REQUESTED ? "size, " : "",
+			        e->have & VRT_ELH_DEVICE ? "device, " : "",
+			        limit ? "time" : "order");
 	}
 	return 1;
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "diagnose.h"
+#include "model.h"
 #include "vramtrace/trace_format.h"
 
 #ifndef VRT_VERSION
@@ -487,6 +489,84 @@ int vrt_main_getopt(struct vrt_optstate *st, const struct vrt_option *opts,
 		return o->id;
 	}
 	return VRT_OPT_END;
+}
+
+/* One shared option into *o; 0, or VRT_EXIT_USAGE after the error. */
+static int shared_option(const struct vrt_cmd *self, int id, const char *arg,
+                         struct vrt_opts *o)
+{
+	char *end;
+	unsigned long v;
+	int f;
+
+	switch (id) {
+	case VRT_OPT_FORMAT:
+		f = vrt_main_choice(self, "format", arg, o->formats);
+		if (f < 0)
+			return VRT_EXIT_USAGE;
+		o->format = f;
+		break;
+	case VRT_OPT_OUTPUT:
+		o->output = arg;
+		break;
+	case VRT_OPT_RULES:
+		o->rules = arg;
+		break;
+	case VRT_OPT_MODEL_CONFIG:
+		o->model_config = arg;
+		break;
+	case VRT_OPT_KV_DTYPE:
+		if (vrt_model_dtype(arg, NULL))
+			return vrt_main_usage_error(
+			        self,
+			        "unknown KV dtype '%s' (fp16, bf16, fp32, fp8, "
+			        "fp8_e4m3, fp8_e5m2, int8, fp8_ds_mla, q8_0, "
+			        "q4_0, q4_1, q5_0, q5_1, iq4_nl)",
+			        arg);
+		o->kv_dtype = arg;
+		break;
+	case VRT_OPT_MARGIN:
+		v = strtoul(arg, &end, 10);
+		if (end == arg || (*end && strcmp(end, "%")) || arg[0] == '-' ||
+		    v > VRT_DIAG_MARGIN_MAX)
+			return vrt_main_usage_error(
+			        self,
+			        "--margin takes a whole percent from 0 to %d "
+			        "(got '%s')",
+			        VRT_DIAG_MARGIN_MAX, arg);
+		o->margin = (int)v;
+		break;
+	case VRT_OPT_EXPLAIN:
+		o->explain = 1;
+		break;
+	}
+	return 0;
+}
+
+int vrt_main_parse(const struct vrt_cmd *self, int argc, char **argv,
+                   const struct vrt_option *opts, struct vrt_opts *o,
+                   vrt_own_option_fn own, void *settings,
+                   struct vrt_optstate *st, int *status)
+{
+	int id, rc = 0;
+
+	st->argc = argc;
+	st->argv = argv;
+	if (o)
+		o->margin = -1;
+	while (!rc && (id = vrt_main_getopt(st, opts, self)) > 0)
+		rc = id < VRT_OPT_OWN ? shared_option(self, id, st->arg, o)
+		                      : own(self, id, st->arg, settings);
+	if (!rc && id == VRT_OPT_HELP)
+		rc = -1;
+	else if (!rc && id == VRT_OPT_ERROR)
+		rc = VRT_EXIT_USAGE;
+	else if (!rc && o && st->npos < o->min_pos)
+		rc = vrt_main_usage_error(self, "%s", o->few);
+	else if (!rc && o && o->max_pos && st->npos > o->max_pos)
+		rc = vrt_main_usage_error(self, "%s", o->many);
+	*status = rc < 0 ? VRT_EXIT_OK : rc;
+	return rc != 0;
 }
 
 int main(int argc, char **argv)

@@ -40,6 +40,7 @@
 #include "argv.h"
 #include "diagnose.h"
 #include "engine.h"
+#include "text.h"
 
 /* TGI's TGI_WIGGLE_ROOM: the share of the free memory its KV may take. */
 #define TGI_WIGGLE_MILLI 950
@@ -120,17 +121,10 @@ const char *vrt_plan_knob_value(char *buf, size_t n, int knob, uint64_t v)
  * module keeps no state). */
 static const char *bytes_into(char *buf, size_t n, const char *sign, double b)
 {
-	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	int u = 0;
+	size_t k = strlen(sign) < n ? strlen(sign) : 0;
 
-	while (b >= 1024.0 && u < 4) {
-		b /= 1024.0;
-		u++;
-	}
-	if (u)
-		snprintf(buf, n, "%s%.2f %s", sign, b, unit[u]);
-	else
-		snprintf(buf, n, "%s%.0f B", sign, b);
+	memcpy(buf, sign, k);
+	vrt_text_bytes_in(buf + k, n - k, b, 2, VRT_UNIT_B, VRT_UNIT_TIB);
 	return buf;
 }
 

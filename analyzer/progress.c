@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "text.h"
+
 #define VRT_PROGRESS_PERIOD_NS 100000000ll /* 10 redraws a second */
 #define VRT_PROGRESS_DELAY_NS  500000000ll
 
@@ -25,23 +27,6 @@ static int64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-static void size_text(char *buf, size_t n, uint64_t b)
-{
-	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
-	double v = (double)b;
-	int u = -1;
-
-	if (b < 1024) {
-		snprintf(buf, n, "%" PRIu64 " B", b);
-		return;
-	}
-	while (v >= 1024.0 && u < 3) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(buf, n, "%.1f %s", v, unit[u]);
 }
 
 static void draw(void *ctx, int stage, uint64_t done, uint64_t total,
@@ -58,7 +43,8 @@ static void draw(void *ctx, int stage, uint64_t done, uint64_t total,
 	pt->shown = 1;
 	switch (stage) {
 	case VRT_PROGRESS_READ:
-		size_text(b, sizeof(b), bytes);
+		vrt_text_bytes_in(b, sizeof(b), (double)bytes, 1, VRT_UNIT_B,
+		                  VRT_UNIT_TIB);
 		fprintf(stderr,
 		        "\rvramtrace: reading %" PRIu64 "/%" PRIu64
 		        " file%s, %s\033[K",

@@ -329,18 +329,6 @@ struct state {
 
 /* ---- names --------------------------------------------------------------- */
 
-static const char *const family_names[VRT_FAM_COUNT] = {
-        "device", "async",      "vmm", "managed",
-        "pinned", "registered", "va",  "none",
-};
-
-const char *vrt_replay_family_name(int family)
-{
-	if (family < 0 || family >= VRT_FAM_COUNT)
-		return NULL;
-	return family_names[family];
-}
-
 static inline int is_vram(int family)
 {
 	return family == VRT_FAM_DEVICE || family == VRT_FAM_ASYNC ||
@@ -360,42 +348,6 @@ static inline uint32_t phase_slot(uint32_t phase)
 unsigned vrt_replay_phase_slot(uint32_t phase)
 {
 	return phase_slot(phase);
-}
-
-struct err_name {
-	int64_t code;
-	const char *cuda, *hip;
-};
-
-static const struct err_name err_names[] = {
-        {1, "CUDA_ERROR_INVALID_VALUE", "hipErrorInvalidValue"},
-        {2, "CUDA_ERROR_OUT_OF_MEMORY", "hipErrorOutOfMemory"},
-        {3, "CUDA_ERROR_NOT_INITIALIZED", "hipErrorNotInitialized"},
-        {4, "CUDA_ERROR_DEINITIALIZED", "hipErrorDeinitialized"},
-        {100, "CUDA_ERROR_NO_DEVICE", "hipErrorNoDevice"},
-        {101, "CUDA_ERROR_INVALID_DEVICE", "hipErrorInvalidDevice"},
-        {201, "CUDA_ERROR_INVALID_CONTEXT", "hipErrorInvalidContext"},
-        {400, "CUDA_ERROR_INVALID_HANDLE", "hipErrorInvalidHandle"},
-        {500, "CUDA_ERROR_NOT_FOUND", "hipErrorNotFound"},
-        {712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
-         "hipErrorHostMemoryAlreadyRegistered"},
-        {713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
-         "hipErrorHostMemoryNotRegistered"},
-        {801, "CUDA_ERROR_NOT_SUPPORTED", "hipErrorNotSupported"},
-        {999, "CUDA_ERROR_UNKNOWN", "hipErrorUnknown"},
-};
-
-const char *vrt_replay_error_name(unsigned api, int64_t code, char *buf,
-                                  size_t bufsz)
-{
-	size_t i;
-	int hip = vrt_api_vendor(api) == VRT_VENDOR_HIP;
-
-	for (i = 0; i < sizeof(err_names) / sizeof(err_names[0]); i++)
-		if (err_names[i].code == code)
-			return hip ? err_names[i].hip : err_names[i].cuda;
-	snprintf(buf, bufsz, "error %" PRId64, code);
-	return buf;
 }
 
 /* ---- objects ---------------------------------------------------------- */

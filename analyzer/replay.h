@@ -344,15 +344,7 @@ unsigned vrt_replay_phase_slot(uint32_t phase);
  * profile, cuda_graph, comm). */
 int vrt_replay_phase_is_demand(unsigned slot);
 
-/* Name of a family ("device", "async", ...), NULL out of range. */
-const char *vrt_replay_family_name(int family);
-
 /* 1 for the VRAM families summed into a device's tracked bytes. */
 int vrt_replay_family_is_vram(int family);
-
-/* Name of a driver error code ("CUDA_ERROR_OUT_OF_MEMORY"), or "error N"
- * written into buf for codes without a name. */
-const char *vrt_replay_error_name(unsigned api, int64_t code, char *buf,
-                                  size_t bufsz);
 
 #endif /* VRT_REPLAY_H */

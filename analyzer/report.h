@@ -17,13 +17,7 @@ struct vrt_json;
 struct vrt_logcheck;
 struct vrt_model_arith;
 
-/* Helpers the text reports share (report_text.c): b bytes as "512 B" or
- * "1.50 GiB" in buf (returned); s with control bytes as '?' and cut at
- * max bytes ("..." after), since trace strings are untrusted. */
-const char *vrt_report_bytes(char *buf, size_t n, uint64_t b);
-void vrt_report_put_safe(FILE *f, const char *s, size_t max);
-
-/* The "vramtrace-report/1" JSON document (DESIGN.md); dg (diagnose.h) may
+/* The "vramtrace-report/1" JSON document (docs/design.md); dg (diagnose.h) may
  * be NULL ("diagnosis": null), lc (logcheck.h: the engine's log held
  * against the trace) too ("engine_log": null, "findings": []). */
 void vrt_report_json_write(FILE *f, const struct vrt_trace *t,

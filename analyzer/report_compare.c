@@ -26,6 +26,7 @@
  * Strings from the traces are untrusted: the text prints control bytes as
  * '?'.
  */
+#include "names.h"
 #include "report.h"
 
 #include <inttypes.h>
@@ -35,8 +36,10 @@
 #include "diagnose.h"
 #include "diff.h"
 #include "json.h"
+#include "pathname.h"
 #include "retest.h"
 #include "run.h"
+#include "text.h"
 
 /* Changed call paths printed by the text report (JSON lists all). */
 #define TEXT_SITES 10
@@ -53,8 +56,8 @@ static const char *signed_human(char *buf, size_t n, struct vrt_diff_pair p)
 	char h[24];
 
 	if (p.a == p.b)
-		return vrt_report_bytes(buf, n, 0);
-	vrt_report_bytes(h, sizeof(h), p.b > p.a ? p.b - p.a : p.a - p.b);
+		return vrt_text_bytes(buf, n, 0, 2);
+	vrt_text_bytes(h, sizeof(h), p.b > p.a ? p.b - p.a : p.a - p.b, 2);
 	snprintf(buf, n, "%c%s", p.b > p.a ? '+' : '-', h);
 	return buf;
 }
@@ -105,8 +108,8 @@ static void summary_line(char *buf, size_t n, const struct vrt_diff_device *d)
 
 	dev_label(lab, sizeof(lab), d);
 	len = (size_t)snprintf(buf, n, "peak on %s: %s → %s", lab,
-	                       vrt_report_bytes(b1, sizeof(b1), d->peak.a),
-	                       vrt_report_bytes(b2, sizeof(b2), d->peak.b));
+	                       vrt_text_bytes(b1, sizeof(b1), d->peak.a, 2),
+	                       vrt_text_bytes(b2, sizeof(b2), d->peak.b, 2));
 	if (len >= n)
 		return;
 	if (d->peak.a == d->peak.b) {
@@ -171,10 +174,10 @@ static const struct vrt_diag_device *headroom_of(const struct vrt_diagnosis *d,
 
 static void verdict_words(FILE *f, const struct vrt_diagnosis *d)
 {
-	vrt_report_put_safe(f, vrt_diagnose_verdict_name(d->verdict), 40);
+	vrt_text_put_safe(f, vrt_diagnose_verdict_name(d->verdict), 40);
 	if (d->detail[0]) {
 		fputs(" (", f);
-		vrt_report_put_safe(f, d->detail, 48);
+		vrt_text_put_safe(f, d->detail, 48);
 		fputc(')', f);
 	}
 	if (d->verdict != VRT_VERDICT_NONE) {
@@ -202,17 +205,17 @@ static void verdicts_text(FILE *f, const struct vrt_diff *d,
 	vrt_retest_outcome(v->a, &a->r, v->b, &b->r, &fixed, line,
 	                   sizeof(line));
 	fputs("fixed: ", f);
-	vrt_report_put_safe(f, line, sizeof(line));
+	vrt_text_put_safe(f, line, sizeof(line));
 	fputc('\n', f);
 	fputs("changed:", f);
 	for (i = 0; v->changes && i < v->changes->n; i++) {
 		const struct vrt_retest_change *c = &v->changes->v[i];
 		fputs(i ? "; " : " ", f);
-		vrt_report_put_safe(f, c->name, 48);
+		vrt_text_put_safe(f, c->name, 48);
 		fputc(' ', f);
-		vrt_report_put_safe(f, c->a[0] ? c->a : "(not given)", 64);
+		vrt_text_put_safe(f, c->a[0] ? c->a : "(not given)", 64);
 		fputs(" → ", f);
-		vrt_report_put_safe(f, c->b[0] ? c->b : "(not given)", 64);
+		vrt_text_put_safe(f, c->b[0] ? c->b : "(not given)", 64);
 		if (strcmp(c->source, "command line"))
 			fprintf(f, " (%s)", c->source);
 	}
@@ -227,9 +230,11 @@ static void verdicts_text(FILE *f, const struct vrt_diff *d,
 			continue;
 		dev_label(lab, sizeof(lab), &d->dev[i]);
 		fprintf(f, "%s%s: %s → %s", shown++ ? "; " : "headroom: ", lab,
-		        ha ? vrt_report_bytes(b1, sizeof(b1), ha->headroom_bytes)
+		        ha ? vrt_text_bytes(b1, sizeof(b1), ha->headroom_bytes,
+		                            2)
 		           : "-",
-		        hb ? vrt_report_bytes(b2, sizeof(b2), hb->headroom_bytes)
+		        hb ? vrt_text_bytes(b2, sizeof(b2), hb->headroom_bytes,
+		                            2)
 		           : "-");
 	}
 	if (shown)
@@ -242,7 +247,7 @@ static void run_line(FILE *f, const char *tag, const struct vrt_run *run)
 	size_t i, j;
 
 	fprintf(f, "%s: ", tag);
-	vrt_report_put_safe(f, run->label, 200);
+	vrt_text_put_safe(f, run->label, 200);
 	fprintf(f, "  %zu process%s", run->t.nprocs,
 	        run->t.nprocs == 1 ? "" : "es");
 	for (i = 0; i < run->t.nprocs && i < 1; i++) {
@@ -251,10 +256,10 @@ static void run_line(FILE *f, const char *tag, const struct vrt_run *run)
 		for (j = 0; j < p->argc; j++) {
 			if (j)
 				fputc(' ', f);
-			vrt_report_put_safe(f, p->argv[j], 60);
+			vrt_text_put_safe(f, p->argv[j], 60);
 		}
 		if (!p->argc)
-			vrt_report_put_safe(f, p->exe, 60);
+			vrt_text_put_safe(f, p->exe, 60);
 	}
 	if (run->t.nprocs > 1)
 		fputs(", ...", f);
@@ -275,9 +280,10 @@ static void oom_line(FILE *f, const char *tag, const struct vrt_run *run,
 	else
 		fputs("host", f);
 	fprintf(f, "  %s  %s stage, phase ",
-	        vrt_report_bytes(b1, sizeof(b1), x->requested_bytes),
+	        vrt_text_bytes(b1, sizeof(b1), x->requested_bytes, 2),
 	        x->after_ready ? "request" : "load");
-	vrt_report_put_safe(f, vrt_load_phase_name(&run->t, x->phase, pb, sizeof(pb)), 40);
+	vrt_text_put_safe(
+	        f, vrt_load_phase_name(&run->t, x->phase, pb, sizeof(pb)), 40);
 	fprintf(f, ", %" PRIu32 " in flight\n", x->inflight);
 }
 
@@ -314,9 +320,10 @@ static void row(FILE *f, const char *name, struct vrt_diff_pair p)
 	size_t w = strnlen(name, 20);
 
 	fputs("  ", f);
-	vrt_report_put_safe(f, name, 20);
+	vrt_text_put_safe(f, name, 20);
 	fprintf(f, "%*s %12s %12s %12s %6s\n", (int)(20 - w), "",
-	        vrt_report_bytes(b1, sizeof(b1), p.a), vrt_report_bytes(b2, sizeof(b2), p.b),
+	        vrt_text_bytes(b1, sizeof(b1), p.a, 2),
+	        vrt_text_bytes(b2, sizeof(b2), p.b, 2),
 	        signed_human(b3, sizeof(b3), p), pct_text(b4, sizeof(b4), p));
 }
 
@@ -332,12 +339,13 @@ static void device_text(FILE *f, const struct vrt_diff_device *d,
 		dv = dev_of(b, d->b);
 	dev_label(lab, sizeof(lab), d);
 	fprintf(f, "\n%s: ", lab);
-	vrt_report_put_safe(f, dv && dv->name ? dv->name : "(unnamed)", 80);
+	vrt_text_put_safe(f, dv && dv->name ? dv->name : "(unnamed)", 80);
 	if (dv) {
 		fprintf(f, " (ordinal %" PRId64, dv->ordinal);
 		if (dv->have_total)
 			fprintf(f, ", %s",
-			        vrt_report_bytes(b1, sizeof(b1), dv->total_bytes));
+			        vrt_text_bytes(b1, sizeof(b1), dv->total_bytes,
+			                       2));
 		fputc(')', f);
 	}
 	fputc('\n', f);
@@ -349,7 +357,7 @@ static void device_text(FILE *f, const struct vrt_diff_device *d,
 	for (fam = 0; fam < VRT_FAM_COUNT; fam++)
 		if (vrt_replay_family_is_vram(fam) &&
 		    (d->fam[fam].a || d->fam[fam].b))
-			row(f, vrt_replay_family_name(fam), d->fam[fam]);
+			row(f, vrt_names_family(fam), d->fam[fam]);
 	row(f, "device peak", d->peak);
 }
 
@@ -369,14 +377,14 @@ static void frames_text(FILE *f, const struct vrt_trace *t, uint32_t stack)
 			const struct vrt_frame *x = &t->frames[fr[i]];
 			const char *fn = vrt_load_str(t, x->function);
 			const char *file = vrt_load_str(t, x->file);
-			const char *s = file ? strrchr(file, '/') : NULL;
 			if ((x->kind == VRT_FRAME_PYTHON) != (pass == 0))
 				continue;
 			fputs("      ", f);
-			vrt_report_put_safe(f, fn ? fn : "??", 100);
+			vrt_text_put_safe(f, fn ? fn : "??", 100);
 			if (file) {
 				fputs("  ", f);
-				vrt_report_put_safe(f, s && s[1] ? s + 1 : file, 60);
+				vrt_text_put_safe(f, vrt_pathname_base(file),
+				                  60);
 			}
 			fputc('\n', f);
 			shown++;
@@ -400,16 +408,17 @@ static void sites_text(FILE *f, const struct vrt_diff *d,
 		char lab[64], b1[32], b2[32], b3[32];
 		dev_label(lab, sizeof(lab), &d->dev[s->dev]);
 		fprintf(f, "  %s  ", lab);
-		vrt_report_put_safe(f, s->phase, 40);
+		vrt_text_put_safe(f, s->phase, 40);
 		fprintf(f, "  %s %s", vrt_diff_change_name(s->change),
 		        signed_human(b1, sizeof(b1), s->bytes));
 		if (s->bytes.a && s->bytes.b)
 			fprintf(f,
 			        ": %s in %" PRIu64 " → %s in %" PRIu64
 			        " allocation%s\n",
-			        vrt_report_bytes(b2, sizeof(b2), s->bytes.a), s->allocs.a,
-			        vrt_report_bytes(b3, sizeof(b3), s->bytes.b), s->allocs.b,
-			        s->allocs.b == 1 ? "" : "s");
+			        vrt_text_bytes(b2, sizeof(b2), s->bytes.a, 2),
+			        s->allocs.a,
+			        vrt_text_bytes(b3, sizeof(b3), s->bytes.b, 2),
+			        s->allocs.b, s->allocs.b == 1 ? "" : "s");
 		else
 			fprintf(f, " in %" PRIu64 " allocation%s\n",
 			        s->allocs.a + s->allocs.b,
@@ -452,16 +461,18 @@ void vrt_report_compare_text(FILE *f, const struct vrt_diff *d,
 	if (d->have_single_request_a || d->have_single_request_b)
 		fprintf(f, "; single-request peak %s → %s",
 		        d->have_single_request_a
-		                ? vrt_report_bytes(b1, sizeof(b1), d->single_request.a)
+		                ? vrt_text_bytes(b1, sizeof(b1),
+		                                 d->single_request.a, 2)
 		                : "-",
 		        d->have_single_request_b
-		                ? vrt_report_bytes(b2, sizeof(b2), d->single_request.b)
+		                ? vrt_text_bytes(b2, sizeof(b2),
+		                                 d->single_request.b, 2)
 		                : "-");
 	fputc('\n', f);
 	if (d->pinned_peak.a || d->pinned_peak.b)
 		fprintf(f, "host pinned + registered peak: %s → %s\n",
-		        vrt_report_bytes(b1, sizeof(b1), d->pinned_peak.a),
-		        vrt_report_bytes(b2, sizeof(b2), d->pinned_peak.b));
+		        vrt_text_bytes(b1, sizeof(b1), d->pinned_peak.a, 2),
+		        vrt_text_bytes(b2, sizeof(b2), d->pinned_peak.b, 2));
 	for (i = 0; i < d->ndev; i++)
 		device_text(f, &d->dev[i], a, b);
 	sites_text(f, d, a, b);
@@ -545,12 +556,7 @@ static void device_id_json(struct vrt_json *w, const char *key,
 	vrt_json_key(w, "host");
 	vrt_json_string(w, dv->host);
 	vrt_json_key(w, "vendor");
-	if (dv->vendor == VRT_VENDOR_CUDA)
-		vrt_json_string(w, "cuda");
-	else if (dv->vendor == VRT_VENDOR_HIP)
-		vrt_json_string(w, "hip");
-	else
-		vrt_json_null(w);
+	vrt_json_string(w, vrt_names_vendor(dv->vendor));
 	vrt_json_key(w, "ordinal");
 	vrt_json_int(w, dv->ordinal);
 	vrt_json_key(w, "uuid");
@@ -675,7 +681,7 @@ static void device_json(struct vrt_json *w, const struct vrt_diff_device *d,
 	vrt_json_begin_object(w);
 	for (fam = 0; fam < VRT_FAM_COUNT; fam++)
 		if (vrt_replay_family_is_vram(fam))
-			pair(w, vrt_replay_family_name(fam), d->fam[fam]);
+			pair(w, vrt_names_family(fam), d->fam[fam]);
 	vrt_json_end_object(w);
 	vrt_json_key(w, "phases");
 	vrt_json_begin_object(w);
@@ -701,7 +707,7 @@ static void ooms_json(struct vrt_json *w, const char *key,
 	vrt_json_begin_array(w);
 	for (i = 0; i < r->nfails; i++) {
 		const struct vrt_replay_failure *x = &r->fails[i];
-		const char *api = vrt_api_name(x->api);
+		const char *api = vrt_names_api(x->api, NULL);
 		if (!x->oom)
 			continue;
 		vrt_json_begin_object(w);
@@ -741,12 +747,11 @@ static void frames_json(struct vrt_json *w, const struct vrt_trace *t,
 	for (i = 0; i < n; i++) {
 		const struct vrt_frame *x = &t->frames[fr[i]];
 		const char *file = vrt_load_str(t, x->file);
-		const char *s = file ? strrchr(file, '/') : NULL;
 		vrt_json_begin_object(w);
 		vrt_json_key(w, "function");
 		vrt_json_string(w, vrt_load_str(t, x->function));
 		vrt_json_key(w, "file");
-		vrt_json_string(w, s && s[1] ? s + 1 : file);
+		vrt_json_string(w, vrt_pathname_base(file));
 		vrt_json_key(w, "kind");
 		vrt_json_string(w, x->kind == VRT_FRAME_PYTHON ? "python"
 		                                               : "native");

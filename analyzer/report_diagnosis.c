@@ -10,15 +10,10 @@
 
 #include "diagnose.h"
 #include "json.h"
+#include "text.h"
 
 /* Evidence lines shown in the text block; JSON has them all. */
 #define TEXT_EVIDENCE 12
-
-static void put_line(FILE *f, const char *s)
-{
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 ? '?' : *s, f);
-}
 
 /* What each rung adds, for people. */
 static const char *rung_label(const struct vrt_diagnosis *d, int rung)
@@ -47,19 +42,19 @@ static void ladder_text(FILE *f, const struct vrt_diagnosis *d)
 		return;
 	fprintf(f, "  ladder on device %d (capacity %s):\n", d->ladder_device,
 	        d->capacity_bytes
-	                ? vrt_report_bytes(b1, sizeof(b1), d->capacity_bytes)
+	                ? vrt_text_bytes(b1, sizeof(b1), d->capacity_bytes, 2)
 	                : "unknown");
 	for (k = 0; k < VRT_RUNG_COUNT; k++) {
 		const struct vrt_diag_rung *x = &d->ladder[k];
 		fprintf(f, "    %-40s %12s  = %12s  %s%s", rung_label(d, k),
-		        vrt_report_bytes(b1, sizeof(b1), x->bytes),
-		        vrt_report_bytes(b2, sizeof(b2), x->cumulative),
+		        vrt_text_bytes(b1, sizeof(b1), x->bytes, 2),
+		        vrt_text_bytes(b2, sizeof(b2), x->cumulative, 2),
 		        x->fits ? "fits" : "does not fit",
 		        k == d->rung ? "  <- verdict" : "");
 		if (x->have_engine)
 			fprintf(f, "  (log: %s)",
-			        vrt_report_bytes(b1, sizeof(b1),
-			                         x->engine_bytes));
+			        vrt_text_bytes(b1, sizeof(b1), x->engine_bytes,
+			                       2));
 		fputc('\n', f);
 	}
 }
@@ -89,12 +84,12 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	fputc('\n', f);
 	fprintf(f, "  confidence: %s - ",
 	        vrt_diagnose_confidence_name(d->confidence));
-	put_line(f, d->confidence_reason);
+	vrt_text_put_safe(f, d->confidence_reason, SIZE_MAX);
 	fputc('\n', f);
 	ladder_text(f, d);
 	for (i = 0; i < d->nevidence && i < TEXT_EVIDENCE; i++) {
 		fputs("  - ", f);
-		put_line(f, d->evidence[i].text);
+		vrt_text_put_safe(f, d->evidence[i].text, SIZE_MAX);
 		fputc('\n', f);
 	}
 	if (d->nevidence > TEXT_EVIDENCE)
@@ -103,17 +98,17 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	/* Each change with its cost under it, cheapest first. */
 	for (i = 0; i < d->nactions; i++) {
 		fputs(i ? "  or:     " : "  action: ", f);
-		put_line(f, d->actions[i]);
+		vrt_text_put_safe(f, d->actions[i], SIZE_MAX);
 		fputc('\n', f);
 		if (i < d->ncosts && d->costs[i][0]) {
 			fputs("          cost: ", f);
-			put_line(f, d->costs[i]);
+			vrt_text_put_safe(f, d->costs[i], SIZE_MAX);
 			fputc('\n', f);
 		}
 	}
 	for (i = 0; i < d->nverify; i++) {
 		fputs("  verify: ", f);
-		put_line(f, d->verify[i]);
+		vrt_text_put_safe(f, d->verify[i], SIZE_MAX);
 		fputc('\n', f);
 	}
 	fputc('\n', f);

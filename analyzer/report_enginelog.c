@@ -12,6 +12,7 @@
 
 #include "json.h"
 #include "logcheck.h"
+#include "text.h"
 #include "wallclock.h"
 
 /* "time_s"/"time_utc" of a log line's wall-clock time (null when the
@@ -358,7 +359,7 @@ void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
 		return;
 	log = lc->log;
 	fputs("\nengine log: ", f);
-	vrt_report_put_safe(f, lc->path, 200);
+	vrt_text_put_safe(f, lc->path, 200);
 	fprintf(f, " (%s, %" PRIu64 " lines",
 	        vrt_enginelog_engine_name(log->engine)
 	                ? vrt_enginelog_engine_name(log->engine)
@@ -366,7 +367,7 @@ void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
 	        log->lines);
 	if (log->cut_bytes)
 		fprintf(f, ", %s cut by record",
-		        vrt_report_bytes(b1, sizeof(b1), log->cut_bytes));
+		        vrt_text_bytes(b1, sizeof(b1), log->cut_bytes, 2));
 	fputs(")\n", f);
 	if (lc->nrows)
 		fprintf(f, "  %-12s %4s %12s %12s %8s\n", "the engine's", "dev",
@@ -375,8 +376,8 @@ void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
 		const struct vrt_logcheck_row *x = &lc->rows[i];
 		fprintf(f, "  %-12s %4d %12s %12s %+7.1f%%%s\n",
 		        vrt_logcheck_quantity_name(x->quantity), x->device,
-		        vrt_report_bytes(b1, sizeof(b1), x->engine_bytes),
-		        vrt_report_bytes(b2, sizeof(b2), x->traced_bytes),
+		        vrt_text_bytes(b1, sizeof(b1), x->engine_bytes, 2),
+		        vrt_text_bytes(b2, sizeof(b2), x->traced_bytes, 2),
 		        x->diff_percent,
 		        x->flagged             ? "  DISAGREES"
 		        : x->allocation_failed ? "  (its allocation failed)"
@@ -399,7 +400,7 @@ void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
 		fprintf(f, "  ready: log line %u", log->ready_line);
 		when(f, t, log->ready_wall_ns);
 		fputs(": ", f);
-		vrt_report_put_safe(f, log->ready_text, 120);
+		vrt_text_put_safe(f, log->ready_text, 120);
 		fputc('\n', f);
 	} else {
 		fputs("  ready: never said\n", f);
@@ -409,17 +410,17 @@ void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
 		fprintf(f, "  fatal error: log line %u", e->line);
 		when(f, t, e->wall_ns);
 		fputs(": ", f);
-		vrt_report_put_safe(f, e->text, 240);
+		vrt_text_put_safe(f, e->text, 240);
 		fputc('\n', f);
 		if (lc->have_fatal_failure) {
 			fputs("    ", f);
-			vrt_report_put_safe(f, lc->fatal_match, 320);
+			vrt_text_put_safe(f, lc->fatal_match, 320);
 			fputc('\n', f);
 		}
 	}
 	for (i = 0; i < lc->nfindings; i++) {
 		fputs("  FINDING: ", f);
-		vrt_report_put_safe(f, lc->findings[i].text, 400);
+		vrt_text_put_safe(f, lc->findings[i].text, 400);
 		fputc('\n', f);
 	}
 }

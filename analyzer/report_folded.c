@@ -23,22 +23,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pathname.h"
+#include "text.h"
+
 struct line {
 	char *text;
 	uint64_t bytes;
 };
 
-static const char *base_name(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s && s[1] ? s + 1 : p;
-}
-
 static void put_frame_text(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		fputc(c == ';' ? ':' : c < 0x20 || c == 0x7f ? '?' : c, f);
+		fputc(c == ';' ? ':' : vrt_text_safe_char(c), f);
 	}
 }
 
@@ -46,7 +43,7 @@ static void put_frame(FILE *f, const struct vrt_trace *t,
                       const struct vrt_frame *fr)
 {
 	const char *fn = vrt_load_str(t, fr->function);
-	const char *file = base_name(vrt_load_str(t, fr->file));
+	const char *file = vrt_pathname_base(vrt_load_str(t, fr->file));
 
 	if (fr->kind == VRT_FRAME_PYTHON) {
 		/* py-spy's form: "function (file:line)". */

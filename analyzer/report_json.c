@@ -1,6 +1,6 @@
 /*
  * report_json.c — the "vramtrace-report/1" document. The key structure is
- * the contract of DESIGN.md; keys for data not collected yet are present
+ * the contract of docs/design.md; keys for data not collected yet are present
  * with null or empty values so consumers can rely on them. Bytes are exact
  * integers; times are seconds since the run's first HEADER ("*_s"), each
  * with the same moment in UTC beside it ("*_utc", ISO 8601 with
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "names.h"
 #include "wallclock.h"
 
 static void counters(struct vrt_json *w, const char *key,
@@ -70,13 +71,6 @@ static void by_phase(struct vrt_json *w, const struct vrt_trace *t,
 		}
 	}
 	vrt_json_end_object(w);
-}
-
-static const char *vendor_name(int v)
-{
-	return v == VRT_VENDOR_CUDA  ? "cuda"
-	       : v == VRT_VENDOR_HIP ? "hip"
-	                             : NULL;
 }
 
 static void seconds(struct vrt_json *w, const struct vrt_trace *t, int64_t ts)
@@ -206,7 +200,7 @@ static void device(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_key(w, "host");
 	vrt_json_string(w, dv->host);
 	vrt_json_key(w, "vendor");
-	vrt_json_string(w, vendor_name(dv->vendor));
+	vrt_json_string(w, vrt_names_vendor(dv->vendor));
 	vrt_json_key(w, "name");
 	vrt_json_string(w, dv->name);
 	vrt_json_key(w, "uuid");
@@ -228,7 +222,7 @@ static void device(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_begin_object(w);
 	for (fam = 0; fam < VRT_FAM_COUNT; fam++)
 		if (vrt_replay_family_is_vram(fam))
-			counters(w, vrt_replay_family_name(fam), &d->fam[fam]);
+			counters(w, vrt_names_family(fam), &d->fam[fam]);
 	vrt_json_end_object(w);
 	counters(w, "reserved_va", &d->fam[VRT_FAM_VA]);
 	vrt_json_key(w, "peak");
@@ -264,14 +258,9 @@ static void host(struct vrt_json *w, const struct vrt_replay *r)
 
 static void api_name(struct vrt_json *w, unsigned api)
 {
-	const char *n = vrt_api_name(api);
 	char buf[32];
 
-	if (!n) {
-		snprintf(buf, sizeof(buf), "api-%u", api);
-		n = buf;
-	}
-	vrt_json_string(w, n);
+	vrt_json_string(w, vrt_names_api_id(api, buf, sizeof(buf)));
 }
 
 static void failure(struct vrt_json *w, const struct vrt_trace *t,
@@ -293,7 +282,7 @@ static void failure(struct vrt_json *w, const struct vrt_trace *t,
 	api_name(w, f->api);
 	if (!oom_form) {
 		vrt_json_key(w, "family");
-		vrt_json_string(w, vrt_replay_family_name(f->family));
+		vrt_json_string(w, vrt_names_family(f->family));
 	}
 	vrt_json_key(w, "requested_bytes");
 	vrt_json_uint(w, f->requested_bytes);
@@ -303,8 +292,8 @@ static void failure(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_key(w, "error");
 		vrt_json_int(w, f->error);
 		vrt_json_key(w, "error_name");
-		vrt_json_string(w, vrt_replay_error_name(f->api, f->error, buf,
-		                                         sizeof(buf)));
+		vrt_json_string(
+		        w, vrt_names_error(f->api, f->error, buf, sizeof(buf)));
 		vrt_json_key(w, "oom");
 		vrt_json_bool(w, f->oom);
 	}

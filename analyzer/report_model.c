@@ -13,6 +13,7 @@
 
 #include "json.h"
 #include "model.h"
+#include "text.h"
 
 #define LINE 256
 
@@ -32,7 +33,7 @@ __attribute__((format(printf, 3, 4))) static void emitf(emit_fn emit, void *ctx,
 
 static const char *sz(char (*buf)[32], int i, uint64_t b)
 {
-	return vrt_report_bytes(buf[i], sizeof(buf[i]), b);
+	return vrt_text_bytes(buf[i], sizeof(buf[i]), b, 2);
 }
 
 /* The KV arithmetic line by line: per layer type at the run's context,
@@ -220,7 +221,7 @@ static void put_text(void *ctx, const char *line)
 	FILE *f = ctx;
 
 	fputs("    ", f);
-	vrt_report_put_safe(f, line, LINE);
+	vrt_text_put_safe(f, line, LINE);
 	fputc('\n', f);
 }
 

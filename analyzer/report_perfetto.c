@@ -24,6 +24,7 @@
  * trace has none), printed exactly from nanoseconds. One event per line, so
  * the file diffs well.
  */
+#include "names.h"
 #include "report.h"
 
 #include <inttypes.h>
@@ -265,7 +266,7 @@ static void instants(FILE *f, int *first, const struct vrt_trace *t,
 	}
 	for (i = 0; i < r->nfails; i++) {
 		const struct vrt_replay_failure *x = &r->fails[i];
-		const char *api = vrt_api_name(x->api);
+		const char *api = vrt_names_api(x->api, "(unknown api)");
 		if (!x->oom)
 			continue;
 		begin(f, first, "i", "out of memory", t->procs[x->proc].pid);
@@ -273,7 +274,7 @@ static void instants(FILE *f, int *first, const struct vrt_trace *t,
 		ts_us(f, t, x->ts);
 		fprintf(f, ",\"args\":{\"device\":%" PRId32 ",\"api\":",
 		        x->device >= 0 ? x->device : -1);
-		str(f, api ? api : "(unknown api)");
+		str(f, api);
 		fprintf(f, ",\"requested_bytes\":%" PRIu64, x->requested_bytes);
 		if (x->have_info)
 			fprintf(f,
@@ -281,7 +282,7 @@ static void instants(FILE *f, int *first, const struct vrt_trace *t,
 			        ",\"total_bytes\":%" PRIu64,
 			        x->free_bytes, x->total_bytes);
 		fputs(",\"error\":", f);
-		str(f, vrt_replay_error_name(x->api, x->error, eb, sizeof(eb)));
+		str(f, vrt_names_error(x->api, x->error, eb, sizeof(eb)));
 		fprintf(f, ",\"stage\":\"%s\",\"phase\":",
 		        x->after_ready ? "request" : "load");
 		str(f, vrt_load_phase_name(t, x->phase, pb, sizeof(pb)));

@@ -28,6 +28,7 @@
 #include "engine.h"
 #include "json.h"
 #include "plan.h"
+#include "text.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -76,7 +77,7 @@ static void command_line(FILE *f, const struct vrt_trace *t)
 	fprintf(f, "  pid %" PRIu64 ":", pr->pid);
 	for (i = 0; i < pr->argc; i++) {
 		fputc(' ', f);
-		vrt_report_put_safe(f, pr->argv[i], 200);
+		vrt_text_put_safe(f, pr->argv[i], 200);
 	}
 	fputc('\n', f);
 }
@@ -277,11 +278,11 @@ static void devices_text(FILE *f, const struct vrt_trace *t,
 		const struct vrt_plan_measure *m = &p->dev[i];
 		const struct vrt_device *d = &t->devices[m->device];
 		fprintf(f, "device %" PRId32 ": ", m->device);
-		vrt_report_put_safe(f, d->name ? d->name : "?", 80);
+		vrt_text_put_safe(f, d->name ? d->name : "?", 80);
 		fprintf(f, ", %s, %s used by other processes; peak %s\n",
-		        vrt_report_bytes(a, sizeof(a), m->capacity),
-		        vrt_report_bytes(b, sizeof(b), m->other),
-		        vrt_report_bytes(c, sizeof(c), m->peak));
+		        vrt_text_bytes(a, sizeof(a), m->capacity, 2),
+		        vrt_text_bytes(b, sizeof(b), m->other, 2),
+		        vrt_text_bytes(c, sizeof(c), m->peak, 2));
 	}
 }
 
@@ -314,7 +315,7 @@ void vrt_report_plan_text(FILE *f, const struct vrt_trace *t,
 	int k;
 
 	fprintf(f, "plan: ");
-	vrt_report_put_safe(f, label, 200);
+	vrt_text_put_safe(f, label, 200);
 	fprintf(f, " - %s\n", e->label[0] ? e->label : "engine not recognised");
 	command_line(f, t);
 	devices_text(f, t, p);
@@ -325,8 +326,8 @@ void vrt_report_plan_text(FILE *f, const struct vrt_trace *t,
 		        p->load, p->load == 1 ? "" : "s",
 		        p->have_single
 		                ? (snprintf(a, sizeof(a), "grew %s alone",
-		                            vrt_report_bytes(b, sizeof(b),
-		                                             p->single)),
+		                            vrt_text_bytes(b, sizeof(b),
+		                                           p->single, 2)),
 		                   a)
 		                : "was never alone in flight");
 	else
@@ -343,8 +344,8 @@ void vrt_report_plan_text(FILE *f, const struct vrt_trace *t,
 		fprintf(f, "model: %s (%s), %s of KV per token\n",
 		        p->model.model_type[0] ? p->model.model_type : "?",
 		        p->model.source,
-		        vrt_report_bytes(a, sizeof(a),
-		                         p->model.kv_bytes_per_token));
+		        vrt_text_bytes(a, sizeof(a),
+		                       p->model.kv_bytes_per_token, 2));
 	else
 		fprintf(f, "model: none given (--model-config)\n");
 	fprintf(f, "margin: %u%% of each device's capacity; objective: %s\n\n",
@@ -379,8 +380,10 @@ void vrt_report_plan_text(FILE *f, const struct vrt_trace *t,
 		fprintf(f,
 		        "recorded settings: predicted peak %s on device "
 		        "%" PRId32 ", measured %s (%+.1f%%)%s\n",
-		        vrt_report_bytes(a, sizeof(a), p->recorded.dev[0].peak),
-		        m->device, vrt_report_bytes(b, sizeof(b), m->peak), pct,
+		        vrt_text_bytes(a, sizeof(a), p->recorded.dev[0].peak,
+		                       2),
+		        m->device, vrt_text_bytes(b, sizeof(b), m->peak, 2),
+		        pct,
 		        p->failed
 		                ? "; the run failed short of its traffic's peak"
 		                : "");

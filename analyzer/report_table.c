@@ -46,6 +46,7 @@
 
 #include "json.h"
 #include "retest.h"
+#include "text.h"
 
 /* A copy of s with control bytes as '?' (trace strings are untrusted). */
 static char *safe_dup(const char *s)
@@ -54,8 +55,7 @@ static char *safe_dup(const char *s)
 	size_t i;
 
 	for (i = 0; c && c[i]; i++)
-		if ((unsigned char)c[i] < 0x20 || c[i] == 0x7f)
-			c[i] = '?';
+		c[i] = (char)vrt_text_safe_char((unsigned char)c[i]);
 	return c;
 }
 
@@ -118,7 +118,7 @@ static void split_cell(char **s, const struct vrt_retest_device *d)
 			cat(s, ", ");
 		cat(s, d->phases[k].name);
 		cat(s, " ");
-		cat(s, vrt_report_bytes(b, sizeof(b), d->phases[k].bytes));
+		cat(s, vrt_text_bytes(b, sizeof(b), d->phases[k].bytes, 2));
 	}
 }
 
@@ -150,7 +150,8 @@ static void cells(char **c, const struct vrt_retest_row *r, const char *label)
 			snprintf(b, sizeof(b), "d%d ", r->dev[i].id);
 			cat(&c[C_PEAK], b);
 		}
-		cat(&c[C_PEAK], vrt_report_bytes(b, sizeof(b), r->dev[i].peak_bytes));
+		cat(&c[C_PEAK],
+		    vrt_text_bytes(b, sizeof(b), r->dev[i].peak_bytes, 2));
 	}
 	if (!c[C_PEAK])
 		c[C_PEAK] = safe_dup("-");
@@ -164,7 +165,7 @@ static void cells(char **c, const struct vrt_retest_row *r, const char *label)
 			cat(&c[C_HEADROOM], b);
 		}
 		cat(&c[C_HEADROOM],
-		    vrt_report_bytes(b, sizeof(b), r->dev[i].headroom_bytes));
+		    vrt_text_bytes(b, sizeof(b), r->dev[i].headroom_bytes, 2));
 	}
 	if (!c[C_HEADROOM])
 		c[C_HEADROOM] = safe_dup("-");

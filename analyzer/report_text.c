@@ -9,43 +9,15 @@
  * names) are untrusted: control bytes are printed as '?' so a trace cannot
  * drive the terminal.
  */
+#include "names.h"
 #include "report.h"
 
 #include <inttypes.h>
 #include <string.h>
 
+#include "pathname.h"
+#include "text.h"
 #include "wallclock.h"
-
-void vrt_report_put_safe(FILE *f, const char *s, size_t max)
-{
-	size_t i;
-
-	for (i = 0; s && s[i] && i < max; i++) {
-		unsigned char c = (unsigned char)s[i];
-		fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
-	}
-	if (s && i == max && s[i])
-		fputs("...", f);
-}
-
-const char *vrt_report_bytes(char *buf, size_t n, uint64_t b)
-{
-	static const char *const unit[] = {"KiB", "MiB", "GiB",
-	                                   "TiB", "PiB", "EiB"};
-	double v = (double)b;
-	int u = -1;
-
-	if (b < 1024) {
-		snprintf(buf, n, "%" PRIu64 " B", b);
-		return buf;
-	}
-	while (v >= 1024.0 && u < 5) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(buf, n, "%.2f %s", v, unit[u]);
-	return buf;
-}
 
 static const char *secs(char *buf, size_t n, const struct vrt_trace *t,
                         int64_t ts)
@@ -81,7 +53,7 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 		const struct vrt_process *p = &t->procs[i];
 		fprintf(f, "  pid %-7" PRIu64 " ", p->pid);
 		if (t->nhosts > 1) {
-			vrt_report_put_safe(f, p->host, 24);
+			vrt_text_put_safe(f, p->host, 24);
 			fputc(' ', f);
 		}
 		if (p->exit_kind == VRT_EXIT_CODE)
@@ -95,16 +67,16 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 		for (j = 0; j < p->argc; j++) {
 			if (j)
 				fputc(' ', f);
-			vrt_report_put_safe(f, p->argv[j], 60);
+			vrt_text_put_safe(f, p->argv[j], 60);
 		}
 		if (!p->argc)
-			vrt_report_put_safe(f, p->exe, 60);
+			vrt_text_put_safe(f, p->exe, 60);
 		if (p->events_dropped)
 			fprintf(f, "  (%" PRIu64 " events dropped)",
 			        p->events_dropped);
 		if (p->truncated) {
 			fputs("  [truncated: ", f);
-			vrt_report_put_safe(f, p->trunc_reason, 160);
+			vrt_text_put_safe(f, p->trunc_reason, 160);
 			fputc(']', f);
 			ntrunc++;
 		}
@@ -115,13 +87,6 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 		        "TRUNCATED: %zu of %zu processes did not end cleanly; "
 		        "numbers cover what was recorded.\n",
 		        ntrunc, t->nprocs);
-}
-
-/* The last path component: modules and source files are long paths. */
-static const char *base_name(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s && s[1] ? s + 1 : p;
 }
 
 static void server(FILE *f, const struct vrt_trace *t,
@@ -173,7 +138,8 @@ static void server(FILE *f, const struct vrt_trace *t,
 		fprintf(f,
 		        "single-request peak: %s on device %d at %s (growth "
 		        "while one request was in flight alone)\n",
-		        vrt_report_bytes(b, sizeof(b), r->single_request_peak_bytes),
+		        vrt_text_bytes(b, sizeof(b),
+		                       r->single_request_peak_bytes, 2),
 		        r->single_request_peak_device,
 		        secs(b2, sizeof(b2), t, r->single_request_peak_ts));
 	else
@@ -196,9 +162,9 @@ static void table_row(FILE *f, const struct vrt_trace *t, const char *name,
 	        "  %-11s %8" PRIu64 " %8" PRIu64 " %7" PRIu64
 	        " %12s %10s %12s\n",
 	        name, c->allocs, c->frees, c->failed,
-	        vrt_report_bytes(b1, sizeof(b1), c->peak_bytes),
+	        vrt_text_bytes(b1, sizeof(b1), c->peak_bytes, 2),
 	        c->peak_bytes ? secs(b2, sizeof(b2), t, c->peak_ts) : "-",
-	        vrt_report_bytes(b3, sizeof(b3), c->live_bytes));
+	        vrt_text_bytes(b3, sizeof(b3), c->live_bytes, 2));
 }
 
 static int used(const struct vrt_counters *c)
@@ -224,15 +190,15 @@ static void phase_table(FILE *f, const struct vrt_trace *t,
 		name = vrt_load_phase_name(t, k, pb, sizeof(pb));
 		w = strnlen(name, 20);
 		fputs("  ", f);
-		vrt_report_put_safe(f, name, 20);
+		vrt_text_put_safe(f, name, 20);
 		fprintf(f,
 		        "%*s %8" PRIu64 " %8" PRIu64 " %7" PRIu64
 		        " %12s %10s %12s\n",
 		        (int)(20 - w), "", c->allocs, c->frees, c->failed,
-		        vrt_report_bytes(b1, sizeof(b1), c->peak_bytes),
+		        vrt_text_bytes(b1, sizeof(b1), c->peak_bytes, 2),
 		        c->peak_bytes ? secs(b2, sizeof(b2), t, c->peak_ts)
 		                      : "-",
-		        vrt_report_bytes(b3, sizeof(b3), c->live_bytes));
+		        vrt_text_bytes(b3, sizeof(b3), c->live_bytes, 2));
 	}
 }
 
@@ -246,15 +212,16 @@ static void device(FILE *f, const struct vrt_trace *t,
 	unsigned k;
 
 	fprintf(f, "\ndevice %zu: ", i);
-	vrt_report_put_safe(f, dv->name ? dv->name : "(unnamed)", 80);
+	vrt_text_put_safe(f, dv->name ? dv->name : "(unnamed)", 80);
 	fprintf(f, " (");
 	if (t->nhosts > 1) {
-		vrt_report_put_safe(f, dv->host, 40);
+		vrt_text_put_safe(f, dv->host, 40);
 		fputs(", ", f);
 	}
 	fprintf(f, "ordinal %" PRId64, dv->ordinal);
 	if (dv->have_total)
-		fprintf(f, ", %s", vrt_report_bytes(b1, sizeof(b1), dv->total_bytes));
+		fprintf(f, ", %s",
+		        vrt_text_bytes(b1, sizeof(b1), dv->total_bytes, 2));
 	if (dv->uuid[0])
 		fprintf(f, ", %s", dv->uuid);
 	fprintf(f, ")\n");
@@ -263,7 +230,7 @@ static void device(FILE *f, const struct vrt_trace *t,
 			continue;
 		if (!any++)
 			table_head(f);
-		table_row(f, t, vrt_replay_family_name(fam), &d->fam[fam]);
+		table_row(f, t, vrt_names_family(fam), &d->fam[fam]);
 	}
 	if (!any)
 		fprintf(f, "  no device memory allocated\n");
@@ -271,20 +238,22 @@ static void device(FILE *f, const struct vrt_trace *t,
 		phase_table(f, t, d);
 	if (d->peak_bytes) {
 		fprintf(f, "  peak %s at %s:",
-		        vrt_report_bytes(b1, sizeof(b1), d->peak_bytes),
+		        vrt_text_bytes(b1, sizeof(b1), d->peak_bytes, 2),
 		        secs(b2, sizeof(b2), t, d->peak_ts));
 		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++) {
 			char pb[32];
 			if (!d->peak_by_phase[k])
 				continue;
 			fputc(' ', f);
-			vrt_report_put_safe(f, vrt_load_phase_name(t, k, pb, sizeof(pb)),
-			         40);
+			vrt_text_put_safe(
+			        f, vrt_load_phase_name(t, k, pb, sizeof(pb)),
+			        40);
 			fprintf(f, " %s",
-			        vrt_report_bytes(b1, sizeof(b1), d->peak_by_phase[k]));
+			        vrt_text_bytes(b1, sizeof(b1),
+			                       d->peak_by_phase[k], 2));
 		}
 		fprintf(f, "; live at end %s\n",
-		        vrt_report_bytes(b1, sizeof(b1), d->tracked_bytes));
+		        vrt_text_bytes(b1, sizeof(b1), d->tracked_bytes, 2));
 		if (d->peak_at_snapshot)
 			fprintf(f, "  (the peak is what recording found at its "
 			           "start: at least that much before recording "
@@ -292,7 +261,8 @@ static void device(FILE *f, const struct vrt_trace *t,
 	}
 	if (d->have_baseline)
 		fprintf(f, "  used before this run: %s (first probe at %s)\n",
-		        vrt_report_bytes(b1, sizeof(b1), d->baseline_used_bytes),
+		        vrt_text_bytes(b1, sizeof(b1), d->baseline_used_bytes,
+		                       2),
 		        secs(b2, sizeof(b2), t, d->baseline_ts));
 	if (used(&d->fam[VRT_FAM_VA])) {
 		const struct vrt_counters *c = &d->fam[VRT_FAM_VA];
@@ -301,8 +271,8 @@ static void device(FILE *f, const struct vrt_trace *t,
 		        " reserved, %" PRIu64 " freed, %" PRIu64
 		        " failed, peak %s, at end %s\n",
 		        c->allocs, c->frees, c->failed,
-		        vrt_report_bytes(b1, sizeof(b1), c->peak_bytes),
-		        vrt_report_bytes(b2, sizeof(b2), c->live_bytes));
+		        vrt_text_bytes(b1, sizeof(b1), c->peak_bytes, 2),
+		        vrt_text_bytes(b2, sizeof(b2), c->live_bytes, 2));
 	}
 }
 
@@ -320,7 +290,7 @@ static void host(FILE *f, const struct vrt_trace *t, const struct vrt_replay *r)
 	if (used(&r->host[VRT_FAM_REGISTERED]))
 		table_row(f, t, "registered", &r->host[VRT_FAM_REGISTERED]);
 	fprintf(f, "  pinned + registered peak %s\n",
-	        vrt_report_bytes(b, sizeof(b), r->host_pinned_peak));
+	        vrt_text_bytes(b, sizeof(b), r->host_pinned_peak, 2));
 }
 
 /* Frames shown per site: python frames first (they name the engine's
@@ -331,11 +301,11 @@ static void frame_line(FILE *f, const struct vrt_trace *t,
                        const struct vrt_frame *fr)
 {
 	const char *fn = vrt_load_str(t, fr->function);
-	const char *file = base_name(vrt_load_str(t, fr->file));
+	const char *file = vrt_pathname_base(vrt_load_str(t, fr->file));
 
 	fputs("      ", f);
 	if (fn) {
-		vrt_report_put_safe(f, fn, 100);
+		vrt_text_put_safe(f, fn, 100);
 		/* Call sites in one function differ only by offset. */
 		if (fr->kind == VRT_FRAME_NATIVE && fr->offset)
 			fprintf(f, "+0x%" PRIx64, fr->offset);
@@ -345,7 +315,7 @@ static void frame_line(FILE *f, const struct vrt_trace *t,
 		fputs("??", f);
 	if (file) {
 		fputs("  ", f);
-		vrt_report_put_safe(f, file, 60);
+		vrt_text_put_safe(f, file, 60);
 		if (fr->kind == VRT_FRAME_PYTHON && fr->line)
 			fprintf(f, ":%" PRIu64, fr->line);
 	}
@@ -400,14 +370,16 @@ static void sites(FILE *f, const struct vrt_trace *t,
 			const struct vrt_replay_device *d = &r->dev[x->device];
 			dev = x->device;
 			fprintf(f, "device %d: peak %s at %s\n", dev,
-			        vrt_report_bytes(b1, sizeof(b1), d->peak_bytes),
+			        vrt_text_bytes(b1, sizeof(b1), d->peak_bytes,
+			                       2),
 			        secs(b2, sizeof(b2), t, d->peak_ts));
 		}
 		fputs("  ", f);
-		vrt_report_put_safe(f, vrt_load_phase_name(t, x->phase, pb, sizeof(pb)),
-		         40);
+		vrt_text_put_safe(
+		        f, vrt_load_phase_name(t, x->phase, pb, sizeof(pb)),
+		        40);
 		fprintf(f, "  %s in %" PRIu64 " allocation%s\n",
-		        vrt_report_bytes(b1, sizeof(b1), x->bytes), x->allocs,
+		        vrt_text_bytes(b1, sizeof(b1), x->bytes, 2), x->allocs,
 		        x->allocs == 1 ? "" : "s");
 		site_frames(f, t, x->stack);
 	}
@@ -426,21 +398,9 @@ static void marks(FILE *f, const struct vrt_trace *t,
 		char b[32];
 		fprintf(f, "  %s  pid %" PRIu64 "  ",
 		        secs(b, sizeof(b), t, e->ts), t->procs[e->proc].pid);
-		vrt_report_put_safe(f, vrt_load_str(t, e->label), 120);
+		vrt_text_put_safe(f, vrt_load_str(t, e->label), 120);
 		fputc('\n', f);
 	}
-}
-
-/* A label made safe for a terminal and cut to fit a column. */
-static void safe_label(char *buf, size_t n, const char *s)
-{
-	size_t i;
-
-	for (i = 0; s && s[i] && i + 1 < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		buf[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-	}
-	buf[i] = '\0';
 }
 
 /* The steps of a load test: one row per window and device, the peak of
@@ -468,7 +428,8 @@ static void windows(FILE *f, const struct vrt_trace *t,
 		char pb[32], name[32];
 		if (!show[k])
 			continue;
-		safe_label(name, 13, vrt_load_phase_name(t, k, pb, sizeof(pb)));
+		vrt_text_copy_safe(name, 13,
+		                   vrt_load_phase_name(t, k, pb, sizeof(pb)));
 		fprintf(f, " %12s", name);
 	}
 	fputc('\n', f);
@@ -476,8 +437,8 @@ static void windows(FILE *f, const struct vrt_trace *t,
 		const struct vrt_replay_window *x = &r->windows[i];
 		char label[21], b1[32], b2[32];
 
-		safe_label(label, sizeof(label),
-		           vrt_load_str(t, x->mark.label));
+		vrt_text_copy_safe(label, sizeof(label),
+		                   vrt_load_str(t, x->mark.label));
 		fprintf(f, "  %-20s %9s", label,
 		        secs(b1, sizeof(b1), t, x->start_ts));
 		fprintf(f, " %9s %9" PRIu32 " %5" PRIu64,
@@ -488,13 +449,16 @@ static void windows(FILE *f, const struct vrt_trace *t,
 				fprintf(f, "  %-20s %9s %9s %9s %5s", "", "",
 				        "", "", "");
 			fprintf(f, " %4zu %11s", j,
-			        vrt_report_bytes(b1, sizeof(b1), x->dev[j].peak_bytes));
+			        vrt_text_bytes(b1, sizeof(b1),
+			                       x->dev[j].peak_bytes, 2));
 			for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 				if (show[k])
 					fprintf(f, " %12s",
-					        vrt_report_bytes(b1, sizeof(b1),
-					              x->dev[j].peak_by_phase
-					                      [k]));
+					        vrt_text_bytes(
+					                b1, sizeof(b1),
+					                x->dev[j].peak_by_phase
+					                        [k],
+					                2));
 			fputc('\n', f);
 		}
 		if (!r->ndevices)
@@ -515,7 +479,7 @@ static void failures(FILE *f, const struct vrt_trace *t,
 	        r->nfails, r->ooms);
 	for (i = 0; i < r->nfails; i++) {
 		const struct vrt_replay_failure *x = &r->fails[i];
-		const char *api = vrt_api_name(x->api);
+		const char *api = vrt_names_api(x->api, "(unknown api)");
 		char b1[32], b2[32], b3[32], dev[16];
 
 		if (x->device >= 0)
@@ -526,38 +490,40 @@ static void failures(FILE *f, const struct vrt_trace *t,
 		else
 			snprintf(dev, sizeof(dev), "dev ?");
 		if (x->requested_bytes)
-			vrt_report_bytes(b2, sizeof(b2), x->requested_bytes);
+			vrt_text_bytes(b2, sizeof(b2), x->requested_bytes, 2);
 		else if (x->addr)
 			snprintf(b2, sizeof(b2), "ptr 0x%" PRIx64, x->addr);
 		else
 			snprintf(b2, sizeof(b2), "-");
 		fprintf(f, "  %s  pid %" PRIu64 "  %-6s %-26s %s",
 		        secs(b1, sizeof(b1), t, x->ts), t->procs[x->proc].pid,
-		        dev, api ? api : "(unknown api)", b2);
+		        dev, api, b2);
 		fprintf(f, "  %s",
-		        vrt_replay_error_name(x->api, x->error, b3,
-		                              sizeof(b3)));
+		        vrt_names_error(x->api, x->error, b3, sizeof(b3)));
 		if (x->have_info)
 			fprintf(f, "  driver: %s free of %s",
-			        vrt_report_bytes(b1, sizeof(b1), x->free_bytes),
-			        vrt_report_bytes(b2, sizeof(b2), x->total_bytes));
+			        vrt_text_bytes(b1, sizeof(b1), x->free_bytes,
+			                       2),
+			        vrt_text_bytes(b2, sizeof(b2), x->total_bytes,
+			                       2));
 		if (x->oom) {
 			char pb[32];
 			fprintf(f, "  [%s stage, phase ",
 			        x->after_ready ? "request" : "load");
-			vrt_report_put_safe(f,
-			         vrt_load_phase_name(t, x->phase, pb,
-			                             sizeof(pb)),
-			         40);
+			vrt_text_put_safe(f,
+			                  vrt_load_phase_name(t, x->phase, pb,
+			                                      sizeof(pb)),
+			                  40);
 			fprintf(f, ", %" PRIu32 " in flight", x->inflight);
 			if (x->recovered)
 				fprintf(f,
 				        "; recovered at %s: %s after %s freed]",
-				        secs(b1, sizeof(b1), t, x->recovered_ts),
-				        vrt_report_bytes(b2, sizeof(b2),
-				                         x->recovered_bytes),
-				        vrt_report_bytes(b3, sizeof(b3),
-				                         x->freed_bytes));
+				        secs(b1, sizeof(b1), t,
+				             x->recovered_ts),
+				        vrt_text_bytes(b2, sizeof(b2),
+				                       x->recovered_bytes, 2),
+				        vrt_text_bytes(b3, sizeof(b3),
+				                       x->freed_bytes, 2));
 			else
 				fprintf(f, "%s]", x->fatal ? "; fatal" : "");
 		}

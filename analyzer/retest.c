@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "enginelog.h"
+#include "pathname.h"
+#include "text.h"
 
 const char *vrt_retest_field_name(int field)
 {
@@ -211,12 +213,6 @@ struct opts {
 	char args[256];    /* the positional arguments, space-separated */
 };
 
-static const char *base_of(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s && s[1] ? s + 1 : p ? p : "";
-}
-
 static int is_number(const char *s)
 {
 	char *end;
@@ -258,7 +254,7 @@ static int parse_opts(struct opts *o, int engine, char *const *argv,
 	i = 1;
 	if (argc && argv[0]) {
 		snprintf(o->program, sizeof(o->program), "%s",
-		         base_of(argv[0]));
+		         vrt_pathname_base_or_empty(argv[0]));
 		/* python's own options are not the engine's: the engine's
 		 * start after "-m MODULE" or the script. */
 		if (!strncmp(o->program, "python", 6)) {
@@ -275,7 +271,7 @@ static int parse_opts(struct opts *o, int engine, char *const *argv,
 				size_t pl = strlen(o->program);
 				snprintf(o->program + pl,
 				         sizeof(o->program) - pl, " %s",
-				         base_of(argv[i]));
+				         vrt_pathname_base_or_empty(argv[i]));
 				i++;
 			}
 		}
@@ -444,11 +440,8 @@ static const struct vrt_diag_device *tightest(const struct vrt_diagnosis *d)
 /* "4.50 GiB", "512.00 MiB": sizes in the outcome line. */
 static const char *human(char *buf, size_t n, uint64_t b)
 {
-	if (b >= (1ull << 30))
-		snprintf(buf, n, "%.2f GiB", (double)b / (1ull << 30));
-	else
-		snprintf(buf, n, "%.2f MiB", (double)b / (1ull << 20));
-	return buf;
+	return vrt_text_bytes_in(buf, n, (double)b, 2, VRT_UNIT_MIB,
+	                         VRT_UNIT_GIB);
 }
 
 void vrt_retest_outcome(const struct vrt_diagnosis *a,

@@ -6,11 +6,7 @@
 
 #include <string.h>
 
-static const char *base_name(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s && s[1] ? s + 1 : p ? p : "";
-}
+#include "pathname.h"
 
 static int starts(const char *s, const char *prefix)
 {
@@ -75,7 +71,7 @@ const char *vrt_cmdline_engine(char *const *argv, size_t argc)
 
 	if (!argc || !argv[0] || vrt_cmdline_is_worker(argv, argc))
 		return NULL;
-	prog = base_name(argv[0]);
+	prog = vrt_pathname_base_or_empty(argv[0]);
 	if ((e = engine_of_name(prog)))
 		return e;
 	if (!starts(prog, "python"))
@@ -89,7 +85,7 @@ const char *vrt_cmdline_engine(char *const *argv, size_t argc)
 		if (!strcmp(argv[i], "-c"))
 			return NULL; /* code on the command line */
 		if (argv[i][0] != '-')
-			return engine_of_name(base_name(argv[i]));
+			return engine_of_name(vrt_pathname_base_or_empty(argv[i]));
 	}
 	return NULL;
 }

@@ -1,6 +1,9 @@
 /*
- * vramtrace trace format — the one contract shared by the preload (writer)
- * and the analyzer (reader). Nothing else is shared between the two sides.
+ * vramtrace trace format — the contract between the preload (writer) and
+ * the analyzer (reader). Beside it the two sides share only the pure code
+ * of common/ (the phase rules engine and built-in rules, the engine of a
+ * command line, the run directory checks, path names): never state, and
+ * neither links the other's code (docs/design.md "Layers").
  *
  * A run is a directory; each traced process that makes a GPU memory call
  * writes one file named "<pid>.vtrace" (VRT_TRACE_SUFFIX; "<pid>-<n>.vtrace"

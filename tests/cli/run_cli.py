@@ -613,6 +613,17 @@ def group_usage(opts, tap):
             (["analyze", "--margin", "51", "run"],
              "--margin takes a whole percent from 0 to 50 (got '51')"),
             (["analyze", "--margin", "-3", "run"], "(got '-3')"),
+            # the options analyze and plan share are parsed once
+            (["plan", "--margin", "51", "run"],
+             "--margin takes a whole percent from 0 to 50 (got '51')"),
+            (["plan", "--kv-dtype", "fp7", "run"],
+             "unknown KV dtype 'fp7' (fp16, bf16"),
+            (["plan", "--objective", "speed", "run"],
+             "unknown objective 'speed' (concurrency, context or "
+             "throughput)"),
+            (["compare", "a", "b", "c"], "too many runs (give A and B)"),
+            (["analyze", "--log", "x", "--no-log", "run"],
+             "--log and --no-log exclude each other"),
         ]:
             rc, out, err = run([exe] + args, tmp)
             tap.ok(rc == 2 and want in err,

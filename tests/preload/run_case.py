@@ -31,7 +31,6 @@ Exit status: 0 pass, 1 fail (a diff on stdout). Temporary files live under
 --tmp-root and are removed on success (kept on failure, path printed, or
 always with VRT_TEST_KEEP=1).
 """
-import argparse
 import json
 import os
 import shutil
@@ -40,6 +39,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from harness import options
 
 COUNTERS = ("allocs", "frees", "failed", "peak_bytes", "live_bytes_end")
 DEVICE_FAMS = ("device", "async", "vmm", "managed")
@@ -298,10 +299,8 @@ def sigkill_case(a, env, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--name", required=True)
-    ap.add_argument("--fake-dir", required=True)
-    ap.add_argument("--tmp-root", required=True)
+    ap = options("--name", "--fake-dir", "--tmp-root",
+                 description=__doc__.split("\n")[0])
     ap.add_argument("--vramtrace")
     ap.add_argument("--preload")
     ap.add_argument("--kind", choices=("workload", "sigkill"),

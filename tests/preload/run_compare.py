@@ -25,46 +25,22 @@ Usage: run_compare.py --vramtrace EXE --preload LIB --fake-dir DIR
                       --llama EXE --tmp-root DIR
 Exit 0 pass, 1 fail (what differed is printed).
 """
-import argparse
 import csv
 import io
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
+
+from harness import check, options, record_env, run, scratch
 
 MIB = 1 << 20
-failures = []
-
-
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def run(cmd, env, want_rc=0, timeout=100):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=timeout, text=True)
-    if p.returncode != want_rc:
-        print(p.stdout + p.stderr)
-        raise SystemExit(f"command exited {p.returncode}, not {want_rc}")
-    return p.stdout
 
 
 def record(args, tmp, name, flags, want_rc=0, extra_env=None):
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
-        "LD_LIBRARY_PATH", "")
-    env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
-    env.pop("VRAMTRACE_OUT", None)
-    env.update(extra_env or {})
+    env = record_env(args, extra_env)
     out = os.path.join(tmp, name)
     run([args.vramtrace, "record", "-o", out, "--", args.llama] + flags, env,
-        want_rc)
+        (want_rc,))
     return out
 
 
@@ -166,29 +142,19 @@ def table(args, runs):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--vramtrace", "--preload", "--fake-dir", "--llama",
-              "--tmp-root"):
-        ap.add_argument(o, required=True)
+    ap = options("--vramtrace", "--preload", "--fake-dir", "--llama",
+              "--tmp-root")
     args = ap.parse_args()
-    os.makedirs(args.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="compare-", dir=args.tmp_root)
-    try:
+
+    def body(tmp):
         np2 = record(args, tmp, "np2", BASE + ["-np", "2"])
         np6 = record(args, tmp, "np6", BASE + ["-np", "6"])
         oom = record(args, tmp, "oom", BASE + ["-np", "8"], 3,
                      {"FAKECUDA_MEM": str(800 * MIB)})
         compare(args, np2, np6)
         table(args, [np2, np6, oom])
-    finally:
-        if failures or os.environ.get("VRT_TEST_KEEP"):
-            print("files kept in " + tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
+
+    return scratch(args, "compare-", body)
 
 
 if __name__ == "__main__":

@@ -30,35 +30,23 @@ Usage: run_examples.py --vramtrace EXE --preload LIB --fake-dir DIR
                        --bin-dir DIR --tmp-root DIR
 Exit 0 pass, 1 fail (what differed is printed).
 """
-import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 
-failures = []
+from harness import check, options, record_env, scratch
+
 SPAWN = re.compile(r"from multiprocessing\.spawn import spawn_main; "
                    r"spawn_main\(tracker_fd=\d+, pipe_handle=\d+\)$")
 
 
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
 
 def record(args, tmp, name, argv, exit_code=0, env_extra=None):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("FAKECUDA_", "FAKEHIP_", "FAKENVML_",
-                                "VRAMTRACE_"))}
-    env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
-        "LD_LIBRARY_PATH", "")
-    env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
-    env["FAKECUDA_MEM"] = "80G"
-    env.update(env_extra or {})
+    env = record_env(args, {"FAKECUDA_MEM": "80G", **(env_extra or {})},
+                     clean=("FAKECUDA_", "FAKEHIP_", "FAKENVML_",
+                            "VRAMTRACE_"))
     out = os.path.join(tmp, name)
     cmd = [args.vramtrace, "record", "-o", out, "--",
            os.path.join(args.bin_dir, argv[0])] + argv[1:]
@@ -292,26 +280,16 @@ def llama_runs(args, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--vramtrace", "--preload", "--fake-dir", "--bin-dir",
-              "--tmp-root"):
-        ap.add_argument(o, required=True)
+    ap = options("--vramtrace", "--preload", "--fake-dir", "--bin-dir",
+              "--tmp-root")
     args = ap.parse_args()
-    os.makedirs(args.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="examples-", dir=args.tmp_root)
-    try:
+
+    def body(tmp):
         serve_sim_runs(args, tmp)
         visible_devices_runs(args, tmp)
         llama_runs(args, tmp)
-    finally:
-        if failures or os.environ.get("VRT_TEST_KEEP"):
-            print("files kept in " + tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
+
+    return scratch(args, "examples-", body)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ the test as skipped. Otherwise:
      failed hipMemCreate is charged to the device its HIP 5 prop names.
 Exit status: 0 pass, 1 fail, 77 skip.
 """
-import argparse
 import collections
 import json
 import os
@@ -26,6 +25,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+from harness import options
 
 
 def run(cmd, env):
@@ -46,12 +47,10 @@ def rows(path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = options("--vramtrace", "--preload", "--tmp-root",
+                 description=__doc__.split("\n")[0])
     ap.add_argument("--client")
     ap.add_argument("--missing", action="store_true")
-    ap.add_argument("--vramtrace", required=True)
-    ap.add_argument("--preload", required=True)
-    ap.add_argument("--tmp-root", required=True)
     a = ap.parse_args()
     if a.missing or not a.client:
         print("SKIP: the real HIP runtime (libamdhip64) is not installed")

@@ -45,7 +45,7 @@ import tempfile
 import threading
 import time
 
-from vrt_tap import Tap, poll
+from harness import Tap, poll, record_env
 
 MIB = 1 << 20
 
@@ -56,14 +56,7 @@ def skip_all(reason):
 
 
 def env_for(args, extra=None):
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
-        "LD_LIBRARY_PATH", "")
-    env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
-    env["FAKECUDA_MEM"] = "80G"
-    env.pop("VRAMTRACE_OUT", None)
-    env.update(extra or {})
-    return env
+    return record_env(args, {"FAKECUDA_MEM": "80G", **(extra or {})})
 
 
 def vt(args, *argv, env=None, timeout=30, **kw):

@@ -57,27 +57,19 @@ Usage: run_logs.py --vramtrace EXE --preload LIB --fake-dir DIR
                    --serve-sim EXE --llama EXE --tmp-root DIR
 Exit 0 pass, 1 fail (what differed is printed).
 """
-import argparse
 import datetime
 import json
 import os
 import pty
 import select
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
+
+from harness import check, options, record_env, scratch
 
 GIB = 1 << 30
 MIB = 1 << 20
-failures = []
-
-
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def utc_s(text):
@@ -89,16 +81,8 @@ class Env:
     def __init__(self, args, tmp):
         self.args = args
         self.tmp = tmp
-        env = dict(os.environ)
-        env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
-            "LD_LIBRARY_PATH", "")
-        env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
-        env.pop("VRAMTRACE_OUT", None)
-        for k in list(env):
-            if k.startswith(("FAKECUDA_", "FAKEHIP_", "FAKENVML_")):
-                del env[k]
-        env["FAKECUDA_MEM"] = "80G"
-        self.env = env
+        self.env = record_env(args, {"FAKECUDA_MEM": "80G"},
+                              clean=("FAKECUDA_", "FAKEHIP_", "FAKENVML_"))
 
     def run(self, cmd, ok_codes=(0,), extra=None, timeout=100):
         env = dict(self.env)
@@ -695,15 +679,10 @@ def test_diskfull(e):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--vramtrace", "--preload", "--fake-dir", "--serve-sim",
-              "--llama", "--tmp-root"):
-        ap.add_argument(o, required=True)
+    ap = options("--vramtrace", "--preload", "--fake-dir", "--serve-sim",
+                 "--llama", "--tmp-root")
     ap.add_argument("only", nargs="*")
     args = ap.parse_args()
-    os.makedirs(args.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="logs-", dir=args.tmp_root)
-    e = Env(args, tmp)
     tests = [("engine-numbers", test_engine_numbers),
              ("wrong-number", test_wrong_number), ("fatal", test_fatal),
              ("verdicts", test_verdicts),
@@ -713,19 +692,13 @@ def main():
              ("wallclock", test_wallclock), ("align", test_align),
              ("pty", test_pty), ("bound", test_bound),
              ("diskfull", test_diskfull), ("table", test_table)]
-    try:
+
+    def body(tmp):
+        e = Env(args, tmp)
         for name, fn in tests:
             if not args.only or name in args.only:
                 fn(e)
-    finally:
-        if failures or os.environ.get("VRT_TEST_KEEP"):
-            print("files kept in " + tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
+    return scratch(args, "logs-", body)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,6 @@ Usage: run_metrics.py --vramtrace EXE --preload LIB --fake-dir DIR
                       --dashboard JSON --tmp-root DIR
 Exit 0 pass, 1 fail, 77 skipped (no curl).
 """
-import argparse
 import glob
 import json
 import os
@@ -50,29 +49,17 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
+
+from harness import check, options, record_env, scratch
 
 MIB = 1 << 20
 ACT_MIB = 8
-failures = []
-
-
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def base_env(args, metrics):
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
-        "LD_LIBRARY_PATH", "")
-    env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
-    env.pop("VRAMTRACE_OUT", None)
-    env.pop("LD_PRELOAD", None)
-    env["VRAMTRACE_METRICS"] = metrics
-    return env
+    return record_env(args, {"VRAMTRACE_METRICS": metrics},
+                      drop=("VRAMTRACE_OUT", "LD_PRELOAD"))
 
 
 def analyze(args, out):
@@ -499,32 +486,22 @@ def dashboard(args, sample):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--vramtrace", "--preload", "--fake-dir", "--llama", "--tree3",
-              "--tp-pair", "--dashboard", "--tmp-root"):
-        ap.add_argument(o, required=True)
+    ap = options("--vramtrace", "--preload", "--fake-dir", "--llama", "--tree3",
+              "--tp-pair", "--dashboard", "--tmp-root")
     args = ap.parse_args()
     if not shutil.which("curl"):
         print("curl not found: skipped")
         return 77
-    os.makedirs(args.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="metrics-", dir=args.tmp_root)
-    try:
+
+    def body(tmp):
         scrape(args, tmp)
         refuse(args, tmp)
         public(args, tmp)
         busy(args, tmp)
         tree(args, tmp)
         dashboard(args, pair(args, tmp))
-    finally:
-        if failures or os.environ.get("VRT_TEST_KEEP"):
-            print("files kept in " + tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
+
+    return scratch(args, "metrics-", body)
 
 
 if __name__ == "__main__":

@@ -46,42 +46,18 @@ Usage: run_phases.py --vramtrace EXE --preload LIB --fake-dir DIR
                      --native EXE --python-client PY --tmp-root DIR
 Exit 0 pass, 1 fail (what differed is printed).
 """
-import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
+
+from harness import check, options, record_env, run, scratch
 
 MIB = 1 << 20
-failures = []
-
-
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def run(cmd, env, timeout=100, ok_codes=(0,)):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=timeout, text=True)
-    if p.returncode not in ok_codes:
-        print(p.stdout + p.stderr)
-        raise SystemExit(f"command failed with exit {p.returncode}")
-    return p.stdout
 
 
 def record_and_analyze(args, tmp, name, prog, extra_env=None, rules=None,
                        ok_codes=(0,)):
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
-        "LD_LIBRARY_PATH", "")
-    env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
-    env.pop("VRAMTRACE_OUT", None)
-    env.update(extra_env or {})
+    env = record_env(args, extra_env)
     out = os.path.join(tmp, name)
     run([args.vramtrace, "record", "-o", out, "--"] + prog, env,
         ok_codes=ok_codes)
@@ -266,15 +242,12 @@ def python(args, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--vramtrace", "--preload", "--fake-dir", "--native",
+    ap = options("--vramtrace", "--preload", "--fake-dir", "--native",
               "--llama", "--proc-tree", "--sim-server", "--stress",
-              "--python-client", "--tmp-root"):
-        ap.add_argument(o, required=True)
+              "--python-client", "--tmp-root")
     args = ap.parse_args()
-    os.makedirs(args.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="phases-", dir=args.tmp_root)
-    try:
+
+    def body(tmp):
         native(args, tmp)
         llama(args, tmp)
         llama_pool(args, tmp)
@@ -282,15 +255,8 @@ def main():
         tree(args, tmp)
         stress(args, tmp)
         python(args, tmp)
-    finally:
-        if failures or os.environ.get("VRT_TEST_KEEP"):
-            print("files kept in " + tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
+
+    return scratch(args, "phases-", body)
 
 
 if __name__ == "__main__":

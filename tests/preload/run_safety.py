@@ -80,7 +80,6 @@ Usage: run_safety.py --vramtrace EXE --preload LIB --fake-dir DIR
                      host|crash|security|lifecycle|files
 Exit 0 pass (or 77: nothing could run), 1 fail.
 """
-import argparse
 import glob
 import json
 import os
@@ -92,25 +91,15 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+
+from harness import check, options, scratch, skip
 
 FLUSH_MS = 50
 # The writer must also get the CPU to flush: on a loaded 2-core machine
 # its wake-up can lag by a few hundred ms, which is scheduling, not loss.
 MARGIN_MS = 400
-failures = []
-
-
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def skip(what):
-    print("skip   " + what, flush=True)
 
 
 class Ctx:
@@ -1143,20 +1132,15 @@ def analyzer_inputs(c):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--vramtrace", "--preload", "--fake-dir", "--host",
-              "--interposer", "--stress", "--mktrace", "--vfork-py",
-              "--tmp-root"):
-        ap.add_argument(o, required=True)
+    ap = options("--vramtrace", "--preload", "--fake-dir", "--host",
+                 "--interposer", "--stress", "--mktrace", "--vfork-py",
+                 "--tmp-root")
     ap.add_argument("group", choices=("host", "crash", "security",
                                       "lifecycle", "files"))
     a = ap.parse_args()
     for o in ("vramtrace", "preload", "fake_dir", "host", "interposer",
               "stress", "mktrace", "vfork_py", "tmp_root"):
         setattr(a, o, os.path.abspath(getattr(a, o)))
-    os.makedirs(a.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f"safety-{a.group}-", dir=a.tmp_root)
-    c = Ctx(a, tmp)
     groups = {
         "host": [disk_full, unwritable, bad_values, threads, fork_mt,
                  signals, exit_race, dl_reopen, setuid, interposers],
@@ -1167,17 +1151,16 @@ def main():
                       close_range_connections, dup2_over_trace],
         "files": [output_targets, run_dirs, analyzer_inputs],
     }
-    for f in groups[a.group]:
-        print(f"# {f.__name__}", flush=True)
-        try:
-            f(c)
-        except Exception as e:  # one scenario's surprise fails only it
-            check(False, f"{f.__name__}: {type(e).__name__}: {e}")
-    if failures:
-        print(f"{len(failures)} check(s) failed; files kept in {tmp}")
-        return 1
-    shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+
+    def body(tmp):
+        c = Ctx(a, tmp)
+        for f in groups[a.group]:
+            print(f"# {f.__name__}", flush=True)
+            try:
+                f(c)
+            except Exception as e:  # one scenario's surprise fails only it
+                check(False, f"{f.__name__}: {type(e).__name__}: {e}")
+    return scratch(a, f"safety-{a.group}-", body)
 
 
 if __name__ == "__main__":

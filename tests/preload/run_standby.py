@@ -12,39 +12,19 @@ there; the endpoint socket is gone after exit.
 Usage: run_standby.py --vramtrace EXE --preload LIB --fake-dir DIR
                       --client PY --tmp-root DIR
 """
-import argparse
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
+
+from harness import check, options, record_env, scratch
 
 MIB = 1 << 20
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--vramtrace", "--preload", "--fake-dir", "--client",
-              "--tmp-root"):
-        ap.add_argument(o, required=True)
-    a = ap.parse_args()
-    os.makedirs(a.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="standby-", dir=a.tmp_root)
+def check_run(a, env, tmp):
     run = os.path.join(tmp, "run")
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = a.fake_dir
-    env["FAKECUDA_DEVICES"] = "2"
-    env["VRAMTRACE_PRELOAD"] = os.path.abspath(a.preload)
-    env.pop("VRAMTRACE_OUT", None)
-    fails = []
-
-    def check(cond, what):
-        print(("ok     " if cond else "FAILED ") + what, flush=True)
-        if not cond:
-            fails.append(what)
-
     p = subprocess.run([a.vramtrace, "record", "--standby", "-o", run, "--",
                         sys.executable, a.client], env=env, text=True,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -74,11 +54,13 @@ def main():
           f"device 1 holds E and F from the snapshot (got {fam1})")
     labels = [m.get("label") for m in rep.get("marks", [])]
     check(labels == ["after-start"], f"the mark is recorded (got {labels})")
-    if fails:
-        print(f"{len(fails)} check(s) failed; files kept in {tmp}")
-        return 1
-    shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+
+
+def main():
+    a = options("--vramtrace", "--preload", "--fake-dir", "--client",
+                "--tmp-root").parse_args()
+    env = record_env(a, {"FAKECUDA_DEVICES": "2"})
+    return scratch(a, "standby-", lambda tmp: check_run(a, env, tmp))
 
 
 if __name__ == "__main__":

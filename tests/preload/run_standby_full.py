@@ -59,7 +59,7 @@ import tempfile
 import re
 import threading
 
-from vrt_tap import Tap, poll
+from harness import Tap, poll, record_env
 
 GIB = 1 << 30
 
@@ -74,17 +74,9 @@ forward    native:engine_execute_model
 
 
 def env_for(a, extra=None):
-    env = dict(os.environ)
-    for k in list(env):
-        if k.startswith(("FAKECUDA_", "FAKEHIP_", "FAKENVML_", "VRAMTRACE_",
-                         "HOLD_ACCEPT")):
-            del env[k]
-    env["LD_LIBRARY_PATH"] = a.fake_dir + ":" + os.environ.get(
-        "LD_LIBRARY_PATH", "")
-    env["VRAMTRACE_PRELOAD"] = os.path.abspath(a.preload)
-    env["FAKECUDA_MEM"] = "80G"
-    env.update(extra or {})
-    return env
+    return record_env(a, {"FAKECUDA_MEM": "80G", **(extra or {})},
+                      clean=("FAKECUDA_", "FAKEHIP_", "FAKENVML_",
+                             "VRAMTRACE_", "HOLD_ACCEPT"))
 
 
 def vt(a, *argv, env=None, timeout=60):

@@ -22,35 +22,21 @@ Usage: run_tree.py --vramtrace EXE --preload LIB --fake-dir DIR
                    --tree3 EXE --tmp-root DIR
 Exit 0 pass, 1 fail (what differed is printed).
 """
-import argparse
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
+from harness import check, options, record_env, scratch
+
 MIB = 1 << 20
-failures = []
-
-
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def base_env(args):
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
-        "LD_LIBRARY_PATH", "")
-    env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
-    env.pop("VRAMTRACE_OUT", None)
-    env.pop("LD_PRELOAD", None)
-    return env
+    return record_env(args, drop=("VRAMTRACE_OUT", "LD_PRELOAD"))
 
 
 def record(args, out, prog, extra=None, timeout=60):
@@ -192,26 +178,16 @@ def straggler(args, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--vramtrace", "--preload", "--fake-dir", "--tree3",
-              "--tmp-root"):
-        ap.add_argument(o, required=True)
+    ap = options("--vramtrace", "--preload", "--fake-dir", "--tree3",
+              "--tmp-root")
     args = ap.parse_args()
-    os.makedirs(args.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="tree-", dir=args.tmp_root)
-    try:
+
+    def body(tmp):
         tree3(args, tmp)
         python(args, tmp)
         straggler(args, tmp)
-    finally:
-        if failures or os.environ.get("VRT_TEST_KEEP"):
-            print("files kept in " + tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
+
+    return scratch(args, "tree-", body)
 
 
 if __name__ == "__main__":

@@ -34,33 +34,14 @@ Usage: run_verdicts.py --vramtrace EXE --preload LIB --fake-dir DIR
                        --serve-sim EXE --tmp-root DIR [--runtime cuda|hip]
 Exit 0 pass, 1 fail (what differed is printed).
 """
-import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
+
+from harness import check, options, record_env, run, scratch
 
 GIB = 1 << 30
 MIB = 1 << 20
-failures = []
-
-
-def check(cond, what):
-    print(("ok     " if cond else "FAILED ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def run(cmd, env, ok_codes=(0,), timeout=100):
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=timeout, text=True)
-    if p.returncode not in ok_codes:
-        print(p.stdout + p.stderr)
-        raise SystemExit(f"command failed with exit {p.returncode}")
-    return p.stdout
 
 
 def kv_reserve(util, total, weights, profile):
@@ -80,15 +61,8 @@ def fake_env(args, env_extra):
 
 
 def scenario(args, tmp, name, env_extra, sim_args, exit_code):
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = args.fake_dir + ":" + env.get(
-        "LD_LIBRARY_PATH", "")
-    env["VRAMTRACE_PRELOAD"] = os.path.abspath(args.preload)
-    env.pop("VRAMTRACE_OUT", None)
-    for k in list(env):
-        if k.startswith(("FAKECUDA_", "FAKEHIP_", "FAKENVML_")):
-            del env[k]
-    env.update(fake_env(args, env_extra))
+    env = record_env(args, fake_env(args, env_extra),
+                     clean=("FAKECUDA_", "FAKEHIP_", "FAKENVML_"))
     out = os.path.join(tmp, name)
     run([args.vramtrace, "record", "-o", out, "--", args.serve_sim,
          "serve", "sim-model"] + sim_args + ["--runtime", args.runtime],
@@ -140,18 +114,14 @@ def has_action(d, text):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--vramtrace", "--preload", "--fake-dir", "--serve-sim",
-              "--tmp-root"):
-        ap.add_argument(o, required=True)
+    ap = options("--vramtrace", "--preload", "--fake-dir", "--serve-sim",
+                 "--tmp-root")
     ap.add_argument("--runtime", choices=("cuda", "hip"), default="cuda")
     args = ap.parse_args()
     hip = args.runtime == "hip"
-    os.makedirs(args.tmp_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f"verdicts-{args.runtime}-",
-                           dir=args.tmp_root)
     util = ["--gpu-memory-utilization", "0.9"]
-    try:
+
+    def body(tmp):
         layer = 100 * GIB // 32
         d, ev = scenario(args, tmp, "weights", {},
                          util + ["--model-size-gib", "100"], 3)
@@ -257,15 +227,8 @@ def main():
         check(has_action(d, "keeps less than the 5% margin"),
               f"none: 512 MiB of 80 GiB is below the margin (got "
               f"{d.get('actions')})")
-    finally:
-        if failures or os.environ.get("VRT_TEST_KEEP"):
-            print("files kept in " + tmp)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
+
+    return scratch(args, f"verdicts-{args.runtime}-", body)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 #include "attrib.h"
 #include "json.h"
 #include "load.h"
+#include "names.h"
 #include "replay.h"
 
 #include "tap.h"
@@ -263,12 +264,11 @@ static void test_baseline_and_failures(void)
 	EQ(d->fam[VRT_FAM_DEVICE].failed, 2, "failed counted on device family");
 	EQ(r.host[VRT_FAM_PINNED].failed, 1, "host failure counted");
 	EQ(d->fam[VRT_FAM_VA].failed, 1, "VA failure counted apart");
-	ok(!strcmp(vrt_replay_error_name(VRT_API_cuMemAlloc_v2, 2, buf,
-	                                 sizeof(buf)),
+	ok(!strcmp(vrt_names_error(VRT_API_cuMemAlloc_v2, 2, buf, sizeof(buf)),
 	           "CUDA_ERROR_OUT_OF_MEMORY"),
 	   "error name 2");
-	ok(!strcmp(vrt_replay_error_name(VRT_API_cuMemAlloc_v2, 12345, buf,
-	                                 sizeof(buf)),
+	ok(!strcmp(vrt_names_error(VRT_API_cuMemAlloc_v2, 12345, buf,
+	                           sizeof(buf)),
 	           "error 12345"),
 	   "unknown error name");
 	teardown();
