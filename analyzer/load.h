@@ -123,8 +123,9 @@ struct vrt_stack {
  * PHASE records or rules follow. At most VRT_LOAD_MAX_PHASES; names past
  * that share the last index, "other".
  */
-#define VRT_LOAD_PHASE_INFERRED_KV 8
-#define VRT_LOAD_MAX_PHASES        32
+#define VRT_LOAD_PHASE_INFERRED_KV      8
+#define VRT_LOAD_PHASE_INFERRED_KV_NAME "kv_cache (inferred)"
+#define VRT_LOAD_MAX_PHASES             32
 
 struct vrt_failinfo {
 	uint64_t free_bytes;
@@ -224,7 +225,8 @@ struct vrt_trace {
 	size_t nstacks, cap_stacks;
 	char *phases[VRT_LOAD_MAX_PHASES]; /* names; see VRT_LOAD_PHASE_* */
 	size_t nphases;
-	void *intern;   /* load.c's lookup tables (opaque) */
+	void *intern;   /* the loader's state, starting with the lookup
+	                 * tables of intern.h (opaque) */
 	char **skipped; /* "<file>: <reason>" of files not loaded: a
 	                 * directory's files that died before their first
 	                 * frame, and paths that are not regular files */
@@ -321,10 +323,6 @@ const char *vrt_load_str(const struct vrt_trace *t, uint32_t idx);
  * Never NULL. "kv_cache (inferred)" for VRT_LOAD_PHASE_INFERRED_KV. */
 const char *vrt_load_phase_name(const struct vrt_trace *t, unsigned phase,
                                 char *buf, size_t bufsz);
-
-/* The phase index named name, added to t's table when new (the last
- * index, "other", once the table is full). Returns -1 on ENOMEM. */
-int vrt_load_phase_intern(struct vrt_trace *t, const char *name);
 
 /* Frame indexes of a stack, innermost first; returns how many were
  * written (at most max). Safe for any stack index (0 frames if bad). */
