@@ -59,6 +59,8 @@
  * (a FIFO named *.vtrace, a device) is never opened for reading (it would
  * block or never end). In a run directory, and among several paths given,
  * such a file is skipped with a note in t->skipped; alone, it is an error.
+ * Which files a run directory holds, in what order, and each process's
+ * "<pid>.exit" are tracedir.c's.
  * Text inputs (rules, config.json) are capped at VRT_READFILE_TEXT_MAX.
  *
  * Single-threaded, no globals. Every length read from the input is
@@ -68,8 +70,8 @@
 #include "array.h"
 #include "intern.h"
 #include "readfile.h"
+#include "tracedir.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -627,31 +629,6 @@ static enum vrt_load_status nomem(struct lfile *f, struct vrt_load_error *err,
 
 /* ---- records: metadata ---------------------------------------------------- */
 
-/* Reads "<dir>/<pid>.exit" (written by vramtrace record) if present. */
-static void read_exit_file(struct vrt_process *pr)
-{
-	char path[4200], why[128], *line = NULL;
-	const char *slash = strrchr(pr->path, '/');
-	int dirlen = slash ? (int)(slash - pr->path) : 1;
-	size_t len;
-	int code;
-
-	snprintf(path, sizeof(path), "%.*s/%" PRIu64 ".exit", dirlen,
-	         slash ? pr->path : ".", pr->pid);
-	/* Absent, not a regular file or not a line of ours: the exit
-	 * status stays unknown. */
-	if (vrt_readfile_read(path, 64, &line, &len, why, sizeof(why)))
-		return;
-	if (sscanf(line, "exit %d", &code) == 1 && code >= 0) {
-		pr->exit_kind = VRT_EXIT_CODE;
-		pr->exit_code = code;
-	} else if (sscanf(line, "signal %d", &code) == 1 && code > 0) {
-		pr->exit_kind = VRT_EXIT_SIGNAL;
-		pr->exit_code = code;
-	}
-	free(line);
-}
-
 static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
                                          struct cursor *c, uint64_t roff,
                                          struct vrt_load_error *err)
@@ -718,7 +695,7 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 		pr->argc = i + 1;
 	}
 	if (!f->is_buf)
-		read_exit_file(pr);
+		vrt_tracedir_read_exit(pr);
 	return VRT_LOAD_OK;
 }
 
@@ -3075,17 +3052,6 @@ static enum vrt_load_status prime(struct lstate *L, struct vrt_trace *t,
 	return VRT_LOAD_OK;
 }
 
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t n = strlen(s), m = strlen(suf);
-	return n > m && !strcmp(s + n - m, suf);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A path that exists but is not a regular file (a FIFO named *.vtrace, a
  * device) is noted in t->skipped and never opened: returns 1. *first keeps
  * the first reason (the error when nothing else loads). 0 for anything
@@ -3095,30 +3061,17 @@ static int skip_irregular(struct vrt_trace *t, const char *name,
                           struct vrt_load_error *first,
                           enum vrt_load_status *s, struct vrt_load_error *err)
 {
-	struct vrt_load_error e;
-	struct stat st;
-	char why[128], *note;
-	int fd;
+	char why[128];
 
 	*s = VRT_LOAD_OK;
-	if (stat(name, &st) < 0 || S_ISREG(st.st_mode))
+	if (!vrt_tracedir_irregular(name, why, sizeof(why)))
 		return 0;
-	/* The same words and checks as opening it would give. */
-	fd = vrt_readfile_open(name, why, sizeof(why));
-	if (fd >= 0) {
-		close(fd);
-		return 0;
-	}
-	fail(&e, VRT_LOAD_ERR_IO, name, "%s", why);
 	if (!first->status)
-		*first = e;
-	if (asprintf(&note, "%s: %s", name, why) < 0 ||
-	    vrt_array_grow((void **)&t->skipped, &t->cap_skipped,
-	                   t->nskipped + 1, sizeof(*t->skipped))) {
+		fail(first, VRT_LOAD_ERR_IO, name, "%s", why);
+	if (vrt_tracedir_skip(t, name, why)) {
 		*s = fail(err, VRT_LOAD_ERR_NOMEM, name, "listing");
 		return 0;
 	}
-	t->skipped[t->nskipped++] = note;
 	return 1;
 }
 
@@ -3129,39 +3082,15 @@ static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
                                      const char *path,
                                      struct vrt_load_error *err)
 {
-	DIR *d = opendir(path);
-	struct dirent *de;
-	char **names = NULL;
-	size_t n = 0, cap = 0, i, loaded = 0, procs_before = t->nprocs;
-	enum vrt_load_status s = VRT_LOAD_OK;
+	char **names, why[128];
+	size_t n, i, loaded = 0, procs_before = t->nprocs;
+	enum vrt_load_status s;
 	struct vrt_load_error first;
 
 	memset(&first, 0, sizeof(first));
-	if (!d)
-		return fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
-	while ((de = readdir(d))) {
-		if (!has_suffix(de->d_name, VRT_TRACE_SUFFIX))
-			continue;
-		if (vrt_array_grow((void **)&names, &cap, n + 1,
-		                   sizeof(*names))) {
-			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
-			goto out;
-		}
-		if (asprintf(&names[n], "%s%s%s", path,
-		             has_suffix(path, "/") ? "" : "/",
-		             de->d_name) < 0) {
-			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
-			goto out;
-		}
-		n++;
-	}
-	if (n == 0) {
-		s = fail(err, VRT_LOAD_ERR_NO_TRACES, path,
-		         "no *%s files in this directory", VRT_TRACE_SUFFIX);
-		goto out;
-	}
-	/* Name order, so reports do not depend on readdir order. */
-	qsort(names, n, sizeof(*names), cmp_str);
+	s = vrt_tracedir_list(path, &names, &n, why, sizeof(why));
+	if (s)
+		return fail(err, s, path, "%s", why);
 	for (i = 0; i < n && !s; i++) {
 		struct lfile *f;
 		if (skip_irregular(t, names[i], &first, &s, err))
@@ -3177,22 +3106,16 @@ static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
 		if (s == VRT_LOAD_ERR_EMPTY || s == VRT_LOAD_ERR_NO_FRAME) {
 			/* A process that died before its first flush: nothing
 			 * of it can be read, the rest of the run can. */
-			char *note;
 			L->files_done++;
 			file_free(f);
 			L->nfiles--;
 			if (!first.status)
 				first = *err;
-			if (asprintf(&note, "%s: %s", err->path, err->msg) <
-			            0 ||
-			    vrt_array_grow((void **)&t->skipped,
-			                   &t->cap_skipped, t->nskipped + 1,
-			                   sizeof(*t->skipped))) {
+			if (vrt_tracedir_skip(t, err->path, err->msg)) {
 				s = fail(err, VRT_LOAD_ERR_NOMEM, path,
 				         "listing");
 				goto out;
 			}
-			t->skipped[t->nskipped++] = note;
 			s = VRT_LOAD_OK;
 			continue;
 		}
@@ -3203,10 +3126,7 @@ static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
 		s = first.status;
 	}
 out:
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
+	vrt_tracedir_free(names, n);
 	return s;
 }
 
@@ -3277,27 +3197,6 @@ static enum vrt_load_status start_stream(struct lstate *L, struct vrt_trace *t,
 	return VRT_LOAD_OK;
 }
 
-/* The trace files paths name, counted for the progress line only: a
- * directory that cannot be read counts nothing (loading reports it). */
-static uint64_t count_files(char *const *paths, size_t npaths)
-{
-	uint64_t n = 0;
-	size_t i;
-
-	for (i = 0; i < npaths; i++) {
-		DIR *d = opendir(paths[i]);
-		struct dirent *de;
-		if (!d) {
-			n++;
-			continue;
-		}
-		while ((de = readdir(d)))
-			n += has_suffix(de->d_name, VRT_TRACE_SUFFIX);
-		closedir(d);
-	}
-	return n;
-}
-
 static enum vrt_load_status stick(struct lstate *L, enum vrt_load_status st,
                                   const struct vrt_load_error *err)
 {
@@ -3320,7 +3219,7 @@ enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
 	if (s)
 		return s;
 	L = lstate_of(t);
-	L->nfiles_hint = t->progress ? count_files(paths, npaths) : 0;
+	L->nfiles_hint = t->progress ? vrt_tracedir_count(paths, npaths) : 0;
 	memset(&irregular, 0, sizeof(irregular));
 	for (i = 0; i < npaths && !s; i++) {
 		struct stat sb;
