@@ -61,7 +61,6 @@
  * such a file is skipped with a note in t->skipped; alone, it is an error.
  * Which files a run directory holds, in what order, and each process's
  * "<pid>.exit" are tracedir.c's.
- * Text inputs (rules, config.json) are capped at VRT_READFILE_TEXT_MAX.
  *
  * Single-threaded, no globals. Every length read from the input is
  * bounds-checked; no input can make this file assert or crash.
@@ -131,9 +130,9 @@ const char *vrt_load_status_name(enum vrt_load_status s)
 	return "unknown error";
 }
 
-__attribute__((format(printf, 4, 5))) static enum vrt_load_status
-fail(struct vrt_load_error *err, enum vrt_load_status s, const char *path,
-     const char *fmt, ...)
+enum vrt_load_status vrt_load_fail(struct vrt_load_error *err,
+                                   enum vrt_load_status s, const char *path,
+                                   const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -608,10 +607,11 @@ static enum vrt_load_status rec_error_at(struct lfile *f, uint64_t frame_off,
                                          struct vrt_load_error *err,
                                          uint64_t roff, const char *what)
 {
-	return fail(err, VRT_LOAD_ERR_RECORD, f->name,
-	            "%s in frame at byte %" PRIu64 " (record at offset %" PRIu64
-	            " of the decoded frame)",
-	            what, frame_off, roff);
+	return vrt_load_fail(err, VRT_LOAD_ERR_RECORD, f->name,
+	                     "%s in frame at byte %" PRIu64
+	                     " (record at offset %" PRIu64
+	                     " of the decoded frame)",
+	                     what, frame_off, roff);
 }
 
 static enum vrt_load_status rec_error(struct lfile *f,
@@ -624,10 +624,10 @@ static enum vrt_load_status rec_error(struct lfile *f,
 static enum vrt_load_status nomem(struct lfile *f, struct vrt_load_error *err,
                                   const char *what)
 {
-	return fail(err, VRT_LOAD_ERR_NOMEM, f->name, "%s", what);
+	return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, f->name, "%s", what);
 }
 
-/* ---- records: metadata ---------------------------------------------------- */
+/* ---- records: metadata ------------------------------------------------ */
 
 static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
                                          struct cursor *c, uint64_t roff,
@@ -640,22 +640,24 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 
 	if ((size_t)(c->end - c->p) < VRT_TRACE_MAGIC_LEN ||
 	    memcmp(c->p, VRT_TRACE_MAGIC, VRT_TRACE_MAGIC_LEN))
-		return fail(err, VRT_LOAD_ERR_BAD_MAGIC, f->name,
-		            "bad magic in HEADER (frame at byte %" PRIu64 ")",
-		            f->frame_off);
+		return vrt_load_fail(
+		        err, VRT_LOAD_ERR_BAD_MAGIC, f->name,
+		        "bad magic in HEADER (frame at byte %" PRIu64 ")",
+		        f->frame_off);
 	c->p += VRT_TRACE_MAGIC_LEN;
 	version = get_u(c);
 	if (c->bad)
 		return rec_error(f, err, roff, "short HEADER");
 	if (version > VRT_TRACE_VERSION)
-		return fail(err, VRT_LOAD_ERR_VERSION, f->name,
-		            "format version %" PRIu64 " is newer than this "
-		            "vramtrace supports (%d)",
-		            version, VRT_TRACE_VERSION);
+		return vrt_load_fail(err, VRT_LOAD_ERR_VERSION, f->name,
+		                     "format version %" PRIu64
+		                     " is newer than this "
+		                     "vramtrace supports (%d)",
+		                     version, VRT_TRACE_VERSION);
 	if (version < VRT_TRACE_VERSION_OLDEST)
-		return fail(err, VRT_LOAD_ERR_BAD_MAGIC, f->name,
-		            "format version %" PRIu64 " is not valid",
-		            version);
+		return vrt_load_fail(err, VRT_LOAD_ERR_BAD_MAGIC, f->name,
+		                     "format version %" PRIu64 " is not valid",
+		                     version);
 	f->version = (unsigned)version;
 	if (t->nprocs >= UINT32_MAX ||
 	    vrt_array_grow((void **)&t->procs, &t->cap_procs, t->nprocs + 1,
@@ -1446,10 +1448,11 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 		pe = p + plen;
 		if (__builtin_expect(!f->have_header, 0)) {
 			if (type != VRT_REC_HEADER) {
-				st = fail(err, VRT_LOAD_ERR_NO_HEADER, f->name,
-				          "first record is type %u, not a "
-				          "HEADER",
-				          type);
+				st = vrt_load_fail(
+				        err, VRT_LOAD_ERR_NO_HEADER, f->name,
+				        "first record is type %u, not a "
+				        "HEADER",
+				        type);
 				break;
 			}
 			c.p = p;
@@ -1962,8 +1965,8 @@ static enum vrt_load_status map_device(struct vrt_trace *t, struct lfile *f,
 	if (g < 0) {
 		/* An ordinal no DEVICE record described. */
 		if (f->ndevs == VRT_LOAD_MAX_FILE_DEVICES)
-			return fail(err, VRT_LOAD_ERR_RECORD, f->name,
-			            "too many devices");
+			return vrt_load_fail(err, VRT_LOAD_ERR_RECORD, f->name,
+			                     "too many devices");
 		g = vrt_intern_device(t, t->procs[f->proc].host, vendor,
 		                      e->device, "");
 		if (g < 0)
@@ -2775,8 +2778,8 @@ static enum vrt_load_status more_input(struct lstate *L, struct lfile *f,
 		size_t ncap = f->incap ? f->incap * 2 : READ_BYTES;
 		uint8_t *nb = ncap > f->incap ? realloc(f->in, ncap) : NULL;
 		if (!nb)
-			return fail(err, VRT_LOAD_ERR_NOMEM, f->name,
-			            "file too large");
+			return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, f->name,
+			                     "file too large");
 		f->in = nb;
 		f->incap = ncap;
 	}
@@ -2784,18 +2787,19 @@ static enum vrt_load_status more_input(struct lstate *L, struct lfile *f,
 		char why[128];
 		f->fd = vrt_readfile_open(f->name, why, sizeof(why));
 		if (f->fd < 0)
-			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s", why);
+			return vrt_load_fail(err, VRT_LOAD_ERR_IO, f->name,
+			                     "%s", why);
 		if (f->pos + f->hi &&
 		    lseek(f->fd, (off_t)(f->pos + f->hi), SEEK_SET) < 0)
-			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
-			            strerror(errno));
+			return vrt_load_fail(err, VRT_LOAD_ERR_IO, f->name,
+			                     "%s", strerror(errno));
 	}
 	do
 		r = read(f->fd, f->in + f->hi, f->incap - f->hi);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
-		return fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
-		            strerror(errno));
+		return vrt_load_fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
+		                     strerror(errno));
 	if (r == 0)
 		f->eof = 1;
 	f->hi += (size_t)r;
@@ -2848,22 +2852,23 @@ static enum vrt_load_status decode_frame(struct lstate *L, struct lfile *f,
 				return VRT_LOAD_OK;
 			}
 			if (ZSTD_getErrorCode(r) != ZSTD_error_dstSize_tooSmall)
-				return fail(err, VRT_LOAD_ERR_CORRUPT, f->name,
-				            "at byte %" PRIu64 ": %s", f->pos,
-				            ZSTD_getErrorName(r));
+				return vrt_load_fail(
+				        err, VRT_LOAD_ERR_CORRUPT, f->name,
+				        "at byte %" PRIu64 ": %s", f->pos,
+				        ZSTD_getErrorName(r));
 			if (room >= VRT_LOAD_FRAME_CAP)
-				return fail(err, VRT_LOAD_ERR_TOO_LARGE,
-				            f->name,
-				            "frame at byte %" PRIu64
-				            " decodes to more than %u MiB",
-				            f->pos, VRT_LOAD_FRAME_CAP >> 20);
+				return vrt_load_fail(
+				        err, VRT_LOAD_ERR_TOO_LARGE, f->name,
+				        "frame at byte %" PRIu64
+				        " decodes to more than %u MiB",
+				        f->pos, VRT_LOAD_FRAME_CAP >> 20);
 		}
 		size_t ncap = room ? room * 2 : (64u << 10) - DEC_PAD;
 		if (ncap > VRT_LOAD_FRAME_CAP)
 			ncap = VRT_LOAD_FRAME_CAP;
 		if (fbuf_alloc(fb, ncap + DEC_PAD))
-			return fail(err, VRT_LOAD_ERR_NOMEM, f->name,
-			            "frame at byte %" PRIu64, f->pos);
+			return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, f->name,
+			                     "frame at byte %" PRIu64, f->pos);
 	}
 }
 
@@ -2877,16 +2882,18 @@ static enum vrt_load_status end_of_file(struct lstate *L, struct vrt_trace *t,
 	enum vrt_load_status st;
 
 	if (!cut && f->pos == 0 && !f->nframes)
-		return fail(err, VRT_LOAD_ERR_EMPTY, f->name, "empty file");
+		return vrt_load_fail(err, VRT_LOAD_ERR_EMPTY, f->name,
+		                     "empty file");
 	if (cut && !f->have_header)
-		return fail(err, VRT_LOAD_ERR_NO_FRAME, f->name,
-		            "file ends inside its first frame (truncated at "
-		            "byte %" PRIu64 ")",
-		            f->pos);
+		return vrt_load_fail(
+		        err, VRT_LOAD_ERR_NO_FRAME, f->name,
+		        "file ends inside its first frame (truncated at "
+		        "byte %" PRIu64 ")",
+		        f->pos);
 	if (!f->have_header)
-		return fail(err, VRT_LOAD_ERR_NO_HEADER, f->name,
-		            "no HEADER record in %zu frame%s", f->nframes,
-		            f->nframes == 1 ? "" : "s");
+		return vrt_load_fail(err, VRT_LOAD_ERR_NO_HEADER, f->name,
+		                     "no HEADER record in %zu frame%s",
+		                     f->nframes, f->nframes == 1 ? "" : "s");
 	pr = &t->procs[f->proc];
 	if (cut) {
 		pr->truncated = 1;
@@ -2945,25 +2952,27 @@ static enum vrt_load_status step(struct lstate *L, struct vrt_trace *t,
 			if (rem < 4 && !memcmp(p, zstd_magic, rem))
 				cut = "last zstd frame is incomplete";
 			else if (f->nframes == 0)
-				return fail(err, VRT_LOAD_ERR_NOT_ZSTD, f->name,
-				            "not a zstd frame at byte %" PRIu64,
-				            f->pos);
+				return vrt_load_fail(
+				        err, VRT_LOAD_ERR_NOT_ZSTD, f->name,
+				        "not a zstd frame at byte %" PRIu64,
+				        f->pos);
 			else
-				return fail(err, VRT_LOAD_ERR_CORRUPT, f->name,
-				            "bytes that are not a zstd frame at "
-				            "byte %" PRIu64,
-				            f->pos);
+				return vrt_load_fail(
+				        err, VRT_LOAD_ERR_CORRUPT, f->name,
+				        "bytes that are not a zstd frame at "
+				        "byte %" PRIu64,
+				        f->pos);
 		}
 		if (!cut) {
 			fsz = ZSTD_findFrameCompressedSize(p, rem);
 			if (ZSTD_isError(fsz)) {
 				if (ZSTD_getErrorCode(fsz) !=
 				    ZSTD_error_srcSize_wrong)
-					return fail(err, VRT_LOAD_ERR_CORRUPT,
-					            f->name,
-					            "at byte %" PRIu64 ": %s",
-					            f->pos,
-					            ZSTD_getErrorName(fsz));
+					return vrt_load_fail(
+					        err, VRT_LOAD_ERR_CORRUPT,
+					        f->name,
+					        "at byte %" PRIu64 ": %s",
+					        f->pos, ZSTD_getErrorName(fsz));
 				if (!f->eof) {
 					st = more_input(L, f, &got, err);
 					if (st)
@@ -2977,8 +2986,8 @@ static enum vrt_load_status step(struct lstate *L, struct vrt_trace *t,
 			return end_of_file(L, t, f, cut, err);
 		fb = fbuf_get(L);
 		if (!fb)
-			return fail(err, VRT_LOAD_ERR_NOMEM, f->name,
-			            "frame at byte %" PRIu64, f->pos);
+			return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, f->name,
+			                     "frame at byte %" PRIu64, f->pos);
 		st = decode_frame(L, f, fb, p, fsz, err);
 		f->frame_off = f->pos;
 		fb->frame_off = f->pos;
@@ -3005,15 +3014,16 @@ static enum vrt_load_status state_new(struct vrt_trace *t, const char *name,
 	struct lstate *L;
 
 	if (t->intern)
-		return fail(err, VRT_LOAD_ERR_IO, name,
-		            "a trace is already loaded into this table");
+		return vrt_load_fail(
+		        err, VRT_LOAD_ERR_IO, name,
+		        "a trace is already loaded into this table");
 	L = calloc(1, sizeof(*L));
 	if (!L)
-		return fail(err, VRT_LOAD_ERR_NOMEM, name, "decoder");
+		return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name, "decoder");
 	t->intern = L;
 	L->dctx = ZSTD_createDCtx();
 	if (!L->dctx || vrt_intern_init(t))
-		return fail(err, VRT_LOAD_ERR_NOMEM, name, "tables");
+		return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name, "tables");
 	return VRT_LOAD_OK;
 }
 
@@ -3067,9 +3077,9 @@ static int skip_irregular(struct vrt_trace *t, const char *name,
 	if (!vrt_tracedir_irregular(name, why, sizeof(why)))
 		return 0;
 	if (!first->status)
-		fail(first, VRT_LOAD_ERR_IO, name, "%s", why);
+		vrt_load_fail(first, VRT_LOAD_ERR_IO, name, "%s", why);
 	if (vrt_tracedir_skip(t, name, why)) {
-		*s = fail(err, VRT_LOAD_ERR_NOMEM, name, "listing");
+		*s = vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name, "listing");
 		return 0;
 	}
 	return 1;
@@ -3090,7 +3100,7 @@ static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
 	memset(&first, 0, sizeof(first));
 	s = vrt_tracedir_list(path, &names, &n, why, sizeof(why));
 	if (s)
-		return fail(err, s, path, "%s", why);
+		return vrt_load_fail(err, s, path, "%s", why);
 	for (i = 0; i < n && !s; i++) {
 		struct lfile *f;
 		if (skip_irregular(t, names[i], &first, &s, err))
@@ -3099,7 +3109,8 @@ static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
 			goto out;
 		f = file_new(L, names[i]);
 		if (!f) {
-			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
+			s = vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, path,
+			                  "listing");
 			goto out;
 		}
 		s = prime(L, t, f, err);
@@ -3112,8 +3123,8 @@ static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
 			if (!first.status)
 				first = *err;
 			if (vrt_tracedir_skip(t, err->path, err->msg)) {
-				s = fail(err, VRT_LOAD_ERR_NOMEM, path,
-				         "listing");
+				s = vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, path,
+				                  "listing");
 				goto out;
 			}
 			s = VRT_LOAD_OK;
@@ -3147,11 +3158,12 @@ static enum vrt_load_status start_stream(struct lstate *L, struct vrt_trace *t,
 
 	for (i = 0; i < t->nprocs; i++)
 		if (vrt_intern_host(t, t->procs[i].host, &h))
-			return fail(err, VRT_LOAD_ERR_NOMEM, name, "hosts");
+			return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name,
+			                     "hosts");
 	free(t->host_shift);
 	t->host_shift = calloc(t->nhosts ? t->nhosts : 1, sizeof(int64_t));
 	if (!t->host_shift)
-		return fail(err, VRT_LOAD_ERR_NOMEM, name, "hosts");
+		return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name, "hosts");
 	if (t->nhosts >= 2) {
 		for (h = 0; h < t->nhosts; h++) {
 			for (i = 0; i < t->nprocs; i++) {
@@ -3224,8 +3236,8 @@ enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
 	for (i = 0; i < npaths && !s; i++) {
 		struct stat sb;
 		if (stat(paths[i], &sb) < 0) {
-			s = fail(err, VRT_LOAD_ERR_IO, paths[i], "%s",
-			         strerror(errno));
+			s = vrt_load_fail(err, VRT_LOAD_ERR_IO, paths[i], "%s",
+			                  strerror(errno));
 		} else if (S_ISDIR(sb.st_mode)) {
 			s = open_dir(L, t, paths[i], err);
 		} else if (skip_irregular(t, paths[i], &irregular, &s, err)) {
@@ -3233,8 +3245,8 @@ enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
 		} else if (!s) {
 			struct lfile *f = file_new(L, paths[i]);
 			s = f ? prime(L, t, f, err)
-			      : fail(err, VRT_LOAD_ERR_NOMEM, paths[i],
-			             "decoder");
+			      : vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, paths[i],
+			                      "decoder");
 		}
 	}
 	/* Nothing but FIFOs and devices: that is the error. */
@@ -3262,7 +3274,9 @@ enum vrt_load_status vrt_load_open_buffer(struct vrt_trace *t,
 	L = lstate_of(t);
 	f = file_new(L, name);
 	if (!f)
-		return stick(L, fail(err, VRT_LOAD_ERR_NOMEM, name, "decoder"),
+		return stick(L,
+		             vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name,
+		                           "decoder"),
 		             err);
 	f->is_buf = 1;
 	f->eof = 1;
@@ -3298,8 +3312,9 @@ static enum vrt_load_status finish_stream(struct lstate *L, struct vrt_trace *t,
 	if (L->delivered && L->last_ts > t->end_ns)
 		t->end_ns = L->last_ts;
 	if (vrt_intern_sort_devices(t))
-		return fail(err, VRT_LOAD_ERR_NOMEM,
-		            L->nfiles ? L->files[0]->name : "", "devices");
+		return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM,
+		                     L->nfiles ? L->files[0]->name : "",
+		                     "devices");
 	if (t->device_remap)
 		for (i = 0; i < t->nsamples; i++)
 			if (t->samples[i].device >= 0 &&
@@ -3341,7 +3356,8 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 		return L->failed;
 	}
 	if (!L || !L->opened)
-		return fail(err, VRT_LOAD_ERR_IO, "", "no trace is open");
+		return vrt_load_fail(err, VRT_LOAD_ERR_IO, "",
+		                     "no trace is open");
 	while (got < max && !L->ended) {
 		struct lfile *slow = NULL;
 		int64_t bound = INT64_MAX, lim;
@@ -3419,80 +3435,7 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 	return VRT_LOAD_OK;
 }
 
-/* ---- text files, release ------------------------------------------------- */
-
-/* read(2) until n bytes, the end of the file or an error: what was read
- * into *got. 0, or -1 with errno set. */
-static int read_upto(int fd, uint8_t *b, size_t n, size_t *got)
-{
-	ssize_t r;
-
-	*got = 0;
-	while (*got < n) {
-		r = read(fd, b + *got, n - *got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -1;
-		if (r == 0)
-			break;
-		*got += (size_t)r;
-	}
-	return 0;
-}
-
-enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
-                                   struct vrt_load_error *err)
-{
-	char why[128];
-
-	if (vrt_readfile_read(path, VRT_READFILE_TEXT_MAX, text, len, why,
-	                      sizeof(why)))
-		return fail(err,
-		            strcmp(why, "out of memory") ? VRT_LOAD_ERR_IO
-		                                         : VRT_LOAD_ERR_NOMEM,
-		            path, "%s", why);
-	return VRT_LOAD_OK;
-}
-
-enum vrt_load_status vrt_load_head(const char *path, size_t max, uint8_t **buf,
-                                   size_t *len, int *more,
-                                   struct vrt_load_error *err)
-{
-	char why[128];
-	int fd = vrt_readfile_open(path, why, sizeof(why));
-	uint8_t *b = NULL, probe;
-	size_t n = 0, got = 0;
-	enum vrt_load_status s = VRT_LOAD_OK;
-
-	*more = 0;
-	if (fd < 0)
-		return fail(err, VRT_LOAD_ERR_IO, path, "%s", why);
-	b = malloc(max + 1);
-	if (!b) {
-		s = fail(err, VRT_LOAD_ERR_NOMEM, path, "buffer of %zu bytes",
-		         max + 1);
-		goto out;
-	}
-	/* One byte more says whether the file goes on (a pipe or a file
-	 * still growing has no reliable size). */
-	if (read_upto(fd, b, max, &n) ||
-	    (n == max && read_upto(fd, &probe, 1, &got))) {
-		s = fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
-		goto out;
-	}
-	*more = got > 0;
-out:
-	close(fd);
-	if (s) {
-		free(b);
-		return s;
-	}
-	b[n] = 0;
-	*buf = b;
-	*len = n;
-	return VRT_LOAD_OK;
-}
+/* ---- release ------------------------------------------------------------ */
 
 void vrt_load_free(struct vrt_trace *t)
 {

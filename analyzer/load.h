@@ -251,6 +251,13 @@ struct vrt_load_error {
 	char msg[512];
 };
 
+/* Fills err (status s, path, msg "<status name>: <printf of fmt>", cut to
+ * fit) and returns s: the one way this loader and the readers of other
+ * input files (textfile.h) word an error. */
+__attribute__((format(printf, 4, 5))) enum vrt_load_status
+vrt_load_fail(struct vrt_load_error *err, enum vrt_load_status s,
+              const char *path, const char *fmt, ...);
+
 /*
  * Streaming (one pass, memory bounded by live metadata, not by events):
  *
@@ -296,20 +303,6 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 
 /* Releases everything t holds (safe after any failure). */
 void vrt_load_free(struct vrt_trace *t);
-
-/* Reads a whole small text file (a rules file, a config.json) into a
- * NUL-terminated malloc'd buffer: a regular file of at most
- * VRT_READFILE_TEXT_MAX bytes (readfile.h), never a FIFO or a device.
- * Same error convention as the trace loaders. */
-enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
-                                   struct vrt_load_error *err);
-
-/* Reads at most max bytes from the start of the file at path into a
- * malloc'd buffer (NUL-terminated, so a small text file reads as text);
- * *more: 1 when the file goes on past them. Same error convention. */
-enum vrt_load_status vrt_load_head(const char *path, size_t max, uint8_t **buf,
-                                   size_t *len, int *more,
-                                   struct vrt_load_error *err);
 
 /* Events the run's processes made: procs[].events summed (a REPEAT's
  * folded pairs count as the allocations and frees they were). */
