@@ -88,6 +88,25 @@ static void itab_set(struct vrt_intern_tab *it, size_t slot, uint64_t h,
 	it->n++;
 }
 
+/* The index of the entry of hash h that eq() accepts; else -1, with *slot
+ * the empty slot for a new entry and room made for it both in it and in
+ * the table it indexes (*arr, n elements of sz bytes, *cap of room); -2
+ * when out of memory. */
+static int64_t itab_lookup(struct vrt_intern_tab *it, uint64_t h,
+                           int (*eq)(const void *ctx, uint32_t v),
+                           const void *ctx, size_t *slot, void **arr,
+                           size_t *cap, size_t n, size_t sz)
+{
+	if (itab_reserve(it))
+		return -2;
+	*slot = itab_find(it, h, eq, ctx);
+	if (it->s[*slot].v)
+		return it->s[*slot].v - 1;
+	if (n >= UINT32_MAX - 1 || vrt_array_grow(arr, cap, n + 1, sz))
+		return -2;
+	return -1;
+}
+
 struct str_key {
 	const struct vrt_trace *t;
 	const char *s;
@@ -105,19 +124,14 @@ uint32_t vrt_intern_str(struct vrt_trace *t, const char *s, int *oom)
 	struct str_key k = {t, s};
 	uint64_t h = hash_bytes(s);
 	size_t slot;
+	int64_t v = itab_lookup(&in->strs, h, str_eq, &k, &slot,
+	                        (void **)&t->strs, &t->cap_strs, t->nstrs,
+	                        sizeof(*t->strs));
 	char *d;
 
-	if (itab_reserve(&in->strs))
-		goto nomem;
-	slot = itab_find(&in->strs, h, str_eq, &k);
-	if (in->strs.s[slot].v)
-		return in->strs.s[slot].v - 1;
-	if (t->nstrs >= UINT32_MAX - 1 ||
-	    vrt_array_grow((void **)&t->strs, &t->cap_strs, t->nstrs + 1,
-	                   sizeof(*t->strs)))
-		goto nomem;
-	d = strdup(s);
-	if (!d)
+	if (v >= 0)
+		return (uint32_t)v;
+	if (v < -1 || !(d = strdup(s)))
 		goto nomem;
 	t->strs[t->nstrs] = d;
 	itab_set(&in->strs, slot, h, (uint32_t)t->nstrs);
@@ -173,22 +187,19 @@ uint32_t vrt_intern_frame(struct vrt_trace *t, const struct vrt_frame *f,
 	struct frame_key k = {t, f};
 	uint64_t h = frame_hash(f);
 	size_t slot;
+	int64_t v = itab_lookup(&in->frames, h, frame_eq, &k, &slot,
+	                        (void **)&t->frames, &t->cap_frames, t->nframes,
+	                        sizeof(*t->frames));
 
-	if (itab_reserve(&in->frames))
-		goto nomem;
-	slot = itab_find(&in->frames, h, frame_eq, &k);
-	if (in->frames.s[slot].v)
-		return in->frames.s[slot].v - 1;
-	if (t->nframes >= UINT32_MAX - 1 ||
-	    vrt_array_grow((void **)&t->frames, &t->cap_frames, t->nframes + 1,
-	                   sizeof(*t->frames)))
-		goto nomem;
+	if (v >= 0)
+		return (uint32_t)v;
+	if (v < -1) {
+		*oom = 1;
+		return 0;
+	}
 	t->frames[t->nframes] = *f;
 	itab_set(&in->frames, slot, h, (uint32_t)t->nframes);
 	return (uint32_t)t->nframes++;
-nomem:
-	*oom = 1;
-	return 0;
 }
 
 struct stack_key {
@@ -211,26 +222,23 @@ uint32_t vrt_intern_stack(struct vrt_trace *t, uint32_t parent, uint32_t frame,
 	uint64_t h = vrt_intern_mix64(((uint64_t)parent << 32 | frame) ^
 	                              0x5bd1e995ull);
 	size_t slot;
+	int64_t v = itab_lookup(&in->stacks, h, stack_eq, &k, &slot,
+	                        (void **)&t->stacks, &t->cap_stacks, t->nstacks,
+	                        sizeof(*t->stacks));
 	struct vrt_stack *st;
 
-	if (itab_reserve(&in->stacks))
-		goto nomem;
-	slot = itab_find(&in->stacks, h, stack_eq, &k);
-	if (in->stacks.s[slot].v)
-		return in->stacks.s[slot].v - 1;
-	if (t->nstacks >= UINT32_MAX - 1 ||
-	    vrt_array_grow((void **)&t->stacks, &t->cap_stacks, t->nstacks + 1,
-	                   sizeof(*t->stacks)))
-		goto nomem;
+	if (v >= 0)
+		return (uint32_t)v;
+	if (v < -1) {
+		*oom = 1;
+		return 0;
+	}
 	st = &t->stacks[t->nstacks];
 	st->parent = parent;
 	st->frame = frame;
 	st->depth = t->stacks[parent].depth + 1;
 	itab_set(&in->stacks, slot, h, (uint32_t)t->nstacks);
 	return (uint32_t)t->nstacks++;
-nomem:
-	*oom = 1;
-	return 0;
 }
 
 /* The fixed names: 0..VRT_PHASE_BUILTIN_MAX and the inferred kv_cache. */
