@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "intern.h"
 #include "rules.h"
 #include "vramtrace/trace_format.h"
 
@@ -77,7 +78,7 @@ static int rule_phase(struct vrt_attrib *a, struct vrt_trace *t, int k)
 		g = (int)id;
 	} else {
 		name = vrt_rules_phase_name(a->rules, id);
-		g = vrt_load_phase_intern(t, name ? name : "unattributed");
+		g = vrt_intern_phase(t, name ? name : "unattributed");
 	}
 	if (g >= 0 && k >= 0 && k < a->ncache)
 		a->cache[k] = g;

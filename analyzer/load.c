@@ -44,11 +44,12 @@
  * first event goes out, exactly as a whole-file reader would). Frames and
  * call paths declared since the last watermark are interned at the next
  * one (or at the end of the file) in id order into tables shared by all
- * files, keyed by names, so the same call path in two processes is one
- * stack. An id nothing declares resolves to "no stack" (or the unknown
+ * files, keyed by names (intern.c), so the same call path in two
+ * processes is one stack. An id nothing declares resolves to "no stack" (or the unknown
  * frame): never an error. Devices get global indexes in order of first
- * appearance; the end of the stream orders them by (host, ordinal) and
- * says how in t->device_remap.
+ * appearance (intern.c says which card an ordinal or UUID is); the end of
+ * the stream orders them by (host, ordinal) and says how in
+ * t->device_remap.
  *
  * Opening reads every file up to its first watermark, so all processes
  * (and the hosts whose clocks are aligned onto the first host's) are known
@@ -58,15 +59,18 @@
  * (a FIFO named *.vtrace, a device) is never opened for reading (it would
  * block or never end). In a run directory, and among several paths given,
  * such a file is skipped with a note in t->skipped; alone, it is an error.
- * Text inputs (rules, config.json) are capped at VRT_READFILE_TEXT_MAX.
+ * Which files a run directory holds, in what order, and each process's
+ * "<pid>.exit" are tracedir.c's.
  *
  * Single-threaded, no globals. Every length read from the input is
  * bounds-checked; no input can make this file assert or crash.
  */
 #include "load.h"
+#include "array.h"
+#include "intern.h"
 #include "readfile.h"
+#include "tracedir.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -126,9 +130,9 @@ const char *vrt_load_status_name(enum vrt_load_status s)
 	return "unknown error";
 }
 
-__attribute__((format(printf, 4, 5))) static enum vrt_load_status
-fail(struct vrt_load_error *err, enum vrt_load_status s, const char *path,
-     const char *fmt, ...)
+enum vrt_load_status vrt_load_fail(struct vrt_load_error *err,
+                                   enum vrt_load_status s, const char *path,
+                                   const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -143,28 +147,6 @@ fail(struct vrt_load_error *err, enum vrt_load_status s, const char *path,
 	vsnprintf(err->msg + n, sizeof(err->msg) - (size_t)n, fmt, ap);
 	va_end(ap);
 	return s;
-}
-
-/* Grows *arr (of *cap elements of size sz) to hold at least need. */
-static int grow(void **arr, size_t *cap, size_t need, size_t sz)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 64;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / sz)
-			return -1;
-		ncap *= 2;
-	}
-	p = realloc(*arr, ncap * sz);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = ncap;
-	return 0;
 }
 
 /* ---- record fields --------------------------------------------------- */
@@ -216,301 +198,7 @@ static char *dup_bytes(const uint8_t *p, size_t n)
 	return s;
 }
 
-/* ---- tables shared by the files of one load ------------------------------ */
-
-/* Open addressing, linear probing; a slot holds a hash and an index + 1
- * (0 = empty). Entries are never removed. */
-struct itab {
-	struct islot {
-		uint64_t h;
-		uint32_t v;
-	} * s;
-	size_t cap, n;
-};
-
-struct intern {
-	struct itab strs, frames, stacks;
-};
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
-static uint64_t hash_bytes(const char *p)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	while (*p)
-		h = (h ^ (uint8_t)*p++) * 0x100000001b3ull;
-	return mix64(h);
-}
-
-static int itab_grow(struct itab *it)
-{
-	size_t ncap = it->cap ? it->cap * 2 : 256, i;
-	struct islot *ns = calloc(ncap, sizeof(*ns));
-
-	if (!ns)
-		return -1;
-	for (i = 0; i < it->cap; i++) {
-		size_t j;
-		if (!it->s[i].v)
-			continue;
-		j = it->s[i].h & (ncap - 1);
-		while (ns[j].v)
-			j = (j + 1) & (ncap - 1);
-		ns[j] = it->s[i];
-	}
-	free(it->s);
-	it->s = ns;
-	it->cap = ncap;
-	return 0;
-}
-
-/* Index of the slot for hash h whose entry eq() accepts, or of the empty
- * slot ending the probe; requires cap > n. */
-static size_t itab_find(const struct itab *it, uint64_t h,
-                        int (*eq)(const void *ctx, uint32_t v), const void *ctx)
-{
-	size_t i = h & (it->cap - 1);
-
-	while (it->s[i].v) {
-		if (it->s[i].h == h && eq(ctx, it->s[i].v - 1))
-			return i;
-		i = (i + 1) & (it->cap - 1);
-	}
-	return i;
-}
-
-/* Prepares room for one more entry. */
-static int itab_reserve(struct itab *it)
-{
-	if ((it->n + 1) * 10 > it->cap * 7)
-		return itab_grow(it);
-	return 0;
-}
-
-static void itab_set(struct itab *it, size_t slot, uint64_t h, uint32_t v)
-{
-	it->s[slot].h = h;
-	it->s[slot].v = v + 1;
-	it->n++;
-}
-
-struct str_key {
-	const struct vrt_trace *t;
-	const char *s;
-};
-
-static int str_eq(const void *ctx, uint32_t v)
-{
-	const struct str_key *k = ctx;
-	return !strcmp(k->t->strs[v], k->s);
-}
-
-/* Interns a NUL-terminated string; returns its index (> 0) or 0 when out
- * of memory (callers check with *oom). */
-static uint32_t intern_str(struct vrt_trace *t, const char *s, int *oom)
-{
-	struct intern *in = t->intern;
-	struct str_key k = {t, s};
-	uint64_t h = hash_bytes(s);
-	size_t slot;
-	char *d;
-
-	if (itab_reserve(&in->strs))
-		goto nomem;
-	slot = itab_find(&in->strs, h, str_eq, &k);
-	if (in->strs.s[slot].v)
-		return in->strs.s[slot].v - 1;
-	if (t->nstrs >= UINT32_MAX - 1 || grow((void **)&t->strs, &t->cap_strs,
-	                                       t->nstrs + 1, sizeof(*t->strs)))
-		goto nomem;
-	d = strdup(s);
-	if (!d)
-		goto nomem;
-	t->strs[t->nstrs] = d;
-	itab_set(&in->strs, slot, h, (uint32_t)t->nstrs);
-	return (uint32_t)t->nstrs++;
-nomem:
-	*oom = 1;
-	return 0;
-}
-
-/* intern_str for bytes from a record (not NUL-terminated). */
-static uint32_t intern_bytes(struct vrt_trace *t, const uint8_t *p, size_t n,
-                             int *oom)
-{
-	char *s = dup_bytes(p, n);
-	uint32_t v;
-
-	if (!s) {
-		*oom = 1;
-		return 0;
-	}
-	v = intern_str(t, s, oom);
-	free(s);
-	return v;
-}
-
-static uint64_t frame_hash(const struct vrt_frame *f)
-{
-	uint64_t h = mix64(f->kind + 0x9e3779b97f4a7c15ull);
-	h = mix64(h ^ f->function);
-	h = mix64(h ^ ((uint64_t)f->file << 1));
-	h = mix64(h ^ f->line);
-	h = mix64(h ^ f->offset);
-	return mix64(h ^ f->ip);
-}
-
-struct frame_key {
-	const struct vrt_trace *t;
-	const struct vrt_frame *f;
-};
-
-static int frame_eq(const void *ctx, uint32_t v)
-{
-	const struct frame_key *k = ctx;
-	const struct vrt_frame *a = &k->t->frames[v], *b = k->f;
-	return a->kind == b->kind && a->function == b->function &&
-	       a->file == b->file && a->line == b->line &&
-	       a->offset == b->offset && a->ip == b->ip;
-}
-
-/* Returns the frame's index, or 0 (the unknown frame) with *oom set. */
-static uint32_t intern_frame(struct vrt_trace *t, const struct vrt_frame *f,
-                             int *oom)
-{
-	struct intern *in = t->intern;
-	struct frame_key k = {t, f};
-	uint64_t h = frame_hash(f);
-	size_t slot;
-
-	if (itab_reserve(&in->frames))
-		goto nomem;
-	slot = itab_find(&in->frames, h, frame_eq, &k);
-	if (in->frames.s[slot].v)
-		return in->frames.s[slot].v - 1;
-	if (t->nframes >= UINT32_MAX - 1 ||
-	    grow((void **)&t->frames, &t->cap_frames, t->nframes + 1,
-	         sizeof(*t->frames)))
-		goto nomem;
-	t->frames[t->nframes] = *f;
-	itab_set(&in->frames, slot, h, (uint32_t)t->nframes);
-	return (uint32_t)t->nframes++;
-nomem:
-	*oom = 1;
-	return 0;
-}
-
-struct stack_key {
-	const struct vrt_trace *t;
-	uint32_t parent, frame;
-};
-
-static int stack_eq(const void *ctx, uint32_t v)
-{
-	const struct stack_key *k = ctx;
-	return k->t->stacks[v].parent == k->parent &&
-	       k->t->stacks[v].frame == k->frame;
-}
-
-/* The stack (parent, frame); parent must exist. 0 with *oom set. */
-static uint32_t intern_stack(struct vrt_trace *t, uint32_t parent,
-                             uint32_t frame, int *oom)
-{
-	struct intern *in = t->intern;
-	struct stack_key k = {t, parent, frame};
-	uint64_t h = mix64(((uint64_t)parent << 32 | frame) ^ 0x5bd1e995ull);
-	size_t slot;
-	struct vrt_stack *st;
-
-	if (itab_reserve(&in->stacks))
-		goto nomem;
-	slot = itab_find(&in->stacks, h, stack_eq, &k);
-	if (in->stacks.s[slot].v)
-		return in->stacks.s[slot].v - 1;
-	if (t->nstacks >= UINT32_MAX - 1 ||
-	    grow((void **)&t->stacks, &t->cap_stacks, t->nstacks + 1,
-	         sizeof(*t->stacks)))
-		goto nomem;
-	st = &t->stacks[t->nstacks];
-	st->parent = parent;
-	st->frame = frame;
-	st->depth = t->stacks[parent].depth + 1;
-	itab_set(&in->stacks, slot, h, (uint32_t)t->nstacks);
-	return (uint32_t)t->nstacks++;
-nomem:
-	*oom = 1;
-	return 0;
-}
-
-static const char *const inferred_kv_name = "kv_cache (inferred)";
-
-/* The fixed names: 0..VRT_PHASE_BUILTIN_MAX and the inferred kv_cache. */
-static int phases_init(struct vrt_trace *t)
-{
-	unsigned i;
-
-	for (i = (unsigned)t->nphases; i <= VRT_LOAD_PHASE_INFERRED_KV; i++) {
-		const char *n = i == VRT_LOAD_PHASE_INFERRED_KV
-		                        ? inferred_kv_name
-		                        : vrt_phase_builtin_name(i);
-		t->phases[i] = strdup(n ? n : "reserved");
-		if (!t->phases[i])
-			return -1;
-		t->nphases = i + 1;
-	}
-	return 0;
-}
-
-int vrt_load_phase_intern(struct vrt_trace *t, const char *name)
-{
-	size_t i;
-
-	if (phases_init(t))
-		return -1;
-	for (i = 0; i < t->nphases; i++)
-		if (!strcmp(t->phases[i], name))
-			return (int)i;
-	if (t->nphases == VRT_LOAD_MAX_PHASES - 1) {
-		/* Full: every further name shares one last entry. */
-		t->phases[t->nphases] = strdup("other");
-		if (!t->phases[t->nphases])
-			return -1;
-		t->nphases++;
-	}
-	if (t->nphases == VRT_LOAD_MAX_PHASES)
-		return VRT_LOAD_MAX_PHASES - 1;
-	t->phases[t->nphases] = strdup(name);
-	if (!t->phases[t->nphases])
-		return -1;
-	return (int)t->nphases++;
-}
-
-/* Creates the shared tables with their fixed first entries (t->intern,
- * the loader's state, is already there). */
-static int tables_init(struct vrt_trace *t)
-{
-	if (t->nstrs)
-		return 0;
-	if (grow((void **)&t->strs, &t->cap_strs, 1, sizeof(*t->strs)) ||
-	    grow((void **)&t->frames, &t->cap_frames, 1, sizeof(*t->frames)) ||
-	    grow((void **)&t->stacks, &t->cap_stacks, 1, sizeof(*t->stacks)))
-		return -1;
-	t->strs[0] = NULL;
-	t->nstrs = 1;
-	memset(&t->frames[0], 0, sizeof(t->frames[0]));
-	t->nframes = 1;
-	memset(&t->stacks[0], 0, sizeof(t->stacks[0]));
-	t->nstacks = 1;
-	return phases_init(t);
-}
+/* ---- the shared tables, as callers read them -------------------------- */
 
 uint64_t vrt_load_events(const struct vrt_trace *t)
 {
@@ -533,7 +221,7 @@ const char *vrt_load_phase_name(const struct vrt_trace *t, unsigned phase,
 	if (phase < t->nphases && t->phases[phase])
 		return t->phases[phase];
 	if (phase == VRT_LOAD_PHASE_INFERRED_KV)
-		return inferred_kv_name;
+		return VRT_LOAD_PHASE_INFERRED_KV_NAME;
 	n = vrt_phase_builtin_name(phase);
 	if (n)
 		return n;
@@ -554,84 +242,6 @@ size_t vrt_load_stack_frames(const struct vrt_trace *t, uint32_t stack,
 		stack = t->stacks[stack].parent;
 	}
 	return n;
-}
-
-static int host_index(struct vrt_trace *t, const char *host, unsigned *idx)
-{
-	size_t i;
-	char **nh;
-
-	for (i = 0; i < t->nhosts; i++) {
-		if (!strcmp(t->hosts[i], host)) {
-			*idx = (unsigned)i;
-			return 0;
-		}
-	}
-	nh = realloc(t->hosts, (t->nhosts + 1) * sizeof(*nh));
-	if (!nh)
-		return -1;
-	t->hosts = nh;
-	nh[t->nhosts] = strdup(host);
-	if (!nh[t->nhosts])
-		return -1;
-	*idx = (unsigned)t->nhosts++;
-	return 0;
-}
-
-static void format_uuid(char *out, size_t outsz, int vendor, const uint8_t *u,
-                        size_t n)
-{
-	size_t i, o = 0;
-
-	out[0] = '\0';
-	if (n == 16) {
-		static const int dash[16] = {0, 0, 0, 1, 0, 1, 0, 1,
-		                             0, 1, 0, 0, 0, 0, 0, 0};
-		o = (size_t)snprintf(out, outsz, "%s",
-		                     vendor == VRT_VENDOR_CUDA ? "GPU-" : "");
-		for (i = 0; i < 16 && o + 3 < outsz; i++) {
-			o += (size_t)snprintf(out + o, outsz - o, "%02x%s",
-			                      u[i], dash[i] ? "-" : "");
-		}
-		return;
-	}
-	/* Not the 16 raw bytes the format names: keep it visible as hex. */
-	for (i = 0; i < n && o + 3 < outsz; i++)
-		o += (size_t)snprintf(out + o, outsz - o, "%02x", u[i]);
-}
-
-/* Finds or creates the global device for (uuid, or host+vendor+ordinal);
- * vendor 0 (unknown) matches any. */
-static int32_t global_device(struct vrt_trace *t, const char *host, int vendor,
-                             int64_t ordinal, const char *uuid)
-{
-	size_t i;
-	unsigned hidx;
-	struct vrt_device *d;
-
-	for (i = 0; i < t->ndevices; i++) {
-		d = &t->devices[i];
-		if (uuid[0] ? !strcmp(d->uuid, uuid)
-		            : (!d->uuid[0] && d->ordinal == ordinal &&
-		               (!vendor || !d->vendor || d->vendor == vendor) &&
-		               !strcmp(d->host, host)))
-			return (int32_t)i;
-	}
-	if (host_index(t, host, &hidx))
-		return -1;
-	if (grow((void **)&t->devices, &t->cap_devices, t->ndevices + 1,
-	         sizeof(*t->devices)))
-		return -1;
-	d = &t->devices[t->ndevices];
-	memset(d, 0, sizeof(*d));
-	d->host = strdup(host);
-	if (!d->host)
-		return -1;
-	d->ordinal = ordinal;
-	d->vendor = vendor;
-	d->host_idx = hidx;
-	snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
-	return (int32_t)t->ndevices++;
 }
 
 /* ---- loader state ------------------------------------------------------- */
@@ -855,7 +465,7 @@ struct lfile {
 };
 
 struct lstate {
-	struct intern in; /* first: the shared lookup tables */
+	struct vrt_intern in; /* first: the shared tables (intern.h) */
 	struct lfile **files;
 	size_t nfiles, capfiles;
 	ZSTD_DCtx *dctx;
@@ -883,7 +493,7 @@ static struct lstate *lstate_of(const struct vrt_trace *t)
 
 static size_t idtab_slot(const struct idtab *it, uint64_t id)
 {
-	size_t i = mix64(id) & (it->cap - 1);
+	size_t i = vrt_intern_mix64(id) & (it->cap - 1);
 	while (it->val[i] && it->key[i] != id)
 		i = (i + 1) & (it->cap - 1);
 	return i;
@@ -918,7 +528,7 @@ static int idtab_put(struct idtab *it, uint64_t id, uint32_t v)
 			size_t k;
 			if (!it->val[j])
 				continue;
-			k = mix64(it->key[j]) & (ncap - 1);
+			k = vrt_intern_mix64(it->key[j]) & (ncap - 1);
 			while (nv[k])
 				k = (k + 1) & (ncap - 1);
 			nk[k] = it->key[j];
@@ -980,7 +590,8 @@ static struct bstate *bstate_of(struct lfile *f, uint32_t tid)
 	for (size_t i = f->nbst; i-- > 0;)
 		if (f->bst[i]->tid == tid)
 			return f->bst[i];
-	if (grow((void **)&f->bst, &f->capbst, f->nbst + 1, sizeof(*f->bst)))
+	if (vrt_array_grow((void **)&f->bst, &f->capbst, f->nbst + 1,
+	                   sizeof(*f->bst)))
 		return NULL;
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -996,10 +607,11 @@ static enum vrt_load_status rec_error_at(struct lfile *f, uint64_t frame_off,
                                          struct vrt_load_error *err,
                                          uint64_t roff, const char *what)
 {
-	return fail(err, VRT_LOAD_ERR_RECORD, f->name,
-	            "%s in frame at byte %" PRIu64 " (record at offset %" PRIu64
-	            " of the decoded frame)",
-	            what, frame_off, roff);
+	return vrt_load_fail(err, VRT_LOAD_ERR_RECORD, f->name,
+	                     "%s in frame at byte %" PRIu64
+	                     " (record at offset %" PRIu64
+	                     " of the decoded frame)",
+	                     what, frame_off, roff);
 }
 
 static enum vrt_load_status rec_error(struct lfile *f,
@@ -1012,35 +624,10 @@ static enum vrt_load_status rec_error(struct lfile *f,
 static enum vrt_load_status nomem(struct lfile *f, struct vrt_load_error *err,
                                   const char *what)
 {
-	return fail(err, VRT_LOAD_ERR_NOMEM, f->name, "%s", what);
+	return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, f->name, "%s", what);
 }
 
-/* ---- records: metadata ---------------------------------------------------- */
-
-/* Reads "<dir>/<pid>.exit" (written by vramtrace record) if present. */
-static void read_exit_file(struct vrt_process *pr)
-{
-	char path[4200], why[128], *line = NULL;
-	const char *slash = strrchr(pr->path, '/');
-	int dirlen = slash ? (int)(slash - pr->path) : 1;
-	size_t len;
-	int code;
-
-	snprintf(path, sizeof(path), "%.*s/%" PRIu64 ".exit", dirlen,
-	         slash ? pr->path : ".", pr->pid);
-	/* Absent, not a regular file or not a line of ours: the exit
-	 * status stays unknown. */
-	if (vrt_readfile_read(path, 64, &line, &len, why, sizeof(why)))
-		return;
-	if (sscanf(line, "exit %d", &code) == 1 && code >= 0) {
-		pr->exit_kind = VRT_EXIT_CODE;
-		pr->exit_code = code;
-	} else if (sscanf(line, "signal %d", &code) == 1 && code > 0) {
-		pr->exit_kind = VRT_EXIT_SIGNAL;
-		pr->exit_code = code;
-	}
-	free(line);
-}
+/* ---- records: metadata ------------------------------------------------ */
 
 static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
                                          struct cursor *c, uint64_t roff,
@@ -1053,26 +640,28 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 
 	if ((size_t)(c->end - c->p) < VRT_TRACE_MAGIC_LEN ||
 	    memcmp(c->p, VRT_TRACE_MAGIC, VRT_TRACE_MAGIC_LEN))
-		return fail(err, VRT_LOAD_ERR_BAD_MAGIC, f->name,
-		            "bad magic in HEADER (frame at byte %" PRIu64 ")",
-		            f->frame_off);
+		return vrt_load_fail(
+		        err, VRT_LOAD_ERR_BAD_MAGIC, f->name,
+		        "bad magic in HEADER (frame at byte %" PRIu64 ")",
+		        f->frame_off);
 	c->p += VRT_TRACE_MAGIC_LEN;
 	version = get_u(c);
 	if (c->bad)
 		return rec_error(f, err, roff, "short HEADER");
 	if (version > VRT_TRACE_VERSION)
-		return fail(err, VRT_LOAD_ERR_VERSION, f->name,
-		            "format version %" PRIu64 " is newer than this "
-		            "vramtrace supports (%d)",
-		            version, VRT_TRACE_VERSION);
+		return vrt_load_fail(err, VRT_LOAD_ERR_VERSION, f->name,
+		                     "format version %" PRIu64
+		                     " is newer than this "
+		                     "vramtrace supports (%d)",
+		                     version, VRT_TRACE_VERSION);
 	if (version < VRT_TRACE_VERSION_OLDEST)
-		return fail(err, VRT_LOAD_ERR_BAD_MAGIC, f->name,
-		            "format version %" PRIu64 " is not valid",
-		            version);
+		return vrt_load_fail(err, VRT_LOAD_ERR_BAD_MAGIC, f->name,
+		                     "format version %" PRIu64 " is not valid",
+		                     version);
 	f->version = (unsigned)version;
 	if (t->nprocs >= UINT32_MAX ||
-	    grow((void **)&t->procs, &t->cap_procs, t->nprocs + 1,
-	         sizeof(*t->procs)))
+	    vrt_array_grow((void **)&t->procs, &t->cap_procs, t->nprocs + 1,
+	                   sizeof(*t->procs)))
 		return nomem(f, err, "header");
 	pr = &t->procs[t->nprocs];
 	memset(pr, 0, sizeof(*pr));
@@ -1108,7 +697,7 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 		pr->argc = i + 1;
 	}
 	if (!f->is_buf)
-		read_exit_file(pr);
+		vrt_tracedir_read_exit(pr);
 	return VRT_LOAD_OK;
 }
 
@@ -1124,7 +713,6 @@ static enum vrt_load_status parse_device(struct vrt_trace *t, struct lfile *f,
                                          struct vrt_load_error *err)
 {
 	struct vrt_process *pr = &t->procs[f->proc];
-	struct vrt_device *d;
 	const uint8_t *name, *uuid;
 	size_t nname, nuuid, i;
 	char ustr[64];
@@ -1138,36 +726,14 @@ static enum vrt_load_status parse_device(struct vrt_trace *t, struct lfile *f,
 	nuuid = get_str(c, &uuid);
 	if (c->bad || ordinal > INT32_MAX)
 		return rec_error(f, err, roff, "malformed DEVICE");
-	format_uuid(ustr, sizeof(ustr), (int)vendor, uuid, nuuid);
-	g = global_device(t, pr->host, vendor <= 255 ? (int)vendor : 0,
-	                  (int64_t)ordinal, ustr);
+	vrt_intern_format_uuid(ustr, sizeof(ustr), (int)vendor, uuid, nuuid);
+	g = vrt_intern_device(t, pr->host, vendor <= 255 ? (int)vendor : 0,
+	                      (int64_t)ordinal, ustr);
 	if (g < 0)
 		return nomem(f, err, "device");
-	d = &t->devices[g];
-	if (!d->name) {
-		d->name = dup_bytes(name, nname);
-		if (!d->name)
-			return nomem(f, err, "device");
-		d->vendor = vendor <= 255 ? (int)vendor : 0;
-		d->total_bytes = total;
-		d->have_total = 1;
-		d->pid = pr->pid;
-	} else if (!d->conflict[0] &&
-	           ((total && d->total_bytes && total != d->total_bytes) ||
-	            (nname && d->name[0] &&
-	             (nname != strlen(d->name) ||
-	              memcmp(name, d->name, nname))) ||
-	            (pr->host && strcmp(pr->host, d->host)))) {
-		/* One UUID, two cards: the same card cannot have two names,
-		 * two capacities or two hosts. */
-		snprintf(d->conflict, sizeof(d->conflict),
-		         "PID %" PRIu64 " on %.40s names it '%.*s' of %" PRIu64
-		         " bytes; PID %" PRIu64 " on %.40s named it '%.40s' of "
-		         "%" PRIu64 " bytes",
-		         pr->pid, pr->host, (int)(nname < 40 ? nname : 40),
-		         (const char *)name, total, d->pid, d->host, d->name,
-		         d->total_bytes);
-	}
+	if (vrt_intern_device_name(t, g, pr, vendor <= 255 ? (int)vendor : 0,
+	                           total, name, nname))
+		return nomem(f, err, "device");
 	for (i = 0; i < f->ndevs; i++) {
 		if (f->devs[i].ordinal == (int64_t)ordinal &&
 		    (uint64_t)f->devs[i].vendor == vendor) {
@@ -1205,7 +771,7 @@ static enum vrt_load_status parse_symbolic(struct vrt_trace *t,
 		n = get_str(c, &s);
 		if (c->bad)
 			return rec_error(f, err, roff, "malformed STRING");
-		g = intern_bytes(t, s, n, &oom);
+		g = vrt_intern_bytes(t, s, n, &oom);
 		if (oom || idtab_put(&f->strs, id, g))
 			break;
 		return VRT_LOAD_OK;
@@ -1223,8 +789,8 @@ static enum vrt_load_status parse_symbolic(struct vrt_trace *t,
 		if (c->bad || fr.kind > VRT_FRAME_PYTHON)
 			return rec_error(f, err, roff, "malformed FRAME");
 		if (f->nffr >= UINT32_MAX - 1 ||
-		    grow((void **)&f->ffr, &f->capffr, f->nffr + 1,
-		         sizeof(*f->ffr)) ||
+		    vrt_array_grow((void **)&f->ffr, &f->capffr, f->nffr + 1,
+		                   sizeof(*f->ffr)) ||
 		    idtab_put(&f->frames, id, (uint32_t)f->nffr))
 			break;
 		f->ffr[f->nffr++] = fr;
@@ -1240,8 +806,8 @@ static enum vrt_load_status parse_symbolic(struct vrt_trace *t,
 		if (c->bad || id == 0)
 			return rec_error(f, err, roff, "malformed STACK");
 		if (f->nfst >= UINT32_MAX - 1 ||
-		    grow((void **)&f->fst, &f->capfst, f->nfst + 1,
-		         sizeof(*f->fst)) ||
+		    vrt_array_grow((void **)&f->fst, &f->capfst, f->nfst + 1,
+		                   sizeof(*f->fst)) ||
 		    idtab_put(&f->stacks, id, (uint32_t)f->nfst))
 			break;
 		f->fst[f->nfst++] = st;
@@ -1259,7 +825,7 @@ static enum vrt_load_status parse_symbolic(struct vrt_trace *t,
 		name = dup_bytes(s, n);
 		if (!name)
 			break;
-		g = vrt_load_phase_intern(t, name[0] ? name : "(unnamed)");
+		g = vrt_intern_phase(t, name[0] ? name : "(unnamed)");
 		free(name);
 		if (g < 0 || idtab_put(&f->phases, id, (uint32_t)g))
 			break;
@@ -1312,8 +878,8 @@ static int heap_push(struct lstate *L, struct run *r)
 {
 	size_t i;
 
-	if (grow((void **)&L->heap, &L->capheap, L->nheap + 1,
-	         sizeof(*L->heap)))
+	if (vrt_array_grow((void **)&L->heap, &L->capheap, L->nheap + 1,
+	                   sizeof(*L->heap)))
 		return -1;
 	i = L->nheap++;
 	while (i) {
@@ -1613,7 +1179,8 @@ static enum vrt_load_status push_event(struct lstate *L, struct lfile *f,
 	if (!f->eseg && !(f->eseg = run_new(L, f, RUN_EV)))
 		return nomem(f, err, "events");
 	r = f->eseg;
-	if (grow((void **)&r->evs, &r->cap, r->nev + 1, sizeof(*r->evs)))
+	if (vrt_array_grow((void **)&r->evs, &r->cap, r->nev + 1,
+	                   sizeof(*r->evs)))
 		return nomem(f, err, "events");
 	(void)clock_at(f, rec);
 	e->ts = chunk_time(&f->ts, dts);
@@ -1699,8 +1266,8 @@ static enum vrt_load_status parse_event(struct lstate *L, struct vrt_trace *t,
 		if (have_info)
 			e.flags |= VRT_EV_HAVE_INFO;
 		if (t->nfails >= UINT32_MAX ||
-		    grow((void **)&t->fails, &t->cap_fails, t->nfails + 1,
-		         sizeof(*t->fails)))
+		    vrt_array_grow((void **)&t->fails, &t->cap_fails,
+		                   t->nfails + 1, sizeof(*t->fails)))
 			return nomem(f, err, "events");
 		t->fails[t->nfails].free_bytes = have_info ? fr : 0;
 		t->fails[t->nfails].total_bytes = have_info ? to : 0;
@@ -1740,8 +1307,9 @@ static enum vrt_load_status parse_sample(struct lstate *L, struct vrt_trace *t,
 				return rec_error(f, err, roff,
 				                 "malformed SAMPLE");
 			if (t->nsample_pids >= UINT32_MAX ||
-			    grow((void **)&t->sample_pids, &t->cap_sample_pids,
-			         t->nsample_pids + 1, sizeof(sp)))
+			    vrt_array_grow((void **)&t->sample_pids,
+			                   &t->cap_sample_pids,
+			                   t->nsample_pids + 1, sizeof(sp)))
 				return nomem(f, err, "samples");
 			t->sample_pids[t->nsample_pids++] = sp;
 		}
@@ -1757,8 +1325,8 @@ static enum vrt_load_status parse_sample(struct lstate *L, struct vrt_trace *t,
 	}
 	if (c->bad)
 		return rec_error(f, err, roff, "malformed SAMPLE");
-	if (grow((void **)&t->samples, &t->cap_samples, t->nsamples + 1,
-	         sizeof(smp)) ||
+	if (vrt_array_grow((void **)&t->samples, &t->cap_samples,
+	                   t->nsamples + 1, sizeof(smp)) ||
 	    t->nsamples >= UINT32_MAX)
 		return nomem(f, err, "samples");
 	t->samples[t->nsamples] = smp;
@@ -1823,7 +1391,7 @@ static enum vrt_load_status parse_chunk_event(struct lstate *L,
 	if (c->bad)
 		return rec_error(f, err, roff, "short event record");
 	if (type == VRT_REC_MARK || type == VRT_REC_PROC) {
-		e.extra = intern_bytes(t, s, n, &oom);
+		e.extra = vrt_intern_bytes(t, s, n, &oom);
 		if (oom)
 			return nomem(f, err, "strings");
 	}
@@ -1880,10 +1448,11 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 		pe = p + plen;
 		if (__builtin_expect(!f->have_header, 0)) {
 			if (type != VRT_REC_HEADER) {
-				st = fail(err, VRT_LOAD_ERR_NO_HEADER, f->name,
-				          "first record is type %u, not a "
-				          "HEADER",
-				          type);
+				st = vrt_load_fail(
+				        err, VRT_LOAD_ERR_NO_HEADER, f->name,
+				        "first record is type %u, not a "
+				        "HEADER",
+				        type);
 				break;
 			}
 			c.p = p;
@@ -2215,7 +1784,7 @@ static int file_phase(struct vrt_trace *t, struct lfile *f, unsigned id)
 		return (int)i;
 	}
 	snprintf(name, sizeof(name), "phase-%u", id);
-	return vrt_load_phase_intern(t, name);
+	return vrt_intern_phase(t, name);
 }
 
 /* Shared stack index of file stack k, interning its path outermost
@@ -2250,7 +1819,7 @@ static int resolve_stack(struct vrt_trace *t, struct lfile *f, size_t k,
 		struct file_stack *st = &f->fst[chain[--len]];
 		int64_t fi = idtab_get(&f->frames, st->frame);
 		uint32_t frame = fi < 0 ? 0 : f->ffr[fi].g;
-		base = intern_stack(t, base, frame, &oom);
+		base = vrt_intern_stack(t, base, frame, &oom);
 		if (oom)
 			return -1;
 		st->g = base;
@@ -2312,7 +1881,7 @@ static enum vrt_load_status intern_new_symbols(struct vrt_trace *t,
 			if (!fr.function)
 				fr.ip = ff->ip;
 		}
-		ff->g = intern_frame(t, &fr, &oom);
+		ff->g = vrt_intern_frame(t, &fr, &oom);
 		if (oom)
 			goto nomem;
 	}
@@ -2396,10 +1965,10 @@ static enum vrt_load_status map_device(struct vrt_trace *t, struct lfile *f,
 	if (g < 0) {
 		/* An ordinal no DEVICE record described. */
 		if (f->ndevs == VRT_LOAD_MAX_FILE_DEVICES)
-			return fail(err, VRT_LOAD_ERR_RECORD, f->name,
-			            "too many devices");
-		g = global_device(t, t->procs[f->proc].host, vendor, e->device,
-		                  "");
+			return vrt_load_fail(err, VRT_LOAD_ERR_RECORD, f->name,
+			                     "too many devices");
+		g = vrt_intern_device(t, t->procs[f->proc].host, vendor,
+		                      e->device, "");
 		if (g < 0)
 			return nomem(f, err, "devices");
 		f->devs[f->ndevs].vendor = vendor;
@@ -2643,8 +2212,8 @@ static struct bsite *bsite_define(struct bstate *b)
 {
 	size_t slot = (size_t)(b->site_next % VRT_BATCH_SITES);
 	if (slot >= b->nsites) {
-		if (grow((void **)&b->sites, &b->capsites, slot + 1,
-		         sizeof(*b->sites)))
+		if (vrt_array_grow((void **)&b->sites, &b->capsites, slot + 1,
+		                   sizeof(*b->sites)))
 			return NULL;
 		b->nsites = slot + 1;
 	}
@@ -2777,8 +2346,10 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 				size = vrt_unpack_u(uv(&cz, &bad));
 				zslot = -1;
 				if (b->nsizes < VRT_BATCH_SIZES) {
-					if (grow((void **)&b->sizes, &b->capsizes,
-					         b->nsizes + 1, sizeof(*b->sizes)))
+					if (vrt_array_grow((void **)&b->sizes,
+					                   &b->capsizes,
+					                   b->nsizes + 1,
+					                   sizeof(*b->sizes)))
 						return nomem(f, err, "events");
 					zslot = (int32_t)b->nsizes++;
 					b->sizes[zslot].size = size;
@@ -3207,8 +2778,8 @@ static enum vrt_load_status more_input(struct lstate *L, struct lfile *f,
 		size_t ncap = f->incap ? f->incap * 2 : READ_BYTES;
 		uint8_t *nb = ncap > f->incap ? realloc(f->in, ncap) : NULL;
 		if (!nb)
-			return fail(err, VRT_LOAD_ERR_NOMEM, f->name,
-			            "file too large");
+			return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, f->name,
+			                     "file too large");
 		f->in = nb;
 		f->incap = ncap;
 	}
@@ -3216,18 +2787,19 @@ static enum vrt_load_status more_input(struct lstate *L, struct lfile *f,
 		char why[128];
 		f->fd = vrt_readfile_open(f->name, why, sizeof(why));
 		if (f->fd < 0)
-			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s", why);
+			return vrt_load_fail(err, VRT_LOAD_ERR_IO, f->name,
+			                     "%s", why);
 		if (f->pos + f->hi &&
 		    lseek(f->fd, (off_t)(f->pos + f->hi), SEEK_SET) < 0)
-			return fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
-			            strerror(errno));
+			return vrt_load_fail(err, VRT_LOAD_ERR_IO, f->name,
+			                     "%s", strerror(errno));
 	}
 	do
 		r = read(f->fd, f->in + f->hi, f->incap - f->hi);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
-		return fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
-		            strerror(errno));
+		return vrt_load_fail(err, VRT_LOAD_ERR_IO, f->name, "%s",
+		                     strerror(errno));
 	if (r == 0)
 		f->eof = 1;
 	f->hi += (size_t)r;
@@ -3280,22 +2852,23 @@ static enum vrt_load_status decode_frame(struct lstate *L, struct lfile *f,
 				return VRT_LOAD_OK;
 			}
 			if (ZSTD_getErrorCode(r) != ZSTD_error_dstSize_tooSmall)
-				return fail(err, VRT_LOAD_ERR_CORRUPT, f->name,
-				            "at byte %" PRIu64 ": %s", f->pos,
-				            ZSTD_getErrorName(r));
+				return vrt_load_fail(
+				        err, VRT_LOAD_ERR_CORRUPT, f->name,
+				        "at byte %" PRIu64 ": %s", f->pos,
+				        ZSTD_getErrorName(r));
 			if (room >= VRT_LOAD_FRAME_CAP)
-				return fail(err, VRT_LOAD_ERR_TOO_LARGE,
-				            f->name,
-				            "frame at byte %" PRIu64
-				            " decodes to more than %u MiB",
-				            f->pos, VRT_LOAD_FRAME_CAP >> 20);
+				return vrt_load_fail(
+				        err, VRT_LOAD_ERR_TOO_LARGE, f->name,
+				        "frame at byte %" PRIu64
+				        " decodes to more than %u MiB",
+				        f->pos, VRT_LOAD_FRAME_CAP >> 20);
 		}
 		size_t ncap = room ? room * 2 : (64u << 10) - DEC_PAD;
 		if (ncap > VRT_LOAD_FRAME_CAP)
 			ncap = VRT_LOAD_FRAME_CAP;
 		if (fbuf_alloc(fb, ncap + DEC_PAD))
-			return fail(err, VRT_LOAD_ERR_NOMEM, f->name,
-			            "frame at byte %" PRIu64, f->pos);
+			return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, f->name,
+			                     "frame at byte %" PRIu64, f->pos);
 	}
 }
 
@@ -3309,16 +2882,18 @@ static enum vrt_load_status end_of_file(struct lstate *L, struct vrt_trace *t,
 	enum vrt_load_status st;
 
 	if (!cut && f->pos == 0 && !f->nframes)
-		return fail(err, VRT_LOAD_ERR_EMPTY, f->name, "empty file");
+		return vrt_load_fail(err, VRT_LOAD_ERR_EMPTY, f->name,
+		                     "empty file");
 	if (cut && !f->have_header)
-		return fail(err, VRT_LOAD_ERR_NO_FRAME, f->name,
-		            "file ends inside its first frame (truncated at "
-		            "byte %" PRIu64 ")",
-		            f->pos);
+		return vrt_load_fail(
+		        err, VRT_LOAD_ERR_NO_FRAME, f->name,
+		        "file ends inside its first frame (truncated at "
+		        "byte %" PRIu64 ")",
+		        f->pos);
 	if (!f->have_header)
-		return fail(err, VRT_LOAD_ERR_NO_HEADER, f->name,
-		            "no HEADER record in %zu frame%s", f->nframes,
-		            f->nframes == 1 ? "" : "s");
+		return vrt_load_fail(err, VRT_LOAD_ERR_NO_HEADER, f->name,
+		                     "no HEADER record in %zu frame%s",
+		                     f->nframes, f->nframes == 1 ? "" : "s");
 	pr = &t->procs[f->proc];
 	if (cut) {
 		pr->truncated = 1;
@@ -3377,25 +2952,27 @@ static enum vrt_load_status step(struct lstate *L, struct vrt_trace *t,
 			if (rem < 4 && !memcmp(p, zstd_magic, rem))
 				cut = "last zstd frame is incomplete";
 			else if (f->nframes == 0)
-				return fail(err, VRT_LOAD_ERR_NOT_ZSTD, f->name,
-				            "not a zstd frame at byte %" PRIu64,
-				            f->pos);
+				return vrt_load_fail(
+				        err, VRT_LOAD_ERR_NOT_ZSTD, f->name,
+				        "not a zstd frame at byte %" PRIu64,
+				        f->pos);
 			else
-				return fail(err, VRT_LOAD_ERR_CORRUPT, f->name,
-				            "bytes that are not a zstd frame at "
-				            "byte %" PRIu64,
-				            f->pos);
+				return vrt_load_fail(
+				        err, VRT_LOAD_ERR_CORRUPT, f->name,
+				        "bytes that are not a zstd frame at "
+				        "byte %" PRIu64,
+				        f->pos);
 		}
 		if (!cut) {
 			fsz = ZSTD_findFrameCompressedSize(p, rem);
 			if (ZSTD_isError(fsz)) {
 				if (ZSTD_getErrorCode(fsz) !=
 				    ZSTD_error_srcSize_wrong)
-					return fail(err, VRT_LOAD_ERR_CORRUPT,
-					            f->name,
-					            "at byte %" PRIu64 ": %s",
-					            f->pos,
-					            ZSTD_getErrorName(fsz));
+					return vrt_load_fail(
+					        err, VRT_LOAD_ERR_CORRUPT,
+					        f->name,
+					        "at byte %" PRIu64 ": %s",
+					        f->pos, ZSTD_getErrorName(fsz));
 				if (!f->eof) {
 					st = more_input(L, f, &got, err);
 					if (st)
@@ -3409,8 +2986,8 @@ static enum vrt_load_status step(struct lstate *L, struct vrt_trace *t,
 			return end_of_file(L, t, f, cut, err);
 		fb = fbuf_get(L);
 		if (!fb)
-			return fail(err, VRT_LOAD_ERR_NOMEM, f->name,
-			            "frame at byte %" PRIu64, f->pos);
+			return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, f->name,
+			                     "frame at byte %" PRIu64, f->pos);
 		st = decode_frame(L, f, fb, p, fsz, err);
 		f->frame_off = f->pos;
 		fb->frame_off = f->pos;
@@ -3437,15 +3014,16 @@ static enum vrt_load_status state_new(struct vrt_trace *t, const char *name,
 	struct lstate *L;
 
 	if (t->intern)
-		return fail(err, VRT_LOAD_ERR_IO, name,
-		            "a trace is already loaded into this table");
+		return vrt_load_fail(
+		        err, VRT_LOAD_ERR_IO, name,
+		        "a trace is already loaded into this table");
 	L = calloc(1, sizeof(*L));
 	if (!L)
-		return fail(err, VRT_LOAD_ERR_NOMEM, name, "decoder");
+		return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name, "decoder");
 	t->intern = L;
 	L->dctx = ZSTD_createDCtx();
-	if (!L->dctx || tables_init(t))
-		return fail(err, VRT_LOAD_ERR_NOMEM, name, "tables");
+	if (!L->dctx || vrt_intern_init(t))
+		return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name, "tables");
 	return VRT_LOAD_OK;
 }
 
@@ -3453,8 +3031,8 @@ static struct lfile *file_new(struct lstate *L, const char *name)
 {
 	struct lfile *f;
 
-	if (grow((void **)&L->files, &L->capfiles, L->nfiles + 1,
-	         sizeof(*L->files)))
+	if (vrt_array_grow((void **)&L->files, &L->capfiles, L->nfiles + 1,
+	                   sizeof(*L->files)))
 		return NULL;
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -3484,17 +3062,6 @@ static enum vrt_load_status prime(struct lstate *L, struct vrt_trace *t,
 	return VRT_LOAD_OK;
 }
 
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t n = strlen(s), m = strlen(suf);
-	return n > m && !strcmp(s + n - m, suf);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A path that exists but is not a regular file (a FIFO named *.vtrace, a
  * device) is noted in t->skipped and never opened: returns 1. *first keeps
  * the first reason (the error when nothing else loads). 0 for anything
@@ -3504,30 +3071,17 @@ static int skip_irregular(struct vrt_trace *t, const char *name,
                           struct vrt_load_error *first,
                           enum vrt_load_status *s, struct vrt_load_error *err)
 {
-	struct vrt_load_error e;
-	struct stat st;
-	char why[128], *note;
-	int fd;
+	char why[128];
 
 	*s = VRT_LOAD_OK;
-	if (stat(name, &st) < 0 || S_ISREG(st.st_mode))
+	if (!vrt_tracedir_irregular(name, why, sizeof(why)))
 		return 0;
-	/* The same words and checks as opening it would give. */
-	fd = vrt_readfile_open(name, why, sizeof(why));
-	if (fd >= 0) {
-		close(fd);
-		return 0;
-	}
-	fail(&e, VRT_LOAD_ERR_IO, name, "%s", why);
 	if (!first->status)
-		*first = e;
-	if (asprintf(&note, "%s: %s", name, why) < 0 ||
-	    grow((void **)&t->skipped, &t->cap_skipped, t->nskipped + 1,
-	         sizeof(*t->skipped))) {
-		*s = fail(err, VRT_LOAD_ERR_NOMEM, name, "listing");
+		vrt_load_fail(first, VRT_LOAD_ERR_IO, name, "%s", why);
+	if (vrt_tracedir_skip(t, name, why)) {
+		*s = vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name, "listing");
 		return 0;
 	}
-	t->skipped[t->nskipped++] = note;
 	return 1;
 }
 
@@ -3538,38 +3092,15 @@ static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
                                      const char *path,
                                      struct vrt_load_error *err)
 {
-	DIR *d = opendir(path);
-	struct dirent *de;
-	char **names = NULL;
-	size_t n = 0, cap = 0, i, loaded = 0, procs_before = t->nprocs;
-	enum vrt_load_status s = VRT_LOAD_OK;
+	char **names, why[128];
+	size_t n, i, loaded = 0, procs_before = t->nprocs;
+	enum vrt_load_status s;
 	struct vrt_load_error first;
 
 	memset(&first, 0, sizeof(first));
-	if (!d)
-		return fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
-	while ((de = readdir(d))) {
-		if (!has_suffix(de->d_name, VRT_TRACE_SUFFIX))
-			continue;
-		if (grow((void **)&names, &cap, n + 1, sizeof(*names))) {
-			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
-			goto out;
-		}
-		if (asprintf(&names[n], "%s%s%s", path,
-		             has_suffix(path, "/") ? "" : "/",
-		             de->d_name) < 0) {
-			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
-			goto out;
-		}
-		n++;
-	}
-	if (n == 0) {
-		s = fail(err, VRT_LOAD_ERR_NO_TRACES, path,
-		         "no *%s files in this directory", VRT_TRACE_SUFFIX);
-		goto out;
-	}
-	/* Name order, so reports do not depend on readdir order. */
-	qsort(names, n, sizeof(*names), cmp_str);
+	s = vrt_tracedir_list(path, &names, &n, why, sizeof(why));
+	if (s)
+		return vrt_load_fail(err, s, path, "%s", why);
 	for (i = 0; i < n && !s; i++) {
 		struct lfile *f;
 		if (skip_irregular(t, names[i], &first, &s, err))
@@ -3578,28 +3109,24 @@ static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
 			goto out;
 		f = file_new(L, names[i]);
 		if (!f) {
-			s = fail(err, VRT_LOAD_ERR_NOMEM, path, "listing");
+			s = vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, path,
+			                  "listing");
 			goto out;
 		}
 		s = prime(L, t, f, err);
 		if (s == VRT_LOAD_ERR_EMPTY || s == VRT_LOAD_ERR_NO_FRAME) {
 			/* A process that died before its first flush: nothing
 			 * of it can be read, the rest of the run can. */
-			char *note;
 			L->files_done++;
 			file_free(f);
 			L->nfiles--;
 			if (!first.status)
 				first = *err;
-			if (asprintf(&note, "%s: %s", err->path, err->msg) <
-			            0 ||
-			    grow((void **)&t->skipped, &t->cap_skipped,
-			         t->nskipped + 1, sizeof(*t->skipped))) {
-				s = fail(err, VRT_LOAD_ERR_NOMEM, path,
-				         "listing");
+			if (vrt_tracedir_skip(t, err->path, err->msg)) {
+				s = vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, path,
+				                  "listing");
 				goto out;
 			}
-			t->skipped[t->nskipped++] = note;
 			s = VRT_LOAD_OK;
 			continue;
 		}
@@ -3610,21 +3137,8 @@ static enum vrt_load_status open_dir(struct lstate *L, struct vrt_trace *t,
 		s = first.status;
 	}
 out:
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
+	vrt_tracedir_free(names, n);
 	return s;
-}
-
-static unsigned host_of(const struct vrt_trace *t, const char *host)
-{
-	unsigned h;
-
-	for (h = 0; h < t->nhosts; h++)
-		if (!strcmp(host, t->hosts[h]))
-			break;
-	return h;
 }
 
 /*
@@ -3643,12 +3157,13 @@ static enum vrt_load_status start_stream(struct lstate *L, struct vrt_trace *t,
 	int64_t ref = 0;
 
 	for (i = 0; i < t->nprocs; i++)
-		if (host_index(t, t->procs[i].host, &h))
-			return fail(err, VRT_LOAD_ERR_NOMEM, name, "hosts");
+		if (vrt_intern_host(t, t->procs[i].host, &h))
+			return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name,
+			                     "hosts");
 	free(t->host_shift);
 	t->host_shift = calloc(t->nhosts ? t->nhosts : 1, sizeof(int64_t));
 	if (!t->host_shift)
-		return fail(err, VRT_LOAD_ERR_NOMEM, name, "hosts");
+		return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name, "hosts");
 	if (t->nhosts >= 2) {
 		for (h = 0; h < t->nhosts; h++) {
 			for (i = 0; i < t->nprocs; i++) {
@@ -3665,14 +3180,14 @@ static enum vrt_load_status start_stream(struct lstate *L, struct vrt_trace *t,
 		}
 		for (i = 0; i < t->nprocs; i++) {
 			struct vrt_process *p = &t->procs[i];
-			h = host_of(t, p->host);
+			h = vrt_intern_host_find(t, p->host);
 			if (h < t->nhosts)
 				p->start_mono_ns = sat_add(p->start_mono_ns,
 				                           t->host_shift[h]);
 		}
 		for (i = 0; i < L->nfiles; i++) {
 			struct lfile *f = L->files[i];
-			h = host_of(t, t->procs[f->proc].host);
+			h = vrt_intern_host_find(t, t->procs[f->proc].host);
 			f->shift = h < t->nhosts ? t->host_shift[h] : 0;
 		}
 		/* Runs read so far were keyed unaligned. */
@@ -3692,27 +3207,6 @@ static enum vrt_load_status start_stream(struct lstate *L, struct vrt_trace *t,
 	}
 	L->opened = 1;
 	return VRT_LOAD_OK;
-}
-
-/* The trace files paths name, counted for the progress line only: a
- * directory that cannot be read counts nothing (loading reports it). */
-static uint64_t count_files(char *const *paths, size_t npaths)
-{
-	uint64_t n = 0;
-	size_t i;
-
-	for (i = 0; i < npaths; i++) {
-		DIR *d = opendir(paths[i]);
-		struct dirent *de;
-		if (!d) {
-			n++;
-			continue;
-		}
-		while ((de = readdir(d)))
-			n += has_suffix(de->d_name, VRT_TRACE_SUFFIX);
-		closedir(d);
-	}
-	return n;
 }
 
 static enum vrt_load_status stick(struct lstate *L, enum vrt_load_status st,
@@ -3737,13 +3231,13 @@ enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
 	if (s)
 		return s;
 	L = lstate_of(t);
-	L->nfiles_hint = t->progress ? count_files(paths, npaths) : 0;
+	L->nfiles_hint = t->progress ? vrt_tracedir_count(paths, npaths) : 0;
 	memset(&irregular, 0, sizeof(irregular));
 	for (i = 0; i < npaths && !s; i++) {
 		struct stat sb;
 		if (stat(paths[i], &sb) < 0) {
-			s = fail(err, VRT_LOAD_ERR_IO, paths[i], "%s",
-			         strerror(errno));
+			s = vrt_load_fail(err, VRT_LOAD_ERR_IO, paths[i], "%s",
+			                  strerror(errno));
 		} else if (S_ISDIR(sb.st_mode)) {
 			s = open_dir(L, t, paths[i], err);
 		} else if (skip_irregular(t, paths[i], &irregular, &s, err)) {
@@ -3751,8 +3245,8 @@ enum vrt_load_status vrt_load_open(struct vrt_trace *t, char *const *paths,
 		} else if (!s) {
 			struct lfile *f = file_new(L, paths[i]);
 			s = f ? prime(L, t, f, err)
-			      : fail(err, VRT_LOAD_ERR_NOMEM, paths[i],
-			             "decoder");
+			      : vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, paths[i],
+			                      "decoder");
 		}
 	}
 	/* Nothing but FIFOs and devices: that is the error. */
@@ -3780,7 +3274,9 @@ enum vrt_load_status vrt_load_open_buffer(struct vrt_trace *t,
 	L = lstate_of(t);
 	f = file_new(L, name);
 	if (!f)
-		return stick(L, fail(err, VRT_LOAD_ERR_NOMEM, name, "decoder"),
+		return stick(L,
+		             vrt_load_fail(err, VRT_LOAD_ERR_NOMEM, name,
+		                           "decoder"),
 		             err);
 	f->is_buf = 1;
 	f->eof = 1;
@@ -3795,64 +3291,6 @@ enum vrt_load_status vrt_load_open_buffer(struct vrt_trace *t,
 
 /* ---- the merge of files, and the end of the stream ---------------------- */
 
-static int cmp_dev(const struct vrt_device *a, const struct vrt_device *b)
-{
-	if (a->host_idx != b->host_idx)
-		return a->host_idx < b->host_idx ? -1 : 1;
-	if (a->vendor != b->vendor) /* CUDA's devices, then HIP's */
-		return a->vendor < b->vendor ? -1 : 1;
-	if (a->ordinal != b->ordinal)
-		return a->ordinal < b->ordinal ? -1 : 1;
-	return strcmp(a->uuid, b->uuid);
-}
-
-/* Orders devices by (host, vendor, ordinal); t->device_remap says where
- * each moved (NULL when none did). */
-static int sort_devices(struct vrt_trace *t)
-{
-	size_t n = t->ndevices, i, j;
-	uint32_t *order, *rank;
-	struct vrt_device *nd;
-	int moved = 0;
-
-	if (n < 2)
-		return 0;
-	order = malloc(n * sizeof(*order));
-	rank = malloc(n * sizeof(*rank));
-	nd = malloc(n * sizeof(*nd));
-	if (!order || !rank || !nd) {
-		free(order);
-		free(rank);
-		free(nd);
-		return -1;
-	}
-	/* Insertion sort: device tables are tiny. */
-	for (i = 0; i < n; i++) {
-		order[i] = (uint32_t)i;
-		for (j = i; j > 0 && cmp_dev(&t->devices[order[j - 1]],
-		                             &t->devices[order[j]]) > 0;
-		     j--) {
-			uint32_t x = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = x;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		nd[i] = t->devices[order[i]];
-		rank[order[i]] = (uint32_t)i;
-		moved |= order[i] != i;
-	}
-	memcpy(t->devices, nd, n * sizeof(*nd));
-	free(order);
-	free(nd);
-	if (!moved) {
-		free(rank);
-		return 0;
-	}
-	t->device_remap = rank;
-	return 0;
-}
-
 /* Everything is delivered: trailer times aligned, end time, devices
  * ordered (samples follow), decoder buffers released. */
 static enum vrt_load_status finish_stream(struct lstate *L, struct vrt_trace *t,
@@ -3863,7 +3301,7 @@ static enum vrt_load_status finish_stream(struct lstate *L, struct vrt_trace *t,
 	for (i = 0; i < t->nprocs; i++) {
 		struct vrt_process *p = &t->procs[i];
 		if (t->nhosts >= 2) {
-			unsigned h = host_of(t, p->host);
+			unsigned h = vrt_intern_host_find(t, p->host);
 			if (h < t->nhosts)
 				p->end_mono_ns = sat_add(p->end_mono_ns,
 				                         t->host_shift[h]);
@@ -3873,9 +3311,10 @@ static enum vrt_load_status finish_stream(struct lstate *L, struct vrt_trace *t,
 	}
 	if (L->delivered && L->last_ts > t->end_ns)
 		t->end_ns = L->last_ts;
-	if (sort_devices(t))
-		return fail(err, VRT_LOAD_ERR_NOMEM,
-		            L->nfiles ? L->files[0]->name : "", "devices");
+	if (vrt_intern_sort_devices(t))
+		return vrt_load_fail(err, VRT_LOAD_ERR_NOMEM,
+		                     L->nfiles ? L->files[0]->name : "",
+		                     "devices");
 	if (t->device_remap)
 		for (i = 0; i < t->nsamples; i++)
 			if (t->samples[i].device >= 0 &&
@@ -3917,7 +3356,8 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 		return L->failed;
 	}
 	if (!L || !L->opened)
-		return fail(err, VRT_LOAD_ERR_IO, "", "no trace is open");
+		return vrt_load_fail(err, VRT_LOAD_ERR_IO, "",
+		                     "no trace is open");
 	while (got < max && !L->ended) {
 		struct lfile *slow = NULL;
 		int64_t bound = INT64_MAX, lim;
@@ -3995,80 +3435,7 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 	return VRT_LOAD_OK;
 }
 
-/* ---- text files, release ------------------------------------------------- */
-
-/* read(2) until n bytes, the end of the file or an error: what was read
- * into *got. 0, or -1 with errno set. */
-static int read_upto(int fd, uint8_t *b, size_t n, size_t *got)
-{
-	ssize_t r;
-
-	*got = 0;
-	while (*got < n) {
-		r = read(fd, b + *got, n - *got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -1;
-		if (r == 0)
-			break;
-		*got += (size_t)r;
-	}
-	return 0;
-}
-
-enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
-                                   struct vrt_load_error *err)
-{
-	char why[128];
-
-	if (vrt_readfile_read(path, VRT_READFILE_TEXT_MAX, text, len, why,
-	                      sizeof(why)))
-		return fail(err,
-		            strcmp(why, "out of memory") ? VRT_LOAD_ERR_IO
-		                                         : VRT_LOAD_ERR_NOMEM,
-		            path, "%s", why);
-	return VRT_LOAD_OK;
-}
-
-enum vrt_load_status vrt_load_head(const char *path, size_t max, uint8_t **buf,
-                                   size_t *len, int *more,
-                                   struct vrt_load_error *err)
-{
-	char why[128];
-	int fd = vrt_readfile_open(path, why, sizeof(why));
-	uint8_t *b = NULL, probe;
-	size_t n = 0, got = 0;
-	enum vrt_load_status s = VRT_LOAD_OK;
-
-	*more = 0;
-	if (fd < 0)
-		return fail(err, VRT_LOAD_ERR_IO, path, "%s", why);
-	b = malloc(max + 1);
-	if (!b) {
-		s = fail(err, VRT_LOAD_ERR_NOMEM, path, "buffer of %zu bytes",
-		         max + 1);
-		goto out;
-	}
-	/* One byte more says whether the file goes on (a pipe or a file
-	 * still growing has no reliable size). */
-	if (read_upto(fd, b, max, &n) ||
-	    (n == max && read_upto(fd, &probe, 1, &got))) {
-		s = fail(err, VRT_LOAD_ERR_IO, path, "%s", strerror(errno));
-		goto out;
-	}
-	*more = got > 0;
-out:
-	close(fd);
-	if (s) {
-		free(b);
-		return s;
-	}
-	b[n] = 0;
-	*buf = b;
-	*len = n;
-	return VRT_LOAD_OK;
-}
+/* ---- release ------------------------------------------------------------ */
 
 void vrt_load_free(struct vrt_trace *t)
 {
@@ -4090,17 +3457,8 @@ void vrt_load_free(struct vrt_trace *t)
 		free(t->devices[i].host);
 		free(t->devices[i].name);
 	}
-	for (i = 1; i < t->nstrs; i++)
-		free(t->strs[i]);
-	free(t->strs);
-	free(t->frames);
-	free(t->stacks);
-	for (i = 0; i < t->nphases; i++)
-		free(t->phases[i]);
+	vrt_intern_free(t);
 	if (L) {
-		free(L->in.strs.s);
-		free(L->in.frames.s);
-		free(L->in.stacks.s);
 		for (i = 0; i < L->nheap; i++)
 			run_free(L, L->heap[i]);
 		for (i = 0; i < L->nfiles; i++) {

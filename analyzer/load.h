@@ -123,8 +123,9 @@ struct vrt_stack {
  * PHASE records or rules follow. At most VRT_LOAD_MAX_PHASES; names past
  * that share the last index, "other".
  */
-#define VRT_LOAD_PHASE_INFERRED_KV 8
-#define VRT_LOAD_MAX_PHASES        32
+#define VRT_LOAD_PHASE_INFERRED_KV      8
+#define VRT_LOAD_PHASE_INFERRED_KV_NAME "kv_cache (inferred)"
+#define VRT_LOAD_MAX_PHASES             32
 
 struct vrt_failinfo {
 	uint64_t free_bytes;
@@ -224,7 +225,8 @@ struct vrt_trace {
 	size_t nstacks, cap_stacks;
 	char *phases[VRT_LOAD_MAX_PHASES]; /* names; see VRT_LOAD_PHASE_* */
 	size_t nphases;
-	void *intern;   /* load.c's lookup tables (opaque) */
+	void *intern;   /* the loader's state, starting with the lookup
+	                 * tables of intern.h (opaque) */
 	char **skipped; /* "<file>: <reason>" of files not loaded: a
 	                 * directory's files that died before their first
 	                 * frame, and paths that are not regular files */
@@ -248,6 +250,13 @@ struct vrt_load_error {
 	char path[4096];
 	char msg[512];
 };
+
+/* Fills err (status s, path, msg "<status name>: <printf of fmt>", cut to
+ * fit) and returns s: the one way this loader and the readers of other
+ * input files (textfile.h) word an error. */
+__attribute__((format(printf, 4, 5))) enum vrt_load_status
+vrt_load_fail(struct vrt_load_error *err, enum vrt_load_status s,
+              const char *path, const char *fmt, ...);
 
 /*
  * Streaming (one pass, memory bounded by live metadata, not by events):
@@ -295,20 +304,6 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 /* Releases everything t holds (safe after any failure). */
 void vrt_load_free(struct vrt_trace *t);
 
-/* Reads a whole small text file (a rules file, a config.json) into a
- * NUL-terminated malloc'd buffer: a regular file of at most
- * VRT_READFILE_TEXT_MAX bytes (readfile.h), never a FIFO or a device.
- * Same error convention as the trace loaders. */
-enum vrt_load_status vrt_load_text(const char *path, char **text, size_t *len,
-                                   struct vrt_load_error *err);
-
-/* Reads at most max bytes from the start of the file at path into a
- * malloc'd buffer (NUL-terminated, so a small text file reads as text);
- * *more: 1 when the file goes on past them. Same error convention. */
-enum vrt_load_status vrt_load_head(const char *path, size_t max, uint8_t **buf,
-                                   size_t *len, int *more,
-                                   struct vrt_load_error *err);
-
 /* Events the run's processes made: procs[].events summed (a REPEAT's
  * folded pairs count as the allocations and frees they were). */
 uint64_t vrt_load_events(const struct vrt_trace *t);
@@ -321,10 +316,6 @@ const char *vrt_load_str(const struct vrt_trace *t, uint32_t idx);
  * Never NULL. "kv_cache (inferred)" for VRT_LOAD_PHASE_INFERRED_KV. */
 const char *vrt_load_phase_name(const struct vrt_trace *t, unsigned phase,
                                 char *buf, size_t bufsz);
-
-/* The phase index named name, added to t's table when new (the last
- * index, "other", once the table is full). Returns -1 on ENOMEM. */
-int vrt_load_phase_intern(struct vrt_trace *t, const char *name);
 
 /* Frame indexes of a stack, innermost first; returns how many were
  * written (at most max). Safe for any stack index (0 frames if bad). */

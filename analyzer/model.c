@@ -17,7 +17,7 @@
 
 #include "argv.h"
 #include "gguf.h"
-#include "load.h"
+#include "textfile.h"
 
 /* ---- element types ------------------------------------------------------- */
 
@@ -553,7 +553,8 @@ int vrt_model_read(struct vrt_model *m, const char *path, const char *kv_dtype,
 	}
 	/* The head of the file: all of a config.json, the metadata of a
 	 * GGUF (whose tensor data after it is never read). */
-	if (vrt_load_head(path, VRT_GGUF_MAX_HEAD, &head, &len, &more, err)) {
+	if (vrt_textfile_head(path, VRT_GGUF_MAX_HEAD, &head, &len, &more,
+	                      err)) {
 		snprintf(msg, msgsz, "%s", err->msg);
 		goto out;
 	}

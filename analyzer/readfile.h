@@ -3,9 +3,9 @@
  * path that names a FIFO, a device or a socket is refused without
  * blocking (opening a FIFO for reading waits for a writer; /dev/zero
  * never ends), and a whole-file read is capped at a size the caller
- * chooses. Used by load.c for traces, rules files and the exit files, and
- * by any command reading a small input file (config.json). Single-threaded
- * use per call; no globals.
+ * chooses. Used by load.c for traces, tracedir.c for the exit files and
+ * textfile.c for the small inputs (rules files, config.json, a GGUF's
+ * head). Single-threaded use per call; no globals.
  */
 #ifndef VRT_READFILE_H
 #define VRT_READFILE_H

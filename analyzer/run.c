@@ -29,6 +29,7 @@
 #include "attrib.h"
 #include "cmd.h"
 #include "rules.h"
+#include "textfile.h"
 
 int vrt_run_pass(struct vrt_trace *t, const struct vrt_rules *rules,
                  struct vrt_replay *r, struct vrt_load_error *err)
@@ -142,7 +143,7 @@ struct vrt_rules *vrt_run_read_rules(const char *path)
 		fprintf(stderr, "vramtrace: error: %s: out of memory\n", path);
 		return NULL;
 	}
-	if (vrt_load_text(path, &text, &len, err)) {
+	if (vrt_textfile_read(path, &text, &len, err)) {
 		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
 		        err->msg);
 		goto out;

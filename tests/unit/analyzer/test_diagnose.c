@@ -614,7 +614,7 @@ static void test_over_capacity(void)
 	teardown();
 }
 
-/* A card the processes disagree about (load.c fills conflict). */
+/* A card the processes disagree about (intern.c fills conflict). */
 static void test_identity_conflict(void)
 {
 	setup(1, 80 * GiB);
