@@ -217,17 +217,21 @@ struct pstate {
 	struct listen_seen unix_listen;
 	uint8_t unix_http;
 	uint8_t inet_listened; /* it called listen() on an inet socket */
+	uint8_t served;        /* an HTTP/1.x request of its own began */
 	uint8_t hop; /* HOP_*: whether its requests are a front's, forwarded */
 };
 
-/* A process that listens on its own inet socket below an ancestor that
- * listens on one is a back end the ancestor forwards requests to (Ollama's
- * server starts llama-server on a port of its own and proxies each
+/* A process that listens on an inet socket below an ancestor that listens
+ * on one and had served HTTP requests before this process's first is a
+ * back end the ancestor forwards requests to (Ollama's server starts
+ * llama-server on a port of its own when a request comes and proxies each
  * completion to it over HTTP, polling its /health while it loads): each
  * client request would be counted twice, and the health polls as
- * requests. Its requests are not counted; the front's are. Processes that
- * accept on a socket their parent listened on (uvicorn's and vLLM's API
- * server workers) did not listen themselves: theirs are the requests. */
+ * requests. Its requests are not counted; the front's are. Workers that
+ * listen on a socket their parent bound (vLLM's API servers, uvicorn's
+ * workers) have a parent that serves nothing, and a parent's other inet
+ * listens (a ZMQ tcp:// endpoint, torch's TCPStore) make no front: theirs
+ * are the requests. */
 enum { HOP_UNDECIDED = 0, HOP_FRONT = 1, HOP_BEHIND = 2 };
 
 /* Per device, beside the result's vrt_replay_device. */
@@ -1903,8 +1907,8 @@ static int on_listen(struct state *s, const struct vrt_event *e)
 }
 
 /* Whether process p's requests are forwarded to it by a front (see
- * HOP_BEHIND); decided at its first request edge, when both listens are
- * behind. */
+ * HOP_BEHIND); decided at its first request edge, when the front's listen
+ * and first request are behind. */
 static int behind_front(struct state *s, uint32_t p)
 {
 	const struct vrt_trace *t = s->t;
@@ -1927,7 +1931,7 @@ static int behind_front(struct state *s, uint32_t p)
 			}
 		if (parent == UINT32_MAX)
 			break;
-		if (s->ps[parent].inet_listened) {
+		if (s->ps[parent].inet_listened && s->ps[parent].served) {
 			s->ps[p].hop = HOP_BEHIND;
 			s->r->forwarded_proc_pid = t->procs[p].pid;
 			return 1;
@@ -1987,6 +1991,8 @@ static int on_net(struct state *s, const struct vrt_event *e)
 			r->forwarded_requests++;
 		return 0;
 	}
+	if (e->aux == VRT_NET_REQ_BEGIN && e->proc < s->nprocs)
+		s->ps[e->proc].served = 1;
 	if (e->flags & VRT_EV_PAST) {
 		/* Kept in standby: when requests came and went, nothing
 		 * about what is open now (the snapshot says that). */

@@ -594,6 +594,27 @@ static void test_forwarded_requests(void)
 	EQ(r.max_inflight, 2, "workers: both requests in flight");
 	EQ(r.forwarded_requests, 0, "workers: nothing forwarded");
 	teardown();
+
+	/* vLLM's API servers: the parent binds the port (and listens on a
+	 * ZMQ tcp:// endpoint of its own) but serves nothing; each worker
+	 * calls listen() on the socket it was given and serves. */
+	setup(1);
+	t.nprocs = 3;
+	pr = (struct vrt_process *)t.procs;
+	pr[1].ppid = 42;
+	pr[2].ppid = 42;
+	net_by(0, 4, 5557, VRT_NET_LISTEN); /* ZMQ tcp:// bind */
+	net_by(1, 3, 8000, VRT_NET_LISTEN);
+	net_by(2, 3, 8000, VRT_NET_LISTEN);
+	net_by(1, 10, 3, VRT_NET_ACCEPT);
+	net_by(1, 10, 0, VRT_NET_REQ_BEGIN);
+	net_by(2, 10, 3, VRT_NET_ACCEPT);
+	net_by(2, 10, 0, VRT_NET_REQ_BEGIN);
+	replay();
+	EQ(r.max_inflight, 2, "API servers: both requests in flight");
+	EQ(r.forwarded_requests, 0, "API servers: a parent serving nothing "
+	                            "is no front");
+	teardown();
 }
 
 /* A process that began in standby: kept facts arrive with the times they
