@@ -1,6 +1,6 @@
 /*
  * hook_cuda.c — wrappers for the CUDA driver's memory calls, and the three
- * ways calls reach them (DESIGN.md "How CUDA reaches the driver"):
+ * ways calls reach them (docs/design.md "How CUDA reaches the driver"):
  *
  *  1. dlsym(handle, "<hooked name>") answered by the driver → our wrapper
  *     (vrt_hook_cuda_dlsym, called from hook_libc.c). This is how libcudart

@@ -1,6 +1,6 @@
 /*
  * client_cudart.c — reaches the driver exactly as libcudart 13 does
- * (DESIGN.md "How CUDA reaches the driver"): dlopen("libcuda.so.1"), ONE
+ * (docs/design.md "How CUDA reaches the driver"): dlopen("libcuda.so.1"), ONE
  * dlsym for "cuGetProcAddress_v2", cuGetProcAddress("cuGetProcAddress",
  * 12000) through it, and every further name through the pointer that call
  * returned. The workload then runs twice: with every function resolved

@@ -15,13 +15,13 @@
  * live at exit. Sizes differ per allocation, device and pass, so a counter
  * credited to the wrong place shows.
  *
- * Expectation rules (DESIGN.md "analyze --format json"): allocs = successful
- * allocating calls; frees = successful frees, counted in the family that
- * made the allocation (cuMemFree_v2 may free an async pointer); a VMM handle
- * is freed when its physical memory returns (released and unmapped);
- * failed = calls that returned non-success, failed frees in the family the
- * free API names, on the current device (host: -1); cuMemFree_v2(0) is no
- * event. A value of -1 in the expectation means "not checked".
+ * Expectation rules (docs/design.md "The vramtrace-report/1 JSON report"):
+ * allocs = successful allocating calls; frees = successful frees, counted in
+ * the family that made the allocation (cuMemFree_v2 may free an async pointer);
+ * a VMM handle is freed when its physical memory returns (released and
+ * unmapped); failed = calls that returned non-success, failed frees in the
+ * family the free API names, on the current device (host: -1); cuMemFree_v2(0)
+ * is no event. A value of -1 in the expectation means "not checked".
  *
  * Threads: threads mode runs workers that only touch their own struct
  * thr; everything else runs on the main thread.
