@@ -3,6 +3,7 @@
  *
  *   options.c  VRAMTRACE_* variables, read once at start
  *   tbuf.c     per-thread event buffers (chunks) and the chunk pool
+ *   clock.c    event stamps and bounded-wait deadlines (clock.h)
  *   batch.c    the writer's re-encoding of chunks' ALLOC and FREE records
  *              into BATCH records
  *   writer.c   the writer thread: compresses chunks into zstd frames
@@ -330,23 +331,6 @@ void vrt_tbuf_kick(void);
 
 uint64_t vrt_tbuf_events(void);  /* events encoded so far */
 uint64_t vrt_tbuf_dropped(void); /* events dropped */
-
-/* CLOCK_MONOTONIC in ns: the TSC converted where it is invariant (see
- * tbuf.c), else clock_gettime. Any thread, hot-path safe. */
-uint64_t vrt_tbuf_now(void);
-/* Writer thread (or before any thread records): measures the TSC against
- * clock_gettime and publishes the conversion; call every pass (at least
- * every 250 ms to keep the TSC in use). */
-void vrt_tbuf_clock_calibrate(void);
-/* How far below vrt_tbuf_now() a watermark must stay to cover stamps of
- * events still being recorded (0 with clock_gettime). */
-uint64_t vrt_tbuf_clock_slack(void);
-
-/* Condition variables of the core wait on CLOCK_MONOTONIC (a wall clock
- * step must not stretch a bounded wait): init one, and compute the
- * absolute deadline ms from now. */
-void vrt_tbuf_cond_init(pthread_cond_t *cv);
-void vrt_tbuf_deadline(struct timespec *ts, int ms);
 
 /* ---- batch.c ---------------------------------------------------------- */
 

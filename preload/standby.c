@@ -17,6 +17,7 @@
  */
 #include "standby.h"
 #include "hook.h"
+#include "clock.h"
 #include "live.h"
 
 #include <vramtrace/trace_format.h>
@@ -88,7 +89,7 @@ void vrt_standby_begin(int first_event)
 	if (!first_event)
 		return;
 	clock_gettime(CLOCK_REALTIME, &wall);
-	origin_mono = vrt_tbuf_now();
+	origin_mono = vrt_clock_now();
 	origin_wall = (uint64_t)wall.tv_sec * 1000000000u +
 	              (uint64_t)wall.tv_nsec;
 	atomic_store(&origin_set, 1);
@@ -140,7 +141,7 @@ static void keep_probe(const struct vrt_ev *ev, struct kept *k)
 
 static void keep_edge(const struct vrt_ev *ev)
 {
-	uint64_t now = vrt_tbuf_now();
+	uint64_t now = vrt_clock_now();
 	spin_lock(&kept_lock);
 	struct edge *e = &edges[edge_next];
 	edge_next = (edge_next + 1) % MAX_EDGES;
@@ -187,13 +188,13 @@ void vrt_standby_keep(const struct vrt_ev *ev)
 			return;
 		break;
 	case VRT_REC_MEMINFO:
-		k.at = vrt_tbuf_now();
+		k.at = vrt_clock_now();
 		keep_probe(ev, &k);
 		return;
 	default:
 		return;
 	}
-	k.at = vrt_tbuf_now();
+	k.at = vrt_clock_now();
 	keep(&k);
 }
 
