@@ -56,10 +56,12 @@ static inline uint64_t vrt_clock_now(void)
 		struct vrt_clock_conv *c = &vrt_clock_conv;
 		/* Acquire loads keep the second look at the sequence after
 		 * them (plain loads on x86). */
-		uint32_t s = atomic_load_explicit(&c->seq, memory_order_acquire);
+		uint32_t s =
+		        atomic_load_explicit(&c->seq, memory_order_acquire);
 		uint64_t t0 =
 		        atomic_load_explicit(&c->tsc, memory_order_acquire);
-		uint64_t n0 = atomic_load_explicit(&c->ns, memory_order_acquire);
+		uint64_t n0 =
+		        atomic_load_explicit(&c->ns, memory_order_acquire);
 		uint64_t m =
 		        atomic_load_explicit(&c->mult, memory_order_acquire);
 		uint64_t stale =

@@ -461,7 +461,7 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 	load_rules();
 	vrt_tbuf_on_claim = on_claim;
 	vrt_live_set_stack_phase(vrt_stack_phase);
-	vrt_live_set_device_of(VRT_VENDOR_CUDA, vrt_hook_cuda_device_of);
+	vrt_hook_vendors_init();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	vrt_metrics_init();
 	vrt_hook_env_init(run_dir);
