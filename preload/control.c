@@ -105,6 +105,7 @@ static void status(struct vrt_fd fd)
 			             : sizeof(buf) - n - 1;                    \
 	} while (0)
 #define K VRT_CONTROL_KEY
+	/* clang-format off: one key a line */
 	PUT("{" K(VRT_CONTROL_K_PID) "%d,"
 	    K(VRT_CONTROL_K_PPID) "%d,"
 	    K(VRT_CONTROL_K_STATE) "\"%s\","
@@ -123,6 +124,7 @@ static void status(struct vrt_fd fd)
 	    (unsigned long long)st.inflight, (unsigned long long)st.ooms,
 	    (unsigned long long)st.host_pinned_bytes,
 	    (unsigned long long)st.allocations);
+	/* clang-format on */
 	/* Capacity from the device inventory (standby has it too). */
 	struct vrt_device_info inv[VRT_LIVE_MAX_DEVICES];
 	int ninv = vrt_writer_known_devices(inv, VRT_LIVE_MAX_DEVICES);
@@ -132,6 +134,7 @@ static void status(struct vrt_fd fd)
 			if (inv[k].vendor == st.dev[d].vendor &&
 			    inv[k].ordinal == st.dev[d].device)
 				total = inv[k].total_bytes;
+		/* clang-format off */
 		PUT("%s{" K(VRT_CONTROL_K_ID) "%d,"
 		    K(VRT_CONTROL_K_VENDOR) "\"%s\","
 		    K(VRT_CONTROL_K_LIVE) "%llu,"
@@ -140,6 +143,7 @@ static void status(struct vrt_fd fd)
 		    d ? "," : "", st.dev[d].device,
 		    vendor_name(st.dev[d].vendor),
 		    (unsigned long long)st.dev[d].bytes, total);
+		/* clang-format on */
 		int first = 1;
 		for (unsigned p = 0; p < VRT_LIVE_PHASES; p++) {
 			if (!st.dev[d].by_phase[p])
@@ -165,12 +169,12 @@ static void command(struct vrt_fd fd, char *line)
 	if (nl)
 		*nl = 0;
 	if (!strcmp(line, VRT_CONTROL_START)) {
-		int was = vrt_entry_record_start();
+		int was = vrt_session_record_start();
 		reply(fd, was < 0 ? VRT_CONTROL_ERROR " cannot start recording\n"
 		          : was > 0 ? VRT_CONTROL_OK " already recording\n"
 		                    : VRT_CONTROL_OK " recording\n");
 	} else if (!strcmp(line, VRT_CONTROL_STOP)) {
-		reply(fd, vrt_entry_record_stop()
+		reply(fd, vrt_session_record_stop()
 		                  ? VRT_CONTROL_OK " already standby\n"
 		                  : VRT_CONTROL_OK " standby\n");
 	} else if (!strncmp(line, VRT_CONTROL_MARK, mark_len) &&
@@ -211,7 +215,8 @@ static void serve(struct vrt_fd fd)
 	char line[VRT_CONTROL_LINE_MAX + 1];
 	size_t got = 0;
 	while (got < VRT_CONTROL_LINE_MAX && !memchr(line, '\n', got)) {
-		ssize_t r = vrt_fds_recv(fd, line + got, VRT_CONTROL_LINE_MAX - got, 0);
+		ssize_t r = vrt_fds_recv(fd, line + got,
+		                         VRT_CONTROL_LINE_MAX - got, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -289,7 +294,7 @@ static void *control_main(void *arg)
 	return NULL;
 }
 
-int vrt_control_start(const char *dir)
+static int control_start(const char *dir)
 {
 	if (running)
 		return 0;
@@ -347,7 +352,7 @@ int vrt_control_start(const char *dir)
 	return 0;
 }
 
-void vrt_control_stop(void)
+static void control_stop(void)
 {
 	if (!running)
 		return;
@@ -364,10 +369,19 @@ void vrt_control_stop(void)
 	running = 0;
 }
 
-void vrt_control_after_fork_child(void)
+static void control_after_fork_child(void)
 {
 	/* The parent's thread and socket are the parent's: forget them
 	 * (our copy of the fd is closed with the others, while ours). */
 	lfd = VRT_FD_NONE;
 	running = 0;
 }
+
+/* Standby without a way to start recording is just a loss. */
+const struct vrt_session_service vrt_control_service = {
+        .name = "control endpoint",
+        .flags = VRT_SESSION_NEEDED_IN_STANDBY,
+        .start = control_start,
+        .stop = control_stop,
+        .after_fork_child = control_after_fork_child,
+};

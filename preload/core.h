@@ -9,7 +9,8 @@
  *   writer.c   the writer thread: compresses chunks into zstd frames
  *
  * Interposition (hook_*.c) calls vrt_tbuf_event() from inside hooks; the
- * lifecycle (entry.c) starts and stops everything. The core is a static
+ * session (session.c) starts and stops the writer and the services, driven
+ * by the lifecycle (entry.c). The core is a static
  * library so unit tests drive it without any preload.
  *
  * Conventions: functions returning int give 0 on success or a negative
@@ -76,10 +77,14 @@ const char *vrt_options_str(enum vrt_option_id id);
 
 /* ---- capture state ---------------------------------------------------- */
 
+/* The states of a process's capture. session.c moves it (and says how);
+ * vrt_capture_fail stops it from anywhere. */
 enum vrt_state {
-	VRT_STATE_INIT = 0, /* before the constructor: hooks pass through */
-	VRT_STATE_ON = 1,   /* recording */
-	VRT_STATE_OFF = 2,  /* stopped (sticky): an error or shutdown */
+	VRT_STATE_INIT = 0,    /* before the constructor: hooks pass through */
+	VRT_STATE_ON = 1,      /* recording */
+	VRT_STATE_OFF = 2,     /* stopped (sticky): an error or shutdown */
+	VRT_STATE_ARMED = 3,   /* options read; starts at the first event */
+	VRT_STATE_STANDBY = 4, /* live table only; `ctl start` records */
 };
 
 /* Read on every hooked call with a relaxed load. */

@@ -1,5 +1,5 @@
 /*
- * Interposition layer internals shared by hook_*.c and entry.c.
+ * Interposition layer internals shared by hook_*.c.
  *
  * vrt_hook_enter() decides whether a hooked call is recorded: not when
  * capture is off, and not when the thread is already inside a hook (a
@@ -11,56 +11,9 @@
 #define VRT_HOOK_H
 
 #include "core.h"
+#include "session.h"
 
 #include <vramtrace/trace_format.h>
-
-#define VRT_STATE_ARMED   3 /* options read; starts at the first event */
-#define VRT_STATE_STANDBY 4 /* live table only; `ctl start` records */
-
-extern VRT_TLS int vrt_in_hook VRT_HIDDEN;
-
-/* entry.c: on the first event of an armed process, starts recording (or
- * standby, with VRAMTRACE_START=standby) and the control endpoint; 1 if
- * hooks should now keep the live table (recording or standby). */
-int vrt_entry_start(void);
-
-/* entry.c, for the control endpoint: switch to recording (the trace gets
- * the facts kept in standby and a snapshot of the live allocations first)
- * or back to standby. start returns 0 on switching, 1 if already
- * recording, -1 on failure; stop 0 on switching, 1 if not recording. From
- * the control thread, and from a hook only for an allocation refused in
- * standby (hook_lib.c: both waits are bounded). */
-int vrt_entry_record_start(void);
-int vrt_entry_record_stop(void);
-
-/* control.c: the endpoint "<dir>/<pid>.ctl" and its thread. */
-int vrt_control_start(const char *dir);
-void vrt_control_stop(void);
-void vrt_control_after_fork_child(void);
-
-/* metrics.c: the Prometheus endpoint of VRAMTRACE_METRICS and its thread.
- * start does nothing when the variable is unset (or refused); it returns
- * at once, the thread binds and serves. stop waits a bounded time.
- * Lifecycle only (entry.c). */
-int vrt_metrics_start(const char *run_dir);
-/* metrics.c, from the constructor (before hook_env.c saves the settings
- * children get back): reads VRAMTRACE_METRICS and the labels, and when
- * the metrics are on, turns on the live table's peaks (live.h) and
- * exports the engine read off the command line (VRAMTRACE_ENGINE). */
-void vrt_metrics_init(void);
-void vrt_metrics_stop(void);
-void vrt_metrics_after_fork_child(void);
-
-/* entry.c: 1 in the process the preload initialised (or a fork child of
- * it), 0 in a vfork child, which shares our memory but is not us. */
-int vrt_entry_is_self(void);
-/* entry.c: the absolute run directory, set by the constructor before any
- * hook is armed and read-only after; "" when capture is disabled. */
-const char *vrt_entry_run_dir(void);
-/* entry.c: flush and close the trace before an exec replaces the image;
- * after a failed exec, arm capture again (a new file). */
-void vrt_entry_before_exec(void);
-void vrt_entry_exec_failed(void);
 
 static inline int vrt_hook_enter(void)
 {
@@ -68,7 +21,7 @@ static inline int vrt_hook_enter(void)
 		return 0;
 	int s = atomic_load_explicit(&vrt_state, memory_order_relaxed);
 	if (VRT_UNLIKELY(s != VRT_STATE_ON) && s != VRT_STATE_STANDBY &&
-	    (s != VRT_STATE_ARMED || !vrt_entry_start()))
+	    (s != VRT_STATE_ARMED || !vrt_session_start()))
 		return 0;
 	vrt_in_hook = 1;
 	return 1;
@@ -127,10 +80,6 @@ extern struct vrt_hook_vendor vrt_hook_hip VRT_HIDDEN;
 	                              .total = device_total,                   \
 	                              .uuid = device_uuid,                     \
 	                              .device_of = device_of}
-
-/* From the constructor: lets the live table ask each runtime for the
- * device of an allocation kept in standby without one. */
-void vrt_hook_vendors_init(void);
 
 /* Names, totals and uuids of every device of v, queued once for the trace
  * (vrt_writer_devices) after the runtime answered a memory call (so it is
@@ -344,10 +293,17 @@ void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
                                         int busy, void *arg),
                              void *arg);
 
-/* hook_libc.c: the libc dlsym behind our interposed one. Never NULL after
- * vrt_hook_libc_init(). */
+/* hook_lib.c: the libc dlsym behind our interposed one (hook_libc.c).
+ * Never NULL after vrt_hooklib_init(). Only hook_lib.c and hook_libc.c's
+ * assembly stub read it directly: C elsewhere calls vrt_hooklib_real_dlsym,
+ * because an ASan build checks reads of another file's global against
+ * shadow memory, and our dlsym runs while ASan itself starts up (its
+ * interceptors look libc's functions up through it). */
 extern void *(*vrt_real_dlsym)(void *, const char *)VRT_HIDDEN;
-void vrt_hook_libc_init(void);
+void vrt_hooklib_init(void);
+/* libc's dlsym(handle, name) (after vrt_hooklib_init), NULL when libc's
+ * could not be found. Any thread. */
+void *vrt_hooklib_real_dlsym(void *handle, const char *name);
 
 /* ---- hook_lib.c: a runtime library whose exports we wrap --------------- */
 

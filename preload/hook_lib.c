@@ -17,6 +17,11 @@
  * of its address only when the live table is read, never per call). The
  * wrappers' bodies are hook.h's VRT_HOOK_* macros around these.
  *
+ * It also keeps libc's dlsym (vrt_real_dlsym), which every hook file
+ * looks real functions up with: set once (the constructor, or the first
+ * look-up if another library's constructor runs before ours) and only
+ * ever to the same value, so a racy double initialisation is harmless.
+ *
  * Threads: any. The library's path and base are published once (CAS);
  * real and auxiliary pointers are atomics; a runtime's inventory is taken
  * once under a CAS flag (retried at a few later calls when the count
@@ -30,6 +35,29 @@
 
 #include <dlfcn.h>
 #include <string.h>
+
+void *(*vrt_real_dlsym)(void *, const char *);
+
+void vrt_hooklib_init(void)
+{
+	if (vrt_real_dlsym)
+		return;
+	/* dlvsym is not interposed, so this asks libc for the real one; the
+	 * version names cover glibc before and after libdl moved into
+	 * libc (2.34). */
+	void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!p)
+		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	if (!p)
+		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17"); /* aarch64 */
+	vrt_real_dlsym = (void *(*)(void *, const char *))p;
+}
+
+void *vrt_hooklib_real_dlsym(void *handle, const char *name)
+{
+	vrt_hooklib_init();
+	return vrt_real_dlsym ? vrt_real_dlsym(handle, name) : NULL;
+}
 
 int vrt_hooklib_owns(struct vrt_hooklib *l, void *addr)
 {
@@ -63,7 +91,7 @@ static void *handle_sym(const char *path, const char *name)
 
 void *vrt_hooklib_sym(struct vrt_hooklib *l, const char *name)
 {
-	vrt_hook_libc_init();
+	vrt_hooklib_init();
 	if (!vrt_real_dlsym)
 		return NULL;
 	void *p = vrt_real_dlsym(RTLD_NEXT, name);
@@ -145,12 +173,6 @@ void vrt_hook_record(struct vrt_ev *ev)
 }
 
 /* ---- vendor ops: what both runtimes' wrappers record ------------------- */
-
-void vrt_hook_vendors_init(void)
-{
-	vrt_live_set_device_of(vrt_hook_cuda.vendor, vrt_hook_cuda.device_of);
-	vrt_live_set_device_of(vrt_hook_hip.vendor, vrt_hook_hip.device_of);
-}
 
 #define INVENTORY_MAX 64
 
@@ -284,7 +306,7 @@ void vrt_hook_fail(struct vrt_hook_vendor *v, int api, int dev, uint64_t addr,
 	 * anyway, with what led to it (standby.h). */
 	int once = allocating && error == 2 &&
 	           atomic_load(&vrt_state) == VRT_STATE_STANDBY &&
-	           vrt_entry_record_start() == 0;
+	           vrt_session_record_start() == 0;
 	size_t free_b, total_b;
 	if (allocating && dev >= 0 && dev == cur &&
 	    v->mem_info(&free_b, &total_b)) {
@@ -296,5 +318,5 @@ void vrt_hook_fail(struct vrt_hook_vendor *v, int api, int dev, uint64_t addr,
 	if (allocating && vrt_capture_on())
 		vrt_writer_sync(1000);
 	if (once)
-		vrt_entry_record_stop();
+		vrt_session_record_stop();
 }

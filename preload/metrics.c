@@ -27,7 +27,7 @@
  * VRAMTRACE_METRICS_PUBLIC=1, and then with one warning, from the process
  * that binds it, that the endpoint has no authentication; without it the
  * setting is refused with one warning. Both warnings come at the
- * process's first GPU event, like the endpoint itself (vrt_entry_start),
+ * process's first GPU event, like the endpoint itself (vrt_session_start),
  * so shells and wrappers of the tree say nothing and never take the port.
  *
  * A tree on one fixed port (tensor-parallel workers): the first process
@@ -52,7 +52,7 @@
  * on it. All fds are O_CLOEXEC.
  *
  * Locks: m_mu/m_cv guard running/exited between the owner (start/stop,
- * called by the lifecycle with start_mu semantics of entry.c) and the
+ * called by the session, session.c, under its start_mu) and the
  * thread; the thread owns the sockets. The stop request is an eventfd.
  * vrt_metrics_init runs in the constructor, before any thread of ours:
  * what it sets (the address, the labels) is read-only afterwards.
@@ -672,7 +672,8 @@ static void *metrics_main(void *arg)
 		/* Without the fixed port (another process of the tree, or
 		 * a stranger, has it): take it over once it is free. The
 		 * events read were the old socket's. */
-		if (lfd.fd >= 0 && !tree_port && port && vrt_clock_mono_ms() >= retry) {
+		if (lfd.fd >= 0 && !tree_port && port &&
+		    vrt_clock_mono_ms() >= retry) {
 			retry = vrt_clock_mono_ms() + RETRY_MS;
 			if (take_over(&lfd))
 				continue;
@@ -702,7 +703,7 @@ static void *metrics_main(void *arg)
 	return NULL;
 }
 
-int vrt_metrics_start(const char *run_dir)
+static int metrics_start(const char *run_dir)
 {
 	if (!parsed)
 		vrt_metrics_init();
@@ -751,7 +752,7 @@ int vrt_metrics_start(const char *run_dir)
 	return -err;
 }
 
-void vrt_metrics_stop(void)
+static void metrics_stop(void)
 {
 	pthread_mutex_lock(&m_mu);
 	if (!running) {
@@ -785,7 +786,7 @@ void vrt_metrics_stop(void)
 	}
 }
 
-void vrt_metrics_after_fork_child(void)
+static void metrics_after_fork_child(void)
 {
 	/* The parent's thread does not exist here: close the child's copies
 	 * of its fds. The child starts its own endpoint at its first event
@@ -804,3 +805,11 @@ void vrt_metrics_after_fork_child(void)
 	dev_rank = -1;
 	file_path[0] = 0;
 }
+
+/* Dashboards only: no endpoint is no loss of data. */
+const struct vrt_session_service vrt_metrics_service = {
+        .name = "metrics endpoint",
+        .start = metrics_start,
+        .stop = metrics_stop,
+        .after_fork_child = metrics_after_fork_child,
+};

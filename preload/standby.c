@@ -9,7 +9,7 @@
  * ended), so the lock is never hot. The open request ids of the annotation API live
  * in a small table under its own spinlock (ids_lock), updated at every
  * bracket in both modes. The writing side (vrt_standby_write) runs under
- * entry.c's start_mu: it moves the facts to out[] under kept_lock and
+ * session.c's start_mu: it moves the facts to out[] under kept_lock and
  * writes them with the lock released (writing may wait for the writer).
  *
  * Fork: the child starts empty (its facts are its own from its first
@@ -255,6 +255,14 @@ static void snapshot_alloc(const struct vrt_ev *ev, void *arg)
 	vrt_tbuf_event(ev);
 }
 
+/* The connection walker (hook_libc.c's), set once by the constructor. */
+static void (*_Atomic each_conn)(vrt_standby_conn_fn, void *);
+
+void vrt_standby_set_conns(void (*each)(vrt_standby_conn_fn fn, void *arg))
+{
+	atomic_store(&each_conn, each);
+}
+
 static void snapshot_conn(int fd, int listener, int kind, int busy, void *arg)
 {
 	(void)arg;
@@ -309,7 +317,9 @@ void vrt_standby_write(void)
 	struct vrt_ev mark = {.rec = VRT_REC_SNAPSHOT, .op = 1};
 	vrt_tbuf_event(&mark);
 	vrt_live_each(snapshot_alloc, NULL);
-	vrt_hook_libc_each_conn(snapshot_conn, NULL);
+	void (*each)(vrt_standby_conn_fn, void *) = atomic_load(&each_conn);
+	if (each)
+		each(snapshot_conn, NULL);
 	spin_lock(&ids_lock);
 	uint64_t open_ids[MAX_IDS];
 	int nids = 0;

@@ -5,8 +5,9 @@
  *
  * Threads: one writer thread ("vramtrace-wr", all signals blocked) does
  * every compression and write(2). Hooks never wait for it, except
- * vrt_writer_sync after a failed allocation (bounded). The lifecycle
- * (entry.c) calls start/stop/fork handlers.
+ * vrt_writer_sync after a failed allocation (bounded). The session
+ * (session.c) starts and stops it; the lifecycle (entry.c) calls its fork
+ * handlers.
  *
  * Locks: w_mu guards the request/complete sequence numbers, the stop flag
  * and the pending device inventory. The writer holds no lock while it
@@ -19,7 +20,7 @@
  * at chunk boundaries. Each frame ends with a WATERMARK record.
  *
  * Any write error turns capture off for good (the host carries on); the
- * reason is printed once at exit by entry.c.
+ * reason is printed once at exit (session.c's warning).
  *
  * The trace's descriptor is registered with fds.c: every write goes
  * through it, and each pass first checks that the number still names the
@@ -596,7 +597,8 @@ static void flush_before_taken(void)
 	request(0, TAKEN_FLUSH_MS);
 }
 
-static uint64_t origin_mono, origin_wall; /* 0: none; start_mu */
+static uint64_t origin_mono, origin_wall; /* 0: none; session.c's
+                                             * start_mu */
 
 void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns)
 {
