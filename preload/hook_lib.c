@@ -176,11 +176,11 @@ void vrt_hook_record(struct vrt_ev *ev)
 
 #define INVENTORY_MAX 64
 
-void vrt_hook_inventory(struct vrt_hook_vendor *v)
+/* The inventory itself, out of line: its device array stays off the
+ * stack frame of every call that finds it taken. s: the state seen. */
+__attribute__((noinline)) static void take_inventory(struct vrt_hook_vendor *v,
+                                                     int s)
 {
-	int s = atomic_load_explicit(&v->inventory, memory_order_relaxed);
-	if (VRT_LIKELY(s == 1) || s > 4)
-		return;
 	if (!atomic_compare_exchange_strong(&v->inventory, &s, 1))
 		return;
 	int n = 0;
@@ -204,6 +204,13 @@ void vrt_hook_inventory(struct vrt_hook_vendor *v)
 		d->have_uuid = v->uuid(i, d->uuid);
 	}
 	vrt_writer_devices(devs, n);
+}
+
+void vrt_hook_inventory(struct vrt_hook_vendor *v)
+{
+	int s = atomic_load_explicit(&v->inventory, memory_order_relaxed);
+	if (VRT_UNLIKELY(s != 1) && s <= 4)
+		take_inventory(v, s);
 }
 
 static void alloc_event(int api, int dev, uint64_t addr, uint64_t size,
