@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "cmd.h"
+#include "control_proto.h"
 #include "ctl.h"
 #include "text.h"
 
@@ -61,11 +62,12 @@ static int parse_command(const struct vrt_cmd *self, struct settings *s,
 		                                           : "no run given");
 	s->target = st->pos[0];
 	cmd = st->pos[1];
-	if (!strcmp(cmd, "mark")) {
+	if (!strcmp(cmd, VRT_CONTROL_MARK)) {
 		if (st->npos < 3)
 			return vrt_main_usage_error(self, "mark needs a label");
 		/* The words of the label, joined by spaces. */
-		len = (size_t)snprintf(s->line, sizeof(s->line), "mark");
+		len = (size_t)snprintf(s->line, sizeof(s->line), "%s",
+		                       VRT_CONTROL_MARK);
 		for (i = 2; i < st->npos; i++) {
 			if (strpbrk(st->pos[i], "\n\r"))
 				return vrt_main_usage_error(
@@ -80,8 +82,8 @@ static int parse_command(const struct vrt_cmd *self, struct settings *s,
 			return vrt_main_usage_error(self, "label too long");
 		return VRT_EXIT_OK;
 	}
-	if (strcmp(cmd, "start") && strcmp(cmd, "stop") &&
-	    strcmp(cmd, "flush") && strcmp(cmd, "status"))
+	if (strcmp(cmd, VRT_CONTROL_START) && strcmp(cmd, VRT_CONTROL_STOP) &&
+	    strcmp(cmd, VRT_CONTROL_FLUSH) && strcmp(cmd, VRT_CONTROL_STATUS))
 		return vrt_main_usage_error(self,
 		                            "unknown command '%s' (start, "
 		                            "stop, mark, flush, status)",
@@ -89,7 +91,7 @@ static int parse_command(const struct vrt_cmd *self, struct settings *s,
 	if (st->npos > 2)
 		return vrt_main_usage_error(self, "%s takes no arguments", cmd);
 	snprintf(s->line, sizeof(s->line), "%s", cmd);
-	s->status = !strcmp(cmd, "status");
+	s->status = !strcmp(cmd, VRT_CONTROL_STATUS);
 	return VRT_EXIT_OK;
 }
 
@@ -139,6 +141,7 @@ static int one(const struct settings *s, const struct vrt_ctl_target *x)
 	struct vrt_ctl_status st;
 	enum vrt_ctl_result res;
 	char *answer = NULL, err[256];
+	const size_t ok_len = sizeof(VRT_CONTROL_OK) - 1;
 	int rc = -1;
 
 	res = vrt_ctl_request(x->path, s->line, VRT_CTL_TIMEOUT_MS, &answer,
@@ -166,8 +169,9 @@ static int one(const struct settings *s, const struct vrt_ctl_target *x)
 		printf("pid %" PRIu64 ": ", x->pid);
 		vrt_text_put_safe(stdout, answer, SIZE_MAX);
 		putchar('\n');
-		rc = !strncmp(answer, "ok", 2) &&
-		                     (answer[2] == '\0' || answer[2] == ' ')
+		rc = !strncmp(answer, VRT_CONTROL_OK, ok_len) &&
+		                     (answer[ok_len] == '\0' ||
+		                      answer[ok_len] == ' ')
 		             ? 1
 		             : -1;
 	}
@@ -231,7 +235,7 @@ static int find_targets(const char *target, struct vrt_ctl_target **v,
 	(*v)->pid = pid;
 	*n = 1;
 	if ((size_t)snprintf((*v)->path, sizeof((*v)->path),
-	                     "%s/%" PRIu64 ".ctl", dir,
+	                     "%s/%" PRIu64 VRT_CONTROL_SUFFIX, dir,
 	                     pid) >= sizeof((*v)->path)) {
 		fprintf(stderr, "vramtrace: error: pid %" PRIu64 ": %s\n", pid,
 		        "run directory path too long");

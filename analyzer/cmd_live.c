@@ -36,6 +36,7 @@
 
 #include "attrib.h"
 #include "cmd.h"
+#include "control_proto.h"
 #include "ctl.h"
 #include "load.h"
 #include "replay.h"
@@ -262,7 +263,7 @@ static int refresh_ctl(const struct target *tg, struct view *v)
 	if (tg->pid) {
 		one.pid = tg->pid;
 		if ((size_t)snprintf(one.path, sizeof(one.path),
-		                     "%s/%" PRIu64 ".ctl", tg->dir,
+		                     "%s/%" PRIu64 VRT_CONTROL_SUFFIX, tg->dir,
 		                     tg->pid) >= sizeof(one.path))
 			return -1;
 		ts = &one;
@@ -271,7 +272,7 @@ static int refresh_ctl(const struct target *tg, struct view *v)
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		if (vrt_ctl_request(ts[i].path, "status", VRT_CTL_TIMEOUT_MS,
+		if (vrt_ctl_request(ts[i].path, VRT_CONTROL_STATUS, VRT_CTL_TIMEOUT_MS,
 		                    &answer, err, sizeof(err)))
 			continue;
 		if (vrt_ctl_parse_status(answer, &st, err, sizeof(err))) {

@@ -19,6 +19,7 @@
  * paths longer than sun_path fit). Single-threaded; no globals.
  */
 #include "ctl.h"
+#include "control_proto.h"
 #include "rundir.h"
 
 #include <ctype.h>
@@ -51,7 +52,7 @@ static uint64_t ctl_name_pid(const char *name)
 			return 0;
 		pid = pid * 10 + (uint64_t)(*p - '0');
 	}
-	return p != name && !strcmp(p, ".ctl") ? pid : 0;
+	return p != name && !strcmp(p, VRT_CONTROL_SUFFIX) ? pid : 0;
 }
 
 static int cmp_target(const void *a, const void *b)
@@ -498,35 +499,35 @@ int vrt_ctl_parse_status(const char *text, struct vrt_ctl_status *st, char *err,
 		json_decref(root);
 		return -1;
 	}
-	if (!json_object_get(root, "pid") ||
-	    !json_is_string(json_object_get(root, "state"))) {
+	if (!json_object_get(root, VRT_CONTROL_K_PID) ||
+	    !json_is_string(json_object_get(root, VRT_CONTROL_K_STATE))) {
 		snprintf(err, errsz, "status without \"pid\" or \"state\"");
 		json_decref(root);
 		return -1;
 	}
-	st->pid = num(root, "pid");
-	st->ppid = num(root, "ppid");
-	str(root, "state", st->state, sizeof(st->state));
-	st->recording = !strcmp(st->state, "recording");
-	str(root, "trace", st->trace, sizeof(st->trace));
-	st->events = num(root, "events");
-	st->dropped = num(root, "dropped");
-	st->inflight = num(root, "inflight");
-	st->ooms = num(root, "ooms");
-	st->pinned_bytes = num(root, "pinned_bytes");
-	devs = json_object_get(root, "devices");
+	st->pid = num(root, VRT_CONTROL_K_PID);
+	st->ppid = num(root, VRT_CONTROL_K_PPID);
+	str(root, VRT_CONTROL_K_STATE, st->state, sizeof(st->state));
+	st->recording = !strcmp(st->state, VRT_CONTROL_STATE_RECORDING);
+	str(root, VRT_CONTROL_K_TRACE, st->trace, sizeof(st->trace));
+	st->events = num(root, VRT_CONTROL_K_EVENTS);
+	st->dropped = num(root, VRT_CONTROL_K_DROPPED);
+	st->inflight = num(root, VRT_CONTROL_K_INFLIGHT);
+	st->ooms = num(root, VRT_CONTROL_K_OOMS);
+	st->pinned_bytes = num(root, VRT_CONTROL_K_PINNED);
+	devs = json_object_get(root, VRT_CONTROL_K_DEVICES);
 	json_array_foreach(devs, i, d)
 	{
 		struct vrt_ctl_device *x;
 		if (st->ndev == VRT_CTL_MAX_DEVICES || !json_is_object(d))
 			continue;
 		x = &st->dev[st->ndev++];
-		v = json_object_get(d, "id");
+		v = json_object_get(d, VRT_CONTROL_K_ID);
 		x->id = json_is_integer(v) ? json_integer_value(v) : -1;
-		str(d, "vendor", x->vendor, sizeof(x->vendor));
-		x->live_bytes = num(d, "live_bytes");
-		x->total_bytes = num(d, "total_bytes");
-		phases = json_object_get(d, "phases");
+		str(d, VRT_CONTROL_K_VENDOR, x->vendor, sizeof(x->vendor));
+		x->live_bytes = num(d, VRT_CONTROL_K_LIVE);
+		x->total_bytes = num(d, VRT_CONTROL_K_TOTAL);
+		phases = json_object_get(d, VRT_CONTROL_K_PHASES);
 		json_object_foreach(phases, name, v)
 		{
 			if (x->nphases == VRT_CTL_MAX_PHASES)

@@ -3,11 +3,11 @@
  * run ("<run dir>/<pid>.ctl") or of one process, sending one command line
  * and reading the one-line answer, and reading a `status` answer.
  *
- * The protocol (served by the preload): one command per connection; the
- * client writes one line ("start", "stop", "mark LABEL", "flush",
- * "status"), the server answers one line ("ok ...", "error MESSAGE", or for
- * status one JSON object) and closes. The server admits the same uid or
- * root only.
+ * The protocol (served by the preload; control_proto.h is its one
+ * definition): one command per connection; the client writes one line
+ * ("start", "stop", "mark LABEL", "flush", "status"), the server answers
+ * one line ("ok ...", "error MESSAGE", or for status one JSON object) and
+ * closes. The server admits the same uid or root only.
  *
  * Used by `vramtrace ctl` and `vramtrace live`. Single-threaded; no
  * globals. Answers are untrusted input: lengths are capped and the JSON is

@@ -5,10 +5,11 @@
  * stop recording, mark the trace and read the live budget while a load
  * test runs.
  *
- * Protocol: one command per connection; the client writes one line, we
- * answer one line and close. Commands: start, stop, mark LABEL, flush,
- * status (a line of JSON). Only a peer with our uid (or root) is served:
- * SO_PEERCRED is checked before reading anything.
+ * Protocol (control_proto.h, shared with the client): one command per
+ * connection; the client writes one line, we answer one line and close.
+ * Commands: start, stop, mark LABEL, flush, status (a line of JSON). Only
+ * a peer with our uid (or root) is served: SO_PEERCRED is checked before
+ * reading anything.
  *
  * The thread polls with a timeout so a stop request is seen within
  * POLL_MS; every read and write on a connection is bounded by a socket
@@ -24,6 +25,7 @@
  * or closes the number again, removes the socket file and ends with one
  * warning instead of spinning.
  */
+#include "control_proto.h"
 #include "hook.h"
 #include "live.h"
 #include "rundir.h"
@@ -44,7 +46,6 @@
 #include <unistd.h>
 
 #define POLL_MS      200
-#define LINE_MAX_LEN 512
 
 static pthread_t thread;
 static int running;
@@ -103,16 +104,27 @@ static void status(struct vrt_fd fd)
 			             ? (size_t)k_                              \
 			             : sizeof(buf) - n - 1;                    \
 	} while (0)
-	PUT("{\"pid\":%d,\"ppid\":%d,\"state\":\"%s\",\"events\":%llu,"
-	    "\"dropped\":%llu,\"inflight\":%llu,\"ooms\":%llu,"
-	    "\"pinned_bytes\":%llu,\"allocations\":%llu,\"devices\":[",
+#define K VRT_CONTROL_KEY
+	/* clang-format off: one key a line */
+	PUT("{" K(VRT_CONTROL_K_PID) "%d,"
+	    K(VRT_CONTROL_K_PPID) "%d,"
+	    K(VRT_CONTROL_K_STATE) "\"%s\","
+	    K(VRT_CONTROL_K_EVENTS) "%llu,"
+	    K(VRT_CONTROL_K_DROPPED) "%llu,"
+	    K(VRT_CONTROL_K_INFLIGHT) "%llu,"
+	    K(VRT_CONTROL_K_OOMS) "%llu,"
+	    K(VRT_CONTROL_K_PINNED) "%llu,"
+	    K(VRT_CONTROL_K_ALLOCATIONS) "%llu,"
+	    K(VRT_CONTROL_K_DEVICES) "[",
 	    (int)getpid(), (int)getppid(),
-	    state == VRT_STATE_ON ? "recording" : "standby",
+	    state == VRT_STATE_ON ? VRT_CONTROL_STATE_RECORDING
+	                          : VRT_CONTROL_STATE_STANDBY,
 	    (unsigned long long)vrt_tbuf_events(),
 	    (unsigned long long)vrt_tbuf_dropped(),
 	    (unsigned long long)st.inflight, (unsigned long long)st.ooms,
 	    (unsigned long long)st.host_pinned_bytes,
 	    (unsigned long long)st.allocations);
+	/* clang-format on */
 	/* Capacity from the device inventory (standby has it too). */
 	struct vrt_device_info inv[VRT_LIVE_MAX_DEVICES];
 	int ninv = vrt_writer_known_devices(inv, VRT_LIVE_MAX_DEVICES);
@@ -122,11 +134,16 @@ static void status(struct vrt_fd fd)
 			if (inv[k].vendor == st.dev[d].vendor &&
 			    inv[k].ordinal == st.dev[d].device)
 				total = inv[k].total_bytes;
-		PUT("%s{\"id\":%d,\"vendor\":\"%s\",\"live_bytes\":%llu,"
-		    "\"total_bytes\":%llu,\"phases\":{",
+		/* clang-format off */
+		PUT("%s{" K(VRT_CONTROL_K_ID) "%d,"
+		    K(VRT_CONTROL_K_VENDOR) "\"%s\","
+		    K(VRT_CONTROL_K_LIVE) "%llu,"
+		    K(VRT_CONTROL_K_TOTAL) "%llu,"
+		    K(VRT_CONTROL_K_PHASES) "{",
 		    d ? "," : "", st.dev[d].device,
 		    vendor_name(st.dev[d].vendor),
 		    (unsigned long long)st.dev[d].bytes, total);
+		/* clang-format on */
 		int first = 1;
 		for (unsigned p = 0; p < VRT_LIVE_PHASES; p++) {
 			if (!st.dev[d].by_phase[p])
@@ -139,6 +156,7 @@ static void status(struct vrt_fd fd)
 		PUT("}}");
 	}
 	PUT("]}\n");
+#undef K
 #undef PUT
 	reply(fd, buf);
 }
@@ -146,34 +164,38 @@ static void status(struct vrt_fd fd)
 /* Runs one command line; answers on fd. */
 static void command(struct vrt_fd fd, char *line)
 {
+	const size_t mark_len = sizeof(VRT_CONTROL_MARK) - 1;
 	char *nl = strpbrk(line, "\r\n");
 	if (nl)
 		*nl = 0;
-	if (!strcmp(line, "start")) {
-		int was = vrt_entry_record_start();
-		reply(fd, was < 0   ? "error cannot start recording\n"
-		          : was > 0 ? "ok already recording\n"
-		                    : "ok recording\n");
-	} else if (!strcmp(line, "stop")) {
-		reply(fd, vrt_entry_record_stop() ? "ok already standby\n"
-		                                  : "ok standby\n");
-	} else if (!strncmp(line, "mark ", 5) || !strcmp(line, "mark")) {
-		const char *label = line[4] ? line + 5 : "";
+	if (!strcmp(line, VRT_CONTROL_START)) {
+		int was = vrt_session_record_start();
+		reply(fd, was < 0 ? VRT_CONTROL_ERROR " cannot start recording\n"
+		          : was > 0 ? VRT_CONTROL_OK " already recording\n"
+		                    : VRT_CONTROL_OK " recording\n");
+	} else if (!strcmp(line, VRT_CONTROL_STOP)) {
+		reply(fd, vrt_session_record_stop()
+		                  ? VRT_CONTROL_OK " already standby\n"
+		                  : VRT_CONTROL_OK " standby\n");
+	} else if (!strncmp(line, VRT_CONTROL_MARK, mark_len) &&
+	           (line[mark_len] == ' ' || !line[mark_len])) {
+		const char *label = line[mark_len] ? line + mark_len + 1 : "";
 		if (!vrt_capture_on()) {
-			reply(fd, "ok not recording (standby): no mark\n");
+			reply(fd, VRT_CONTROL_OK " not recording (standby): no "
+			                         "mark\n");
 			return;
 		}
 		struct vrt_ev ev = {.rec = VRT_REC_MARK, .text = label};
 		vrt_tbuf_event(&ev);
-		reply(fd, "ok\n");
-	} else if (!strcmp(line, "flush")) {
+		reply(fd, VRT_CONTROL_OK "\n");
+	} else if (!strcmp(line, VRT_CONTROL_FLUSH)) {
 		vrt_writer_sync(2000);
-		reply(fd, "ok\n");
-	} else if (!strcmp(line, "status")) {
+		reply(fd, VRT_CONTROL_OK "\n");
+	} else if (!strcmp(line, VRT_CONTROL_STATUS)) {
 		status(fd);
 	} else {
-		reply(fd, "error unknown command (start, stop, mark LABEL, "
-		          "flush, status)\n");
+		reply(fd, VRT_CONTROL_ERROR " unknown command (start, stop, "
+		                            "mark LABEL, flush, status)\n");
 	}
 }
 
@@ -184,16 +206,17 @@ static void serve(struct vrt_fd fd)
 	/* Just accepted, not yet reachable by the program's closes. */
 	if (getsockopt(fd.fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
 	    (cred.uid != geteuid() && cred.uid != 0)) {
-		reply(fd, "error permission denied\n");
+		reply(fd, VRT_CONTROL_ERROR " permission denied\n");
 		return;
 	}
 	struct timeval tv = {.tv_sec = 2};
 	setsockopt(fd.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	char line[LINE_MAX_LEN + 1];
+	char line[VRT_CONTROL_LINE_MAX + 1];
 	size_t got = 0;
-	while (got < LINE_MAX_LEN && !memchr(line, '\n', got)) {
-		ssize_t r = vrt_fds_recv(fd, line + got, LINE_MAX_LEN - got, 0);
+	while (got < VRT_CONTROL_LINE_MAX && !memchr(line, '\n', got)) {
+		ssize_t r = vrt_fds_recv(fd, line + got,
+		                         VRT_CONTROL_LINE_MAX - got, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -271,7 +294,7 @@ static void *control_main(void *arg)
 	return NULL;
 }
 
-int vrt_control_start(const char *dir)
+static int control_start(const char *dir)
 {
 	if (running)
 		return 0;
@@ -286,7 +309,7 @@ int vrt_control_start(const char *dir)
 		vrt_fds_close(&dfd);
 		return -EPERM;
 	}
-	snprintf(name, sizeof(name), "%d.ctl", (int)getpid());
+	snprintf(name, sizeof(name), "%d" VRT_CONTROL_SUFFIX, (int)getpid());
 	/* Non-blocking: accept never waits with the number in use (a
 	 * closing hook of the program would wait for it). */
 	lfd = vrt_fds_own(
@@ -329,7 +352,7 @@ int vrt_control_start(const char *dir)
 	return 0;
 }
 
-void vrt_control_stop(void)
+static void control_stop(void)
 {
 	if (!running)
 		return;
@@ -346,10 +369,19 @@ void vrt_control_stop(void)
 	running = 0;
 }
 
-void vrt_control_after_fork_child(void)
+static void control_after_fork_child(void)
 {
 	/* The parent's thread and socket are the parent's: forget them
 	 * (our copy of the fd is closed with the others, while ours). */
 	lfd = VRT_FD_NONE;
 	running = 0;
 }
+
+/* Standby without a way to start recording is just a loss. */
+const struct vrt_session_service vrt_control_service = {
+        .name = "control endpoint",
+        .flags = VRT_SESSION_NEEDED_IN_STANDBY,
+        .start = control_start,
+        .stop = control_stop,
+        .after_fork_child = control_after_fork_child,
+};

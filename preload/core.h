@@ -3,12 +3,14 @@
  *
  *   options.c  VRAMTRACE_* variables, read once at start
  *   tbuf.c     per-thread event buffers (chunks) and the chunk pool
+ *   clock.c    event stamps and bounded-wait deadlines (clock.h)
  *   batch.c    the writer's re-encoding of chunks' ALLOC and FREE records
  *              into BATCH records
  *   writer.c   the writer thread: compresses chunks into zstd frames
  *
  * Interposition (hook_*.c) calls vrt_tbuf_event() from inside hooks; the
- * lifecycle (entry.c) starts and stops everything. The core is a static
+ * session (session.c) starts and stops the writer and the services, driven
+ * by the lifecycle (entry.c). The core is a static
  * library so unit tests drive it without any preload.
  *
  * Conventions: functions returning int give 0 on success or a negative
@@ -75,10 +77,14 @@ const char *vrt_options_str(enum vrt_option_id id);
 
 /* ---- capture state ---------------------------------------------------- */
 
+/* The states of a process's capture. session.c moves it (and says how);
+ * vrt_capture_fail stops it from anywhere. */
 enum vrt_state {
-	VRT_STATE_INIT = 0, /* before the constructor: hooks pass through */
-	VRT_STATE_ON = 1,   /* recording */
-	VRT_STATE_OFF = 2,  /* stopped (sticky): an error or shutdown */
+	VRT_STATE_INIT = 0,    /* before the constructor: hooks pass through */
+	VRT_STATE_ON = 1,      /* recording */
+	VRT_STATE_OFF = 2,     /* stopped (sticky): an error or shutdown */
+	VRT_STATE_ARMED = 3,   /* options read; starts at the first event */
+	VRT_STATE_STANDBY = 4, /* live table only; `ctl start` records */
 };
 
 /* Read on every hooked call with a relaxed load. */
@@ -330,23 +336,6 @@ void vrt_tbuf_kick(void);
 
 uint64_t vrt_tbuf_events(void);  /* events encoded so far */
 uint64_t vrt_tbuf_dropped(void); /* events dropped */
-
-/* CLOCK_MONOTONIC in ns: the TSC converted where it is invariant (see
- * tbuf.c), else clock_gettime. Any thread, hot-path safe. */
-uint64_t vrt_tbuf_now(void);
-/* Writer thread (or before any thread records): measures the TSC against
- * clock_gettime and publishes the conversion; call every pass (at least
- * every 250 ms to keep the TSC in use). */
-void vrt_tbuf_clock_calibrate(void);
-/* How far below vrt_tbuf_now() a watermark must stay to cover stamps of
- * events still being recorded (0 with clock_gettime). */
-uint64_t vrt_tbuf_clock_slack(void);
-
-/* Condition variables of the core wait on CLOCK_MONOTONIC (a wall clock
- * step must not stretch a bounded wait): init one, and compute the
- * absolute deadline ms from now. */
-void vrt_tbuf_cond_init(pthread_cond_t *cv);
-void vrt_tbuf_deadline(struct timespec *ts, int ms);
 
 /* ---- batch.c ---------------------------------------------------------- */
 

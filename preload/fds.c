@@ -39,6 +39,7 @@
  * thread's short-lived descriptor, whose thread does not exist here) and
  * empties the table.
  */
+#include "clock.h"
 #include "core.h"
 
 #include <errno.h>
@@ -204,13 +205,6 @@ int vrt_fds_close(struct vrt_fd *f)
 	return close(g.fd) < 0 ? -errno : 0;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int vrt_fds_any(unsigned lo, unsigned hi)
 {
 	for (int i = 0; i < SLOTS; i++) {
@@ -247,9 +241,9 @@ int vrt_fds_release(unsigned lo, unsigned hi, int may_flush)
 		n++;
 		/* sched_yield, not a sleep: a hook must not become a
 		 * cancellation point the program did not expect. */
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = vrt_clock_mono_ns();
 		while (atomic_load(&s->busy) > 0 &&
-		       mono_ns() - t0 < RELEASE_WAIT_NS)
+		       vrt_clock_mono_ns() - t0 < RELEASE_WAIT_NS)
 			sched_yield();
 	}
 	return n;

@@ -85,6 +85,10 @@ typedef struct hipMemPoolProps {
 	size_t maxSize;
 	unsigned char reserved[56];
 } hipMemPoolProps;
+/* Only the attribute vramtrace asks for. */
+typedef enum hipPointer_attribute {
+	HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+} hipPointer_attribute;
 typedef enum hipDriverProcAddressQueryResult {
 	HIP_GET_PROC_ADDRESS_SUCCESS = 0,
 	HIP_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
@@ -173,5 +177,8 @@ hipError_t hipDeviceGet(hipDevice_t *device, int ordinal);
 hipError_t hipDeviceGetName(char *name, int len, hipDevice_t device);
 hipError_t hipDeviceTotalMem(size_t *bytes, hipDevice_t device);
 hipError_t hipDeviceGetUuid(hipUUID *uuid, hipDevice_t device);
+/* HIP 5.0 and later. */
+hipError_t hipPointerGetAttribute(void *data, hipPointer_attribute attribute,
+                                  hipDeviceptr_t ptr);
 
 #endif /* VRT_HIP_API_H */

@@ -1,5 +1,5 @@
 /*
- * Interposition layer internals shared by hook_*.c and entry.c.
+ * Interposition layer internals shared by hook_*.c.
  *
  * vrt_hook_enter() decides whether a hooked call is recorded: not when
  * capture is off, and not when the thread is already inside a hook (a
@@ -11,54 +11,9 @@
 #define VRT_HOOK_H
 
 #include "core.h"
+#include "session.h"
 
-#define VRT_STATE_ARMED   3 /* options read; starts at the first event */
-#define VRT_STATE_STANDBY 4 /* live table only; `ctl start` records */
-
-extern VRT_TLS int vrt_in_hook VRT_HIDDEN;
-
-/* entry.c: on the first event of an armed process, starts recording (or
- * standby, with VRAMTRACE_START=standby) and the control endpoint; 1 if
- * hooks should now keep the live table (recording or standby). */
-int vrt_entry_start(void);
-
-/* entry.c, for the control endpoint: switch to recording (the trace gets
- * the facts kept in standby and a snapshot of the live allocations first)
- * or back to standby. start returns 0 on switching, 1 if already
- * recording, -1 on failure; stop 0 on switching, 1 if not recording. From
- * the control thread, and from a hook only for an allocation refused in
- * standby (hook_lib.c: both waits are bounded). */
-int vrt_entry_record_start(void);
-int vrt_entry_record_stop(void);
-
-/* control.c: the endpoint "<dir>/<pid>.ctl" and its thread. */
-int vrt_control_start(const char *dir);
-void vrt_control_stop(void);
-void vrt_control_after_fork_child(void);
-
-/* metrics.c: the Prometheus endpoint of VRAMTRACE_METRICS and its thread.
- * start does nothing when the variable is unset (or refused); it returns
- * at once, the thread binds and serves. stop waits a bounded time.
- * Lifecycle only (entry.c). */
-int vrt_metrics_start(const char *run_dir);
-/* metrics.c, from the constructor (before hook_env.c saves the settings
- * children get back): reads VRAMTRACE_METRICS and the labels, and when
- * the metrics are on, turns on the live table's peaks (live.h) and
- * exports the engine read off the command line (VRAMTRACE_ENGINE). */
-void vrt_metrics_init(void);
-void vrt_metrics_stop(void);
-void vrt_metrics_after_fork_child(void);
-
-/* entry.c: 1 in the process the preload initialised (or a fork child of
- * it), 0 in a vfork child, which shares our memory but is not us. */
-int vrt_entry_is_self(void);
-/* entry.c: the absolute run directory, set by the constructor before any
- * hook is armed and read-only after; "" when capture is disabled. */
-const char *vrt_entry_run_dir(void);
-/* entry.c: flush and close the trace before an exec replaces the image;
- * after a failed exec, arm capture again (a new file). */
-void vrt_entry_before_exec(void);
-void vrt_entry_exec_failed(void);
+#include <vramtrace/trace_format.h>
 
 static inline int vrt_hook_enter(void)
 {
@@ -66,7 +21,7 @@ static inline int vrt_hook_enter(void)
 		return 0;
 	int s = atomic_load_explicit(&vrt_state, memory_order_relaxed);
 	if (VRT_UNLIKELY(s != VRT_STATE_ON) && s != VRT_STATE_STANDBY &&
-	    (s != VRT_STATE_ARMED || !vrt_entry_start()))
+	    (s != VRT_STATE_ARMED || !vrt_session_start()))
 		return 0;
 	vrt_in_hook = 1;
 	return 1;
@@ -79,29 +34,215 @@ static inline int vrt_hook_enter(void)
  * a large allocation. */
 void vrt_hook_record(struct vrt_ev *ev);
 
-/* hook_lib.c: the events every runtime's wrappers make, through
- * vrt_hook_record. */
-void vrt_hook_alloc(int api, int dev, uint64_t addr, uint64_t size,
-                    uint64_t aux);
+/* ---- hook_lib.c: what every runtime's wrappers share ------------------ */
+
+/* A GPU runtime as the shared recording code asks it (its vendor ops):
+ * each runtime's file fills one, with functions that call the runtime's
+ * real entry points directly (never our wrappers, so the program's own
+ * counters stay exact). Any thread, inside a hook. */
+struct vrt_hook_vendor {
+	int vendor; /* enum vrt_vendor */
+	/* The calling thread's current device, or VRT_DEVICE_UNKNOWN. */
+	int (*current_device)(void);
+	/* The current device's free/total bytes: 1, or 0 when the runtime
+	 * cannot say. */
+	int (*mem_info)(size_t *free_b, size_t *total_b);
+	/* How many devices the runtime sees, into *n: 1, or 0 when it cannot
+	 * say. */
+	int (*count)(int *n);
+	/* What describes device ordinal in the inventory: its name (into buf,
+	 * at most len - 1 bytes, NUL-terminated by the runtime), its total
+	 * bytes, its 16-byte uuid (the runtime's uuid struct, 16 chars, is
+	 * written at out). Each returns 1, or 0 when the runtime cannot say
+	 * (the field stays empty). */
+	int (*name)(int ordinal, char *buf, int len);
+	int (*total)(int ordinal, size_t *bytes);
+	int (*uuid)(int ordinal, void *out);
+	/* The device of a device allocation by its address; < 0 when the
+	 * runtime cannot say (for vrt_live_set_device_of: from the thread
+	 * reading the live table, which may be one of ours). */
+	int (*device_of)(uint64_t addr);
+	_Atomic int inventory; /* 0 todo, 1 busy or done, 2+ failures */
+};
+
+/* hook_cuda.c, hook_hip.c: the two runtimes' ops. */
+extern struct vrt_hook_vendor vrt_hook_cuda VRT_HIDDEN;
+extern struct vrt_hook_vendor vrt_hook_hip VRT_HIDDEN;
+
+/* Defines a runtime's ops as var, from the static functions its file
+ * defines under these names. */
+#define VRT_HOOK_VENDOR_DEFINE(var, vendor_id)                                 \
+	struct vrt_hook_vendor var = {.vendor = vendor_id,                     \
+	                              .current_device = cur_device,            \
+	                              .mem_info = mem_info,                    \
+	                              .count = device_count,                   \
+	                              .name = device_name,                     \
+	                              .total = device_total,                   \
+	                              .uuid = device_uuid,                     \
+	                              .device_of = device_of}
+
+/* Names, totals and uuids of every device of v, queued once for the trace
+ * (vrt_writer_devices) after the runtime answered a memory call (so it is
+ * initialised); a failed count is tried again at a few later calls. */
+void vrt_hook_inventory(struct vrt_hook_vendor *v);
+
+/* The events every runtime's wrappers make, through vrt_hook_record; the
+ * allocating ones take the inventory first, so a process whose first call
+ * fails still names every device. */
+void vrt_hook_alloc(struct vrt_hook_vendor *v, int api, int dev, uint64_t addr,
+                    uint64_t size, uint64_t aux);
 void vrt_hook_free(int api, int dev, uint64_t addr, uint64_t aux);
-/* vrt_hook_alloc for an allocation on the caller's current device, which
- * cur_dev tells: asked only when recording. In standby the live table keeps
- * the device for later (vrt_live_set_device_of), so that standby costs no
- * driver call. */
-void vrt_hook_alloc_cur(int api, int (*cur_dev)(void), uint64_t addr,
+/* vrt_hook_alloc for an allocation on the caller's current device, asked
+ * of v only when recording. In standby the live table keeps the device
+ * for later (v->device_of), so that standby costs no runtime call. */
+void vrt_hook_alloc_cur(struct vrt_hook_vendor *v, int api, uint64_t addr,
                         uint64_t size, uint64_t aux);
+/* MAP or UNMAP (rec) of a virtual range; the reader finds the device. */
+void vrt_hook_map(int rec, int api, uint64_t addr, uint64_t size,
+                  uint64_t offset, uint64_t handle);
+/* The program's own free/total probe of the current device. */
+void vrt_hook_meminfo(struct vrt_hook_vendor *v, int api, uint64_t free_b,
+                      uint64_t total_b);
 
 /* A failed call (error: the runtime's code). For an allocation on the
- * caller's current device, mem_info (the runtime's free/total probe, or
- * NULL) is asked right away; and the frame is closed and synced before the
- * host sees the error, so a host that dies next still leaves it on disk.
- * An allocation refused for lack of memory in standby is recorded all the
- * same: the process records for this call (kept facts, a snapshot, the
- * failure), then goes back to standby. */
-#define VRT_HOOK_NO_DEVICE (-3) /* cur_dev when the caller did not ask */
-void vrt_hook_fail(int api, int dev, uint64_t addr, uint64_t size, uint64_t aux,
-                   uint32_t error, int cur_dev,
-                   int (*mem_info)(uint64_t *free_b, uint64_t *total_b));
+ * caller's current device, the runtime's free/total is asked right away;
+ * and the frame is closed and synced before the host sees the error, so a
+ * host that dies next still leaves it on disk. An allocation refused for
+ * lack of memory in standby is recorded all the same: the process records
+ * for this call (kept facts, a snapshot, the failure), then goes back to
+ * standby. */
+void vrt_hook_fail(struct vrt_hook_vendor *v, int api, int dev, uint64_t addr,
+                   uint64_t size, uint64_t aux, uint32_t error);
+/* The device a failed free is charged to: a successful free is charged to
+ * its allocation's device by the reader, but a failed one names no known
+ * allocation, so it goes to the device the caller was working on. */
+static inline int vrt_hook_fail_device(struct vrt_hook_vendor *v, int dev)
+{
+	return dev == VRT_DEVICE_UNKNOWN ? v->current_device() : dev;
+}
+
+/*
+ * The bodies of the wrappers, one for each shape of call, shared by the
+ * runtimes. A runtime's file defines, before using them:
+ *   VRT_HOOK_RT        "OK, NI, V": its success code, its code for "no
+ *                      real function" and its struct vrt_hook_vendor;
+ *   VRT_HOOK_REAL(f)   the real function behind our wrapper f, or NULL.
+ * A wrapper's body is then one of VRT_HOOK_ALLOC, VRT_HOOK_ALLOC2,
+ * VRT_HOOK_ALLOC_CUR, VRT_HOOK_FREE, VRT_HOOK_MAP, VRT_HOOK_MEMINFO, with
+ * the wrapper's own name f (its API id is VRT_API_<f>) and its arguments
+ * args, parenthesised as the call passes them. Each answers NI when the
+ * real function cannot be found, passes the call through when the thread
+ * is already inside a hook (or capture is off), returns exactly what the
+ * runtime returned, and records the outcome.
+ */
+#define VRT_HOOK_CALL_(NI, f, args, skip)                                      \
+	__typeof__(&f) real_ = VRT_HOOK_REAL(f);                               \
+	if (VRT_UNLIKELY(!real_))                                              \
+		return NI;                                                     \
+	if ((skip) || !vrt_hook_enter())                                       \
+		return real_ args;                                             \
+	__typeof__(real_ args) r_ = real_ args
+
+/* An allocation on device dev (evaluated once, after the call) handing out
+ * out_expr; a success that hands out no pointer (HIP's answer to a
+ * zero-byte request) allocated nothing and is no event. ok_size is the
+ * size recorded for a success, fail_size for a failure (they differ for
+ * pitched allocations). */
+#define VRT_HOOK_ALLOC2_(OK, NI, V, f, args, dev, out_expr, ok_size,           \
+                         fail_size, aux_expr)                                  \
+	do {                                                                   \
+		VRT_HOOK_CALL_(NI, f, args, 0);                                \
+		int dev_ = (dev);                                              \
+		uint64_t out_ = r_ == OK ? (uint64_t)(out_expr) : 0;           \
+		if (out_)                                                      \
+			vrt_hook_alloc(V, VRT_API_##f, dev_, out_, (ok_size),  \
+			               (aux_expr));                            \
+		else if (r_ != OK)                                             \
+			vrt_hook_fail(V, VRT_API_##f, dev_, 0, (fail_size),    \
+			              (aux_expr), (uint32_t)r_);               \
+		vrt_hook_leave();                                              \
+		return r_;                                                     \
+	} while (0)
+
+#define VRT_HOOK_ALLOC_(OK, NI, V, f, args, dev, out_expr, size_expr,          \
+                        aux_expr)                                              \
+	VRT_HOOK_ALLOC2_(OK, NI, V, f, args, dev, out_expr, size_expr,         \
+	                 size_expr, aux_expr)
+
+/* An allocation on the caller's current device: asked of the runtime only
+ * when recording (vrt_hook_alloc_cur) or for a failure. */
+#define VRT_HOOK_ALLOC_CUR_(OK, NI, V, f, args, out_expr, size_expr, aux_expr) \
+	do {                                                                   \
+		VRT_HOOK_CALL_(NI, f, args, 0);                                \
+		uint64_t out_ = r_ == OK ? (uint64_t)(out_expr) : 0;           \
+		if (out_)                                                      \
+			vrt_hook_alloc_cur(V, VRT_API_##f, out_, (size_expr),  \
+			                   (aux_expr));                        \
+		else if (r_ != OK)                                             \
+			vrt_hook_fail(V, VRT_API_##f, (V)->current_device(),   \
+			              0, (size_expr), (aux_expr),              \
+			              (uint32_t)r_);                           \
+		vrt_hook_leave();                                              \
+		return r_;                                                     \
+	} while (0)
+
+/* A free of addr_expr on device dev; a NULL free is not an event. */
+#define VRT_HOOK_FREE_(OK, NI, V, f, args, dev, addr_expr, aux_expr)           \
+	do {                                                                   \
+		VRT_HOOK_CALL_(NI, f, args, (addr_expr) == 0);                 \
+		int dev_ = (dev);                                              \
+		if (r_ == OK)                                                  \
+			vrt_hook_free(VRT_API_##f, dev_, (addr_expr),          \
+			              (aux_expr));                             \
+		else                                                           \
+			vrt_hook_fail(                                         \
+			        V, VRT_API_##f, vrt_hook_fail_device(V, dev_), \
+			        (addr_expr), 0, (aux_expr), (uint32_t)r_);     \
+		vrt_hook_leave();                                              \
+		return r_;                                                     \
+	} while (0)
+
+/* A MAP or UNMAP (rec) of [addr, addr + size); a failure is charged to
+ * the current device with the handle as its aux. */
+#define VRT_HOOK_MAP_(OK, NI, V, f, args, rec, addr, size, offset, handle)     \
+	do {                                                                   \
+		VRT_HOOK_CALL_(NI, f, args, 0);                                \
+		if (r_ == OK)                                                  \
+			vrt_hook_map(rec, VRT_API_##f, (addr), (size),         \
+			             (offset), (handle));                      \
+		else                                                           \
+			vrt_hook_fail(V, VRT_API_##f, (V)->current_device(),   \
+			              (addr), (size), (handle), (uint32_t)r_); \
+		vrt_hook_leave();                                              \
+		return r_;                                                     \
+	} while (0)
+
+/* The program's free/total probe. */
+#define VRT_HOOK_MEMINFO_(OK, NI, V, f, args, free_p, total_p)                 \
+	do {                                                                   \
+		VRT_HOOK_CALL_(NI, f, args, 0);                                \
+		if (r_ == OK && (free_p) && (total_p))                         \
+			vrt_hook_meminfo(V, VRT_API_##f, *(free_p),            \
+			                 *(total_p));                          \
+		vrt_hook_leave();                                              \
+		return r_;                                                     \
+	} while (0)
+
+/* The bodies with the runtime's VRT_HOOK_RT in front (expanded into its
+ * three arguments before the body macro sees them). */
+#define VRT_HOOK_APPLY_(m, ...) m(__VA_ARGS__)
+#define VRT_HOOK_ALLOC(...)                                                    \
+	VRT_HOOK_APPLY_(VRT_HOOK_ALLOC_, VRT_HOOK_RT, __VA_ARGS__)
+#define VRT_HOOK_ALLOC2(...)                                                   \
+	VRT_HOOK_APPLY_(VRT_HOOK_ALLOC2_, VRT_HOOK_RT, __VA_ARGS__)
+#define VRT_HOOK_ALLOC_CUR(...)                                                \
+	VRT_HOOK_APPLY_(VRT_HOOK_ALLOC_CUR_, VRT_HOOK_RT, __VA_ARGS__)
+#define VRT_HOOK_FREE(...)                                                     \
+	VRT_HOOK_APPLY_(VRT_HOOK_FREE_, VRT_HOOK_RT, __VA_ARGS__)
+#define VRT_HOOK_MAP(...)                                                      \
+	VRT_HOOK_APPLY_(VRT_HOOK_MAP_, VRT_HOOK_RT, __VA_ARGS__)
+#define VRT_HOOK_MEMINFO(...)                                                  \
+	VRT_HOOK_APPLY_(VRT_HOOK_MEMINFO_, VRT_HOOK_RT, __VA_ARGS__)
 
 /* Like vrt_hook_enter, but never starts the writer: for events that only
  * matter in a process that is recording anyway (fork, exec), so that
@@ -152,10 +293,17 @@ void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
                                         int busy, void *arg),
                              void *arg);
 
-/* hook_libc.c: the libc dlsym behind our interposed one. Never NULL after
- * vrt_hook_libc_init(). */
+/* hook_lib.c: the libc dlsym behind our interposed one (hook_libc.c).
+ * Never NULL after vrt_hooklib_init(). Only hook_lib.c and hook_libc.c's
+ * assembly stub read it directly: C elsewhere calls vrt_hooklib_real_dlsym,
+ * because an ASan build checks reads of another file's global against
+ * shadow memory, and our dlsym runs while ASan itself starts up (its
+ * interceptors look libc's functions up through it). */
 extern void *(*vrt_real_dlsym)(void *, const char *)VRT_HIDDEN;
-void vrt_hook_libc_init(void);
+void vrt_hooklib_init(void);
+/* libc's dlsym(handle, name) (after vrt_hooklib_init), NULL when libc's
+ * could not be found. Any thread. */
+void *vrt_hooklib_real_dlsym(void *handle, const char *name);
 
 /* ---- hook_lib.c: a runtime library whose exports we wrap --------------- */
 
@@ -192,6 +340,11 @@ int vrt_hooklib_find(const struct vrt_hooklib *l, const char *symbol);
 /* dlsym's answer for symbol, with our wrapper when the library gave it. */
 void *vrt_hooklib_dlsym(struct vrt_hooklib *l, const char *symbol, void *addr);
 
+/* A function of the library we call ourselves (not a hooked one), looked
+ * up on first use and kept in *slot. NULL when the library lacks it. */
+void *vrt_hooklib_aux(struct vrt_hooklib *l, _Atomic(void *) *slot,
+                      const char *name);
+
 /* The real function behind hook idx (looked up on first use). */
 static inline void *vrt_hooklib_real(struct vrt_hooklib *l, int idx)
 {
@@ -215,9 +368,6 @@ void vrt_resolvelog_note(const char *via, const char *name, long long version,
  * driver's definition of it, returns our wrapper; else addr. Called by
  * dlsym for every successful look-up of a name starting with "cu". */
 void *vrt_hook_cuda_dlsym(const char *symbol, void *addr);
-/* hook_cuda.c: the device of a device allocation, by its address; < 0 if
- * the driver cannot say (for vrt_live_set_device_of). */
-int vrt_hook_cuda_device_of(uint64_t addr);
 
 /* hook_hip.c: the same for the HIP runtime: our wrapper when symbol is a
  * hooked export and addr is libamdhip64's definition of it; else addr.

@@ -171,7 +171,7 @@ char *const *vrt_hook_env_fix(char *const envp[], struct vrt_hook_env *b)
 	size_t want = n + 2 + missing + 1;
 	char **vec = b->vec;
 	if (want > VRT_HOOK_ENV_VEC) {
-		if (!vrt_entry_is_self())
+		if (!vrt_session_is_self())
 			return envp; /* a vfork child: no malloc */
 		vec = b->heap = malloc(want * sizeof(*vec));
 		if (!vec)

@@ -8,8 +8,24 @@
  * that answer passes through unwrapped rather than risk calling the wrong
  * variant (per-thread-stream versions and the like).
  *
+ * It also holds what both runtimes' wrappers record, behind a small
+ * vendor ops struct each runtime fills (hook.h: current device, free/total,
+ * device count, name/total/uuid of a device, device of a pointer): the
+ * inventory of devices, the events of a success, a failure with the
+ * runtime's free/total and the sync that keeps it on disk, and standby's
+ * deferral of the device of an allocation on the current device (asked
+ * of its address only when the live table is read, never per call). The
+ * wrappers' bodies are hook.h's VRT_HOOK_* macros around these.
+ *
+ * It also keeps libc's dlsym (vrt_real_dlsym), which every hook file
+ * looks real functions up with: set once (the constructor, or the first
+ * look-up if another library's constructor runs before ours) and only
+ * ever to the same value, so a racy double initialisation is harmless.
+ *
  * Threads: any. The library's path and base are published once (CAS);
- * real pointers are atomics.
+ * real and auxiliary pointers are atomics; a runtime's inventory is taken
+ * once under a CAS flag (retried at a few later calls when the count
+ * fails).
  */
 #include "hook.h"
 #include "live.h"
@@ -19,6 +35,29 @@
 
 #include <dlfcn.h>
 #include <string.h>
+
+void *(*vrt_real_dlsym)(void *, const char *);
+
+void vrt_hooklib_init(void)
+{
+	if (vrt_real_dlsym)
+		return;
+	/* dlvsym is not interposed, so this asks libc for the real one; the
+	 * version names cover glibc before and after libdl moved into
+	 * libc (2.34). */
+	void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!p)
+		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	if (!p)
+		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17"); /* aarch64 */
+	vrt_real_dlsym = (void *(*)(void *, const char *))p;
+}
+
+void *vrt_hooklib_real_dlsym(void *handle, const char *name)
+{
+	vrt_hooklib_init();
+	return vrt_real_dlsym ? vrt_real_dlsym(handle, name) : NULL;
+}
 
 int vrt_hooklib_owns(struct vrt_hooklib *l, void *addr)
 {
@@ -52,7 +91,7 @@ static void *handle_sym(const char *path, const char *name)
 
 void *vrt_hooklib_sym(struct vrt_hooklib *l, const char *name)
 {
-	vrt_hook_libc_init();
+	vrt_hooklib_init();
 	if (!vrt_real_dlsym)
 		return NULL;
 	void *p = vrt_real_dlsym(RTLD_NEXT, name);
@@ -66,6 +105,18 @@ void *vrt_hooklib_sym(struct vrt_hooklib *l, const char *name)
 		if ((p = handle_sym(*so, name)))
 			return p;
 	return NULL;
+}
+
+void *vrt_hooklib_aux(struct vrt_hooklib *l, _Atomic(void *) *slot,
+                      const char *name)
+{
+	void *p = atomic_load_explicit(slot, memory_order_relaxed);
+	if (VRT_LIKELY(p != NULL))
+		return p;
+	p = vrt_hooklib_sym(l, name);
+	if (p)
+		atomic_store(slot, p);
+	return p;
 }
 
 void *vrt_hooklib_real_slow(struct vrt_hooklib *l, int idx)
@@ -121,8 +172,49 @@ void vrt_hook_record(struct vrt_ev *ev)
 		vrt_standby_keep(ev);
 }
 
-void vrt_hook_alloc(int api, int dev, uint64_t addr, uint64_t size,
-                    uint64_t aux)
+/* ---- vendor ops: what both runtimes' wrappers record ------------------- */
+
+#define INVENTORY_MAX 64
+
+/* The inventory itself, out of line: its device array stays off the
+ * stack frame of every call that finds it taken. s: the state seen. */
+__attribute__((noinline)) static void take_inventory(struct vrt_hook_vendor *v,
+                                                     int s)
+{
+	if (!atomic_compare_exchange_strong(&v->inventory, &s, 1))
+		return;
+	int n = 0;
+	if (!v->count(&n) || n <= 0) {
+		/* Try again at a later call, a few times at most. */
+		atomic_store(&v->inventory, s == 0 ? 2 : s + 1);
+		return;
+	}
+	struct vrt_device_info devs[INVENTORY_MAX];
+	if (n > INVENTORY_MAX)
+		n = INVENTORY_MAX;
+	memset(devs, 0, sizeof(devs));
+	for (int i = 0; i < n; i++) {
+		struct vrt_device_info *d = &devs[i];
+		d->vendor = v->vendor;
+		d->ordinal = i;
+		v->name(i, d->name, (int)sizeof(d->name) - 1);
+		size_t bytes = 0;
+		if (v->total(i, &bytes))
+			d->total_bytes = bytes;
+		d->have_uuid = v->uuid(i, d->uuid);
+	}
+	vrt_writer_devices(devs, n);
+}
+
+void vrt_hook_inventory(struct vrt_hook_vendor *v)
+{
+	int s = atomic_load_explicit(&v->inventory, memory_order_relaxed);
+	if (VRT_UNLIKELY(s != 1) && s <= 4)
+		take_inventory(v, s);
+}
+
+static void alloc_event(int api, int dev, uint64_t addr, uint64_t size,
+                        uint64_t aux)
 {
 	struct vrt_ev ev = {.rec = VRT_REC_ALLOC,
 	                    .api = (uint8_t)api,
@@ -133,16 +225,24 @@ void vrt_hook_alloc(int api, int dev, uint64_t addr, uint64_t size,
 	vrt_hook_record(&ev);
 }
 
-void vrt_hook_alloc_cur(int api, int (*cur_dev)(void), uint64_t addr,
+void vrt_hook_alloc(struct vrt_hook_vendor *v, int api, int dev, uint64_t addr,
+                    uint64_t size, uint64_t aux)
+{
+	vrt_hook_inventory(v);
+	alloc_event(api, dev, addr, size, aux);
+}
+
+void vrt_hook_alloc_cur(struct vrt_hook_vendor *v, int api, uint64_t addr,
                         uint64_t size, uint64_t aux)
 {
+	vrt_hook_inventory(v);
 	if (!vrt_capture_on()) {
-		/* Standby: no driver call unless the metrics' peak per
+		/* Standby: no runtime call unless the metrics' peak per
 		 * device needs the device now (live.h); a stack only for
 		 * the large allocations, where the budgets are. */
 		vrt_live_alloc(api,
 		               vrt_live_tracking_peaks()
-		                       ? cur_dev()
+		                       ? v->current_device()
 		                       : VRT_LIVE_DEVICE_LATER,
 		               addr, size,
 		               VRT_UNLIKELY(vrt_standby_keeps_stack(size))
@@ -151,7 +251,7 @@ void vrt_hook_alloc_cur(int api, int (*cur_dev)(void), uint64_t addr,
 		               vrt_phase_current());
 		return;
 	}
-	vrt_hook_alloc(api, cur_dev(), addr, size, aux);
+	alloc_event(api, v->current_device(), addr, size, aux);
 }
 
 void vrt_hook_free(int api, int dev, uint64_t addr, uint64_t aux)
@@ -168,9 +268,33 @@ void vrt_hook_free(int api, int dev, uint64_t addr, uint64_t aux)
 	vrt_hook_record(&ev);
 }
 
-void vrt_hook_fail(int api, int dev, uint64_t addr, uint64_t size,
-                   uint64_t aux, uint32_t error, int cur_dev,
-                   int (*mem_info)(uint64_t *free_b, uint64_t *total_b))
+void vrt_hook_map(int rec, int api, uint64_t addr, uint64_t size,
+                  uint64_t offset, uint64_t handle)
+{
+	struct vrt_ev ev = {.rec = (uint8_t)rec,
+	                    .api = (uint8_t)api,
+	                    .device = VRT_DEVICE_UNKNOWN,
+	                    .addr = addr,
+	                    .size = size,
+	                    .offset = offset,
+	                    .handle = handle};
+	vrt_hook_record(&ev);
+}
+
+void vrt_hook_meminfo(struct vrt_hook_vendor *v, int api, uint64_t free_b,
+                      uint64_t total_b)
+{
+	vrt_hook_inventory(v);
+	struct vrt_ev ev = {.rec = VRT_REC_MEMINFO,
+	                    .api = (uint8_t)api,
+	                    .device = v->current_device(),
+	                    .free_bytes = free_b,
+	                    .total_bytes = total_b};
+	vrt_hook_record(&ev);
+}
+
+void vrt_hook_fail(struct vrt_hook_vendor *v, int api, int dev, uint64_t addr,
+                   uint64_t size, uint64_t aux, uint32_t error)
 {
 	struct vrt_ev ev = {.rec = VRT_REC_FAIL,
 	                    .api = (uint8_t)api,
@@ -180,17 +304,26 @@ void vrt_hook_fail(int api, int dev, uint64_t addr, uint64_t size,
 	                    .aux = aux,
 	                    .error = error};
 	int allocating = vrt_api_op((unsigned)api) == VRT_OP_ALLOC;
+	/* A process whose first call fails still names every device. */
+	vrt_hook_inventory(v);
+	/* The free/total probe speaks of the current device only. */
+	int cur = allocating && dev >= 0 ? v->current_device()
+	                                 : VRT_DEVICE_UNKNOWN;
 	/* Out of memory (CUDA and HIP both say 2) in standby: recorded
 	 * anyway, with what led to it (standby.h). */
 	int once = allocating && error == 2 &&
 	           atomic_load(&vrt_state) == VRT_STATE_STANDBY &&
-	           vrt_entry_record_start() == 0;
-	if (allocating && dev >= 0 && dev == cur_dev && mem_info)
-		ev.have_info =
-		        (uint8_t)mem_info(&ev.free_bytes, &ev.total_bytes);
+	           vrt_session_record_start() == 0;
+	size_t free_b, total_b;
+	if (allocating && dev >= 0 && dev == cur &&
+	    v->mem_info(&free_b, &total_b)) {
+		ev.have_info = 1;
+		ev.free_bytes = free_b;
+		ev.total_bytes = total_b;
+	}
 	vrt_hook_record(&ev);
 	if (allocating && vrt_capture_on())
 		vrt_writer_sync(1000);
 	if (once)
-		vrt_entry_record_stop();
+		vrt_session_record_stop();
 }

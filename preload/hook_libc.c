@@ -19,43 +19,22 @@
  * of a hooked name through RTLD_DEFAULT finds our own exported wrapper
  * anyway (the preload comes first in the global scope).
  *
- * Threads: any. The real pointer is set once (the constructor, or the
- * first dlsym if another library's constructor runs before ours) and only
- * ever to the same value, so a racy double initialisation is harmless.
+ * The real dlsym behind ours is hook_lib.c's (vrt_real_dlsym, looked up
+ * by vrt_hooklib_init), which every hook file uses.
+ *
+ * Threads: any.
  */
 #include "hook.h"
 
 #include <dlfcn.h>
 #include <string.h>
 
-void *(*vrt_real_dlsym)(void *, const char *);
-
-void vrt_hook_libc_init(void)
-{
-	if (vrt_real_dlsym)
-		return;
-	/* dlvsym is not interposed, so this asks libc for the real one; the
-	 * version names cover glibc before and after libdl moved into
-	 * libc (2.34). */
-	void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-	if (!p)
-		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-	if (!p)
-		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17"); /* aarch64 */
-	vrt_real_dlsym = (void *(*)(void *, const char *))p;
-}
-
 /* dlsym on a real library handle: the answer does not depend on who asks,
  * so we may call libc from here and look at the result. */
 VRT_HIDDEN void *vrt_libc_dlsym_handle(void *handle, const char *symbol);
 VRT_HIDDEN void *vrt_libc_dlsym_handle(void *handle, const char *symbol)
 {
-	if (VRT_UNLIKELY(!vrt_real_dlsym)) {
-		vrt_hook_libc_init();
-		if (!vrt_real_dlsym)
-			return NULL;
-	}
-	void *r = vrt_real_dlsym(handle, symbol);
+	void *r = vrt_hooklib_real_dlsym(handle, symbol);
 	if (r && symbol && symbol[0] == 'c' && symbol[1] == 'u')
 		return vrt_hook_cuda_dlsym(symbol, r);
 	if (r && symbol && symbol[0] == 'h' && symbol[1] == 'i' &&
@@ -69,8 +48,7 @@ VRT_HIDDEN void *vrt_libc_dlsym_handle(void *handle, const char *symbol)
 VRT_HIDDEN void *vrt_libc_dlsym_slow(void *handle, const char *symbol);
 VRT_HIDDEN void *vrt_libc_dlsym_slow(void *handle, const char *symbol)
 {
-	vrt_hook_libc_init();
-	return vrt_real_dlsym ? vrt_real_dlsym(handle, symbol) : NULL;
+	return vrt_hooklib_real_dlsym(handle, symbol);
 }
 
 /* RTLD_DEFAULT is 0 and RTLD_NEXT is -1 in glibc. */
@@ -179,8 +157,7 @@ static struct conn conns[MAX_TRACKED_FD];
 
 static void *next_fn(const char *name)
 {
-	vrt_hook_libc_init();
-	return vrt_real_dlsym ? vrt_real_dlsym(RTLD_NEXT, name) : NULL;
+	return vrt_hooklib_real_dlsym(RTLD_NEXT, name);
 }
 
 /* The next definition of a libc function, looked up once (a race only
@@ -607,7 +584,7 @@ static void closing(unsigned lo, unsigned hi)
 	unsigned last = hi < MAX_TRACKED_FD - 1 ? hi : MAX_TRACKED_FD - 1;
 	int acc = lo < MAX_TRACKED_FD && any_accepted(lo, last);
 	/* Scans first: the pid check is a system call. */
-	if ((!acc && !vrt_fds_any(lo, hi)) || !vrt_entry_is_self())
+	if ((!acc && !vrt_fds_any(lo, hi)) || !vrt_session_is_self())
 		return;
 	vrt_fds_release(lo, hi, !vrt_in_hook);
 	if (!acc)
@@ -698,9 +675,10 @@ VRT_EXPORT int dup3(int oldfd, int newfd, int flags)
 
 /* ---- children: fork, exec, posix_spawn ----------------------------------
  *
- * A forked child gets its own trace (entry.c's fork handler); the parent
- * records which pid it made. Before an exec replaces the image, the trace
- * is flushed and closed (entry.c); if the exec fails, recording goes on
+ * A forked child gets its own trace (the fork handlers, entry.c and
+ * session.c); the parent records which pid it made. Before an exec
+ * replaces the image, the trace is flushed and closed (session.c); if the
+ * exec fails, recording goes on
  * in a new file. vfork is not interposed: a wrapper returning in a vfork
  * child would clobber the parent's stack. A vfork child that execs is
  * recognised (its pid is not ours) and passes straight through, since it
@@ -765,10 +743,10 @@ VRT_EXPORT int posix_spawnp(pid_t *pid, const char *file,
 /* Records the exec and closes the trace; returns whether it did. */
 static int before_exec(const char *path)
 {
-	if (!vrt_entry_is_self())
+	if (!vrt_session_is_self())
 		return 0;
 	proc_event(VRT_PROC_EXEC, 0, path);
-	vrt_entry_before_exec();
+	vrt_session_before_exec();
 	return 1;
 }
 
@@ -784,7 +762,7 @@ static int before_exec(const char *path)
 		int err_ = errno;                                              \
 		vrt_hook_env_release(&fx_);                                    \
 		if (closed_)                                                   \
-			vrt_entry_exec_failed();                               \
+			vrt_session_exec_failed();                               \
 		errno = err_;                                                  \
 		return r_;                                                     \
 	} while (0)

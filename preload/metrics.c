@@ -27,7 +27,7 @@
  * VRAMTRACE_METRICS_PUBLIC=1, and then with one warning, from the process
  * that binds it, that the endpoint has no authentication; without it the
  * setting is refused with one warning. Both warnings come at the
- * process's first GPU event, like the endpoint itself (vrt_entry_start),
+ * process's first GPU event, like the endpoint itself (vrt_session_start),
  * so shells and wrappers of the tree say nothing and never take the port.
  *
  * A tree on one fixed port (tensor-parallel workers): the first process
@@ -52,7 +52,7 @@
  * on it. All fds are O_CLOEXEC.
  *
  * Locks: m_mu/m_cv guard running/exited between the owner (start/stop,
- * called by the lifecycle with start_mu semantics of entry.c) and the
+ * called by the session, session.c, under its start_mu) and the
  * thread; the thread owns the sockets. The stop request is an eventfd.
  * vrt_metrics_init runs in the constructor, before any thread of ours:
  * what it sets (the address, the labels) is read-only afterwards.
@@ -65,6 +65,7 @@
  * touches the number again; a fork child closes its copies only while
  * they are still ours (vrt_fds_after_fork_child).
  */
+#include "clock.h"
 #include "hook.h"
 #include "live.h"
 #include "cmdline.h"
@@ -353,20 +354,13 @@ static size_t format_metrics(void)
 
 /* ---- HTTP, bounded ------------------------------------------------------- */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for events on fd until deadline; 1 ready, 0 timeout or error.
  * (A poll of a number the program took reads nothing of its file; the
  * calls after it are bracketed.) */
 static int wait_fd(struct vrt_fd fd, short events, int64_t deadline)
 {
 	for (;;) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - vrt_clock_mono_ms();
 		if (left <= 0)
 			return 0;
 		struct pollfd p = {.fd = fd.fd, .events = events};
@@ -380,7 +374,7 @@ static int wait_fd(struct vrt_fd fd, short events, int64_t deadline)
 
 static void send_all(struct vrt_fd fd, const char *buf, size_t len)
 {
-	int64_t deadline = now_ms() + IO_MS;
+	int64_t deadline = vrt_clock_mono_ms() + IO_MS;
 	size_t done = 0;
 	while (done < len) {
 		ssize_t w = vrt_fds_send(fd, buf + done, len - done,
@@ -415,7 +409,7 @@ static void serve(struct vrt_fd fd)
 {
 	char req[REQ_MAX + 1];
 	size_t got = 0;
-	int64_t deadline = now_ms() + IO_MS;
+	int64_t deadline = vrt_clock_mono_ms() + IO_MS;
 	for (;;) {
 		req[got] = 0;
 		if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
@@ -473,7 +467,7 @@ static void drain(struct vrt_fd fd)
 {
 	char buf[4096];
 	size_t total = 0;
-	int64_t deadline = now_ms() + DRAIN_MS;
+	int64_t deadline = vrt_clock_mono_ms() + DRAIN_MS;
 	if (!vrt_fds_use(fd))
 		return;
 	shutdown(fd.fd, SHUT_WR);
@@ -622,7 +616,7 @@ static struct vrt_fd open_listener(void)
 	/* Who has the port: a process of this run names it in its address
 	 * file (which may lag its bind by a moment), or it has just left
 	 * and the port is free again, or a stranger has it. */
-	int64_t deadline = now_ms() + SIBLING_MS;
+	int64_t deadline = vrt_clock_mono_ms() + SIBLING_MS;
 	for (;;) {
 		if (vrt_metrics_agg_owner(dir, want_text) > 0 ||
 		    take_over(&lfd))
@@ -630,7 +624,7 @@ static struct vrt_fd open_listener(void)
 		/* A poll of a number the program took reads nothing of its
 		 * file; the thread's loop notices the loss. */
 		struct pollfd p = {.fd = wake.fd, .events = POLLIN};
-		if (now_ms() >= deadline || poll(&p, 1, 100) > 0)
+		if (vrt_clock_mono_ms() >= deadline || poll(&p, 1, 100) > 0)
 			break;
 	}
 	vrt_capture_warn("metrics: %s is in use by a program outside this "
@@ -652,7 +646,7 @@ static void *metrics_main(void *arg)
 	 * wrappers: this thread is never a hook's caller to record. */
 	vrt_in_hook = 1;
 	struct vrt_fd lfd = open_listener();
-	int64_t retry = now_ms() + RETRY_MS;
+	int64_t retry = vrt_clock_mono_ms() + RETRY_MS;
 	int gone = 0;
 	for (;;) {
 		if (vrt_capture_tick)
@@ -678,8 +672,9 @@ static void *metrics_main(void *arg)
 		/* Without the fixed port (another process of the tree, or
 		 * a stranger, has it): take it over once it is free. The
 		 * events read were the old socket's. */
-		if (lfd.fd >= 0 && !tree_port && port && now_ms() >= retry) {
-			retry = now_ms() + RETRY_MS;
+		if (lfd.fd >= 0 && !tree_port && port &&
+		    vrt_clock_mono_ms() >= retry) {
+			retry = vrt_clock_mono_ms() + RETRY_MS;
 			if (take_over(&lfd))
 				continue;
 		}
@@ -708,7 +703,7 @@ static void *metrics_main(void *arg)
 	return NULL;
 }
 
-int vrt_metrics_start(const char *run_dir)
+static int metrics_start(const char *run_dir)
 {
 	if (!parsed)
 		vrt_metrics_init();
@@ -738,7 +733,7 @@ int vrt_metrics_start(const char *run_dir)
 	}
 	exited = 0;
 	file_path[0] = 0;
-	vrt_tbuf_cond_init(&m_cv);
+	vrt_clock_cond_init(&m_cv);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -757,7 +752,7 @@ int vrt_metrics_start(const char *run_dir)
 	return -err;
 }
 
-void vrt_metrics_stop(void)
+static void metrics_stop(void)
 {
 	pthread_mutex_lock(&m_mu);
 	if (!running) {
@@ -775,7 +770,7 @@ void vrt_metrics_stop(void)
 	 * serving (bounded by IO_MS twice); past STOP_MS it is left to
 	 * die with the process rather than hold up the host's exit. */
 	struct timespec deadline;
-	vrt_tbuf_deadline(&deadline, STOP_MS);
+	vrt_clock_deadline(&deadline, STOP_MS);
 	while (!exited &&
 	       pthread_cond_timedwait(&m_cv, &m_mu, &deadline) != ETIMEDOUT)
 		;
@@ -791,7 +786,7 @@ void vrt_metrics_stop(void)
 	}
 }
 
-void vrt_metrics_after_fork_child(void)
+static void metrics_after_fork_child(void)
 {
 	/* The parent's thread does not exist here: close the child's copies
 	 * of its fds. The child starts its own endpoint at its first event
@@ -810,3 +805,11 @@ void vrt_metrics_after_fork_child(void)
 	dev_rank = -1;
 	file_path[0] = 0;
 }
+
+/* Dashboards only: no endpoint is no loss of data. */
+const struct vrt_session_service vrt_metrics_service = {
+        .name = "metrics endpoint",
+        .start = metrics_start,
+        .stop = metrics_stop,
+        .after_fork_child = metrics_after_fork_child,
+};

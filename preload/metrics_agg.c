@@ -20,6 +20,7 @@
  * Threads: the metrics thread alone.
  */
 #include "metrics_agg.h"
+#include "clock.h"
 #include "core.h"
 
 #include <arpa/inet.h>
@@ -44,18 +45,11 @@
 #define LINES_MAX   (TEXT_MAX / 32)
 #define FAMILIES    64
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for events on fd until deadline: 1 ready, 0 not. */
 static int ready(int fd, short events, int64_t deadline)
 {
 	for (;;) {
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - vrt_clock_mono_ms();
 		struct pollfd p = {.fd = fd, .events = events};
 		if (left <= 0)
 			return 0;
@@ -269,7 +263,7 @@ static int gather_one(const char *name, void *arg)
 	struct gather *g = arg;
 	int pid = pid_of_name(name), port;
 	char a[64], *end;
-	if (g->members >= MEMBERS_MAX || mono_ms() >= g->deadline)
+	if (g->members >= MEMBERS_MAX || vrt_clock_mono_ms() >= g->deadline)
 		return 1;
 	if (!pid || pid == getpid() ||
 	    read_address(g->dir, name, a, sizeof(a)) ||
@@ -278,7 +272,7 @@ static int gather_one(const char *name, void *arg)
 	port = (int)strtol(a + 10, &end, 10);
 	if (*end || port <= 0 || port > 65535)
 		return 0;
-	int64_t until = mono_ms() + MEMBER_MS;
+	int64_t until = vrt_clock_mono_ms() + MEMBER_MS;
 	long got = fetch(port, g->text + g->used, BODY_MAX,
 	                 until < g->deadline ? until : g->deadline);
 	if (got <= 0)
@@ -311,7 +305,7 @@ char *vrt_metrics_agg_collect(const char *dir, const char *own, size_t len,
 	m->lines = (struct line *)(m + 1);
 	m->text = text;
 	memcpy(text, own, len);
-	struct gather g = {dir, text, len, 0, mono_ms() + AGG_MS};
+	struct gather g = {dir, text, len, 0, vrt_clock_mono_ms() + AGG_MS};
 	/* An unreadable directory gathers nobody: own alone is served. */
 	vrt_fds_each_name(dir, gather_one, &g);
 	if (!g.members) {

@@ -64,7 +64,7 @@ static void unlock(void)
  * with the same pid is there. log_lock held. */
 static int open_log(pid_t self)
 {
-	const char *dir = vrt_entry_run_dir();
+	const char *dir = vrt_session_run_dir();
 	if (!dir || !dir[0])
 		return -1;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)

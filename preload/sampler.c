@@ -23,6 +23,7 @@
  * Locks: s_mu/s_cv only to stop the thread; kept_mu over the kept
  * readings; the thread owns the rest.
  */
+#include "clock.h"
 #include "core.h"
 
 #include <vramtrace/trace_format.h>
@@ -126,7 +127,7 @@ static void keep(const uint8_t *blob, size_t len)
 		if (nkept_ring < VRT_SAMPLER_KEPT)
 			nkept_ring++;
 	}
-	k->at = vrt_tbuf_now();
+	k->at = vrt_clock_now();
 	k->len = (uint32_t)len;
 	memcpy(k->blob, blob, len);
 	pthread_mutex_unlock(&kept_mu);
@@ -288,7 +289,7 @@ static void *sampler_main(void *arg)
 			sample_devices();
 		pthread_mutex_unlock(&nvml_mu);
 		struct timespec deadline;
-		vrt_tbuf_deadline(&deadline, interval);
+		vrt_clock_deadline(&deadline, interval);
 		pthread_mutex_lock(&s_mu);
 		while (!stopping &&
 		       pthread_cond_timedwait(&s_cv, &s_mu, &deadline) !=
@@ -321,7 +322,7 @@ int vrt_sampler_start(int interval_ms, int use_nvml)
 	interval = interval_ms;
 	want_nvml = use_nvml;
 	stopping = exited = 0;
-	vrt_tbuf_cond_init(&s_cv);
+	vrt_clock_cond_init(&s_cv);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -353,7 +354,7 @@ void vrt_sampler_stop(void)
 	 * bus): wait a bounded time, then leave the thread be rather than
 	 * hold up the host's exit. */
 	struct timespec deadline;
-	vrt_tbuf_deadline(&deadline, 2000);
+	vrt_clock_deadline(&deadline, 2000);
 	while (!exited &&
 	       pthread_cond_timedwait(&s_cv, &s_mu, &deadline) != ETIMEDOUT)
 		;

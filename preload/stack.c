@@ -25,6 +25,7 @@
  * Fork: stack_mu is taken in prepare; the child keeps the tables (its ids
  * stay valid) and re-emits every definition into its own trace file.
  */
+#include "clock.h"
 #include "core.h"
 #include "pystack.h"
 #include "rules.h"
@@ -244,7 +245,7 @@ static int python_ready(void)
 	int s = atomic_load_explicit(&py_state, memory_order_relaxed);
 	if (VRT_LIKELY(s == 1))
 		return 1;
-	uint64_t now = vrt_tbuf_now();
+	uint64_t now = vrt_clock_now();
 	if (s == 2 &&
 	    now - atomic_load_explicit(&py_checked, memory_order_relaxed) <
 	            PY_RECHECK_NS)

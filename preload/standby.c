@@ -9,7 +9,7 @@
  * ended), so the lock is never hot. The open request ids of the annotation API live
  * in a small table under its own spinlock (ids_lock), updated at every
  * bracket in both modes. The writing side (vrt_standby_write) runs under
- * entry.c's start_mu: it moves the facts to out[] under kept_lock and
+ * session.c's start_mu: it moves the facts to out[] under kept_lock and
  * writes them with the lock released (writing may wait for the writer).
  *
  * Fork: the child starts empty (its facts are its own from its first
@@ -17,6 +17,7 @@
  */
 #include "standby.h"
 #include "hook.h"
+#include "clock.h"
 #include "live.h"
 
 #include <vramtrace/trace_format.h>
@@ -88,7 +89,7 @@ void vrt_standby_begin(int first_event)
 	if (!first_event)
 		return;
 	clock_gettime(CLOCK_REALTIME, &wall);
-	origin_mono = vrt_tbuf_now();
+	origin_mono = vrt_clock_now();
 	origin_wall = (uint64_t)wall.tv_sec * 1000000000u +
 	              (uint64_t)wall.tv_nsec;
 	atomic_store(&origin_set, 1);
@@ -140,7 +141,7 @@ static void keep_probe(const struct vrt_ev *ev, struct kept *k)
 
 static void keep_edge(const struct vrt_ev *ev)
 {
-	uint64_t now = vrt_tbuf_now();
+	uint64_t now = vrt_clock_now();
 	spin_lock(&kept_lock);
 	struct edge *e = &edges[edge_next];
 	edge_next = (edge_next + 1) % MAX_EDGES;
@@ -187,13 +188,13 @@ void vrt_standby_keep(const struct vrt_ev *ev)
 			return;
 		break;
 	case VRT_REC_MEMINFO:
-		k.at = vrt_tbuf_now();
+		k.at = vrt_clock_now();
 		keep_probe(ev, &k);
 		return;
 	default:
 		return;
 	}
-	k.at = vrt_tbuf_now();
+	k.at = vrt_clock_now();
 	keep(&k);
 }
 
@@ -254,6 +255,14 @@ static void snapshot_alloc(const struct vrt_ev *ev, void *arg)
 	vrt_tbuf_event(ev);
 }
 
+/* The connection walker (hook_libc.c's), set once by the constructor. */
+static void (*_Atomic each_conn)(vrt_standby_conn_fn, void *);
+
+void vrt_standby_set_conns(void (*each)(vrt_standby_conn_fn fn, void *arg))
+{
+	atomic_store(&each_conn, each);
+}
+
 static void snapshot_conn(int fd, int listener, int kind, int busy, void *arg)
 {
 	(void)arg;
@@ -308,7 +317,9 @@ void vrt_standby_write(void)
 	struct vrt_ev mark = {.rec = VRT_REC_SNAPSHOT, .op = 1};
 	vrt_tbuf_event(&mark);
 	vrt_live_each(snapshot_alloc, NULL);
-	vrt_hook_libc_each_conn(snapshot_conn, NULL);
+	void (*each)(vrt_standby_conn_fn, void *) = atomic_load(&each_conn);
+	if (each)
+		each(snapshot_conn, NULL);
 	spin_lock(&ids_lock);
 	uint64_t open_ids[MAX_IDS];
 	int nids = 0;

@@ -25,7 +25,7 @@
  * Threads: hooks on any thread keep facts (one spinlock over the store;
  * the per-request facts are taken once, behind a flag); the snapshot is
  * written by whoever starts recording (the control thread, or the thread
- * of a failed allocation), under entry.c's start_mu.
+ * of a failed allocation), under session.c's start_mu.
  */
 #ifndef VRT_STANDBY_H
 #define VRT_STANDBY_H
@@ -37,7 +37,7 @@ struct vrt_ev;
 
 /* Entering standby: reads the options; at the first event of a trace
  * file to be (first_event), also notes when — the origin a full
- * recording's header would have had. Lifecycle only (entry.c). */
+ * recording's header would have had. The session only (session.c). */
 void vrt_standby_begin(int first_event);
 
 /* 1 and the time (monotonic, wall) this image's capture began in
@@ -74,5 +74,12 @@ void vrt_standby_write(void);
 void vrt_standby_write_stop(void);
 
 void vrt_standby_after_fork_child(void);
+
+/* How the snapshot lists the open connections (hook_libc.c's
+ * vrt_hook_libc_each_conn, set by the constructor): fn for each, under
+ * its lock. Unset, the snapshot has none. */
+typedef void (*vrt_standby_conn_fn)(int fd, int listener, int kind, int busy,
+                                    void *arg);
+void vrt_standby_set_conns(void (*each)(vrt_standby_conn_fn fn, void *arg));
 
 #endif /* VRT_STANDBY_H */

@@ -21,15 +21,8 @@
  * full, at thread exit, and in the writer's sweep (which holds the lock).
  * The event counter counts every folded event.
  *
- * Clock: CLOCK_MONOTONIC nanoseconds. Where the CPU's TSC is invariant
- * (constant_tsc and nonstop_tsc) and the kernel itself reads it, events
- * read the TSC and convert it with (tsc, ns, mult) that the writer thread
- * measures against clock_gettime every pass and publishes under a
- * sequence counter (clk_seq: odd while it writes). A reader that finds
- * the sequence odd, the parameters unset, or older than CLK_STALE_NS of
- * ticks asks clock_gettime instead. A pass re-bases the conversion at a
- * fresh clock_gettime reading, so the error stays within the rate error
- * over one pass (well under a microsecond); within a thread stamps never
+ * Clock: each event is stamped with vrt_clock_now() (clock.c: the TSC
+ * where it is invariant, else clock_gettime); within a thread stamps never
  * go backwards (the previous stamp is a floor).
  *
  * Locks and ownership:
@@ -57,8 +50,8 @@
  * tb->lock is released; so once the writer has swept every tbuf and then
  * emptied the queue, it holds every event stamped before the sweep began
  * (folded pairs included: the sweep writes a pending REPEAT first). With
- * the TSC clock the writer lowers its watermark by vrt_tbuf_clock_slack()
- * to cover a TSC read the CPU ran ahead of the lock.
+ * the TSC clock the writer lowers its watermark by vrt_clock_slack() to
+ * cover a TSC read the CPU ran ahead of the lock.
  *
  * Chunk order: a chunk's first stamp is never below its thread's previous
  * one, and vrt_tbuf_collect hands chunks over sorted by (thread id, first
@@ -69,10 +62,9 @@
  * Fork: vrt_tbuf_before_fork takes mu (and create_mu) so the child never
  * inherits them held; the child drops all buffered events (the parent's
  * trace has them) and resets every spinlock and busy flag, since the
- * threads that may have held one do not exist in the child. The clock
- * parameters are written only under the writer's pass_mu, which fork
- * waits for, so the child never inherits them half written.
+ * threads that may have held one do not exist in the child.
  */
+#include "clock.h"
 #include "core.h"
 
 #include <vramtrace/trace_format.h>
@@ -92,10 +84,6 @@
 #define REPEAT_MAX (2 + (4 + 9 * VRT_REPEAT_MAX_PERIOD) * VRT_UVARINT_MAX)
 #define TBUF_BLOCK    64                         /* tbufs made per mmap */
 #define POOL_WAIT_MS  1000
-#define CLK_STALE_NS  1000000000ull /* extrapolate the TSC this far at most */
-#define CLK_WINDOW_NS 1000000000ull /* rate measured over about this */
-#define CLK_MIN_NS    10000000ull   /* and never over less */
-#define CLK_SLACK_NS  2000ull
 
 /* The fields of an allocate-then-free pair that a REPEAT repeats. */
 struct fold_pair {
@@ -173,200 +161,12 @@ static size_t pool_made, pool_max;
 static _Atomic uint64_t dropped;
 
 void (*vrt_tbuf_on_claim)(void);
-static pthread_condattr_t mono_attr;
 static uint64_t exited_events; /* events of tbufs handed back; under mu */
 static int fold_on = 1;
 
 void vrt_tbuf_set_fold(int on)
 {
 	fold_on = on != 0;
-}
-
-/* ---- clock ------------------------------------------------------------- */
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-#if defined(__x86_64__)
-#include <fcntl.h>
-#include <x86intrin.h>
-
-static int tsc_ok; /* set by vrt_tbuf_init, read-only afterwards */
-static _Atomic uint32_t clk_seq;
-static _Atomic uint64_t clk_tsc, clk_ns, clk_mult, clk_stale;
-static uint64_t anchor_tsc, anchor_ns; /* writer only */
-
-/* Whether the file's first bytes contain every word of want (each
- * preceded by a space or the start of a line). */
-static int file_has(const char *path, const char *const *want, int nwant)
-{
-	char buf[16384];
-	struct vrt_fd fd = vrt_fds_open(path, O_RDONLY, 0);
-	if (fd.fd < 0)
-		return -1;
-	ssize_t n = vrt_fds_read(fd, buf, sizeof(buf) - 1);
-	vrt_fds_close(&fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	for (int i = 0; i < nwant; i++) {
-		size_t l = strlen(want[i]);
-		const char *p = buf;
-		int found = 0;
-		while ((p = strstr(p, want[i]))) {
-			if ((p == buf || p[-1] == ' ' || p[-1] == '\n') &&
-			    (p[l] == ' ' || p[l] == '\n' || p[l] == 0)) {
-				found = 1;
-				break;
-			}
-			p += l;
-		}
-		if (!found)
-			return 0;
-	}
-	return 1;
-}
-
-/* The TSC is used only where it ticks at one rate in every power state
- * and the kernel's own clock is built on it (so both agree). */
-static void clock_init(void)
-{
-	static const char *const flags[] = {"constant_tsc", "nonstop_tsc"};
-	static const char *const sources[] = {"tsc", "kvm-clock",
-	                                      "hyperv_clocksource_tsc_page"};
-	tsc_ok = 0;
-	if (file_has("/proc/cpuinfo", flags, 2) != 1)
-		return;
-	int src = 0;
-	for (int i = 0; i < 3 && src != 1; i++)
-		src = file_has("/sys/devices/system/clocksource/clocksource0/"
-		               "current_clocksource",
-		               &sources[i], 1);
-	if (src == 0)
-		return; /* hpet, acpi_pm...: the kernel distrusts the TSC */
-	tsc_ok = 1;
-}
-
-/* One (tsc, ns) pair read as close together as we can: the tightest of
- * three tries, the TSC taken mid-way. */
-static void clock_pair(uint64_t *tsc, uint64_t *ns)
-{
-	uint64_t best = UINT64_MAX;
-	*tsc = *ns = 0;
-	for (int i = 0; i < 3; i++) {
-		uint64_t a = __rdtsc();
-		uint64_t n = mono_ns();
-		uint64_t b = __rdtsc();
-		if (b - a < best) {
-			best = b - a;
-			*tsc = a + (b - a) / 2;
-			*ns = n;
-		}
-	}
-}
-
-void vrt_tbuf_clock_calibrate(void)
-{
-	if (!tsc_ok)
-		return;
-	uint64_t tsc, ns;
-	clock_pair(&tsc, &ns);
-	if (!anchor_ns || ns < anchor_ns || tsc <= anchor_tsc) {
-		anchor_tsc = tsc;
-		anchor_ns = ns;
-		return;
-	}
-	uint64_t dn = ns - anchor_ns, dt = tsc - anchor_tsc;
-	if (dn < CLK_MIN_NS)
-		return;
-	uint64_t mult = (uint64_t)(((unsigned __int128)dn << 32) / dt);
-	/* Odd while writing: readers then ask clock_gettime. Release stores
-	 * (no fences: the thread sanitizer does not model them), so a
-	 * reader that sees a new field also sees the odd sequence. */
-	uint32_t s = atomic_load_explicit(&clk_seq, memory_order_relaxed);
-	atomic_store_explicit(&clk_seq, s + 1, memory_order_relaxed);
-	atomic_store_explicit(&clk_tsc, tsc, memory_order_release);
-	atomic_store_explicit(&clk_ns, ns, memory_order_release);
-	atomic_store_explicit(&clk_mult, mult, memory_order_release);
-	atomic_store_explicit(
-	        &clk_stale,
-	        (uint64_t)(((unsigned __int128)CLK_STALE_NS << 32) / mult),
-	        memory_order_release);
-	atomic_store_explicit(&clk_seq, s + 2, memory_order_release);
-	if (dn >= CLK_WINDOW_NS) {
-		anchor_tsc = tsc;
-		anchor_ns = ns;
-	}
-}
-
-uint64_t vrt_tbuf_clock_slack(void)
-{
-	return tsc_ok ? CLK_SLACK_NS : 0;
-}
-
-static inline uint64_t clock_now(void)
-{
-	if (VRT_LIKELY(tsc_ok)) {
-		/* Acquire loads keep the second look at the sequence after
-		 * them (plain loads on x86). */
-		uint32_t s =
-		        atomic_load_explicit(&clk_seq, memory_order_acquire);
-		uint64_t t0 =
-		        atomic_load_explicit(&clk_tsc, memory_order_acquire);
-		uint64_t n0 =
-		        atomic_load_explicit(&clk_ns, memory_order_acquire);
-		uint64_t m =
-		        atomic_load_explicit(&clk_mult, memory_order_acquire);
-		uint64_t stale =
-		        atomic_load_explicit(&clk_stale, memory_order_acquire);
-		uint64_t tsc = __rdtsc();
-		uint64_t d = tsc - t0;
-		if (VRT_LIKELY(!(s & 1) && s != 0 && d < stale &&
-		               atomic_load_explicit(&clk_seq,
-		                                    memory_order_relaxed) == s))
-			return n0 +
-			       (uint64_t)(((unsigned __int128)d * m) >> 32);
-	}
-	return mono_ns();
-}
-
-static void clock_after_fork_child(void)
-{
-	/* The writer that held these is gone; the parameters stay right
-	 * (one machine, one TSC) and the child's writer goes on from them. */
-	anchor_ns = 0;
-}
-#else
-static void clock_init(void)
-{
-}
-
-void vrt_tbuf_clock_calibrate(void)
-{
-}
-
-uint64_t vrt_tbuf_clock_slack(void)
-{
-	return 0;
-}
-
-static inline uint64_t clock_now(void)
-{
-	return mono_ns();
-}
-
-static void clock_after_fork_child(void)
-{
-}
-#endif
-
-uint64_t vrt_tbuf_now(void)
-{
-	return clock_now();
 }
 
 static inline void cpu_relax(void)
@@ -448,32 +248,13 @@ static inline void own_unlock(struct vrt_tbuf *t, int fast)
 int vrt_tbuf_init(size_t max_bytes)
 {
 	atomic_store(&asym_on, asym_setup());
-	clock_init();
-	vrt_tbuf_clock_calibrate(); /* the first anchor; no thread yet */
-	pthread_condattr_init(&mono_attr);
-	pthread_condattr_setclock(&mono_attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&pool_cv, &mono_attr);
-	pthread_cond_init(&writer_cv, &mono_attr);
+	vrt_clock_init();
+	vrt_clock_cond_init(&pool_cv);
+	vrt_clock_cond_init(&writer_cv);
 	pool_max = max_bytes / VRT_CHUNK_BYTES;
 	if (pool_max < 4)
 		pool_max = 4;
 	return 0;
-}
-
-void vrt_tbuf_cond_init(pthread_cond_t *cv)
-{
-	pthread_cond_init(cv, &mono_attr);
-}
-
-void vrt_tbuf_deadline(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
 }
 
 /* A fresh chunk, or NULL after POOL_WAIT_MS when the writer cannot keep up
@@ -512,7 +293,7 @@ static struct vrt_chunk *pool_get(void)
 		if (!vrt_capture_on())
 			break;
 		if (!have_deadline) {
-			vrt_tbuf_deadline(&deadline, POOL_WAIT_MS);
+			vrt_clock_deadline(&deadline, POOL_WAIT_MS);
 			have_deadline = 1;
 		}
 		writer_kicked = 1;
@@ -914,7 +695,7 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 		/* Never below the thread's previous chunk either: a reader
 		 * decodes a thread's BATCH records in time order, which must
 		 * be the order they were written in. */
-		now = clock_now();
+		now = vrt_clock_now();
 		if (VRT_UNLIKELY(now < t->last_ts))
 			now = t->last_ts;
 		uint8_t *p = c->data;
@@ -968,7 +749,7 @@ void vrt_tbuf_event(const struct vrt_ev *ev)
 		fold_flush(t, c);
 	}
 	if (!have_now)
-		now = clock_now();
+		now = vrt_clock_now();
 	if (VRT_UNLIKELY(now < t->last_ts))
 		now = t->last_ts; /* never backwards within a thread */
 
@@ -1127,7 +908,7 @@ void vrt_tbuf_release(struct vrt_chunk *list)
 int vrt_tbuf_writer_wait(int timeout_ms)
 {
 	struct timespec deadline;
-	vrt_tbuf_deadline(&deadline, timeout_ms);
+	vrt_clock_deadline(&deadline, timeout_ms);
 	pthread_mutex_lock(&mu);
 	while (!writer_kicked) {
 		if (pthread_cond_timedwait(&writer_cv, &mu, &deadline) ==
@@ -1201,8 +982,8 @@ void vrt_tbuf_after_fork_child(void)
 {
 	pthread_mutex_init(&create_mu, NULL);
 	pthread_mutex_init(&mu, NULL);
-	pthread_cond_init(&pool_cv, &mono_attr);
-	pthread_cond_init(&writer_cv, &mono_attr);
+	vrt_clock_cond_init(&pool_cv);
+	vrt_clock_cond_init(&writer_cv);
 	writer_kicked = 0;
 	/* Every buffered event belongs to the parent's trace. */
 	struct vrt_chunk *drop = q_head;
@@ -1231,7 +1012,7 @@ void vrt_tbuf_after_fork_child(void)
 		my_tb->tid = (pid_t)syscall(SYS_gettid);
 	exited_events = 0;
 	atomic_store(&dropped, 0);
-	clock_after_fork_child();
+	vrt_clock_after_fork_child();
 	if (atomic_load(&asym_on))
 		atomic_store(&asym_on, asym_setup());
 }

@@ -5,8 +5,9 @@
  *
  * Threads: one writer thread ("vramtrace-wr", all signals blocked) does
  * every compression and write(2). Hooks never wait for it, except
- * vrt_writer_sync after a failed allocation (bounded). The lifecycle
- * (entry.c) calls start/stop/fork handlers.
+ * vrt_writer_sync after a failed allocation (bounded). The session
+ * (session.c) starts and stops it; the lifecycle (entry.c) calls its fork
+ * handlers.
  *
  * Locks: w_mu guards the request/complete sequence numbers, the stop flag
  * and the pending device inventory. The writer holds no lock while it
@@ -19,7 +20,7 @@
  * at chunk boundaries. Each frame ends with a WATERMARK record.
  *
  * Any write error turns capture off for good (the host carries on); the
- * reason is printed once at exit by entry.c.
+ * reason is printed once at exit (session.c's warning).
  *
  * The trace's descriptor is registered with fds.c: every write goes
  * through it, and each pass first checks that the number still names the
@@ -33,6 +34,7 @@
  * The run directory is checked (rundir.h) on the descriptor the trace is
  * then created in.
  */
+#include "clock.h"
 #include "core.h"
 #include "rundir.h"
 
@@ -425,7 +427,7 @@ static void stage_trailer(int clean)
 	size_t n = 0;
 	uint64_t flags = (clean ? VRT_TRAILER_CLEAN_EXIT : 0) |
 	                 (failed ? VRT_TRAILER_CAPTURE_OFF : 0);
-	n += vrt_put_uvarint(p + n, vrt_tbuf_now());
+	n += vrt_put_uvarint(p + n, vrt_clock_now());
 	n += vrt_put_uvarint(p + n, flags);
 	n += vrt_put_uvarint(p + n, vrt_tbuf_events());
 	n += vrt_put_uvarint(p + n, vrt_tbuf_dropped());
@@ -484,7 +486,7 @@ static void pass(int final)
 	/* Lowered by the clock's slack: an event stamped just after the
 	 * sweep passed its thread may carry a stamp a little older than the
 	 * reading here (tbuf.c). */
-	uint64_t watermark = vrt_tbuf_now() - vrt_tbuf_clock_slack();
+	uint64_t watermark = vrt_clock_now() - vrt_clock_slack();
 	struct vrt_chunk *chunks;
 	vrt_tbuf_collect(&chunks);
 	stage_devices();
@@ -522,8 +524,8 @@ static void *writer_main(void *arg)
 		 * clock's parameters are published under it too, so a child
 		 * never sees them half written. */
 		pthread_mutex_lock(&pass_mu);
-		vrt_tbuf_clock_calibrate();
-		uint64_t now = vrt_tbuf_now();
+		vrt_clock_calibrate();
+		uint64_t now = vrt_clock_now();
 		int due = kicked || stop || seq != done_seq ||
 		          now - last_pass >= (uint64_t)half * 1000000u;
 		if (due) {
@@ -595,7 +597,8 @@ static void flush_before_taken(void)
 	request(0, TAKEN_FLUSH_MS);
 }
 
-static uint64_t origin_mono, origin_wall; /* 0: none; start_mu */
+static uint64_t origin_mono, origin_wall; /* 0: none; session.c's
+                                             * start_mu */
 
 void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns)
 {
@@ -607,7 +610,7 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 {
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
-	uint64_t mono = vrt_tbuf_now(), flags = 0;
+	uint64_t mono = vrt_clock_now(), flags = 0;
 	if (origin_mono) {
 		flags = VRT_HEADER_STANDBY;
 		/* The header (and its frame's watermark) at the origin: a
@@ -652,7 +655,7 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 	}
 	req_seq = done_seq = 0;
 	stop_req = stopped = 0;
-	vrt_tbuf_cond_init(&w_cv);
+	vrt_clock_cond_init(&w_cv);
 	devs_pending = known_ndev > 0; /* a forked child repeats them */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -707,7 +710,7 @@ void vrt_writer_devices(const struct vrt_device_info *devs, int n)
 static int request(int stop, int timeout_ms)
 {
 	struct timespec deadline;
-	vrt_tbuf_deadline(&deadline, timeout_ms);
+	vrt_clock_deadline(&deadline, timeout_ms);
 	/* Called from hooks on the program's threads: the wait below must
 	 * not be where a cancellation ends the thread holding w_mu. */
 	int cancel = vrt_capture_cancel_off();
@@ -767,7 +770,7 @@ void vrt_writer_after_fork_child(void)
 {
 	pthread_mutex_init(&pass_mu, NULL);
 	pthread_mutex_init(&w_mu, NULL);
-	vrt_tbuf_cond_init(&w_cv);
+	vrt_clock_cond_init(&w_cv);
 	/* The parent's writer thread does not exist here and its compression
 	 * context may be mid-frame: drop both. The buffers are reused. The
 	 * child's copy of the trace fd is closed with every other fd of ours

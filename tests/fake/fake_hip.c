@@ -23,7 +23,12 @@
  *     counted with registered ranges against FAKEHIP_HOST_MEM;
  *   - VMM physical memory is returned when its handle has been released
  *     AND every mapping of it is unmapped, in either order; the
- *     hipMemAllocationProp it reads is HIP 6's layout.
+ *     hipMemAllocationProp it reads is HIP 6's layout;
+ *   - hipPointerGetAttribute answers HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+ *     for a device pointer (from any thread).
+ * For the tests only (not HIP calls): fakehip_get_device_calls() counts
+ * the calls to hipGetDevice so far, so a test can tell how often the
+ * preload asked for the current device.
  * Environment (read once, at first use): FAKEHIP_DEVICES (1), FAKEHIP_MEM
  * ("64G"), FAKEHIP_USED ("0") — sizes with K/M/G/T suffix, or a comma list,
  * one per device, the last repeating —, FAKEHIP_NAME ("Fake AMD GPU"),
@@ -39,6 +44,7 @@
  * runtime.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -86,6 +92,7 @@ static unsigned long long g_host_live; /* pinned + registered (g_lock) */
 static struct fake_dev g_dev[FAKE_MAX_DEV];
 static struct ihipMemPoolHandle_t g_default_pool[FAKE_MAX_DEV];
 static _Thread_local int tls_dev; /* current device, default 0 */
+static _Atomic unsigned long g_get_device_calls;
 
 static void dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void dbg(const char *fmt, ...)
@@ -368,6 +375,24 @@ static hipError_t dev_alloc(void **ptr, unsigned long long bytes, int ord,
 	pthread_mutex_unlock(&g_lock);
 	dbg("%s(%llu) dev %d -> %d %p", api, bytes, ord, (int)r, *ptr);
 	return r;
+}
+
+hipError_t hipPointerGetAttribute(void *data, hipPointer_attribute attribute,
+                                  hipDeviceptr_t ptr)
+{
+	hipError_t r = check_init();
+	struct entry *e;
+	if (r != hipSuccess)
+		return r;
+	if (!data || attribute != HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+		return hipErrorInvalidValue;
+	pthread_mutex_lock(&g_lock);
+	e = table_find(SP_DEV, (uintptr_t)ptr);
+	if (e)
+		*(int *)data = e->dev;
+	pthread_mutex_unlock(&g_lock);
+	dbg("hipPointerGetAttribute(DEVICE_ORDINAL, %p) -> %d", ptr, e ? 0 : 1);
+	return e ? hipSuccess : hipErrorInvalidValue;
 }
 
 static hipError_t dev_free(void *p, const char *api)
@@ -976,6 +1001,7 @@ hipError_t hipSetDevice(int deviceId)
 
 hipError_t hipGetDevice(int *deviceId)
 {
+	atomic_fetch_add(&g_get_device_calls, 1);
 	hipError_t r = check_init();
 	if (r != hipSuccess)
 		return r;
@@ -983,6 +1009,11 @@ hipError_t hipGetDevice(int *deviceId)
 		return hipErrorInvalidValue;
 	*deviceId = tls_dev;
 	return hipSuccess;
+}
+
+unsigned long fakehip_get_device_calls(void)
+{
+	return atomic_load(&g_get_device_calls);
 }
 
 hipError_t hipDeviceGetName(char *name, int len, hipDevice_t device)
@@ -1096,6 +1127,7 @@ static const struct proc {
         {"hipDeviceGetName", FN(hipDeviceGetName), NULL},
         {"hipDeviceTotalMem", FN(hipDeviceTotalMem), NULL},
         {"hipDeviceGetUuid", FN(hipDeviceGetUuid), NULL},
+        {"hipPointerGetAttribute", FN(hipPointerGetAttribute), NULL},
         {"hipDeviceSynchronize", FN(hipDeviceSynchronize), NULL},
         {"hipStreamSynchronize", FN(hipStreamSynchronize),
          FN(hipStreamSynchronize_spt)},

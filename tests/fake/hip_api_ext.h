@@ -45,6 +45,10 @@ typedef struct hipMemAccessDesc {
 	hipMemAccessFlags flags;
 } hipMemAccessDesc;
 
+/* The fake runtime's count of hipGetDevice calls so far (not a HIP
+ * call; fake_hip.c). */
+unsigned long fakehip_get_device_calls(void);
+
 hipError_t hipDeviceSynchronize(void);
 hipError_t hipStreamSynchronize(hipStream_t stream);
 hipError_t hipStreamSynchronize_spt(hipStream_t stream);

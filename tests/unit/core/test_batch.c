@@ -16,6 +16,7 @@
  * started again. The file must also hold the events as BATCH records.
  * TAP output.
  */
+#include "clock.h"
 #include "core.h"
 #include "load.h"
 
@@ -89,9 +90,9 @@ static void rec(int alloc, uint64_t addr, uint64_t size, int api, int dev,
 	                    .phase = phase ? vrt_phase_encode(
 	                                             phase, VRT_SRC_ANNOTATION)
 	                                   : 0};
-	uint64_t lo = vrt_tbuf_now();
+	uint64_t lo = vrt_clock_now();
 	vrt_tbuf_event(&ev);
-	uint64_t hi = vrt_tbuf_now();
+	uint64_t hi = vrt_clock_now();
 	if (!l)
 		return;
 	if (l->n == l->cap) {

@@ -10,6 +10,7 @@
  * sweep end or flush it, that counts, bytes and timestamps add up, and
  * that with folding off every pair is written. TAP output.
  */
+#include "clock.h"
 #include "core.h"
 
 #include <vramtrace/trace_format.h>
@@ -669,7 +670,7 @@ int main(void)
 	for (int i = 0; i < 200000 && tight < 20000; i++) {
 		struct timespec a, b;
 		clock_gettime(CLOCK_MONOTONIC, &a);
-		uint64_t now = vrt_tbuf_now();
+		uint64_t now = vrt_clock_now();
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		uint64_t lo =
 		        (uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec;
