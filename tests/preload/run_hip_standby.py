@@ -17,7 +17,6 @@ answers while it makes N hipMalloc and N hipMallocAsync on device 1:
 Usage: run_hip_standby.py --client EXE --vramtrace EXE --preload LIB
                           --fake-dir DIR --tmp-root DIR
 """
-import argparse
 import json
 import os
 import shutil
@@ -25,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-from vrt_tap import Tap
+from harness import Tap, options
 
 N = 64
 MIB = 1 << 20
@@ -55,11 +54,8 @@ def run(a, env, on_ready=None):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--client", "--vramtrace", "--preload", "--fake-dir",
-              "--tmp-root"):
-        ap.add_argument(o, required=True)
-    a = ap.parse_args()
+    a = options("--client", "--vramtrace", "--preload", "--fake-dir",
+                "--tmp-root").parse_args()
     os.makedirs(a.tmp_root, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="hip-standby-", dir=a.tmp_root)
     t = Tap()
