@@ -524,18 +524,43 @@ VRT_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	return r;
 }
 
-/* A body sent from a file: its bytes count, unseen. */
-VRT_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset,
-                            size_t count)
+/* A body sent from a file: its bytes count, unseen. The build's
+ * _FILE_OFFSET_BITS=64 makes <sys/sendfile.h> name sendfile "sendfile64",
+ * so both exported names are spelled out (programs built either way call
+ * one of them; on LP64 they take the same arguments). */
+static ssize_t sendfile_hook(ssize_t r, int out_fd)
 {
-	NEXT(sendfile);
-	ssize_t r = real_sendfile
-	                    ? real_sendfile(out_fd, in_fd, offset, count)
-	                    : syscall(SYS_sendfile, out_fd, in_fd, offset,
-	                              count);
 	if (tracked(out_fd) && r > 0)
 		conn_write(out_fd, NULL, 0, (size_t)r);
 	return r;
+}
+
+VRT_EXPORT ssize_t vrt_hook_sendfile(int out_fd, int in_fd, off_t *offset,
+                                     size_t count) __asm__("sendfile");
+VRT_EXPORT ssize_t vrt_hook_sendfile(int out_fd, int in_fd, off_t *offset,
+                                     size_t count)
+{
+	static __typeof__(&vrt_hook_sendfile) real;
+	if (VRT_UNLIKELY(!real))
+		real = (__typeof__(&vrt_hook_sendfile))next_fn("sendfile");
+	return sendfile_hook(real ? real(out_fd, in_fd, offset, count)
+	                          : syscall(SYS_sendfile, out_fd, in_fd,
+	                                    offset, count),
+	                     out_fd);
+}
+
+VRT_EXPORT ssize_t vrt_hook_sendfile64(int out_fd, int in_fd, off_t *offset,
+                                       size_t count) __asm__("sendfile64");
+VRT_EXPORT ssize_t vrt_hook_sendfile64(int out_fd, int in_fd, off_t *offset,
+                                       size_t count)
+{
+	static __typeof__(&vrt_hook_sendfile64) real;
+	if (VRT_UNLIKELY(!real))
+		real = (__typeof__(&vrt_hook_sendfile64))next_fn("sendfile64");
+	return sendfile_hook(real ? real(out_fd, in_fd, offset, count)
+	                          : syscall(SYS_sendfile, out_fd, in_fd,
+	                                    offset, count),
+	                     out_fd);
 }
 
 void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,

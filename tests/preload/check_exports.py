@@ -11,7 +11,10 @@ reach it); a name left in the script after its row went is a stale
 promise. So: the script's CUDA and HIP names ("cu*", "hip*") must be the
 table's names, no more and no fewer, and the library's exported "cu*" and
 "hip*" names (nm -D) must be the same set. The script's other names are
-libc functions and the public API, which the table does not list.
+libc functions and the public API, which the table does not list: each of
+them must be exported too (a definition the headers rename, as
+_FILE_OFFSET_BITS=64 renames sendfile to sendfile64, would otherwise leave
+a listed name hidden and its hook dead).
 
 Usage: check_exports.py --table hook_table.h --map libvramtrace.map
                         [--lib libvramtrace.so]
@@ -89,9 +92,13 @@ def main():
         if not shutil.which("nm"):
             print("nm not found: cannot read the library's exports")
             return 77
-        gpu_lib = {n for n in lib_names(a.lib) if GPU.match(n)}
+        exported = set(lib_names(a.lib))
+        gpu_lib = {n for n in exported if GPU.match(n)}
         errors += compare("the version script", gpu_script,
                           "the library's exports", gpu_lib)
+        for name in sorted(set(script) - gpu_script - exported):
+            errors.append(f"{name}: in the version script, not in the "
+                          "library's exports")
     for e in errors:
         print(e)
     print(f"{len(table)} hooked functions, {len(script)} names in the "
