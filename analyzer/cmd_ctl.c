@@ -25,7 +25,8 @@
 
 struct settings {
 	const char *target; /* DIR or PID */
-	char line[1024];    /* the command line sent */
+	char line[VRT_CONTROL_LINE_MAX]; /* the command line sent, as long
+	                                  * as the server reads one */
 	int status;         /* the command is status */
 	int json;           /* --json: status answers as they came */
 };
@@ -79,7 +80,10 @@ static int parse_command(const struct vrt_cmd *self, struct settings *s,
 			                        " %s", st->pos[i]);
 		}
 		if (len >= sizeof(s->line) - 1)
-			return vrt_main_usage_error(self, "label too long");
+			return vrt_main_usage_error(
+			        self, "label too long (a command is at most %d "
+			              "bytes with its newline)",
+			        VRT_CONTROL_LINE_MAX);
 		return VRT_EXIT_OK;
 	}
 	if (strcmp(cmd, VRT_CONTROL_START) && strcmp(cmd, VRT_CONTROL_STOP) &&

@@ -624,6 +624,10 @@ def group_usage(opts, tap):
             (["compare", "a", "b", "c"], "too many runs (give A and B)"),
             (["analyze", "--log", "x", "--no-log", "run"],
              "--log and --no-log exclude each other"),
+            # a mark label longer than the server reads is refused here
+            (["ctl", "run", "mark", "x" * 600],
+             "label too long (a command is at most 512 bytes"),
+            (["ctl", "run", "mark"], "mark needs a label"),
         ]:
             rc, out, err = run([exe] + args, tmp)
             tap.ok(rc == 2 and want in err,
