@@ -27,9 +27,13 @@ __attribute__((format(printf, 2, 3))) static void ok(int cond,
 	putchar('\n');
 }
 
+/* Each side is evaluated once: a call under test runs once. */
 #define EQ(a, b, name)                                                         \
-	ok((unsigned long long)(a) == (unsigned long long)(b),                 \
-	   "%s (got %llu, want %llu)", name, (unsigned long long)(a),          \
-	   (unsigned long long)(b))
+	do {                                                                   \
+		unsigned long long eq_a_ = (unsigned long long)(a);            \
+		unsigned long long eq_b_ = (unsigned long long)(b);            \
+		ok(eq_a_ == eq_b_, "%s (got %llu, want %llu)", name, eq_a_,    \
+		   eq_b_);                                                     \
+	} while (0)
 
 #endif /* VRT_TEST_TAP_H */
