@@ -217,9 +217,9 @@ class Bench:
         """Runs every configuration runs times, round-robin (one run of
         each, then the next round), so that a change in the machine's load
         falls on all of them alike. configs: {key: (prog, tool, stacks,
-        threads, pairs, sizes[, mixed[, rate]])}. Returns {key: median
-        result or None}; a configuration that fails once is dropped, with
-        a note."""
+        threads, pairs, sizes[, {once()'s keywords: base, mixed,
+        rate}])}. Returns {key: median result or None}; a configuration
+        that fails once is dropped, with a note."""
         got = {k: [] for k in configs}
         dead = set()
         for _ in range(runs or self.a.runs):
@@ -227,7 +227,8 @@ class Bench:
                 if k in dead:
                     continue
                 try:
-                    got[k].append(self.once(*c))
+                    kw = c[-1] if isinstance(c[-1], dict) else {}
+                    got[k].append(self.once(*c[:6], **kw))
                 except Failed as e:
                     self.note(f"{c[1] or 'bare'} {c[2] or ''} {c[3]} thr: "
                               f"{e}")
@@ -472,11 +473,12 @@ def mixed_section(a, b, rows, fig):
         stacks = "native" if prog == "c" else "native,python"
         print(f"measuring the mixed workload, {where}...", file=sys.stderr,
               flush=True)
-        cf = {"bare": (prog, None, None, th, P, 8, True),
-              "v": (prog, "vramtrace", stacks, th, P, 8, True)}
+        mx = {"mixed": True}
+        cf = {"bare": (prog, None, None, th, P, 8, mx),
+              "v": (prog, "vramtrace", stacks, th, P, 8, mx)}
         if b.heaptrack:
-            cf.update(ht_bare=(prog, None, "malloc", th, P, 8, True),
-                      ht=(prog, "heaptrack", None, th, P, 8, True))
+            cf.update(ht_bare=(prog, None, "malloc", th, P, 8, mx),
+                      ht=(prog, "heaptrack", None, th, P, 8, mx))
         m = b.measure(cf)
         bare, r, ht_bare, ht = m["bare"], m["v"], m.get("ht_bare"), \
             m.get("ht")
@@ -579,11 +581,12 @@ def mixed_section(a, b, rows, fig):
         print(f"measuring {name} at {ev_rate:,} events/s...",
               file=sys.stderr, flush=True)
         r2 = ev_rate // 2
-        cf = {"bare": ("c", None, None, 1, pairs, 8, mixed, r2),
-              "v": ("c", "vramtrace", "native", 1, pairs, 8, mixed, r2)}
+        kw = {"mixed": mixed, "rate": r2}
+        cf = {"bare": ("c", None, None, 1, pairs, 8, kw),
+              "v": ("c", "vramtrace", "native", 1, pairs, 8, kw)}
         if b.heaptrack:
-            cf.update(ht_bare=("c", None, "malloc", 1, pairs, 8, mixed, r2),
-                      ht=("c", "heaptrack", None, 1, pairs, 8, mixed, r2))
+            cf.update(ht_bare=("c", None, "malloc", 1, pairs, 8, kw),
+                      ht=("c", "heaptrack", None, 1, pairs, 8, kw))
         m = b.measure(cf, runs=1)
         r, ht = m["v"], m.get("ht")
         bpe = r and r["bytes"] is not None and r["bytes"] / r["events"]
@@ -725,9 +728,10 @@ def main():
             L = max(8, P // 10)  # large pairs: fewer, each unwinds
             cf = {"bare": ("c", None, None, th, P, 8),
                   "standby": ("c", "vramtrace", "standby", th, P, 8),
-                  "bare_large": ("c", None, None, th, L, 8, LARGE),
+                  "bare_large": ("c", None, None, th, L, 8,
+                                 {"base": LARGE}),
                   "standby_large": ("c", "vramtrace", "standby", th, L, 8,
-                                    LARGE),
+                                    {"base": LARGE}),
                   "none": ("c", "vramtrace", "none", th, P, 8),
                   "native": ("c", "vramtrace", "native", th, P, 8),
                   "py_bare": ("py", None, None, th, Q, 8),
