@@ -535,33 +535,26 @@ static ssize_t sendfile_hook(ssize_t r, int out_fd)
 	return r;
 }
 
-VRT_EXPORT ssize_t vrt_hook_sendfile(int out_fd, int in_fd, off_t *offset,
-                                     size_t count) __asm__("sendfile");
-VRT_EXPORT ssize_t vrt_hook_sendfile(int out_fd, int in_fd, off_t *offset,
-                                     size_t count)
-{
-	static __typeof__(&vrt_hook_sendfile) real;
-	if (VRT_UNLIKELY(!real))
-		real = (__typeof__(&vrt_hook_sendfile))next_fn("sendfile");
-	return sendfile_hook(real ? real(out_fd, in_fd, offset, count)
-	                          : syscall(SYS_sendfile, out_fd, in_fd,
-	                                    offset, count),
-	                     out_fd);
-}
+/* One definition per exported name (asm label), each resolving its own
+ * next definition. */
+#define SENDFILE_HOOK(fn, name)                                                \
+	VRT_EXPORT ssize_t fn(int out_fd, int in_fd, off_t *offset,            \
+	                      size_t count) __asm__(name);                     \
+	VRT_EXPORT ssize_t fn(int out_fd, int in_fd, off_t *offset,            \
+	                      size_t count)                                    \
+	{                                                                      \
+		static __typeof__(&fn) real;                                   \
+		if (VRT_UNLIKELY(!real))                                       \
+			real = (__typeof__(&fn))next_fn(name);                 \
+		return sendfile_hook(                                          \
+		        real ? real(out_fd, in_fd, offset, count)              \
+		             : syscall(SYS_sendfile, out_fd, in_fd, offset,    \
+		                       count),                                 \
+		        out_fd);                                               \
+	}
 
-VRT_EXPORT ssize_t vrt_hook_sendfile64(int out_fd, int in_fd, off_t *offset,
-                                       size_t count) __asm__("sendfile64");
-VRT_EXPORT ssize_t vrt_hook_sendfile64(int out_fd, int in_fd, off_t *offset,
-                                       size_t count)
-{
-	static __typeof__(&vrt_hook_sendfile64) real;
-	if (VRT_UNLIKELY(!real))
-		real = (__typeof__(&vrt_hook_sendfile64))next_fn("sendfile64");
-	return sendfile_hook(real ? real(out_fd, in_fd, offset, count)
-	                          : syscall(SYS_sendfile, out_fd, in_fd,
-	                                    offset, count),
-	                     out_fd);
-}
+SENDFILE_HOOK(vrt_hook_sendfile, "sendfile")
+SENDFILE_HOOK(vrt_hook_sendfile64, "sendfile64")
 
 void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
                                         int busy, void *arg),
