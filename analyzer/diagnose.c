@@ -1036,6 +1036,11 @@ static void lever_fraction(struct ctx *c, uint64_t free_b, const char *why)
 		return;
 	now = fraction_now(c, &dflt);
 	cut = (free_b * 1000 + base - 1) / base;
+	/* A lever that cannot make the room is no advice: the whole KV
+	 * reserve is less than what is missing, or the fraction would go to
+	 * nothing. */
+	if ((kv && free_b > kv) || (now && cut >= now))
+		return;
 	a = advise(c, kv ? (double)free_b / (double)kv : RANK_UNKNOWN);
 	if (now > cut && (nu = util_down(now - cut)) < now) {
 		free_b = (now - nu) * base / 1000;

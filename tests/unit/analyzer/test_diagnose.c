@@ -313,6 +313,28 @@ static void test_kv_context(void)
 	teardown();
 }
 
+/* One request needs more than the whole KV reserve could give back: the
+ * memory fraction is no lever (the context is). */
+static void test_kv_context_past_reserve(void)
+{
+	setup(1, 80 * GiB);
+	alloc(0, 0x1000, 14 * GiB, VRT_PHASE_weights);
+	alloc(0, 0x2000, 30 * GiB, VRT_PHASE_kv_cache);
+	net(VRT_NET_LISTEN, 3);
+	net(VRT_NET_ACCEPT, 10);
+	oom(VRT_API_cuMemAlloc_v2, 0, 128 * GiB, 36 * GiB, 80 * GiB,
+	    VRT_PHASE_forward);
+	diagnose(NULL);
+	STR(vrt_diagnose_verdict_name(dg.verdict), "kv_cache",
+	    "past reserve: verdict");
+	ok(!has_action("--gpu-memory-utilization"),
+	   "past reserve: no memory-fraction lever for 92 GiB more than the "
+	   "30 GiB KV reserve (got '%s')",
+	   dg.nactions > 1 ? dg.actions[1] : "");
+	ok(has_action("--max-model-len"), "past reserve: the context is");
+	teardown();
+}
+
 static void test_kv_reserve(void)
 {
 	setup(1, 80 * GiB);
@@ -1542,6 +1564,7 @@ int main(int argc, char **argv)
 
 	test_concurrency();
 	test_kv_context();
+	test_kv_context_past_reserve();
 	test_kv_reserve();
 	test_weights();
 	test_not_sharded();
