@@ -362,6 +362,13 @@ static void requests(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_uint(w, r->http_requests);
 	vrt_json_key(w, "not_http_connections");
 	vrt_json_uint(w, r->other_connections);
+	vrt_json_key(w, "forwarded_http");
+	vrt_json_uint(w, r->forwarded_requests);
+	vrt_json_key(w, "forwarded_to_pid");
+	if (r->forwarded_requests)
+		vrt_json_uint(w, r->forwarded_proc_pid);
+	else
+		vrt_json_null(w);
 	times(w, t, "first_request", r->have_first_request, r->first_request_ts);
 	times(w, t, "first_response", r->have_first_response, r->first_response_ts);
 	times(w, t, "first_ok_response", r->have_first_ok_response, r->first_ok_response_ts);
