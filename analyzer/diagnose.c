@@ -2356,10 +2356,12 @@ static void verdict_pool(struct ctx *c)
 	climb(c);
 	verdict_inconclusive(
 	        c, "pool_kept",
-	        "the run's own stream-ordered pool held the memory the call "
-	        "needed: it kept freed bytes (the driver counted them used) in "
-	        "pieces too small for the call, so no budget of the server's "
-	        "is shown too small",
+	        "the run's own stream-ordered pool can have held the memory "
+	        "the call needed: freed bytes it keeps are counted used by the "
+	        "driver, and pieces too small for the call fail it; the trace "
+	        "does not see the pool trimmed, so a process that came and went "
+	        "between NVML samples would look the same, and no budget of "
+	        "the server's is shown too small",
 	        "which budget needs the room: the driver does not say how "
 	        "the pool's pieces are cut; record the same load with an "
 	        "allocator that gives memory back (below) and analyze that "
