@@ -79,37 +79,6 @@ static int free_port(void)
 	return port;
 }
 
-/* One HTTP exchange with the child on a connection of its own (closed by
- * the child after its answer); the answer's status, or -1. */
-static int exchange(const char *request, size_t len)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-	                        .sin_port = htons((uint16_t)g_child_port)};
-	char buf[4096];
-	size_t got = 0;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), status = -1;
-	ssize_t k;
-
-	if (fd < 0)
-		return -1;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)))
-		goto out;
-	for (size_t off = 0; off < len; off += (size_t)k)
-		if ((k = send(fd, request + off, len - off, MSG_NOSIGNAL)) <= 0)
-			goto out;
-	/* Read to the end: the status line is in the first bytes. */
-	while ((k = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
-		if ((got += (size_t)k) == sizeof(buf) - 1)
-			got = 12; /* keep the status line, drop the rest */
-	buf[got] = '\0';
-	if (got >= 12 && !strncmp(buf, "HTTP/1.1 ", 9))
-		status = atoi(buf + 9);
-out:
-	close(fd);
-	return status;
-}
-
 static int child_exited(void)
 {
 	int st;
@@ -131,8 +100,6 @@ static int child_exited(void)
  * 0, or -1 when it died first. */
 static int load_model(void)
 {
-	static const char health[] = "GET /health HTTP/1.1\r\nHost: "
-	                             "127.0.0.1\r\nConnection: close\r\n\r\n";
 	char exe[PATH_MAX], port[16], *argv[MAX_CHILD_ARGS + 8];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 16);
 	int k = 0;
@@ -166,7 +133,7 @@ static int load_model(void)
 	for (;;) {
 		if (child_exited())
 			return -1;
-		if (exchange(health, sizeof(health) - 1) == 200)
+		if (sim_http_health(g_child_port) == 200)
 			return 0;
 		sleep_ms(o.health_ms);
 	}
@@ -181,15 +148,7 @@ struct fwd {
 static void *forward(void *arg)
 {
 	struct fwd *f = arg;
-	char msg[256];
-	const char *body = f->req.stream ? "{\"prompt\":\"hi\",\"stream\":true}"
-	                                 : "{\"prompt\":\"hi\",\"stream\":false}";
-	int n = snprintf(msg, sizeof(msg),
-	                 "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-	                 "Content-Type: application/json\r\nContent-Length: "
-	                 "%zu\r\nConnection: close\r\n\r\n%s",
-	                 strlen(body), body);
-	int status = exchange(msg, (size_t)n);
+	int status = sim_http_post(g_child_port, "/completion", f->req.stream);
 
 	sim_http_reply_status(f->http, &f->req, status == 200 ? 200 : 500);
 	return NULL;

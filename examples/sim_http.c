@@ -517,6 +517,27 @@ struct one_request {
 	const char *path;
 };
 
+static void *request_thread(void *arg);
+
+int sim_http_health(int port)
+{
+	int fd = dial(port), status;
+
+	if (fd < 0)
+		return -1;
+	status = get_health(fd, 0);
+	close(fd);
+	return status;
+}
+
+int sim_http_post(int port, const char *path, int stream)
+{
+	struct one_request q = {.port = port, .stream = stream, .path = path};
+
+	request_thread(&q);
+	return q.status;
+}
+
 static void *request_thread(void *arg)
 {
 	struct one_request *q = arg;

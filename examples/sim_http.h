@@ -57,6 +57,12 @@ void sim_http_reply_status(struct sim_http *h, const struct sim_http_req *r,
  * server thread and closes the listening socket. */
 void sim_http_stop(struct sim_http *h);
 
+/* One client exchange on a connection of its own, closed after the
+ * answer: GET /health, or POST path (a completion, streamed or not).
+ * The answer's status, or -1 (no server, or it died mid-answer). */
+int sim_http_health(int port);
+int sim_http_post(int port, const char *path, int stream);
+
 struct sim_load {
 	int port;
 	int wait_ready;    /* poll GET /health until 200 first */
