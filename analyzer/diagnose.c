@@ -331,6 +331,14 @@ size_t vrt_diagnose_flags(struct vrt_diag_flags *f, const struct vrt_trace *t)
 	vrt_engine_uint(er.value[VRT_ENGINE_UBATCH], &f->ubatch);
 	f->one_device = er.value[VRT_ENGINE_SPLIT_MODE] &&
 	                !strcmp(er.value[VRT_ENGINE_SPLIT_MODE], "none");
+	/* "-fa on" (and the older bare "-fa": what follows is another
+	 * option); "-fa auto" lets llama.cpp decide: not known on */
+	if (er.value[VRT_ENGINE_FLASH_ATTN]) {
+		const char *v = er.value[VRT_ENGINE_FLASH_ATTN];
+		f->flash_attn = !strcmp(v, "on") || !strcmp(v, "1") ||
+		                !strcmp(v, "true") || !strcmp(v, "enabled") ||
+		                v[0] == '-';
+	}
 	if (f->engine == VRT_ENGINE_TGI)
 		f->max_total_tokens = f->max_model_len;
 	/* The KV cache types the command lines ask for (-ctk/-ctv,
@@ -417,6 +425,9 @@ struct ctx {
 	unsigned szi;
 	struct advice adv[VRT_DIAG_MAX_ITEMS / 3];
 	size_t nadv;
+	/* the shortest context advice may offer: the failing request's
+	 * prompt (its tokens, times llama.cpp's slots), 0 unknown */
+	uint64_t min_context;
 };
 
 static const char *sz(struct ctx *c, uint64_t b)
@@ -484,7 +495,9 @@ static int stopped(const struct vrt_process *p)
 
 static void how_ended(char *buf, size_t n, const struct vrt_process *p)
 {
-	if (p->exit_kind == VRT_EXIT_SIGNAL)
+	if (p->exit_kind == VRT_EXIT_NONE && p->ended)
+		snprintf(buf, n, "%s", p->ended);
+	else if (p->exit_kind == VRT_EXIT_SIGNAL)
 		snprintf(buf, n, "was killed by signal %d", p->exit_code);
 	else if (p->exit_kind == VRT_EXIT_CODE)
 		snprintf(buf, n, "exited with status %d", p->exit_code);
@@ -523,6 +536,28 @@ static void common_failure_evidence(struct ctx *c)
 		snprintf(where, sizeof(where), "on the host");
 	else
 		snprintf(where, sizeof(where), "on an unknown device");
+	if (d->source_log) {
+		/* a log gives the failure's line, not a call */
+		how_ended(how, sizeof(how), p);
+		evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
+		         f->requested_bytes,
+		         "the allocation the log's fatal error names (%s) "
+		         "failed %s at log line %u (%s stage, phase %s, %" PRIu32
+		         " request%s in flight)",
+		         f->requested_bytes ? SZ(f->requested_bytes)
+		                            : "size not printed",
+		         where, c->log ? c->log->fatal_line : 0,
+		         f->after_ready ? "request" : "load",
+		         vrt_load_phase_name(c->t, f->phase, pb, sizeof(pb)),
+		         f->inflight, f->inflight == 1 ? "" : "s");
+		if (f->have_info && f->device >= 0)
+			evidence(d, "free_bytes", f->device, VRT_DIAG_BYTES,
+			         f->free_bytes, "the engine printed %s free of %s",
+			         SZ(f->free_bytes), SZ(f->total_bytes));
+		evidence(d, "fatal", f->device, VRT_DIAG_COUNT, 1,
+		         "the failure was fatal: the server %s", how);
+		return;
+	}
 	evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
 	         f->requested_bytes,
 	         "%s of %s failed %s at %.3fs (%s stage, phase %s, %" PRIu32
@@ -818,11 +853,26 @@ static void ladder_confidence(struct ctx *c)
 {
 	const struct vrt_replay_failure *f = c->f;
 
-	if (!c->total)
+	if (!c->total && c->d->source_log)
+		confidence(c, VRT_CONFIDENCE_LOW,
+		           "the log does not print device %d's capacity: the "
+		           "ladder cannot tell which rung overflowed, so the "
+		           "verdict is the budget the engine said the failed "
+		           "allocation was for",
+		           f->device);
+	else if (!c->total)
 		confidence(c, VRT_CONFIDENCE_LOW,
 		           "the capacity of device %d is unknown: the ladder "
 		           "cannot tell which rung overflowed",
 		           f->device);
+	else if (c->xrung < 0 && c->d->source_log)
+		confidence(c, VRT_CONFIDENCE_LOW,
+		           "the log's numbers on device %d add up to %s of %s: "
+		           "what overflowed is memory the log does not account "
+		           "for, so the failing allocation's own rung is named",
+		           f->device,
+		           SZ(c->d->ladder[VRT_RUNG_COUNT - 1].cumulative),
+		           SZ(c->total));
 	else if (c->xrung < 0)
 		confidence(c, VRT_CONFIDENCE_LOW,
 		           "the traced memory on device %d adds up to %s of "
@@ -1102,6 +1152,10 @@ static int lever_scale(struct ctx *c, int field, uint64_t v, int dflt,
 	nv = round_tokens(c, field, fit_value(c, v, have, need));
 	if (!nv || nv >= v)
 		return 0;
+	/* a context the failing prompt does not fit in rejects it */
+	if (field == VRT_ENGINE_CONTEXT && c->min_context &&
+	    nv < c->min_context)
+		return 0;
 	share = 1.0 - (double)nv / (double)v;
 	/* Smaller batches cost prefill speed, not capacity: half as dear as
 	 * the share of a context or of the sequences. */
@@ -1109,10 +1163,13 @@ static int lever_scale(struct ctx *c, int field, uint64_t v, int dflt,
 		share /= 2;
 	a = advise(c, share);
 	ACT(a, "%s%s: %s (was %" PRIu64 "%s): %s grow with it, %s at %" PRIu64
-	       " where %s is left; %s",
+	       " where %s is left; %s%s",
 	    engine_label(c->engine), what, set_to(b, sizeof(b), c, field, nv), v,
 	    dflt ? ", the default" : "", mem, SZ(need), v, SZ(have),
-	    margin_words(c));
+	    margin_words(c),
+	    field == VRT_ENGINE_UBATCH ? " (-b, the logical batch, may stay: "
+	                                 "it is split into -ub steps)"
+	                               : "");
 	switch (field) {
 	case VRT_ENGINE_CONTEXT:
 		COST(a, "prompt + output longer than %" PRIu64 " tokens are "
@@ -1273,11 +1330,18 @@ static void lever_kv_quant(struct ctx *c, uint64_t need_free)
 	/* A q8_0 cache costs less than a fifth of anything: little
 	 * quality, no capacity. */
 	a = advise(c, type[1] == '8' ? 0.15 : 0.5);
-	ACT(a, "llama.cpp: quantize the KV cache: -ctk %s -ctv %s -fa on: the "
-	       "%s cache takes %s, %s less%s (a quantized V cache needs "
-	       "flash attention)",
-	    type, type, SZ(kv), SZ(kv - saved), SZ(saved),
-	    saved >= need_free ? "" : ", not all that is needed");
+	if (f->flash_attn)
+		ACT(a, "llama.cpp: quantize the KV cache: -ctk %s -ctv %s: the "
+		       "%s cache takes %s, %s less%s (flash attention is "
+		       "already on, as a quantized V cache needs)",
+		    type, type, SZ(kv), SZ(kv - saved), SZ(saved),
+		    saved >= need_free ? "" : ", not all that is needed");
+	else
+		ACT(a, "llama.cpp: quantize the KV cache: -ctk %s -ctv %s -fa "
+		       "on: the %s cache takes %s, %s less%s (a quantized V "
+		       "cache needs flash attention)",
+		    type, type, SZ(kv), SZ(kv - saved), SZ(saved),
+		    saved >= need_free ? "" : ", not all that is needed");
 	COST(a, "%s", type[1] == '8'
 	                      ? "a q8_0 KV cache costs little quality; flash "
 	                        "attention must run on the GPU"
@@ -1876,11 +1940,16 @@ static void verdict_context(struct ctx *c)
 	                 ? " (measured alone)"
 	                 : " (the requests in flight, on average)",
 	         SZ(room));
-	if (d->flags.max_model_len)
+	/* llama.cpp's per-step temporaries are bounded by -ub (a prompt is
+	 * processed -ub tokens at a time); the context bounds them only
+	 * through attention scores, which flash attention does not keep */
+	if (c->engine == VRT_ENGINE_LLAMACPP && d->flags.flash_attn)
+		;
+	else if (d->flags.max_model_len)
 		lever_scale(c, VRT_ENGINE_CONTEXT, d->flags.max_model_len, 0,
 		            room, one, "lower the context",
 		            "one request's activations");
-	else {
+	else if (c->engine != VRT_ENGINE_LLAMACPP) {
 		struct advice *a = advise(c, RANK_UNKNOWN);
 		ACT(a, "%slower %s: one request needed %s where %s is left",
 		    engine_label(c->engine), setting(c, VRT_ENGINE_CONTEXT),
@@ -2031,10 +2100,13 @@ static void verdict_concurrency(struct ctx *c)
 
 
 /* inconclusive: detail, why, and what would tell. */
+static const char *record_words(const struct ctx *c, char *buf, size_t n);
+
 static void verdict_inconclusive(struct ctx *c, const char *detail,
                                  const char *why, const char *get)
 {
 	struct vrt_diagnosis *d = c->d;
+	char rec[VRT_DIAG_TEXT];
 
 	d->verdict = VRT_VERDICT_INCONCLUSIVE;
 	d->rung = -1; /* the ladder is shown, but names no budget */
@@ -2044,6 +2116,9 @@ static void verdict_inconclusive(struct ctx *c, const char *detail,
 	if (c->f && c->fd)
 		budget_evidence(c, c->fd);
 	confidence(c, VRT_CONFIDENCE_LOW, "%s", why);
+	/* without a trace, what would tell is a trace */
+	if (d->source_log && strcmp(detail, "not_an_engine_log"))
+		get = record_words(c, rec, sizeof(rec));
 	ACT(advise(c, RANK_FREE), "%s", get);
 }
 
@@ -2433,6 +2508,195 @@ static void with_failure(struct ctx *c)
 	near_miss_evidence(c);
 }
 
+/* ---- the log alone --------------------------------------------------------
+ *
+ * analyze --log without a trace: the run was built from the log's numbers
+ * (logrun.h). A number it does not print is not in the ladder; a verdict
+ * that needs it is inconclusive, naming what is missing and the command
+ * that records a trace of the same server.
+ */
+
+static const char *const rung_words[VRT_RUNG_COUNT] = {
+        "what other processes held", "the weights",
+        "the KV cache and the other reserves",
+        "one request's activations", "the other requests in flight"};
+
+/* What a trace would add, with the command that records it. */
+static const char *record_words(const struct ctx *c, char *buf, size_t n)
+{
+	size_t len = strlen(c->d->record_command);
+
+	if (len && len + 40 < n)
+		snprintf(buf, n, "record a trace of the same server: %.*s",
+		         (int)len, c->d->record_command);
+	else if (len)
+		snprintf(buf, n, "record a trace of the same server (the "
+		                 "command line is under \"record\" below)");
+	else
+		snprintf(buf, n, "record a trace of the server: vramtrace "
+		                 "record -o RUN -- <the server's command line> "
+		                 "(the log does not print it)");
+	return buf;
+}
+
+/* The rungs below and at rung the log gives no number for (baseline
+ * aside: a card holding nothing else is the usual case), as words into
+ * buf; 0 when it gives them all. */
+static int rungs_missing(const struct ctx *c, int rung, char *buf, size_t n)
+{
+	size_t o = 0;
+	int k, miss = 0;
+
+	buf[0] = '\0';
+	for (k = VRT_RUNG_WEIGHTS; k <= rung && k < VRT_RUNG_INFLIGHT; k++) {
+		if (c->d->rungs_read & (1u << k))
+			continue;
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s",
+		                      miss ? ", " : "", rung_words[k]);
+		miss++;
+	}
+	return miss;
+}
+
+/* A request's failure whose budgets the log does not print: which one
+ * broke is not in it. Returns 1 when it decided (inconclusive). */
+static int logonly_missing(struct ctx *c)
+{
+	const struct vrt_replay_failure *f = c->f;
+	char miss[200], why[VRT_DIAG_TEXT], get[VRT_DIAG_TEXT];
+
+	if (!c->d->source_log || !f || f->device < 0)
+		return 0;
+	/* the engine's own words name the budget of a load step (weights,
+	 * KV cache, graphs, warm-up): the ladder stands on them */
+	if (!vrt_replay_phase_is_demand(f->phase))
+		return 0;
+	if (!rungs_missing(c, VRT_RUNG_RESERVES, miss, sizeof(miss)) &&
+	    c->total)
+		return 0;
+	climb(c);
+	snprintf(why, sizeof(why),
+	         "the log names the failed allocation but not %.160s%s: which "
+	         "budget left the request no room is not in it",
+	         miss[0] ? miss : "the card's capacity",
+	         miss[0] && !c->total ? ", nor the card's capacity" : "");
+	verdict_inconclusive(c, "budgets_not_in_log", why,
+	                     record_words(c, get, sizeof(get)));
+	return 1;
+}
+
+/* After the verdict: what the log leaves open lowers the confidence. */
+static void logonly_after(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	char miss[200];
+
+	if (!d->source_log || !c->f)
+		return;
+	if (d->rung >= 0 && rungs_missing(c, d->rung, miss, sizeof(miss)))
+		confidence(c, VRT_CONFIDENCE_LOW,
+		           "the log does not print %s: the ladder below the "
+		           "verdict's rung is incomplete, and the verdict rests "
+		           "on what the engine said the failed allocation was "
+		           "for",
+		           miss);
+	if (c->f->after_ready && c->log && !c->log->inflight_counted) {
+		evidence(d, "inflight_assumed", -1, VRT_DIAG_COUNT,
+		         c->f->inflight,
+		         "the log does not count the requests running when it "
+		         "failed (no metrics line before it): one is assumed");
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "how many requests were in flight is not in the log "
+		           "(one is assumed): one long request and many at once "
+		           "look alike");
+	}
+}
+
+/* No memory failure in the log: it says so, plainly. */
+static void logonly_none(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_log *log = c->log;
+	char get[VRT_DIAG_TEXT];
+
+	if (!log->engine_known && !log->memory_lines) {
+		verdict_inconclusive(
+		        c, "not_an_engine_log",
+		        "nothing in the log reads as an inference engine's "
+		        "(vLLM, SGLang, llama.cpp, Ollama, TGI, TensorRT-LLM) "
+		        "or as a memory error: there is no budget to read",
+		        "give the server's own log (its stdout and stderr), or "
+		        "record the server: vramtrace record -o RUN -- "
+		        "<the server's command line>");
+		evidence(d, "log_lines", -1, VRT_DIAG_COUNT, log->lines,
+		         "%" PRIu64 " line%s read, none of them an engine's",
+		         log->lines, log->lines == 1 ? "" : "s");
+		return;
+	}
+	d->verdict = VRT_VERDICT_NONE;
+	d->rung = -1;
+	snprintf(d->detail, sizeof(d->detail), "no_memory_error");
+	evidence(d, "log_lines", -1, VRT_DIAG_COUNT, log->lines,
+	         "%" PRIu64 " line%s of %s's log read: no memory error in them",
+	         log->lines, log->lines == 1 ? "" : "s",
+	         log->engine[0] ? log->engine : "the engine");
+	confidence(c, VRT_CONFIDENCE_MEDIUM,
+	           "no memory error in the log; a log cut before the end, or "
+	           "a failure another process printed, would not show");
+	ACT(advise(c, RANK_FREE),
+	    "nothing in the log says memory ran out; if the server died, its "
+	    "log names another cause (or the part that names it was not "
+	    "given: the whole log, or %s)",
+	    record_words(c, get, sizeof(get)));
+}
+
+/* PyTorch's account in the fatal error: memory it reserved and could not
+ * hand out (fragmentation: with expandable segments the call could have
+ * had it), the other processes it named on the card. */
+static void torch_account(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_log *log = c->log;
+	struct advice *a;
+	size_t i;
+
+	for (i = 0; i < log->nother_pids; i++)
+		if (!pid_in_run(c->t, log->other_pids[i]))
+			add_other_pid(d, log->other_pids[i]);
+	if (log->nother_pids && d->verdict != VRT_VERDICT_OTHER_PROCESSES)
+		for (i = 0; i < log->nother_pids; i++)
+			evidence(d, "other_pid", c->f->device, VRT_DIAG_PID,
+			         log->other_pids[i],
+			         "PyTorch names PID %" PRIu64 " with %s on the "
+			         "card",
+			         log->other_pids[i], SZ(log->other_pid_bytes[i]));
+	if (!log->have_reserved || log->reserved_bytes < (256ull << 20))
+		return;
+	evidence(d, "reserved_unallocated_bytes", c->f->device, VRT_DIAG_BYTES,
+	         log->reserved_bytes,
+	         "PyTorch held %s reserved but unallocated (pieces of its "
+	         "cache too small for the %s call)%s",
+	         SZ(log->reserved_bytes), SZ(log->requested_bytes),
+	         log->reserved_bytes + log->free_bytes >= log->requested_bytes
+	                 ? ": with them the call would have fit"
+	                 : "");
+	if (log->reserved_bytes + log->free_bytes < log->requested_bytes)
+		return;
+	a = advise(c, RANK_FREE);
+	ACT(a, "%slet PyTorch's cache grow in place: "
+	       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (%s of "
+	       "reserved pieces would then serve the %s call)",
+	    engine_label(c->engine), SZ(log->reserved_bytes),
+	    SZ(log->requested_bytes));
+	COST(a, "none for serving (the cache maps pages instead of cutting "
+	        "blocks)");
+	confidence(c, VRT_CONFIDENCE_MEDIUM,
+	           "fragmentation: PyTorch reserved %s it could not hand out, "
+	           "enough for the call; the budget named is where memory "
+	           "was short, expandable segments may be all it takes",
+	           SZ(log->reserved_bytes));
+}
+
 /* ---- the engine's log ------------------------------------------------------
  *
  * What the engine printed (struct vrt_diag_log, diagnose.h a-f), kept
@@ -2446,7 +2710,8 @@ const char *vrt_diagnose_log_flag_name(int bit)
 	static const char *const names[VRT_DIAG_LOG_NFLAGS] = {
 	        "engine",          "max_model_len",    "max_num_seqs",
 	        "tensor_parallel", "memory_fraction", "max_total_tokens",
-	        "gpu_layers"};
+	        "gpu_layers",      "ubatch",           "batch_tokens",
+	        "flash_attn"};
 	return bit >= 0 && bit < VRT_DIAG_LOG_NFLAGS ? names[bit] : NULL;
 }
 
@@ -2469,6 +2734,9 @@ unsigned vrt_diagnose_fill_flags(struct vrt_diag_flags *f,
 	FILL(VRT_DIAG_LOG_TP, tp);
 	FILL(VRT_DIAG_LOG_UTIL, mem_util_milli);
 	FILL(VRT_DIAG_LOG_TOTAL_TOKENS, max_total_tokens);
+	FILL(VRT_DIAG_LOG_UBATCH, ubatch);
+	FILL(VRT_DIAG_LOG_BATCH, batch_tokens);
+	FILL(VRT_DIAG_LOG_FLASH_ATTN, flash_attn);
 #undef FILL
 	if ((printed & VRT_DIAG_LOG_NGL) && !f->have_ngl && log->have_ngl) {
 		f->ngl = log->ngl;
@@ -2722,7 +2990,13 @@ static void log_evidence(struct ctx *c)
 			           "was not traced",
 			           log->unmatched_line);
 	}
-	if (d->log_ready)
+	if (d->log_ready && d->source_log)
+		evidence(d, "engine_ready", -1, VRT_DIAG_SECONDS_NS,
+		         (uint64_t)(log->ready_ts - c->t->start_ns),
+		         "the engine said it serves at log line %u: what came "
+		         "after is the request stage",
+		         log->ready_line);
+	else if (d->log_ready)
 		evidence(d, "engine_ready", -1, VRT_DIAG_SECONDS_NS,
 		         (uint64_t)(log->ready_ts - c->t->start_ns),
 		         "the engine said it serves at %.3fs (log line %u); the "
@@ -2858,7 +3132,14 @@ static void high_reason(struct ctx *c)
 		         "would have fit");
 		break;
 	default:
-		if (d->log_fatal)
+		if (d->source_log)
+			snprintf(d->confidence_reason,
+			         sizeof(d->confidence_reason),
+			         "the fatal error the engine's log ends with "
+			         "(line %u), its phase and the ladder of the log's "
+			         "numbers agree",
+			         c->log->fatal_line);
+		else if (d->log_fatal)
 			snprintf(d->confidence_reason,
 			         sizeof(d->confidence_reason),
 			         "the fatal failure the engine's log names (line "
@@ -2918,6 +3199,19 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	if (log)
 		d->flags_from_log = vrt_diagnose_fill_flags(
 		        &d->flags, &log->flags, log->printed);
+	if (log && log->log_only) {
+		d->source_log = 1;
+		d->rungs_read = log->rungs_read;
+		snprintf(d->record_command, sizeof(d->record_command), "%s",
+		         log->record_command);
+	}
+	/* advice never offers a context the failing prompt does not fit */
+	if (log && log->prompt_known && log->prompt_tokens)
+		c.min_context = log->prompt_tokens *
+		                (d->flags.engine == VRT_ENGINE_LLAMACPP &&
+		                                 d->flags.max_num_seqs > 1
+		                         ? d->flags.max_num_seqs
+		                         : 1);
 	c.root = root < t->nprocs ? &t->procs[root] : NULL;
 	c.engine = d->flags.engine;
 	devices(d, t, r);
@@ -2954,6 +3248,8 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	else if (c.f && (c.f->family == VRT_FAM_PINNED ||
 	                 c.f->family == VRT_FAM_REGISTERED))
 		verdict_host(&c);
+	else if (!c.f && d->source_log)
+		logonly_none(&c);
 	else if (!c.f)
 		without_failure(&c);
 	else if (c.f->device < 0 || (size_t)c.f->device >= r->ndevices)
@@ -2968,8 +3264,13 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		verdict_other(&c);
 	} else if (pool_decides(&c))
 		verdict_pool(&c);
+	else if (logonly_missing(&c))
+		; /* inconclusive: the log lacks the budgets */
 	else
 		with_failure(&c);
+	logonly_after(&c);
+	if (log && c.f)
+		torch_account(&c);
 	if (c.f && c.host.have && host_exhausted(&c.host) &&
 	    d->verdict != VRT_VERDICT_HOST_MEMORY)
 		evidence(d, "mem_available_min_bytes", -1, VRT_DIAG_BYTES,
@@ -2992,7 +3293,19 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		         " (the fatal failure is the one the engine's log names, "
 		         "line %u)",
 		         log->fatal_line);
-	if (d->verdict == VRT_VERDICT_INCONCLUSIVE)
+	if (d->source_log && (d->verdict == VRT_VERDICT_INCONCLUSIVE ||
+	                      d->confidence != VRT_CONFIDENCE_HIGH)) {
+		char rec[VRT_DIAG_TEXT];
+		verify(d, "%s; then analyze it: vramtrace analyze RUN",
+		       record_words(&c, rec, sizeof(rec)));
+	}
+	if (d->source_log && d->verdict != VRT_VERDICT_INCONCLUSIVE &&
+	    d->verdict != VRT_VERDICT_NONE)
+		verify(d, "re-run with the change; its log (or a trace: "
+		          "vramtrace record) shows whether it fits");
+	else if (d->source_log)
+		;
+	else if (d->verdict == VRT_VERDICT_INCONCLUSIVE)
 		verify(d, "after adding what is missing, record again and "
 		          "analyze: vramtrace analyze NEW_RUN");
 	else if (d->verdict != VRT_VERDICT_NONE)

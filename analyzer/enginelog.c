@@ -20,10 +20,15 @@
 #include "enginelog.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
 
 #include "vramtrace/trace_format.h"
 #include "wallclock.h"
@@ -3099,36 +3104,110 @@ int vrt_enginelog_value(const struct vrt_enginelog *log, int kind,
 	return found;
 }
 
+/* Opens what path names for reading: "-" is standard input (not closed
+ * after: *own 0); a FIFO waits at most VRT_ENGINELOG_FIFO_WAIT_S for a
+ * writer, never forever. Returns the fd, or -1 with err filled. */
+static int open_log(const char *path, int *own, char *err, size_t errn)
+{
+	struct stat st;
+	struct pollfd pfd;
+	int fd, r, fl;
+
+	*own = 1;
+	if (!strcmp(path, "-")) {
+		*own = 0;
+		return 0;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		snprintf(err, errn, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st)) {
+		snprintf(err, errn, "cannot open: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		snprintf(err, errn, "cannot read: a directory (give the log "
+		                    "file, or the run directory as a trace)");
+		close(fd);
+		return -1;
+	}
+	if (S_ISFIFO(st.st_mode)) {
+		/* Opened without waiting for a writer; wait for one (or its
+		 * first bytes) a bounded time. */
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		do
+			r = poll(&pfd, 1, VRT_ENGINELOG_FIFO_WAIT_S * 1000);
+		while (r < 0 && errno == EINTR);
+		if (r == 0) {
+			snprintf(err, errn,
+			         "cannot read: a FIFO that no writer opened within "
+			         "%d s",
+			         VRT_ENGINELOG_FIFO_WAIT_S);
+			close(fd);
+			return -1;
+		}
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
+}
+
 int vrt_enginelog_read(struct vrt_enginelog *log, const char *path,
                        const struct vrt_enginelog_opts *o, char *err,
                        size_t errn)
 {
-	FILE *f = fopen(path, "re");
-	char *line = malloc(VRT_ENGINELOG_LINE_MAX), chunk[64 * 1024];
-	size_t n = 0, got, i;
+	char *line = malloc(VRT_ENGINELOG_LINE_MAX), *chunk = malloc(1 << 20);
+	size_t n = 0, i;
 	uint64_t skipped = 0; /* bytes of the current line past the cap */
-	int rc = 0;
+	ssize_t got;
+	int rc = 0, own, fd;
 
 	vrt_enginelog_init(log, o);
-	if (!f || !line) {
-		snprintf(err, errn, "cannot open: %s",
-		         strerror(f ? ENOMEM : errno));
-		if (f)
-			fclose(f);
+	if (!line || !chunk) {
+		snprintf(err, errn, "out of memory");
 		free(line);
+		free(chunk);
+		return -1;
+	}
+	fd = open_log(path, &own, err, errn);
+	if (fd < 0) {
+		free(line);
+		free(chunk);
 		return -1;
 	}
 	/* Lines longer than VRT_ENGINELOG_LINE_MAX are looked at up to it,
 	 * so memory stays bounded whatever the file holds. */
-	while (!rc && (got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		for (i = 0; i < got; i++) {
-			if (chunk[i] != '\n') {
-				if (n < VRT_ENGINELOG_LINE_MAX)
-					line[n++] = chunk[i];
-				else
-					skipped++;
-				continue;
+	while (!rc) {
+		got = read(fd, chunk, 1 << 20);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			if (got < 0) {
+				snprintf(err, errn, "cannot read: %s",
+				         strerror(errno));
+				rc = -2;
 			}
+			break;
+		}
+		for (i = 0; i < (size_t)got;) {
+			const char *nl = memchr(chunk + i, '\n', (size_t)got - i);
+			size_t len = nl ? (size_t)(nl - (chunk + i))
+			                : (size_t)got - i;
+			size_t take = len;
+			if (take > VRT_ENGINELOG_LINE_MAX - n)
+				take = VRT_ENGINELOG_LINE_MAX - n;
+			memcpy(line + n, chunk + i, take);
+			n += take;
+			skipped += len - take;
+			i += len;
+			if (!nl)
+				break;
+			i++;
 			if (vrt_enginelog_feed(log, line, n)) {
 				rc = -1;
 				break;
@@ -3138,16 +3217,16 @@ int vrt_enginelog_read(struct vrt_enginelog *log, const char *path,
 			skipped = 0;
 		}
 	}
-	if (!rc && (n || skipped))
+	if (!rc && (n || skipped)) {
 		rc = vrt_enginelog_feed(log, line, n); /* no newline at the end */
-	if (rc)
-		snprintf(err, errn, "out of memory");
-	else if (ferror(f)) {
-		snprintf(err, errn, "cannot read: %s", strerror(errno));
-		rc = -1;
+		log->bytes += skipped;
 	}
+	if (rc == -1)
+		snprintf(err, errn, "out of memory");
 	free(line);
-	fclose(f);
+	free(chunk);
+	if (own)
+		close(fd);
 	vrt_enginelog_end(log);
-	return rc;
+	return rc ? -1 : 0;
 }

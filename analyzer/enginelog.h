@@ -287,9 +287,13 @@ void vrt_enginelog_end(struct vrt_enginelog *log);
 
 void vrt_enginelog_free(struct vrt_enginelog *log);
 
-/* Reads the file at path line by line into log (init'ed, then _end'ed
- * here). Returns 0, or -1 with "what: reason" in err. Memory stays
- * bounded whatever the file's size. */
+/* How long a FIFO given as the log may wait for a writer. */
+#define VRT_ENGINELOG_FIFO_WAIT_S 5
+
+/* Reads the file at path ("-": standard input; a FIFO waits for its
+ * writer at most VRT_ENGINELOG_FIFO_WAIT_S) line by line into log
+ * (init'ed, then _end'ed here). Returns 0, or -1 with "what: reason" in
+ * err. Memory stays bounded whatever the file's size. */
 int vrt_enginelog_read(struct vrt_enginelog *log, const char *path,
                        const struct vrt_enginelog_opts *o, char *err,
                        size_t errn);

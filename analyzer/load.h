@@ -175,6 +175,10 @@ struct vrt_process {
 	                         * its first snapshot) */
 	int exit_kind;   /* enum vrt_exit_kind, from "<pid>.exit" */
 	int exit_code;   /* exit status or signal number */
+	/* How it ended in words, when no exit status was recorded but
+	 * something else says (a run built from its log: logrun.h); NULL
+	 * otherwise. Not owned. */
+	const char *ended;
 };
 
 /*

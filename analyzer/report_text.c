@@ -9,6 +9,7 @@
  * names) are untrusted: control bytes are printed as '?' so a trace cannot
  * drive the terminal.
  */
+#include "logcheck.h"
 #include "names.h"
 #include "report.h"
 
@@ -540,6 +541,11 @@ void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
 
 	if (dg)
 		vrt_report_diagnosis_text(f, t, dg);
+	if (lc && lc->log_only) {
+		/* no trace: what the log said, not a run's tables */
+		vrt_report_enginelog_text(f, t, lc);
+		return;
+	}
 
 	run_summary(f, t);
 	server(f, t, r);
