@@ -2285,10 +2285,22 @@ static int data_problem(struct ctx *c)
 		snprintf(d->detail, sizeof(d->detail), "peak_over_capacity");
 		evidence(d, "peak_over_capacity", bad->device, VRT_DIAG_BYTES,
 		         bad->peak_bytes,
-		         "data problem: device %d's traced peak of %s is above "
+		         "data problem: device %d's %s peak of %s is above "
 		         "its capacity of %s: no card holds that much",
-		         bad->device, SZ(bad->peak_bytes),
-		         SZ(bad->total_bytes));
+		         bad->device, d->source_log ? "logged" : "traced",
+		         SZ(bad->peak_bytes), SZ(bad->total_bytes));
+		if (d->source_log) {
+			confidence(c, VRT_CONFIDENCE_LOW,
+			           "data problem: the memory the log's lines print "
+			           "for device %d adds up to more than the card it "
+			           "names: the lines come from different runs or "
+			           "cards (a log pieced together, ranks mixed up)",
+			           bad->device);
+			ACT(advise(c, RANK_FREE),
+			    "give the log of one run of one server; with ranks, "
+			    "the lines with their process prefixes");
+			return 1;
+		}
 		if (dv->uuid[0])
 			confidence(c, VRT_CONFIDENCE_LOW,
 			           "data problem: what the processes hold on "
@@ -2572,8 +2584,20 @@ static int logonly_missing(struct ctx *c)
 	if (!vrt_replay_phase_is_demand(f->phase))
 		return 0;
 	if (!rungs_missing(c, VRT_RUNG_RESERVES, miss, sizeof(miss)) &&
-	    c->total)
-		return 0;
+	    c->total) {
+		/* the budgets are there; with requests in flight, their
+		 * number decides between one long request and many */
+		if (!f->after_ready || (c->log && c->log->inflight_counted))
+			return 0;
+		climb(c);
+		verdict_inconclusive(
+		        c, "requests_not_counted",
+		        "the log does not count the requests in flight when it "
+		        "failed (no metrics line before it): one long request "
+		        "and many at once look alike",
+		        record_words(c, get, sizeof(get)));
+		return 1;
+	}
 	climb(c);
 	snprintf(why, sizeof(why),
 	         "the log names the failed allocation but not %.160s%s: which "
@@ -2600,16 +2624,12 @@ static void logonly_after(struct ctx *c)
 		           "on what the engine said the failed allocation was "
 		           "for",
 		           miss);
-	if (c->f->after_ready && c->log && !c->log->inflight_counted) {
+	if (c->f->after_ready && c->log && !c->log->inflight_counted &&
+	    d->verdict != VRT_VERDICT_INCONCLUSIVE)
 		evidence(d, "inflight_assumed", -1, VRT_DIAG_COUNT,
 		         c->f->inflight,
 		         "the log does not count the requests running when it "
-		         "failed (no metrics line before it): one is assumed");
-		confidence(c, VRT_CONFIDENCE_MEDIUM,
-		           "how many requests were in flight is not in the log "
-		           "(one is assumed): one long request and many at once "
-		           "look alike");
-	}
+		         "failed: one is assumed");
 }
 
 /* No memory failure in the log: it says so, plainly. */

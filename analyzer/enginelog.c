@@ -1317,6 +1317,34 @@ static void torch_processes(struct vrt_enginelog_error *e, const char *msg)
 	}
 }
 
+/* Before PyTorch 2.2 the message lists every process on the card, this
+ * one among them ("Process N has X memory in use", no "this process
+ * has"): the one holding at least what PyTorch allocated and reserved
+ * (its CUDA context on top) is this one, not another. */
+static void torch_self(struct vrt_enginelog_error *e)
+{
+	uint64_t floor;
+	unsigned k, best = VRT_ENGINELOG_MAX_OTHERS;
+
+	if ((e->have & VRT_ELH_PROCESS) || !e->nothers ||
+	    !(e->have & VRT_ELH_ALLOCATED))
+		return;
+	floor = e->allocated_bytes +
+	        ((e->have & VRT_ELH_RESERVED) ? e->reserved_bytes : 0);
+	for (k = 0; k < e->nothers; k++)
+		if (e->others[k].bytes >= floor &&
+		    (best == VRT_ENGINELOG_MAX_OTHERS ||
+		     e->others[k].bytes < e->others[best].bytes))
+			best = k;
+	if (best == VRT_ENGINELOG_MAX_OTHERS)
+		return;
+	e->process_bytes = e->others[best].bytes;
+	e->have |= VRT_ELH_PROCESS;
+	if (e->pid < 0)
+		e->pid = e->others[best].pid;
+	e->others[best] = e->others[--e->nothers];
+}
+
 /* PyTorch's OutOfMemoryError (CUDA, HIP): the current message and the one
  * before PyTorch 2.1. */
 static int rule_torch(struct vrt_enginelog *log, const struct lineinfo *li)
@@ -1358,6 +1386,7 @@ static int rule_torch(struct vrt_enginelog *log, const struct lineinfo *li)
 			e->have |= VRT_ELH_RESERVED;
 		}
 		torch_processes(e, msg);
+		torch_self(e);
 	} else if (scan(msg, "Tried to allocate %z (GPU %u; %z total capacity; "
 	                     "%z already allocated; %z free; %z reserved in "
 	                     "total by PyTorch)",
@@ -1383,11 +1412,28 @@ static int rule_torch(struct vrt_enginelog *log, const struct lineinfo *li)
 
 /* Other memory errors a Python engine raises: "CUDA error: out of
  * memory" (torch.AcceleratorError, a kernel launch), "RuntimeError: CUDA
- * out of memory" without numbers. */
+ * out of memory" without numbers; PyTorch's host allocator out of host
+ * memory ("DefaultCPUAllocator: can't allocate memory: you tried to
+ * allocate N bytes"). */
 static int rule_python_oom(struct vrt_enginelog *log, const struct lineinfo *li)
 {
 	const char *msg = li->msg;
 	struct vrt_enginelog_error *e;
+	struct cap c;
+
+	if (scan(msg, "DefaultCPUAllocator: can't allocate memory: you tried "
+	              "to allocate %u bytes",
+	         &c)) {
+		if ((e = error(log, li, VRT_ENGINELOG_UNKNOWN,
+		               VRT_ELE_HOST_ALLOC))) {
+			e->requested_bytes = (uint64_t)c.v[0];
+			e->have = (e->have | VRT_ELH_REQUESTED) &
+			          ~(unsigned)VRT_ELH_DEVICE;
+			e->device = -1;
+			commit_error(log);
+		}
+		return 1;
+	}
 
 	if (!(strstr(msg, "Error: CUDA error: out of memory") ||
 	      strstr(msg, "Error: CUDA out of memory") ||
@@ -1650,6 +1696,9 @@ static int rule_vllm(struct vrt_enginelog *log, const struct lineinfo *li)
 			inherit(e, oom);
 			e->count = (uint64_t)c.v[0];
 			e->have |= VRT_ELH_COUNT;
+			/* the dummy requests are --max-num-seqs */
+			if (!log->config_line[VRT_ELC_MAX_NUM_SEQS])
+				config(log, E, VRT_ELC_MAX_NUM_SEQS, c.v[0]);
 			e->phase = VRT_PHASE_profile;
 			e->serving = 0;
 			if (oom) {
@@ -2708,6 +2757,14 @@ static int llama_json(struct vrt_enginelog *log, const char *s,
 	for (m += 7; *m && *m != '"' && i + 1 < n; m++)
 		out[i++] = *m == '\\' && m[1] ? *++m : *m;
 	out[i] = '\0';
+	/* the slot a task runs on: "slot is processing task" ... "id_slot":N
+	 * read as today's slot lines are */
+	if ((t = strstr(s, "\"id_slot\":")) && number(t + 10, 0, 0, &v, &tol) &&
+	    (!strcmp(out, "slot is processing task") ||
+	     !strcmp(out, "slot released")))
+		snprintf(out, n, "slot %s: id %d | task 0 | %s",
+		         out[5] == 'i' ? "launch_slot_" : "release", (int)v,
+		         out[5] == 'i' ? "processing task" : "stop processing");
 	vote(log, VRT_ENGINELOG_LLAMACPP, 1);
 	t = strstr(s, "\"timestamp\":");
 	if (t && !li->wall_ns && number(t + 12, 0, 0, &v, &tol) && v > 1e9 &&

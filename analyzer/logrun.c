@@ -18,6 +18,7 @@
 /* One event to be, with the log line it comes from. */
 struct item {
 	uint32_t line;
+	uint32_t seq; /* the order items of one line were made in */
 	int64_t wall_ns; /* 0: the line had no time */
 	uint8_t kind;    /* VRT_EV_* */
 	int32_t device;  /* trace device, -1 host / none */
@@ -50,7 +51,9 @@ static int add(struct builder *b, const struct item *it)
 		b->items = p;
 		b->cap = cap;
 	}
-	b->items[b->n++] = *it;
+	b->items[b->n] = *it;
+	b->items[b->n].seq = (uint32_t)b->n;
+	b->n++;
 	return 0;
 }
 
@@ -64,20 +67,20 @@ int32_t vrt_logrun_device(const struct vrt_logrun *lr, int32_t ordinal)
 	return -1;
 }
 
-/* The device of ordinal o, added when new; -1 past the table. */
+/* The device of ordinal o (its index is the ordinal, so the report's
+ * "device N" is the log's GPU N; the devices below it are there, empty),
+ * added when new; -1 past the table. */
 static int32_t device_of(struct builder *b, int32_t o)
 {
-	size_t i;
-
 	if (o < 0)
 		o = b->fail_ord >= 0 ? b->fail_ord : 0;
-	for (i = 0; i < b->ndev; i++)
-		if (b->ord[i] == o)
-			return (int32_t)i;
-	if (b->ndev >= VRT_LOGRUN_MAX_DEVICES)
+	if (o >= VRT_LOGRUN_MAX_DEVICES)
 		return -1;
-	b->ord[b->ndev] = o;
-	return (int32_t)b->ndev++;
+	while (b->ndev <= (size_t)o) {
+		b->ord[b->ndev] = (int32_t)b->ndev;
+		b->ndev++;
+	}
+	return o;
 }
 
 /* An allocation of phase on the device of ordinal o at line. */
@@ -170,7 +173,7 @@ static int cmp_items(const void *a, const void *b)
 
 	if (x->line != y->line)
 		return x->line < y->line ? -1 : 1;
-	return 0;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 /* argv from a command line (split at blanks, quotes kept together). */
@@ -335,6 +338,16 @@ static int failure(struct builder *b, const struct vrt_enginelog_error *e)
 		/* loading the weights: what is allocated is what loaded */
 		act = e->allocated_bytes > k + g ? e->allocated_bytes - k - g : 0;
 		lr->rungs_read |= 1u << VRT_RUNG_WEIGHTS;
+	} else if (e->have & VRT_ELH_ALLOCATED) {
+		/* The process holds it, the log does not say what for: held
+		 * since loading, unnamed (so the driver's count is not taken
+		 * for another process's), no rung's number. */
+		uint64_t held = e->allocated_bytes > k + g
+		                        ? e->allocated_bytes - k - g
+		                        : 0;
+		if (held && alloc_at(b, e->wall_ns ? 0 : 0, 0, b->fail_ord, held,
+		                     VRT_PHASE_unattributed, 0))
+			return -1;
 	}
 	if (e->have & VRT_ELH_PROCESS)
 		lr->rungs_read |= 1u << VRT_RUNG_BASELINE; /* NVML's list */
@@ -469,7 +482,14 @@ int vrt_logrun_build(struct vrt_logrun *lr, const struct vrt_enginelog *log)
 		                     : 0;
 	if (e)
 		b.limit = e->line;
-	/* The devices: the failing one, then every one a line named. */
+	/* The devices: the failing one (or the one a refusal names), then
+	 * every one a line named. */
+	if (b.fail_ord < 0 && log->have_fatal &&
+	    log->errors[log->fatal].kind != VRT_ELE_HOST_ALLOC)
+		b.fail_ord = (log->errors[log->fatal].have & VRT_ELH_DEVICE) &&
+		                             log->errors[log->fatal].device >= 0
+		                     ? log->errors[log->fatal].device
+		                     : 0;
 	if (b.fail_ord >= 0)
 		device_of(&b, b.fail_ord);
 	for (i = 0; i < log->nfacts; i++)
