@@ -1548,7 +1548,11 @@ static void verdict_host(struct ctx *c)
 
 	d->verdict = VRT_VERDICT_HOST_MEMORY;
 	d->device = -1;
-	if (c->f && c->f->device < 0) {
+	if (c->f && c->f->device < 0 && c->log && c->log->host_pageable) {
+		/* the log names a pageable host allocation: RAM ran out */
+		snprintf(d->detail, sizeof(d->detail), "host_ram_exhausted");
+		common_failure_evidence(c);
+	} else if (c->f && c->f->device < 0) {
 		snprintf(d->detail, sizeof(d->detail), "pinned_alloc_failed");
 		common_failure_evidence(c);
 		evidence(d, "pinned_peak_bytes", -1, VRT_DIAG_BYTES,

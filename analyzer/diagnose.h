@@ -281,6 +281,9 @@ struct vrt_diag_log {
 	 * and the other processes it named on the card. */
 	int have_reserved;
 	uint64_t reserved_bytes, requested_bytes, free_bytes;
+	int host_pageable; /* the fatal host allocation was pageable RAM
+	                      (PyTorch's CPU allocator, ggml's CPU buffer),
+	                      not page-locked memory */
 	uint64_t other_pids[VRT_DIAG_MAX_PIDS];
 	uint64_t other_pid_bytes[VRT_DIAG_MAX_PIDS];
 	size_t nother_pids;

@@ -1506,10 +1506,18 @@ static int rule_vllm(struct vrt_enginelog *log, const struct lineinfo *li)
 		if (scan(msg, "kv_cache_size=%z", &c) &&
 		    fact(log, li, E, VRT_ELK_KV_BYTES, -1, c.v[0], c.tol[0], 0))
 			return -1;
-		if (scan(msg, "peak_torch_memory=%z", &c) &&
-		    fact(log, li, E, VRT_ELK_ACTIVATION, -1, c.v[0], c.tol[0],
-		         0))
-			return -1;
+		/* the peak of the profile run, weights included */
+		if (scan(msg, "peak_torch_memory=%z", &c)) {
+			uint64_t wb = 0;
+			double act = c.v[0];
+			if (vrt_enginelog_value(log, VRT_ELK_WEIGHTS, li->rank, &wb,
+			                        NULL, NULL) &&
+			    (double)wb < act)
+				act -= (double)wb;
+			if (fact(log, li, E, VRT_ELK_ACTIVATION, -1, act,
+			         c.tol[0], 0))
+				return -1;
+		}
 		if (keyval(msg, "gpu_memory_utilization=", &v))
 			config(log, E, VRT_ELC_MEM_FRACTION, v * 1000);
 		return 1;
@@ -2907,6 +2915,14 @@ static int wrap_opens(const char *s)
 	return 0;
 }
 
+/* A line as long as a terminal is wide: a terminal's copy may have cut a
+ * longer one there. */
+static int wrap_width(size_t n)
+{
+	return n == 80 || n == 100 || n == 120 || n == 132 || n == 160 ||
+	       n == 200;
+}
+
 /* 1 when s reads as the rest of a wrapped line: no prefix of its own, not
  * a traceback line, not empty. */
 static int continues(struct vrt_enginelog *log, const char *s)
@@ -2993,7 +3009,7 @@ int vrt_enginelog_feed(struct vrt_enginelog *log, const char *line,
 	 * part of it), then read as one line. */
 	if (log->wrap_len) {
 		size_t room = sizeof(log->wrap) - log->wrap_len - 2;
-		if (continues(log, s) && n < room && log->wrap_parts < 8) {
+		if (continues(log, s) && n < room && log->wrap_parts < 64) {
 			/* a hard wrap at the terminal's width cuts words:
 			 * joined as it was; else the line break was a space */
 			if (!is_blank(log->wrap[log->wrap_len - 1]) &&
@@ -3002,23 +3018,21 @@ int vrt_enginelog_feed(struct vrt_enginelog *log, const char *line,
 			memcpy(log->wrap + log->wrap_len, s, n + 1);
 			log->wrap_len += n;
 			log->wrap_parts++;
-			log->wrap_hard = n == 80 || n == 100 || n == 120 ||
-			                 n == 132 || n == 160 || n == 200;
-			if (!wrap_opens(log->wrap))
+			log->wrap_hard = wrap_width(n);
+			if (!wrap_opens(log->wrap) && !log->wrap_hard)
 				return wrap_flush(log);
 			return 0;
 		}
 		if (wrap_flush(log))
 			return -1;
 	}
-	if (wrap_opens(s) && n + 1 < sizeof(log->wrap)) {
+	if ((wrap_opens(s) || wrap_width(n)) && n + 1 < sizeof(log->wrap)) {
 		memcpy(log->wrap, s, n + 1);
 		log->wrap_len = n;
 		log->wrap_line = (uint32_t)log->lines;
 		log->wrap_wall_ns = li.wall_ns;
 		log->wrap_parts = 0;
-		log->wrap_hard = n == 80 || n == 100 || n == 120 || n == 132 ||
-		                 n == 160 || n == 200;
+		log->wrap_hard = wrap_width(n);
 		return 0;
 	}
 	return message(log, s, &li);

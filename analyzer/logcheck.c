@@ -1126,6 +1126,8 @@ void vrt_logcheck_diag(const struct vrt_logcheck *lc, struct vrt_diag_log *out)
 			out->other_pid_bytes[out->nother_pids++] =
 			        e->others[k].bytes;
 		}
+		out->host_pageable = e->kind == VRT_ELE_HOST_ALLOC &&
+		                     !strstr(e->text, "pinned");
 		if ((e->have & VRT_ELH_PROMPT) && e->serving) {
 			out->prompt_known = 1;
 			out->prompt_tokens = e->prompt_tokens;
