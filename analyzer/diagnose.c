@@ -1922,6 +1922,66 @@ static void verdict_reserve(struct ctx *c)
 	               "so the reserve fits what the weights leave");
 }
 
+/* A request's failure whose size the log does not print (a pool's growth
+ * refused): what the requests needed is not known, only that it was more
+ * than the room left. The advice names the levers without sizing them:
+ * fewer tokens per step (half as many), and for several requests, fewer
+ * of them at once. Returns 1 when it gave the advice. */
+static int unsized_advice(struct ctx *c, uint32_t inflight)
+{
+	const struct vrt_diag_flags *fl = &c->d->flags;
+	int field = setting(c, VRT_ENGINE_UBATCH) ? VRT_ENGINE_UBATCH
+	                                          : VRT_ENGINE_BATCH_TOKENS;
+	uint64_t v = field == VRT_ENGINE_UBATCH ? fl->ubatch : fl->batch_tokens;
+	struct advice *a;
+	char b[96];
+
+	if (!c->d->source_log || c->f->requested_bytes)
+		return 0;
+	if (!v && c->engine == VRT_ENGINE_LLAMACPP)
+		v = 512;
+	evidence(c->d, "request_need_unknown", c->f->device, VRT_DIAG_BYTES,
+	         c->x.room,
+	         "the log does not print how much the failing step asked: "
+	         "more than the %s the weights and reserves left",
+	         SZ(c->x.room));
+	if (setting(c, field)) {
+		a = advise(c, 0.25);
+		if (v)
+			ACT(a, "%sfewer tokens per step: %s (was %" PRIu64 "): a "
+			       "step's temporaries grow with its tokens; halve it "
+			       "and re-run, the log does not say by how much it "
+			       "was short%s",
+			    engine_label(c->engine),
+			    set_to(b, sizeof(b), c, field, v / 2 >= 32 ? v / 2 : 32),
+			    v,
+			    field == VRT_ENGINE_UBATCH
+			            ? " (-b, the logical batch, may stay)"
+			            : "");
+		else
+			ACT(a, "%sfewer tokens per step: lower %s (half the value "
+			       "the engine runs with, then re-run)",
+			    engine_label(c->engine), setting(c, field));
+		COST(a, "long prompts are prefilled in more steps: lower "
+		        "prefill throughput");
+	}
+	if (inflight > 1 && setting(c, VRT_ENGINE_CONCURRENCY)) {
+		a = advise(c, 1.0 / (double)inflight);
+		ACT(a, "%sfewer requests at once: %s (%" PRIu32 " were in flight "
+		       "when it failed)",
+		    engine_label(c->engine),
+		    set_to(b, sizeof(b), c, VRT_ENGINE_CONCURRENCY, inflight - 1),
+		    inflight);
+		COST(a, "requests past the cap wait in the queue (lower "
+		        "throughput)");
+	}
+	confidence(c, VRT_CONFIDENCE_MEDIUM,
+	           "the log does not print the failing step's size: the "
+	           "budget is the one the failure was building, the advice "
+	           "is not sized");
+	return 1;
+}
+
 /* kv_cache at the activations rung of a request: one request does not
  * fit next to the reserves. */
 static void verdict_context(struct ctx *c)
@@ -1935,6 +1995,8 @@ static void verdict_context(struct ctx *c)
 	common_failure_evidence(c);
 	if (c->fd)
 		budget_evidence(c, c->fd);
+	if (unsized_advice(c, f->inflight))
+		return;
 	evidence(d, "single_request_bytes", f->device, VRT_DIAG_BYTES, one,
 	         "one request needed %s of activations%s; weights + KV "
 	         "reserve left %s for it",
@@ -2046,6 +2108,8 @@ static void verdict_concurrency(struct ctx *c)
 	d->verdict = VRT_VERDICT_CONCURRENCY;
 	snprintf(d->detail, sizeof(d->detail), "overlapping_requests");
 	common_failure_evidence(c);
+	if (unsized_advice(c, f->inflight))
+		return;
 	if (c->fd)
 		budget_evidence(c, c->fd);
 	if (c->x.one_how == ONE_CACHE)
@@ -3283,7 +3347,11 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		                     "the trace cannot place it; the server's "
 		                     "log may");
 	else if (c.other >= VRT_DIAG_OTHER_MIN_BYTES &&
-	         c.other * 20 >= c.total && c.other >= c.shortfall) {
+	         c.other * 20 >= c.total && c.other >= c.shortfall &&
+	         /* a log's failure of no printed size: others must hold a
+	          * tenth of the card to be the cause */
+	         (!d->source_log || c.f->requested_bytes ||
+	          c.other * 10 >= c.total)) {
 		climb(&c);
 		verdict_other(&c);
 	} else if (pool_decides(&c))

@@ -604,15 +604,20 @@ static void own_pid(struct vrt_enginelog *log, int64_t pid)
 		log->pids[log->npids++] = pid;
 }
 
-/* A request the server handled (or began). */
+/* A request the server handled (or began), as an access line (by 0) or
+ * the engine's own line (by 1) says: the same requests, counted apart. */
 static void request_seen(struct vrt_enginelog *log, const struct lineinfo *li,
-                         int engine)
+                         int engine, int by)
 {
 	vote(log, engine, 1);
-	if (!log->requests++) {
+	if (!log->requests) {
 		log->first_request_line = (uint32_t)log->lines;
 		log->first_request_wall_ns = li->wall_ns;
 	}
+	log->requests_by[by]++;
+	log->requests = log->requests_by[0] > log->requests_by[1]
+	                        ? log->requests_by[0]
+	                        : log->requests_by[1];
 }
 
 /* The engine's own count of requests running now. */
@@ -650,7 +655,7 @@ static int access_line(struct vrt_enginelog *log, const struct lineinfo *li)
 
 	if ((p = strstr(msg, "\"POST /")) && strstr(p, " HTTP/")) {
 		if (!probe_path(p + 6))
-			request_seen(log, li, VRT_ENGINELOG_UNKNOWN);
+			request_seen(log, li, VRT_ENGINELOG_UNKNOWN, 0);
 		return 1;
 	}
 	if (strstr(msg, "[GIN]") && (p = strstr(msg, "| POST"))) {
@@ -658,12 +663,12 @@ static int access_line(struct vrt_enginelog *log, const struct lineinfo *li)
 		while (is_blank(*p) || *p == '"')
 			p++;
 		if (!probe_path(p))
-			request_seen(log, li, VRT_ENGINELOG_OLLAMA);
+			request_seen(log, li, VRT_ENGINELOG_OLLAMA, 0);
 		return 1;
 	}
 	if (strstr(msg, "log_server_r") && (p = strstr(msg, "request: POST "))) {
 		if (!probe_path(p + 14))
-			request_seen(log, li, VRT_ENGINELOG_LLAMACPP);
+			request_seen(log, li, VRT_ENGINELOG_LLAMACPP, 0);
 		return 1;
 	}
 	return 0;
@@ -1033,10 +1038,12 @@ static int llama_errors(struct vrt_enginelog *log, const struct lineinfo *li)
 		           strstr(msg, "failed to initialize the context")) {
 			kind = VRT_ELE_CONTEXT_ALLOC;
 			phase = VRT_PHASE_kv_cache;
-		} else if (strstr(msg, "unable to allocate") &&
-		           strstr(msg, "buffer")) {
+		} else if (scan(msg, "unable to allocate %w buffer", &c)) {
 			/* "error loading model: unable to allocate CUDA0
-			 * buffer" (llama_model_load, Ollama's runners) */
+			 * buffer" (llama_model_load, Ollama's runners); a CPU
+			 * buffer's failure was host memory, said before */
+			if (!gpu_buffer(c.w[0], &dev))
+				return 1;
 			kind = VRT_ELE_WEIGHTS_ALLOC;
 			phase = VRT_PHASE_weights;
 		}
@@ -1080,7 +1087,7 @@ static int llama_slots(struct vrt_enginelog *log, const struct lineinfo *li)
 	if (strstr(msg, "processing task") || strstr(msg, "launch_slot")) {
 		if (id < 64 && !(log->slots_busy & (1ull << id))) {
 			log->slots_busy |= 1ull << id;
-			request_seen(log, li, VRT_ENGINELOG_LLAMACPP);
+			request_seen(log, li, VRT_ENGINELOG_LLAMACPP, 1);
 		}
 		running_now(log,
 		            (uint64_t)__builtin_popcountll(log->slots_busy));
@@ -1726,7 +1733,7 @@ static int rule_vllm(struct vrt_enginelog *log, const struct lineinfo *li)
 		return 1;
 	}
 	if (strstr(msg, "Added request ")) {
-		request_seen(log, li, E);
+		request_seen(log, li, E, 1);
 		return 1;
 	}
 	if (strstr(msg, "Starting vLLM API server")) {
@@ -1965,7 +1972,7 @@ static int rule_sglang(struct vrt_enginelog *log, const struct lineinfo *li)
 			uint64_t k;
 			fresh = (uint64_t)v;
 			for (k = 0; k < fresh && k < 4096; k++)
-				request_seen(log, li, E);
+				request_seen(log, li, E, 1);
 		}
 		if (keyval(msg, "#new-token:", &v))
 			log->prompt_tokens = (uint64_t)v;
@@ -2035,7 +2042,7 @@ static int rule_tgi(struct vrt_enginelog *log, const struct lineinfo *li)
 	if (n >= 7 && !strcmp(msg + n - 7, "Success") &&
 	    (strstr(msg, "text_generation_router") || log->engine == E ||
 	     log->votes[E])) {
-		request_seen(log, li, E);
+		request_seen(log, li, E, 1);
 		return 1;
 	}
 	if (n >= 9 && !strcmp(msg + n - 9, "Connected") &&
@@ -2938,6 +2945,13 @@ static int continues(struct vrt_enginelog *log, const char *s)
 	    starts(t, "The above exception") || starts(t, "During handling") ||
 	    *t == '(' || starts(t, "time="))
 		return 0;
+	/* an exception's line: "torch.OutOfMemoryError: ", "ValueError: " */
+	n = strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	              "0123456789_.");
+	if (n > 5 && t[n] == ':' && t[n + 1] == ' ' &&
+	    (!strncmp(t + n - 5, "Error", 5) ||
+	     (n > 9 && !strncmp(t + n - 9, "Exception", 9))))
+		return 0;
 	if (vrt_wallclock_parse(t, strlen(t), &li.wall_ns) ||
 	    compose_prefix(t))
 		return 0;
@@ -3026,7 +3040,8 @@ int vrt_enginelog_feed(struct vrt_enginelog *log, const char *line,
 		if (wrap_flush(log))
 			return -1;
 	}
-	if ((wrap_opens(s) || wrap_width(n)) && n + 1 < sizeof(log->wrap)) {
+	if ((wrap_opens(s) || (wrap_width(n) && !strstr(s, "File \""))) &&
+	    n + 1 < sizeof(log->wrap)) {
 		memcpy(log->wrap, s, n + 1);
 		log->wrap_len = n;
 		log->wrap_line = (uint32_t)log->lines;

@@ -232,7 +232,8 @@ struct vrt_enginelog {
 	 * per-request lines, Gin's, TGI's router spans), the engine's own
 	 * count of running requests (vLLM's "Running: N reqs", SGLang's
 	 * "#running-req", llama.cpp's busy slots), the latest prompt. */
-	uint64_t requests;
+	uint64_t requests;       /* the larger of the two counts below */
+	uint64_t requests_by[2]; /* by access lines, by the engine's own */
 	uint32_t first_request_line;
 	int64_t first_request_wall_ns;
 	int have_running;
