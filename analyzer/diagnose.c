@@ -428,6 +428,7 @@ struct ctx {
 	/* the shortest context advice may offer: the failing request's
 	 * prompt (its tokens, times llama.cpp's slots), 0 unknown */
 	uint64_t min_context;
+	int free_estimated; /* f's free memory is the log's numbers' */
 };
 
 static const char *sz(struct ctx *c, uint64_t b)
@@ -552,7 +553,11 @@ static void common_failure_evidence(struct ctx *c)
 		         f->inflight, f->inflight == 1 ? "" : "s");
 		if (f->have_info && f->device >= 0)
 			evidence(d, "free_bytes", f->device, VRT_DIAG_BYTES,
-			         f->free_bytes, "the engine printed %s free of %s",
+			         f->free_bytes,
+			         c->free_estimated
+			                 ? "about %s free of %s (the capacity less "
+			                   "what the log's lines account for)"
+			                 : "the engine printed %s free of %s",
 			         SZ(f->free_bytes), SZ(f->total_bytes));
 		evidence(d, "fatal", f->device, VRT_DIAG_COUNT, 1,
 		         "the failure was fatal: the server %s", how);
@@ -3319,6 +3324,19 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 			c.total = c.f->total_bytes;
 		c.other = c.fd ? c.fd->other_bytes : 0;
 		c.live = live_sum(c.f);
+		/* A log's failure without the driver's free memory (ggml's):
+		 * about what the capacity less what the log accounts for
+		 * leaves, so the advice can size its numbers. */
+		if (d->source_log && !c.f->have_info && c.total &&
+		    c.total > c.other + c.live) {
+			if (c.f != &c.fcopy)
+				c.fcopy = *c.f;
+			c.fcopy.have_info = 1;
+			c.fcopy.free_bytes = c.total - c.other - c.live;
+			c.fcopy.total_bytes = c.total;
+			c.f = &c.fcopy;
+			c.free_estimated = 1;
+		}
 		driver_count(&c);
 		c.shortfall =
 		        c.f->have_info && c.f->requested_bytes > c.f->free_bytes

@@ -2243,7 +2243,7 @@ static int rule_ollama(struct vrt_enginelog *log, const struct lineinfo *li)
 	if (strstr(msg, "inference compute")) {
 		int32_t dev = -1;
 		vote(log, E, 4);
-		if (scan(msg, " id=%u ", &c))
+		if (scan(msg, "id=%u ", &c))
 			dev = (int32_t)c.v[0];
 		if (scan(msg, "total=\"%z\"", &c)) {
 			t = c.v[0];
@@ -2309,23 +2309,65 @@ static int rule_ollama(struct vrt_enginelog *log, const struct lineinfo *li)
 		char buf[VRT_ENGINELOG_TEXT];
 		const char *q = strstr(msg, "has terminated: ");
 		size_t before = log->nerrors;
+		int consumed = 0, r;
 		vote(log, E, 4);
 		if (q) {
 			q += 16;
 			snprintf(buf, sizeof(buf), "%.*s",
 			         (int)strcspn(q, "\""), q);
 			inner.msg = buf;
-			if (rule_torch(log, &inner) < 0 ||
-			    llama_errors(log, &inner) < 0)
+			if ((r = rule_torch(log, &inner)) < 0 ||
+			    (!r && (r = llama_errors(log, &inner)) < 0))
 				return -1;
+			consumed = r;
 		}
 		/* nothing it names was read, but it names memory */
-		if (log->nerrors == before &&
+		if (!consumed && log->nerrors == before &&
 		    (strstr(msg, "out of memory") ||
 		     strstr(msg, "unable to allocate") ||
 		     strstr(msg, "cudaMalloc")) &&
 		    (e = error(log, li, E, VRT_ELE_RUNNER_DIED)))
 			commit_error(log);
+		return 1;
+	}
+	/* the new engine's memory (0.11 on): msg="model weights"
+	 * device=CUDA0 size="8.4 GiB", "kv cache", "compute graph" */
+	{
+		static const struct {
+			const char *what;
+			int kind;
+		} mem[] = {{"msg=\"model weights\"", VRT_ELK_WEIGHTS},
+		           {"msg=\"kv cache\"", VRT_ELK_KV_BYTES},
+		           {"msg=\"compute graph\"", VRT_ELK_ACTIVATION}};
+		size_t k;
+		for (k = 0; k < sizeof(mem) / sizeof(mem[0]); k++) {
+			int32_t dev;
+			if (strncmp(msg, mem[k].what, strlen(mem[k].what)))
+				continue;
+			vote(log, E, 4);
+			step(log, mem[k].kind == VRT_ELK_WEIGHTS
+			                  ? VRT_PHASE_weights
+			          : mem[k].kind == VRT_ELK_KV_BYTES
+			                  ? VRT_PHASE_kv_cache
+			                  : VRT_PHASE_profile);
+			if (scan(msg, "device=%w", &c) && gpu_buffer(c.w[0], &dev) &&
+			    scan(msg, "size=\"%z\"", &c))
+				return fact(log, li, E, mem[k].kind, dev, c.v[0],
+				            c.tol[0], 0) < 0
+				               ? -1
+				               : 1;
+			return 1;
+		}
+	}
+	/* the scheduler could not place the model: "memory layout cannot be
+	 * allocated", the runner's "insufficient memory - required
+	 * allocations" */
+	if (strstr(msg, "memory layout cannot be allocated") ||
+	    strstr(msg, "insufficient memory - required allocations")) {
+		if ((e = error(log, li, E, VRT_ELE_OOM_OTHER))) {
+			e->phase = VRT_PHASE_weights;
+			commit_error(log);
+		}
 		return 1;
 	}
 	/* msg="loading cache slot" id=0 cache=0 prompt=1802 used=0 */
