@@ -1905,12 +1905,21 @@ static void verdict_reserve(struct ctx *c)
 	kv_call = f->phase == VRT_PHASE_kv_cache ||
 	          f->phase == VRT_LOAD_PHASE_INFERRED_KV;
 	need = kv_call ? f->requested_bytes : c->x.kv;
-	evidence(d, "kv_reserve_requested_bytes", f->device, VRT_DIAG_BYTES,
-	         need,
-	         "the KV cache reserve %s %s with %s left after the "
-	         "weights: %s short",
-	         kv_call ? "asked" : "holds", SZ(need), SZ(f->free_bytes),
-	         SZ(c->shortfall));
+	if (f->free_bytes >= need && c->free_estimated)
+		evidence(d, "kv_reserve_requested_bytes", f->device,
+		         VRT_DIAG_BYTES, need,
+		         "the KV cache reserve %s %s; the log's numbers leave "
+		         "%s after the weights: what else held the card is not "
+		         "in the log",
+		         kv_call ? "asked" : "holds", SZ(need),
+		         SZ(f->free_bytes));
+	else
+		evidence(d, "kv_reserve_requested_bytes", f->device,
+		         VRT_DIAG_BYTES, need,
+		         "the KV cache reserve %s %s with %s left after the "
+		         "weights: %s short",
+		         kv_call ? "asked" : "holds", SZ(need),
+		         SZ(f->free_bytes), SZ(c->shortfall));
 	if (spread_engine(c)) {
 		/* llama.cpp's KV cache grows with -c: the context that fits,
 		 * a quantized cache, or fewer layers on the GPU. */

@@ -2167,6 +2167,11 @@ static int rule_trtllm(struct vrt_enginelog *log, const struct lineinfo *li)
 		vote(log, E, 4);
 		if (keyval(msg, "fraction is set", &v))
 			config(log, E, VRT_ELC_MEM_FRACTION, v * 1000);
+		/* the KV cache it is about to allocate */
+		if (scan(msg, "available KV cache memory when calculating max "
+		              "tokens: %f GiB",
+		         &c))
+			log->kv_plan = (uint64_t)(c.v[0] * GIB);
 		if (scan(msg, "device total memory %f GiB", &c) &&
 		    fact(log, li, E, VRT_ELK_TOTAL, -1, c.v[0] * GIB,
 		         c.tol[0] * GIB, 0))
@@ -2204,6 +2209,11 @@ static int rule_trtllm(struct vrt_enginelog *log, const struct lineinfo *li)
 		if ((e = error(log, li, E, VRT_ELE_EXECUTOR))) {
 			if (kv)
 				e->phase = VRT_PHASE_kv_cache;
+			if (kv && log->kv_plan) {
+				e->requested_bytes = log->kv_plan;
+				e->requested_tol = (uint64_t)(0.005 * GIB);
+				e->have |= VRT_ELH_REQUESTED;
+			}
 			if (scan(msg, "%z required", &c) ||
 			    scan(msg, "requested %z", &c)) {
 				e->requested_bytes = (uint64_t)c.v[0];

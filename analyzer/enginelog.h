@@ -266,6 +266,7 @@ struct vrt_enginelog {
 	int step;           /* the start-up step the latest line was in
 	                       (VRT_ELP_*), VRT_ELP_UNKNOWN none yet */
 	uint64_t slots_busy; /* llama-server: slot N busy (bit N) */
+	uint64_t kv_plan;    /* TensorRT-LLM: the KV cache it sized, bytes */
 	/* a wrapped line being joined (see enginelog.c wraps[]) */
 	char wrap[8192];
 	size_t wrap_len;
