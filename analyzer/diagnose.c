@@ -1709,6 +1709,10 @@ static const struct vrt_diag_device *not_sharded(struct ctx *c, uint64_t *want)
 	if (*want < 2 || (double)heavy->weights_bytes <
 	                         VRT_DIAG_SHARD_FRACTION * (double)sumw)
 		return NULL;
+	/* A log that does not print the other ranks' lines apart (each
+	 * sees its card as GPU 0) does not show an unsharded run */
+	if (d->source_log && d->ndevices < *want)
+		return NULL;
 	for (k = 0; k < d->ndevices; k++) {
 		const struct vrt_diag_device *x = &d->devices[k];
 		if (x != heavy && x->peak_bytes * 10 > x->total_bytes)

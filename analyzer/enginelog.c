@@ -534,8 +534,15 @@ static int repeats(const struct vrt_enginelog *log, size_t i);
  * traceback it ended is done with. */
 static void commit_error(struct vrt_enginelog *log)
 {
+	struct vrt_enginelog_error *e = &log->errors[log->nerrors];
+	int64_t pid = e->pid;
+
+	/* Ray's fold of the same line from other workers: one error */
+	if (log->line_repeated)
+		e->pid = -1;
 	if (!repeats(log, log->nerrors))
 		log->nerrors++;
+	e->pid = pid;
 	log->traceback = 0;
 	log->tb_phase = VRT_ELP_UNKNOWN;
 }
@@ -2383,7 +2390,7 @@ static int rule_ollama(struct vrt_enginelog *log, const struct lineinfo *li)
 	/* msg="loading cache slot" id=0 cache=0 prompt=1802 used=0 */
 	if (strstr(msg, "loading cache slot") && keyval(msg, "prompt=", &v)) {
 		log->prompt_tokens = (uint64_t)v;
-		vote(log, E, 1);
+		request_seen(log, li, E, 1);
 		return 1;
 	}
 	if (strstr(msg, "Listening on ")) {
@@ -2804,8 +2811,11 @@ static char *paste_noise(struct vrt_enginelog *log, char *s,
 		}
 	}
 	/* Ray's deduplication: " [repeated 3x across cluster]" */
-	if ((p = strstr(s, " [repeated ")) && strstr(p, "x across cluster]"))
+	log->line_repeated = 0;
+	if ((p = strstr(s, " [repeated ")) && strstr(p, "x across cluster]")) {
 		*p = '\0';
+		log->line_repeated = 1;
+	}
 	return s;
 }
 

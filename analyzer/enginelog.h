@@ -267,6 +267,8 @@ struct vrt_enginelog {
 	                       (VRT_ELP_*), VRT_ELP_UNKNOWN none yet */
 	uint64_t slots_busy; /* llama-server: slot N busy (bit N) */
 	uint64_t kv_plan;    /* TensorRT-LLM: the KV cache it sized, bytes */
+	int line_repeated;   /* Ray's "[repeated Nx across cluster]": the
+	                        line repeats one of another worker's */
 	/* a wrapped line being joined (see enginelog.c wraps[]) */
 	char wrap[8192];
 	size_t wrap_len;

@@ -369,6 +369,15 @@ static int failure(struct builder *b, const struct vrt_enginelog_error *e)
 		            ? (uint32_t)(e->running > 4096 ? 4096 : e->running)
 		            : 1;
 		lr->inflight_counted = (e->have & VRT_ELH_RUNNING) && e->running;
+		/* an engine that runs one sequence at a time had one */
+		if (!lr->inflight_counted &&
+		    ((log->config_line[VRT_ELC_SLOTS] &&
+		      log->config[VRT_ELC_SLOTS] == 1) ||
+		     (log->config_line[VRT_ELC_MAX_NUM_SEQS] &&
+		      log->config[VRT_ELC_MAX_NUM_SEQS] == 1))) {
+			n = 1;
+			lr->inflight_counted = 1;
+		}
 		lr->inflight = n;
 		for (i = 0; i < n; i++) {
 			memset(&it, 0, sizeof(it));
@@ -382,10 +391,23 @@ static int failure(struct builder *b, const struct vrt_enginelog_error *e)
 				return -1;
 		}
 	}
-	if (act && alloc_at(b, e->line, e->wall_ns, b->fail_ord, act, phase, 0))
+	/* What PyTorch holds beyond the engine's budgets is the activations
+	 * of the run that failed (a profile run, the requests); beside a
+	 * reserve's or the weights' own allocation it is named nothing (not
+	 * the reserve being sized); loading the weights, it is the weights
+	 * loaded so far. */
+	if (act && alloc_at(b, e->line, e->wall_ns, b->fail_ord, act,
+	                    phase == VRT_PHASE_profile ||
+	                                    phase == VRT_PHASE_weights || serving
+	                            ? phase
+	                            : VRT_PHASE_unattributed,
+	                    0))
 		return -1;
 	if (kept && alloc_at(b, e->line, e->wall_ns, b->fail_ord, kept,
-	                     serving ? VRT_PHASE_forward : phase, 0))
+	                     serving                       ? VRT_PHASE_forward
+	                     : phase == VRT_PHASE_profile ? phase
+	                                                  : VRT_PHASE_unattributed,
+	                     0))
 		return -1;
 	memset(&it, 0, sizeof(it));
 	it.line = e->line;
@@ -405,7 +427,6 @@ static int failure(struct builder *b, const struct vrt_enginelog_error *e)
 	}
 	lr->have_failure = 1;
 	lr->failure_line = e->line;
-	(void)log;
 	return add(b, &it);
 }
 
