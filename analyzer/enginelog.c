@@ -3007,6 +3007,11 @@ static int continues(struct vrt_enginelog *log, const char *s)
 	    starts(t, "The above exception") || starts(t, "During handling") ||
 	    *t == '(' || starts(t, "time="))
 		return 0;
+	/* a prefix-less engine's line: "llama_context: ", "srv  ", "slot " */
+	n = strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789_");
+	if ((n > 2 && n < 48 && t[n] == ':' && t[n + 1] == ' ') ||
+	    starts(t, "srv ") || starts(t, "slot ") || starts(t, "[GIN]"))
+		return 0;
 	/* an exception's line: "torch.OutOfMemoryError: ", "ValueError: " */
 	n = strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	              "0123456789_.");

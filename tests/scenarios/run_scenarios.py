@@ -12,6 +12,7 @@ Each tests/scenarios/*.scn file is one scenario:
     exit:    3
     expect:  kv_cache context_too_long request
     advice:  --max-model-len 63488 (was 131072) | --gpu-memory-utilization
+    noadvice: -fa on
     evidence: log_fatal_failure near_miss
     confidence: high
     analyze: --no-log
@@ -29,7 +30,9 @@ must hold (what the engine's log added, for one: record keeps the
 server's output in output.log and analyze reads it); `confidence`, the
 level it must have; `analyze`, more arguments for analyze (--no-log: the
 trace alone); `advice`, separated by " | ", what its actions must say, in
-the engine's own terms (each a substring of one action).
+the engine's own terms (each a substring of one action); `noadvice`, what
+no action may say (a context the failing prompt does not fit in, a flag
+already set).
 
 Log-only rows (--logs DIR): every DIR/<engine>/<version>.log whose
 header (its leading "#" lines) says what its situation deserves is
@@ -68,8 +71,8 @@ import subprocess
 import sys
 import tempfile
 
-KEYS = ("title", "run", "env", "exit", "expect", "advice", "evidence",
-        "confidence", "analyze", "why")
+KEYS = ("title", "run", "env", "exit", "expect", "advice", "noadvice",
+        "evidence", "confidence", "analyze", "why")
 
 
 def parse(path):
@@ -103,6 +106,8 @@ def parse(path):
     sc["evidence"] = sc.get("evidence", "").split()
     sc["advice"] = [a.strip() for a in sc.get("advice", "").split(" | ")
                     if a.strip()]
+    sc["noadvice"] = [a.strip() for a in sc.get("noadvice", "").split(" | ")
+                      if a.strip()]
     sc["analyze"] = shlex.split(sc.get("analyze", ""))
     return sc
 
