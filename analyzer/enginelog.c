@@ -2424,7 +2424,9 @@ static int64_t engine_time(const struct vrt_enginelog *log, int year, int mon,
 	for (y = y0; y <= y1; y++) {
 		int64_t s = vrt_wallclock_timegm(y, mon, day, h, mi, se);
 		int64_t ns, d;
-		if (s == INT64_MIN)
+		/* nanoseconds since 1970 in 64 bits: years up to 2262 */
+		if (s == INT64_MIN || s - log->opts.tz_offset_s < 0 ||
+		    s - log->opts.tz_offset_s > INT64_MAX / 1000000000 - 1)
 			continue;
 		ns = (s - log->opts.tz_offset_s) * 1000000000;
 		d = ns > log->opts.ref_wall_ns ? ns - log->opts.ref_wall_ns

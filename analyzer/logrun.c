@@ -587,7 +587,8 @@ int vrt_logrun_build(struct vrt_logrun *lr, const struct vrt_enginelog *log)
 				lr->rungs_read |= 1u << VRT_RUNG_BASELINE;
 		}
 	}
-	qsort(b.items, b.n, sizeof(*b.items), cmp_items);
+	if (b.n)
+		qsort(b.items, b.n, sizeof(*b.items), cmp_items);
 	/* Times: the log's wall clock, kept in order; else a millisecond a
 	 * line. */
 	for (i = 0; i < b.n; i++)
