@@ -105,6 +105,62 @@ static int is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
+/* The pairs of adjacent bytes of the message being read (a 4096-bit set,
+ * six low bits of each byte), so that most searches for text the message
+ * cannot hold end without scanning it: a log of a gigabyte is mostly
+ * lines no rule reads. Set before message() runs the rules, cleared on
+ * its way out; a search in any other text is a plain strstr. */
+static _Thread_local struct {
+	uintptr_t lo, hi; /* the message's bytes, its NUL included */
+	uint64_t bits[64];
+} msg_pairs;
+
+static unsigned pair_of(const char *s)
+{
+	return ((unsigned)(unsigned char)s[0] & 0x3fu) << 6 |
+	       ((unsigned)(unsigned char)s[1] & 0x3fu);
+}
+
+static void pairs_set(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	memset(msg_pairs.bits, 0, sizeof(msg_pairs.bits));
+	for (i = 0; i + 1 < n; i++) {
+		unsigned b = pair_of(s + i);
+		msg_pairs.bits[b >> 6] |= 1ull << (b & 63);
+	}
+	msg_pairs.lo = (uintptr_t)s;
+	msg_pairs.hi = (uintptr_t)s + n + 1;
+}
+
+static void pairs_clear(void)
+{
+	msg_pairs.lo = msg_pairs.hi = 0;
+}
+
+/* 0 when the text at h cannot hold the len bytes at n (h: in the
+ * message being read, and a pair of n's bytes is not in it), else 1. */
+static int may_hold(const char *h, const char *n, size_t len)
+{
+	size_t i;
+
+	if ((uintptr_t)h < msg_pairs.lo || (uintptr_t)h >= msg_pairs.hi)
+		return 1;
+	for (i = 0; i + 1 < len; i++) {
+		unsigned b = pair_of(n + i);
+		if (!(msg_pairs.bits[b >> 6] >> (b & 63) & 1))
+			return 0;
+	}
+	return 1;
+}
+
+/* strstr, quicker on the message being read. */
+static char *find(const char *h, const char *n)
+{
+	return may_hold(h, n, strlen(n)) ? strstr(h, n) : NULL;
+}
+
 /* A decimal at s (sign allowed when sign, thousands commas when commas);
  * returns the bytes read (0: none), the value and half its last digit. */
 static size_t number(const char *s, int sign, int commas, double *v,
@@ -260,12 +316,13 @@ static int scan(const char *msg, const char *p, struct cap *c)
 	size_t n = 0;
 	const char *at;
 
-	while (p[n] && p[n] != '%' && p[n] != ' ' && n + 1 < sizeof(lit)) {
-		lit[n] = p[n];
+	while (p[n] && p[n] != '%' && p[n] != ' ' && n + 1 < sizeof(lit))
 		n++;
-	}
+	if (!n || !may_hold(msg, p, n))
+		return 0;
+	memcpy(lit, p, n);
 	lit[n] = '\0';
-	for (at = msg; n && (at = strstr(at, lit)); at++) {
+	for (at = msg; (at = strstr(at, lit)); at++) {
 		memset(c, 0, sizeof(*c));
 		if (match_here(at, p, c))
 			return 1;
@@ -280,7 +337,7 @@ static int keyval(const char *msg, const char *key, double *v)
 	const char *at;
 	double tol;
 
-	for (at = msg; (at = strstr(at, key)); at++) {
+	for (at = msg; (at = find(at, key)); at++) {
 		const char *q = at + n;
 		if (at > msg && (is_digit(at[-1]) || (at[-1] >= 'a' &&
 		                                      at[-1] <= 'z') ||
@@ -377,14 +434,14 @@ static int traceback_line(struct vrt_enginelog *log, const char *msg)
 
 	while (is_blank(*msg))
 		msg++;
-	if (strstr(msg, "Traceback (most recent call last)")) {
+	if (find(msg, "Traceback (most recent call last)")) {
 		/* a chained exception keeps what the first one said */
 		if (!(log->traceback & TB_SEEN))
 			log->tb_phase = VRT_ELP_UNKNOWN;
 		log->traceback |= TB_SEEN;
 		return 1;
 	}
-	if (strncmp(msg, "File \"", 6) || !(in = strstr(msg, ", in ")))
+	if (strncmp(msg, "File \"", 6) || !(in = find(msg, ", in ")))
 		return 0;
 	in += 5;
 	n = strcspn(in, " \t");
@@ -660,12 +717,12 @@ static int access_line(struct vrt_enginelog *log, const struct lineinfo *li)
 {
 	const char *msg = li->msg, *p;
 
-	if ((p = strstr(msg, "\"POST /")) && strstr(p, " HTTP/")) {
+	if ((p = find(msg, "\"POST /")) && find(p, " HTTP/")) {
 		if (!probe_path(p + 6))
 			request_seen(log, li, VRT_ENGINELOG_UNKNOWN, 0);
 		return 1;
 	}
-	if (strstr(msg, "[GIN]") && (p = strstr(msg, "| POST"))) {
+	if (find(msg, "[GIN]") && (p = find(msg, "| POST"))) {
 		p += 6;
 		while (is_blank(*p) || *p == '"')
 			p++;
@@ -673,7 +730,7 @@ static int access_line(struct vrt_enginelog *log, const struct lineinfo *li)
 			request_seen(log, li, VRT_ENGINELOG_OLLAMA, 0);
 		return 1;
 	}
-	if (strstr(msg, "log_server_r") && (p = strstr(msg, "request: POST "))) {
+	if (find(msg, "log_server_r") && (p = find(msg, "request: POST "))) {
 		if (!probe_path(p + 14))
 			request_seen(log, li, VRT_ENGINELOG_LLAMACPP, 0);
 		return 1;
@@ -780,7 +837,7 @@ static int gpu_buffer(const char *name, int32_t *dev)
  * KV, compute, output) and the older "<func>: <BUF> buffer size = ...". */
 static int llama_buffer(struct vrt_enginelog *log, const struct lineinfo *li)
 {
-	const char *msg = li->msg, *at = strstr(msg, " buffer size =");
+	const char *msg = li->msg, *at = find(msg, " buffer size =");
 	char words[3][48];
 	int nw = 0, kind = 0;
 	const char *p, *q, *name = NULL;
@@ -828,7 +885,7 @@ static int llama_buffer(struct vrt_enginelog *log, const struct lineinfo *li)
 	} else if (!strcmp(words[0], "compute")) {
 		kind = VRT_ELK_ACTIVATION;
 		name = words[1];
-	} else if (strstr(words[1], "load_tensors")) {
+	} else if (find(words[1], "load_tensors")) {
 		kind = VRT_ELK_WEIGHTS; /* "llm_load_tensors: CUDA0 buffer" */
 		name = words[0];
 		step(log, VRT_PHASE_weights);
@@ -896,7 +953,7 @@ static int llama_memory_lines(struct vrt_enginelog *log,
 	/* "| - CUDA0 (RTX 3090) | 24124 = 23845 + (17542 = 10579 + 6566 +
 	 * 396) + 12 |": total = free + (self = model + context + compute) +
 	 * unaccounted, in MiB */
-	if ((p = strstr(msg, "| - ")) || (p = strstr(msg, "|   - "))) {
+	if ((p = find(msg, "| - ")) || (p = find(msg, "|   - "))) {
 		while (*p == '|' || is_blank(*p) || *p == '-')
 			p++;
 		word_at(p, name, sizeof(name));
@@ -941,7 +998,7 @@ static int llama_errors(struct vrt_enginelog *log, const struct lineinfo *li)
 	 * N" (a compute buffer); a CPU buffer is host memory. */
 	if (scan(msg, "failed to allocate %w buffer of size %u", &c)) {
 		int gpu = gpu_buffer(c.w[0], &dev);
-		int compute = strstr(msg, "gallocr") != NULL;
+		int compute = find(msg, "gallocr") != NULL;
 		p = last_error(log, VRT_ELE_CUDA_MALLOC, 4);
 		if (!gpu) {
 			if ((e = error(log, li, E, VRT_ELE_HOST_ALLOC))) {
@@ -1003,7 +1060,7 @@ static int llama_errors(struct vrt_enginelog *log, const struct lineinfo *li)
 	if ((scan(msg, "CUDA error: out of memory", &c) ||
 	     scan(msg, "ROCm error: out of memory", &c) ||
 	     scan(msg, "MUSA error: out of memory", &c)) &&
-	    !strstr(msg, "current device")) {
+	    !find(msg, "current device")) {
 		if ((e = error(log, li, E, VRT_ELE_CUDA_ERROR))) {
 			log->last_oom_error = (int64_t)log->nerrors;
 			commit_error(log);
@@ -1019,7 +1076,7 @@ static int llama_errors(struct vrt_enginelog *log, const struct lineinfo *li)
 				e->have |= VRT_ELH_DEVICE;
 			}
 			/* the pools hold a step's temporaries */
-			if (strstr(c.w[0], "pool"))
+			if (find(c.w[0], "pool"))
 				e->phase = e->serving ? VRT_PHASE_forward
 				                      : VRT_PHASE_profile;
 		}
@@ -1028,7 +1085,7 @@ static int llama_errors(struct vrt_enginelog *log, const struct lineinfo *li)
 	}
 	/* "sched_reserve: compute buffer allocation failed, retrying without
 	 * pipeline parallelism": llama.cpp carries on (recovered). */
-	if (strstr(msg, "allocation failed, retrying")) {
+	if (find(msg, "allocation failed, retrying")) {
 		if ((p = last_error(log, 0, 6)) && !vrt_enginelog_is_refusal(p->kind))
 			p->recovered = 1;
 		vote(log, E, 4);
@@ -1037,12 +1094,12 @@ static int llama_errors(struct vrt_enginelog *log, const struct lineinfo *li)
 	/* The summary lines: what the failed allocation was for. */
 	{
 		int kind = 0, phase = VRT_ELP_UNKNOWN;
-		if (strstr(msg, "failed to allocate compute buffers") ||
-		    strstr(msg, "failed to allocate compute pp buffers")) {
+		if (find(msg, "failed to allocate compute buffers") ||
+		    find(msg, "failed to allocate compute pp buffers")) {
 			kind = VRT_ELE_COMPUTE_ALLOC;
 			phase = VRT_PHASE_profile;
-		} else if (strstr(msg, "failed to allocate buffer for kv cache") ||
-		           strstr(msg, "failed to initialize the context")) {
+		} else if (find(msg, "failed to allocate buffer for kv cache") ||
+		           find(msg, "failed to initialize the context")) {
 			kind = VRT_ELE_CONTEXT_ALLOC;
 			phase = VRT_PHASE_kv_cache;
 		} else if (scan(msg, "unable to allocate %w buffer", &c)) {
@@ -1091,14 +1148,14 @@ static int llama_slots(struct vrt_enginelog *log, const struct lineinfo *li)
 		return 0;
 	id = (unsigned)c.v[0];
 	vote(log, VRT_ENGINELOG_LLAMACPP, 1);
-	if (strstr(msg, "processing task") || strstr(msg, "launch_slot")) {
+	if (find(msg, "processing task") || find(msg, "launch_slot")) {
 		if (id < 64 && !(log->slots_busy & (1ull << id))) {
 			log->slots_busy |= 1ull << id;
 			request_seen(log, li, VRT_ENGINELOG_LLAMACPP, 1);
 		}
 		running_now(log,
 		            (uint64_t)__builtin_popcountll(log->slots_busy));
-	} else if (strstr(msg, "stop processing") || strstr(msg, "release")) {
+	} else if (find(msg, "stop processing") || find(msg, "release")) {
 		if (id < 64)
 			log->slots_busy &= ~(1ull << id);
 		running_now(log,
@@ -1189,7 +1246,7 @@ static int rule_llama(struct vrt_enginelog *log, const struct lineinfo *li)
 		vote(log, VRT_ENGINELOG_LLAMACPP, 2);
 		return 1;
 	}
-	if (strstr(msg, "sched_reserve:") || strstr(msg, "graph_reserve:")) {
+	if (find(msg, "sched_reserve:") || find(msg, "graph_reserve:")) {
 		step(log, VRT_PHASE_profile);
 		vote(log, VRT_ENGINELOG_LLAMACPP, 1);
 		return 1;
@@ -1200,19 +1257,19 @@ static int rule_llama(struct vrt_enginelog *log, const struct lineinfo *li)
 	 * server's "HTTP server listening". The server's HTTP thread is up
 	 * before the model loads ("HTTP server is listening, hostname: "):
 	 * not ready. */
-	if (strstr(msg, "server is listening on") ||
-	    (strstr(msg, "listening on http") && !strstr(msg, "router")) ||
+	if (find(msg, "server is listening on") ||
+	    (find(msg, "listening on http") && !find(msg, "router")) ||
 	    !strcmp(msg, "HTTP server listening")) {
 		ready(log, li, VRT_ENGINELOG_LLAMACPP, 3);
 		step(log, VRT_PHASE_forward);
 		return 1;
 	}
-	if (strstr(msg, ": model loaded") || !strcmp(msg, "model loaded")) {
+	if (find(msg, ": model loaded") || !strcmp(msg, "model loaded")) {
 		ready(log, li, VRT_ENGINELOG_LLAMACPP, 2);
 		step(log, VRT_PHASE_forward);
 		return 1;
 	}
-	if (strstr(msg, "all slots are idle")) {
+	if (find(msg, "all slots are idle")) {
 		ready(log, li, VRT_ENGINELOG_LLAMACPP, 1);
 		step(log, VRT_PHASE_forward);
 		return 1;
@@ -1315,7 +1372,7 @@ static void torch_processes(struct vrt_enginelog_error *e, const char *msg)
 	const char *at;
 	struct cap c;
 
-	for (at = msg; (at = strstr(at, "Process ")); at++) {
+	for (at = msg; (at = find(at, "Process ")); at++) {
 		memset(&c, 0, sizeof(c));
 		if (!match_here(at, "Process %u has %z memory in use", &c))
 			continue;
@@ -1369,7 +1426,7 @@ static int rule_torch(struct vrt_enginelog *log, const struct lineinfo *li)
 
 	if (rule_torch_async(log, li))
 		return 1;
-	if (!strstr(msg, "out of memory. Tried to allocate "))
+	if (!find(msg, "out of memory. Tried to allocate "))
 		return 0;
 	e = error(log, li, VRT_ENGINELOG_UNKNOWN, VRT_ELE_TORCH_OOM);
 	if (!e)
@@ -1449,10 +1506,10 @@ static int rule_python_oom(struct vrt_enginelog *log, const struct lineinfo *li)
 		return 1;
 	}
 
-	if (!(strstr(msg, "Error: CUDA error: out of memory") ||
-	      strstr(msg, "Error: CUDA out of memory") ||
-	      strstr(msg, "Error: HIP out of memory") ||
-	      strstr(msg, "Error: HIP error: out of memory")))
+	if (!(find(msg, "Error: CUDA error: out of memory") ||
+	      find(msg, "Error: CUDA out of memory") ||
+	      find(msg, "Error: HIP out of memory") ||
+	      find(msg, "Error: HIP error: out of memory")))
 		return 0;
 	if ((e = error(log, li, VRT_ENGINELOG_UNKNOWN, VRT_ELE_OOM_OTHER)))
 		commit_error(log);
@@ -1462,17 +1519,17 @@ static int rule_python_oom(struct vrt_enginelog *log, const struct lineinfo *li)
 /* vLLM's start-up lines that say which step it is in. */
 static void vllm_steps(struct vrt_enginelog *log, const char *msg)
 {
-	if (strstr(msg, "Starting to load model") ||
-	    strstr(msg, "Loading safetensors checkpoint shards") ||
-	    strstr(msg, "Loading weights took"))
+	if (find(msg, "Starting to load model") ||
+	    find(msg, "Loading safetensors checkpoint shards") ||
+	    find(msg, "Loading weights took"))
 		step(log, VRT_PHASE_weights);
-	else if (strstr(msg, "Memory profiling takes"))
+	else if (find(msg, "Memory profiling takes"))
 		step(log, VRT_PHASE_kv_cache);
-	else if (strstr(msg, "Capturing CUDA graph") ||
-	         strstr(msg, "Capturing cudagraphs") ||
-	         strstr(msg, "Capturing the model for CUDA graphs"))
+	else if (find(msg, "Capturing CUDA graph") ||
+	         find(msg, "Capturing cudagraphs") ||
+	         find(msg, "Capturing the model for CUDA graphs"))
 		step(log, VRT_PHASE_cuda_graph);
-	else if (strstr(msg, "init engine (profile, create kv cache, warmup "
+	else if (find(msg, "init engine (profile, create kv cache, warmup "
 	                     "model) took"))
 		step(log, VRT_PHASE_forward);
 }
@@ -1511,7 +1568,7 @@ static int rule_vllm(struct vrt_enginelog *log, const struct lineinfo *li)
 	/* V0 0.6: "Memory profiling results: total_gpu_memory=79.22GiB
 	 * initial_memory_usage=... peak_torch_memory=... non_torch_memory=
 	 * ... kv_cache_size=60.00GiB gpu_memory_utilization=0.90" */
-	if (strstr(msg, "Memory profiling results:")) {
+	if (find(msg, "Memory profiling results:")) {
 		step(log, VRT_PHASE_kv_cache);
 		vote(log, E, 4);
 		if (scan(msg, "total_gpu_memory=%z", &c) &&
@@ -1621,7 +1678,7 @@ static int rule_vllm(struct vrt_enginelog *log, const struct lineinfo *li)
 		               ? -1
 		               : 1;
 	}
-	if (strstr(msg, "LLM engine (v") && strstr(msg, "with config:")) {
+	if (find(msg, "LLM engine (v") && find(msg, "with config:")) {
 		vote(log, E, 4);
 		if (keyval(msg, "max_seq_len=", &v))
 			config(log, E, VRT_ELC_MAX_MODEL_LEN, v);
@@ -1629,7 +1686,7 @@ static int rule_vllm(struct vrt_enginelog *log, const struct lineinfo *li)
 			config(log, E, VRT_ELC_TP, v);
 		return 1;
 	}
-	if ((p = strstr(msg, "non-default args: {"))) {
+	if ((p = find(msg, "non-default args: {"))) {
 		vote(log, E, 4);
 		if (keyval(msg, "'max_model_len':", &v))
 			config(log, E, VRT_ELC_MAX_MODEL_LEN, v);
@@ -1677,7 +1734,7 @@ static int rule_vllm(struct vrt_enginelog *log, const struct lineinfo *li)
 		}
 		return 1;
 	}
-	if (strstr(msg, "No available memory for the cache blocks")) {
+	if (find(msg, "No available memory for the cache blocks")) {
 		if ((e = error(log, li, E, VRT_ELE_NO_KV_MEMORY)))
 			commit_error(log);
 		return 1;
@@ -1739,11 +1796,11 @@ static int rule_vllm(struct vrt_enginelog *log, const struct lineinfo *li)
 		running_now(log, (uint64_t)c.v[0]);
 		return 1;
 	}
-	if (strstr(msg, "Added request ")) {
+	if (find(msg, "Added request ")) {
 		request_seen(log, li, E, 1);
 		return 1;
 	}
-	if (strstr(msg, "Starting vLLM API server")) {
+	if (find(msg, "Starting vLLM API server")) {
 		ready(log, li, E, 1);
 		step(log, VRT_PHASE_forward);
 		return 1;
@@ -1775,7 +1832,7 @@ static void command_sglang(struct vrt_enginelog *log, const char *args)
 	size_t n = 0, k, v;
 
 	n = (size_t)snprintf(out, sizeof(out), "python -m sglang.launch_server");
-	if ((p = strstr(args, "model_path='"))) {
+	if ((p = find(args, "model_path='"))) {
 		p += 12;
 		v = strcspn(p, "'");
 		if (v < sizeof(val) && n + v + 16 < sizeof(out))
@@ -1784,7 +1841,7 @@ static void command_sglang(struct vrt_enginelog *log, const char *args)
 	}
 	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 		const char *at;
-		for (at = args; (at = strstr(at, keys[k].key)); at++)
+		for (at = args; (at = find(at, keys[k].key)); at++)
 			if (at == args || at[-1] == ' ' || at[-1] == '(')
 				break;
 		if (!at)
@@ -1904,7 +1961,7 @@ static int rule_sglang(struct vrt_enginelog *log, const struct lineinfo *li)
 		               ? -1
 		               : 1;
 	}
-	if (strstr(msg, "max_total_num_tokens=")) {
+	if (find(msg, "max_total_num_tokens=")) {
 		vote(log, E, 4);
 		if (keyval(msg, "max_running_requests=", &v))
 			config(log, E, VRT_ELC_MAX_NUM_SEQS, v);
@@ -1919,7 +1976,7 @@ static int rule_sglang(struct vrt_enginelog *log, const struct lineinfo *li)
 			               : 1;
 		return 1;
 	}
-	if (strstr(msg, "server_args=ServerArgs(")) {
+	if (find(msg, "server_args=ServerArgs(")) {
 		vote(log, E, 4);
 		if (keyval(msg, "mem_fraction_static=", &v))
 			config(log, E, VRT_ELC_MEM_FRACTION, v * 1000);
@@ -1933,10 +1990,10 @@ static int rule_sglang(struct vrt_enginelog *log, const struct lineinfo *li)
 			config(log, E, VRT_ELC_BLOCK_SIZE, v);
 		if (keyval(msg, "chunked_prefill_size=", &v))
 			config(log, E, VRT_ELC_BATCH, v);
-		command_sglang(log, strstr(msg, "ServerArgs(") + 11);
+		command_sglang(log, find(msg, "ServerArgs(") + 11);
 		return 1;
 	}
-	if (strstr(msg, "Not enough memory. Please try to increase "
+	if (find(msg, "Not enough memory. Please try to increase "
 	                "--mem-fraction-static")) {
 		if ((e = error(log, li, E, VRT_ELE_MEM_FRACTION))) {
 			if (keyval(msg, "mem_fraction_static=", &v)) {
@@ -1970,7 +2027,7 @@ static int rule_sglang(struct vrt_enginelog *log, const struct lineinfo *li)
 	/* "Prefill batch. #new-seq: 1, #new-token: 1802, #cached-token: 0,
 	 * token usage: 0.01, #running-req: 3, #queue-req: 0" and "Decode
 	 * batch. #running-req: 4, #token: 8000, ..." */
-	if (strstr(msg, "Prefill batch.") || strstr(msg, "Decode batch.")) {
+	if (find(msg, "Prefill batch.") || find(msg, "Decode batch.")) {
 		uint64_t run = 0, fresh = 0;
 		vote(log, E, 1);
 		if (keyval(msg, "#running-req:", &v))
@@ -1987,7 +2044,7 @@ static int rule_sglang(struct vrt_enginelog *log, const struct lineinfo *li)
 		step(log, VRT_PHASE_forward);
 		return 1;
 	}
-	if (strstr(msg, "The server is fired up and ready to roll")) {
+	if (find(msg, "The server is fired up and ready to roll")) {
 		ready(log, li, E, 2);
 		step(log, VRT_PHASE_forward);
 		return 1;
@@ -2047,7 +2104,7 @@ static int rule_tgi(struct vrt_enginelog *log, const struct lineinfo *li)
 	/* the router: "generate{...}: text_generation_router::server: ...:
 	 * Success" for every request answered */
 	if (n >= 7 && !strcmp(msg + n - 7, "Success") &&
-	    (strstr(msg, "text_generation_router") || log->engine == E ||
+	    (find(msg, "text_generation_router") || log->engine == E ||
 	     log->votes[E])) {
 		request_seen(log, li, E, 1);
 		return 1;
@@ -2084,7 +2141,7 @@ static int tgi_args(struct vrt_enginelog *log, const char *msg)
 		vote(log, VRT_ENGINELOG_TGI, 2);
 		return 1;
 	}
-	if (!log->tgi_args && !strstr(msg, "Args { "))
+	if (!log->tgi_args && !find(msg, "Args { "))
 		return 0;
 	while (is_blank(*q))
 		q++;
@@ -2093,7 +2150,7 @@ static int tgi_args(struct vrt_enginelog *log, const char *msg)
 		return 1;
 	}
 	{
-		const char *m = strstr(msg, "model_id: \"");
+		const char *m = find(msg, "model_id: \"");
 		size_t l = m ? strcspn(m + 11, "\"") : 0;
 		if (m && l < sizeof(log->model))
 			snprintf(log->model, sizeof(log->model), "%.*s", (int)l,
@@ -2111,7 +2168,7 @@ static int tgi_args(struct vrt_enginelog *log, const char *msg)
 		return 1;
 	}
 	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-		const char *at = strstr(msg, keys[k].key), *p;
+		const char *at = find(msg, keys[k].key), *p;
 		if (!at || (at > msg && at[-1] != ' ' && at[-1] != '{'))
 			continue;
 		p = at + strlen(keys[k].key);
@@ -2210,9 +2267,9 @@ static int rule_trtllm(struct vrt_enginelog *log, const struct lineinfo *li)
 	}
 	/* "Executor creation failed due to insufficient GPU memory" and "The
 	 * following component could not be created: KV cache" */
-	if (strstr(msg, "due to insufficient GPU memory") ||
+	if (find(msg, "due to insufficient GPU memory") ||
 	    scan(msg, "The following component could not be created: %*", &c)) {
-		int kv = strstr(msg, "KV cache") != NULL;
+		int kv = find(msg, "KV cache") != NULL;
 		if ((e = error(log, li, E, VRT_ELE_EXECUTOR))) {
 			if (kv)
 				e->phase = VRT_PHASE_kv_cache;
@@ -2231,8 +2288,8 @@ static int rule_trtllm(struct vrt_enginelog *log, const struct lineinfo *li)
 		}
 		return 1;
 	}
-	if (li->level_error && strstr(msg, "out of memory") &&
-	    (strstr(msg, "TensorRT-LLM") || log->engine == E || log->votes[E])) {
+	if (li->level_error && find(msg, "out of memory") &&
+	    (find(msg, "TensorRT-LLM") || log->engine == E || log->votes[E])) {
 		if ((e = error(log, li, E, VRT_ELE_OOM_OTHER)))
 			commit_error(log);
 		return 1;
@@ -2257,7 +2314,7 @@ static int rule_ollama(struct vrt_enginelog *log, const struct lineinfo *li)
 		return 0;
 	/* msg="inference compute" id=GPU-... library=cuda ... total="23.6
 	 * GiB" available="22.9 GiB" */
-	if (strstr(msg, "inference compute")) {
+	if (find(msg, "inference compute")) {
 		int32_t dev = -1;
 		vote(log, E, 4);
 		if (scan(msg, "id=%u ", &c))
@@ -2289,10 +2346,10 @@ static int rule_ollama(struct vrt_enginelog *log, const struct lineinfo *li)
 	/* msg="starting llama server" cmd="..." (to 0.11), msg="starting
 	 * runner" cmd="..." (0.12 to 0.24), msg="starting llama-server"
 	 * cmd="..." (0.30 on): the runner's command line */
-	if ((strstr(msg, "msg=\"starting llama server\"") ||
-	     strstr(msg, "msg=\"starting runner\"") ||
-	     strstr(msg, "msg=\"starting llama-server\"")) &&
-	    (p = strstr(msg, "cmd=\""))) {
+	if ((find(msg, "msg=\"starting llama server\"") ||
+	     find(msg, "msg=\"starting runner\"") ||
+	     find(msg, "msg=\"starting llama-server\"")) &&
+	    (p = find(msg, "cmd=\""))) {
 		size_t n = strcspn(p + 5, "\"");
 		vote(log, E, 4);
 		step(log, VRT_PHASE_weights);
@@ -2320,11 +2377,11 @@ static int rule_ollama(struct vrt_enginelog *log, const struct lineinfo *li)
 	/* msg="error loading llama server" error="llama runner process has
 	 * terminated: <the runner's error>" (0.30 on: "llama-server process
 	 * has terminated"): the runner's error is read as its own line */
-	if (strstr(msg, "error loading llama server") ||
-	    strstr(msg, "process has terminated")) {
+	if (find(msg, "error loading llama server") ||
+	    find(msg, "process has terminated")) {
 		struct lineinfo inner = *li;
 		char buf[VRT_ENGINELOG_TEXT];
-		const char *q = strstr(msg, "has terminated: ");
+		const char *q = find(msg, "has terminated: ");
 		size_t before = log->nerrors;
 		int consumed = 0, r;
 		vote(log, E, 4);
@@ -2340,9 +2397,9 @@ static int rule_ollama(struct vrt_enginelog *log, const struct lineinfo *li)
 		}
 		/* nothing it names was read, but it names memory */
 		if (!consumed && log->nerrors == before &&
-		    (strstr(msg, "out of memory") ||
-		     strstr(msg, "unable to allocate") ||
-		     strstr(msg, "cudaMalloc")) &&
+		    (find(msg, "out of memory") ||
+		     find(msg, "unable to allocate") ||
+		     find(msg, "cudaMalloc")) &&
 		    (e = error(log, li, E, VRT_ELE_RUNNER_DIED)))
 			commit_error(log);
 		return 1;
@@ -2379,8 +2436,8 @@ static int rule_ollama(struct vrt_enginelog *log, const struct lineinfo *li)
 	/* the scheduler could not place the model: "memory layout cannot be
 	 * allocated", the runner's "insufficient memory - required
 	 * allocations" */
-	if (strstr(msg, "memory layout cannot be allocated") ||
-	    strstr(msg, "insufficient memory - required allocations")) {
+	if (find(msg, "memory layout cannot be allocated") ||
+	    find(msg, "insufficient memory - required allocations")) {
 		if ((e = error(log, li, E, VRT_ELE_OOM_OTHER))) {
 			e->phase = VRT_PHASE_weights;
 			commit_error(log);
@@ -2388,12 +2445,12 @@ static int rule_ollama(struct vrt_enginelog *log, const struct lineinfo *li)
 		return 1;
 	}
 	/* msg="loading cache slot" id=0 cache=0 prompt=1802 used=0 */
-	if (strstr(msg, "loading cache slot") && keyval(msg, "prompt=", &v)) {
+	if (find(msg, "loading cache slot") && keyval(msg, "prompt=", &v)) {
 		log->prompt_tokens = (uint64_t)v;
 		request_seen(log, li, E, 1);
 		return 1;
 	}
-	if (strstr(msg, "Listening on ")) {
+	if (find(msg, "Listening on ")) {
 		vote(log, E, 4);
 		return 1;
 	}
@@ -2412,12 +2469,9 @@ static int64_t engine_time(const struct vrt_enginelog *log, int year, int mon,
 	if (year >= 0) {
 		y0 = y1 = year;
 	} else {
-		char buf[VRT_WALLCLOCK_TEXT];
-		if (!log->opts.ref_wall_ns)
+		if (!log->ref_year)
 			return 0;
-		vrt_wallclock_format(buf, sizeof(buf), log->opts.ref_wall_ns,
-		                     0);
-		y = atoi(buf);
+		y = log->ref_year;
 		y0 = y - 1;
 		y1 = y + 1;
 	}
@@ -2458,7 +2512,7 @@ static int hms(const char *s, int *h, int *m, int *sec)
 
 static int starts(const char *s, const char *p)
 {
-	return !strncmp(s, p, strlen(p));
+	return *s == *p && !strncmp(s, p, strlen(p));
 }
 
 /* A "(EngineCore_DP0 pid=212) " style prefix: the pid and rank it names;
@@ -2484,13 +2538,13 @@ static size_t proc_prefix(const char *s, struct lineinfo *li)
 	}
 	if (depth || !is_blank(s[i]))
 		return 0;
-	if ((p = strstr(s, "pid=")) && p < s + i &&
+	if ((p = find(s, "pid=")) && p < s + i &&
 	    number(p + 4, 0, 0, &v, &tol))
 		li->pid = (int64_t)v;
-	if ((p = strstr(s, "rank=")) && p < s + i &&
+	if ((p = find(s, "rank=")) && p < s + i &&
 	    number(p + 5, 0, 0, &v, &tol))
 		li->rank = (int32_t)v;
-	else if ((p = strstr(s, "TP")) && p < s + i &&
+	else if ((p = find(s, "TP")) && p < s + i &&
 	         number(p + 2, 0, 0, &v, &tol))
 		li->rank = (int32_t)v;
 	while (is_blank(s[i]))
@@ -2567,7 +2621,7 @@ static size_t engine_prefix(struct vrt_enginelog *log, const char *s,
 			if (e && e - (s + i) < 160)
 				i = (size_t)(e - s) + 1;
 		} else {
-			const char *e = strstr(s + i, "] ");
+			const char *e = find(s + i, "] ");
 			if (e && e - (s + i) < 160 && memchr(s + i, ':', (size_t)(e - s - i)))
 				i = (size_t)(e - s) + 1;
 		}
@@ -2595,7 +2649,7 @@ static size_t engine_prefix(struct vrt_enginelog *log, const char *s,
 				if (!li->wall_ns)
 					li->wall_ns = engine_time(log, y, mo, d, h,
 					                          mi, se);
-				tp = strstr(s, " TP");
+				tp = find(s, " TP");
 				if (tp && tp < e && number(tp + 3, 0, 0, &v, &tol))
 					li->rank = (int32_t)v;
 				i = (size_t)(e - s) + 1;
@@ -2630,7 +2684,7 @@ static size_t engine_prefix(struct vrt_enginelog *log, const char *s,
 					while (s[j] && !is_blank(s[j]))
 						j++;
 					if (j > i && s[j - 1] == ':' &&
-					    (strstr(s + i, "text_generation") ==
+					    (find(s + i, "text_generation") ==
 					             s + i ||
 					     (j - i > 4 && memchr(s + i, '.',
 					                          j - i)))) {
@@ -2735,13 +2789,13 @@ static size_t ollama_prefix(struct vrt_enginelog *log, const char *s,
 	int64_t w;
 	size_t n;
 
-	if (!starts(s, "time=") || !(m = strstr(s, " msg=")) || m - s > 160)
+	if (!starts(s, "time=") || !(m = find(s, " msg=")) || m - s > 160)
 		return 0;
 	n = vrt_wallclock_parse(s + 5, strlen(s + 5), &w);
 	if (n && !li->wall_ns)
 		li->wall_ns = w;
-	li->level_error = strstr(s, " level=ERROR") &&
-	                  strstr(s, " level=ERROR") < m;
+	li->level_error = find(s, " level=ERROR") &&
+	                  find(s, " level=ERROR") < m;
 	vote(log, VRT_ENGINELOG_OLLAMA, 2);
 	return (size_t)(m - s) + 1;
 }
@@ -2780,7 +2834,7 @@ static char *paste_noise(struct vrt_enginelog *log, char *s,
 			return NULL;
 	}
 	/* kubectl logs --prefix: "[pod/vllm-0/server] " */
-	if (starts(s, "[pod/") && (p = strstr(s, "] ")) && p - s < 200)
+	if (starts(s, "[pod/") && (p = find(s, "] ")) && p - s < 200)
 		s = p + 2;
 	/* journald: "Dec 02 10:15:00 host unit[123]: " */
 	for (k = 0; k < 12; k++)
@@ -2788,7 +2842,7 @@ static char *paste_noise(struct vrt_enginelog *log, char *s,
 			break;
 	if (k < 12 && (s[4] == ' ' || is_digit(s[4])) && is_digit(s[5]) &&
 	    s[6] == ' ' && s[9] == ':' && s[12] == ':' && s[15] == ' ') {
-		char *colon = strstr(s + 16, "]: ");
+		char *colon = find(s + 16, "]: ");
 		char *sp = strchr(s + 16, ' ');
 		if (colon && sp && sp < colon && colon - s < 160) {
 			char *br = strchr(sp, '[');
@@ -2814,7 +2868,7 @@ static char *paste_noise(struct vrt_enginelog *log, char *s,
 	}
 	/* Ray's deduplication: " [repeated 3x across cluster]" */
 	log->line_repeated = 0;
-	if ((p = strstr(s, " [repeated ")) && strstr(p, "x across cluster]")) {
+	if ((p = find(s, " [repeated ")) && find(p, "x across cluster]")) {
 		*p = '\0';
 		log->line_repeated = 1;
 	}
@@ -2826,7 +2880,7 @@ static char *paste_noise(struct vrt_enginelog *log, char *s,
 static int llama_json(struct vrt_enginelog *log, const char *s,
                       struct lineinfo *li, char *out, size_t n)
 {
-	const char *m = strstr(s, "\"msg\":\"");
+	const char *m = find(s, "\"msg\":\"");
 	size_t i = 0;
 	double v, tol;
 	const char *t;
@@ -2838,18 +2892,18 @@ static int llama_json(struct vrt_enginelog *log, const char *s,
 	out[i] = '\0';
 	/* the slot a task runs on: "slot is processing task" ... "id_slot":N
 	 * read as today's slot lines are */
-	if ((t = strstr(s, "\"id_slot\":")) && number(t + 10, 0, 0, &v, &tol) &&
+	if ((t = find(s, "\"id_slot\":")) && number(t + 10, 0, 0, &v, &tol) &&
 	    (!strcmp(out, "slot is processing task") ||
 	     !strcmp(out, "slot released")))
 		snprintf(out, n, "slot %s: id %d | task 0 | %s",
 		         out[5] == 'i' ? "launch_slot_" : "release", (int)v,
 		         out[5] == 'i' ? "processing task" : "stop processing");
 	vote(log, VRT_ENGINELOG_LLAMACPP, 1);
-	t = strstr(s, "\"timestamp\":");
+	t = find(s, "\"timestamp\":");
 	if (t && !li->wall_ns && number(t + 12, 0, 0, &v, &tol) && v > 1e9 &&
 	    v < 1e11)
 		li->wall_ns = (int64_t)v * 1000000000;
-	li->level_error = strstr(s, "\"level\":\"ERR") != NULL;
+	li->level_error = find(s, "\"level\":\"ERR") != NULL;
 	return 1;
 }
 
@@ -2908,9 +2962,21 @@ static size_t clean(char *s, size_t n)
 	return o;
 }
 
+static int message_read(struct vrt_enginelog *log, char *s,
+                        struct lineinfo *li);
+
 /* One line's message through the rules (s: cleaned, paste noise off;
  * li: what its outer prefixes told). Returns 0, or -1 out of memory. */
 static int message(struct vrt_enginelog *log, char *s, struct lineinfo *li)
+{
+	int r = message_read(log, s, li);
+
+	pairs_clear();
+	return r;
+}
+
+static int message_read(struct vrt_enginelog *log, char *s,
+                        struct lineinfo *li)
 {
 	char json[VRT_ENGINELOG_TEXT * 2];
 	size_t k;
@@ -2948,15 +3014,17 @@ static int message(struct vrt_enginelog *log, char *s, struct lineinfo *li)
 		return 0;
 	if (access_line(log, li))
 		return 0;
+	/* past the lines read quickly: the rules search this line often */
+	pairs_set(s);
 	if ((r = rule_torch(log, li)) || (r = rule_vllm(log, li)) ||
 	    (r = rule_sglang(log, li)) || (r = rule_ollama(log, li)) ||
 	    (r = rule_llama(log, li)) || (r = rule_tgi(log, li)) ||
 	    (r = rule_trtllm(log, li)) || (r = rule_python_oom(log, li)))
 		return r < 0 ? -1 : 0;
-	if (strstr(s, "Application startup complete")) {
+	if (find(s, "Application startup complete")) {
 		ready(log, li, VRT_ENGINELOG_UNKNOWN, 2);
 		step(log, VRT_PHASE_forward);
-	} else if (strstr(s, "Uvicorn running on")) {
+	} else if (find(s, "Uvicorn running on")) {
 		ready(log, li, VRT_ENGINELOG_UNKNOWN, 1);
 	}
 	return 0;
@@ -2981,7 +3049,7 @@ static int wrap_opens(const char *s)
 	const char *at;
 
 	for (k = 0; k < sizeof(wraps) / sizeof(wraps[0]); k++)
-		if ((at = strstr(s, wraps[k][0])) && !strstr(at, wraps[k][1]))
+		if ((at = find(s, wraps[k][0])) && !find(at, wraps[k][1]))
 			return (int)k + 1;
 	return 0;
 }
@@ -3047,6 +3115,28 @@ static int wrap_flush(struct vrt_enginelog *log)
 	return r;
 }
 
+/* 1 when none of the n bytes at s is a control byte (below 0x20, or
+ * 0x7f): most lines, which then need no cleaning. Eight bytes at a time. */
+static int plain_text(const char *s, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101ull,
+	               highs = 0x8080808080808080ull;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x;
+		memcpy(&x, s + i, 8);
+		/* a byte below 0x20, or one equal to 0x7f */
+		if (((x - ones * 0x20) & ~x & highs) ||
+		    (((x ^ ones * 0x7f) - ones) & ~(x ^ ones * 0x7f) & highs))
+			return 0;
+	}
+	for (; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
 int vrt_enginelog_feed(struct vrt_enginelog *log, const char *line,
                        size_t len)
 {
@@ -3056,14 +3146,16 @@ int vrt_enginelog_feed(struct vrt_enginelog *log, const char *line,
 	size_t k, ctl = 0;
 	char *s = buf;
 	int64_t w;
+	int plain;
 
 	log->lines++;
 	log->bytes += len + 1;
 	memcpy(buf, line, n);
 	buf[n] = '\0';
+	plain = plain_text(buf, n);
 	/* Text, or a binary file read as a log: NUL and control bytes other
 	 * than tab, CR, escape and backspace. */
-	for (k = 0; k < n; k++) {
+	for (k = 0; !plain && k < n; k++) {
 		unsigned char c = (unsigned char)buf[k];
 		if ((c < 0x20 && c != '\t' && c != '\r' && c != 0x1b && c != 8) ||
 		    c == 0x7f)
@@ -3078,7 +3170,8 @@ int vrt_enginelog_feed(struct vrt_enginelog *log, const char *line,
 		s += k + 5;
 		n -= k + 5;
 	}
-	n = clean(s, n);
+	if (!plain)
+		n = clean(s, n);
 	if (starts(s, "--- vramtrace: ")) {
 		double v, tol;
 		if (number(s + 15, 0, 1, &v, &tol))
@@ -3109,7 +3202,7 @@ int vrt_enginelog_feed(struct vrt_enginelog *log, const char *line,
 		if (wrap_flush(log))
 			return -1;
 	}
-	if ((wrap_opens(s) || (wrap_width(n) && !strstr(s, "File \""))) &&
+	if ((wrap_opens(s) || (wrap_width(n) && !find(s, "File \""))) &&
 	    n + 1 < sizeof(log->wrap)) {
 		memcpy(log->wrap, s, n + 1);
 		log->wrap_len = n;
@@ -3128,6 +3221,11 @@ void vrt_enginelog_init(struct vrt_enginelog *log,
 	memset(log, 0, sizeof(*log));
 	if (o)
 		log->opts = *o;
+	if (log->opts.ref_wall_ns) {
+		char buf[VRT_WALLCLOCK_TEXT];
+		vrt_wallclock_format(buf, sizeof(buf), log->opts.ref_wall_ns, 0);
+		log->ref_year = atoi(buf);
+	}
 	log->last_oom_error = -1;
 	log->step = VRT_ELP_UNKNOWN;
 	log->tb_phase = VRT_ELP_UNKNOWN;

@@ -211,6 +211,7 @@ struct vrt_enginelog_opts {
 
 struct vrt_enginelog {
 	struct vrt_enginelog_opts opts;
+	int ref_year; /* the year of opts.ref_wall_ns (UTC), 0: unknown */
 	int engine; /* the engine the log reads as (after _end) */
 	unsigned votes[VRT_ENGINELOG_NENGINES];
 	struct vrt_enginelog_fact *facts;
