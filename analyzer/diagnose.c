@@ -637,6 +637,31 @@ static void budget_evidence(struct ctx *c, const struct vrt_diag_device *x)
 	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 		if (vrt_replay_phase_is_demand(k))
 			req += rd->peak_by_phase[k];
+	if (c->d->source_log) {
+		/* a log alone: what it printed, never a 0 for what it did
+		 * not */
+		unsigned rd_mask = c->d->rungs_read;
+		char w[32], kv[32], rq[32];
+		if (!(rd_mask & (1u << VRT_RUNG_WEIGHTS |
+		                 1u << VRT_RUNG_RESERVES |
+		                 1u << VRT_RUNG_ACTIVATIONS)))
+			return;
+		snprintf(w, sizeof(w), "%s",
+		         rd_mask & 1u << VRT_RUNG_WEIGHTS ? SZ(x->weights_bytes)
+		                                          : "not in the log");
+		snprintf(kv, sizeof(kv), "%s",
+		         rd_mask & 1u << VRT_RUNG_RESERVES ? SZ(x->kv_bytes)
+		                                           : "not in the log");
+		snprintf(rq, sizeof(rq), "%s",
+		         rd_mask & 1u << VRT_RUNG_ACTIVATIONS ? SZ(req)
+		                                              : "not in the log");
+		evidence(c->d, "weights_bytes", x->device, VRT_DIAG_BYTES,
+		         x->weights_bytes,
+		         "device %d, as the log gives them: weights %s, KV cache "
+		         "%s, per-request phases %s of %s",
+		         x->device, w, kv, rq, SZ(x->total_bytes));
+		return;
+	}
 	evidence(c->d, "weights_bytes", x->device, VRT_DIAG_BYTES,
 	         x->weights_bytes,
 	         "device %d: weights %s, KV cache %s, per-request phases %s "

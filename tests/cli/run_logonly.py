@@ -9,6 +9,7 @@ The log-only path end to end, and its bad inputs:
   a run directory that holds only output.log: a warning, then the log's
     report
   a log no engine wrote: exit 0, inconclusive (not_an_engine_log)
+  a log with no size line: nothing it did not print is said to be 0 B
   empty, binary, a directory, a missing file, a FIFO no writer opens:
     exit 1, one "vramtrace: error:" line naming the file
   a 10 MB line, invalid UTF-8, NUL bytes inside lines, CR line ends:
@@ -130,6 +131,13 @@ def body(tap, vt, logs, tmp):
            out.replace(os.path.join(rd, "output.log"), log) == text,
            "a run directory with only output.log: a warning, the log's "
            "report", f"{rc}\n{err}")
+
+    # A log with no size line (llama-server under Ollama at its default
+    # verbosity): what it did not print is "not in log", never 0 B.
+    rc, out, err, _ = run([vt, "analyze", "--log", os.path.join(
+        logs, "ollama", "v0.32-default-verbosity.log")])
+    tap.ok(rc == 0 and "budgets_not_in_log" in out and " 0 B" not in out,
+           "no size in the log: nothing said to be 0 B", f"{rc}\n{out}{err}")
 
     # Not an engine's log.
     rc, out, err, _ = run([vt, "analyze", "--format", "json", "--log",
