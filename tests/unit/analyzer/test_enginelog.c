@@ -929,6 +929,89 @@ static void test_shapes(void)
 	vrt_enginelog_free(&log);
 }
 
+/* issue 29: the rest of the shapes docs/logs.md lists, each read */
+static void test_rest(void)
+{
+	struct vrt_enginelog log;
+	const struct vrt_enginelog_error *e;
+	static const char *const v0[] = {
+	        "INFO 10-30 16:00:18 async_llm_engine.py:208] Added request "
+	        "chat-4f1e.",
+	        "INFO 10-30 16:00:19 async_llm_engine.py:208] Added request "
+	        "chat-90ab.",
+	        "INFO 10-30 16:00:19 metrics.py:351] Avg prompt throughput: "
+	        "812.0 tokens/s, Avg generation throughput: 40.1 tokens/s, "
+	        "Running: 2 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV "
+	        "cache usage: 31.0%, CPU KV cache usage: 0.0%.",
+	        NULL};
+	static const char *const nokv[] = {
+	        "ValueError: No available memory for the cache blocks. Try "
+	        "increasing `gpu_memory_utilization` when initializing the "
+	        "engine.",
+	        NULL};
+	static const char *const layout[] = {
+	        "time=2025-10-02T08:15:00.012Z level=INFO source=server.go:1 "
+	        "msg=\"starting runner\" cmd=\"/usr/bin/ollama runner --model "
+	        "/m --port 41221\"",
+	        "time=2025-10-02T08:15:01.200Z level=ERROR source=sched.go:2 "
+	        "msg=\"memory layout cannot be allocated\" memory.InputWeights="
+	        "\"411 MiB\"",
+	        NULL};
+	static const char *const runner[] = {
+	        "time=2025-10-02T08:15:01.200Z level=ERROR source=runner.go:3 "
+	        "msg=\"insufficient memory - required allocations\" "
+	        "gpu=\"20.1 GiB\"",
+	        NULL};
+	static const char *const cuda[] = {
+	        "Traceback (most recent call last):",
+	        "  File \"/opt/app/server.py\", line 88, in run_batch",
+	        "RuntimeError: CUDA error: out of memory", NULL};
+	static const char *const hip[] = {
+	        "torch.OutOfMemoryError: HIP out of memory. Tried to allocate "
+	        "4.00 GiB. GPU 1 has a total capacity of 191.98 GiB of which "
+	        "1.20 GiB is free.",
+	        NULL};
+
+	feed_all(&log, v0);
+	ok(log.engine == VRT_ENGINELOG_VLLM && log.requests_by[1] == 2 &&
+	           log.have_running && log.running == 2,
+	   "vLLM V0: Added request lines count requests, its metrics the "
+	   "running ones");
+	vrt_enginelog_free(&log);
+	feed_all(&log, nokv);
+	e = fatal(&log);
+	ok(e && e->kind == VRT_ELE_NO_KV_MEMORY &&
+	           vrt_enginelog_is_refusal(e->kind),
+	   "vLLM V0: no memory for the cache blocks is a refusal");
+	vrt_enginelog_free(&log);
+	feed_all(&log, layout);
+	e = fatal(&log);
+	ok(log.engine == VRT_ENGINELOG_OLLAMA && e &&
+	           e->kind == VRT_ELE_OOM_OTHER && e->phase == VRT_PHASE_weights,
+	   "Ollama: a memory layout that cannot be allocated is a load "
+	   "failure of the weights");
+	vrt_enginelog_free(&log);
+	feed_all(&log, runner);
+	e = fatal(&log);
+	ok(e && e->kind == VRT_ELE_OOM_OTHER && e->phase == VRT_PHASE_weights,
+	   "Ollama's runner: insufficient memory for its allocations");
+	vrt_enginelog_free(&log);
+	feed_all(&log, cuda);
+	e = fatal(&log);
+	ok(e && e->kind == VRT_ELE_CUDA_ERROR && e->serving,
+	   "RuntimeError: CUDA error: out of memory under run_batch: a "
+	   "failed device call (size not printed) while serving");
+	vrt_enginelog_free(&log);
+	feed_all(&log, hip);
+	e = fatal(&log);
+	ok(e && e->kind == VRT_ELE_TORCH_OOM && e->device == 1 &&
+	           e->requested_bytes == (uint64_t)(4 * GIB) &&
+	           e->total_bytes > (uint64_t)(191.97 * GIB) &&
+	           e->total_bytes < (uint64_t)(191.99 * GIB),
+	   "PyTorch on ROCm: HIP out of memory read as CUDA's");
+	vrt_enginelog_free(&log);
+}
+
 /* issue 29: logs as people paste them */
 static void test_pasted(void)
 {
@@ -994,6 +1077,7 @@ int main(int argc, char **argv)
 	test_serving();
 	test_shapes();
 	test_pasted();
+	test_rest();
 	test_garbage();
 	printf("1..%d\n", ntests);
 	return nfailed != 0;
