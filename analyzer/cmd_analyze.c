@@ -288,21 +288,14 @@ static int log_only(const struct vrt_cmd *self, struct settings *s,
 		        name, log->binary_lines, log->lines);
 		goto out;
 	}
-	if (vrt_logrun_build(lr, log)) {
+	if (vrt_logcheck_logonly_diagnose(lc, lr, dl, dg, log, name, cfg,
+	                                  s->o.margin < 0
+	                                          ? VRT_DIAG_MARGIN_PCT
+	                                          : (unsigned)s->o.margin)) {
 		fprintf(stderr, "vramtrace: error: out of memory\n");
 		goto out;
 	}
-	vrt_logcheck_run_logonly(lc, log, name, lr, cfg);
-	vrt_logcheck_diag(lc, dl);
-	{
-		struct vrt_diag_options dopt = {
-		        s->o.margin < 0 ? VRT_DIAG_MARGIN_PCT
-		                        : (unsigned)s->o.margin,
-		        dl};
-		vrt_diagnose_run_opts(dg, &lr->t, &lr->r, cfg, &dopt);
-	}
 	dg->model.explain = s->o.explain;
-	lc->refusal_applied = dg->log_refusal;
 	{
 		struct report_job job = {s, &lr->t, &lr->r, dg, lc};
 		rc = vrt_run_write(s->o.output, write_job, &job);

@@ -604,6 +604,23 @@ static void commit_error(struct vrt_enginelog *log)
 	log->tb_phase = VRT_ELP_UNKNOWN;
 }
 
+/* A host memory allocation that failed (no device): bytes requested;
+ * recovered when the engine fell back to other memory. */
+static void host_error(struct vrt_enginelog *log, const struct lineinfo *li,
+                       int engine, uint64_t bytes, int recovered)
+{
+	struct vrt_enginelog_error *e = error(log, li, engine,
+	                                      VRT_ELE_HOST_ALLOC);
+
+	if (!e)
+		return;
+	e->requested_bytes = bytes;
+	e->have = (e->have | VRT_ELH_REQUESTED) & ~(unsigned)VRT_ELH_DEVICE;
+	e->device = -1;
+	e->recovered = recovered;
+	commit_error(log);
+}
+
 /* The last error kept, when it is of kind (0: any) and at most within
  * lines before this one; NULL otherwise. */
 static struct vrt_enginelog_error *last_error(struct vrt_enginelog *log,
@@ -1001,13 +1018,7 @@ static int llama_errors(struct vrt_enginelog *log, const struct lineinfo *li)
 		int compute = find(msg, "gallocr") != NULL;
 		p = last_error(log, VRT_ELE_CUDA_MALLOC, 4);
 		if (!gpu) {
-			if ((e = error(log, li, E, VRT_ELE_HOST_ALLOC))) {
-				e->requested_bytes = (uint64_t)c.v[0];
-				e->have |= VRT_ELH_REQUESTED;
-				e->device = -1;
-				e->have &= ~(unsigned)VRT_ELH_DEVICE;
-				commit_error(log);
-			}
+			host_error(log, li, E, (uint64_t)c.v[0], 0);
 			return 1;
 		}
 		if (p) {
@@ -1035,26 +1046,13 @@ static int llama_errors(struct vrt_enginelog *log, const struct lineinfo *li)
 	if (scan(msg, "cpu_buffer_type_alloc_buffer: failed to allocate "
 	              "buffer of size %u",
 	         &c)) {
-		if ((e = error(log, li, E, VRT_ELE_HOST_ALLOC))) {
-			e->requested_bytes = (uint64_t)c.v[0];
-			e->have = (e->have | VRT_ELH_REQUESTED) &
-			          ~(unsigned)VRT_ELH_DEVICE;
-			e->device = -1;
-			commit_error(log);
-		}
+		host_error(log, li, E, (uint64_t)c.v[0], 0);
 		return 1;
 	}
 	if (scan(msg, "host_malloc: %*failed to allocate %f MiB of pinned "
 	              "memory",
 	         &c)) {
-		if ((e = error(log, li, E, VRT_ELE_HOST_ALLOC))) {
-			e->requested_bytes = (uint64_t)(c.v[0] * MIB + 0.5);
-			e->have = (e->have | VRT_ELH_REQUESTED) &
-			          ~(unsigned)VRT_ELH_DEVICE;
-			e->device = -1;
-			e->recovered = 1;
-			commit_error(log);
-		}
+		host_error(log, li, E, (uint64_t)(c.v[0] * MIB + 0.5), 1);
 		return 1;
 	}
 	if ((scan(msg, "CUDA error: out of memory", &c) ||
@@ -1495,14 +1493,7 @@ static int rule_python_oom(struct vrt_enginelog *log, const struct lineinfo *li)
 	if (scan(msg, "DefaultCPUAllocator: can't allocate memory: you tried "
 	              "to allocate %u bytes",
 	         &c)) {
-		if ((e = error(log, li, VRT_ENGINELOG_UNKNOWN,
-		               VRT_ELE_HOST_ALLOC))) {
-			e->requested_bytes = (uint64_t)c.v[0];
-			e->have = (e->have | VRT_ELH_REQUESTED) &
-			          ~(unsigned)VRT_ELH_DEVICE;
-			e->device = -1;
-			commit_error(log);
-		}
+		host_error(log, li, VRT_ENGINELOG_UNKNOWN, (uint64_t)c.v[0], 0);
 		return 1;
 	}
 

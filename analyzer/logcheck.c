@@ -1179,3 +1179,23 @@ void vrt_logcheck_diag(const struct vrt_logcheck *lc, struct vrt_diag_log *out)
 		n->line = x->line;
 	}
 }
+
+int vrt_logcheck_logonly_diagnose(struct vrt_logcheck *lc,
+                                  struct vrt_logrun *lr,
+                                  struct vrt_diag_log *dl,
+                                  struct vrt_diagnosis *dg,
+                                  const struct vrt_enginelog *log,
+                                  const char *path,
+                                  const struct vrt_model *cfg,
+                                  unsigned margin_pct)
+{
+	struct vrt_diag_options o = {margin_pct, dl};
+
+	if (vrt_logrun_build(lr, log))
+		return -1;
+	vrt_logcheck_run_logonly(lc, log, path, lr, cfg);
+	vrt_logcheck_diag(lc, dl);
+	vrt_diagnose_run_opts(dg, &lr->t, &lr->r, cfg, &o);
+	lc->refusal_applied = dg->log_refusal;
+	return 0;
+}

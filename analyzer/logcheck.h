@@ -122,6 +122,22 @@ void vrt_logcheck_run_logonly(struct vrt_logcheck *lc,
                               const char *path, const struct vrt_logrun *lr,
                               const struct vrt_model *cfg);
 
+/*
+ * analyze --log FILE without a trace, once the log is read: the run it
+ * describes built into *lr, held into *lc, diagnosed into *dg with
+ * margin_pct (dl: the log's part of the diagnosis, kept for lc's
+ * lifetime). path names the log; cfg may be NULL. Returns 0, or -1 when
+ * out of memory (lr is then freed).
+ */
+int vrt_logcheck_logonly_diagnose(struct vrt_logcheck *lc,
+                                  struct vrt_logrun *lr,
+                                  struct vrt_diag_log *dl,
+                                  struct vrt_diagnosis *dg,
+                                  const struct vrt_enginelog *log,
+                                  const char *path,
+                                  const struct vrt_model *cfg,
+                                  unsigned margin_pct);
+
 /* The recorded failure the log's fatal error names: 1 and *index into
  * r->fails, *why a sentence (VRT_LOGCHECK_TEXT bytes, may be NULL); 0 when
  * it names none (a refusal, no error, or nothing recorded matches). */

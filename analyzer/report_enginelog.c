@@ -422,6 +422,27 @@ static const char *fact_words(int kind)
 	return NULL;
 }
 
+/* "  config: max_model_len 8192, memory_fraction 0.90" (what the log
+ * printed), or nothing. */
+static void config_text(FILE *f, const struct vrt_enginelog *log)
+{
+	int k, any = 0;
+
+	for (k = 0; k < VRT_ELC_NFIELDS; k++) {
+		if (!log->config_line[k])
+			continue;
+		fputs(any++ ? ", " : "  config: ", f);
+		if (k == VRT_ELC_MEM_FRACTION)
+			fprintf(f, "%s %.2f", vrt_enginelog_config_name(k),
+			        (double)log->config[k] / 1000);
+		else
+			fprintf(f, "%s %" PRIu64, vrt_enginelog_config_name(k),
+			        log->config[k]);
+	}
+	if (any)
+		fputc('\n', f);
+}
+
 /* analyze --log without a trace: what was read from the log, line by
  * line, in place of the trace's sections. */
 static void logonly_text(FILE *f, const struct vrt_trace *t,
@@ -430,7 +451,7 @@ static void logonly_text(FILE *f, const struct vrt_trace *t,
 	const struct vrt_enginelog *log = lc->log;
 	char b1[32];
 	size_t i;
-	int k, any = 0, dev;
+	int dev;
 
 	fputs("read from the log: ", f);
 	vrt_text_put_safe(f, lc->path, 200);
@@ -480,19 +501,7 @@ static void logonly_text(FILE *f, const struct vrt_trace *t,
 		if (!first)
 			fputc('\n', f);
 	}
-	for (k = 0; k < VRT_ELC_NFIELDS; k++) {
-		if (!log->config_line[k])
-			continue;
-		fputs(any++ ? ", " : "  config: ", f);
-		if (k == VRT_ELC_MEM_FRACTION)
-			fprintf(f, "%s %.2f", vrt_enginelog_config_name(k),
-			        (double)log->config[k] / 1000);
-		else
-			fprintf(f, "%s %" PRIu64, vrt_enginelog_config_name(k),
-			        log->config[k]);
-	}
-	if (any)
-		fputc('\n', f);
+	config_text(f, log);
 	if (log->have_ready) {
 		fprintf(f, "  ready: log line %u: ", log->ready_line);
 		vrt_text_put_safe(f, log->ready_text, 120);
@@ -531,7 +540,6 @@ void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
 	const struct vrt_enginelog *log;
 	char b1[32], b2[32];
 	size_t i;
-	int k, any = 0;
 
 	if (!lc || !lc->log)
 		return;
@@ -565,19 +573,7 @@ void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
 		        : x->allocation_failed ? "  (its allocation failed)"
 		                               : "");
 	}
-	for (k = 0; k < VRT_ELC_NFIELDS; k++) {
-		if (!log->config_line[k])
-			continue;
-		fputs(any++ ? ", " : "  config: ", f);
-		if (k == VRT_ELC_MEM_FRACTION)
-			fprintf(f, "%s %.2f", vrt_enginelog_config_name(k),
-			        (double)log->config[k] / 1000);
-		else
-			fprintf(f, "%s %" PRIu64, vrt_enginelog_config_name(k),
-			        log->config[k]);
-	}
-	if (any)
-		fputc('\n', f);
+	config_text(f, log);
 	if (log->have_ready) {
 		fprintf(f, "  ready: log line %u", log->ready_line);
 		when(f, t, log->ready_wall_ns);

@@ -115,15 +115,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!log->lines || log->bytes <= log->lines ||
 	    log->binary_lines * 2 > log->lines)
 		goto out;
-	if (vrt_logrun_build(lr, log))
+	if (vrt_logcheck_logonly_diagnose(lc, lr, dl, dg, log, "fuzz.log", NULL,
+	                                  VRT_DIAG_MARGIN_PCT))
 		goto out;
-	vrt_logcheck_run_logonly(lc, log, "fuzz.log", lr, NULL);
-	vrt_logcheck_diag(lc, dl);
-	{
-		struct vrt_diag_options dopt = {VRT_DIAG_MARGIN_PCT, dl};
-		vrt_diagnose_run_opts(dg, &lr->t, &lr->r, NULL, &dopt);
-	}
-	lc->refusal_applied = dg->log_refusal;
 	if (!vrt_diagnose_verdict_name(dg->verdict))
 		abort();
 	vrt_report_text_write(devnull, &lr->t, &lr->r, dg, lc);
