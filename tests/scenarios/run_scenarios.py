@@ -45,6 +45,7 @@ engine's version and the source files its format comes from; then:
     # numbers:    capacity=39.38GiB weights=7.64GiB inflight=12 ...
     # confidence: medium
     # advice:     --max-num-seqs 9 | expandable_segments
+    # noadvice:   lower the context | -fa on
     # evidence:   reserved_unallocated_bytes
     # exit:       1   (analyze's exit status; default 0)
 
@@ -147,7 +148,14 @@ def run_one(args, tmp, sc):
                        stderr=subprocess.PIPE, text=True, timeout=60)
     if a.returncode != 0:
         return None, "analyze failed: " + a.stderr.strip()
-    d = json.loads(a.stdout).get("diagnosis") or {}
+    got, bad = judge(json.loads(a.stdout).get("diagnosis") or {}, sc)
+    return got, "; ".join(bad)
+
+
+def judge(d, sc):
+    """The diagnosis d against the scenario: (got: verdict, detail, stage
+    and what else differs in what it must hold — evidence, confidence —,
+    bad: the advice it lacks or must not give)."""
     got = [d.get("verdict") or "?", d.get("detail") or "?",
            d.get("stage") or "?"]
     keys = {e.get("key") for e in d.get("evidence", [])}
@@ -156,12 +164,17 @@ def run_one(args, tmp, sc):
         got.append("no evidence " + ",".join(missing))
     if sc.get("confidence") and d.get("confidence") != sc["confidence"]:
         got.append(f"confidence {d.get('confidence')}")
-    missing = [w for w in sc["advice"]
-               if not any(w in x for x in d.get("actions", []))]
+    actions = d.get("actions", [])
+    bad = []
+    missing = [w for w in sc["advice"] if not any(w in x for x in actions)]
     if missing:
-        return got, ("advice lacks " + "; ".join(repr(m) for m in missing) +
-                     " (actions: " + " / ".join(d.get("actions", [])) + ")")
-    return got, ""
+        bad.append("advice lacks " + "; ".join(repr(m) for m in missing) +
+                   " (actions: " + " / ".join(actions) + ")")
+    wrong = [w for w in sc.get("noadvice", []) if any(w in x for x in actions)]
+    if wrong:
+        bad.append("advice offers " + "; ".join(repr(m) for m in wrong) +
+                   " (actions: " + " / ".join(actions) + ")")
+    return got, bad
 
 
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
@@ -183,7 +196,8 @@ def parse_log(path, root):
             k, sep, v = text.partition(":")
             k, v = k.strip(), v.strip()
             if not sep or k not in ("expect", "numbers", "confidence",
-                                    "advice", "evidence", "exit", "case"):
+                                    "advice", "noadvice", "evidence",
+                                    "exit", "case"):
                 continue
             if k == "expect":
                 sc["want"] = v.split()
@@ -193,9 +207,8 @@ def parse_log(path, root):
                     sc["numbers"][a] = b
             elif k == "evidence":
                 sc["evidence"] = v.split()
-            elif k == "advice":
-                sc["advice"] = [a.strip() for a in v.split(" | ")
-                                if a.strip()]
+            elif k in ("advice", "noadvice"):
+                sc[k] = [a.strip() for a in v.split(" | ") if a.strip()]
             elif k == "exit":
                 sc["exit"] = int(v)
             else:
@@ -280,23 +293,10 @@ def run_log(args, sc):
         return sc["want"], ""
     report = json.loads(a.stdout)
     d = report.get("diagnosis") or {}
-    got = [d.get("verdict") or "?", d.get("detail") or "?",
-           d.get("stage") or "?"]
+    got, bad = judge(d, sc)
     if d.get("source") != "log":
         return got, "diagnosis.source is not \"log\""
-    keys = {e.get("key") for e in d.get("evidence", [])}
-    missing = [k for k in sc["evidence"] if k not in keys]
-    if missing:
-        got.append("no evidence " + ",".join(missing))
-    if sc.get("confidence") and d.get("confidence") != sc["confidence"]:
-        got.append(f"confidence {d.get('confidence')}")
-    bad = check_numbers(report, sc["numbers"])
-    missing = [w for w in sc["advice"]
-               if not any(w in x for x in d.get("actions", []))]
-    if missing:
-        bad.append("advice lacks " + "; ".join(repr(m) for m in missing) +
-                   " (actions: " + " / ".join(d.get("actions", [])) + ")")
-    return got, "; ".join(bad)
+    return got, "; ".join(check_numbers(report, sc["numbers"]) + bad)
 
 
 def right(want, got, note=""):
