@@ -395,11 +395,17 @@ void sim_log_kv(int rank, size_t bytes)
 		                       : L.c.max_model_len);
 		llama("llama_kv_cache: %10s KV buffer size = %8.2f MiB",
 		      rank ? "CUDA1" : "CUDA0", b / MIB);
+		/* cells per stream (one stream a sequence: the cache holds
+		 * cells x streams tokens), as llama_kv_cache prints them */
 		llama("llama_kv_cache: size = %7.2f MiB (%6d cells, %3d "
 		      "layers, %2d/%d seqs), K (f16): %7.2f MiB, V (f16): %7.2f "
 		      "MiB",
-		      b / MIB, L.c.max_model_len, L.c.layers, L.c.max_num_seqs,
-		      L.c.max_num_seqs, b / 2 / MIB, b / 2 / MIB);
+		      b / MIB,
+		      L.c.max_num_seqs ? L.c.max_model_len / L.c.max_num_seqs
+		                       : L.c.max_model_len,
+		      L.c.layers, L.c.max_num_seqs,
+		      L.c.max_num_seqs ? L.c.max_num_seqs : 1, b / 2 / MIB,
+		      b / 2 / MIB);
 		break;
 	}
 }
