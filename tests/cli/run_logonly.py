@@ -28,26 +28,7 @@ import sys
 import tempfile
 import time
 
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, name, detail=""):
-        self.n += 1
-        if cond:
-            print(f"ok {self.n} - {name}")
-        else:
-            self.failed += 1
-            print(f"not ok {self.n} - {name}")
-            for line in str(detail).splitlines()[:40]:
-                print(f"# {line}")
-        sys.stdout.flush()
-
-    def done(self):
-        print(f"1..{self.n}")
-        return 1 if self.failed else 0
+from run_cli import Tap  # the same TAP writer as the other cli tests
 
 
 def run(args, stdin=None, timeout=60):
