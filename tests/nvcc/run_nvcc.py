@@ -13,7 +13,11 @@ Each case (CASES below) runs one program with one card of the fake driver
   1. the program passes its own checks bare: every runtime call returned
      what a CUDA runtime returns (the program exits 1 otherwise);
   2. the same under `vramtrace record`, with the same calls and results
-     in the same order (the preload is transparent);
+     in the same order (the preload is transparent), and the runtime's
+     look-ups in the resolver log as libcudart 13 makes them (one dlsym
+     of cuGetProcAddress_v2, every allocation entry point through the
+     resolver, each answered with the preload's wrapper:
+     tests/realcuda/resolvelog_check.py);
   3. `vramtrace analyze --format json` against the program's log
      (rt_common.h: alloc/free/oom/fail lines): per device and family,
      host family, the OOMs and the number of failures, exactly
@@ -40,7 +44,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "preload"))
 sys.path.insert(0, os.path.join(HERE, "..", "gpu"))
+sys.path.insert(0, os.path.join(HERE, "..", "realcuda"))
 import harness  # noqa: E402
+import resolvelog_check  # noqa: E402
 import run_case  # noqa: E402
 import run_gpu  # noqa: E402
 
@@ -175,6 +181,25 @@ def check_phases(tap, phases, rep):
            f"({len(phases)} steps)", "\n".join(diffs))
 
 
+def check_resolve(tap, rundir):
+    """The runtime reached the driver as libcudart 13 does: one dlsym of
+    cuGetProcAddress_v2, every allocation entry point through the
+    resolver (flags 2 too), each answered with the preload's wrapper."""
+    logs = sorted(f for f in os.listdir(rundir) if f.endswith(".resolve"))
+    if len(logs) != 1:
+        tap.ok(False, "one resolver log", f"found {logs}")
+        return
+    with open(os.path.join(rundir, logs[0])) as f:
+        rows = resolvelog_check.parse_log(f.read())
+    errors, wrapped = resolvelog_check.check(
+        rows, must_ask=resolvelog_check.MUST_ASK,
+        must_dlsym=["cuGetProcAddress_v2"])
+    tap.ok(not errors and wrapped,
+           f"the driver reached as libcudart does: {len(rows)} look-ups, "
+           f"{len(wrapped)} answered with the preload's wrappers",
+           "\n".join(errors[:20]))
+
+
 def run_one(a, tap, tmp, i, spec):
     prog, case, env_extra, extra, values, notices = spec
     exe = a.progs.get(prog)
@@ -193,10 +218,12 @@ def run_one(a, tap, tmp, i, spec):
     for mode in ("bare", "record"):
         log = os.path.join(tmp, f"{i}-{mode}.log")
         cmd = [exe, "--case", case] + extra + ["--out", log]
+        run_env = env
         if mode == "record":
             rundir = os.path.join(tmp, f"{i}-run")
             cmd = [a.vramtrace, "record", "-o", rundir, "--"] + cmd
-        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
+            run_env = dict(env, VRAMTRACE_RESOLVE_LOG="1")
+        p = subprocess.run(cmd, env=run_env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, timeout=100)
         notes = [ln for ln in p.stderr.splitlines()
                  if ln.startswith(("fakecudart:", "fakecublas:"))]
@@ -206,6 +233,7 @@ def run_one(a, tap, tmp, i, spec):
                f"{mode}: the fake runtime's notices are {notices}",
                "\n".join(notes))
         out[mode] = run_gpu.read_evlog(log)
+    check_resolve(tap, rundir)
     bare, rec = calls(out["bare"]), calls(out["record"])
     tap.ok(bare and bare == rec,
            f"the same {len(bare)} calls and results under the preload",

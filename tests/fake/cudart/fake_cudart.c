@@ -40,6 +40,9 @@
  *   - graphs: stream capture (modes and the calls they forbid), explicit
  *     nodes (kernel, memset, memcpy, host, empty), instantiate, update,
  *     launch (host nodes run, copies and sets as above, kernels nothing);
+ *     a stream-ordered allocation or free on a capturing stream reaches
+ *     the driver at capture, once, as under the real runtime (the fake
+ *     driver allocates then; launches reuse the graph's memory);
  *   - errors: the thread's last error, names and strings for every code;
  *   - every other export is a stub that answers cudaErrorNotSupported and
  *     says once on stderr which call it was (cudart_stubs.h).
@@ -989,6 +992,7 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
 
 struct CUgraph_st;
 static cudaError_t capture_node(struct rt_stream *r, const void *tmpl);
+static void graph_free(cudaGraph_t g);
 
 /* A copy or set on a stream: captured as a node when the stream is
  * capturing, else done now (streams never have work in flight). */
@@ -1897,12 +1901,19 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
 	e = rt_err(D.StreamDestroy(stream));
 	if (e != cudaSuccess)
 		return ret(e);
+	/* A capture going on ends with its stream (and its graph). */
 	pthread_mutex_lock(&g_lock);
 	r = map_del(&g_streams, stream);
-	if (r && r->capturing == cudaStreamCaptureStatusActive &&
-	    r->capture_mode == cudaStreamCaptureModeGlobal)
-		g_global_captures--;
+	if (r && r->capturing) {
+		if (r->capture_mode == cudaStreamCaptureModeGlobal)
+			g_global_captures--;
+		if (r->capture_mode != cudaStreamCaptureModeRelaxed &&
+		    pthread_equal(r->capture_thread, pthread_self()))
+			tls_strict_captures--;
+	}
 	pthread_mutex_unlock(&g_lock);
+	if (r && r->graph)
+		graph_free(r->graph);
 	free(r);
 	return cudaSuccess;
 }
