@@ -20,9 +20,10 @@
  *   - pinned host memory is real, page-aligned memory as the real
  *     driver's is (callers touch it; ggml asserts its alignment), counted
  *     with registered ranges against FAKECUDA_HOST_MEM; managed memory is
- *     real memory too (mapped, not reserved: an "80 GiB" managed
- *     allocation costs only the pages touched), since host code reads and
- *     writes it, but charged to its device like any device allocation;
+ *     real memory too, since host code reads and writes it, but charged
+ *     to its device like any device allocation; both are mapped, not
+ *     reserved (see map_and_file), so an "80 GiB" allocation costs only
+ *     the pages touched;
  *   - each card answers cuDeviceGetAttribute as an H100-, A100- or L4-like
  *     card does (FAKECUDA_CARD: compute capability, SMs, shared memory,
  *     L2, clocks; see g_cards), VMM support included (FAKECUDA_VMM=0: the
@@ -844,41 +845,47 @@ static CUresult bench_pool_alloc(CUdeviceptr *dptr, unsigned long long bytes,
 	return CUDA_SUCCESS;
 }
 
-/* Managed memory: host code touches it, so it is real memory, mapped
- * without reserving swap (only touched pages cost anything), at the
- * address mmap picks; charged to device ord like any device allocation. */
+/* The second half of an allocation of real memory (pinned or managed:
+ * host code touches it) whose bytes the caller has charged under g_lock:
+ * the pages are mapped (outside the lock), not reserved, so only touched
+ * pages cost anything, page-aligned as the real driver's are, and never
+ * filled by the C library (MALLOC_PERTURB_ would write every byte of a
+ * malloc'd block); then the mapping is filed in the table. NULL when
+ * either fails, the charge given back. */
+static void *map_and_file(int space, int dev, int kind,
+                          unsigned long long bytes,
+                          unsigned long long *charge)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	int ok;
+	pthread_mutex_lock(&g_lock);
+	ok = p != MAP_FAILED && table_add(space, (uintptr_t)p, bytes, dev, kind);
+	if (!ok)
+		*charge -= bytes;
+	pthread_mutex_unlock(&g_lock);
+	if (!ok && p != MAP_FAILED)
+		munmap(p, bytes);
+	return ok ? p : NULL;
+}
+
+/* Managed memory, charged to device ord like any device allocation. */
 static CUresult managed_alloc(CUdeviceptr *dptr, unsigned long long bytes,
                               int ord)
 {
 	struct fake_dev *d = &g_dev[ord];
-	void *p = MAP_FAILED;
-	CUresult r = CUDA_SUCCESS;
+	void *p = NULL;
+	int fit;
 	*dptr = 0;
 	pthread_mutex_lock(&g_lock);
-	if (!fits(d, bytes)) {
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-	} else {
-		d->live += bytes; /* held while mapping, outside the lock */
-	}
+	fit = fits(d, bytes);
+	if (fit)
+		d->live += bytes;
 	pthread_mutex_unlock(&g_lock);
-	if (r == CUDA_SUCCESS)
-		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	pthread_mutex_lock(&g_lock);
-	if (r == CUDA_SUCCESS &&
-	    (p == MAP_FAILED ||
-	     !table_add(SP_DEV, (uintptr_t)p, bytes, ord, K_MANAGED))) {
-		d->live -= bytes;
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	pthread_mutex_unlock(&g_lock);
-	if (r != CUDA_SUCCESS && p != MAP_FAILED)
-		munmap(p, bytes);
-	else if (r == CUDA_SUCCESS)
+	if (fit && (p = map_and_file(SP_DEV, ord, K_MANAGED, bytes, &d->live)))
 		*dptr = (uintptr_t)p;
-	dbg("cuMemAllocManaged(%llu) dev %d -> %d 0x%llx", bytes, ord, (int)r,
-	    (unsigned long long)*dptr);
-	return r;
+	dbg("cuMemAllocManaged(%llu) dev %d -> %p", bytes, ord, p);
+	return p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -1637,6 +1644,7 @@ static int host_fits(unsigned long long bytes)
 static CUresult host_alloc(void **pp, size_t bytesize, const char *api)
 {
 	void *p = NULL;
+	int fit;
 	CUresult r = check_init();
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -1646,20 +1654,14 @@ static CUresult host_alloc(void **pp, size_t bytesize, const char *api)
 		return CUDA_ERROR_INVALID_VALUE;
 	*pp = NULL;
 	pthread_mutex_lock(&g_lock);
-	/* Page-aligned, as the real driver's pinned pages are. */
-	if (!host_fits(bytesize) ||
-	    posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), bytesize)) {
-		p = NULL;
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-	} else if (!table_add(SP_PINNED, (uintptr_t)p, bytesize, -1, K_HOST)) {
-		free(p);
-		p = NULL;
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-	} else {
+	fit = host_fits(bytesize);
+	if (fit)
 		g_host_live += bytesize;
-		*pp = p;
-	}
 	pthread_mutex_unlock(&g_lock);
+	if (fit && (p = map_and_file(SP_PINNED, -1, K_HOST, bytesize,
+	                             &g_host_live)))
+		*pp = p;
+	r = p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 	dbg("%s(%zu) -> %d %p", api, bytesize, (int)r, p);
 	return r;
 }
@@ -1679,6 +1681,7 @@ CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 CUresult cuMemFreeHost(void *p)
 {
 	struct entry *e;
+	unsigned long long size = 0;
 	CUresult r = check_init();
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -1691,11 +1694,13 @@ CUresult cuMemFreeHost(void *p)
 	if (!e) {
 		r = CUDA_ERROR_INVALID_VALUE;
 	} else {
-		g_host_live -= e->size;
+		size = e->size;
+		g_host_live -= size;
 		table_del(e);
-		free(p);
 	}
 	pthread_mutex_unlock(&g_lock);
+	if (r == CUDA_SUCCESS)
+		munmap(p, size);
 	dbg("cuMemFreeHost(%p) -> %d", p, (int)r);
 	return r;
 }
