@@ -35,7 +35,8 @@
  *   - stream-ordered pools keep freed bytes up to their release threshold
  *     (PyTorch's cudaMallocAsync backend sets it to UINT64_MAX) and give
  *     them back on a synchronize or cuMemPoolTrimTo (see
- *     struct CUmemPoolHandle_st).
+ *     struct CUmemPoolHandle_st); cuMemAllocAsync takes from the device's
+ *     current pool (its default one until cuDeviceSetMemPool);
  *   - CUDA_VISIBLE_DEVICES as the real driver reads it: a comma list of
  *     physical indexes or UUID prefixes ("GPU-5a..."), renumbered from 0
  *     in the order given; the list stops at the first entry that names no
@@ -70,8 +71,10 @@
  * not reused).
  *
  * Threads: any thread may call anything. One mutex (g_lock) guards all
- * mutable driver state: the allocation table, per-device live bytes and
- * bump pointers, VMM reservations and mappings, pools and host bytes.
+ * mutable driver state: the allocation table (streams included), per-
+ * device live bytes and bump pointers, VMM reservations and mappings,
+ * pools (and each device's current one) and host bytes; mmap and munmap
+ * of pinned and managed pages happen outside it.
  * The environment is parsed under pthread_once; g_inited is an atomic set
  * once by cuInit. The current context is a thread-local pointer. In
  * benchmark mode cuMemAlloc_v2/cuMemFree_v2 touch only thread-local state
