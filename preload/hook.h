@@ -285,12 +285,15 @@ void vrt_hook_env_init(const char *run_dir);
 char *const *vrt_hook_env_fix(char *const envp[], struct vrt_hook_env *b);
 void vrt_hook_env_release(struct vrt_hook_env *b);
 
-/* hook_libc.c: calls fn for every accepted connection still open (its
- * listening fd, enum vrt_net_kind, whether a request is in flight on it),
- * each under its connection's lock: fn must not do I/O on it. For the
+/* hook_libc.c: calls conn for every accepted connection still open (its
+ * listening fd, enum vrt_net_kind), then req for each request in flight
+ * on it (its HTTP/2 stream or 0, its VRT_NET_F_* flags), each connection
+ * under its lock: the functions must not do I/O on it. For the
  * snapshot. */
-void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
-                                        int busy, void *arg),
+void vrt_hook_libc_each_conn(void (*conn)(int fd, int listener, int kind,
+                                          void *arg),
+                             void (*req)(int fd, uint32_t stream,
+                                         unsigned flags, void *arg),
                              void *arg);
 
 /* hook_lib.c: the libc dlsym behind our interposed one (hook_libc.c).

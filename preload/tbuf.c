@@ -391,9 +391,11 @@ static size_t put_s(uint8_t *p, int64_t v)
 	return vrt_put_svarint(p, v);
 }
 
-static size_t put_text(uint8_t *p, const char *s)
+static size_t put_text(uint8_t *p, const char *s, size_t given)
 {
-	size_t len = s ? strnlen(s, VRT_EV_TEXT_MAX) : 0;
+	size_t len = given ? (given < VRT_EV_TEXT_MAX ? given : VRT_EV_TEXT_MAX)
+	             : s  ? strnlen(s, VRT_EV_TEXT_MAX)
+	                  : 0;
 	size_t n = put_u(p, len);
 	if (len)
 		memcpy(p + n, s, len);
@@ -432,18 +434,27 @@ static size_t encode_body(uint8_t *p, const struct vrt_ev *ev)
 			n += put_u(p + n, ev->size); /* held */
 		return n;
 	case VRT_REC_MARK:
-		return n + put_text(p + n, ev->text);
+		return n + put_text(p + n, ev->text, ev->text_len);
 	case VRT_REC_NET:
 		n += put_u(p + n, ev->op);
 		n += put_u(p + n, ev->addr);
 		n += put_u(p + n, ev->aux);
-		if (ev->kind)
+		/* The appended fields, as far as one is not 0. */
+		if (ev->stream || ev->nflags || ev->val || ev->text) {
 			n += put_u(p + n, ev->kind);
+			n += put_u(p + n, ev->stream);
+			n += put_u(p + n, ev->nflags);
+			n += put_u(p + n, ev->val);
+			if (ev->text)
+				n += put_text(p + n, ev->text, ev->text_len);
+		} else if (ev->kind) {
+			n += put_u(p + n, ev->kind);
+		}
 		return n;
 	case VRT_REC_PROC:
 		n += put_u(p + n, ev->op);
 		n += put_u(p + n, ev->addr);
-		return n + put_text(p + n, ev->text);
+		return n + put_text(p + n, ev->text, ev->text_len);
 	case VRT_REC_SAMPLE:
 		memcpy(p + n, ev->blob, ev->blob_len);
 		return n + ev->blob_len;
