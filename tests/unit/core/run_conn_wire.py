@@ -3,15 +3,20 @@
 fed with bytes written by real protocol libraries: Python's h2 (Debian's
 python3-h2) plays gRPC clients and servers, so the HPACK it reads is a
 real encoder's (Huffman-coded paths, dynamic-table indexes for repeats),
-and the frames are split at every byte boundary and at random ones.
+and the frames are split at every byte boundary and at random ones;
+Python's ssl (OpenSSL) makes real TLS 1.2 and 1.3 handshakes and records,
+whose requests are inferred by turns; a protocol of its own is too.
 TAP output; exit 77 (skipped) when no python3 here has h2.
 
     run_conn_wire.py CONN_FEED
 """
 import os
 import random
+import shutil
+import ssl
 import subprocess
 import sys
+import tempfile
 
 try:
     import h2.config
@@ -223,7 +228,113 @@ def h2c_upgrade():
     return chunks
 
 
+def tls_session(version, cert, key):
+    """A TLS connection: handshake, then three requests in turn (the
+    second answered in two writes), as (op, bytes) chunks, times apart."""
+    sctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    sctx.load_cert_chain(cert, key)
+    sctx.minimum_version = sctx.maximum_version = version
+    cctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    cctx.check_hostname = False
+    cctx.verify_mode = ssl.CERT_NONE
+    cctx.minimum_version = cctx.maximum_version = version
+    ci, co, si, so = (ssl.MemoryBIO() for _ in range(4))
+    c = cctx.wrap_bio(ci, co, server_side=False)
+    s = sctx.wrap_bio(si, so, server_side=True)
+    chunks = []
+
+    def c2s():
+        data = co.read()
+        if data:
+            si.write(data)
+            chunks.append(("R", data))
+
+    def s2c():
+        data = so.read()
+        if data:
+            ci.write(data)
+            chunks.append(("W", data))
+
+    for _ in range(10):
+        for end in (c, s):
+            try:
+                end.do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+        c2s()
+        s2c()
+        try:
+            c.do_handshake()
+            s.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            continue
+    # let the server's post-handshake flight (tickets) go out
+    try:
+        s.read(1)
+    except ssl.SSLWantReadError:
+        pass
+    s2c()
+    for i, parts in enumerate((1, 2, 1)):
+        c.write(b"GENERATE %d tokens please" % i)
+        c2s()
+        try:
+            s.read(100)
+        except ssl.SSLWantReadError:
+            pass
+        for k in range(parts):
+            s.write(b"answer part %d" % k)
+            s2c()
+    chunks.append(("C", b""))
+    return chunks
+
+
+def tls_cases():
+    if not shutil.which("openssl"):
+        print("# no openssl command: TLS cases skipped")
+        return
+    d = tempfile.mkdtemp()
+    cert, key = os.path.join(d, "c.pem"), os.path.join(d, "k.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+                    "-subj", "/CN=127.0.0.1"], check=True,
+                   capture_output=True)
+    for name, v in (("TLS 1.3", ssl.TLSVersion.TLSv1_3),
+                    ("TLS 1.2", ssl.TLSVersion.TLSv1_2)):
+        ev = run(script(tls_session(v, cert, key), random.Random(5)))
+        begins = [e for e in ev if e[0] == "BEGIN"]
+        ends = [e for e in ev if e[0] == "END"]
+        ok(len(begins) == 3 and all(e[2] == 2 for e in begins),
+           f"{name}: three requests inferred, the handshake none "
+           f"({len(begins)})")
+        ok(len(ends) == 3 and ev[-1] == ("inflight", 0),
+           f"{name}: each ends (the next turn, the close)")
+    shutil.rmtree(d)
+
+
+def raw_protocol():
+    """A protocol of its own: a request, an answer in three writes, the
+    next request after a pause, a close while a request waits."""
+    return [("R", b"\x01\x00\x10req-one"), ("W", b"\x02part1"),
+            ("W", b"\x02part2"), ("W", b"\x03end"),
+            ("R", b"\x01\x00\x10req-two"), ("R", b"more bytes"),
+            ("W", b"\x03end"), ("R", b"\x01\x00\x10req-three"),
+            ("C", b"")]
+
+
 def main():
+    tls_cases()
+    ev = run(script(raw_protocol(), "whole"))
+    ops = [(e[0], e[2]) for e in ev if e[0] != "inflight"]
+    ok(ops == [("PROTO", 16), ("BEGIN", 2), ("ANSWER", 2), ("END", 2),
+               ("BEGIN", 2), ("ANSWER", 2), ("END", 2), ("BEGIN", 2),
+               ("END", 2)],
+       f"raw protocol: requests by turns, answers marked, a close ends "
+       f"the one waiting ({ops})")
+    ends = [e for e in ev if e[0] == "END"]
+    ok([e[5] for e in ends] == [1000, 1000, 0],
+       f"raw protocol: an end says how long ago the answer's last write "
+       f"was ({[e[5] for e in ends]})")
     for how in ("whole", "bytes", "random"):
         split = random.Random(7) if how == "random" else how
         check_grpc(run(script(grpc_conversation(), split)), how)
