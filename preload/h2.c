@@ -7,7 +7,7 @@
  * HEADERS and CONTINUATION payloads are looked into, by a byte-at-a-time
  * HPACK walker (RFC 7541 section 6) that reads integers, strings and, for
  * Huffman-coded strings, the canonical code of the RFC's appendix B, bit by
- * bit from three small tables. A walker that meets something it cannot
+ * bit from its tables (common/hpack.c). A walker that meets something it cannot
  * read (an integer too long, the EOS symbol) gives up paths for the rest
  * of the connection; streams are still counted, since their frames need
  * no HPACK.
@@ -16,6 +16,7 @@
  */
 #include "h2.h"
 
+#include "hpack.h"
 #include "reqpath.h"
 
 #include <string.h>
@@ -59,46 +60,6 @@ enum field { FD_OTHER = 0, FD_PATH = 1, FD_METHOD = 2 };
 #define C_METHOD 2
 #define C_GET    1
 #define C_HEAD   2
-
-/* The Huffman code of RFC 7541 appendix B is canonical: per code length,
- * how many symbols have it, the first code of that length, where its
- * symbols start in syms (sorted by length, then value). */
-static const uint8_t hcount[31] = {0,  0,  0,  0,  0,  10, 26, 32,
-                                   6,  0,  5,  3,  2,  6,  2,  3,
-                                   0,  0,  0,  3,  8,  13, 26, 29,
-                                   12, 4,  15, 19, 29, 0,  4};
-static const uint32_t hfirst[31] = {
-        0,        0,         0,         0,         0,         0,
-        20,       92,        248,       508,       1016,      2042,
-        4090,     8184,      16380,     32764,     65534,     131068,
-        262136,   524272,    1048550,   2097116,   4194258,   8388568,
-        16777194, 33554412,  67108832,  134217694, 268435426, 536870910,
-        1073741820};
-static const uint16_t hoffset[31] = {0,   0,   0,   0,   0,   0,   10,  36,
-                                     68,  74,  74,  79,  82,  84,  90,  92,
-                                     95,  95,  95,  95,  98,  106, 119, 145,
-                                     174, 186, 190, 205, 224, 253, 253};
-static const uint16_t hsyms[257] = {
-        48,  49,  50,  97,  99,  101, 105, 111, 115, 116, 32,  37,  45,
-        46,  47,  51,  52,  53,  54,  55,  56,  57,  61,  65,  95,  98,
-        100, 102, 103, 104, 108, 109, 110, 112, 114, 117, 58,  66,  67,
-        68,  69,  70,  71,  72,  73,  74,  75,  76,  77,  78,  79,  80,
-        81,  82,  83,  84,  85,  86,  87,  89,  106, 107, 113, 118, 119,
-        120, 121, 122, 38,  42,  44,  59,  88,  90,  33,  34,  40,  41,
-        63,  39,  43,  124, 35,  62,  0,   36,  64,  91,  93,  126, 94,
-        125, 60,  96,  123, 92,  195, 208, 128, 130, 131, 162, 184, 194,
-        224, 226, 153, 161, 167, 172, 176, 177, 179, 209, 216, 217, 227,
-        229, 230, 129, 132, 133, 134, 136, 146, 154, 156, 160, 163, 164,
-        169, 170, 173, 178, 181, 185, 186, 187, 189, 190, 196, 198, 228,
-        232, 233, 1,   135, 137, 138, 139, 140, 141, 143, 147, 149, 150,
-        151, 152, 155, 157, 158, 165, 166, 168, 174, 175, 180, 182, 183,
-        188, 191, 197, 231, 239, 9,   142, 144, 145, 148, 159, 171, 206,
-        215, 225, 236, 237, 199, 207, 234, 235, 192, 193, 200, 201, 202,
-        205, 210, 213, 218, 219, 238, 240, 242, 243, 255, 203, 204, 211,
-        212, 214, 221, 222, 223, 241, 244, 245, 246, 247, 248, 250, 251,
-        252, 253, 254, 2,   3,   4,   5,   6,   7,   8,   11,  12,  14,
-        15,  16,  17,  18,  19,  20,  21,  23,  24,  25,  26,  27,  28,
-        29,  30,  31,  127, 220, 249, 10,  13,  22,  256};
 
 static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define PREFACE_LEN (sizeof(preface) - 1)
@@ -299,9 +260,9 @@ static void huff_byte(struct vrt_h2 *h, unsigned b)
 		h->hcode = h->hcode << 1 | ((b >> bit) & 1);
 		h->hlen++;
 		if (h->hlen >= 5 && h->hlen <= 30) {
-			uint32_t i = h->hcode - hfirst[h->hlen];
-			if (h->hcode >= hfirst[h->hlen] && i < hcount[h->hlen]) {
-				unsigned sym = hsyms[hoffset[h->hlen] + i];
+			uint32_t i = h->hcode - vrt_hpack_hfirst[h->hlen];
+			if (h->hcode >= vrt_hpack_hfirst[h->hlen] && i < vrt_hpack_hcount[h->hlen]) {
+				unsigned sym = vrt_hpack_hsyms[vrt_hpack_hoffset[h->hlen] + i];
 				if (sym == 256) {
 					lost(h);
 					return;
