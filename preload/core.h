@@ -316,6 +316,30 @@ void vrt_tbuf_set_fold(int on);
  * Writer thread only. */
 void vrt_tbuf_collect(struct vrt_chunk **out);
 
+/* A hooked GPU call in progress on this thread, from before the runtime's
+ * call until its event is recorded: a thread whose allocation failed waits
+ * (vrt_tbuf_wait_calls) for the calls other threads have in progress, so
+ * an allocation the driver had counted when it answered the failure's
+ * free-memory probe is stamped before the failure, never after it (the
+ * replay would otherwise take it for another process's memory). Points
+ * into the thread's tbuf; NULL until it has one. Hot path: one TLS load
+ * and one store. */
+extern VRT_TLS _Atomic uint32_t *vrt_tbuf_calling VRT_HIDDEN;
+void vrt_tbuf_call_first(void); /* a thread's first call: its tbuf */
+static inline void vrt_tbuf_call(uint32_t on)
+{
+	_Atomic uint32_t *p = vrt_tbuf_calling;
+	if (VRT_LIKELY(p))
+		atomic_store_explicit(p, on,
+		                      on ? memory_order_relaxed
+		                         : memory_order_release);
+	else if (on)
+		vrt_tbuf_call_first();
+}
+/* Waits until no other thread is inside a hooked call it was in when this
+ * was called, at most max_ns. From the failing call's hook. */
+void vrt_tbuf_wait_calls(uint64_t max_ns);
+
 /* Returns chunks to the pool. Writer thread only. */
 void vrt_tbuf_release(struct vrt_chunk *list);
 

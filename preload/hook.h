@@ -141,6 +141,7 @@ static inline int vrt_hook_fail_device(struct vrt_hook_vendor *v, int dev)
 		return NI;                                                     \
 	if ((skip) || !vrt_hook_enter())                                       \
 		return real_ args;                                             \
+	vrt_tbuf_call(1);                                                      \
 	__typeof__(real_ args) r_ = real_ args
 
 /* An allocation on device dev (evaluated once, after the call) handing out
@@ -257,6 +258,7 @@ static inline int vrt_hook_enter_if_on(void)
 
 static inline void vrt_hook_leave(void)
 {
+	vrt_tbuf_call(0);
 	vrt_in_hook = 0;
 }
 
