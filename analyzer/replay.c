@@ -363,6 +363,7 @@ struct state {
 	 * successful and failed allocations of a load phase, the last
 	 * connection accepted from outside the run */
 	int64_t last_load_ts, last_load_fail_ts, last_accept_ts;
+	int legacy_conns; /* an older writer's connections were counted */
 };
 
 /* ---- names --------------------------------------------------------------- */
@@ -1886,6 +1887,10 @@ static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
 			r->connections++;
 			if (e->proc < s->nprocs)
 				s->conns[e->proc]++;
+			/* an older writer's connection: its only request */
+			s->legacy_conns = 1;
+			if (e->ts > s->last_accept_ts)
+				s->last_accept_ts = e->ts;
 		} else {
 			r->requests++;
 		}
@@ -2537,10 +2542,12 @@ static void settle_ready(struct state *s)
 	} else if (best && s->last_load_ts != INT64_MIN &&
 	           s->last_accept_ts > s->last_load_ts &&
 	           s->last_load_fail_ts < s->last_load_ts &&
-	           (r->uncounted_connections || r->inferred_requests)) {
-		/* No request answered that could be read: the load phases
-		 * ended, then a client connected, and nothing of the load
-		 * failed after. */
+	           (r->uncounted_connections || r->inferred_requests ||
+	            s->legacy_conns)) {
+		/* No request answered that could be read (a protocol not
+		 * followed, turns without status, an older writer's
+		 * connections): the load phases ended, then a client
+		 * connected, and nothing of the load failed after. */
 		r->have_ready = 1;
 		r->ready_from = VRT_READY_LOAD_END;
 		r->ready_ts = s->last_load_ts;
