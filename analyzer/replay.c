@@ -2550,7 +2550,9 @@ static void settle_ready(struct state *s)
 		 * connected, and nothing of the load failed after. */
 		r->have_ready = 1;
 		r->ready_from = VRT_READY_LOAD_END;
-		r->ready_ts = s->last_load_ts;
+		/* ... and not before it listened */
+		r->ready_ts = s->last_load_ts > best->ts ? s->last_load_ts
+		                                         : best->ts;
 	}
 }
 
