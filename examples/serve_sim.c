@@ -256,23 +256,30 @@ static void load_weights(int r)
 	sim_log_weights(r, ranks[r].weights, ranks[r].free_at_init);
 }
 
-static void profile_run(int r)
+/* A dummy forward pass of --max-num-batched-tokens tokens on rank r,
+ * freed again, after emptying the cache so it measures its own peak (what
+ * it frees stays cached): vLLM's profile run (what), TGI's warm-up
+ * prefill. */
+static void dummy_batch(int r, const char *what)
 {
 	size_t act =
 	        (size_t)((double)o.batched_tokens * o.act_kib * KIB / o.tp);
 	uint64_t p;
 
 	use_rank(r);
-	/* vLLM empties the cache first so the profile measures its own peak;
-	 * what the run frees afterwards stays cached. */
 	sim_alloc_empty_cache(ranks[r].al);
 	sim_alloc_phase_push("profile");
 	if (act) {
-		tensor(r, act, &p, "profile_run");
+		tensor(r, act, &p, what);
 		sim_alloc_free(ranks[r].al, p);
 	}
 	ranks[r].profile_peak = act;
 	sim_alloc_phase_pop();
+}
+
+static void profile_run(int r)
+{
+	dummy_batch(r, "profile_run");
 }
 
 /* The KV reserve of rank r; returns its bytes. Before allocating it the
@@ -397,19 +404,7 @@ static void execute_model(int r, int n)
  * freed again (the server's warm-up, before it serves). */
 static void warmup_prefill(int r)
 {
-	size_t act =
-	        (size_t)((double)o.batched_tokens * o.act_kib * KIB / o.tp);
-	uint64_t p;
-
-	use_rank(r);
-	sim_alloc_empty_cache(ranks[r].al);
-	sim_alloc_phase_push("profile");
-	if (act) {
-		tensor(r, act, &p, "warmup");
-		sim_alloc_free(ranks[r].al, p);
-	}
-	ranks[r].profile_peak = act;
-	sim_alloc_phase_pop();
+	dummy_batch(r, "warmup");
 }
 
 static void finish(int r)

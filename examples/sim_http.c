@@ -836,33 +836,29 @@ static int set_timeout(int fd)
 	return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
+/* A connected socket to a unix socket (path) or 127.0.0.1:port. */
 static int dial_fd(const char *unix_path, int port)
 {
+	struct sockaddr_un u = {.sun_family = AF_UNIX};
+	struct sockaddr_in in = {.sin_family = AF_INET,
+	                         .sin_port = htons((uint16_t)port)};
+	struct sockaddr *a = (struct sockaddr *)&in;
+	socklen_t len = sizeof(in);
 	int fd;
 
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (unix_path) {
-		struct sockaddr_un a = {.sun_family = AF_UNIX};
-		if (strlen(unix_path) >= sizeof(a.sun_path))
+		if (strlen(unix_path) >= sizeof(u.sun_path))
 			return -1;
-		strcpy(a.sun_path, unix_path);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return -1;
-		set_timeout(fd);
-		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-			close(fd);
-			return -1;
-		}
-		return fd;
+		strcpy(u.sun_path, unix_path);
+		a = (struct sockaddr *)&u;
+		len = sizeof(u);
 	}
-	struct sockaddr_in a = {.sin_family = AF_INET,
-	                        .sin_port = htons((uint16_t)port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(a->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	set_timeout(fd);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+	if (connect(fd, a, len) < 0) {
 		close(fd);
 		return -1;
 	}
