@@ -110,8 +110,12 @@ fi
 # (skipped without them).
 # python3-yaml: parses the Kubernetes recipes of docs/deploy.md (the
 # bundle's test).
+# libssl-dev, openssl: the example servers' HTTPS (--protocol tls) and the
+# TLS records of the connection tests. python3-h2: checks the example
+# servers' own HTTP/2 frames and feeds real HTTP/2 to the request counter.
 packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3 python3-dev zstd
-          libamdhip64-5 tmux curl chromium chromium-driver python3-yaml)
+          libamdhip64-5 tmux curl chromium chromium-driver python3-yaml
+          libssl-dev openssl python3-h2)
 # bench: heaptrack (the profiler it is measured against; its column reads
 # n/a without it), util-linux (taskset pins the analyzers to one core),
 # time (/usr/bin/time -v reports their peak RSS).

@@ -2392,6 +2392,21 @@ static void with_failure(struct ctx *c)
 	const struct vrt_diag_device *heavy;
 
 	climb(c);
+	if (f->after_ready && !f->inflight && f->uncounted &&
+	    vrt_replay_phase_is_demand(f->phase)) {
+		verdict_inconclusive(
+		        c, "requests_not_counted",
+		        "the failure came while serving, over connections whose "
+		        "requests could not be counted (a protocol this trace's "
+		        "writer did not follow): how many were in flight is "
+		        "unknown, so context and concurrency cannot be told "
+		        "apart",
+		        "record with this version of vramtrace, which counts "
+		        "HTTP/2 and gRPC streams and infers the requests of "
+		        "other protocols, or bracket each request with "
+		        "vramtrace_request_begin/end");
+		return;
+	}
 	if (f->after_ready && !f->inflight &&
 	    vrt_replay_phase_is_demand(f->phase)) {
 		verdict_inconclusive(
@@ -2430,6 +2445,20 @@ static void with_failure(struct ctx *c)
 		verdict_context(c);
 	else
 		verdict_concurrency(c);
+	if (f->inflight_inferred &&
+	    (d->verdict == VRT_VERDICT_CONCURRENCY ||
+	     d->verdict == VRT_VERDICT_KV_CACHE)) {
+		evidence(d, "inflight_inferred", -1, VRT_DIAG_COUNT,
+		         f->inflight_inferred,
+		         "%" PRIu32 " of the %" PRIu32 " requests in flight were "
+		         "inferred from turn-taking (a protocol that cannot be "
+		         "read: TLS inside the server, a protocol of its own)",
+		         f->inflight_inferred, f->inflight);
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "the requests in flight were inferred from "
+		           "turn-taking, not read from the protocol: the count "
+		           "is an estimate");
+	}
 	near_miss_evidence(c);
 }
 

@@ -1349,6 +1349,7 @@ static enum vrt_load_status parse_chunk_event(struct lstate *L,
 	const uint8_t *s = NULL;
 	size_t n = 0;
 	int oom = 0;
+	uint32_t net_val = 0;
 
 	memset(&e, 0, sizeof(e));
 	switch (type) {
@@ -1356,18 +1357,33 @@ static enum vrt_load_status parse_chunk_event(struct lstate *L,
 		e.kind = VRT_EV_MARK;
 		n = get_str(c, &s);
 		break;
-	case VRT_REC_NET:
+	case VRT_REC_NET: {
+		uint64_t v = 0;
 		e.kind = VRT_EV_NET;
 		e.aux = get_u(c);
 		e.addr = get_u(c);
 		e.size = get_u(c);
-		/* Appended later: the socket's family (absent: 0). */
+		/* Appended later, each absent from older writers (0): the
+		 * socket's family, the stream, flags, val, the path. */
 		if (c->p < c->end) {
 			uint64_t k = get_u(c);
 			e.extra = k <= VRT_NET_KIND_OTHER ? (uint32_t)k
 			                                  : VRT_NET_KIND_OTHER;
 		}
+		if (c->p < c->end)
+			e.phase = (uint32_t)get_u(c);
+		if (c->p < c->end)
+			e.api = (uint16_t)(get_u(c) & 0xffff);
+		if (c->p < c->end)
+			v = get_u(c);
+		if (c->p < c->end)
+			n = get_str(c, &s);
+		/* val: an inferred end's lag is kept in microseconds */
+		if (e.aux == VRT_NET_REQ_END && (e.api & VRT_NET_F_INFERRED))
+			v /= 1000;
+		net_val = (uint32_t)(v < UINT32_MAX ? v : UINT32_MAX);
 		break;
+	}
 	case VRT_REC_PROC:
 		e.kind = VRT_EV_PROC;
 		e.aux = get_u(c);
@@ -1395,11 +1411,21 @@ static enum vrt_load_status parse_chunk_event(struct lstate *L,
 		if (oom)
 			return nomem(f, err, "strings");
 	}
+	e.device = -1;
+	if (type == VRT_REC_NET) {
+		if (n) {
+			uint32_t text = vrt_intern_bytes(t, s, n, &oom);
+			if (oom)
+				return nomem(f, err, "strings");
+			if (text < (1u << 30))
+				e.extra |= text << 2;
+		}
+		e.stack = net_val;
+	}
 	/* Open connections and requests of a snapshot are its state. */
 	if ((type == VRT_REC_NET || type == VRT_REC_REQUEST) && f->in_snap &&
 	    f->tid == f->snap_tid && !f->in_past)
 		e.flags |= VRT_EV_SNAP;
-	e.device = -1;
 	return push_event(L, f, &e, dts, rec, err);
 }
 

@@ -43,7 +43,13 @@ enum vrt_ev_kind {
 	VRT_EV_MEMINFO = 6,
 	VRT_EV_MARK = 7,     /* extra = label (string index) */
 	VRT_EV_NET = 8,      /* aux = enum vrt_net_op, addr = fd, size = arg,
-	                        extra = enum vrt_net_kind (0: not written) */
+	                        extra = enum vrt_net_kind (0: not written) |
+	                        the path (string index, 0: none) << 2,
+	                        phase = HTTP/2 stream, api = VRT_NET_F_*
+	                        flags, stack = val (REQ_END inferred: the
+	                        lag in microseconds; REQ_BEGIN: the path's
+	                        hash; ACCEPT: the peer's pid): read them with
+	                        the vrt_net_* accessors below */
 	VRT_EV_PROC = 9,     /* aux = enum vrt_proc_op, addr = pid,
 	                        extra = text (string index) */
 	VRT_EV_REQUEST = 10, /* aux = 1 begin / 2 end, addr = request id */
@@ -54,6 +60,14 @@ enum vrt_ev_kind {
 	                         phase as an ALLOC; addr = number of pairs;
 	                         extra = free api */
 };
+
+/* The appended fields of a NET event (trace_format.h), where the loader
+ * keeps them in struct vrt_event. */
+#define vrt_net_kind(e)   ((e)->extra & 3)
+#define vrt_net_text(e)   ((e)->extra >> 2)
+#define vrt_net_stream(e) ((e)->phase)
+#define vrt_net_flags(e)  ((unsigned)(e)->api)
+#define vrt_net_val(e)    ((e)->stack)
 
 #define VRT_EV_HAVE_INFO 1 /* flags: FAIL carries the driver's free/total */
 #define VRT_EV_SNAP 2 /* flags: an ALLOC of a standby snapshot, not a call;

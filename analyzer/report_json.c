@@ -315,6 +315,10 @@ static void failure(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_string(w, f->after_ready ? "request" : "load");
 		vrt_json_key(w, "inflight");
 		vrt_json_uint(w, f->inflight);
+		vrt_json_key(w, "inflight_inferred");
+		vrt_json_uint(w, f->inflight_inferred);
+		vrt_json_key(w, "uncounted_connections");
+		vrt_json_uint(w, f->uncounted);
 		by_phase(w, t, "live_by_phase", f->live_by_phase);
 		vrt_json_key(w, "fatal");
 		vrt_json_bool(w, f->fatal);
@@ -369,6 +373,39 @@ static void requests(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_uint(w, r->forwarded_proc_pid);
 	else
 		vrt_json_null(w);
+	vrt_json_key(w, "forwarded_from_pid");
+	if (r->forwarded_requests && r->forwarded_from_pid)
+		vrt_json_uint(w, r->forwarded_from_pid);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "http2_streams");
+	vrt_json_uint(w, r->stream_requests);
+	vrt_json_key(w, "inferred");
+	vrt_json_uint(w, r->inferred_requests);
+	vrt_json_key(w, "probes");
+	vrt_json_uint(w, r->probe_requests);
+	vrt_json_key(w, "internal_rpcs");
+	vrt_json_uint(w, r->internal_requests);
+	vrt_json_key(w, "uncounted_connections");
+	vrt_json_uint(w, r->uncounted_connections);
+	vrt_json_key(w, "paths");
+	vrt_json_begin_array(w);
+	for (size_t i = 0; i < r->npaths; i++) {
+		const struct vrt_replay_path *p = &r->paths[i];
+		const char *text = p->text ? vrt_load_str(t, p->text) : NULL;
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "path");
+		if (text)
+			vrt_json_string(w, text);
+		else
+			vrt_json_null(w);
+		vrt_json_key(w, "requests");
+		vrt_json_uint(w, p->requests);
+		vrt_json_key(w, "probe");
+		vrt_json_bool(w, p->probe);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
 	times(w, t, "first_request", r->have_first_request, r->first_request_ts);
 	times(w, t, "first_response", r->have_first_response, r->first_response_ts);
 	times(w, t, "first_ok_response", r->have_first_ok_response, r->first_ok_response_ts);
@@ -660,7 +697,14 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 	vrt_json_key(&w, "schema");
 	vrt_json_string(&w, "vramtrace-report/1");
 	run(&w, t);
-	times(&w, t, "server_ready", r->have_server_ready, r->server_ready_ts);
+	times(&w, t, "server_ready", r->have_ready, r->ready_ts);
+	vrt_json_key(&w, "server_ready_from");
+	if (r->have_ready)
+		vrt_json_string(&w, r->ready_from == VRT_READY_RESPONSE
+		                            ? "response"
+		                            : "load_end");
+	else
+		vrt_json_null(&w);
 	vrt_json_key(&w, "server_ready_socket");
 	if (r->have_server_ready && r->server_ready_kind)
 		vrt_json_string(&w, r->server_ready_kind == VRT_NET_KIND_INET

@@ -96,17 +96,27 @@ static void server(FILE *f, const struct vrt_trace *t,
 
 	if (r->have_server_ready)
 		fprintf(f,
-		        "server ready: %s (pid %" PRIu64 ", port %" PRIu64
+		        "server listening: %s (pid %" PRIu64 ", port %" PRIu64
 		        ")\n",
 		        secs(b, sizeof(b), t, r->server_ready_ts),
 		        t->procs[r->server_ready_proc].pid, r->server_port);
 	else
-		fprintf(f, "server ready: never (no listen() recorded)\n");
+		fprintf(f, "server listening: never (no listen() recorded)\n");
+	if (r->have_ready)
+		fprintf(f, "server ready: %s (%s)\n",
+		        secs(b, sizeof(b), t, r->ready_ts),
+		        r->ready_from == VRT_READY_RESPONSE
+		                ? "the first request answered 2xx"
+		                : "the load phases ended, then a client "
+		                  "connected");
+	else if (r->have_server_ready)
+		fprintf(f, "server ready: not seen (no request answered 2xx; "
+		           "probes do not count)\n");
 	if (r->have_recording_start)
 		fprintf(f, "recording began at %s (standby before: what was "
 		           "live then came from a snapshot)\n",
 		        secs(b, sizeof(b), t, r->recording_start_ts));
-	if (!r->connections && !r->requests) {
+	if (!r->connections && !r->requests && !r->probe_requests) {
 		fprintf(f, "requests: none recorded\n");
 		return;
 	}
@@ -120,17 +130,54 @@ static void server(FILE *f, const struct vrt_trace *t,
 	        r->connections, r->connections == 1 ? "" : "s",
 	        r->http_requests, r->http_requests == 1 ? "" : "s", r->requests,
 	        r->requests == 1 ? "" : "s");
-	if (r->other_connections)
-		fprintf(f, "; %" PRIu64 " connection%s not HTTP/1.x (not "
-		           "counted)",
-		        r->other_connections,
-		        r->other_connections == 1 ? "" : "s");
-	if (r->forwarded_requests)
+	if (r->stream_requests)
+		fprintf(f, " (%" PRIu64 " of them HTTP/2 stream%s)",
+		        r->stream_requests, r->stream_requests == 1 ? "" : "s");
+	if (r->inferred_requests)
+		fprintf(f, "; %" PRIu64 " inferred from turn-taking (a "
+		           "protocol that cannot be read: counts are "
+		           "estimates)",
+		        r->inferred_requests);
+	if (r->probe_requests)
+		fprintf(f, "; %" PRIu64 " probe%s (health, readiness, "
+		           "metrics: counted apart)",
+		        r->probe_requests, r->probe_requests == 1 ? "" : "s");
+	if (r->uncounted_connections)
+		fprintf(f, "; %" PRIu64 " connection%s whose requests could "
+		           "not be counted",
+		        r->uncounted_connections,
+		        r->uncounted_connections == 1 ? "" : "s");
+	if (r->forwarded_requests && r->forwarded_from_pid)
+		fprintf(f, "; %" PRIu64 " forwarded from PID %" PRIu64
+		           " to PID %" PRIu64 " (a hop inside the run: "
+		           "not counted again)",
+		        r->forwarded_requests, r->forwarded_from_pid,
+		        r->forwarded_proc_pid);
+	else if (r->forwarded_requests)
 		fprintf(f, "; %" PRIu64 " forwarded to PID %" PRIu64
 		           " (a back end behind the server: not counted "
 		           "again)",
 		        r->forwarded_requests, r->forwarded_proc_pid);
 	fputc('\n', f);
+	if (r->npaths) {
+		size_t i, shown = 0;
+		fputs("request paths:", f);
+		for (i = 0; i < r->npaths && shown < 6; i++) {
+			const struct vrt_replay_path *p = &r->paths[i];
+			const char *text = p->text ? vrt_load_str(t, p->text)
+			                           : NULL;
+			if (!text)
+				continue;
+			fputs(shown ? ", " : " ", f);
+			vrt_text_put_safe(f, text, 64);
+			fprintf(f, " x%" PRIu64 "%s", p->requests,
+			        p->probe ? " (probe)" : "");
+			shown++;
+		}
+		if (!shown)
+			fputs(" (not read)", f);
+		fputc('\n', f);
+	}
 	if (r->serving)
 		fprintf(f, "serving from: %s (the first request)\n",
 		        secs(b, sizeof(b), t, r->serving_ts));

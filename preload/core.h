@@ -239,6 +239,9 @@ struct vrt_ev {
 	uint8_t have_info;
 	uint8_t op;   /* NET, PROC, REQUEST */
 	uint8_t kind; /* NET LISTEN/ACCEPT: enum vrt_net_kind (0: none) */
+	uint8_t nflags;   /* NET: VRT_NET_F_* */
+	uint16_t text_len; /* text's length when it is not NUL-terminated */
+	uint32_t stream;  /* NET: HTTP/2 stream */
 	uint8_t past; /* written as a PAST record of rec, at time `at`
 	               * (NET, PROC, MEMINFO, SAMPLE) */
 	uint64_t at;
@@ -251,7 +254,9 @@ struct vrt_ev {
 	                                           * for a NET CLOSE 1 when a
 	                                           * request was in flight */
 	uint64_t free_bytes, total_bytes;
-	const char *text;    /* MARK label, PROC path; cut to VRT_EV_TEXT_MAX */
+	uint64_t val;        /* NET: the record's val field */
+	const char *text;    /* MARK label, PROC path, NET request path; cut
+	                      * to VRT_EV_TEXT_MAX */
 	const uint8_t *blob; /* SAMPLE: the encoded payload after dts */
 	uint32_t blob_len;   /* at most VRT_EV_BLOB_MAX (longer: dropped) */
 };
@@ -311,6 +316,30 @@ void vrt_tbuf_set_fold(int on);
  * Writer thread only. */
 void vrt_tbuf_collect(struct vrt_chunk **out);
 
+/* A hooked GPU call in progress on this thread, from before the runtime's
+ * call until its event is recorded: a thread whose allocation failed waits
+ * (vrt_tbuf_wait_calls) for the calls other threads have in progress, so
+ * an allocation the driver had counted when it answered the failure's
+ * free-memory probe is stamped before the failure, never after it (the
+ * replay would otherwise take it for another process's memory). Points
+ * into the thread's tbuf; NULL until it has one. Hot path: one TLS load
+ * and one store. */
+extern VRT_TLS _Atomic uint32_t *vrt_tbuf_calling VRT_HIDDEN;
+void vrt_tbuf_call_first(void); /* a thread's first call: its tbuf */
+static inline void vrt_tbuf_call(uint32_t on)
+{
+	_Atomic uint32_t *p = vrt_tbuf_calling;
+	if (VRT_LIKELY(p))
+		atomic_store_explicit(p, on,
+		                      on ? memory_order_relaxed
+		                         : memory_order_release);
+	else if (on)
+		vrt_tbuf_call_first();
+}
+/* Waits until no other thread is inside a hooked call it was in when this
+ * was called, at most max_ns. From the failing call's hook. */
+void vrt_tbuf_wait_calls(uint64_t max_ns);
+
 /* Returns chunks to the pool. Writer thread only. */
 void vrt_tbuf_release(struct vrt_chunk *list);
 
@@ -367,6 +396,14 @@ void vrt_stack_init(int mode, int max_depth);
  * be captured). From inside a hook: unwinds first, then takes stack_mu
  * only when this call site is not in the thread's cache. */
 uint32_t vrt_stack_capture(void);
+
+/* Whether the calling thread is inside a library's own plumbing: a
+ * native frame in NCCL, ZMQ, libtorch (torch.distributed's stores, gloo),
+ * MPI, UCX or Ray's core, or a Python frame of torch.distributed, zmq,
+ * ray or multiprocessing's connections. For listen(), which is rare: it
+ * unwinds and asks the loader for each frame's module (dladdr) whatever
+ * the stacks setting, and takes no lock of ours. */
+int vrt_stack_plumbing(void);
 
 /* Writer thread: writes STRING/FRAME/STACK/PHASE records for every frame
  * and stack made since the last call, through emit. */

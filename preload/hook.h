@@ -141,6 +141,7 @@ static inline int vrt_hook_fail_device(struct vrt_hook_vendor *v, int dev)
 		return NI;                                                     \
 	if ((skip) || !vrt_hook_enter())                                       \
 		return real_ args;                                             \
+	vrt_tbuf_call(1);                                                      \
 	__typeof__(real_ args) r_ = real_ args
 
 /* An allocation on device dev (evaluated once, after the call) handing out
@@ -257,6 +258,7 @@ static inline int vrt_hook_enter_if_on(void)
 
 static inline void vrt_hook_leave(void)
 {
+	vrt_tbuf_call(0);
 	vrt_in_hook = 0;
 }
 
@@ -285,12 +287,15 @@ void vrt_hook_env_init(const char *run_dir);
 char *const *vrt_hook_env_fix(char *const envp[], struct vrt_hook_env *b);
 void vrt_hook_env_release(struct vrt_hook_env *b);
 
-/* hook_libc.c: calls fn for every accepted connection still open (its
- * listening fd, enum vrt_net_kind, whether a request is in flight on it),
- * each under its connection's lock: fn must not do I/O on it. For the
+/* hook_libc.c: calls conn for every accepted connection still open (its
+ * listening fd, enum vrt_net_kind), then req for each request in flight
+ * on it (its HTTP/2 stream or 0, its VRT_NET_F_* flags), each connection
+ * under its lock: the functions must not do I/O on it. For the
  * snapshot. */
-void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
-                                        int busy, void *arg),
+void vrt_hook_libc_each_conn(void (*conn)(int fd, int listener, int kind,
+                                          void *arg),
+                             void (*req)(int fd, uint32_t stream,
+                                         unsigned flags, void *arg),
                              void *arg);
 
 /* hook_lib.c: the libc dlsym behind our interposed one (hook_libc.c).

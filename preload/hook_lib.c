@@ -320,6 +320,11 @@ void vrt_hook_fail(struct vrt_hook_vendor *v, int api, int dev, uint64_t addr,
 		ev.have_info = 1;
 		ev.free_bytes = free_b;
 		ev.total_bytes = total_b;
+		/* What other threads had allocated when the driver answered
+		 * is recorded before this failure (vrt_tbuf_call): their calls
+		 * in progress are waited for, 100 ms at most (a thread the
+		 * scheduler left off a busy machine's cores for a while). */
+		vrt_tbuf_wait_calls(100000000);
 	}
 	vrt_hook_record(&ev);
 	if (allocating && vrt_capture_on())

@@ -484,16 +484,26 @@ void vrt_live_alloc(int api, int device, uint64_t addr, uint64_t size,
 void vrt_live_event(const struct vrt_ev *ev)
 {
 	switch (ev->rec) {
-	case VRT_REC_NET:
+	case VRT_REC_NET: {
 		/* Requests, not connections: an idle keep-alive connection
-		 * counts zero; a close ends the request open on it. */
-		if (ev->op == VRT_NET_REQ_BEGIN)
+		 * counts zero; a close ends the requests open on it (size:
+		 * how many); probes and plumbing never count. */
+		int counted = !(ev->nflags &
+		                (VRT_NET_F_PROBE | VRT_NET_F_INTERNAL));
+		uint64_t n = ev->op == VRT_NET_CLOSE ? ev->size
+		             : ev->op == VRT_NET_REQ_END && counted ? 1
+		                                                    : 0;
+		if (ev->op == VRT_NET_REQ_BEGIN && counted) {
 			atomic_fetch_add(&inflight, 1);
-		else if ((ev->op == VRT_NET_REQ_END ||
-		          (ev->op == VRT_NET_CLOSE && ev->size)) &&
-		         atomic_load(&inflight))
-			atomic_fetch_sub(&inflight, 1);
+		} else if (n) {
+			uint64_t was = atomic_load(&inflight);
+			while (was && !atomic_compare_exchange_weak(
+			                      &inflight, &was,
+			                      was > n ? was - n : 0))
+				;
+		}
 		return;
+	}
 	case VRT_REC_FAIL:
 		if (ev->error == 2 /* out of memory, CUDA and HIP alike */ &&
 		    vrt_api_op(ev->api) == VRT_OP_ALLOC)

@@ -27,6 +27,7 @@
  */
 #include "clock.h"
 #include "core.h"
+#include "pathname.h"
 #include "pystack.h"
 #include "rules.h"
 
@@ -413,6 +414,55 @@ static struct {
 	char *(*demangle)(const char *, char *, size_t *, int *);
 	int demangle_looked;
 } em;
+
+/* Modules and Python files of plumbing (vrt_stack_plumbing): substrings
+ * of a module's file name, of a Python frame's file. */
+static const char *const plumbing_modules[] = {
+	"libnccl", "libzmq", "libtorch", "libc10", "libgloo", "libmpi",
+	"libucp", "libucs", "libuct", "_raylet", "libtensorpipe",
+};
+static const char *const plumbing_py[] = {
+	"torch/distributed/", "/zmq/", "/ray/", "multiprocessing/connection.py",
+	"multiprocessing/managers.py", "multiprocessing/resource_sharer.py",
+};
+
+static int any_in(const char *s, const char *const *list, size_t n)
+{
+	for (size_t i = 0; s && i < n; i++)
+		if (strstr(s, list[i]))
+			return 1;
+	return 0;
+}
+
+int vrt_stack_plumbing(void)
+{
+	void *ips[64];
+	int got = unw_backtrace(ips, 64);
+	for (int i = 0; i < got; i++) {
+		Dl_info info;
+		if ((uintptr_t)ips[i] >= self_lo && (uintptr_t)ips[i] < self_hi)
+			continue;
+		if (dladdr(ips[i], &info) && info.dli_fname &&
+		    any_in(vrt_pathname_base(info.dli_fname), plumbing_modules,
+		           sizeof(plumbing_modules) /
+		                   sizeof(plumbing_modules[0])))
+			return 1;
+	}
+	if (!python_ready())
+		return 0;
+	struct vrt_pyframe py[MAX_PY];
+	int npy = vrt_pystack_capture(py, MAX_PY);
+	for (int i = 0; i < npy; i++) {
+		char file[256], func[64];
+		int line;
+		if (vrt_pystack_describe(&py[i], file, sizeof(file), func,
+		                         sizeof(func), &line) == 0 &&
+		    any_in(file, plumbing_py,
+		           sizeof(plumbing_py) / sizeof(plumbing_py[0])))
+			return 1;
+	}
+	return 0;
+}
 
 void vrt_stack_set_rules(struct vrt_rules *rules)
 {

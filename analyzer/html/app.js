@@ -141,7 +141,8 @@
   var diagnosis = isObj(R.diagnosis) ? R.diagnosis : null;
   var hasRequests = (requests.connections || 0) > 0 || (requests.annotated || 0) > 0;
   var listen = isObj(R.listen) ? R.listen : null;
-  var readyS = num(R.server_ready_s) ? R.server_ready_s : listen && num(listen.time_s) ? listen.time_s : null;
+  /* listening is not being ready (docs/requests.md) */
+  var readyS = num(R.server_ready_s) ? R.server_ready_s : null;
 
   function cmdline(p) {
     var a = arr(p.cmdline);
@@ -900,7 +901,9 @@
     if (num(R.recording_start_s)) chip('recording started at ' + secs(R.recording_start_s) + ' (what was live then comes from a snapshot)');
     chip(plural(processes.length, 'process', 'processes') + ', ' + (num(run.events) ? run.events : 0) + ' events over ' + secs(run.duration_s));
     chip(plural(devices.length, 'device'));
-    if (readyS !== null) chip('server ready at ' + secs(readyS) + (listen ? ' (pid ' + listen.pid + ', port ' + listen.port + ')' : ''));
+    if (listen && num(listen.time_s)) chip('listening at ' + secs(listen.time_s) + ' (pid ' + listen.pid + ', port ' + listen.port + ')');
+    if (readyS !== null) chip('server ready at ' + secs(readyS));
+    else if (listen) chip('server ready: not seen (no request answered 2xx)');
     else chip('no server listened');
     if (hasRequests) chip('at most ' + plural(requests.max_inflight || 0, 'request') + ' in flight');
     if (num(requests.single_request_peak_bytes))
