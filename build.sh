@@ -79,7 +79,8 @@ esac
 can_build() {
     command -v meson >/dev/null && command -v ninja >/dev/null &&
         command -v cc >/dev/null && command -v pkg-config >/dev/null &&
-        pkg-config --exists libzstd libunwind jansson
+        pkg-config --exists libzstd libunwind jansson &&
+        [ -f /usr/include/Zydis/Zydis.h ]
 }
 
 # gpu-test on a machine that has a bundle and no build tools (a GPU host
@@ -110,8 +111,13 @@ fi
 # (skipped without them).
 # python3-yaml: parses the Kubernetes recipes of docs/deploy.md (the
 # bundle's test).
+# libzydis-dev: the x86-64 decoder `vramtrace attach` moves the first
+# instructions of the functions it hooks with (headers at build time; the
+# command opens libZydis.so.4.0, which it brings, when it attaches).
+# gdb: attach's fallback injector (its test is skipped without it).
 packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3 python3-dev zstd
-          libamdhip64-5 tmux curl chromium chromium-driver python3-yaml)
+          libamdhip64-5 tmux curl chromium chromium-driver python3-yaml
+          libzydis-dev gdb)
 # bench: heaptrack (the profiler it is measured against; its column reads
 # n/a without it), util-linux (taskset pins the analyzers to one core),
 # time (/usr/bin/time -v reports their peak RSS).
@@ -123,7 +129,8 @@ fi
 # binutils, which gcc brings).
 if [ "$mode" = gpu-bundle ] || [ "$mode" = gpu-test ] ||
    [ "$mode" = install ] || [ "$mode" = bundle ]; then
-    packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3)
+    packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3
+              libzydis-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

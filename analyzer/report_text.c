@@ -102,10 +102,16 @@ static void server(FILE *f, const struct vrt_trace *t,
 		        t->procs[r->server_ready_proc].pid, r->server_port);
 	else
 		fprintf(f, "server ready: never (no listen() recorded)\n");
+	int attached = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		attached |= t->procs[i].attached;
 	if (r->have_recording_start)
-		fprintf(f, "recording began at %s (standby before: what was "
-		           "live then came from a snapshot)\n",
-		        secs(b, sizeof(b), t, r->recording_start_ts));
+		fprintf(f, "recording began at %s (%s: what was live then "
+		           "came from a snapshot)\n",
+		        secs(b, sizeof(b), t, r->recording_start_ts),
+		        attached ? "vramtrace attach, into a process that ran "
+		                   "without the preload"
+		                 : "standby before");
 	if (!r->connections && !r->requests) {
 		fprintf(f, "requests: none recorded\n");
 		return;
