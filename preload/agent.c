@@ -74,6 +74,7 @@
 #define PY_OUT_MAX      (4u << 20) /* the Python snapshot's text, at most */
 #define PY_TIMEOUT_MS   10000
 #define MAX_FRAMES      64
+#define REMAINDER_MIN   (2u << 20) /* below: noise, not a bucket */
 
 VRT_EXPORT struct vrt_attach_plan *vramtrace_agent_attach(const char *config);
 
@@ -596,6 +597,9 @@ static void seed_python(void)
 	if (!out)
 		return;
 	int rc = vrt_pyrun(py_snapshot, out, PY_OUT_MAX, PY_TIMEOUT_MS);
+	if (vrt_options_int(VRT_OPT_DEBUG))
+		vrt_capture_warn("attach: Python snapshot: %d, %zu bytes\n", rc,
+		                 rc == 1 ? strlen(out) : (size_t)0);
 	if (rc == 1 && strncmp(out, "error ", 6) != 0) {
 		for (char *line = out; line && *line;) {
 			char *next = strchr(line, '\n');
@@ -663,16 +667,23 @@ static void seed_remainder(void)
 	uint64_t phase = vrt_phase_named(VRT_BEFORE_ATTACH_PHASE);
 	for (int i = 0; i < n; i++) {
 		const struct vrt_device_info *d = &devs[i];
-		uint64_t own = 0;
+		uint64_t own = 0, live, again;
 		if (d->vendor != VRT_VENDOR_CUDA || d->ordinal < 0 ||
 		    d->ordinal >= VRT_LIVE_MAX_DEVICES)
 			continue;
+		/* The table read on both sides of the count: what the
+		 * program frees meanwhile is not taken for memory of before
+		 * (the larger reading counts). */
+		live = vrt_live_device_bytes(VRT_VENDOR_CUDA, d->ordinal);
 		if (!(d->have_uuid && vrt_sampler_own_bytes(d->uuid, &own)) &&
 		    driver_used(d->ordinal, &own))
 			continue; /* nothing known of this device */
-		uint64_t live = vrt_live_device_bytes(VRT_VENDOR_CUDA,
-		                                      d->ordinal);
-		if (own <= live)
+		again = vrt_live_device_bytes(VRT_VENDOR_CUDA, d->ordinal);
+		if (again > live)
+			live = again;
+		/* Less than a driver page is the program's calls racing
+		 * with the count, not memory of before. */
+		if (own < live + REMAINDER_MIN)
 			continue;
 		atomic_store(&held_before[d->ordinal], own - live);
 		vrt_live_alloc(VRT_API_cuMemAlloc_v2, d->ordinal,

@@ -62,8 +62,8 @@ struct job {
 
 static int find_api(void)
 {
-	void *h = vrt_pystack_init() ? vrt_pystack_handle() : NULL;
-	if (!h)
+	void *h;
+	if (!vrt_pystack_init() || !vrt_pystack_handle(&h))
 		return 0;
 #define GET(field, name) *(void **)&py.field = dlsym(h, name)
 	GET(is_initialized, "Py_IsInitialized");

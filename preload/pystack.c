@@ -433,10 +433,12 @@ int vrt_pystack_init(void)
 	return found;
 }
 
-void *vrt_pystack_handle(void)
+int vrt_pystack_handle(void **handle)
 {
-	return atomic_load_explicit(&py_ready, memory_order_acquire) ? py_handle
-	                                                             : NULL;
+	if (!atomic_load_explicit(&py_ready, memory_order_acquire))
+		return 0;
+	*handle = py_handle; /* RTLD_DEFAULT is NULL */
+	return 1;
 }
 
 unsigned vrt_pystack_version(void)

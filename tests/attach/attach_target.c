@@ -14,7 +14,9 @@
  * are numbered the same way by their own counter.
  *
  * stdin, one command per line: "counts" prints "counts A0 A1 ... P" (each
- * thread's allocations so far, then the pinned ones); "stop" ends the
+ * thread's allocations so far, then the pinned ones); "release" frees one
+ * of the 256 MiB blocks held since the start and prints "released N" (N
+ * left); "stop" ends the
  * threads, prints the final counts the same way and exits 0. It prints
  * "ready PID" once the loops run. The main thread waits in read(): a
  * thread an injector may borrow.
@@ -168,10 +170,12 @@ int main(int argc, char **argv)
 	    cu.set_current(ctx))
 		return 4;
 	/* What was allocated before any attach: the "weights". */
-	for (long i = 0; i < hold_mib / 256; i++) {
-		CUdeviceptr p;
-		if (cu.alloc(&p, 256u << 20) != CUDA_SUCCESS)
+	static CUdeviceptr held[4096];
+	long nheld = 0;
+	for (long i = 0; i < hold_mib / 256 && i < 4096; i++) {
+		if (cu.alloc(&held[nheld], 256u << 20) != CUDA_SUCCESS)
 			return 3;
+		nheld++;
 	}
 	pthread_t th[MAX_THREADS];
 	for (int t = 0; t < nthreads; t++)
@@ -182,10 +186,16 @@ int main(int argc, char **argv)
 	}
 	char line[256];
 	while (fgets(line, sizeof(line), stdin)) {
-		if (!strncmp(line, "counts", 6))
+		if (!strncmp(line, "counts", 6)) {
 			print_counts("counts");
-		else if (!strncmp(line, "stop", 4))
+		} else if (!strncmp(line, "release", 7) && nheld) {
+			if (cu.free(held[--nheld]) != CUDA_SUCCESS)
+				abort();
+			printf("released %ld\n", nheld);
+			fflush(stdout);
+		} else if (!strncmp(line, "stop", 4)) {
 			break;
+		}
 	}
 	atomic_store(&stopping, 1);
 	for (int t = 0; t < nthreads; t++)

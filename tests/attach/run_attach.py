@@ -21,6 +21,19 @@ Cases (--case):
            alive and exits 0 with its counts, and every cycle's trace
            holds each thread's calls with none missing between its first
            and last.
+  pycycles the same for py_target.py (Python threads calling the driver
+           through ctypes pointers), its snapshot taken at every attach.
+  snapshot what was there before: attach_target's 1 GiB as before_attach
+           (NVML's count for the process), shrunk by the frees of what it
+           held (PREFREE); py_target's weights and KV cache named from the
+           frames of the torch stand-in's allocator history, or one
+           before_attach bucket without history; and a released KV cache
+           leaving the run.
+  serve    the Done-when case: examples/attach_sim/serve.py started
+           without the preload, attached, one request alone, then four at
+           once run the card out of memory: analyze says concurrency, with
+           the weights and the KV reserve on the ladder from the snapshot,
+           nothing charged to other processes.
 
 Exits 77 (skipped) where this machine forbids ptrace or is not x86-64.
 """
@@ -33,6 +46,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -57,9 +71,11 @@ def ptrace_allowed():
 
 
 class Target:
-    """attach_target started without the preload, commands on its stdin."""
+    """attach_target (or py_target.py) started without the preload,
+    commands on its stdin."""
 
-    def __init__(self, a, tmp, args=(), fake_dir=None, env_extra=None):
+    def __init__(self, a, tmp, args=(), fake_dir=None, env_extra=None,
+                 python=False):
         env = dict(os.environ)
         for k in list(env):
             if k.startswith("VRAMTRACE_") or k == "LD_PRELOAD":
@@ -68,7 +84,8 @@ class Target:
             env.get("LD_LIBRARY_PATH", "")
         env.update(env_extra or {})
         self.log = open(os.path.join(tmp, "target.out"), "w+")
-        self.p = subprocess.Popen([a.target] + list(args),
+        exe = [sys.executable, a.py_target] if python else [a.target]
+        self.p = subprocess.Popen(exe + list(args),
                                   stdin=subprocess.PIPE, stdout=self.log,
                                   stderr=subprocess.STDOUT, text=True,
                                   env=env)
@@ -83,6 +100,16 @@ class Target:
 
     def alive(self):
         return self.p.poll() is None
+
+    def send(self, line, reply, tries=100):
+        """Writes a command; waits for a line starting with reply."""
+        n = len([x for x in self.output().splitlines()
+                 if x.startswith(reply)])
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        return poll(lambda: len([x for x in self.output().splitlines()
+                                 if x.startswith(reply)]) > n,
+                    tries=tries, delay=0.05)
 
     def counts(self):
         self.p.stdin.write("counts\n")
@@ -333,8 +360,184 @@ def case_control(a, tmp):
           "the process and its workers exit 0")
 
 
-def case_cycles(a, tmp):
-    t = Target(a, tmp, ["--threads", "8", "--hold-mib", "512"])
+def analyze_json(a, run):
+    p = subprocess.run([a.vramtrace, "analyze", "--format", "json", run],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=120)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        print(p.stdout + p.stderr)
+        return {}
+
+
+def phase_end(rep, phase, dev=0):
+    """A phase's live bytes at the end of the run on device dev."""
+    for d in rep.get("devices", []):
+        if d.get("id") == dev:
+            return d.get("phases", {}).get(phase, {}).get("live_bytes_end",
+                                                          0)
+    return None
+
+
+def attach_until(a, pid, run, during, *extra):
+    """attach PID until `vramtrace ctl RUN stop`, calling during() once
+    the agent records; the attach command's exit status and output."""
+    p = subprocess.Popen([a.vramtrace, "attach", str(pid), "-o", run] +
+                         list(extra), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    poll(lambda: glob.glob(os.path.join(run, "*.ctl")), tries=200,
+         delay=0.05)
+    time.sleep(0.5)  # the snapshot
+    during()
+    time.sleep(0.3)
+    vt(a, "ctl", run, "stop")
+    try:
+        out, _ = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+    print(out)
+    return p.returncode, out
+
+
+def case_snapshot(a, tmp):
+    GIB, MIB = 1 << 30, 1 << 20
+    # A C program: NVML's count for it is all there is to know.
+    t = Target(a, tmp, ["--threads", "2", "--hold-mib", "1024"])
+    run = os.path.join(tmp, "c")
+    rc, out = attach_until(a, t.pid, run,
+                           lambda: (t.send("release", "released"),
+                                    t.send("release", "released")))
+    check(rc == 0, "attach to a C program holding 1 GiB")
+    rep = analyze_json(a, run)
+    before = None
+    for d in rep.get("devices", []):
+        if d.get("id") == 0:
+            before = d.get("phases", {}).get("before_attach", {})
+    # NVML's count and the table are read a moment apart while two
+    # threads allocate: a few KiB either way.
+    check(before and abs(before.get("peak_bytes", 0) - GIB) < MIB,
+          f"the bucket is the 1 GiB it held ({before})")
+    check(before and abs(before.get("peak_bytes", 0) -
+                         before.get("live_bytes_end", 0) - 512 * MIB) < 1024,
+          f"two frees of what it held (PREFREE) shrink it by 512 MiB "
+          f"({before})")
+    diag = rep.get("diagnosis", {})
+    check(diag.get("verdict") != "other_processes",
+          f"nothing is blamed on other processes ({diag.get('verdict')})")
+    t.stop()
+    # Python with the allocator's history: its segments named.
+    t = Target(a, tmp, ["--threads", "2"], python=True)
+    run = os.path.join(tmp, "py")
+    rc, out = attach_until(a, t.pid, run,
+                           lambda: t.send("release", "released"))
+    check(rc == 0, "attach to a Python program using the torch stand-in")
+    rep = analyze_json(a, run)
+    w = None
+    for d in rep.get("devices", []):
+        if d.get("id") == 0:
+            w = d.get("phases", {})
+    print(json.dumps(w))
+    check(w and w.get("weights", {}).get("live_bytes_end") == GIB,
+          "its weights (1 GiB) are named weights from the frames the "
+          "allocator kept")
+    check(w and w.get("kv_cache", {}).get("peak_bytes") == 2 * GIB,
+          "its KV cache (2 GiB) is named kv_cache")
+    check(w and w.get("kv_cache", {}).get("live_bytes_end") == 0,
+          "and its release leaves the run (the segments' frees)")
+    check(w and not w.get("before_attach", {}).get("peak_bytes"),
+          "nothing is left unattributed")
+    rc, final = t.stop()
+    check(rc == 0, f"the Python program exits 0 ({rc})")
+    # Without the history: one bucket of its own.
+    t = Target(a, tmp, ["--threads", "1", "--no-history"], python=True)
+    run = os.path.join(tmp, "nohist")
+    rc, out = vt(a, "attach", str(t.pid), "-o", run, "--duration", "1")
+    check(rc == 0, "attach without the allocator's history")
+    rep = analyze_json(a, run)
+    check(phase_end(rep, "before_attach") == 3 * GIB,
+          "its 3 GiB of segments are before_attach "
+          f"({phase_end(rep, 'before_attach')})")
+    t.stop()
+
+
+def case_serve(a, tmp):
+    env = dict(os.environ, LD_LIBRARY_PATH=a.fake_dir, FAKECUDA_MEM="16G")
+    for k in list(env):
+        if k.startswith("VRAMTRACE_") or k == "LD_PRELOAD":
+            env.pop(k)
+    log = open(os.path.join(tmp, "serve.out"), "w+")
+    srv = subprocess.Popen([sys.executable, a.serve, "--port", "0"],
+                           stdout=log, stderr=subprocess.STDOUT, env=env)
+
+    def ready():
+        log.flush()
+        log.seek(0)
+        m = re.search(r"ready (\d+) (\d+)", log.read())
+        return m and (int(m.group(1)), int(m.group(2)))
+    got = poll(ready, tries=200, delay=0.05)
+    check(bool(got), "the example server started without the preload")
+    if not got:
+        srv.kill()
+        return
+    port, pid = got
+    run = os.path.join(tmp, "serve")
+    p = subprocess.Popen([a.vramtrace, "attach", str(pid), "-o", run],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    poll(lambda: glob.glob(os.path.join(run, "*.ctl")), tries=200,
+         delay=0.05)
+    time.sleep(0.5)
+
+    def post():
+        import urllib.request
+        try:
+            urllib.request.urlopen(urllib.request.Request(
+                f"http://127.0.0.1:{port}/v1/completions", data=b"{}"),
+                timeout=30).read()
+        except Exception:
+            pass  # the server dies of the out-of-memory error
+    post()
+    ths = [threading.Thread(target=post) for _ in range(4)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    try:
+        rc_srv = srv.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        srv.kill()
+        rc_srv = "running"
+    check(rc_srv == 1, f"four requests at once ran it out of memory (exit "
+          f"{rc_srv})")
+    try:
+        out, _ = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+    print(out)
+    check(p.returncode == 0 and "ended while recorded" in out,
+          "attach saw the server end and exited 0")
+    rep = analyze_json(a, run)
+    diag = rep.get("diagnosis", {})
+    print(json.dumps(diag, indent=1)[:3000])
+    check(diag.get("verdict") == "concurrency",
+          f"the verdict is concurrency ({diag.get('verdict')})")
+    ladder = {r.get("rung"): r.get("bytes") for r in diag.get("ladder", [])}
+    GIB = 1 << 30
+    check(ladder.get("weights") == 6 * GIB,
+          f"the weights (6 GiB) are on the ladder from the snapshot "
+          f"({ladder.get('weights')})")
+    check((ladder.get("reserves") or 0) >= 7 * GIB,
+          f"so is the KV reserve (7 GiB) ({ladder.get('reserves')})")
+    check(not ladder.get("baseline"),
+          f"nothing is charged to other processes ({ladder.get('baseline')})")
+
+
+def case_cycles(a, tmp, python=False):
+    t = Target(a, tmp, ["--threads", "4"] if python else
+               ["--threads", "8", "--hold-mib", "512"], python=python)
     slow = []
     failed = 0
     t0 = time.monotonic()
@@ -366,18 +569,25 @@ def case_cycles(a, tmp):
     total = sum(int(x) for x in final.split()[1:-1]) if final else 0
     check(0 < allocs <= total, f"the recorded allocations ({allocs}) are "
           f"among the {total} the threads counted")
+    if python:
+        rep = analyze_json(a, os.path.dirname(files[-1])) if files else {}
+        check(phase_end(rep, "weights") == 1 << 30,
+              "the last cycle's snapshot still names the weights")
 
 
 def main():
-    ap = options("--vramtrace", "--target", "--dump", "--fake-dir",
-                 "--odd-dir", "--preload", "--tmp-root", "--case")
+    ap = options("--vramtrace", "--target", "--py-target", "--serve",
+                 "--dump", "--fake-dir", "--odd-dir", "--preload",
+                 "--tmp-root", "--case")
     ap.add_argument("--cycles", type=int, default=200)
     a = ap.parse_args()
     if not ptrace_allowed():
         print("skip: ptrace is not permitted here (or not x86-64)")
         return 77
     cases = {"basic": case_basic, "refuse": case_refuse,
-             "control": case_control, "cycles": case_cycles}
+             "control": case_control, "cycles": case_cycles,
+             "pycycles": lambda a, tmp: case_cycles(a, tmp, python=True),
+             "snapshot": case_snapshot, "serve": case_serve}
     return scratch(a, f"attach-{a.case}-", lambda tmp: cases[a.case](a, tmp))
 
 
