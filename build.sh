@@ -189,7 +189,11 @@ make_bundle() {
     rm -rf "$dir"
     mkdir -p "$dir/bin" "$dir/lib"
     cp "$build/analyzer/vramtrace" "$build/tests/gpu/gpu_driver" "$dir/bin/"
-    cp "$build/preload/libvramtrace.so" "$dir/lib/"
+    cp "$build/preload/libvramtrace.so" "$build/preload/libvramtrace_agent.so" "$dir/lib/"
+    # attach's check: its target and checker, and the decoder it opens.
+    cp "$build/tests/attach/attach_target" "$build/tests/attach/dump_events" "$dir/bin/"
+    so=$(ldconfig -p | awk '/libZydis\.so\.4\.0 / {print $NF; exit}')
+    if [ -n "$so" ]; then cp -L "$so" "$dir/lib/"; fi
     for f in "$build"/tests/realcuda/cudart_mem-* "$build/tests/gpu/gpu_runtime"; do
         if [ -f "$f" ]; then cp "$f" "$dir/bin/"; fi
     done

@@ -7,7 +7,10 @@
 
 #include <Zydis/Zydis.h>
 
+#include "paths.h"
+
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,10 +32,20 @@ int vrt_relocate_init(char *why, size_t len)
 	static const char *const names[] = {"libZydis.so.4.0", "libZydis.so.4",
 	                                    "libZydis.so", NULL};
 	void *h = NULL;
+	char self[PATH_MAX], path[PATH_MAX + 64];
 	if (zy.loaded)
 		return 0;
 	for (int i = 0; names[i] && !h; i++)
 		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	/* A bundle carries it beside its libraries (docs/deploy.md). */
+	if (!h && !vrt_paths_self_dir(self)) {
+		static const char *const rel[] = {"../lib/vramtrace", "../lib"};
+		for (int i = 0; i < 2 && !h; i++) {
+			snprintf(path, sizeof(path), "%s/%s/%s", self, rel[i],
+			         names[0]);
+			h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		}
+	}
 	if (!h) {
 		snprintf(why, len,
 		         "the Zydis disassembler library (libZydis.so.4.0) is "
