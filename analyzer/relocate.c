@@ -267,9 +267,9 @@ int vrt_relocate(const uint8_t *code, size_t len, uint64_t entry,
 		pos += x->i.length;
 		nmoved++;
 		if (is_end(x) && pos - out->skip < JMP_LEN)
-			return refuse(out, "it ends (or leaves) after %u bytes, "
+			return refuse(out, "it ends (or leaves) %u bytes in, "
 			                   "before the jump's 5",
-			              pos);
+			              pos - out->skip);
 	}
 	out->moved = pos - out->skip;
 	if (out->moved > VRT_ATTACH_ORIG_MAX)
