@@ -79,7 +79,7 @@
 VRT_EXPORT struct vrt_attach_plan *vramtrace_agent_attach(const char *config);
 
 static struct vrt_attach_plan plan;
-static char cfg[VRT_ATTACH_CONFIG_MAX + 1];
+static char cfg[VRT_ATTACH_CONFIG_MAX + 2]; /* two NULs end it */
 static int set_up;
 static pid_t attacher;
 static struct vrt_fd attacher_fd = VRT_FD_NONE;
@@ -114,7 +114,7 @@ static void cfg_parse(const char *config)
 	for (size_t i = 0; i < n; i++)
 		if (cfg[i] == '\n')
 			cfg[i] = 0;
-	cfg[n + 1 <= VRT_ATTACH_CONFIG_MAX ? n + 1 : n] = 0;
+	cfg[n + 1] = 0;
 }
 
 /* ---- where things are ---------------------------------------------------- */
@@ -779,8 +779,6 @@ static void *agent_main(void *arg)
 			    !flag(&plan.stop_requested))
 				set_flag(&plan.stop_requested);
 			sleep_ms(WATCH_MS);
-			if (vrt_capture_tick)
-				vrt_capture_tick();
 		}
 	}
 	/* Detached, or the attacher is gone (killed): every wrapper passes
