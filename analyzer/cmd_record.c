@@ -98,46 +98,10 @@ static void forward_signal(int sig)
 }
 
 /* Finds the library to preload; fills path (PATH_MAX bytes) with its
- * absolute path, or prints why not. VRAMTRACE_PRELOAD, else next to this
- * executable in a build tree (../preload/), else an install's directory
- * (paths.h). */
+ * absolute path, or prints why not (paths.h). */
 static int find_preload(char *path)
 {
-	const char *env = getenv("VRAMTRACE_PRELOAD");
-	char self[PATH_MAX], dirs[VRT_PATHS_MAX + 1][PATH_MAX];
-	char cand[PATH_MAX], looked[(VRT_PATHS_MAX + 1) * 128];
-	int n = 0;
-	size_t used = 0;
-
-	if (env && *env) {
-		if (access(env, R_OK) || !realpath(env, path)) {
-			fprintf(stderr,
-			        "vramtrace: error: %s: cannot use "
-			        "VRAMTRACE_PRELOAD: %s\n",
-			        env, strerror(errno));
-			return -1;
-		}
-		return 0;
-	}
-	if (!vrt_paths_self_dir(self) &&
-	    !vrt_paths_join(dirs[n], self, "../preload"))
-		n++;
-	n += vrt_paths_install_dirs("", dirs + n);
-	looked[0] = '\0';
-	for (int i = 0; i < n; i++) {
-		if (!vrt_paths_join(cand, dirs[i], PRELOAD_NAME) &&
-		    !access(cand, R_OK) && realpath(cand, path))
-			return 0;
-		if (used < sizeof(looked))
-			used += (size_t)snprintf(looked + used,
-			                         sizeof(looked) - used, "%s%s",
-			                         i ? ", " : "", dirs[i]);
-	}
-	fprintf(stderr,
-	        "vramtrace: error: %s: not found: looked in %s; set "
-	        "VRAMTRACE_PRELOAD to its path\n",
-	        PRELOAD_NAME, looked);
-	return -1;
+	return vrt_paths_find_lib(PRELOAD_NAME, "VRAMTRACE_PRELOAD", path);
 }
 
 /* 1 if dir holds *.vtrace files, 0 if not, -1 on error. */

@@ -383,6 +383,8 @@ struct terms {
 	int one_how;
 	uint64_t one_growth; /* its share of the growth: beyond what is kept */
 	uint64_t room;       /* capacity - baseline - weights - reserves */
+	uint64_t before; /* held before `vramtrace attach`, unattributed:
+	                    counted with the reserves */
 };
 
 /* One change the advice offers: what to do, what it costs, and how dear
@@ -695,6 +697,7 @@ static void climb(struct ctx *c)
 	x->graph = live[VRT_PHASE_cuda_graph];
 	x->comm = live[VRT_PHASE_comm];
 	x->profile = live[VRT_PHASE_profile];
+	x->before = live[VRT_LOAD_PHASE_BEFORE_ATTACH];
 	/* The per-request phases: what loading left there (a reserve), what
 	 * a caching allocator kept from earlier requests, and what the
 	 * requests in flight grew beyond that. In a load all of it is the
@@ -761,7 +764,8 @@ static void climb(struct ctx *c)
 	}
 	bytes[VRT_RUNG_BASELINE] = c->other;
 	bytes[VRT_RUNG_WEIGHTS] = x->weights;
-	bytes[VRT_RUNG_RESERVES] = x->kv + x->graph + x->comm + x->load_buffers;
+	bytes[VRT_RUNG_RESERVES] =
+	        x->kv + x->graph + x->comm + x->load_buffers + x->before;
 	bytes[VRT_RUNG_ACTIVATIONS] = x->profile + x->cache + x->one_growth;
 	bytes[VRT_RUNG_INFLIGHT] = x->growth - x->one_growth;
 	d->have_ladder = 1;
@@ -811,6 +815,32 @@ static void failure_confidence(struct ctx *c)
 		           "vramtrace record): the last failure PID %" PRIu64
 		           " did not recover from is taken as fatal",
 		           p->pid);
+}
+
+/* A process recorded from an attach: what it held before and the snapshot
+ * could not attribute is its own (never another process's), counted with
+ * the reserves; it decides nothing unless the budget that broke is among
+ * weights and reserves, which it then cannot tell apart. */
+static void before_attach(struct ctx *c)
+{
+	const struct vrt_replay_failure *f = c->f;
+
+	if (!c->x.before)
+		return;
+	evidence(c->d, "before_attach_bytes", f->device, VRT_DIAG_BYTES,
+	         c->x.before,
+	         "%s on device %d was held before vramtrace attach began "
+	         "recording and could not be attributed (no allocator "
+	         "snapshot named it): this process's own, counted with the "
+	         "reserves",
+	         SZ(c->x.before), f->device);
+	if (c->d->rung == VRT_RUNG_WEIGHTS || c->d->rung == VRT_RUNG_RESERVES)
+		confidence(c, VRT_CONFIDENCE_LOW,
+		           "%s held before the attach cannot be split into "
+		           "weights and reserves, and the broken budget is "
+		           "among them: record the server from its start "
+		           "(vramtrace record) to tell them apart",
+		           SZ(c->x.before));
 }
 
 /* How sure the ladder's verdict is. */
@@ -2431,6 +2461,7 @@ static void with_failure(struct ctx *c)
 		return;
 	}
 	ladder_confidence(c);
+	before_attach(c);
 	heavy = not_sharded(c, &want);
 	if ((heavy && heavy->device == f->device) ||
 	    d->rung == VRT_RUNG_WEIGHTS)

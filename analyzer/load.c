@@ -672,7 +672,9 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 	pr->ppid = get_u(c);
 	pr->start_wall_ns = (int64_t)get_u(c);
 	pr->start_mono_ns = (int64_t)get_u(c);
-	pr->started_in_standby = (get_u(c) & VRT_HEADER_STANDBY) != 0;
+	uint64_t hflags = get_u(c);
+	pr->started_in_standby = (hflags & VRT_HEADER_STANDBY) != 0;
+	pr->attached = (hflags & VRT_HEADER_ATTACHED) != 0;
 	n = get_str(c, &s);
 	pr->host = dup_bytes(s, n);
 	n = get_str(c, &s);
@@ -1220,7 +1222,8 @@ static enum vrt_load_status parse_event(struct lstate *L, struct vrt_trace *t,
 		e.aux = get_u(c);
 		break;
 	case VRT_REC_UNMAP:
-		e.kind = VRT_EV_UNMAP;
+	case VRT_REC_PREFREE:
+		e.kind = type == VRT_REC_UNMAP ? VRT_EV_UNMAP : VRT_EV_PREFREE;
 		e.addr = get_u(c);
 		e.size = get_u(c);
 		break;
@@ -1596,6 +1599,7 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 		case VRT_REC_UNMAP:
 		case VRT_REC_FAIL:
 		case VRT_REC_MEMINFO:
+		case VRT_REC_PREFREE:
 			if (!f->have_chunk) {
 				st = rec_error(f, err, (uint64_t)(rec - buf),
 				               "event before any CHUNK");

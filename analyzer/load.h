@@ -59,6 +59,9 @@ enum vrt_ev_kind {
 	                         api = alloc api, device, size, aux, stack,
 	                         phase as an ALLOC; addr = number of pairs;
 	                         extra = free api */
+	VRT_EV_PREFREE = 14,  /* a free of memory held before an attach
+	                         (PREFREE record): addr, size = the bytes the
+	                         driver said it held, device where */
 };
 
 /* The appended fields of a NET event (trace_format.h), where the loader
@@ -133,12 +136,17 @@ struct vrt_stack {
 /*
  * Phases as the analyzer names them: index 0..VRT_PHASE_BUILTIN_MAX are
  * the fixed ids of trace_format.h, VRT_LOAD_PHASE_INFERRED_KV is kv_cache
- * tagged by evidence (reported "kv_cache (inferred)"), custom names from
+ * tagged by evidence (reported "kv_cache (inferred)"),
+ * VRT_LOAD_PHASE_BEFORE_ATTACH what an attach found held, custom names from
  * PHASE records or rules follow. At most VRT_LOAD_MAX_PHASES; names past
  * that share the last index, "other".
  */
 #define VRT_LOAD_PHASE_INFERRED_KV      8
 #define VRT_LOAD_PHASE_INFERRED_KV_NAME "kv_cache (inferred)"
+/* What a process held before `vramtrace attach` and the snapshot could not
+ * attribute (trace_format.h's VRT_BEFORE_ATTACH_PHASE): the process's own,
+ * loading's, never a request's. */
+#define VRT_LOAD_PHASE_BEFORE_ATTACH    9
 #define VRT_LOAD_MAX_PHASES             32
 
 struct vrt_failinfo {
@@ -187,6 +195,8 @@ struct vrt_process {
 	int started_in_standby; /* HEADER flag VRT_HEADER_STANDBY: capture
 	                         * began in standby (only kept facts before
 	                         * its first snapshot) */
+	int attached; /* HEADER flag VRT_HEADER_ATTACHED: `vramtrace attach`
+	               * began the capture in a running process */
 	int exit_kind;   /* enum vrt_exit_kind, from "<pid>.exit" */
 	int exit_code;   /* exit status or signal number */
 };

@@ -364,6 +364,15 @@ struct state {
 	 * connection accepted from outside the run */
 	int64_t last_load_ts, last_load_fail_ts, last_accept_ts;
 	int legacy_conns; /* an older writer's connections were counted */
+	/* per process and device, the address of what an attach found held
+	 * there and could not name (its snapshot's before_attach ALLOC),
+	 * which PREFREE events shrink */
+	struct before_at {
+		uint32_t proc;
+		int32_t device;
+		uint64_t addr;
+	} *before;
+	size_t nbefore;
 };
 
 /* ---- names --------------------------------------------------------------- */
@@ -673,7 +682,7 @@ static inline int slot_is_demand(uint32_t slot)
 {
 	return slot == VRT_PHASE_unattributed || slot == VRT_PHASE_forward ||
 	       slot == VRT_PHASE_workspace ||
-	       slot > VRT_LOAD_PHASE_INFERRED_KV;
+	       slot > VRT_LOAD_PHASE_BEFORE_ATTACH;
 }
 
 int vrt_replay_phase_is_demand(unsigned slot)
@@ -1406,6 +1415,22 @@ static int snapshot_reset(struct state *s, uint32_t proc)
 	return 0;
 }
 
+/* A snapshot's before_attach allocation: where PREFREE events of its
+ * process and device find it. 0, or -1 when out of memory. */
+static int remember_before(struct state *s, const struct vrt_event *e)
+{
+	struct before_at b = {e->proc, e->device, e->addr};
+	size_t i;
+
+	for (i = 0; i < s->nbefore; i++)
+		if (s->before[i].proc == e->proc &&
+		    s->before[i].device == e->device) {
+			s->before[i] = b;
+			return 0;
+		}
+	return push((void **)&s->before, &s->nbefore, &b, sizeof(b));
+}
+
 static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 {
 	uint32_t o, old;
@@ -1447,6 +1472,9 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 	ob = &s->objs[o];
 	if (!(e->flags & VRT_EV_SNAP))
 		count(s, ob, 0, 1);
+	else if (ob->slot == VRT_LOAD_PHASE_BEFORE_ATTACH && e->addr < 4096 &&
+	         remember_before(s, e))
+		return -1;
 	charge(s, ob, e->ts);
 	if ((e->flags & VRT_EV_SNAP) && ob->charged && ob->device >= 0 &&
 	    (size_t)ob->device < s->r->ndevices) {
@@ -1462,6 +1490,39 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 	if (fam != VRT_FAM_VA && !(e->flags & VRT_EV_SNAP))
 		alloc_noted(s, e, phase_slot(e->phase), fam);
 	return 0;
+}
+
+static void on_free(struct state *s, const struct vrt_event *e, int fam);
+
+/* PREFREE: a free of memory an attached process held before the attach.
+ * The snapshot's allocation of that address when there is one; else the
+ * driver's size of it comes off the process's before_attach allocation on
+ * the device (trace_format.h). */
+static void on_prefree(struct state *s, const struct vrt_event *e, int fam)
+{
+	uint32_t o = NONE;
+	struct obj *ob;
+	uint64_t take;
+	size_t i;
+
+	if (table_get(s, e->proc, (uint8_t)space_of(fam), e->addr) != NONE) {
+		on_free(s, e, fam);
+		return;
+	}
+	for (i = 0; i < s->nbefore && o == NONE; i++)
+		if (s->before[i].proc == e->proc &&
+		    s->before[i].device == e->device)
+			o = table_get(s, e->proc, SP_PTR, s->before[i].addr);
+	if (o == NONE) {
+		s->r->unmatched_frees++;
+		return;
+	}
+	ob = &s->objs[o];
+	count(s, ob, 1, 1);
+	take = e->size < ob->size ? e->size : ob->size;
+	discharge(s, ob);
+	ob->size -= take;
+	charge(s, ob, e->ts);
 }
 
 /* SNAPSHOT end: the devices it named hold what the run held then. */
@@ -1803,6 +1864,12 @@ static void on_meminfo(struct state *s, const struct vrt_event *e)
 	if (e->device < 0 || (size_t)e->device >= s->r->ndevices)
 		return;
 	d = &s->r->dev[e->device];
+	/* An attached process's probes count once its snapshot says what
+	 * it held: before, the driver's used bytes include what it held
+	 * before the attach, which is no other process's. */
+	if (e->proc < s->t->nprocs && s->t->procs[e->proc].attached &&
+	    !(e->proc < s->r->nprocs && s->r->procs[e->proc].have_snapshot))
+		return;
 	/* The first probe: a fact kept in standby may arrive after a later
 	 * one. */
 	if (d->have_baseline && e->ts >= d->baseline_ts)
@@ -2879,6 +2946,7 @@ static void state_free(struct state *s)
 	free(s->turns);
 	free(s->streams);
 	free(s->modes);
+	free(s->before);
 	free(s->devs);
 	free(s->sites);
 	free(s->sindex);
@@ -2930,6 +2998,10 @@ static NOINLINE int replay_one(struct state *s, const struct vrt_event *e)
 	case VRT_EV_UNMAP:
 		if (fam >= 0 && fam != VRT_FAM_NONE)
 			on_unmap(s, e);
+		return 0;
+	case VRT_EV_PREFREE:
+		if (fam >= 0 && fam != VRT_FAM_NONE)
+			on_prefree(s, e, fam);
 		return 0;
 	case VRT_EV_NET:
 		return on_net(s, e);

@@ -160,6 +160,10 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 		times(w, t, "start", 1, p->start_mono_ns);
 		vrt_json_key(w, "started_in_standby");
 		vrt_json_bool(w, p->started_in_standby);
+		if (p->attached) { /* only then: older reports stay as they are */
+			vrt_json_key(w, "attached");
+			vrt_json_bool(w, 1);
+		}
 		times(w, t, "end", p->has_trailer, p->end_mono_ns);
 		vrt_json_end_object(w);
 	}

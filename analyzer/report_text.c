@@ -112,10 +112,16 @@ static void server(FILE *f, const struct vrt_trace *t,
 	else if (r->have_server_ready)
 		fprintf(f, "server ready: not seen (no request answered 2xx; "
 		           "probes do not count)\n");
+	int attached = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		attached |= t->procs[i].attached;
 	if (r->have_recording_start)
-		fprintf(f, "recording began at %s (standby before: what was "
-		           "live then came from a snapshot)\n",
-		        secs(b, sizeof(b), t, r->recording_start_ts));
+		fprintf(f, "recording began at %s (%s: what was live then "
+		           "came from a snapshot)\n",
+		        secs(b, sizeof(b), t, r->recording_start_ts),
+		        attached ? "vramtrace attach, into a process that ran "
+		                   "without the preload"
+		                 : "standby before");
 	if (!r->connections && !r->requests && !r->probe_requests) {
 		fprintf(f, "requests: none recorded\n");
 		return;

@@ -71,6 +71,11 @@ enum vrt_option_id {
  * sees none). A bad value keeps the default and prints one warning on
  * stderr. Call once, from the constructor. Not thread-safe. */
 void vrt_options_init(void);
+/* The same from another source: get(name, arg) gives a variable's value
+ * or NULL (the agent of `vramtrace attach`: the settings the command
+ * passed, which live as long as the table). */
+void vrt_options_init_from(const char *(*get)(const char *name, void *arg),
+                           void *arg);
 long vrt_options_int(enum vrt_option_id id);
 /* The string value, or NULL when unset. */
 const char *vrt_options_str(enum vrt_option_id id);
@@ -411,6 +416,14 @@ typedef void (*vrt_stack_emit_fn)(unsigned type, const uint8_t *payload,
                                   size_t len);
 void vrt_stack_emit(vrt_stack_emit_fn emit);
 
+/* A stack of Python frames named by file, function and line, outermost
+ * first (n at most 128): its id, made as a captured one is, so the rules
+ * classify it. For frames another allocator recorded (the agent's
+ * snapshot of PyTorch's segments), never the hot path. 0 when nothing
+ * could be made. */
+uint32_t vrt_stack_python(const char *const *file, const char *const *func,
+                          const int *line, int n);
+
 /* The phase id the writer's rules gave a stack, or 0 (unattributed, or
  * not classified yet). Any thread. */
 unsigned vrt_stack_phase(uint32_t stack);
@@ -419,6 +432,10 @@ unsigned vrt_stack_phase(uint32_t stack);
  * before the writer starts. */
 struct vrt_rules;
 void vrt_stack_set_rules(struct vrt_rules *rules);
+
+/* A new trace file starts: every string, frame and stack is written into
+ * it again (ids stay). Writer thread not running (vrt_writer_start). */
+void vrt_stack_new_file(void);
 
 void vrt_stack_before_fork(void);
 void vrt_stack_after_fork_parent(void);
@@ -447,6 +464,22 @@ void vrt_sampler_before_fork(void);
 void vrt_sampler_after_fork_parent(void);
 void vrt_sampler_after_fork_child(void);
 
+/* The bytes NVML says this process holds on the device with this uuid (16
+ * raw bytes, the driver's): 1 and *bytes, or 0 when NVML cannot say (no
+ * NVML, the device or this process not listed: another PID namespace).
+ * Takes the sampler's NVML lock; any thread but a hook's. */
+int vrt_sampler_own_bytes(const unsigned char uuid[16], uint64_t *bytes);
+
+/* ---- pyrun.c (the agent only) ----------------------------------------- */
+
+/* Runs code (Python statements that leave a str in `result`) in the
+ * process's interpreter, on a thread of ours holding the GIL, waiting at
+ * most timeout_ms: 1 and the text (cut to len - 1 bytes) in out; 0 no
+ * interpreter (or it is finalizing); -1 it failed; -2 it did not finish in
+ * time (its answer is dropped when it does). One call at a time; not from
+ * a hook. */
+int vrt_pyrun(const char *code, char *out, size_t len, int timeout_ms);
+
 /* ---- symbols.c -------------------------------------------------------- */
 
 /* Name of the function containing ip in the module loaded from path at
@@ -461,11 +494,17 @@ const char *vrt_symbols_lookup(const char *path, uintptr_t base, uintptr_t ip,
  * push/pop are for the application's own calls, not for hooks. */
 void vrt_phase_push(const char *name);
 void vrt_phase_pop(void);
+/* The encoded phase of name as the recorder itself decides it (source
+ * ANNOTATION: no reader re-classifies it), a fixed or a custom one; for
+ * what the agent of `vramtrace attach` seeds. Not for hooks. */
+uint64_t vrt_phase_named(const char *name);
 /* Encoded phase (trace_format.h) the thread announced, or 0. Hot path:
  * one TLS read. */
 uint64_t vrt_phase_current(void);
 /* Writer thread: PHASE records for custom names not yet declared. */
 void vrt_phase_emit(vrt_stack_emit_fn emit);
+/* A new trace file: custom phases are declared in it again. */
+void vrt_phase_new_file(void);
 void vrt_phase_after_fork_child(void);
 
 /* ---- writer.c --------------------------------------------------------- */
@@ -488,6 +527,10 @@ int vrt_writer_start(const char *dir, int flush_ms, int zstd_level);
 /* The start time the next vrt_writer_start writes in the header, instead
  * of the moment it runs: when the process's capture began (standby). */
 void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns);
+
+/* Header flags (VRT_HEADER_*) every later vrt_writer_start adds. Set
+ * before the start. */
+void vrt_writer_set_flags(uint64_t flags);
 
 /* Copies the known device inventory (all vendors) into out; returns the
  * count. Any thread. */

@@ -47,6 +47,13 @@
  * That covers the default ./vramtrace-run-<pid> in a shared working
  * directory such as /tmp.
  *
+ * The agent of `vramtrace attach` (libvramtrace_agent.so, built from this
+ * file with VRT_AGENT) shares the set-up (vrt_entry_setup, called by its
+ * attach entry in agent.c instead of a constructor), the fork handlers
+ * (a child of an attached process records nothing), thread exit and the
+ * destructor (a process that exits while attached ends its trace
+ * cleanly); the run directory, _exit and pthread_exit are the preload's.
+ *
  * Everything here runs in the constructor, the destructor, exit or the
  * fork handlers; the state it keeps (main_gone, exiting) is atomic.
  */
@@ -74,11 +81,13 @@
 #define RULES_MAX (1u << 20)
 
 static pthread_key_t exit_key;
+#ifndef VRT_AGENT
 static char run_dir[PATH_MAX];
 /* Looked up by the constructor: a vfork child must not take the
  * loader's locks (dlsym) that a thread of its parent may hold. */
 static void (*real__exit)(int);
 static void watch_exit(void);
+#endif
 
 static void thread_exit(void *arg)
 {
@@ -142,8 +151,16 @@ static void after_fork_child(void)
 	/* After every module forgot its fds: close those still ours. */
 	vrt_fds_after_fork_child();
 	vrt_capture_forget_helpers();
+#ifdef VRT_AGENT
+	/* A child of an attached process inherits the jumps into our
+	 * wrappers, but no `vramtrace attach` watches it: it records
+	 * nothing, and its wrappers pass every call straight through. */
+	vrt_capture_fail("not recorded: a child forked after the attach");
+	vrt_capture_forget_failure();
+#endif
 }
 
+#ifndef VRT_AGENT
 /* The run directory, absolute: children that change directory still
  * write next to their parent. Exported to the environment when we chose
  * it, so the whole process tree shares one run. */
@@ -171,6 +188,8 @@ static int choose_run_dir(void)
 		setenv("VRAMTRACE_OUT", run_dir, 1);
 	return 0;
 }
+
+#endif
 
 /* The rules file: a regular file of at most RULES_MAX bytes, read
  * without blocking on a FIFO or a device. malloc'd text, or NULL with
@@ -234,6 +253,38 @@ static void load_rules(void)
 	vrt_stack_set_rules(rules);
 }
 
+int vrt_entry_setup(void)
+{
+	if (pthread_key_create(&exit_key, thread_exit) != 0 ||
+	    vrt_tbuf_init((size_t)vrt_options_int(VRT_OPT_BUFFER_MB) << 20)) {
+		fprintf(stderr, "vramtrace: warning: cannot set up capture; "
+		                "not recording\n");
+		return -1;
+	}
+	vrt_tbuf_set_fold((int)vrt_options_int(VRT_OPT_FOLD));
+	vrt_batch_set((int)vrt_options_int(VRT_OPT_BATCH));
+	vrt_stack_init((int)vrt_options_int(VRT_OPT_STACKS),
+	               (int)vrt_options_int(VRT_OPT_STACK_DEPTH));
+	load_rules();
+	vrt_tbuf_on_claim = on_claim;
+	vrt_live_set_stack_phase(vrt_stack_phase);
+	/* Standby keeps an allocation on the current device without its
+	 * device: the live table asks each runtime by address. */
+	vrt_live_set_device_of(vrt_hook_cuda.vendor, vrt_hook_cuda.device_of);
+	vrt_live_set_device_of(vrt_hook_hip.vendor, vrt_hook_hip.device_of);
+	vrt_standby_set_conns(vrt_hook_libc_each_conn);
+	/* Stopped in this order at shutdown; the sampler starts first
+	 * (with the mode). */
+	vrt_session_register(&vrt_control_service);
+#ifndef VRT_AGENT
+	vrt_session_register(&vrt_metrics_service);
+#endif
+	vrt_session_register(&sampler_service);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	return 0;
+}
+
+#ifndef VRT_AGENT
 __attribute__((constructor)) static void vrt_entry_init(void)
 {
 	vrt_hooklib_init();
@@ -252,30 +303,8 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 		return;
 	}
 	vrt_session_set_run_dir(run_dir);
-	if (pthread_key_create(&exit_key, thread_exit) != 0 ||
-	    vrt_tbuf_init((size_t)vrt_options_int(VRT_OPT_BUFFER_MB) << 20)) {
-		fprintf(stderr, "vramtrace: warning: cannot set up capture; "
-		                "not recording\n");
+	if (vrt_entry_setup())
 		return;
-	}
-	vrt_tbuf_set_fold((int)vrt_options_int(VRT_OPT_FOLD));
-	vrt_batch_set((int)vrt_options_int(VRT_OPT_BATCH));
-	vrt_stack_init((int)vrt_options_int(VRT_OPT_STACKS),
-	               (int)vrt_options_int(VRT_OPT_STACK_DEPTH));
-	load_rules();
-	vrt_tbuf_on_claim = on_claim;
-	vrt_live_set_stack_phase(vrt_stack_phase);
-	/* Standby keeps an allocation on the current device without its
-	 * device: the live table asks each runtime by address. */
-	vrt_live_set_device_of(vrt_hook_cuda.vendor, vrt_hook_cuda.device_of);
-	vrt_live_set_device_of(vrt_hook_hip.vendor, vrt_hook_hip.device_of);
-	vrt_standby_set_conns(vrt_hook_libc_each_conn);
-	/* Stopped in this order at shutdown; the sampler starts first
-	 * (with the mode). */
-	vrt_session_register(&vrt_control_service);
-	vrt_session_register(&vrt_metrics_service);
-	vrt_session_register(&sampler_service);
-	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	vrt_metrics_init();
 	vrt_hook_env_init(run_dir);
 	vrt_session_arm();
@@ -283,6 +312,7 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 		fprintf(stderr, "vramtrace: pid %d armed, run directory %s\n",
 		        (int)getpid(), run_dir);
 }
+#endif
 
 __attribute__((destructor)) static void vrt_entry_fini(void)
 {
@@ -298,6 +328,7 @@ __attribute__((destructor)) static void vrt_entry_fini(void)
 		        (unsigned long long)vrt_tbuf_dropped());
 }
 
+#ifndef VRT_AGENT
 __attribute__((noreturn)) static void real_exit(int status)
 {
 	void (*real)(int) = real__exit;
@@ -371,3 +402,4 @@ __attribute__((visibility("default"), noreturn)) void pthread_exit(void *ret)
 	for (;;)
 		syscall(SYS_exit, 0);
 }
+#endif

@@ -65,6 +65,11 @@ static struct vrt_hooklib driver = {.file_prefix = "libcuda.so",
 #define REAL(name)                                                             \
 	((__typeof__(&name))vrt_hooklib_real(&driver, VRT_HOOK_##name))
 
+struct vrt_hooklib *vrt_hook_cuda_lib(void)
+{
+	return &driver;
+}
+
 static void *driver_sym(const char *name)
 {
 	return vrt_hooklib_sym(&driver, name);
@@ -219,6 +224,21 @@ static int device_of(uint64_t addr)
 	if (r == CUDA_ERROR_INVALID_CONTEXT)
 		r = device_of_borrowed(f, &ord, (CUdeviceptr)addr);
 	return r == CUDA_SUCCESS ? ord : -1;
+}
+
+static _Atomic(void *) aux_address_range;
+
+static int size_of(uint64_t addr, uint64_t *size)
+{
+	__typeof__(&cuMemGetAddressRange_v2) f =
+	        AUX(aux_address_range, cuMemGetAddressRange_v2);
+	CUdeviceptr base;
+	size_t bytes;
+	if (!f || f(&base, &bytes, (CUdeviceptr)addr) != CUDA_SUCCESS ||
+	    base != (CUdeviceptr)addr)
+		return 0;
+	*size = bytes;
+	return 1;
 }
 
 /* The real function, never our wrapper (hook.h). */

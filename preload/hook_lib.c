@@ -160,7 +160,7 @@ void vrt_hook_record(struct vrt_ev *ev)
 {
 	int on = vrt_capture_on();
 	if (on ? ev->rec != VRT_REC_FREE && ev->rec != VRT_REC_UNMAP &&
-	                 ev->rec != VRT_REC_NET
+	                 ev->rec != VRT_REC_NET && ev->rec != VRT_REC_PREFREE
 	       : ev->rec == VRT_REC_ALLOC && vrt_standby_keeps_stack(ev->size))
 		ev->stack = vrt_stack_capture();
 	if (ev->rec != VRT_REC_MEMINFO && ev->rec != VRT_REC_NET)

@@ -173,7 +173,14 @@ static struct conn conns[MAX_TRACKED_FD];
 
 static void *next_fn(const char *name)
 {
+#ifdef VRT_AGENT
+	/* In the agent these wrappers are reached through jumps written
+	 * over libc's own functions: the real one is the trampoline
+	 * (agent.c), never libc's entry, which jumps back here. */
+	return vrt_agent_real(name);
+#else
 	return vrt_hooklib_real_dlsym(RTLD_NEXT, name);
+#endif
 }
 
 /* The next definition of a libc function, looked up once (a race only
@@ -653,6 +660,21 @@ static ssize_t sendfile_hook(ssize_t r, int out_fd)
 
 SENDFILE_HOOK(vrt_hook_sendfile, "sendfile")
 SENDFILE_HOOK(vrt_hook_sendfile64, "sendfile64")
+
+/* The agent of `vramtrace attach`: sockets the program opened before the
+ * attach, announced as if their listen() and accept() had been seen. */
+void vrt_hook_libc_adopt(int fd, int listener)
+{
+	if (listener < 0) {
+		if (vrt_hook_enter()) {
+			int port, kind = sock_kind(fd, &port);
+			record_net(VRT_NET_LISTEN, fd, (uint64_t)port, kind, 0);
+			vrt_hook_leave();
+		}
+	} else if (!tracked(fd)) {
+		accepted_fd(fd, listener);
+	}
+}
 
 struct each_req {
 	int fd;

@@ -393,6 +393,44 @@ static unsigned phase_slot(const struct slot *e)
 	return id < VRT_LIVE_PHASES ? id : 0;
 }
 
+struct has_search {
+	int space;
+	uint64_t addr;
+	int found;
+};
+
+static void look_area(void *area, void *arg)
+{
+	struct has_search *hs = arg;
+	struct slot e;
+	if (!hs->found && pending_snap(area, &e) && e.addr == hs->addr &&
+	    e.space == hs->space)
+		hs->found = 1; /* waiting there, or moving into the table */
+}
+
+int vrt_live_has(int api, uint64_t addr)
+{
+	int space = space_of(api);
+	uint64_t h = hash(space, addr);
+	struct stripe *s = &stripes[h >> 58];
+	lock(s);
+	int found = find(s, space, addr, h) != NULL;
+	unlock(s);
+	if (!found) {
+		/* The areas, then the table again: an entry moves from one
+		 * to the other, never out of both while it lives. */
+		struct has_search hs = {space, addr, 0};
+		vrt_tbuf_live_each(look_area, &hs);
+		found = hs.found;
+		if (!found) {
+			lock(s);
+			found = find(s, space, addr, h) != NULL;
+			unlock(s);
+		}
+	}
+	return found;
+}
+
 void vrt_live_free(int api, uint64_t addr)
 {
 	struct pending *pd = vrt_tbuf_live();
@@ -696,6 +734,11 @@ void vrt_live_after_fork_child(void)
 	 * driver does not carry device memory across fork, and the child's
 	 * trace starts empty. The fds of accepted connections do carry over,
 	 * but they are the parent's requests. */
+	vrt_live_reset();
+}
+
+void vrt_live_reset(void)
+{
 	for (int i = 0; i < STRIPES; i++) {
 		struct stripe *s = &stripes[i];
 		atomic_store(&s->lock, 0);

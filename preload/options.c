@@ -133,13 +133,25 @@ static int parse_bool(const char *s, long *out)
 	return -1;
 }
 
+static const char *from_env(const char *name, void *arg)
+{
+	(void)arg;
+	return secure_getenv(name);
+}
+
 void vrt_options_init(void)
+{
+	vrt_options_init_from(from_env, NULL);
+}
+
+void vrt_options_init_from(const char *(*get)(const char *name, void *arg),
+                           void *arg)
 {
 	for (int i = 0; i < VRT_OPT_COUNT; i++) {
 		struct vrt_option *o = &options[i];
 		o->value = o->def;
 		o->str = NULL;
-		const char *s = secure_getenv(o->name);
+		const char *s = get(o->name, arg);
 		if (!s)
 			continue;
 		long v = 0;

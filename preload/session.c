@@ -44,7 +44,9 @@
  *                       writes its last frame and trailer, all bounded.
  *   OFF -> ARMED        vrt_session_exec_failed: the image goes on after a
  *                       failed exec; the next event makes a new file
- *                       (unless capture had failed).
+ *                       (unless capture had failed). vrt_session_rearm:
+ *                       the agent of `vramtrace attach`, attached again
+ *                       after a detach, with its new run directory.
  *   ON|STANDBY -> ARMED vrt_session_after_fork_child: the child forgets
  *                       the parent's trace and threads; its first event
  *                       makes its own file.
@@ -236,6 +238,16 @@ int vrt_session_record_start(void)
 	return rc;
 }
 
+int vrt_session_snapshot(void)
+{
+	pthread_mutex_lock(&start_mu);
+	int on = atomic_load(&vrt_state) == VRT_STATE_ON;
+	if (on)
+		vrt_standby_write();
+	pthread_mutex_unlock(&start_mu);
+	return on ? 0 : -1;
+}
+
 int vrt_session_record_stop(void)
 {
 	pthread_mutex_lock(&start_mu);
@@ -310,6 +322,22 @@ void vrt_session_set_run_dir(const char *dir)
 void vrt_session_arm(void)
 {
 	atomic_store(&vrt_state, VRT_STATE_ARMED);
+}
+
+int vrt_session_rearm(const char *dir)
+{
+	pthread_mutex_lock(&start_mu);
+	int s = atomic_load(&vrt_state);
+	int ok = (s == VRT_STATE_OFF || s == VRT_STATE_INIT) && !writer_open;
+	if (ok) {
+		snprintf(run_dir, sizeof(run_dir), "%s", dir);
+		vrt_capture_forget_failure();
+		atomic_store(&warned, 0);
+		exec_pending = 0;
+		atomic_store(&vrt_state, VRT_STATE_ARMED);
+	}
+	pthread_mutex_unlock(&start_mu);
+	return ok ? 0 : -1;
 }
 
 int vrt_session_is_self(void)

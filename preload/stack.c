@@ -289,6 +289,37 @@ static uint32_t intern_frame(int kind, uint64_t a, uint64_t b,
 	return n + 1;
 }
 
+/* A Python frame known by its names only (vrt_stack_python): keyed apart
+ * from the captured ones (whose keys are code objects' addresses) by the
+ * top bit. stack_mu held. */
+static uint32_t intern_named(const char *file, const char *func, int line)
+{
+	uint64_t a = 0xcbf29ce484222325ull;
+	for (const char *c = file; *c; c++)
+		a = (a ^ (unsigned char)*c) * 0x100000001b3ull;
+	a = mix(a, 0x2f);
+	for (const char *c = func; *c; c++)
+		a = (a ^ (unsigned char)*c) * 0x100000001b3ull;
+	a |= 1ull << 63;
+	uint32_t id = map_get(&py_map, a, (uint64_t)(unsigned)line);
+	if (id)
+		return id;
+	uint32_t n = atomic_load_explicit(&nframes, memory_order_relaxed);
+	if (map_reserve(&py_map) ||
+	    block_reserve((void **)fblk, n, sizeof(struct frame)))
+		return 0;
+	struct frame *f = frame_at(n + 1);
+	memset(f, 0, sizeof(*f));
+	f->kind = VRT_FRAME_PYTHON;
+	f->ip = a;
+	f->file = arena_copy(file);
+	f->func = arena_copy(func);
+	f->line = line;
+	map_insert(&py_map, a, (uint64_t)(unsigned)line, n + 1);
+	atomic_store_explicit(&nframes, n + 1, memory_order_release);
+	return n + 1;
+}
+
 static uint32_t intern_node(uint32_t parent, uint32_t frame)
 {
 	uint32_t id = map_get(&trie, parent, frame);
@@ -305,6 +336,25 @@ static uint32_t intern_node(uint32_t parent, uint32_t frame)
 	map_insert(&trie, parent, frame, n + 1);
 	atomic_store_explicit(&nnodes, n + 1, memory_order_release);
 	return n + 1;
+}
+
+uint32_t vrt_stack_python(const char *const *file, const char *const *func,
+                          const int *line, int n)
+{
+	uint32_t node = 0;
+	if (n > MAX_PY)
+		n = MAX_PY;
+	pthread_mutex_lock(&stack_mu);
+	for (int i = 0; i < n; i++) {
+		uint32_t f = intern_named(file[i] ? file[i] : "?",
+		                          func[i] ? func[i] : "?", line[i]);
+		uint32_t next = f ? intern_node(node, f) : 0;
+		if (!next)
+			break;
+		node = next;
+	}
+	pthread_mutex_unlock(&stack_mu);
+	return node;
 }
 
 uint32_t vrt_stack_capture(void)
@@ -679,16 +729,26 @@ void vrt_stack_after_fork_parent(void)
 	pthread_mutex_unlock(&stack_mu);
 }
 
-void vrt_stack_after_fork_child(void)
+void vrt_stack_new_file(void)
 {
-	pthread_mutex_init(&stack_mu, NULL);
-	/* The child's trace is a new file: every definition again. The
-	 * string table restarts with it (its entries are leaked: a forked
-	 * child rarely lives long, and freeing could race nothing but costs
-	 * code). */
+	/* The string table restarts with the file (ids are per file); the
+	 * entries of the last one are freed. */
+	for (size_t b = 0; b < em.nbuckets; b++)
+		for (struct str_ent *e = em.buckets[b], *next; e; e = next) {
+			next = e->next;
+			free(e->s);
+			free(e);
+		}
+	free(em.buckets);
 	em.buckets = NULL;
 	em.nbuckets = 0;
 	em.nstrings = 0;
 	em.frames_done = em.nodes_done = 0;
 	memset(em.custom_done, 0, sizeof(em.custom_done));
+}
+
+void vrt_stack_after_fork_child(void)
+{
+	pthread_mutex_init(&stack_mu, NULL);
+	/* The child's trace is a new file (vrt_writer_start says so). */
 }

@@ -486,6 +486,7 @@ static size_t encode_body(uint8_t *p, const struct vrt_ev *ev)
 		n += put_u(p + n, ev->handle);
 		break;
 	case VRT_REC_UNMAP:
+	case VRT_REC_PREFREE:
 		n += put_u(p + n, ev->size);
 		break;
 	case VRT_REC_FAIL:

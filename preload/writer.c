@@ -606,6 +606,13 @@ void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns)
 	origin_wall = wall_ns;
 }
 
+static uint64_t extra_flags; /* session.c's start_mu, or before it */
+
+void vrt_writer_set_flags(uint64_t flags)
+{
+	extra_flags = flags;
+}
+
 int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 {
 	struct timespec wall;
@@ -620,12 +627,17 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 		wall.tv_nsec = (long)(origin_wall % 1000000000u);
 		origin_mono = 0;
 	}
+	flags |= extra_flags;
 	flush_ms = flush_interval_ms;
 	failed = 0;
 	stage_len = 0;
 	frame_open = 0;
 	frame_in = 0;
-	vrt_batch_reset(); /* a new file: readers start without state */
+	/* A new file: readers start without state, and every string, frame,
+	 * stack and custom phase is defined in it again. */
+	vrt_batch_reset();
+	vrt_stack_new_file();
+	vrt_phase_new_file();
 	int err = -ENOMEM;
 	if (!stage)
 		stage = malloc(STAGE_BYTES);

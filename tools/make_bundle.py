@@ -9,6 +9,9 @@ for unpacking anywhere (/opt/vramtrace in docs/deploy.md):
   bin/vramtrace                   the command (zstd and jansson linked in)
   lib/vramtrace/libvramtrace.so   the preload (zstd linked in; run path
                                   $ORIGIN as DT_RPATH)
+  lib/vramtrace/libvramtrace_agent.so
+                                  what `vramtrace attach` loads, and
+  lib/vramtrace/libZydis.so.4.0   the decoder attach opens (when found)
   lib/vramtrace/libunwind.so.8    copied beside it with every other
   lib/vramtrace/liblzma.so.5      library it needs that is not glibc's
   lib/vramtrace/demo/             `vramtrace demo`'s server and fake driver
@@ -163,7 +166,14 @@ def main():
         licenses = os.path.join(root, "share", "doc", "vramtrace",
                                 "licenses")
         copied = []
-        for so, where in needed(preload):
+        # `vramtrace attach` opens the Zydis decoder when it attaches
+        # (analyzer/relocate.c looks beside the agent): it travels too.
+        zydis = subprocess.run(["sh", "-c", "ldconfig -p | awk "
+                                "'/libZydis\\.so\\.4\\.0 / {print $NF; "
+                                "exit}'"], stdout=subprocess.PIPE,
+                               text=True).stdout.strip()
+        extra = [("libZydis.so.4.0", zydis)] if zydis else []
+        for so, where in needed(preload) + extra:
             if not where:
                 fail(f"libvramtrace.so needs {so}, which is not found "
                      "here")

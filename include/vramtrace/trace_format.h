@@ -249,6 +249,16 @@ enum vrt_rec {
 	 * the server was ready, a child was made, the first probe —, not
 	 * the live set). */
 	VRT_REC_PAST = 26,
+	/* chunk event: dts, api, device(s), addr, size, stack, phase (as
+	 * UNMAP) — a free (api) of addr, a pointer the process allocated
+	 * before `vramtrace attach` began its recording, which the
+	 * recording's SNAPSHOT did not name: size is what the driver said
+	 * the allocation held (asked before the free), device where. A
+	 * reader frees addr if it holds it live (then it is an ordinary
+	 * FREE), else takes size bytes off the process's before_attach
+	 * allocation on device (VRT_BEFORE_ATTACH_ADDR; never below zero),
+	 * and counts a free either way. */
+	VRT_REC_PREFREE = 27,
 	/* chunk event (version 4): span, n, flags, then the byte lengths of
 	 * the first eight columns (kind, time, asite, fsite, size, aaddr,
 	 * faddr, addr), then the nine columns one after the other (def takes
@@ -261,6 +271,27 @@ enum vrt_rec {
 };
 
 #define VRT_REPEAT_MAX_PERIOD 8 /* pair templates in one REPEAT */
+
+/*
+ * `vramtrace attach` (VRT_HEADER_ATTACHED): what the process held on a
+ * device before the attach and the snapshot could not name allocation by
+ * allocation (no caching allocator to ask, the driver's own context,
+ * libraries' buffers) is one ALLOC of the first SNAPSHOT at address
+ * VRT_BEFORE_ATTACH_ADDR(device) (inside the first page: never a real
+ * pointer) with the phase named VRT_BEFORE_ATTACH_PHASE (a PHASE record,
+ * source ANNOTATION), its aux saying how its size was measured (below).
+ * PREFREE records shrink it. Allocations the snapshot names (PyTorch's
+ * segments) are ordinary snapshot ALLOCs, with their recorded stacks or
+ * the same phase.
+ */
+#define VRT_BEFORE_ATTACH_PHASE   "before_attach"
+#define VRT_BEFORE_ATTACH_ADDR(d) ((uint64_t)(d) + 1)
+enum vrt_before_attach_source {
+	VRT_BEFORE_ATTACH_NVML = 1,   /* NVML: this process's own bytes */
+	VRT_BEFORE_ATTACH_DRIVER = 2, /* the driver's used bytes (total -
+	                               * free): every process's, an upper
+	                               * bound */
+};
 
 /*
  * Compact state of a chunk (version 2), for ALLOC_C and FREE_C: the last
@@ -443,6 +474,11 @@ enum vrt_header_flag {
 	/* Capture began in standby: the file holds nothing but PAST facts
 	 * before its first SNAPSHOT (older writers: 0). */
 	VRT_HEADER_STANDBY = 1,
+	/* Capture began by `vramtrace attach` into a process that was
+	 * running without the preload: what it held before is in the first
+	 * SNAPSHOT (the allocations it can name, and the before_attach
+	 * remainder), and nothing of its start-up is in the file. */
+	VRT_HEADER_ATTACHED = 2,
 };
 
 enum vrt_trailer_flag {

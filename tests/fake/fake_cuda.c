@@ -94,6 +94,7 @@
 
 #include "cuda_api.h"
 #include "cuda_api_ext.h"
+#include "fake_entries.h"
 
 #define FAKE_MAX_DEV         64
 #define FAKE_DEV_RANGE_SHIFT 43 /* 8 TiB of fake addresses per device */
@@ -1023,7 +1024,32 @@ int fakecuda_device_state(int phys, unsigned long long *cap,
 	return 0;
 }
 
-CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+/* The allocation that starts at dptr (vramtrace asks for starts only). */
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize,
+                                 CUdeviceptr dptr)
+{
+	CUresult r = check_init();
+	struct entry *e;
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&g_lock);
+	e = g_bench ? NULL : table_find(SP_DEV, dptr);
+	if (e) {
+		if (pbase)
+			*pbase = dptr;
+		if (psize)
+			*psize = (size_t)e->size;
+	}
+	pthread_mutex_unlock(&g_lock);
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+#ifdef FAKE_ODD_PROLOGUES
+FAKE_BODY_DECL(CUresult, cuMemGetInfo_v2, (size_t *, size_t *));
+#endif
+CUresult FAKE_ODD_BODY(cuMemGetInfo_v2)(size_t *free_bytes, size_t *total)
 {
 	int ord;
 	struct fake_dev *d;
@@ -1681,7 +1707,8 @@ CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 	return host_alloc(pp, bytesize, "cuMemAllocHost_v2");
 }
 
-CUresult cuMemFreeHost(void *p)
+FAKE_BODY_DECL(CUresult, cuMemFreeHost, (void *));
+CUresult FAKE_BODY(cuMemFreeHost)(void *p)
 {
 	struct entry *e;
 	unsigned long long size = 0;
@@ -1708,7 +1735,11 @@ CUresult cuMemFreeHost(void *p)
 	return r;
 }
 
-CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+#ifdef FAKE_ODD_PROLOGUES
+FAKE_BODY_DECL(CUresult, cuMemHostRegister_v2, (void *, size_t, unsigned));
+#endif
+CUresult FAKE_ODD_BODY(cuMemHostRegister_v2)(void *p, size_t bytesize,
+                                             unsigned int Flags)
 {
 	CUresult r = check_init();
 	if (r != CUDA_SUCCESS)
@@ -1736,7 +1767,10 @@ CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 	return cuMemHostRegister_v2(p, bytesize, Flags);
 }
 
-CUresult cuMemHostUnregister(void *p)
+#ifdef FAKE_ODD_PROLOGUES
+FAKE_BODY_DECL(CUresult, cuMemHostUnregister, (void *));
+#endif
+CUresult FAKE_ODD_BODY(cuMemHostUnregister)(void *p)
 {
 	struct entry *e;
 	CUresult r = check_init();
