@@ -307,7 +307,7 @@ static int plumbing(const struct vrt_trace *t, const struct keyframe *k)
 	        "libcuda.so",  "libcudart",  "libamdhip64", "libhip",
 	        "libc10",      "libtorch",   "libpython",   "python",
 	        "libc.so",     "libc-",      "ld-linux",    "libffi",
-	        "libstdc++",   "libvramtrace"};
+	        "libstdc++",   "libvramtrace", "_ctypes"};
 	const char *file, *base;
 	size_t i;
 

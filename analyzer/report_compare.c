@@ -330,21 +330,33 @@ static void row(FILE *f, const char *name, struct vrt_diff_pair p)
 static void device_text(FILE *f, const struct vrt_diff_device *d,
                         const struct vrt_run *a, const struct vrt_run *b)
 {
-	const struct vrt_device *dv = dev_of(a, d->a);
-	char lab[64], b1[32];
+	const struct vrt_device *dv = dev_of(a, d->a), *da = dv,
+	                        *db = dev_of(b, d->b);
+	char lab[64], b1[32], b2[32];
 	size_t i;
 	int fam;
 
 	if (!dv)
-		dv = dev_of(b, d->b);
+		dv = db;
 	dev_label(lab, sizeof(lab), d);
 	fprintf(f, "\n%s: ", lab);
 	vrt_text_put_safe(f, dv && dv->name ? dv->name : "(unnamed)", 80);
 	if (dv) {
 		fprintf(f, " (ordinal %" PRId64, dv->ordinal);
-		if (dv->have_total)
+		/* Each run's capacity: the same card in both, one figure; a
+		 * card that differs (another host, another model), both. */
+		if (da && db && da->have_total && db->have_total &&
+		    da->total_bytes != db->total_bytes)
+			fprintf(f, ", %s in A, %s in B",
+			        vrt_text_bytes(b1, sizeof(b1), da->total_bytes,
+			                       2),
+			        vrt_text_bytes(b2, sizeof(b2), db->total_bytes,
+			                       2));
+		else if (dv->have_total || (db && db->have_total))
 			fprintf(f, ", %s",
-			        vrt_text_bytes(b1, sizeof(b1), dv->total_bytes,
+			        vrt_text_bytes(b1, sizeof(b1),
+			                       dv->have_total ? dv->total_bytes
+			                                      : db->total_bytes,
 			                       2));
 		fputc(')', f);
 	}

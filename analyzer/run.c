@@ -223,8 +223,23 @@ static FILE *open_tmp(const char *output, char **tmp)
 	}
 	fd = mkostemp(*tmp, O_CLOEXEC);
 	if (fd < 0) {
-		fprintf(stderr, "vramtrace: error: %s: cannot create: %s\n",
-		        *tmp, strerror(errno));
+		/* Name what the user gave (and its directory when that is
+		 * what is missing), not the temporary file. */
+		int e = errno;
+		char *slash = strrchr(output, '/');
+		if (e == ENOENT || e == ENOTDIR)
+			fprintf(stderr,
+			        "vramtrace: error: %s: cannot create: %.*s %s\n",
+			        output,
+			        slash ? (int)(slash - output + (slash == output))
+			              : 1,
+			        slash ? output : ".",
+			        e == ENOENT ? "does not exist"
+			                    : "is not a directory");
+		else
+			fprintf(stderr,
+			        "vramtrace: error: %s: cannot create: %s\n",
+			        output, strerror(e));
 		free(*tmp);
 		*tmp = NULL;
 		return NULL;
