@@ -173,6 +173,28 @@ static int engine_log(const char *path, int auto_, struct vrt_enginelog *log,
 	return 0;
 }
 
+/* Where an HTML report goes without -o: DIR/report.html for a run
+ * directory, FILE.html beside a trace file FILE.vtrace. malloc'd, or
+ * NULL when out of memory. */
+static char *html_path(const char *path)
+{
+	struct stat st;
+	size_t n = strlen(path);
+	char *out = NULL;
+
+	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		if (asprintf(&out, "%s%sreport.html", path,
+		             n && path[n - 1] == '/' ? "" : "/") < 0)
+			return NULL;
+		return out;
+	}
+	if (n > 7 && !strcmp(path + n - 7, ".vtrace"))
+		n -= 7;
+	if (asprintf(&out, "%.*s.html", (int)n, path) < 0)
+		return NULL;
+	return out;
+}
+
 /* Which of the paths given process pr came from: the path itself (a
  * trace file) or the directory holding it; -1 when none. */
 static int path_of(const struct settings *s, const struct vrt_process *pr)
@@ -361,6 +383,24 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	if (have_log)
 		lc->refusal_applied = dg->log_refusal;
 	struct report_job job = {&s, &t, &r, dg, have_log ? lc : NULL};
+	if (s.o.format == FMT_HTML && !s.o.output) {
+		/* A page is for a browser, not a terminal: next to the
+		 * run, and say where. */
+		char *page = html_path(s.paths[0]);
+		if (!page) {
+			fprintf(stderr, "vramtrace: error: out of memory\n");
+			goto out;
+		}
+		rc = vrt_run_write(page, write_job, &job);
+		if (rc == VRT_EXIT_OK)
+			fprintf(stderr,
+			        "vramtrace: HTML report written to %s (open it "
+			        "in a browser; -o FILE writes it elsewhere, -o - "
+			        "to standard output)\n",
+			        page);
+		free(page);
+		goto out;
+	}
 	rc = vrt_run_write(s.o.output, write_job, &job);
 out:
 	if (have_log)

@@ -166,7 +166,7 @@ static int find_parts(struct paths *p)
 static int record(const struct paths *p, const struct scenario *sc,
                   const char *dir)
 {
-	char *argv[MAX_ARGS + 8], logpath[PATH_MAX * 2 + 8],
+	char *argv[MAX_ARGS + 8], logpath[PATH_MAX * 2 + 16],
 	        ldpath[PATH_MAX * 2];
 	const char *prev = getenv("LD_LIBRARY_PATH");
 	int n = 0, status, fd;
@@ -189,7 +189,7 @@ static int record(const struct paths *p, const struct scenario *sc,
 	         prev && *prev ? ":" : "", prev && *prev ? prev : "");
 	fflush(NULL);
 	/* The run directory first, so the log lives inside it: a glob over
-	 * DIR (`vramtrace table DIR/*`) then names runs only. */
+	 * DIR (`vramtrace table DIR/<star>`) then names runs only. */
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -1;
 	pid = fork();

@@ -40,7 +40,7 @@ static const struct vrt_option options[] = {
         VRT_OPTION_END,
 };
 
-/* A glob over a directory of runs (`table DIR/*`) also names what lies
+/* A glob over a directory of runs (`table DIR/<star>`) also names what lies
  * beside them: the demo's logs, notes. Among several paths a regular file
  * that is not named *.vtrace is skipped with a warning (a trace file by
  * any other name still loads when given alone); the paths kept are moved

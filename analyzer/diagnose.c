@@ -6,6 +6,7 @@
  * carry the numbers); reports only print them.
  */
 #include "diagnose.h"
+#include "callpath.h"
 
 #include "gguf.h"
 #include "names.h"
@@ -523,6 +524,12 @@ static void common_failure_evidence(struct ctx *c)
 		snprintf(where, sizeof(where), "on the host");
 	else
 		snprintf(where, sizeof(where), "on an unknown device");
+	if (d->not_server)
+		evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
+		         f->requested_bytes, "%s of %s failed %s at %.3fs", api,
+		         SZ(f->requested_bytes), where,
+		         (double)(f->ts - c->t->start_ns) / 1e9);
+	else
 	evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
 	         f->requested_bytes,
 	         "%s of %s failed %s at %.3fs (%s stage, phase %s, %" PRIu32
@@ -2384,6 +2391,76 @@ static void verdict_pool(struct ctx *c)
 	COST(a, "none for serving; a different allocator's timings");
 }
 
+/* A process that is no server: it never listened, took no connection,
+ * began no annotated request, neither its command line, its stacks nor a
+ * log name an engine, and nothing it allocated went to a budget an
+ * engine sizes (weights, a KV cache, even one inferred from a probe, a
+ * profile run, CUDA graphs, communicators). */
+static int not_server(const struct ctx *c)
+{
+	const struct vrt_replay *r = c->r;
+	size_t i;
+	unsigned k;
+
+	if (r->have_first_listen || r->connections || r->requests ||
+	    c->engine || c->serving)
+		return 0;
+	for (i = 0; i < r->ndevices; i++)
+		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+			if (r->dev[i].phase[k].allocs &&
+			    !vrt_replay_phase_is_demand(k))
+				return 0;
+	return 1;
+}
+
+/* The report of a plain program (a script, a test, a training job) that
+ * ran out of memory: the failing call, where it was made and what held
+ * the device, instead of a server's budgets. */
+static void verdict_program(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_replay_failure *f = c->f;
+	const char *site = d->failing_site[0] ? d->failing_site : "the call";
+	struct advice *a;
+
+	d->verdict = VRT_VERDICT_INCONCLUSIVE;
+	d->rung = -1;
+	d->have_ladder = 0;
+	d->not_server = 1;
+	snprintf(d->detail, sizeof(d->detail), "not_a_server");
+	evidence(d, "held_bytes", f->device, VRT_DIAG_BYTES, c->live,
+	         "%s asked for %s on device %d with %s of %s held by this "
+	         "run%s%s%s",
+	         site, SZ(f->requested_bytes), f->device, SZ(c->live),
+	         SZ(c->total), c->other ? " and " : "",
+	         c->other ? SZ(c->other) : "",
+	         c->other ? " by other processes" : "");
+	common_failure_evidence(c);
+	confidence(c, VRT_CONFIDENCE_MEDIUM,
+	           "not a server: the process never listened, served no "
+	           "request and runs no engine vramtrace knows, so the "
+	           "server budgets (weights, KV cache, requests) do not "
+	           "apply; the failing call and what held the device are the "
+	           "evidence");
+	ACT(advise(c, RANK_FREE),
+	    "free what the program no longer needs before %s, or ask for "
+	    "less at once: the call paths holding the device are listed "
+	    "under the top allocation sites",
+	    site);
+	a = advise(c, RANK_ELSEWHERE);
+	ACT(a, "run it on a card with more free memory (choose it with "
+	       "CUDA_VISIBLE_DEVICES)");
+	COST(a, "another card");
+	/* A server of an engine vramtrace does not know, dying while it
+	 * loads, looks the same until its phases have names. */
+	if (f->phase == VRT_PHASE_unattributed)
+		ACT(advise(c, RANK_ELSEWHERE),
+		    "if it is a server that had not started listening yet, "
+		    "name its phases: `vramtrace rules RUN` lists the call "
+		    "paths no rule matched; add a rules file (--rules) or "
+		    "annotate the code (vramtrace_phase_push)");
+}
+
 static void with_failure(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
@@ -2392,6 +2469,10 @@ static void with_failure(struct ctx *c)
 	const struct vrt_diag_device *heavy;
 
 	climb(c);
+	if (not_server(c)) {
+		verdict_program(c);
+		return;
+	}
 	if (f->after_ready && !f->inflight &&
 	    vrt_replay_phase_is_demand(f->phase)) {
 		verdict_inconclusive(
@@ -2929,6 +3010,11 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	         c.f         ? (c.f->after_ready ? "request" : "load")
 	         : c.serving ? "request"
 	                     : "load");
+	if (c.f) {
+		d->failing_stack = c.f->stack;
+		vrt_callpath_site(t, c.f->stack, d->failing_site,
+		                  sizeof(d->failing_site));
+	}
 	if (c.f && c.f->device >= 0) {
 		d->device = c.f->device;
 		c.fd = diag_dev(d, c.f->device);
@@ -2992,7 +3078,10 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		         " (the fatal failure is the one the engine's log names, "
 		         "line %u)",
 		         log->fatal_line);
-	if (d->verdict == VRT_VERDICT_INCONCLUSIVE)
+	if (d->not_server)
+		verify(d, "re-run with the change and compare the two runs: "
+		          "vramtrace compare OLD_RUN NEW_RUN");
+	else if (d->verdict == VRT_VERDICT_INCONCLUSIVE)
 		verify(d, "after adding what is missing, record again and "
 		          "analyze: vramtrace analyze NEW_RUN");
 	else if (d->verdict != VRT_VERDICT_NONE)

@@ -72,7 +72,9 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	if (d->verdict == VRT_VERDICT_NONE)
 		fprintf(f, " - no allocation failed%s",
 		        strcmp(d->detail, "near_miss") ? "" : " for good");
-	else {
+	else if (d->not_server && d->device >= 0) {
+		fprintf(f, " - device %d", d->device);
+	} else {
 		fprintf(f, " - %s stage", d->stage);
 		if (d->device >= 0)
 			fprintf(f, ", device %d", d->device);
@@ -213,7 +215,6 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 	const char *eng = vrt_engine_name(d->flags.engine);
 	size_t i;
 
-	(void)t;
 	vrt_json_begin_object(w);
 	vrt_json_key(w, "verdict");
 	vrt_json_string(w, vrt_diagnose_verdict_name(d->verdict));
@@ -235,6 +236,19 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_uint(w, d->failure);
 	else
 		vrt_json_null(w);
+	/* where the decisive failure was called from: its site and stack */
+	vrt_json_key(w, "failing_call");
+	if (d->have_failure) {
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "site");
+		vrt_json_string(w, d->failing_site[0] ? d->failing_site : NULL);
+		vrt_report_json_frames(w, t, d->failing_stack);
+		vrt_json_end_object(w);
+	} else {
+		vrt_json_null(w);
+	}
+	vrt_json_key(w, "server");
+	vrt_json_bool(w, !d->not_server);
 	vrt_json_key(w, "engine");
 	vrt_json_string(w, eng);
 	vrt_json_key(w, "margin_percent");

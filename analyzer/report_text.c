@@ -9,6 +9,8 @@
  * names) are untrusted: control bytes are printed as '?' so a trace cannot
  * drive the terminal.
  */
+#include "callpath.h"
+#include "diagnose.h"
 #include "names.h"
 #include "report.h"
 
@@ -294,7 +296,8 @@ static void host(FILE *f, const struct vrt_trace *t, const struct vrt_replay *r)
 }
 
 /* Frames shown per site: python frames first (they name the engine's
- * step), then native ones, each innermost first. */
+ * step), then native ones, each innermost first; plumbing (callpath.h)
+ * only when nothing else has a name. */
 #define SITE_FRAMES 4
 
 static void frame_line(FILE *f, const struct vrt_trace *t,
@@ -332,11 +335,13 @@ static void site_frames(FILE *f, const struct vrt_trace *t, uint32_t stack)
 		fputs("      (no stack recorded)\n", f);
 		return;
 	}
-	for (pass = 0; pass < 2; pass++) {
+	for (pass = 0; pass < 3; pass++) {
 		for (i = 0; i < n && shown < SITE_FRAMES; i++) {
 			const struct vrt_frame *x = &t->frames[fr[i]];
 			int py = x->kind == VRT_FRAME_PYTHON;
-			if (py != (pass == 0))
+			if (pass == 2 ? shown || py
+			              : py != (pass == 0) ||
+			                        vrt_callpath_plumbing(t, x))
 				continue;
 			frame_line(f, t, x);
 			shown++;
@@ -345,6 +350,84 @@ static void site_frames(FILE *f, const struct vrt_trace *t, uint32_t stack)
 	if (n > shown)
 		fprintf(f, "      ... %zu more frame%s\n", n - shown,
 		        n - shown == 1 ? "" : "s");
+}
+
+/* A program that is no server ran out of memory (diagnose.h): what
+ * failed, where it was called from and what the device held, first. */
+static void program_lead(FILE *f, const struct vrt_trace *t,
+                         const struct vrt_replay *r,
+                         const struct vrt_diagnosis *dg)
+{
+	const struct vrt_replay_failure *x = &r->fails[dg->failure];
+	const struct vrt_process *p = &t->procs[x->proc];
+	const struct vrt_device *dv =
+	        x->device >= 0 && (size_t)x->device < t->ndevices
+	                ? &t->devices[x->device]
+	                : NULL;
+	uint32_t fr[256];
+	size_t n = vrt_load_stack_frames(t, dg->failing_stack, fr, 256), i;
+	size_t shown = 0, left = 0;
+	uint64_t live = 0;
+	char b1[32], b2[32], b3[32], eb[64];
+	unsigned k;
+
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+		live += x->live_by_phase[k];
+	fprintf(f, "OUT OF MEMORY in pid %" PRIu64 " (", p->pid);
+	for (i = 0; i < p->argc && i < 4; i++) {
+		if (i)
+			fputc(' ', f);
+		vrt_text_put_safe(f, p->argv[i], 40);
+	}
+	fprintf(f, "%s), a program that is not a server\n",
+	        p->argc > 4 ? " ..." : "");
+	fputs("  ", f);
+	vrt_text_put_safe(f, dg->failing_site[0] ? dg->failing_site
+	                                         : "a call without a named "
+	                                           "frame",
+	                  SIZE_MAX);
+	fprintf(f, " asked for %s on device %d (%s) at %s: %s\n",
+	        vrt_text_bytes(b1, sizeof(b1), x->requested_bytes, 2),
+	        (int)x->device, vrt_names_api(x->api, "an allocation"),
+	        secs(b2, sizeof(b2), t, x->ts),
+	        vrt_names_error(x->api, x->error, eb, sizeof(eb)));
+	fprintf(f, "  device %d", (int)x->device);
+	if (dv) {
+		fputs(" (", f);
+		vrt_text_put_safe(f, dv->name ? dv->name : "unnamed", 40);
+		if (dv->have_total)
+			fprintf(f, ", %s",
+			        vrt_text_bytes(b1, sizeof(b1), dv->total_bytes,
+			                       2));
+		fputc(')', f);
+	}
+	fprintf(f, " then: %s held by this run",
+	        vrt_text_bytes(b1, sizeof(b1), live, 2));
+	if (x->have_info)
+		fprintf(f, ", %s free of %s (the driver's count)",
+		        vrt_text_bytes(b2, sizeof(b2), x->free_bytes, 2),
+		        vrt_text_bytes(b3, sizeof(b3), x->total_bytes, 2));
+	fputc('\n', f);
+	if (!n) {
+		fputs("  (no stack recorded)\n\n", f);
+		return;
+	}
+	vrt_callpath_order(t, fr, n);
+	fputs("  its stack, innermost first:\n", f);
+	for (i = 0; i < n; i++) {
+		const struct vrt_frame *y = &t->frames[fr[i]];
+		if (vrt_callpath_plumbing(t, y) || shown == 8) {
+			left++;
+			continue;
+		}
+		frame_line(f, t, y);
+		shown++;
+	}
+	if (left)
+		fprintf(f, "      (%zu frame%s of the interpreter, the runtime "
+		           "and libraries left out; --format json has them)\n",
+		        left, left == 1 ? "" : "s");
+	fputc('\n', f);
 }
 
 /* heaptrack_print's "peak memory consumers", per device and phase. */
@@ -538,12 +621,20 @@ void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
 {
 	size_t i;
 
+	int server_run = !dg || !dg->not_server;
+
+	if (!server_run && dg->failure < r->nfails)
+		program_lead(f, t, r, dg);
 	if (dg)
 		vrt_report_diagnosis_text(f, t, dg);
 
 	run_summary(f, t);
-	server(f, t, r);
-	vrt_report_enginelog_text(f, t, lc);
+	/* A program that is no server has no readiness, requests or
+	 * engine's log to show. */
+	if (server_run) {
+		server(f, t, r);
+		vrt_report_enginelog_text(f, t, lc);
+	}
 	for (i = 0; i < t->ndevices && i < r->ndevices; i++)
 		device(f, t, r, i);
 	host(f, t, r);

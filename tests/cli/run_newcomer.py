@@ -82,6 +82,246 @@ write runC/30.exit exit 0
 """
 
 
+# A plain Python program, not a server: it asks the driver for 1 GiB at a
+# time through ctypes until the 8 GiB card is full, then exits 1. Its
+# stacks are what CPython 3.11 and ctypes give: libffi's unnamed frames
+# innermost, the ctypes gate, the interpreter, and the Python frames of
+# the script last (the preload reads them apart). Its output.log is the
+# program's own.
+PROGRAM = """
+file prog/600.vtrace
+header 600 1 1700000000s 6000s host-a /usr/bin/python3 python3 alloc.py
+device 1 0 8Gi Fake~GPU~0 00112233445566778899aabbccddeeff
+string 1 /lib/x86_64-linux-gnu/libffi.so.8
+string 2 ffi_call
+string 3 /usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so
+string 4 _ctypes_callproc
+string 5 /usr/lib/libpython3.11.so.1.0
+string 6 _PyEval_EvalFrameDefault
+string 7 PyEval_EvalCode
+string 8 /usr/bin/python3
+string 9 _start
+string 10 /lib/x86_64-linux-gnu/libc.so.6
+string 11 __libc_start_main
+string 12 alloc.py
+string 13 grab
+string 14 main
+string 15 <module>
+frame 1 native 0x7f0000001f7a 1 0 0
+frame 2 native 0x7f0000001000 1 2 0xcd
+frame 3 native 0x7f0000002000 3 4 0x31a
+frame 4 native 0x7f0000003000 5 6 0x2e53
+frame 5 native 0x7f0000004000 5 7 0x224
+frame 6 native 0x7f0000005000 10 11 0x85
+frame 7 native 0x401000 8 9 0x21
+frame 8 py 12 13 21
+frame 9 py 12 14 40
+frame 10 py 12 15 47
+stack 1 0 10
+stack 2 1 9
+stack 3 2 8
+stack 4 3 7
+stack 5 4 6
+stack 6 5 5
+stack 7 6 4
+stack 8 7 3
+stack 9 8 2
+stack 10 9 1
+chunk 600 6000s
+alloc 10ms cuMemAlloc_v2 0 0x100000000 1Gi s=10
+alloc 1ms cuMemAlloc_v2 0 0x140000000 1Gi s=10
+alloc 1ms cuMemAlloc_v2 0 0x180000000 1Gi s=10
+alloc 1ms cuMemAlloc_v2 0 0x1c0000000 1Gi s=10
+alloc 1ms cuMemAlloc_v2 0 0x200000000 1Gi s=10
+alloc 1ms cuMemAlloc_v2 0 0x240000000 1Gi s=10
+alloc 1ms cuMemAlloc_v2 0 0x280000000 1Gi s=10
+alloc 1ms cuMemAlloc_v2 0 0x2c0000000 1Gi s=10
+fail 1ms cuMemAlloc_v2 0 0 1Gi 2 0 8Gi s=10
+trailer 6001s
+write prog/600.exit exit 1
+write prog/output.log 2023-11-14T22:13:20.010000Z out alloc.py: holding 1 x 1024 MiB
+append prog/output.log 2023-11-14T22:13:20.020000Z err alloc.py: block 9 failed: CUDA_ERROR_OUT_OF_MEMORY (2)
+"""
+
+
+def group_reports(opts, tap):
+    exe = opts.vramtrace
+    with tempfile.TemporaryDirectory(prefix="vrt-new-") as tmp:
+        mkt(opts, tmp, "prog", PROGRAM)
+        rc, out, err = run([exe, "analyze", "prog"], tmp)
+        lines = out.splitlines()
+        tap.ok(rc == 0 and lines and lines[0].startswith(
+            "OUT OF MEMORY in pid 600 (python3 alloc.py), a program that "
+            "is not a server") and
+            "grab (alloc.py:21) asked for 1.00 GiB on device 0" in lines[1],
+            "a program that is no server: the report leads with the "
+            "failing call", out[:600])
+        stack = lines[lines.index("  its stack, innermost first:") + 1:][:3] \
+            if "  its stack, innermost first:" in lines else []
+        tap.ok([l.split()[0] for l in stack] == ["grab", "main",
+                                                "<module>"],
+               "... then its stack, Python frames first, plumbing left out",
+               "\n".join(stack))
+        tap.ok("inconclusive (not_a_server)" in out and
+               "ladder" not in out and "server ready" not in out and
+               "requests:" not in out and "engine log" not in out and
+               "load stage" not in out.split("run:")[0],
+               "... and no ladder, stage, readiness, requests or engine "
+               "log", out)
+        rc, out, err = run([exe, "analyze", "-f", "json", "prog"], tmp)
+        dg = json.loads(out)["diagnosis"] if rc == 0 else {}
+        fc = dg.get("failing_call") or {}
+        tap.ok(dg.get("detail") == "not_a_server" and
+               dg.get("server") is False and dg.get("ladder") == [] and
+               fc.get("site") == "grab (alloc.py:21)" and
+               [f["function"] for f in fc.get("frames", [])][:3] ==
+               [None, "ffi_call", "_ctypes_callproc"],
+               "json: not_a_server, server false, the failing call's site "
+               "and frames", json.dumps(dg)[:800])
+        # Call order: the Python frames inside the interpreter's
+        # evaluation loop that ran them, never above the process's entry.
+        names = [f["function"] for f in fc.get("frames", [])]
+        tap.ok(names.index("grab") == names.index(
+            "_PyEval_EvalFrameDefault") - 3 and
+            names.index("<module>") < names.index("_start"),
+            "json frames in call order: Python frames inside the "
+            "interpreter", names)
+        rc, out, err = run([exe, "analyze", "-f", "folded", "prog"], tmp)
+        path = out.strip().rsplit(" ", 1)[0].split(";") if rc == 0 else []
+        tap.ok(path[:3] == ["[unattributed]", "_start",
+                            "__libc_start_main"] and
+               "<module> (alloc.py:47)" in path and
+               path.index("<module> (alloc.py:47)") >
+               path.index("_PyEval_EvalFrameDefault") and
+               path[-1].startswith("0x"),
+               "folded: root first, the Python frames inside the "
+               "interpreter, not above _start", out)
+        # The HTML report: next to the run, the path said.
+        rc, out, err = run([exe, "analyze", "-f", "html", "prog"], tmp)
+        page = os.path.join(tmp, "prog", "report.html")
+        tap.ok(rc == 0 and out == "" and os.path.exists(page) and
+               "prog/report.html" in err,
+               "html without -o: written next to the run, its path said, "
+               "nothing on the terminal", f"exit {rc}\n{out[:200]}{err}")
+        rc, out, err = run([exe, "analyze", "-f", "html", "-o", "-",
+                            "prog"], tmp)
+        tap.ok(rc == 0 and out.startswith("<!DOCTYPE html>"),
+               "html -o -: standard output", out[:100])
+
+
+# vLLM with --tensor-parallel-size 2 on two cards: everything lands on
+# device 0, device 1 is never allocated on. 78.125 GiB of weights: a size
+# that printf rounds to 78.12 and a naive JavaScript toFixed to 78.13. The
+# run lasts 3 ms, so the timeline's ticks are less than a millisecond
+# apart. Its output.log holds vLLM's lines in vLLM's format.
+IDLE = """
+file tp/700.vtrace
+header 700 1 1700000000s 7000s host-a /usr/bin/python3 python3 -m vllm.entrypoints.openai.api_server --model m --tensor-parallel-size 2
+device 1 0 80Gi Fake~GPU~0 00112233445566778899aabbccddeeff
+device 1 1 80Gi Fake~GPU~1 ffeeddccbbaa99887766554433221100
+chunk 700 7000s
+meminfo 100us 0 80Gi 80Gi
+alloc 1ms cuMemAlloc_v2 0 0x100000000 78Gi p=weights
+alloc 1ms cuMemAlloc_v2 0 0x1000000000 128Mi p=weights
+fail 1ms cuMemAlloc_v2 0 0 4Gi 2 1920Mi 80Gi p=weights
+trailer 7000003us
+write tp/700.exit exit 1
+write tp/output.log 2023-11-14T22:13:20.000100Z out (EngineCore_DP0 pid=700) INFO 11-14 22:13:20 [gpu_model_runner.py:2634] Model loading took 78.1 GiB and 0.250000 seconds
+append tp/output.log 2023-11-14T22:13:20.000200Z out (EngineCore_DP0 pid=700) INFO 11-14 22:13:20 [kv_cache_utils.py:1091] Maximum concurrency for 8,192 tokens per request: 3.25x
+append tp/output.log 2023-11-14T22:13:20.002900Z out (EngineCore_DP0 pid=700) ERROR 11-14 22:13:20 [multiproc_executor.py:671] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 80.00 GiB of which 1.88 GiB is free. Including non-PyTorch memory, this process has 78.12 GiB memory in use. Of the allocated memory 78.12 GiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.
+"""
+
+PAGE_JS = r"""
+function t(sel) { var e = document.querySelector(sel); return e ? e.innerText : null; }
+function all(sel) { return Array.prototype.map.call(document.querySelectorAll(sel), function (e) { return e.textContent; }); }
+var log = document.getElementById('engine-log');
+var logBody = log ? log.querySelector('.body') : null;
+return {
+  rendered: document.body.getAttribute('data-rendered'),
+  lead: t('#failing-call'),
+  chips: t('#summary'),
+  ladder: document.querySelectorAll('table.ladder').length,
+  costs: all('ul.costs li'),
+  siteSummary: all('table.sites summary'),
+  logHidden: log ? log.hidden : true,
+  logText: logBody ? logBody.innerText : '',
+  logOverflow: logBody ? logBody.scrollWidth - logBody.clientWidth : 0,
+  pageOverflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  idleBudget: t('.budget.idle[data-device="1"]'),
+  idleTimeline: t('#timelines .device.idle[data-device="1"]'),
+  budgets: all('.budget .label'),
+  utc: all('#timelines svg text.utc')
+};
+"""
+
+
+def group_html(opts, tap):
+    import shutil
+    from run_html import WebDriver
+    chromium = next((shutil.which(n) for n in
+                     ("chromium", "chromium-browser", "google-chrome")
+                     if shutil.which(n)), None)
+    chromedriver = shutil.which("chromedriver")
+    if not chromium or not chromedriver:
+        print("1..0 # SKIP chromium or chromedriver not installed")
+        return
+    exe = opts.vramtrace
+    with tempfile.TemporaryDirectory(prefix="vrt-new-") as tmp:
+        mkt(opts, tmp, "prog", PROGRAM)
+        mkt(opts, tmp, "tp", IDLE)
+        wd = WebDriver(chromium, chromedriver, tmp)
+        try:
+            pages = {}
+            for run_dir in ("prog", "tp"):
+                rc, out, err = run([exe, "analyze", "-f", "html", run_dir],
+                                   tmp)
+                wd.go("file://" + os.path.join(tmp, run_dir,
+                                               "report.html"))
+                wd.settle()
+                pages[run_dir] = wd.js(PAGE_JS)
+            p = pages["prog"]
+            tap.ok(p["rendered"] == "ok" and p["lead"] and
+                   "grab (alloc.py:21) asked for 1.00 GiB" in p["lead"] and
+                   "grab  alloc.py:21" in p["lead"] and
+                   "ffi" not in p["lead"],
+                   "html, a program: the failing call and its stack lead",
+                   json.dumps(p)[:1500])
+            tap.ok("no server listened" not in (p["chips"] or "") and
+                   p["ladder"] == 0 and p["logHidden"] and
+                   "" not in p["costs"],
+                   "html, a program: no server chip, ladder, engine log or "
+                   "empty cost", json.dumps(p)[:1500])
+            tap.ok(p["siteSummary"] and p["siteSummary"][0].startswith(
+                "grab (alloc.py:21) \u2190 main (alloc.py:40)"),
+                "html top sites: a path's summary leads with the frames "
+                "that tell it apart, not libffi's addresses",
+                p["siteSummary"])
+            q = pages["tp"]
+            tap.ok(q["idleBudget"] and "idle" in q["idleBudget"] and
+                   "80.00 GiB" in q["idleBudget"] and q["idleTimeline"],
+                   "html: the idle second card is drawn (budget and "
+                   "timeline)", json.dumps(q)[:1500])
+            tap.ok(not q["logHidden"] and "3.25x" in q["logText"] and
+                   "x1000" not in q["logText"] and
+                   "device -1" not in q["logText"] and
+                   "fatal error 0" not in q["logText"].lower() and
+                   q["logOverflow"] <= 0 and q["pageOverflow"] <= 0,
+                   "html engine's log: read for people, nothing off the "
+                   "page", json.dumps(q)[:2500])
+            rc, out, err = run([exe, "analyze", "tp"], tmp)
+            tap.ok("78.12 GiB" in out and
+                   any("78.12 GiB" in b for b in q["budgets"]) and
+                   not any("78.13" in b for b in q["budgets"]),
+                   "text and html round 78.125 GiB the same",
+                   q["budgets"])
+            utc = q["utc"][1:]  # the row's "UTC" label first
+            tap.ok(len(utc) >= 3 and len(set(utc)) == len(utc),
+                   "the UTC labels under a 3 ms timeline all differ",
+                   q["utc"])
+        finally:
+            wd.close()
+
+
 def group_commands(opts, tap):
     exe = opts.vramtrace
     with tempfile.TemporaryDirectory(prefix="vrt-new-") as tmp:
@@ -185,7 +425,8 @@ def group_demo(opts, tap):
 
 def main():
     def add(ap):
-        ap.add_argument("group", choices=["commands", "demo"])
+        ap.add_argument("group", choices=["commands", "demo", "reports",
+                                          "html"])
     opts = parse_args(add)
     tap = Tap()
     globals()["group_" + opts.group](opts, tap)
