@@ -35,6 +35,7 @@
 #include "report.h"
 #include "rules.h"
 #include "run.h"
+#include "tracedir.h"
 #include "wallclock.h"
 
 /* In the order of --format's names. */
@@ -320,6 +321,9 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	}
 	/* Long analyses show how far they got (stderr, terminals only). */
 	vrt_progress_init(&pg);
+	if (pg.sink.fn)
+		pg.total_bytes =
+		        vrt_tracedir_bytes(s.paths, (size_t)s.npaths);
 	t.progress = &pg.sink;
 	/* Folded stacks need every call path live at the peaks. */
 	if (s.o.format == FMT_FOLDED)

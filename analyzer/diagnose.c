@@ -467,7 +467,7 @@ static int died(const struct vrt_process *p)
 {
 	return p->exit_kind == VRT_EXIT_SIGNAL ||
 	       (p->exit_kind == VRT_EXIT_CODE && p->exit_code != 0) ||
-	       (p->exit_kind == VRT_EXIT_NONE && p->truncated);
+	       (p->exit_kind == VRT_EXIT_NONE && p->truncated && !p->running);
 }
 
 /* Stopped on purpose: SIGHUP, SIGINT, SIGTERM, or the shell's 128 + N
@@ -489,6 +489,8 @@ static void how_ended(char *buf, size_t n, const struct vrt_process *p)
 		snprintf(buf, n, "was killed by signal %d", p->exit_code);
 	else if (p->exit_kind == VRT_EXIT_CODE)
 		snprintf(buf, n, "exited with status %d", p->exit_code);
+	else if (p->running)
+		snprintf(buf, n, "is still running (recording)");
 	else if (p->truncated)
 		snprintf(buf, n, "died: its trace ends without a clean exit");
 	else
@@ -2160,8 +2162,12 @@ static void verdict_none(struct ctx *c)
 		       "device keeps the %d%% margin spare",
 		    margin_pct(c));
 	}
-	if (c->root && c->root->exit_kind == VRT_EXIT_NONE &&
-	    !c->root->has_trailer)
+	if (c->root && c->root->running)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "the run is still recording: nothing has failed so "
+		           "far, and a load still to come may change that");
+	else if (c->root && c->root->exit_kind == VRT_EXIT_NONE &&
+	         !c->root->has_trailer)
 		confidence(c, VRT_CONFIDENCE_MEDIUM,
 		           "the run's end was not recorded (no exit status, no "
 		           "clean end)");

@@ -696,8 +696,10 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 			return nomem(f, err, "header");
 		pr->argc = i + 1;
 	}
-	if (!f->is_buf)
+	if (!f->is_buf) {
 		vrt_tracedir_read_exit(pr);
+		vrt_tracedir_read_running(pr);
+	}
 	return VRT_LOAD_OK;
 }
 

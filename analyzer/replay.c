@@ -1444,7 +1444,11 @@ static int on_snapshot(struct state *s, const struct vrt_event *e)
 		return -1;
 	if (e->aux == 3) /* recording stops: standby from here */
 		return 0;
-	if (!r->have_recording_start || e->ts < r->recording_start_ts) {
+	/* Recording starts late only where a process began in standby: a
+	 * snapshot after `ctl stop` (or an allocation refused in standby
+	 * then) continues a recording that began with the process. */
+	if (e->proc < s->t->nprocs && s->t->procs[e->proc].started_in_standby &&
+	    (!r->have_recording_start || e->ts < r->recording_start_ts)) {
 		r->have_recording_start = 1;
 		r->recording_start_ts = e->ts;
 	}
@@ -2842,7 +2846,8 @@ static int proc_end(const struct vrt_process *p)
 		return END_DIED;
 	if (p->exit_kind == VRT_EXIT_CODE)
 		return END_LIVED;
-	return p->truncated ? END_DIED : END_UNKNOWN;
+	/* a process still recording has not ended at all */
+	return p->truncated && !p->running ? END_DIED : END_UNKNOWN;
 }
 
 /* How the run ended: as its root processes (parent not in the run). */

@@ -308,8 +308,10 @@ struct vrt_replay {
 	/* the timelines' bucket width in ns at the end (a power of two) */
 	int64_t series_bucket_ns;
 	/* Recording started late (standby and `ctl start`, or an allocation
-	 * refused in standby): the run's first snapshot, and per process
-	 * (one per trace process, by index). */
+	 * refused in standby): the first snapshot of a process that began in
+	 * standby (a process that recorded from its start and was stopped
+	 * later does not start late), and per process (one per trace
+	 * process, by index). */
 	int have_recording_start;
 	int64_t recording_start_ts;
 	struct vrt_replay_proc *procs;

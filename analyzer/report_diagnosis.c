@@ -63,7 +63,7 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
                                const struct vrt_diagnosis *d)
 {
 	const char *eng = vrt_engine_name(d->flags.engine);
-	size_t i;
+	size_t i, col;
 
 	(void)t;
 	fprintf(f, "DIAGNOSIS: %s", vrt_diagnose_verdict_name(d->verdict));
@@ -84,14 +84,16 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	if (eng)
 		fprintf(f, "; engine %s", eng);
 	fputc('\n', f);
-	fprintf(f, "  confidence: %s - ",
-	        vrt_diagnose_confidence_name(d->confidence));
-	vrt_text_put_safe(f, d->confidence_reason, SIZE_MAX);
+	/* Sentences fold at VRT_TEXT_WIDTH, each under its own start. */
+	col = (size_t)fprintf(f, "  confidence: %s - ",
+	                      vrt_diagnose_confidence_name(d->confidence));
+	vrt_text_put_wrapped(f, d->confidence_reason, col, 4, VRT_TEXT_WIDTH);
 	fputc('\n', f);
 	ladder_text(f, d);
 	for (i = 0; i < d->nevidence && i < TEXT_EVIDENCE; i++) {
 		fputs("  - ", f);
-		vrt_text_put_safe(f, d->evidence[i].text, SIZE_MAX);
+		vrt_text_put_wrapped(f, d->evidence[i].text, 4, 4,
+		                     VRT_TEXT_WIDTH);
 		fputc('\n', f);
 	}
 	if (d->nevidence > TEXT_EVIDENCE)
@@ -100,17 +102,18 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	/* Each change with its cost under it, cheapest first. */
 	for (i = 0; i < d->nactions; i++) {
 		fputs(i ? "  or:     " : "  action: ", f);
-		vrt_text_put_safe(f, d->actions[i], SIZE_MAX);
+		vrt_text_put_wrapped(f, d->actions[i], 10, 10, VRT_TEXT_WIDTH);
 		fputc('\n', f);
 		if (i < d->ncosts && d->costs[i][0]) {
 			fputs("          cost: ", f);
-			vrt_text_put_safe(f, d->costs[i], SIZE_MAX);
+			vrt_text_put_wrapped(f, d->costs[i], 16, 16,
+			                     VRT_TEXT_WIDTH);
 			fputc('\n', f);
 		}
 	}
 	for (i = 0; i < d->nverify; i++) {
 		fputs("  verify: ", f);
-		vrt_text_put_safe(f, d->verify[i], SIZE_MAX);
+		vrt_text_put_wrapped(f, d->verify[i], 10, 10, VRT_TEXT_WIDTH);
 		fputc('\n', f);
 	}
 	fputc('\n', f);

@@ -119,7 +119,7 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 	vrt_json_begin_array(w);
 	for (i = 0; i < t->nprocs; i++) {
 		const struct vrt_process *p = &t->procs[i];
-		truncated |= p->truncated;
+		truncated |= p->truncated && !p->running;
 		vrt_json_begin_object(w);
 		vrt_json_key(w, "pid");
 		vrt_json_uint(w, p->pid);
@@ -149,6 +149,8 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 			vrt_json_null(w);
 		vrt_json_key(w, "complete");
 		vrt_json_bool(w, !p->truncated);
+		vrt_json_key(w, "running"); /* still recording */
+		vrt_json_bool(w, p->running);
 		vrt_json_key(w, "truncated_reason");
 		if (p->truncated)
 			vrt_json_string(w, p->trunc_reason);

@@ -15,6 +15,7 @@
 #include "report.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pathname.h"
@@ -32,10 +33,33 @@ static const char *secs(char *buf, size_t n, const struct vrt_trace *t,
 	return buf;
 }
 
+/* A process's command line from column col on, each argument cut at 60
+ * bytes, folded at VRT_TEXT_WIDTH under its start. */
+static void cmdline_wrapped(FILE *f, const struct vrt_process *p, size_t col)
+{
+	char *text = NULL;
+	size_t len = 0, j;
+	FILE *m = open_memstream(&text, &len);
+
+	if (!m)
+		return;
+	for (j = 0; j < p->argc; j++) {
+		if (j)
+			fputc(' ', m);
+		vrt_text_put_safe(m, p->argv[j], 60);
+	}
+	if (!p->argc)
+		vrt_text_put_safe(m, p->exe, 60);
+	if (!fclose(m))
+		vrt_text_put_wrapped(f, text, col, col < 44 ? col : 8,
+		                     VRT_TEXT_WIDTH);
+	free(text);
+}
+
 static void run_summary(FILE *f, const struct vrt_trace *t)
 {
 	char b[32];
-	size_t i, j, ntrunc = 0;
+	size_t i, ntrunc = 0, nrunning = 0;
 
 	fprintf(f, "run: %zu process%s, %" PRIu64 " event%s over %s",
 	        t->nprocs, t->nprocs == 1 ? "" : "es", vrt_load_events(t),
@@ -53,10 +77,11 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 	fputc('\n', f);
 	for (i = 0; i < t->nprocs; i++) {
 		const struct vrt_process *p = &t->procs[i];
-		fprintf(f, "  pid %-7" PRIu64 " ", p->pid);
+		size_t col = (size_t)fprintf(f, "  pid %-7" PRIu64 " ", p->pid);
 		if (t->nhosts > 1) {
 			vrt_text_put_safe(f, p->host, 24);
 			fputc(' ', f);
+			col += strnlen(p->host ? p->host : "", 24) + 1;
 		}
 		if (p->exit_kind == VRT_EXIT_CODE)
 			snprintf(b, sizeof(b), "exit %d", p->exit_code);
@@ -64,19 +89,16 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 			snprintf(b, sizeof(b), "signal %d", p->exit_code);
 		else
 			snprintf(b, sizeof(b), "exit ?");
-		fprintf(f, "%-10s %8" PRIu64 " event%s  ", b, p->events,
-		        p->events == 1 ? " " : "s");
-		for (j = 0; j < p->argc; j++) {
-			if (j)
-				fputc(' ', f);
-			vrt_text_put_safe(f, p->argv[j], 60);
-		}
-		if (!p->argc)
-			vrt_text_put_safe(f, p->exe, 60);
+		col += (size_t)fprintf(f, "%-10s %8" PRIu64 " event%s  ", b,
+		                       p->events, p->events == 1 ? " " : "s");
+		cmdline_wrapped(f, p, col);
 		if (p->events_dropped)
 			fprintf(f, "  (%" PRIu64 " events dropped)",
 			        p->events_dropped);
-		if (p->truncated) {
+		if (p->running) {
+			fputs("  [still running]", f);
+			nrunning++;
+		} else if (p->truncated) {
 			fputs("  [truncated: ", f);
 			vrt_text_put_safe(f, p->trunc_reason, 160);
 			fputc(']', f);
@@ -84,6 +106,12 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 		}
 		fputc('\n', f);
 	}
+	if (nrunning)
+		fprintf(f,
+		        "STILL RECORDING: %zu of %zu processes are still "
+		        "running; numbers cover what they had written so far "
+		        "(VRAMTRACE_FLUSH_MS, 100 ms by default, behind).\n",
+		        nrunning, t->nprocs);
 	if (ntrunc)
 		fprintf(f,
 		        "TRUNCATED: %zu of %zu processes did not end cleanly; "
@@ -256,10 +284,15 @@ static void device(FILE *f, const struct vrt_trace *t,
 		}
 		fprintf(f, "; live at end %s\n",
 		        vrt_text_bytes(b1, sizeof(b1), d->tracked_bytes, 2));
-		if (d->peak_at_snapshot)
+		if (d->peak_at_snapshot && r->have_recording_start)
 			fprintf(f, "  (the peak is what recording found at its "
 			           "start: at least that much before recording "
 			           "began)\n");
+		else if (d->peak_at_snapshot)
+			fprintf(f, "  (the peak is what a snapshot found at %s, "
+			           "when recording went on after a stop: at least "
+			           "that much while it was stopped)\n",
+			        secs(b1, sizeof(b1), t, d->peak_ts));
 	}
 	if (d->have_baseline)
 		fprintf(f, "  used before this run: %s (first probe at %s)\n",
@@ -553,6 +586,7 @@ static void failures(FILE *f, const struct vrt_trace *t,
                      const struct vrt_replay *r)
 {
 	size_t i;
+	int apiw = 0;
 
 	if (!r->nfails) {
 		fprintf(f, "\nno failed calls\n");
@@ -560,6 +594,14 @@ static void failures(FILE *f, const struct vrt_trace *t,
 	}
 	fprintf(f, "\nfailed calls: %zu (%" PRIu64 " out of memory)\n",
 	        r->nfails, r->ooms);
+	/* the call's column as wide as its longest name; what the failure
+	 * meant goes on a line of its own, so rows stay narrow */
+	for (i = 0; i < r->nfails; i++) {
+		size_t n = strlen(vrt_names_api(r->fails[i].api,
+		                                "(unknown api)"));
+		if ((int)n > apiw)
+			apiw = (int)n;
+	}
 	for (i = 0; i < r->nfails; i++) {
 		const struct vrt_replay_failure *x = &r->fails[i];
 		const char *api = vrt_names_api(x->api, "(unknown api)");
@@ -578,9 +620,9 @@ static void failures(FILE *f, const struct vrt_trace *t,
 			snprintf(b2, sizeof(b2), "ptr 0x%" PRIx64, x->addr);
 		else
 			snprintf(b2, sizeof(b2), "-");
-		fprintf(f, "  %s  pid %" PRIu64 "  %-6s %-26s %s",
+		fprintf(f, "  %s  pid %" PRIu64 "  %-6s %-*s %s",
 		        secs(b1, sizeof(b1), t, x->ts), t->procs[x->proc].pid,
-		        dev, api, b2);
+		        dev, apiw, api, b2);
 		fprintf(f, "  %s",
 		        vrt_names_error(x->api, x->error, b3, sizeof(b3)));
 		if (x->have_info)
@@ -591,7 +633,7 @@ static void failures(FILE *f, const struct vrt_trace *t,
 			                       2));
 		if (x->oom) {
 			char pb[32];
-			fprintf(f, "  [%s stage, phase ",
+			fprintf(f, "\n      [%s stage, phase ",
 			        x->after_ready ? "request" : "load");
 			vrt_text_put_safe(f,
 			                  vrt_load_phase_name(t, x->phase, pb,

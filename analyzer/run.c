@@ -117,7 +117,14 @@ void vrt_run_warn(const struct vrt_trace *t)
 		                : " (the process died before its first "
 		                  "flush)");
 	for (i = 0; i < t->nprocs; i++)
-		if (t->procs[i].truncated)
+		if (t->procs[i].running)
+			fprintf(stderr,
+			        "vramtrace: warning: %s: still being written "
+			        "(pid %llu is running): the analysis covers what it "
+			        "has written so far\n",
+			        t->procs[i].path,
+			        (unsigned long long)t->procs[i].pid);
+		else if (t->procs[i].truncated)
 			fprintf(stderr,
 			        "vramtrace: warning: %s: truncated at byte "
 			        "%lld: %s\n",

@@ -11,11 +11,13 @@ says about your own program:
 It reaches the driver the way Python code that calls it directly does
 (ctypes: dlopen of libcuda.so.1, dlsym of each name), so it runs the same
 on a real NVIDIA GPU. Options: --block-mib N (default 1024), --max N (at
-most N blocks; 0, the default: until the driver refuses).
+most N blocks; 0, the default: until the driver refuses), --hold S (after
+the last block, hold them S seconds before exiting 0).
 """
 import argparse
 import ctypes
 import sys
+import time
 
 
 def load_driver():
@@ -43,6 +45,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--block-mib", type=int, default=1024)
     ap.add_argument("--max", type=int, default=0)
+    ap.add_argument("--hold", type=float, default=0)
     a = ap.parse_args()
     cuda = load_driver()
     check(cuda, cuda.cuInit(0), "cuInit")
@@ -58,6 +61,7 @@ def main():
         check(cuda, grab(cuda, block), f"block {held + 1}")
         held += 1
         print(f"alloc.py: holding {held} x {a.block_mib} MiB", flush=True)
+    time.sleep(a.hold)
     return 0
 
 

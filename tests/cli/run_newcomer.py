@@ -144,9 +144,69 @@ append prog/output.log 2023-11-14T22:13:20.020000Z err alloc.py: block 9 failed:
 """
 
 
+# A job recorded from its start, stopped with `ctl stop` at 4 s, then an
+# allocation refused in standby: the preload writes a snapshot and the
+# failure. Recording began at 0 s, not at that snapshot.
+STOPPED = """
+file stop/800.vtrace
+header 800 1 1700000000s 8000s host-a /usr/bin/python3 python3 job.py
+device 1 0 8Gi Fake~GPU~0 00112233445566778899aabbccddeeff
+chunk 800 8000s
+alloc 10ms cuMemAlloc_v2 0 0x100000000 2Gi
+snapshot 4s stop
+snapshot 20ms begin
+alloc 0 cuMemAlloc_v2 0 0x100000000 2Gi
+alloc 0 cuMemAlloc_v2 0 0x200000000 5Gi
+snapshot 0 end
+fail 0 cuMemAlloc_v2 0 0 4Gi 2 1Gi 8Gi
+trailer 8005s
+write stop/800.exit exit 1
+"""
+
+
+def progress_checks(opts, tap, tmp):
+    """A long analysis on a terminal says how much of how much it read."""
+    import pty
+    if not opts.gen:
+        tap.ok(True, "# SKIP no gen_trace for the progress check")
+        return
+    rc, out, err = run([opts.gen, "--out", "big", "--events", "10000000"],
+                       tmp, timeout=120)
+    master, slave = pty.openpty()
+    subprocess.run([opts.vramtrace, "analyze", "-f", "json", "big"],
+                   cwd=tmp, stdout=subprocess.DEVNULL, stderr=slave,
+                   timeout=120)
+    os.close(slave)
+    os.set_blocking(master, False)
+    data = b""
+    try:
+        while True:
+            d = os.read(master, 65536)
+            if not d:
+                break
+            data += d
+    except (BlockingIOError, OSError):
+        pass
+    os.close(master)
+    text = data.decode("utf-8", "replace")
+    reading = [l for l in text.split("\r") if "reading" in l]
+    tap.ok(reading and all(" of " in l and "%)" in l for l in reading),
+           "progress: bytes read of the total", text[:400])
+
+
 def group_reports(opts, tap):
     exe = opts.vramtrace
     with tempfile.TemporaryDirectory(prefix="vrt-new-") as tmp:
+        mkt(opts, tmp, "stop", STOPPED)
+        rc, out, err = run([exe, "analyze", "stop"], tmp)
+        rc2, out2, _ = run([exe, "analyze", "-f", "json", "stop"], tmp)
+        rep = json.loads(out2) if rc2 == 0 else {}
+        tap.ok(rc == 0 and "recording began" not in out and
+               "recording started" not in out and
+               rep.get("recording_start_s", 0) is None,
+               "ctl stop, then an OOM in standby: recording still began "
+               "at 0 s", out)
+        progress_checks(opts, tap, tmp)
         mkt(opts, tmp, "prog", PROGRAM)
         rc, out, err = run([exe, "analyze", "prog"], tmp)
         lines = out.splitlines()
@@ -355,7 +415,7 @@ def group_commands(opts, tap):
             f.write("the demo's log\n")
         rc, out, err = run([exe, "table", "runL", "runS", "runS.log"], tmp)
         rows = [l for l in out.splitlines() if l.startswith("run")]
-        tap.ok(rc == 0 and len(rows) == 3 and
+        tap.ok(rc == 0 and len(rows) == 4 and
                "runS.log: not a run" in err and "skipped" in err,
                "table DIR/*: a file beside the runs is skipped with a "
                "warning", f"exit {rc}\n{out}{err}")
@@ -417,6 +477,20 @@ def group_demo(opts, tap):
         rc, out, err = run([exe, "table", "-f", "json"] + runs, tmp)
         tap.ok(rc == 0 and len(json.loads(out)["runs"]) == 7,
                "table d/* reads every demo run", f"exit {rc}\n{err}")
+        # Lines a terminal can show: prose folds at 100 columns, rows of
+        # the text report stay under 120, the table's under 150.
+        wide = []
+        for r in runs:
+            rc, out, err = run([exe, "analyze", r], tmp)
+            wide += [l for l in out.splitlines() if len(l) > 120]
+        tap.ok(not wide, "analyze of every demo run: no line past 120 "
+               "columns", "\n".join(wide[:5]))
+        rc, out, err = run([exe, "table"] + runs, tmp)
+        wide = [l for l in out.splitlines() if len(l) > 150]
+        tap.ok(rc == 0 and not wide and out.startswith(
+            "runs in d/, engine vllm"),
+            "table of the demo's runs: no line past 150 columns",
+            "\n".join(wide[:5]))
         rc, out, err = run([exe, "demo", "-o", "d"], tmp, timeout=300)
         tap.ok(rc == 1 and "already holds a demo run" in err and
                out == "", "demo -o into its own earlier output refuses",
@@ -425,9 +499,12 @@ def group_demo(opts, tap):
 
 def main():
     def add(ap):
+        ap.add_argument("--gen")
         ap.add_argument("group", choices=["commands", "demo", "reports",
                                           "html"])
     opts = parse_args(add)
+    if opts.gen:
+        opts.gen = os.path.abspath(opts.gen)
     tap = Tap()
     globals()["group_" + opts.group](opts, tap)
     return tap.done()
