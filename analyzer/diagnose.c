@@ -1238,6 +1238,9 @@ static void lever_cards(struct ctx *c, uint64_t n, const char *why)
 	const char *tp = setting(c, VRT_ENGINE_PARALLEL);
 	struct advice *a = advise(c, RANK_HARDWARE);
 
+	/* Never the parallel size the run already had. */
+	if (c->d->flags.tp && n <= c->d->flags.tp)
+		n = c->d->flags.tp * 2;
 	if (tp)
 		ACT(a, "%sadd cards: %s %" PRIu64 " %s", engine_label(c->engine),
 		    tp, n, why);
@@ -1653,7 +1656,98 @@ static const struct vrt_diag_device *not_sharded(struct ctx *c, uint64_t *want)
 	return heavy;
 }
 
-/* weights: detail not_sharded / card_too_small / weights_do_not_fit. */
+/* Ranks of a run stacked on one device while another visible device
+ * stayed idle (a per-worker CUDA_VISIBLE_DEVICES naming the same card, a
+ * launcher that ignores the local rank): two processes or more allocated
+ * on dev and on no other device, and a device of the same host that no
+ * process allocated on. A run whose parallel size is known to be 1 has no
+ * ranks to place. Returns the first idle device (its trace index), or -1;
+ * the ranks' PIDs into pids (at most max), their count into *n, and the
+ * idle devices' count into *nidle. */
+static int32_t misplaced_ranks(const struct ctx *c, int32_t dev,
+                               uint64_t *pids, size_t max, size_t *n,
+                               size_t *nidle)
+{
+	const struct vrt_replay *r = c->r;
+	const struct vrt_trace *t = c->t;
+	uint64_t used = 0;
+	int32_t idle = -1;
+	size_t i, k;
+
+	*n = *nidle = 0;
+	if (dev < 0 || dev >= 64 || (size_t)dev >= t->ndevices ||
+	    (c->d->flags.tp == 1 && c->d->flags.pp <= 1))
+		return -1;
+	for (i = 0; i < r->nprocs && i < t->nprocs; i++) {
+		used |= r->procs[i].devices;
+		if (r->procs[i].devices != 1ull << dev)
+			continue;
+		if (*n < max)
+			pids[*n] = t->procs[i].pid;
+		++*n;
+	}
+	if (*n < 2)
+		return -1;
+	for (k = 0; k < t->ndevices && k < r->ndevices && k < 64; k++)
+		if ((int32_t)k != dev && !(used >> k & 1) &&
+		    t->devices[k].host_idx == t->devices[dev].host_idx &&
+		    !r->dev[k].peak_bytes) {
+			if (idle < 0)
+				idle = (int32_t)k;
+			++*nidle;
+		}
+	return idle;
+}
+
+/* "401 and 402", "401, 402 and 403" (n PIDs, at most max in v). */
+static void pid_list(char *buf, size_t len, const uint64_t *v, size_t n,
+                     size_t max)
+{
+	size_t i, o = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && i < max && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64,
+		                      !i                           ? ""
+		                      : i + 1 == (n < max ? n : max) ? " and "
+		                                                     : ", ",
+		                      v[i]);
+	if (n > max && o < len)
+		snprintf(buf + o, len - o, " and %zu more", n - max);
+}
+
+/* not_sharded because the ranks share a card: name them and the idle
+ * card, and place them (never a parallel size the run already has). */
+static void ranks_misplaced(struct ctx *c, int32_t dev, int32_t idle,
+                            const uint64_t *pids, size_t n, size_t nidle)
+{
+	struct vrt_diagnosis *d = c->d;
+	const char *tp = flag_name(c->engine, N_TP);
+	char list[160];
+	struct advice *a;
+
+	snprintf(d->detail, sizeof(d->detail), "not_sharded");
+	pid_list(list, sizeof(list), pids, n, 8);
+	evidence(d, "ranks_on_one_device", dev, VRT_DIAG_COUNT, n,
+	         "the ranks in PIDs %s are %s on device %d; device %d is idle%s "
+	         "(visible to the run, nothing allocated on it)",
+	         list, n == 2 ? "both" : "all", dev, idle,
+	         nidle > 1 ? " and so are others" : "");
+	if (d->flags.tp >= 2 && tp)
+		evidence(d, "tensor_parallel", -1, VRT_DIAG_COUNT, d->flags.tp,
+		         "the run asks for %s %" PRIu64 ": the size is right, the "
+		         "placement is not",
+		         tp, d->flags.tp);
+	a = advise(c, RANK_FREE);
+	ACT(a,
+	    "%splace each rank on its own GPU: PIDs %s %s opened device %d "
+	    "while device %d stayed idle; give every worker all the run's "
+	    "cards (CUDA_VISIBLE_DEVICES=%d,%d on the whole run, or unset) "
+	    "and let the launcher pick each rank's device from its local rank",
+	    engine_label(c->engine), list, n == 2 ? "both" : "all", dev, idle,
+	    dev < idle ? dev : idle, dev < idle ? idle : dev);
+	COST(a, "none: the idle card was meant to hold a rank");
+}
 
 /* weights: detail not_sharded / card_too_small / weights_do_not_fit. */
 static void verdict_weights(struct ctx *c)
@@ -1670,6 +1764,16 @@ static void verdict_weights(struct ctx *c)
 	for (k = 0; k < d->ndevices; k++)
 		sumw += d->devices[k].weights_bytes;
 	common_failure_evidence(c);
+	{
+		uint64_t pids[8];
+		size_t n, nidle;
+		int32_t idle = misplaced_ranks(c, c->f->device, pids, 8, &n,
+		                               &nidle);
+		if (idle >= 0) {
+			ranks_misplaced(c, c->f->device, idle, pids, n, nidle);
+			return;
+		}
+	}
 	heavy = not_sharded(c, &want);
 	if (heavy) {
 		snprintf(d->detail, sizeof(d->detail), "not_sharded");
@@ -1767,6 +1871,9 @@ static void verdict_weights(struct ctx *c)
 		uint64_t n = per ? (m->weight_bytes + per - 1) / per : 2, p2 = 2;
 		while (p2 < n)
 			p2 *= 2;
+		/* never the parallel size the run already had */
+		while (p2 <= d->flags.tp)
+			p2 *= 2;
 		a = advise(c, RANK_HARDWARE);
 		ACT(a,
 		    "%sshard the weights over %" PRIu64 " cards: %s %" PRIu64
@@ -1781,9 +1888,10 @@ static void verdict_weights(struct ctx *c)
 	} else {
 		a = advise(c, RANK_HARDWARE);
 		ACT(a,
-		    "%sshard the weights over more cards: %s 2 (or more; "
-		    "--model-config tells how many)",
-		    engine_label(c->engine), flag_name(c->engine, N_TP));
+		    "%sshard the weights over more cards: %s %" PRIu64
+		    " (or more; --model-config tells how many)",
+		    engine_label(c->engine), flag_name(c->engine, N_TP),
+		    d->flags.tp >= 2 ? d->flags.tp * 2 : 2);
 		COST(a, "tensor parallelism adds communication between the "
 		        "cards");
 	}
@@ -2473,6 +2581,7 @@ static void with_failure(struct ctx *c)
 	const struct vrt_replay_failure *f = c->f;
 	uint64_t want = 0;
 	const struct vrt_diag_device *heavy;
+	int misplaced;
 
 	climb(c);
 	if (not_server(c)) {
@@ -2504,7 +2613,15 @@ static void with_failure(struct ctx *c)
 	}
 	ladder_confidence(c);
 	heavy = not_sharded(c, &want);
-	if ((heavy && heavy->device == f->device) ||
+	{
+		uint64_t pids[2];
+		size_t n, nidle;
+		misplaced = misplaced_ranks(c, f->device, pids, 2, &n,
+		                            &nidle) >= 0;
+	}
+	/* Ranks stacked on one card: whatever rung broke, the cure is
+	 * their placement. */
+	if (misplaced || (heavy && heavy->device == f->device) ||
 	    d->rung == VRT_RUNG_WEIGHTS)
 		verdict_weights(c);
 	else if (d->rung == VRT_RUNG_BASELINE)

@@ -1396,6 +1396,10 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 	ob = &s->objs[o];
 	if (!(e->flags & VRT_EV_SNAP))
 		count(s, ob, 0, 1);
+	/* which devices each process allocated on (misplaced ranks) */
+	if (e->proc < s->r->nprocs && e->device >= 0 && e->device < 64 &&
+	    vrt_replay_family_is_vram(fam))
+		s->r->procs[e->proc].devices |= 1ull << e->device;
 	charge(s, ob, e->ts);
 	if ((e->flags & VRT_EV_SNAP) && ob->charged && ob->device >= 0 &&
 	    (size_t)ob->device < s->r->ndevices) {
@@ -2401,6 +2405,13 @@ static int remap_devices(struct vrt_replay *r, const uint32_t *map, size_t n)
 	    (size_t)r->single_request_peak_device < n)
 		r->single_request_peak_device =
 		        (int32_t)map[r->single_request_peak_device];
+	for (i = 0; i < r->nprocs; i++) {
+		uint64_t was = r->procs[i].devices, now = 0;
+		for (j = 0; j < n && j < 64; j++)
+			if ((was >> j & 1) && map[j] < 64)
+				now |= 1ull << map[j];
+		r->procs[i].devices = now;
+	}
 	return 0;
 }
 
@@ -2690,6 +2701,9 @@ static inline int fast_alloc(struct state *s, const struct vrt_event *e,
 	d = x->d;
 	ds = x->ds;
 	pc = &d->phase[slot];
+	/* as on_alloc: which devices each process allocated on */
+	if (LIKELY(proc < s->r->nprocs && dev < 64))
+		s->r->procs[proc].devices |= 1ull << dev;
 	d->fam[fam].allocs++;
 	counters_add(&d->fam[fam], size, ts);
 	if (x->epoch != ds->epoch) /* site_touch */

@@ -149,6 +149,8 @@ struct vrt_replay_window {
 struct vrt_replay_proc {
 	int started_in_standby; /* its capture began in standby: nothing but
 	                         * kept facts before its first snapshot */
+	uint64_t devices; /* bit d: it allocated device memory on trace
+	                     device d (d < 64) */
 	int have_snapshot;
 	int64_t first_snapshot_ts; /* when it first recorded (a snapshot) */
 	uint32_t snapshots;        /* how many it wrote */

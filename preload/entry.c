@@ -50,6 +50,7 @@
  * Everything here runs in the constructor, the destructor, exit or the
  * fork handlers; the state it keeps (main_gone, exiting) is atomic.
  */
+#include "clock.h"
 #include "hook.h"
 #include "live.h"
 #include "rules.h"
@@ -69,12 +70,16 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RULES_MAX (1u << 20)
 
 static pthread_key_t exit_key;
 static char run_dir[PATH_MAX];
+/* When the constructor ran: the start of a trace made at exit (the root
+ * of a recorded tree that made no GPU call, session.c). */
+static uint64_t start_mono, start_wall;
 /* Looked up by the constructor: a vfork child must not take the
  * loader's locks (dlsym) that a thread of its parent may hold. */
 static void (*real__exit)(int);
@@ -234,12 +239,28 @@ static void load_rules(void)
 	vrt_stack_set_rules(rules);
 }
 
+/* The status this process leaves with, for its trailer. A vfork child
+ * shares our memory: its exit is not ours. */
+static void note_exit(int status, void *arg)
+{
+	(void)arg;
+	if (vrt_session_is_self())
+		vrt_writer_set_exit(VRT_TRAILER_EXIT_CODE, status & 0xff);
+}
+
 __attribute__((constructor)) static void vrt_entry_init(void)
 {
 	vrt_hooklib_init();
 	vrt_session_init();
 	real__exit = (void (*)(int))vrt_hooklib_real_dlsym(RTLD_NEXT, "_exit");
 	vrt_capture_tick = watch_exit;
+	{
+		struct timespec w;
+		clock_gettime(CLOCK_REALTIME, &w);
+		start_wall = (uint64_t)w.tv_sec * 1000000000u +
+		             (uint64_t)w.tv_nsec;
+		start_mono = vrt_clock_now();
+	}
 	vrt_options_init();
 	if (!vrt_options_int(VRT_OPT_ENABLE))
 		return;
@@ -279,6 +300,9 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 	vrt_metrics_init();
 	vrt_hook_env_init(run_dir);
 	vrt_session_arm();
+	/* exit() and a return from main tell on_exit handlers the status;
+	 * this one runs before the destructor that writes the trailer. */
+	on_exit(note_exit, NULL);
 	if (vrt_options_int(VRT_OPT_DEBUG))
 		fprintf(stderr, "vramtrace: pid %d armed, run directory %s\n",
 		        (int)getpid(), run_dir);
@@ -289,6 +313,7 @@ __attribute__((destructor)) static void vrt_entry_fini(void)
 	/* A vfork child calling exit(): everything here is the parent's. */
 	if (!vrt_session_is_self())
 		return;
+	vrt_session_root_exit(start_mono, start_wall);
 	int was = vrt_session_shutdown();
 	vrt_session_warn();
 	if (vrt_options_int(VRT_OPT_DEBUG) && was == VRT_STATE_ON)
@@ -313,12 +338,14 @@ __attribute__((noreturn)) static void real_exit(int status)
  * vfork child (a failed exec in Python's subprocess) just exits. */
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
+	note_exit(status, NULL);
 	vrt_entry_fini();
 	real_exit(status);
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
+	note_exit(status, NULL);
 	vrt_entry_fini();
 	real_exit(status);
 }

@@ -72,6 +72,9 @@
 #include "standby.h"
 #include "rundir.h"
 
+#include <vramtrace/trace_format.h>
+
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -123,7 +126,7 @@ static int begin_recording(int snapshot)
 		 * a full recording's would have (standby.h). */
 		uint64_t mono, wall;
 		if (vrt_standby_origin(&mono, &wall))
-			vrt_writer_set_origin(mono, wall);
+			vrt_writer_set_origin(mono, wall, 1);
 		int err = vrt_writer_start(
 		        run_dir, (int)vrt_options_int(VRT_OPT_FLUSH_MS),
 		        (int)vrt_options_int(VRT_OPT_ZSTD_LEVEL));
@@ -277,6 +280,57 @@ void vrt_session_warn(void)
 		        "vramtrace: warning: pid %d: capture stopped early: "
 		        "%s\n",
 		        (int)getpid(), why);
+}
+
+/* 1 when the run directory already holds a trace, none of them ours.
+ * start_mu held. */
+static int others_traced(void)
+{
+	char own[32];
+	struct dirent *de;
+	size_t n, m = strlen(VRT_TRACE_SUFFIX);
+	int found = 0, mine = 0;
+	DIR *d = opendir(run_dir);
+
+	snprintf(own, sizeof(own), "%d.", (int)getpid());
+	while (d && (de = readdir(d))) {
+		n = strlen(de->d_name);
+		if (n <= m || strcmp(de->d_name + n - m, VRT_TRACE_SUFFIX))
+			continue;
+		if (!strncmp(de->d_name, own, strlen(own)))
+			mine = 1;
+		else
+			found = 1;
+	}
+	if (d)
+		closedir(d);
+	return found && !mine;
+}
+
+void vrt_session_root_exit(uint64_t start_mono, uint64_t start_wall)
+{
+	long root = vrt_options_int(VRT_OPT_ROOT);
+
+	if (root <= 0 || root != (long)getpid() || !vrt_session_is_self())
+		return;
+	int cancel = vrt_capture_cancel_off();
+	pthread_mutex_lock(&start_mu);
+	if (atomic_load(&vrt_state) == VRT_STATE_ARMED && others_traced() &&
+	    !trust_run_dir()) {
+		int was_in = vrt_in_hook;
+		vrt_in_hook = 1;
+		/* The writer alone: services would only stop again. */
+		vrt_writer_set_origin(start_mono, start_wall, 0);
+		if (!vrt_writer_start(run_dir,
+		                      (int)vrt_options_int(VRT_OPT_FLUSH_MS),
+		                      (int)vrt_options_int(VRT_OPT_ZSTD_LEVEL))) {
+			writer_open = 1;
+			atomic_store(&vrt_state, VRT_STATE_ON);
+		}
+		vrt_in_hook = was_in;
+	}
+	pthread_mutex_unlock(&start_mu);
+	vrt_capture_cancel_restore(cancel);
 }
 
 void vrt_session_before_exec(void)
