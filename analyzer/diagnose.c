@@ -1716,6 +1716,36 @@ static void pid_list(char *buf, size_t len, const uint64_t *v, size_t n,
 		snprintf(buf + o, len - o, " and %zu more", n - max);
 }
 
+/* What one device holding the weights looks like: its share, and every
+ * other device of its host the run could see, used or not. */
+static void shard_evidence(struct ctx *c, const struct vrt_diag_device *heavy,
+                           uint64_t sumw, uint64_t want)
+{
+	struct vrt_diagnosis *d = c->d;
+	size_t k;
+
+	if (sumw)
+		evidence(d, "weights_share_percent", heavy->device,
+		         VRT_DIAG_PERCENT, heavy->weights_bytes * 100 / sumw,
+		         "device %d holds %" PRIu64 "%% of the weights (%s) "
+		         "while the run asked for %" PRIu64 " devices",
+		         heavy->device, heavy->weights_bytes * 100 / sumw,
+		         SZ(heavy->weights_bytes), want);
+	for (k = 0; k < c->t->ndevices && k < c->r->ndevices; k++) {
+		const struct vrt_diag_device *x = diag_dev(d, (int32_t)k);
+		uint64_t tot = dev_total(c->t, c->r, k);
+		if ((int32_t)k == heavy->device ||
+		    c->t->devices[k].host_idx !=
+		            c->t->devices[heavy->device].host_idx)
+			continue;
+		evidence(d, "idle_device_peak_bytes", (int32_t)k, VRT_DIAG_BYTES,
+		         x ? x->peak_bytes : 0, "device %zu peaked at %s of %s: %s",
+		         k, SZ(x ? x->peak_bytes : 0), SZ(tot),
+		         x ? "nearly empty"
+		           : "visible to the run, never allocated on");
+	}
+}
+
 /* not_sharded because the ranks share a card: name them and the idle
  * card, and place them (never a parallel size the run already has). */
 static void ranks_misplaced(struct ctx *c, int32_t dev, int32_t idle,
@@ -1723,10 +1753,17 @@ static void ranks_misplaced(struct ctx *c, int32_t dev, int32_t idle,
 {
 	struct vrt_diagnosis *d = c->d;
 	const char *tp = flag_name(c->engine, N_TP);
+	const struct vrt_diag_device *fd = diag_dev(d, dev);
+	uint64_t sumw = 0;
 	char list[160];
 	struct advice *a;
+	size_t k;
 
 	snprintf(d->detail, sizeof(d->detail), "not_sharded");
+	for (k = 0; k < d->ndevices; k++)
+		sumw += d->devices[k].weights_bytes;
+	if (fd)
+		shard_evidence(c, fd, sumw, n);
 	pid_list(list, sizeof(list), pids, n, 8);
 	evidence(d, "ranks_on_one_device", dev, VRT_DIAG_COUNT, n,
 	         "the ranks in PIDs %s are %s on device %d; device %d is idle%s "
@@ -1777,28 +1814,7 @@ static void verdict_weights(struct ctx *c)
 	heavy = not_sharded(c, &want);
 	if (heavy) {
 		snprintf(d->detail, sizeof(d->detail), "not_sharded");
-		evidence(d, "weights_share_percent", heavy->device,
-		         VRT_DIAG_PERCENT, heavy->weights_bytes * 100 / sumw,
-		         "device %d holds %" PRIu64 "%% of the weights (%s) "
-		         "while the run asked for %" PRIu64 " devices",
-		         heavy->device, heavy->weights_bytes * 100 / sumw,
-		         SZ(heavy->weights_bytes), want);
-		/* every other device the run could see, used or not */
-		for (k = 0; k < c->t->ndevices && k < c->r->ndevices; k++) {
-			const struct vrt_diag_device *x =
-			        diag_dev(d, (int32_t)k);
-			uint64_t tot = dev_total(c->t, c->r, k);
-			if ((int32_t)k == heavy->device ||
-			    c->t->devices[k].host_idx !=
-			            c->t->devices[heavy->device].host_idx)
-				continue;
-			evidence(d, "idle_device_peak_bytes", (int32_t)k,
-			         VRT_DIAG_BYTES, x ? x->peak_bytes : 0,
-			         "device %zu peaked at %s of %s: %s", k,
-			         SZ(x ? x->peak_bytes : 0), SZ(tot),
-			         x ? "nearly empty"
-			           : "visible to the run, never allocated on");
-		}
+		shard_evidence(c, heavy, sumw, want);
 		if (d->flags.tp >= 2)
 			evidence(d, "tensor_parallel", -1, VRT_DIAG_COUNT,
 			         d->flags.tp,

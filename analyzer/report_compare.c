@@ -35,6 +35,7 @@
 
 #include "diagnose.h"
 #include "diff.h"
+#include "engine.h"
 #include "json.h"
 #include "pathname.h"
 #include "retest.h"
@@ -244,12 +245,17 @@ static void verdicts_text(FILE *f, const struct vrt_diff *d,
 
 static void run_line(FILE *f, const char *tag, const struct vrt_run *run)
 {
+	struct vrt_engine_run er;
 	size_t i, j;
 
+	vrt_engine_of_run(&er, &run->t);
 	fprintf(f, "%s: ", tag);
 	vrt_text_put_safe(f, run->label, 200);
 	fprintf(f, "  %zu process%s", run->t.nprocs,
 	        run->t.nprocs == 1 ? "" : "es");
+	if (er.engine)
+		fprintf(f, " (engine %s%s)", vrt_engine_name(er.engine),
+		        er.from_stacks ? ", from its stacks" : "");
 	for (i = 0; i < run->t.nprocs && i < 1; i++) {
 		const struct vrt_process *p = &run->t.procs[i];
 		fputs(": ", f);

@@ -239,15 +239,6 @@ static void load_rules(void)
 	vrt_stack_set_rules(rules);
 }
 
-/* The status this process leaves with, for its trailer. A vfork child
- * shares our memory: its exit is not ours. */
-static void note_exit(int status, void *arg)
-{
-	(void)arg;
-	if (vrt_session_is_self())
-		vrt_writer_set_exit(VRT_TRAILER_EXIT_CODE, status & 0xff);
-}
-
 __attribute__((constructor)) static void vrt_entry_init(void)
 {
 	vrt_hooklib_init();
@@ -300,9 +291,6 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 	vrt_metrics_init();
 	vrt_hook_env_init(run_dir);
 	vrt_session_arm();
-	/* exit() and a return from main tell on_exit handlers the status;
-	 * this one runs before the destructor that writes the trailer. */
-	on_exit(note_exit, NULL);
 	if (vrt_options_int(VRT_OPT_DEBUG))
 		fprintf(stderr, "vramtrace: pid %d armed, run directory %s\n",
 		        (int)getpid(), run_dir);
@@ -338,14 +326,14 @@ __attribute__((noreturn)) static void real_exit(int status)
  * vfork child (a failed exec in Python's subprocess) just exits. */
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
-	note_exit(status, NULL);
+	vrt_session_note_exit(status);
 	vrt_entry_fini();
 	real_exit(status);
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
-	note_exit(status, NULL);
+	vrt_session_note_exit(status);
 	vrt_entry_fini();
 	real_exit(status);
 }

@@ -80,6 +80,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -197,6 +198,32 @@ static void start_others(int standby)
 	}
 }
 
+void vrt_session_note_exit(int status)
+{
+	if (vrt_session_is_self())
+		vrt_writer_set_exit(VRT_TRAILER_EXIT_CODE, status & 0xff);
+}
+
+static void on_exit_note(int status, void *arg)
+{
+	(void)arg;
+	vrt_session_note_exit(status);
+}
+
+/* exit() and a return from main tell on_exit handlers the status. The
+ * handler must run before the destructors (the trailer): the loader runs
+ * a preload's constructor before libc registers the destructors' run, so
+ * a handler registered there would come after them. It is registered
+ * here, at the first event, once per process image (a fork child inherits
+ * it). start_mu held. */
+static void watch_exit_status(void)
+{
+	static int registered;
+
+	if (!registered)
+		registered = !on_exit(on_exit_note, NULL);
+}
+
 int vrt_session_start(void)
 {
 	int cancel = vrt_capture_cancel_off();
@@ -208,6 +235,7 @@ int vrt_session_start(void)
 		 * hooks (the control socket's listen() is no server). */
 		int was_in = vrt_in_hook;
 		vrt_in_hook = 1;
+		watch_exit_status();
 		int standby = vrt_options_int(VRT_OPT_START) == 1;
 		if (standby) {
 			vrt_standby_begin(1);

@@ -382,6 +382,151 @@ def group_html(opts, tap):
             wd.close()
 
 
+# vllm serve --tensor-parallel-size 2 as `record` leaves it: the root
+# command made no GPU call (its trace has a header and a trailer with its
+# exit status), the two spawned workers both landed on device 0 (a
+# per-worker CUDA_VISIBLE_DEVICES=0), the second's weights fail there;
+# device 1, in every worker's inventory, stays idle. The engine core
+# reaped the workers and wrote their exit files.
+MISPLACED = """
+file tp/400.vtrace
+header 400 1 1700000000s 4000s host-a /usr/bin/python3 python3 /usr/local/bin/vllm serve m --tensor-parallel-size 2
+trailer 4009s +0101
+write tp/400.exit exit 1
+file tp/401.vtrace
+header 401 400 1700000001s 4001s host-a /usr/bin/python3 /usr/bin/python3 -c from~multiprocessing.spawn~import~spawn_main;~spawn_main(tracker_fd=5,~pipe_handle=7) --multiprocessing-fork
+device 1 0 80Gi NVIDIA~H100~80GB~HBM3 00112233445566778899aabbccddeeff
+device 1 1 80Gi NVIDIA~H100~80GB~HBM3 ffeeddccbbaa99887766554433221100
+chunk 401 4001s
+meminfo 100ms 0 80Gi 80Gi
+alloc 100ms cuMemAlloc_v2 0 0x7f0000000000 25Gi p=weights
+alloc 100ms cuMemAlloc_v2 0 0x7f1000000000 25Gi p=weights
+trailer 4008s +0100
+write tp/401.exit signal 15
+file tp/402.vtrace
+header 402 400 1700000001s 4001s host-a /usr/bin/python3 /usr/bin/python3 -c from~multiprocessing.spawn~import~spawn_main;~spawn_main(tracker_fd=5,~pipe_handle=8) --multiprocessing-fork
+device 1 0 80Gi NVIDIA~H100~80GB~HBM3 00112233445566778899aabbccddeeff
+device 1 1 80Gi NVIDIA~H100~80GB~HBM3 ffeeddccbbaa99887766554433221100
+chunk 402 4002s
+meminfo 100ms 0 30Gi 80Gi
+alloc 100ms cuMemAlloc_v2 0 0x7f2000000000 25Gi p=weights
+fail 100ms cuMemAlloc_v2 0 0 25Gi 2 5Gi 80Gi p=weights
+trailer 4008s +0101
+"""
+
+# One vLLM process with --tensor-parallel-size 2 whose weights fill both
+# cards: the advice shards over more cards than it already had.
+TOO_BIG = """
+file big/500.vtrace
+header 500 1 1700000000s 5000s host-a /usr/bin/python3 python3 -m vllm.entrypoints.openai.api_server --model m --tensor-parallel-size 2
+device 1 0 80Gi NVIDIA~H100~80GB~HBM3 00112233445566778899aabbccddeeff
+device 1 1 80Gi NVIDIA~H100~80GB~HBM3 ffeeddccbbaa99887766554433221100
+chunk 500 5000s
+alloc 100ms cuMemAlloc_v2 0 0x7f0000000000 70Gi p=weights
+alloc 100ms cuMemAlloc_v2 1 0x7e0000000000 70Gi p=weights
+fail 100ms cuMemAlloc_v2 0 0 20Gi 2 10Gi 80Gi p=weights
+trailer 5001s
+write big/500.exit exit 1
+"""
+
+# A program embedding libllama (llama-cpp-python): its command line names
+# no engine, its stacks do.
+EMBEDDED = """
+file emb/600.vtrace
+header 600 1 1700000000s 6000s host-a /usr/bin/python3 python3 chat.py --model m.gguf
+device 1 0 24Gi NVIDIA~L4 0102030405060708090a0b0c0d0e0f10
+string 1 /usr/lib/python3/site-packages/llama_cpp/lib/libllama.so
+string 2 llama_model_load_from_file
+string 3 /usr/lib/python3/site-packages/llama_cpp/lib/libggml-cuda.so
+string 4 ggml_backend_cuda_buffer_type_alloc_buffer
+string 5 /usr/lib/python3/site-packages/llama_cpp/llama.py
+string 6 Llama.__init__
+frame 1 native 0x7f0000001000 1 2 0x10
+frame 2 native 0x7f1000001000 3 4 0x20
+frame 3 py 5 6 372
+stack 1 0 3
+stack 2 1 1
+stack 3 2 2 weights
+chunk 600 6000s
+alloc 100ms cuMemAlloc_v2 0 0x100000000 12Gi s=3
+fail 100ms cuMemAlloc_v2 0 0 14Gi 2 12Gi 24Gi s=3
+trailer 6001s
+write emb/600.exit exit 1
+"""
+
+
+def group_tree(opts, tap):
+    exe = opts.vramtrace
+    with tempfile.TemporaryDirectory(prefix="vrt-new-") as tmp:
+        mkt(opts, tmp, "tp", MISPLACED)
+        rc, out, err = run([exe, "analyze", "-f", "json", "tp"], tmp)
+        rep = json.loads(out) if rc == 0 else {}
+        dg = rep.get("diagnosis", {})
+        texts = [e["text"] for e in dg.get("evidence", [])]
+        acts = dg.get("actions", [])
+        tap.ok(dg.get("verdict") == "weights" and
+               dg.get("detail") == "not_sharded" and
+               any("the ranks in PIDs 401 and 402 are both on device 0; "
+                   "device 1 is idle" in t for t in texts),
+               "misplaced ranks: weights (not_sharded), the ranks and the "
+               "idle card named", json.dumps(dg)[:1500])
+        tap.ok(acts and "CUDA_VISIBLE_DEVICES" in acts[0] and
+               not any("--tensor-parallel-size" in a for a in acts),
+               "misplaced ranks: the action places them, never a parallel "
+               "size the run already has", acts)
+        procs = rep.get("run", {}).get("processes", [])
+        root = [p for p in procs if p["pid"] == 400]
+        tap.ok(root and root[0]["cmdline"][-2:] ==
+               ["--tensor-parallel-size", "2"] and
+               dg.get("engine") == "vllm" and
+               (dg.get("flags") or {}).get("tensor_parallel") == 2,
+               "the root command's trace gives the run its engine and flags",
+               json.dumps(procs)[:800])
+        ex = {p["pid"]: (p["exit_status"], p["exit_signal"]) for p in procs}
+        tap.ok(ex == {400: (1, None), 401: (128 + 15, 15), 402: (1, None)},
+               "every process's exit: the exit file first (a signal), "
+               "else the trailer's own", ex)
+        rc, out, err = run([exe, "analyze", "tp"], tmp)
+        tap.ok("exit ?" not in out and "no exit status was recorded" not in
+               out, "no worker is exit ?", out[:2000])
+        # Without the root's trace and its flags: the ranks still tell.
+        os.remove(os.path.join(tmp, "tp", "400.vtrace"))
+        rc, out, err = run([exe, "analyze", "-f", "json", "--no-log", "tp"],
+                           tmp)
+        dg = json.loads(out).get("diagnosis", {}) if rc == 0 else {}
+        tap.ok(dg.get("detail") == "not_sharded" and
+               not any("--tensor-parallel-size" in a
+                       for a in dg.get("actions", [])),
+               "misplaced ranks without the root's flags: not_sharded "
+               "still", json.dumps(dg)[:800])
+        mkt(opts, tmp, "big", TOO_BIG)
+        rc, out, err = run([exe, "analyze", "-f", "json", "big"], tmp)
+        acts = json.loads(out)["diagnosis"]["actions"] if rc == 0 else []
+        tap.ok(any("--tensor-parallel-size 4" in a for a in acts) and
+               not any("--tensor-parallel-size 2" in a for a in acts),
+               "weights do not fit at tensor parallel 2: shard over 4, "
+               "never the 2 it had", acts)
+        # The engine from the stacks, in every command that names it.
+        mkt(opts, tmp, "emb", EMBEDDED)
+        rc, out, err = run([exe, "analyze", "-f", "json", "emb"], tmp)
+        dg = json.loads(out)["diagnosis"] if rc == 0 else {}
+        tap.ok(dg.get("engine") == "llama.cpp" and
+               any(" -ngl " in a or "-ngl" in a for a in dg.get("actions",
+                                                                [])),
+               "engine from the stacks: analyze names llama.cpp and its "
+               "flags", json.dumps(dg)[:1200])
+        rc, out, err = run([exe, "table", "-f", "json", "emb"], tmp)
+        rows = json.loads(out)["runs"] if rc == 0 else [{}]
+        tap.ok(rows[0].get("engine") == "llama.cpp",
+               "engine from the stacks: table", out[:400])
+        rc, out, err = run([exe, "plan", "emb"], tmp)
+        tap.ok(rc in (0, 1) and "llama.cpp" in out.split("\n")[0],
+               "engine from the stacks: plan", out[:400] + err)
+        rc, out, err = run([exe, "compare", "emb", "emb"], tmp)
+        tap.ok(rc == 0 and "llama.cpp" in out,
+               "engine from the stacks: compare", out[:600])
+
+
 def group_commands(opts, tap):
     exe = opts.vramtrace
     with tempfile.TemporaryDirectory(prefix="vrt-new-") as tmp:
@@ -501,7 +646,7 @@ def main():
     def add(ap):
         ap.add_argument("--gen")
         ap.add_argument("group", choices=["commands", "demo", "reports",
-                                          "html"])
+                                          "html", "tree"])
     opts = parse_args(add)
     if opts.gen:
         opts.gen = os.path.abspath(opts.gen)
