@@ -17,6 +17,11 @@ exits       a traced child killed by SIGKILL and reaped by its traced
             a process that leaves by os._exit(7), and one that returns 5
             from main, with the exit files `record` wrote removed: the
             status from their own trailers.
+snapshot    a program in standby on device 1 of a driver that cannot tell
+            an address's device (FAKECUDA_NO_POINTER_QUERY): after `ctl
+            start`, every allocation it made before, the small ones whose
+            device standby left for later too, is in the snapshot on
+            device 1, none dropped.
 running     examples/alloc.py holding its memory for seconds: analyzed
             while it runs, the process is "still running", nothing is
             TRUNCATED and nothing died; analyzed after, it exited 0.
@@ -155,6 +160,54 @@ def exits(args, tmp):
               f"{p.returncode}, {got})")
 
 
+STANDBY_PROG = """
+import ctypes, os, sys, time
+cuda = ctypes.CDLL("libcuda.so.1")
+dev, ctx, p = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_ulonglong()
+cuda.cuInit(0); cuda.cuDeviceGet(ctypes.byref(dev), 1)
+cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)
+cuda.cuCtxSetCurrent(ctx)
+for size in [64 << 10] * 8 + [1 << 30]:
+    assert cuda.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(size)) == 0
+ready, go = sys.argv[1], sys.argv[2]
+open(ready, "w").close()
+for _ in range(600):
+    if os.path.exists(go):
+        break
+    time.sleep(0.05)
+"""
+
+
+def snapshot(args, tmp):
+    """A driver that cannot tell an address's device: what standby kept
+    is in the snapshot all the same, on the device it was made on."""
+    env = env_of(args, {"FAKECUDA_DEVICES": "2",
+                        "FAKECUDA_NO_POINTER_QUERY": "1"})
+    out = os.path.join(tmp, "snap")
+    ready, go = os.path.join(tmp, "snap.ready"), os.path.join(tmp, "snap.go")
+    cmd = [args.vramtrace, "record", "--standby", "-o", out, "--",
+           sys.executable, "-c", STANDBY_PROG, ready, go]
+    print("$ " + " ".join(cmd[:6]), flush=True)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        poll(lambda: os.path.exists(ready), tries=300, delay=0.05)
+        c = subprocess.run([args.vramtrace, "ctl", out, "start"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=30)
+        check(c.returncode == 0, f"snapshot: ctl start ({c.stdout}"
+                                 f"{c.stderr})")
+    finally:
+        open(go, "w").close()
+        p.wait(timeout=60)
+    rc, rep = analyze(args, out, env=env)
+    live = {d["name"]: d["live_bytes_end"] for d in rep.get("devices", [])}
+    check(live.get("Fake GPU 1") == (1 << 30) + 8 * (64 << 10) and
+          not live.get("Fake GPU 0"),
+          f"snapshot: every allocation kept on the device it was made on, "
+          f"small ones too (got {live})")
+
+
 def running(args, tmp):
     env = env_of(args, {"FAKECUDA_MEM": "8G"})
     out = os.path.join(tmp, "running")
@@ -198,6 +251,7 @@ def main():
     def body(tmp):
         root(args, tmp)
         exits(args, tmp)
+        snapshot(args, tmp)
         running(args, tmp)
     return scratch(args, "record-tree-", body)
 
