@@ -247,13 +247,12 @@ static int current_device(struct vrt_hook_vendor *v)
 }
 
 /* Standby: the device kept for later, with the thread's device as the
- * fallback (asked of the runtime once per thread, then cached). */
+ * fallback when it is known without asking (the thread recorded before,
+ * or the metrics asked): standby makes no runtime call of its own. */
 static int device_later(struct vrt_hook_vendor *v)
 {
 	int t = v->vendor > 0 && v->vendor < 3 ? v->vendor : 0;
-	int d = !t                   ? -1
-	        : thread_device[t]   ? thread_device[t] - 1
-	                             : current_device(v);
+	int d = t && thread_device[t] > 0 ? thread_device[t] - 1 : -1;
 	return d >= 0 ? VRT_LIVE_DEVICE_LATER_ON(d) : VRT_LIVE_DEVICE_LATER;
 }
 
@@ -263,13 +262,10 @@ void vrt_hook_alloc_cur(struct vrt_hook_vendor *v, int api, uint64_t addr,
 	vrt_hook_inventory(v);
 	if (!vrt_capture_on()) {
 		/* Standby: no runtime call unless the metrics' peak per
-		 * device needs the device now (live.h), or the allocation is
-		 * large enough to keep its stack (then the device costs
-		 * little beside it); a stack only for the large allocations,
-		 * where the budgets are. */
+		 * device needs the device now (live.h); a stack only for the
+		 * large allocations, where the budgets are. */
 		int keep = VRT_UNLIKELY(vrt_standby_keeps_stack(size));
-		int d = vrt_live_tracking_peaks() || keep ? current_device(v)
-		                                          : -1;
+		int d = vrt_live_tracking_peaks() ? current_device(v) : -1;
 		vrt_live_alloc(api, d >= 0 ? d : device_later(v), addr, size,
 		               keep ? vrt_stack_capture() : 0,
 		               vrt_phase_current());
