@@ -926,6 +926,17 @@ static uint64_t to_free(const struct ctx *c, uint64_t need, uint64_t have)
 	return sub0(want, have);
 }
 
+/* A setting an action names, kept as a number for `plan`. */
+static void suggest(struct ctx *c, int field, uint64_t value)
+{
+	struct vrt_diagnosis *d = c->d;
+
+	if (d->nsuggest < sizeof(d->suggest) / sizeof(d->suggest[0])) {
+		d->suggest[d->nsuggest].field = field;
+		d->suggest[d->nsuggest++].value = value;
+	}
+}
+
 static struct advice *advise(struct ctx *c, double rank)
 {
 	struct advice *a;
@@ -1053,6 +1064,7 @@ static void lever_fraction(struct ctx *c, uint64_t free_b, const char *why)
 	a = advise(c, kv ? (double)free_b / (double)kv : RANK_UNKNOWN);
 	if (now > cut && (nu = util_down(now - cut)) < now) {
 		free_b = (now - nu) * base / 1000;
+		suggest(c, VRT_ENGINE_MEM_FRACTION, nu);
 		ACT(a, "%sshrink the KV reserve: %s %.2f (was %.2f%s): frees %s "
 		       "%s, %s",
 		    engine_label(c->engine), flag, (double)nu / 1000.0,
@@ -1111,6 +1123,7 @@ static int lever_scale(struct ctx *c, int field, uint64_t v, int dflt,
 	nv = round_tokens(c, field, fit_value(c, v, have, need));
 	if (!nv || nv >= v)
 		return 0;
+	suggest(c, field, nv);
 	share = 1.0 - (double)nv / (double)v;
 	/* Smaller batches cost prefill speed, not capacity: half as dear as
 	 * the share of a context or of the sequences. */
@@ -1206,6 +1219,7 @@ static void lever_seqs(struct ctx *c, uint64_t n, uint32_t inflight)
 		return;
 	if (!n)
 		n = 1;
+	suggest(c, VRT_ENGINE_CONCURRENCY, n);
 	a = advise(c, base > n ? 1.0 - (double)n / (double)base : 0.0);
 	if (was)
 		snprintf(held, sizeof(held), " (was %" PRIu64 ")", was);

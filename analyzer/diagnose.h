@@ -312,6 +312,14 @@ struct vrt_diagnosis {
 	size_t ncosts;
 	char verify[4][VRT_DIAG_TEXT];
 	size_t nverify;
+	/* The engine settings the actions name, as numbers: field (enum
+	 * vrt_engine_field) and value (a memory fraction x1000), for `plan`
+	 * to try the same settings. */
+	struct {
+		int field;
+		uint64_t value;
+	} suggest[8];
+	size_t nsuggest;
 };
 
 /* How the advice is sized. */

@@ -636,6 +636,30 @@ def group_demo(opts, tap):
             "runs in d/, engine vllm"),
             "table of the demo's runs: no line past 150 columns",
             "\n".join(wide[:5]))
+        # plan tries what analyze advises, and says each reason once
+        rc, out, err = run([exe, "analyze", "-f", "json", "d/concurrency"],
+                           tmp)
+        acts = json.loads(out)["diagnosis"]["actions"] if rc == 0 else []
+        seqs = [a.split("--max-num-seqs ")[1].split()[0] for a in acts
+                if "--max-num-seqs " in a]
+        rc, out, err = run([exe, "plan", "-f", "json", "d/concurrency"], tmp)
+        plan = json.loads(out) if rc == 0 else {}
+        rows = plan.get("configurations", [])
+        tried = {str(r.get("settings", {}).get("concurrency"))
+                 for r in rows}
+        tap.ok(seqs and seqs[0] in tried and len(rows) <= 16 and
+               plan.get("best") is not None,
+               "plan on the demo's concurrency run tries analyze's "
+               "--max-num-seqs, in a short grid with a best row",
+               f"advised {seqs}, tried {sorted(tried)}, {len(rows)} rows, "
+               f"best {plan.get('best')}")
+        rc, out, err = run([exe, "plan", "d/concurrency"], tmp)
+        notes = [l.split(": ", 1)[1] for l in out.splitlines()
+                 if l.startswith("  ") and ": device " in l and
+                 "past its" in l]
+        tap.ok(notes and len(notes) == len(set(notes)),
+               "plan: each footnote once, with the rows it stands for",
+               out[-1500:])
         rc, out, err = run([exe, "demo", "-o", "d"], tmp, timeout=300)
         tap.ok(rc == 1 and "already holds a demo run" in err and
                out == "", "demo -o into its own earlier output refuses",
