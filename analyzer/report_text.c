@@ -410,7 +410,9 @@ static void program_lead(FILE *f, const struct vrt_trace *t,
 	for (i = 0; i < p->argc && i < 4; i++) {
 		if (i)
 			fputc(' ', f);
-		vrt_text_put_safe(f, p->argv[i], 40);
+		vrt_text_put_safe(f, i ? p->argv[i]
+		                       : vrt_pathname_base_or_empty(p->argv[i]),
+		                  40);
 	}
 	fprintf(f, "%s), a program that is not a server\n",
 	        p->argc > 4 ? " ..." : "");

@@ -116,7 +116,9 @@ def main():
     arch = platform.machine()
     name = f"vramtrace-{version}-linux-{arch}"
     os.makedirs(args.out, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="bundle-", dir=args.out)
+    # Absolute: `meson install -C BUILD --destdir D` takes a relative D
+    # from inside the build directory, not from here.
+    work = tempfile.mkdtemp(prefix="bundle-", dir=os.path.abspath(args.out))
     try:
         stage = os.path.join(work, "stage")
         p = subprocess.run(["meson", "install", "-C", args.build,
