@@ -16,7 +16,11 @@
  * warning if capture had stopped early. Hooks pass straight through after.
  *
  * _exit/_Exit (os._exit in Python, forked workers) skip the destructors, so
- * they are interposed to do the same flush before the real exit.
+ * they are interposed to do the same flush before the real exit, noting the
+ * status for the trailer first (exit() and a return from main reach an
+ * on_exit handler the session registers, session.c). Before the shutdown,
+ * the command `record` started leaves its trace if it made none
+ * (vrt_session_root_exit).
  *
  * vfork: a vfork child shares our memory (and our helper threads' state)
  * until it execs or exits, and atfork handlers do not run in it, so its

@@ -32,6 +32,10 @@
  *                       a loss, so then -> OFF.
  *   ARMED -> OFF        the run directory refused, or no trace could be
  *                       made (the reason kept for the one warning).
+ *   ARMED -> ON         vrt_session_root_exit, at the exit of the command
+ *                       `record` started (VRAMTRACE_ROOT) when it made no
+ *                       trace while others did: the writer alone, for its
+ *                       header (command line) and trailer (exit status).
  *   STANDBY -> ON       vrt_session_record_start (`ctl start`, or an
  *                       allocation refused for memory in standby): the
  *                       trace is made if it was not, and starts with the

@@ -72,13 +72,16 @@ def needed(path):
                        env={"PATH": os.environ.get("PATH", "/usr/bin")})
     out = []
     for line in p.stdout.splitlines():
-        m = re.match(r"^\s*(\S+)\s+=>\s+(\S+)", line)
+        # "NAME => PATH (0xADDR)", "NAME => not found"; PATH may hold
+        # spaces (a bundle made into "/tmp/my dist").
+        m = re.match(r"^\s*(\S+)\s+=>\s+(.+?)(?:\s+\(0x[0-9a-f]+\))?\s*$",
+                     line)
         if not m:
             continue
         name, where = m.group(1), m.group(2)
         if GLIBC.match(name):
             continue
-        out.append((name, None if where == "not" else where))
+        out.append((name, None if where.startswith("not found") else where))
     return out
 
 
