@@ -2,8 +2,10 @@
  * cmd_record.c — `vramtrace record [-o DIR] -- CMD...`
  *
  * Finds libvramtrace.so, creates the run directory, runs CMD with
- * LD_PRELOAD and VRAMTRACE_OUT set, waits for it like a shell does, writes
- * "<DIR>/<pid>.exit" and exits with CMD's status.
+ * LD_PRELOAD and VRAMTRACE_OUT set (and VRAMTRACE_ROOT, CMD's pid: the
+ * preload then leaves CMD's trace at its exit even when CMD itself made no
+ * GPU call), waits for it like a shell does, writes "<DIR>/<pid>.exit"
+ * and exits with CMD's status.
  *
  * Process trees: servers start engine and worker processes, and a worker
  * whose parent dies is orphaned. record is a child subreaper
@@ -254,6 +256,9 @@ static void write_exit_file(const char *dir, pid_t pid, int status)
 		             WEXITSTATUS(status));
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	          0600);
+	/* A traced parent that reaped the process wrote it already. */
+	if (fd < 0 && errno == EEXIST)
+		return;
 	if (fd < 0 || write(fd, line, (size_t)n) != n) {
 		/* The report then shows the exit status as unknown; the
 		 * traces themselves are intact, so this is a warning. */
@@ -513,6 +518,14 @@ static void exec_child(char **cmd, int errfd, const sigset_t *mask)
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	/* The preload in the command (and in what it execs in its place)
+	 * knows it is the root: it leaves a trace at its exit even without a
+	 * GPU call, so the run has its command line and flags. */
+	{
+		char pid[24];
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		setenv("VRAMTRACE_ROOT", pid, 1);
+	}
 	execvp(cmd[0], cmd);
 	e = errno;
 	/* If this write fails the parent sees exit 127 without a reason. */

@@ -6,6 +6,7 @@
  * carry the numbers); reports only print them.
  */
 #include "diagnose.h"
+#include "callpath.h"
 
 #include "gguf.h"
 #include "names.h"
@@ -468,7 +469,7 @@ static int died(const struct vrt_process *p)
 {
 	return p->exit_kind == VRT_EXIT_SIGNAL ||
 	       (p->exit_kind == VRT_EXIT_CODE && p->exit_code != 0) ||
-	       (p->exit_kind == VRT_EXIT_NONE && p->truncated);
+	       (p->exit_kind == VRT_EXIT_NONE && p->truncated && !p->running);
 }
 
 /* Stopped on purpose: SIGHUP, SIGINT, SIGTERM, or the shell's 128 + N
@@ -490,6 +491,8 @@ static void how_ended(char *buf, size_t n, const struct vrt_process *p)
 		snprintf(buf, n, "was killed by signal %d", p->exit_code);
 	else if (p->exit_kind == VRT_EXIT_CODE)
 		snprintf(buf, n, "exited with status %d", p->exit_code);
+	else if (p->running)
+		snprintf(buf, n, "is still running (recording)");
 	else if (p->truncated)
 		snprintf(buf, n, "died: its trace ends without a clean exit");
 	else
@@ -525,6 +528,12 @@ static void common_failure_evidence(struct ctx *c)
 		snprintf(where, sizeof(where), "on the host");
 	else
 		snprintf(where, sizeof(where), "on an unknown device");
+	if (d->not_server)
+		evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
+		         f->requested_bytes, "%s of %s failed %s at %.3fs", api,
+		         SZ(f->requested_bytes), where,
+		         (double)(f->ts - c->t->start_ns) / 1e9);
+	else
 	evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
 	         f->requested_bytes,
 	         "%s of %s failed %s at %.3fs (%s stage, phase %s, %" PRIu32
@@ -947,6 +956,17 @@ static uint64_t to_free(const struct ctx *c, uint64_t need, uint64_t have)
 	return sub0(want, have);
 }
 
+/* A setting an action names, kept as a number for `plan`. */
+static void suggest(struct ctx *c, int field, uint64_t value)
+{
+	struct vrt_diagnosis *d = c->d;
+
+	if (d->nsuggest < sizeof(d->suggest) / sizeof(d->suggest[0])) {
+		d->suggest[d->nsuggest].field = field;
+		d->suggest[d->nsuggest++].value = value;
+	}
+}
+
 static struct advice *advise(struct ctx *c, double rank)
 {
 	struct advice *a;
@@ -1074,6 +1094,7 @@ static void lever_fraction(struct ctx *c, uint64_t free_b, const char *why)
 	a = advise(c, kv ? (double)free_b / (double)kv : RANK_UNKNOWN);
 	if (now > cut && (nu = util_down(now - cut)) < now) {
 		free_b = (now - nu) * base / 1000;
+		suggest(c, VRT_ENGINE_MEM_FRACTION, nu);
 		ACT(a, "%sshrink the KV reserve: %s %.2f (was %.2f%s): frees %s "
 		       "%s, %s",
 		    engine_label(c->engine), flag, (double)nu / 1000.0,
@@ -1132,6 +1153,7 @@ static int lever_scale(struct ctx *c, int field, uint64_t v, int dflt,
 	nv = round_tokens(c, field, fit_value(c, v, have, need));
 	if (!nv || nv >= v)
 		return 0;
+	suggest(c, field, nv);
 	share = 1.0 - (double)nv / (double)v;
 	/* Smaller batches cost prefill speed, not capacity: half as dear as
 	 * the share of a context or of the sequences. */
@@ -1227,6 +1249,7 @@ static void lever_seqs(struct ctx *c, uint64_t n, uint32_t inflight)
 		return;
 	if (!n)
 		n = 1;
+	suggest(c, VRT_ENGINE_CONCURRENCY, n);
 	a = advise(c, base > n ? 1.0 - (double)n / (double)base : 0.0);
 	if (was)
 		snprintf(held, sizeof(held), " (was %" PRIu64 ")", was);
@@ -1259,6 +1282,9 @@ static void lever_cards(struct ctx *c, uint64_t n, const char *why)
 	const char *tp = setting(c, VRT_ENGINE_PARALLEL);
 	struct advice *a = advise(c, RANK_HARDWARE);
 
+	/* Never the parallel size the run already had. */
+	if (c->d->flags.tp && n <= c->d->flags.tp)
+		n = c->d->flags.tp * 2;
 	if (tp)
 		ACT(a, "%sadd cards: %s %" PRIu64 " %s", engine_label(c->engine),
 		    tp, n, why);
@@ -1674,7 +1700,135 @@ static const struct vrt_diag_device *not_sharded(struct ctx *c, uint64_t *want)
 	return heavy;
 }
 
-/* weights: detail not_sharded / card_too_small / weights_do_not_fit. */
+/* Ranks of a run stacked on one device while another visible device
+ * stayed idle (a per-worker CUDA_VISIBLE_DEVICES naming the same card, a
+ * launcher that ignores the local rank): two processes or more allocated
+ * on dev and on no other device, and a device of the same host that no
+ * process allocated on. A run whose parallel size is known to be 1 has no
+ * ranks to place. Returns the first idle device (its trace index), or -1;
+ * the ranks' PIDs into pids (at most max), their count into *n, and the
+ * idle devices' count into *nidle. */
+static int32_t misplaced_ranks(const struct ctx *c, int32_t dev,
+                               uint64_t *pids, size_t max, size_t *n,
+                               size_t *nidle)
+{
+	const struct vrt_replay *r = c->r;
+	const struct vrt_trace *t = c->t;
+	uint64_t used = 0;
+	int32_t idle = -1;
+	size_t i, k;
+
+	*n = *nidle = 0;
+	if (dev < 0 || dev >= 64 || (size_t)dev >= t->ndevices ||
+	    (c->d->flags.tp == 1 && c->d->flags.pp <= 1))
+		return -1;
+	for (i = 0; i < r->nprocs && i < t->nprocs; i++) {
+		used |= r->procs[i].devices;
+		if (r->procs[i].devices != 1ull << dev)
+			continue;
+		if (*n < max)
+			pids[*n] = t->procs[i].pid;
+		++*n;
+	}
+	if (*n < 2)
+		return -1;
+	for (k = 0; k < t->ndevices && k < r->ndevices && k < 64; k++)
+		if ((int32_t)k != dev && !(used >> k & 1) &&
+		    t->devices[k].host_idx == t->devices[dev].host_idx &&
+		    !r->dev[k].peak_bytes) {
+			if (idle < 0)
+				idle = (int32_t)k;
+			++*nidle;
+		}
+	return idle;
+}
+
+/* "401 and 402", "401, 402 and 403" (n PIDs, at most max in v). */
+static void pid_list(char *buf, size_t len, const uint64_t *v, size_t n,
+                     size_t max)
+{
+	size_t i, o = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && i < max && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64,
+		                      !i                           ? ""
+		                      : i + 1 == (n < max ? n : max) ? " and "
+		                                                     : ", ",
+		                      v[i]);
+	if (n > max && o < len)
+		snprintf(buf + o, len - o, " and %zu more", n - max);
+}
+
+/* What one device holding the weights looks like: its share, and every
+ * other device of its host the run could see, used or not. */
+static void shard_evidence(struct ctx *c, const struct vrt_diag_device *heavy,
+                           uint64_t sumw, uint64_t want)
+{
+	struct vrt_diagnosis *d = c->d;
+	size_t k;
+
+	if (sumw)
+		evidence(d, "weights_share_percent", heavy->device,
+		         VRT_DIAG_PERCENT, heavy->weights_bytes * 100 / sumw,
+		         "device %d holds %" PRIu64 "%% of the weights (%s) "
+		         "while the run asked for %" PRIu64 " devices",
+		         heavy->device, heavy->weights_bytes * 100 / sumw,
+		         SZ(heavy->weights_bytes), want);
+	for (k = 0; k < c->t->ndevices && k < c->r->ndevices; k++) {
+		const struct vrt_diag_device *x = diag_dev(d, (int32_t)k);
+		uint64_t tot = dev_total(c->t, c->r, k);
+		if ((int32_t)k == heavy->device ||
+		    c->t->devices[k].host_idx !=
+		            c->t->devices[heavy->device].host_idx)
+			continue;
+		evidence(d, "idle_device_peak_bytes", (int32_t)k, VRT_DIAG_BYTES,
+		         x ? x->peak_bytes : 0, "device %zu peaked at %s of %s: %s",
+		         k, SZ(x ? x->peak_bytes : 0), SZ(tot),
+		         x ? "nearly empty"
+		           : "visible to the run, never allocated on");
+	}
+}
+
+/* not_sharded because the ranks share a card: name them and the idle
+ * card, and place them (never a parallel size the run already has). */
+static void ranks_misplaced(struct ctx *c, int32_t dev, int32_t idle,
+                            const uint64_t *pids, size_t n, size_t nidle)
+{
+	struct vrt_diagnosis *d = c->d;
+	const char *tp = flag_name(c->engine, N_TP);
+	const struct vrt_diag_device *fd = diag_dev(d, dev);
+	uint64_t sumw = 0;
+	char list[160];
+	struct advice *a;
+	size_t k;
+
+	snprintf(d->detail, sizeof(d->detail), "not_sharded");
+	for (k = 0; k < d->ndevices; k++)
+		sumw += d->devices[k].weights_bytes;
+	if (fd)
+		shard_evidence(c, fd, sumw, n);
+	pid_list(list, sizeof(list), pids, n, 8);
+	evidence(d, "ranks_on_one_device", dev, VRT_DIAG_COUNT, n,
+	         "the ranks in PIDs %s are %s on device %d; device %d is idle%s "
+	         "(visible to the run, nothing allocated on it)",
+	         list, n == 2 ? "both" : "all", dev, idle,
+	         nidle > 1 ? " and so are others" : "");
+	if (d->flags.tp >= 2 && tp)
+		evidence(d, "tensor_parallel", -1, VRT_DIAG_COUNT, d->flags.tp,
+		         "the run asks for %s %" PRIu64 ": the size is right, the "
+		         "placement is not",
+		         tp, d->flags.tp);
+	a = advise(c, RANK_FREE);
+	ACT(a,
+	    "%splace each rank on its own GPU: PIDs %s %s opened device %d "
+	    "while device %d stayed idle; give every worker all the run's "
+	    "cards (CUDA_VISIBLE_DEVICES=%d,%d on the whole run, or unset) "
+	    "and let the launcher pick each rank's device from its local rank",
+	    engine_label(c->engine), list, n == 2 ? "both" : "all", dev, idle,
+	    dev < idle ? dev : idle, dev < idle ? idle : dev);
+	COST(a, "none: the idle card was meant to hold a rank");
+}
 
 /* weights: detail not_sharded / card_too_small / weights_do_not_fit. */
 static void verdict_weights(struct ctx *c)
@@ -1691,31 +1845,20 @@ static void verdict_weights(struct ctx *c)
 	for (k = 0; k < d->ndevices; k++)
 		sumw += d->devices[k].weights_bytes;
 	common_failure_evidence(c);
+	{
+		uint64_t pids[8];
+		size_t n, nidle;
+		int32_t idle = misplaced_ranks(c, c->f->device, pids, 8, &n,
+		                               &nidle);
+		if (idle >= 0) {
+			ranks_misplaced(c, c->f->device, idle, pids, n, nidle);
+			return;
+		}
+	}
 	heavy = not_sharded(c, &want);
 	if (heavy) {
 		snprintf(d->detail, sizeof(d->detail), "not_sharded");
-		evidence(d, "weights_share_percent", heavy->device,
-		         VRT_DIAG_PERCENT, heavy->weights_bytes * 100 / sumw,
-		         "device %d holds %" PRIu64 "%% of the weights (%s) "
-		         "while the run asked for %" PRIu64 " devices",
-		         heavy->device, heavy->weights_bytes * 100 / sumw,
-		         SZ(heavy->weights_bytes), want);
-		/* every other device the run could see, used or not */
-		for (k = 0; k < c->t->ndevices && k < c->r->ndevices; k++) {
-			const struct vrt_diag_device *x =
-			        diag_dev(d, (int32_t)k);
-			uint64_t tot = dev_total(c->t, c->r, k);
-			if ((int32_t)k == heavy->device ||
-			    c->t->devices[k].host_idx !=
-			            c->t->devices[heavy->device].host_idx)
-				continue;
-			evidence(d, "idle_device_peak_bytes", (int32_t)k,
-			         VRT_DIAG_BYTES, x ? x->peak_bytes : 0,
-			         "device %zu peaked at %s of %s: %s", k,
-			         SZ(x ? x->peak_bytes : 0), SZ(tot),
-			         x ? "nearly empty"
-			           : "visible to the run, never allocated on");
-		}
+		shard_evidence(c, heavy, sumw, want);
 		if (d->flags.tp >= 2)
 			evidence(d, "tensor_parallel", -1, VRT_DIAG_COUNT,
 			         d->flags.tp,
@@ -1788,6 +1931,9 @@ static void verdict_weights(struct ctx *c)
 		uint64_t n = per ? (m->weight_bytes + per - 1) / per : 2, p2 = 2;
 		while (p2 < n)
 			p2 *= 2;
+		/* never the parallel size the run already had */
+		while (p2 <= d->flags.tp)
+			p2 *= 2;
 		a = advise(c, RANK_HARDWARE);
 		ACT(a,
 		    "%sshard the weights over %" PRIu64 " cards: %s %" PRIu64
@@ -1802,9 +1948,10 @@ static void verdict_weights(struct ctx *c)
 	} else {
 		a = advise(c, RANK_HARDWARE);
 		ACT(a,
-		    "%sshard the weights over more cards: %s 2 (or more; "
-		    "--model-config tells how many)",
-		    engine_label(c->engine), flag_name(c->engine, N_TP));
+		    "%sshard the weights over more cards: %s %" PRIu64
+		    " (or more; --model-config tells how many)",
+		    engine_label(c->engine), flag_name(c->engine, N_TP),
+		    d->flags.tp >= 2 ? d->flags.tp * 2 : 2);
 		COST(a, "tensor parallelism adds communication between the "
 		        "cards");
 	}
@@ -2183,8 +2330,12 @@ static void verdict_none(struct ctx *c)
 		       "device keeps the %d%% margin spare",
 		    margin_pct(c));
 	}
-	if (c->root && c->root->exit_kind == VRT_EXIT_NONE &&
-	    !c->root->has_trailer)
+	if (c->root && c->root->running)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "the run is still recording: nothing has failed so "
+		           "far, and a load still to come may change that");
+	else if (c->root && c->root->exit_kind == VRT_EXIT_NONE &&
+	         !c->root->has_trailer)
 		confidence(c, VRT_CONFIDENCE_MEDIUM,
 		           "the run's end was not recorded (no exit status, no "
 		           "clean end)");
@@ -2414,14 +2565,89 @@ static void verdict_pool(struct ctx *c)
 	COST(a, "none for serving; a different allocator's timings");
 }
 
+/* A process that is no server: it never listened, took no connection,
+ * began no annotated request, neither its command line, its stacks nor a
+ * log name an engine, and nothing it allocated went to a budget an
+ * engine sizes (weights, a KV cache, even one inferred from a probe, a
+ * profile run, CUDA graphs, communicators). */
+static int not_server(const struct ctx *c)
+{
+	const struct vrt_replay *r = c->r;
+	size_t i;
+	unsigned k;
+
+	if (r->have_first_listen || r->connections || r->requests ||
+	    c->engine || c->serving)
+		return 0;
+	for (i = 0; i < r->ndevices; i++)
+		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+			if (r->dev[i].phase[k].allocs &&
+			    !vrt_replay_phase_is_demand(k))
+				return 0;
+	return 1;
+}
+
+/* The report of a plain program (a script, a test, a training job) that
+ * ran out of memory: the failing call, where it was made and what held
+ * the device, instead of a server's budgets. */
+static void verdict_program(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_replay_failure *f = c->f;
+	const char *site = d->failing_site[0] ? d->failing_site : "the call";
+	struct advice *a;
+
+	d->verdict = VRT_VERDICT_INCONCLUSIVE;
+	d->rung = -1;
+	d->have_ladder = 0;
+	d->not_server = 1;
+	snprintf(d->detail, sizeof(d->detail), "not_a_server");
+	evidence(d, "held_bytes", f->device, VRT_DIAG_BYTES, c->live,
+	         "%s asked for %s on device %d with %s of %s held by this "
+	         "run%s%s%s",
+	         site, SZ(f->requested_bytes), f->device, SZ(c->live),
+	         SZ(c->total), c->other ? " and " : "",
+	         c->other ? SZ(c->other) : "",
+	         c->other ? " by other processes" : "");
+	common_failure_evidence(c);
+	confidence(c, VRT_CONFIDENCE_MEDIUM,
+	           "not a server: the process never listened, served no "
+	           "request and runs no engine vramtrace knows, so the "
+	           "server budgets (weights, KV cache, requests) do not "
+	           "apply; the failing call and what held the device are the "
+	           "evidence");
+	ACT(advise(c, RANK_FREE),
+	    "free what the program no longer needs before %s, or ask for "
+	    "less at once: the call paths holding the device are listed "
+	    "under the top allocation sites",
+	    site);
+	a = advise(c, RANK_ELSEWHERE);
+	ACT(a, "run it on a card with more free memory (choose it with "
+	       "CUDA_VISIBLE_DEVICES)");
+	COST(a, "another card");
+	/* A server of an engine vramtrace does not know, dying while it
+	 * loads, looks the same until its phases have names. */
+	if (f->phase == VRT_PHASE_unattributed)
+		ACT(advise(c, RANK_ELSEWHERE),
+		    "if it is a server that had not started listening yet, "
+		    "name its phases: `vramtrace rules RUN` lists the call "
+		    "paths no rule matched; add a rules file (--rules) or "
+		    "annotate the code (vramtrace_phase_push)");
+}
+
 static void with_failure(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
 	const struct vrt_replay_failure *f = c->f;
 	uint64_t want = 0;
 	const struct vrt_diag_device *heavy;
+	int misplaced;
 
 	climb(c);
+	if (not_server(c)) {
+		verdict_program(c);
+		return;
+	}
 	if (f->after_ready && !f->inflight && f->uncounted &&
 	    vrt_replay_phase_is_demand(f->phase)) {
 		verdict_inconclusive(
@@ -2463,7 +2689,15 @@ static void with_failure(struct ctx *c)
 	ladder_confidence(c);
 	before_attach(c);
 	heavy = not_sharded(c, &want);
-	if ((heavy && heavy->device == f->device) ||
+	{
+		uint64_t pids[2];
+		size_t n, nidle;
+		misplaced = misplaced_ranks(c, f->device, pids, 2, &n,
+		                            &nidle) >= 0;
+	}
+	/* Ranks stacked on one card: whatever rung broke, the cure is
+	 * their placement. */
+	if (misplaced || (heavy && heavy->device == f->device) ||
 	    d->rung == VRT_RUNG_WEIGHTS)
 		verdict_weights(c);
 	else if (d->rung == VRT_RUNG_BASELINE)
@@ -2989,6 +3223,11 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	         c.f         ? (c.f->after_ready ? "request" : "load")
 	         : c.serving ? "request"
 	                     : "load");
+	if (c.f) {
+		d->failing_stack = c.f->stack;
+		vrt_callpath_site(t, c.f->stack, d->failing_site,
+		                  sizeof(d->failing_site));
+	}
 	if (c.f && c.f->device >= 0) {
 		d->device = c.f->device;
 		c.fd = diag_dev(d, c.f->device);
@@ -3052,7 +3291,10 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		         " (the fatal failure is the one the engine's log names, "
 		         "line %u)",
 		         log->fatal_line);
-	if (d->verdict == VRT_VERDICT_INCONCLUSIVE)
+	if (d->not_server)
+		verify(d, "re-run with the change and compare the two runs: "
+		          "vramtrace compare OLD_RUN NEW_RUN");
+	else if (d->verdict == VRT_VERDICT_INCONCLUSIVE)
 		verify(d, "after adding what is missing, record again and "
 		          "analyze: vramtrace analyze NEW_RUN");
 	else if (d->verdict != VRT_VERDICT_NONE)

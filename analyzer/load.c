@@ -698,8 +698,10 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 			return nomem(f, err, "header");
 		pr->argc = i + 1;
 	}
-	if (!f->is_buf)
+	if (!f->is_buf) {
 		vrt_tracedir_read_exit(pr);
+		vrt_tracedir_read_running(pr);
+	}
 	return VRT_LOAD_OK;
 }
 
@@ -1762,6 +1764,19 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 			pr->has_trailer = 1;
 			pr->end_mono_ns =
 			        endns > INT64_MAX ? INT64_MAX : (int64_t)endns;
+			/* How the process left, as it knew it (appended
+			 * later): an exit file (what its parent or record
+			 * reaped) says more and wins. */
+			if (c.p < c.end) {
+				uint64_t kind = get_u(&c), code = get_u(&c);
+				if (!c.bad && kind == VRT_TRAILER_EXIT_CODE &&
+				    pr->exit_kind == VRT_EXIT_NONE &&
+				    code <= 255) {
+					pr->exit_kind = VRT_EXIT_CODE;
+					pr->exit_code = (int)code;
+					pr->running = 0;
+				}
+			}
 			break;
 		}
 		default:

@@ -199,6 +199,9 @@ struct vrt_process {
 	               * began the capture in a running process */
 	int exit_kind;   /* enum vrt_exit_kind, from "<pid>.exit" */
 	int exit_code;   /* exit status or signal number */
+	int running;     /* no exit status, and on this host its pid still
+	                  * runs with the preload: a trace still being
+	                  * written (its end is no death) */
 };
 
 /*

@@ -616,7 +616,8 @@ int main(int argc, char **argv)
 		return VRT_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "help")) {
-		if (argc < 3) {
+		if (argc < 3 || !strcmp(argv[2], "--help") ||
+		    !strcmp(argv[2], "-h")) {
 			print_main_help(stdout);
 			return VRT_EXIT_OK;
 		}

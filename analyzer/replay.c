@@ -1475,6 +1475,10 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 	else if (ob->slot == VRT_LOAD_PHASE_BEFORE_ATTACH && e->addr < 4096 &&
 	         remember_before(s, e))
 		return -1;
+	/* which devices each process allocated on (misplaced ranks) */
+	if (e->proc < s->r->nprocs && e->device >= 0 && e->device < 64 &&
+	    vrt_replay_family_is_vram(fam))
+		s->r->procs[e->proc].devices |= 1ull << e->device;
 	charge(s, ob, e->ts);
 	if ((e->flags & VRT_EV_SNAP) && ob->charged && ob->device >= 0 &&
 	    (size_t)ob->device < s->r->ndevices) {
@@ -1556,7 +1560,11 @@ static int on_snapshot(struct state *s, const struct vrt_event *e)
 		return -1;
 	if (e->aux == 3) /* recording stops: standby from here */
 		return 0;
-	if (!r->have_recording_start || e->ts < r->recording_start_ts) {
+	/* Recording starts late only where a process began in standby: a
+	 * snapshot after `ctl stop` (or an allocation refused in standby
+	 * then) continues a recording that began with the process. */
+	if (e->proc < s->t->nprocs && s->t->procs[e->proc].started_in_standby &&
+	    (!r->have_recording_start || e->ts < r->recording_start_ts)) {
 		r->have_recording_start = 1;
 		r->recording_start_ts = e->ts;
 	}
@@ -2841,6 +2849,13 @@ static int remap_devices(struct vrt_replay *r, const uint32_t *map, size_t n)
 	    (size_t)r->single_request_peak_device < n)
 		r->single_request_peak_device =
 		        (int32_t)map[r->single_request_peak_device];
+	for (i = 0; i < r->nprocs; i++) {
+		uint64_t was = r->procs[i].devices, now = 0;
+		for (j = 0; j < n && j < 64; j++)
+			if ((was >> j & 1) && map[j] < 64)
+				now |= 1ull << map[j];
+		r->procs[i].devices = now;
+	}
 	return 0;
 }
 
@@ -3139,6 +3154,9 @@ static inline int fast_alloc(struct state *s, const struct vrt_event *e,
 	d = x->d;
 	ds = x->ds;
 	pc = &d->phase[slot];
+	/* as on_alloc: which devices each process allocated on */
+	if (LIKELY(proc < s->r->nprocs && dev < 64))
+		s->r->procs[proc].devices |= 1ull << dev;
 	d->fam[fam].allocs++;
 	counters_add(&d->fam[fam], size, ts);
 	if (x->epoch != ds->epoch) /* site_touch */
@@ -3297,7 +3315,8 @@ static int proc_end(const struct vrt_process *p)
 		return END_DIED;
 	if (p->exit_kind == VRT_EXIT_CODE)
 		return END_LIVED;
-	return p->truncated ? END_DIED : END_UNKNOWN;
+	/* a process still recording has not ended at all */
+	return p->truncated && !p->running ? END_DIED : END_UNKNOWN;
 }
 
 /* How the run ended: as its root processes (parent not in the run). */

@@ -149,6 +149,8 @@ struct vrt_replay_window {
 struct vrt_replay_proc {
 	int started_in_standby; /* its capture began in standby: nothing but
 	                         * kept facts before its first snapshot */
+	uint64_t devices; /* bit d: it allocated device memory on trace
+	                     device d (d < 64) */
 	int have_snapshot;
 	int64_t first_snapshot_ts; /* when it first recorded (a snapshot) */
 	uint32_t snapshots;        /* how many it wrote */
@@ -360,8 +362,10 @@ struct vrt_replay {
 	/* the timelines' bucket width in ns at the end (a power of two) */
 	int64_t series_bucket_ns;
 	/* Recording started late (standby and `ctl start`, or an allocation
-	 * refused in standby): the run's first snapshot, and per process
-	 * (one per trace process, by index). */
+	 * refused in standby): the first snapshot of a process that began in
+	 * standby (a process that recorded from its start and was stopped
+	 * later does not start late), and per process (one per trace
+	 * process, by index). */
 	int have_recording_start;
 	int64_t recording_start_ts;
 	struct vrt_replay_proc *procs;

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "callpath.h"
 #include "json.h"
 #include "names.h"
 #include "wallclock.h"
@@ -118,7 +119,7 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 	vrt_json_begin_array(w);
 	for (i = 0; i < t->nprocs; i++) {
 		const struct vrt_process *p = &t->procs[i];
-		truncated |= p->truncated;
+		truncated |= p->truncated && !p->running;
 		vrt_json_begin_object(w);
 		vrt_json_key(w, "pid");
 		vrt_json_uint(w, p->pid);
@@ -148,6 +149,8 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 			vrt_json_null(w);
 		vrt_json_key(w, "complete");
 		vrt_json_bool(w, !p->truncated);
+		vrt_json_key(w, "running"); /* still recording */
+		vrt_json_bool(w, p->running);
 		vrt_json_key(w, "truncated_reason");
 		if (p->truncated)
 			vrt_json_string(w, p->trunc_reason);
@@ -624,11 +627,17 @@ static void timeline(struct vrt_json *w, const struct vrt_trace *t,
 /* Frames innermost first, as heaptrack prints a backtrace. */
 #define JSON_SITE_FRAMES 64
 
-static void frames(struct vrt_json *w, const struct vrt_trace *t,
-                   uint32_t stack)
+void vrt_report_json_frames(struct vrt_json *w, const struct vrt_trace *t,
+                            uint32_t stack)
 {
-	uint32_t fr[JSON_SITE_FRAMES];
-	size_t n = vrt_load_stack_frames(t, stack, fr, JSON_SITE_FRAMES), i;
+	uint32_t fr[256];
+	size_t n = vrt_load_stack_frames(t, stack, fr, 256), i;
+
+	/* In call order (Python frames inside the interpreter that ran
+	 * them), then cut. */
+	vrt_callpath_order(t, fr, n);
+	if (n > JSON_SITE_FRAMES)
+		n = JSON_SITE_FRAMES;
 
 	vrt_json_key(w, "frames");
 	vrt_json_begin_array(w);
@@ -682,7 +691,7 @@ static void top_sites(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_uint(w, x->bytes);
 		vrt_json_key(w, "allocs");
 		vrt_json_uint(w, x->allocs);
-		frames(w, t, x->stack);
+		vrt_report_json_frames(w, t, x->stack);
 		vrt_json_end_object(w);
 	}
 	vrt_json_end_array(w);

@@ -10,7 +10,8 @@
  *                 probes its free memory (cuMemGetInfo_v2, hipMemGetInfo);
  *   2. weights    --num-layers tensors, together --model-size-gib / N
  *                 (--no-shard: a sharding bug, rank 0 loads the whole
- *                 model and the other ranks nothing);
+ *                 model and the other ranks nothing; --misplace-ranks:
+ *                 every rank takes device 0, its slice loaded there);
  *   3. profile    empty_cache(), then a dummy forward pass of
  *                 --max-num-batched-tokens tokens (--act-kib-per-token
  *                 each), freed again: with a caching allocator the memory
@@ -119,7 +120,7 @@ enum role { SINGLE, API_SERVER, ENGINE_CORE, WORKER };
 static struct {
 	double model_gib, util, swap_gib, act_kib, kv_kib, graph_mib;
 	int layers, tp, max_model_len, max_num_seqs, batched_tokens;
-	int concurrent, no_shard, load_ms, hip, mp, annotate;
+	int concurrent, no_shard, misplace, load_ms, hip, mp, annotate;
 	int lens[MAX_LENS], nlens;             /* --prompt-len, cycled */
 	int steps[SIM_HTTP_MAX_STEPS], nsteps; /* --request-steps */
 	int allocator, idle, vocab, killed_after, warmup_rpc;
@@ -199,7 +200,10 @@ static void sleep_ms(int ms)
 
 static void use_rank(int r)
 {
-	if (sim_gpu_use(r)) {
+	/* --misplace-ranks: every rank takes device 0, as workers that were
+	 * each given CUDA_VISIBLE_DEVICES=0 (or that ignore their local rank)
+	 * do. */
+	if (sim_gpu_use(o.misplace ? 0 : r)) {
 		fprintf(stderr, "serve_sim: cannot select device %d\n", r);
 		exit(4);
 	}
@@ -758,7 +762,7 @@ static int usage(const char *msg)
 	        "usage: serve_sim [serve MODEL] [--model-size-gib G] "
 	        "[--num-layers N]\n"
 	        "         [--tensor-parallel-size N] [--no-shard] "
-	        "[--gpu-memory-utilization F]\n"
+	        "[--misplace-ranks] [--gpu-memory-utilization F]\n"
 	        "         [--max-model-len T] [--max-num-seqs N] "
 	        "[--max-num-batched-tokens T]\n"
 	        "         [--act-kib-per-token K] [--kv-kib-per-token K] "
@@ -868,6 +872,10 @@ static int parse(int argc, char **argv)
 		}
 		if (!strcmp(a, "--warmup-rpc")) {
 			o.warmup_rpc = 1;
+			continue;
+		}
+		if (!strcmp(a, "--misplace-ranks")) {
+			o.misplace = 1;
 			continue;
 		}
 		if (!strcmp(a, "--sim-engine-core")) {

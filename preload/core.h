@@ -64,6 +64,8 @@ enum vrt_option_id {
 	                         * loopback (metrics.c) */
 	VRT_OPT_ENGINE,         /* VRAMTRACE_ENGINE: the metrics' engine
 	                         * label, else read off the command line */
+	VRT_OPT_ROOT,           /* VRAMTRACE_ROOT: the pid of the command
+	                         * `vramtrace record` started (set by it) */
 	VRT_OPT_COUNT
 };
 
@@ -525,8 +527,10 @@ struct vrt_device_info {
 int vrt_writer_start(const char *dir, int flush_ms, int zstd_level);
 
 /* The start time the next vrt_writer_start writes in the header, instead
- * of the moment it runs: when the process's capture began (standby). */
-void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns);
+ * of the moment it runs: when the process's capture began (standby: the
+ * header then says so), or when it started (the root's trace made at its
+ * exit, standby 0). */
+void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns, int standby);
 
 /* Header flags (VRT_HEADER_*) every later vrt_writer_start adds. Set
  * before the start. */
@@ -550,6 +554,11 @@ void vrt_writer_sync(int timeout_ms);
 /* Final flush, trailer, close; waits at most timeout_ms for the writer.
  * Idempotent. */
 void vrt_writer_stop(int timeout_ms);
+
+/* How this process is leaving, for the trailer (kind: enum vrt_exit_kind
+ * of trace_format.h, VRT_TRAILER_EXIT_*; code: the status or signal).
+ * From the exit paths, before vrt_writer_stop. Any thread. */
+void vrt_writer_set_exit(int kind, int code);
 
 /* In a forked child: the parent's writer thread does not exist here;
  * forget it (the child starts its own with vrt_writer_start). */

@@ -16,7 +16,11 @@
  * warning if capture had stopped early. Hooks pass straight through after.
  *
  * _exit/_Exit (os._exit in Python, forked workers) skip the destructors, so
- * they are interposed to do the same flush before the real exit.
+ * they are interposed to do the same flush before the real exit, noting the
+ * status for the trailer first (exit() and a return from main reach an
+ * on_exit handler the session registers, session.c). Before the shutdown,
+ * the command `record` started leaves its trace if it made none
+ * (vrt_session_root_exit).
  *
  * vfork: a vfork child shares our memory (and our helper threads' state)
  * until it execs or exits, and atfork handlers do not run in it, so its
@@ -57,6 +61,7 @@
  * Everything here runs in the constructor, the destructor, exit or the
  * fork handlers; the state it keeps (main_gone, exiting) is atomic.
  */
+#include "clock.h"
 #include "hook.h"
 #include "live.h"
 #include "rules.h"
@@ -76,6 +81,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RULES_MAX (1u << 20)
@@ -83,6 +89,9 @@
 static pthread_key_t exit_key;
 #ifndef VRT_AGENT
 static char run_dir[PATH_MAX];
+/* When the constructor ran: the start of a trace made at exit (the root
+ * of a recorded tree that made no GPU call, session.c). */
+static uint64_t start_mono, start_wall;
 /* Looked up by the constructor: a vfork child must not take the
  * loader's locks (dlsym) that a thread of its parent may hold. */
 static void (*real__exit)(int);
@@ -291,6 +300,13 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 	vrt_session_init();
 	real__exit = (void (*)(int))vrt_hooklib_real_dlsym(RTLD_NEXT, "_exit");
 	vrt_capture_tick = watch_exit;
+	{
+		struct timespec w;
+		clock_gettime(CLOCK_REALTIME, &w);
+		start_wall = (uint64_t)w.tv_sec * 1000000000u +
+		             (uint64_t)w.tv_nsec;
+		start_mono = vrt_clock_now();
+	}
 	vrt_options_init();
 	if (!vrt_options_int(VRT_OPT_ENABLE))
 		return;
@@ -319,6 +335,10 @@ __attribute__((destructor)) static void vrt_entry_fini(void)
 	/* A vfork child calling exit(): everything here is the parent's. */
 	if (!vrt_session_is_self())
 		return;
+#ifndef VRT_AGENT
+	/* (an attached process is no root of a recorded tree) */
+	vrt_session_root_exit(start_mono, start_wall);
+#endif
 	int was = vrt_session_shutdown();
 	vrt_session_warn();
 	if (vrt_options_int(VRT_OPT_DEBUG) && was == VRT_STATE_ON)
@@ -344,12 +364,14 @@ __attribute__((noreturn)) static void real_exit(int status)
  * vfork child (a failed exec in Python's subprocess) just exits. */
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
+	vrt_session_note_exit(status);
 	vrt_entry_fini();
 	real_exit(status);
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
+	vrt_session_note_exit(status);
 	vrt_entry_fini();
 	real_exit(status);
 }

@@ -567,21 +567,35 @@ void vrt_live_set_device_of(int vendor, int (*fn)(uint64_t addr))
 		atomic_store(&device_of[vendor], fn);
 }
 
-/* An entry's device, asking its runtime for one kept for later. */
+/* A device kept for later, with or without the thread's hint. */
+static int later(int device)
+{
+	return device == VRT_LIVE_DEVICE_LATER ||
+	       device <= VRT_LIVE_DEVICE_LATER_ON(0);
+}
+
+/* An entry's device, asking its runtime for one kept for later; when the
+ * runtime cannot say, the allocating thread's device (the hint), else
+ * unknown. */
 static int entry_device(const struct slot *e)
 {
-	if (e->device != VRT_LIVE_DEVICE_LATER)
+	if (!later(e->device))
 		return e->device;
+	int hint = e->device == VRT_LIVE_DEVICE_LATER
+	                   ? -1
+	                   : VRT_LIVE_DEVICE_LATER_ON(0) - e->device;
 	int v = vrt_api_vendor(e->api);
 	int (*fn)(uint64_t) = v > 0 && v < 3 ? atomic_load(&device_of[v]) : NULL;
 	int d = fn ? fn(e->addr) : -1;
-	return d >= 0 && d < INT16_MAX ? d : VRT_DEVICE_UNKNOWN;
+	if (d >= 0 && d < INT16_MAX)
+		return d;
+	return hint >= 0 ? hint : VRT_DEVICE_UNKNOWN;
 }
 
 /* The same for an entry of the table (stripe locked), kept once known. */
 static int slot_device(struct slot *e)
 {
-	if (e->device == VRT_LIVE_DEVICE_LATER)
+	if (later(e->device))
 		e->device = (int16_t)entry_device(e);
 	return e->device;
 }

@@ -44,6 +44,10 @@ struct vrt_ev;
  * asked for only when the table is read (stats, snapshot), through the
  * function set for its runtime, so that standby makes no driver call. */
 #define VRT_LIVE_DEVICE_LATER (-100)
+/* The same, with the device the allocating thread was last seen on (d >=
+ * 0) for when the runtime cannot say (no pointer attribute query, a
+ * context that is gone): the entry is then kept on d, never dropped. */
+#define VRT_LIVE_DEVICE_LATER_ON(d) (-200 - (d))
 
 /* How to tell the device of an allocation by its address, for a vendor
  * (enum vrt_vendor): an ordinal, or < 0 when the runtime cannot say. Called

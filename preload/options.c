@@ -72,6 +72,8 @@ static struct vrt_option options[VRT_OPT_COUNT] = {
         [VRT_OPT_METRICS_PUBLIC] = {"VRAMTRACE_METRICS_PUBLIC", VRT_KIND_BOOL,
                                     0, 0, 1, 0, NULL},
         [VRT_OPT_ENGINE] = {"VRAMTRACE_ENGINE", VRT_KIND_STR, 0, 0, 0, 0, NULL},
+        [VRT_OPT_ROOT] = {"VRAMTRACE_ROOT", VRT_KIND_INT, 0, 0, 2147483647, 0,
+                          NULL},
 };
 
 static int parse_start(const char *s, long *out)

@@ -89,6 +89,18 @@ int vrt_session_shutdown(void);
  * printed once per process image. */
 void vrt_session_warn(void);
 
+/* The status this process leaves with, for its trailer: from the _exit
+ * hooks, and from an on_exit handler the session registers when it
+ * starts. Nothing in a vfork child (its exit is not ours). */
+void vrt_session_note_exit(int status);
+
+/* At the exit of the command `vramtrace record` started (VRAMTRACE_ROOT
+ * is our pid) that never made a trace: when the run holds a trace of
+ * another process, makes ours now, its header dated start_mono/start_wall
+ * (the constructor's time), so the run has its root's command line, and
+ * the trailer its exit status. From the exit paths, before shutdown. */
+void vrt_session_root_exit(uint64_t start_mono, uint64_t start_wall);
+
 /* Fork handlers, in entry.c's pthread_atfork handlers: before_fork takes
  * the session's lock after the services' before_fork; after_fork_parent
  * releases it, then the services' after_fork_parent; after_fork_child

@@ -75,13 +75,16 @@ def needed(path):
                        env={"PATH": os.environ.get("PATH", "/usr/bin")})
     out = []
     for line in p.stdout.splitlines():
-        m = re.match(r"^\s*(\S+)\s+=>\s+(\S+)", line)
+        # "NAME => PATH (0xADDR)", "NAME => not found"; PATH may hold
+        # spaces (a bundle made into "/tmp/my dist").
+        m = re.match(r"^\s*(\S+)\s+=>\s+(.+?)(?:\s+\(0x[0-9a-f]+\))?\s*$",
+                     line)
         if not m:
             continue
         name, where = m.group(1), m.group(2)
         if GLIBC.match(name):
             continue
-        out.append((name, None if where == "not" else where))
+        out.append((name, None if where.startswith("not found") else where))
     return out
 
 
@@ -119,7 +122,9 @@ def main():
     arch = platform.machine()
     name = f"vramtrace-{version}-linux-{arch}"
     os.makedirs(args.out, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="bundle-", dir=args.out)
+    # Absolute: `meson install -C BUILD --destdir D` takes a relative D
+    # from inside the build directory, not from here.
+    work = tempfile.mkdtemp(prefix="bundle-", dir=os.path.abspath(args.out))
     try:
         stage = os.path.join(work, "stage")
         p = subprocess.run(["meson", "install", "-C", args.build,

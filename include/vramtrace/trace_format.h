@@ -7,8 +7,11 @@
  *
  * A run is a directory; each traced process that makes a GPU memory call
  * writes one file named "<pid>.vtrace" (VRT_TRACE_SUFFIX; "<pid>-<n>.vtrace"
- * if that name is taken) into it. `vramtrace record` adds "<pid>.exit" for
- * the command it started: one line, "exit N" or "signal N".
+ * if that name is taken) into it; so does the command `vramtrace record`
+ * started (VRAMTRACE_ROOT names its pid), even without a GPU call, at its
+ * exit. "<pid>.exit" holds one line, "exit N" or "signal N": `vramtrace
+ * record` writes it for the command it started and every orphan it
+ * reaps, and a traced process for each traced child it reaps.
  *
  * File:   a sequence of independent zstd frames. A frame is closed at least
  *         every ~100 ms or every few MiB, and at once after a failed
@@ -137,7 +140,10 @@ enum vrt_rec {
 	/* ts_abs — every event with ts < ts_abs is already written */
 	VRT_REC_WATERMARK = 16,
 	/* end_mono_ns, flags (VRT_TRAILER_*), events_written,
-	 * events_dropped, note(str: why capture stopped, or empty) */
+	 * events_dropped, note(str: why capture stopped, or empty), then
+	 * (appended later, absent from older writers) exit_kind
+	 * (VRT_TRAILER_EXIT_*), exit_code: how the process left, as it knew
+	 * it (exit() and return from main, _exit) */
 	VRT_REC_TRAILER = 17,
 	/* chunk event: dts, op (enum vrt_net_op), fd, arg, then (appended
 	 * later, each absent from older writers and read as 0) kind (enum
@@ -484,6 +490,13 @@ enum vrt_header_flag {
 enum vrt_trailer_flag {
 	VRT_TRAILER_CLEAN_EXIT = 1,  /* written by the exit path */
 	VRT_TRAILER_CAPTURE_OFF = 2, /* capture stopped early (see note) */
+};
+
+/* The trailer's exit_kind. */
+enum vrt_trailer_exit {
+	VRT_TRAILER_EXIT_UNKNOWN = 0, /* not through exit/_exit (an exec's
+	                               * shutdown, a stop) */
+	VRT_TRAILER_EXIT_CODE = 1,    /* exit_code: the status */
 };
 
 enum vrt_vendor { VRT_VENDOR_CUDA = 1, VRT_VENDOR_HIP = 2 };

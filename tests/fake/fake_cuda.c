@@ -52,7 +52,9 @@
  * ("h100"; or "a100", "l4"; a comma list like FAKECUDA_MEM, which then
  * defaults to each card's memory), FAKECUDA_VMM ("1"; a comma list),
  * CUDA_VISIBLE_DEVICES, FAKECUDA_DEBUG (log calls to stderr; otherwise
- * the library never prints), FAKECUDA_BENCH (see below).
+ * the library never prints), FAKECUDA_NO_POINTER_QUERY (cuPointerGetAttribute
+ * answers CUDA_ERROR_NOT_SUPPORTED: a driver that cannot tell an address's
+ * device), FAKECUDA_BENCH (see below).
  *
  * Benchmark mode (FAKECUDA_BENCH=1, for tests/bench only): cuMemAlloc_v2
  * and cuMemFree_v2 take no lock and keep no table, so that what a
@@ -191,6 +193,8 @@ static int g_debug;
 static int g_bench; /* FAKECUDA_BENCH: lock-free cuMemAlloc/cuMemFree;
                      * 2 with "reuse" (freed addresses handed out again) */
 static atomic_uint g_bench_windows; /* windows handed out (bench mode) */
+static int g_no_ptr_query; /* FAKECUDA_NO_POINTER_QUERY: a driver that
+                            * cannot tell an address's device */
 static _Thread_local unsigned long long tls_bench_base, tls_bench_off;
 static unsigned long long g_host_cap;
 static unsigned long long g_host_live; /* pinned + registered (g_lock) */
@@ -395,6 +399,7 @@ static void parse_env(void)
 	char hostname[256] = "";
 	unsigned hash = 2166136261u;
 	g_debug = getenv("FAKECUDA_DEBUG") != NULL;
+	g_no_ptr_query = getenv("FAKECUDA_NO_POINTER_QUERY") != NULL;
 	g_bench = bench && *bench && strcmp(bench, "0") != 0;
 	if (g_bench && !strcmp(bench, "reuse"))
 		g_bench = 2;
@@ -967,6 +972,8 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
 	struct entry *e;
 	if (r != CUDA_SUCCESS)
 		return r;
+	if (g_no_ptr_query)
+		return CUDA_ERROR_NOT_SUPPORTED;
 	if (!tls_ctx)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (!data || attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)

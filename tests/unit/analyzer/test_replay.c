@@ -752,6 +752,25 @@ static void test_forwarded_requests(void)
 	teardown();
 }
 
+/* A process that recorded from its start, stopped (`ctl stop`), then
+ * wrote a snapshot when an allocation was refused in standby: recording
+ * did not begin late. */
+static void test_stop_then_snapshot(void)
+{
+	setup(1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 2 * GiB, 0);
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 3); /* stop */
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 2 * GiB, 0);
+	evs[nev - 1].flags = VRT_EV_SNAP;
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 2);
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+	replay();
+	ok(!r.have_recording_start, "stop, then a snapshot: recording did "
+	                            "not begin late");
+	teardown();
+}
+
 /* A process that began in standby: kept facts arrive with the times they
  * happened, after later events; the snapshot is the state then (live
  * allocations, open connections, requests in flight), its peak a lower
@@ -762,6 +781,7 @@ static void test_standby_facts(void)
 	const struct vrt_replay_device *d;
 
 	setup(1);
+	((struct vrt_process *)t.procs)[0].started_in_standby = 1;
 	/* A failure recorded while the listen had not come in yet. */
 	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 1); /* 0 */
 	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 10 * GiB, 0);
@@ -1511,6 +1531,7 @@ int main(void)
 	test_streams_probes_turns();
 	test_forwarded_requests();
 	test_standby_facts();
+	test_stop_then_snapshot();
 	test_inference();
 	test_sites_over_peaks();
 	test_repeat();
