@@ -80,7 +80,8 @@ esac
 can_build() {
     command -v meson >/dev/null && command -v ninja >/dev/null &&
         command -v cc >/dev/null && command -v pkg-config >/dev/null &&
-        pkg-config --exists libzstd libunwind jansson
+        pkg-config --exists libzstd libunwind jansson &&
+        [ -f /usr/include/Zydis/Zydis.h ]
 }
 
 # gpu-test on a machine that has a bundle and no build tools (a GPU host
@@ -111,8 +112,16 @@ fi
 # (skipped without them).
 # python3-yaml: parses the Kubernetes recipes of docs/deploy.md (the
 # bundle's test).
+# libssl-dev, openssl: the example servers' HTTPS (--protocol tls) and the
+# TLS records of the connection tests. python3-h2: checks the example
+# servers' own HTTP/2 frames and feeds real HTTP/2 to the request counter.
+# libzydis-dev: the x86-64 decoder `vramtrace attach` moves the first
+# instructions of the functions it hooks with (headers at build time; the
+# command opens libZydis.so.4.0, which it brings, when it attaches).
+# gdb: attach's fallback injector (its test is skipped without it).
 packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3 python3-dev zstd
-          libamdhip64-5 tmux curl chromium chromium-driver python3-yaml)
+          libamdhip64-5 tmux curl chromium chromium-driver python3-yaml
+          libssl-dev openssl python3-h2 libzydis-dev gdb)
 # bench: heaptrack (the profiler it is measured against; its column reads
 # n/a without it), util-linux (taskset pins the analyzers to one core),
 # time (/usr/bin/time -v reports their peak RSS).
@@ -124,7 +133,8 @@ fi
 # binutils, which gcc brings).
 if [ "$mode" = gpu-bundle ] || [ "$mode" = gpu-test ] ||
    [ "$mode" = install ] || [ "$mode" = bundle ]; then
-    packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3)
+    packages=(gcc pkg-config meson ninja-build libzstd-dev libunwind-dev libjansson-dev python3
+              libzydis-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -183,7 +193,11 @@ make_bundle() {
     rm -rf "$dir"
     mkdir -p "$dir/bin" "$dir/lib"
     cp "$build/analyzer/vramtrace" "$build/tests/gpu/gpu_driver" "$dir/bin/"
-    cp "$build/preload/libvramtrace.so" "$dir/lib/"
+    cp "$build/preload/libvramtrace.so" "$build/preload/libvramtrace_agent.so" "$dir/lib/"
+    # attach's check: its target and checker, and the decoder it opens.
+    cp "$build/tests/attach/attach_target" "$build/tests/attach/dump_events" "$dir/bin/"
+    so=$(ldconfig -p | awk '/libZydis\.so\.4\.0 / {print $NF; exit}')
+    if [ -n "$so" ]; then cp -L "$so" "$dir/lib/"; fi
     for f in "$build"/tests/realcuda/cudart_mem-* "$build/tests/gpu/gpu_runtime"; do
         if [ -f "$f" ]; then cp "$f" "$dir/bin/"; fi
     done

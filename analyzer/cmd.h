@@ -138,6 +138,7 @@ int vrt_main_choice(const struct vrt_cmd *cmd, const char *what,
                     const char *arg, const char *const *names);
 
 int vrt_cmd_record_run(const struct vrt_cmd *self, int argc, char **argv);
+int vrt_cmd_attach_run(const struct vrt_cmd *self, int argc, char **argv);
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv);
 int vrt_cmd_demo_run(const struct vrt_cmd *self, int argc, char **argv);
 int vrt_cmd_ctl_run(const struct vrt_cmd *self, int argc, char **argv);

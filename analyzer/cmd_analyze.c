@@ -42,6 +42,7 @@
 #include "report.h"
 #include "rules.h"
 #include "run.h"
+#include "tracedir.h"
 #include "wallclock.h"
 
 /* In the order of --format's names. */
@@ -314,6 +315,99 @@ out:
 	return rc;
 }
 
+/* Where an HTML report goes without -o: DIR/report.html for a run
+ * directory, FILE.html beside a trace file FILE.vtrace. malloc'd, or
+ * NULL when out of memory. */
+static char *html_path(const char *path)
+{
+	struct stat st;
+	size_t n = strlen(path);
+	char *out = NULL;
+
+	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		if (asprintf(&out, "%s%sreport.html", path,
+		             n && path[n - 1] == '/' ? "" : "/") < 0)
+			return NULL;
+		return out;
+	}
+	if (n > 7 && !strcmp(path + n - 7, ".vtrace"))
+		n -= 7;
+	if (asprintf(&out, "%.*s.html", (int)n, path) < 0)
+		return NULL;
+	return out;
+}
+
+/* Which of the paths given process pr came from: the path itself (a
+ * trace file) or the directory holding it; -1 when none. */
+static int path_of(const struct settings *s, const struct vrt_process *pr)
+{
+	int i;
+
+	for (i = 0; i < s->npaths; i++) {
+		size_t n = strlen(s->paths[i]);
+		if (!strcmp(pr->path, s->paths[i]) ||
+		    (!strncmp(pr->path, s->paths[i], n) &&
+		     (pr->path[n] == '/' || (n && s->paths[i][n - 1] == '/'))))
+			return i;
+	}
+	return -1;
+}
+
+/* Several paths merge into one run when they are its parts (one per host,
+ * or processes of one machine at the same time). Two paths of one host
+ * whose processes ran at different times are two recordings: merged, each
+ * card would carry both runs' memory. Known only when every process of
+ * both ended cleanly (a trace without its end may run on). Prints the
+ * usage error and returns 1 for the first such pair. */
+static int separate_runs(const struct vrt_cmd *self, const struct settings *s,
+                         const struct vrt_trace *t)
+{
+	int64_t lo[2], hi[2];
+	int i, j, k, seen[2], open_end[2];
+	size_t p;
+
+	for (i = 0; i < s->npaths; i++)
+		for (j = i + 1; j < s->npaths; j++) {
+			const char *host = NULL;
+			int shared = 1;
+			seen[0] = seen[1] = open_end[0] = open_end[1] = 0;
+			for (p = 0; p < t->nprocs; p++) {
+				const struct vrt_process *pr = &t->procs[p];
+				int a = path_of(s, pr);
+				if (a != i && a != j)
+					continue;
+				k = a == j;
+				if (!host)
+					host = pr->host;
+				shared &= host && pr->host &&
+				          !strcmp(host, pr->host);
+				open_end[k] |= !pr->has_trailer;
+				if (!seen[k] || pr->start_mono_ns < lo[k])
+					lo[k] = pr->start_mono_ns;
+				if (!seen[k] || pr->end_mono_ns > hi[k])
+					hi[k] = pr->end_mono_ns;
+				seen[k] = 1;
+			}
+			if (!seen[0] || !seen[1] || !shared || open_end[0] ||
+			    open_end[1] || (hi[0] >= lo[1] && hi[1] >= lo[0]))
+				continue;
+			k = hi[0] < lo[1];
+			vrt_main_usage_error(
+			        self,
+			        "%s and %s are separate recordings of %s (%s "
+			        "ended %.1f s before %s began): analyze one at a "
+			        "time, compare them with `vramtrace compare %s "
+			        "%s`, or list them with `vramtrace table %s %s`",
+			        s->paths[i], s->paths[j], host,
+			        s->paths[k ? i : j],
+			        (double)(k ? lo[1] - hi[0] : lo[0] - hi[1]) / 1e9,
+			        s->paths[k ? j : i], s->paths[i], s->paths[j],
+			        s->paths[i], s->paths[j]);
+			return 1;
+		}
+	return 0;
+}
+
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 {
 	struct settings s = {.o = {.formats = formats, .min_pos = 0}};
@@ -377,6 +471,9 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	}
 	/* Long analyses show how far they got (stderr, terminals only). */
 	vrt_progress_init(&pg);
+	if (pg.sink.fn)
+		pg.total_bytes =
+		        vrt_tracedir_bytes(s.paths, (size_t)s.npaths);
 	t.progress = &pg.sink;
 	/* Folded stacks need every call path live at the peaks. */
 	if (s.o.format == FMT_FOLDED)
@@ -415,6 +512,10 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		        s.paths[0]);
 		goto out;
 	}
+	if (s.npaths > 1 && separate_runs(self, &s, &t)) {
+		rc = VRT_EXIT_USAGE;
+		goto out;
+	}
 	/* Truncation is known once the stream has ended. */
 	vrt_run_warn(&t);
 	dg = malloc(sizeof(*dg));
@@ -450,6 +551,24 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	if (have_log)
 		lc->refusal_applied = dg->log_refusal;
 	struct report_job job = {&s, &t, &r, dg, have_log ? lc : NULL};
+	if (s.o.format == FMT_HTML && !s.o.output) {
+		/* A page is for a browser, not a terminal: next to the
+		 * run, and say where. */
+		char *page = html_path(s.paths[0]);
+		if (!page) {
+			fprintf(stderr, "vramtrace: error: out of memory\n");
+			goto out;
+		}
+		rc = vrt_run_write(page, write_job, &job);
+		if (rc == VRT_EXIT_OK)
+			fprintf(stderr,
+			        "vramtrace: HTML report written to %s (open it "
+			        "in a browser; -o FILE writes it elsewhere, -o - "
+			        "to standard output)\n",
+			        page);
+		free(page);
+		goto out;
+	}
 	rc = vrt_run_write(s.o.output, write_job, &job);
 out:
 	if (have_log)

@@ -10,8 +10,11 @@
  * executable in a build tree (../examples/serve_sim, ../tests/fake/), else
  * in an install's vramtrace/demo/ (paths.h); their absence is an error
  * naming every place looked in. Each child runs with its own environment (fake
- * driver on LD_LIBRARY_PATH, FAKECUDA_* settings); the server's output goes
- * to DIR/<verdict>.log. Single-threaded.
+ * driver on LD_LIBRARY_PATH, FAKECUDA_* settings); what record prints goes
+ * to DIR/<verdict>/demo.log, inside the run (the server's own output is
+ * also in its output.log). A DIR that already holds a run of a verdict is
+ * refused: recording into it would merge two runs into one.
+ * Single-threaded.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +36,7 @@
 #include "run.h"
 
 #define MAX_ARGS 24
+#define DEMO_LOG "demo.log"
 
 struct scenario {
 	const char *name;  /* the verdict it reproduces */
@@ -162,7 +166,7 @@ static int find_parts(struct paths *p)
 static int record(const struct paths *p, const struct scenario *sc,
                   const char *dir)
 {
-	char *argv[MAX_ARGS + 8], logpath[PATH_MAX * 2 + 8],
+	char *argv[MAX_ARGS + 8], logpath[PATH_MAX * 2 + 16],
 	        ldpath[PATH_MAX * 2];
 	const char *prev = getenv("LD_LIBRARY_PATH");
 	int n = 0, status, fd;
@@ -180,10 +184,14 @@ static int record(const struct paths *p, const struct scenario *sc,
 	for (i = 0; sc->args[i] && n < MAX_ARGS + 7; i++)
 		argv[n++] = (char *)sc->args[i];
 	argv[n] = NULL;
-	snprintf(logpath, sizeof(logpath), "%s.log", dir);
+	snprintf(logpath, sizeof(logpath), "%s/%s", dir, DEMO_LOG);
 	snprintf(ldpath, sizeof(ldpath), "%s%s%s", p->fake_dir,
 	         prev && *prev ? ":" : "", prev && *prev ? prev : "");
 	fflush(NULL);
+	/* The run directory first, so the log lives inside it: a glob over
+	 * DIR (`vramtrace table DIR/<star>`) then names runs only. */
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -1;
 	pid = fork();
 	if (pid < 0)
 		return -1;
@@ -228,6 +236,27 @@ static int show(const char *dir)
 	return rc;
 }
 
+/* 1 (after saying so) when out already holds the run of a verdict. */
+static int holds_runs(const char *out)
+{
+	char dir[PATH_MAX * 2];
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < NSCENARIOS; i++) {
+		snprintf(dir, sizeof(dir), "%s/%s", out, scenarios[i].name);
+		if (lstat(dir, &st) == 0) {
+			fprintf(stderr,
+			        "vramtrace: error: %s: already holds a demo "
+			        "run (%s): recording again would merge two runs "
+			        "into one; give a new directory or remove it\n",
+			        out, dir);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int run(const struct settings *s)
 {
 	struct paths p;
@@ -245,6 +274,8 @@ static int run(const struct settings *s)
 			return VRT_EXIT_FAIL;
 		}
 		snprintf(p.out, sizeof(p.out), "%s", s->output);
+		if (holds_runs(p.out))
+			return VRT_EXIT_FAIL;
 	} else {
 		const char *tmp = getenv("TMPDIR");
 		snprintf(p.out, sizeof(p.out), "%s/vramtrace-demo.XXXXXX",
@@ -273,8 +304,8 @@ static int run(const struct settings *s)
 		if (st < 0 || st == 127 || st == 1) {
 			fprintf(stderr,
 			        "vramtrace: error: demo: recording %s failed "
-			        "(exit %d); see %s.log\n",
-			        sc->name, st, dir);
+			        "(exit %d); see %s/%s\n",
+			        sc->name, st, dir, DEMO_LOG);
 			failed = 1;
 			continue;
 		}

@@ -20,6 +20,7 @@
  * set a flag; the loop restores the terminal). Otherwise: one plain line
  * per refresh, for logs and tests. Single-threaded.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -580,6 +581,37 @@ static int own_option(const struct vrt_cmd *self, int id, const char *arg,
 	return 0;
 }
 
+/* 1 when dir holds something else and nothing a run holds (traces,
+ * control sockets, exit files, the command's output.log): a directory
+ * such as /tmp, which no refresh would ever turn into a run. An empty
+ * directory may be a run whose first process has not started yet. */
+static int not_a_run(const char *dir)
+{
+	static const char *const run_files[] = {VRT_TRACE_SUFFIX,
+	                                        VRT_CONTROL_SUFFIX, ".exit",
+	                                        "/output.log"};
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int other = 0, run = 0;
+	char name[300];
+	size_t k, n;
+
+	while (d && !run && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(name, sizeof(name), "/%s", de->d_name);
+		n = strlen(name);
+		for (k = 0; k < sizeof(run_files) / sizeof(run_files[0]); k++) {
+			size_t m = strlen(run_files[k]);
+			run |= n >= m && !strcmp(name + n - m, run_files[k]);
+		}
+		other = 1;
+	}
+	if (d)
+		closedir(d);
+	return other && !run;
+}
+
 static int resolve(const char *what, struct target *tg)
 {
 	struct stat sb;
@@ -589,6 +621,14 @@ static int resolve(const char *what, struct target *tg)
 
 	memset(tg, 0, sizeof(*tg));
 	if (stat(what, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		if (not_a_run(what)) {
+			fprintf(stderr,
+			        "vramtrace: error: %s: not a run directory: no "
+			        "traces, control sockets or exit files (vramtrace "
+			        "record -o DIR -- COMMAND makes one)\n",
+			        what);
+			return -1;
+		}
 		snprintf(tg->dir, sizeof(tg->dir), "%s", what);
 		tg->paths[0] = tg->dir;
 		return 0;

@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "diagnose.h"
+#include "engine.h"
 #include "model.h"
 #include "plan.h"
 #include "report.h"
@@ -79,6 +81,28 @@ struct job {
 	const struct vrt_plan_explain *ex;
 	size_t index;
 };
+
+/* The plan knob of an engine setting (enum vrt_engine_field), or -1. */
+static int knob_of_field(int field)
+{
+	switch (field) {
+	case VRT_ENGINE_CONTEXT:
+		return VRT_PLAN_CONTEXT;
+	case VRT_ENGINE_CONCURRENCY:
+		return VRT_PLAN_CONCURRENCY;
+	case VRT_ENGINE_MEM_FRACTION:
+		return VRT_PLAN_FRACTION;
+	case VRT_ENGINE_PARALLEL:
+		return VRT_PLAN_PARALLEL;
+	case VRT_ENGINE_GPU_LAYERS:
+		return VRT_PLAN_GPU_LAYERS;
+	case VRT_ENGINE_BATCH_TOKENS:
+		return VRT_PLAN_BATCH_TOKENS;
+	case VRT_ENGINE_UBATCH:
+		return VRT_PLAN_UBATCH;
+	}
+	return -1;
+}
 
 static int write_job(FILE *f, const void *ctx)
 {
@@ -179,8 +203,23 @@ int vrt_cmd_plan_run(const struct vrt_cmd *self, int argc, char **argv)
 			                          s.sets[i], msg);
 			goto out;
 		}
-	if (!s.nsets)
+	if (!s.nsets) {
+		/* The settings `analyze` advises for this run are rows of the
+		 * grid, with the same margin. */
+		struct vrt_diagnosis *dg = malloc(sizeof(*dg));
+		struct vrt_diag_options dopt = {
+		        s.o.margin >= 0 ? (unsigned)s.o.margin
+		                        : VRT_DIAG_MARGIN_PCT,
+		        NULL};
+		if (dg) {
+			vrt_diagnose_run_opts(dg, &run.t, &run.r, cfg, &dopt);
+			for (size_t k = 0; k < dg->nsuggest; k++)
+				vrt_plan_try(p, knob_of_field(dg->suggest[k].field),
+				             dg->suggest[k].value);
+			free(dg);
+		}
 		vrt_plan_default_grid(p);
+	}
 	switch (vrt_plan_run(p, msg, sizeof(msg))) {
 	case 0:
 		break;

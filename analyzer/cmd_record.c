@@ -2,8 +2,10 @@
  * cmd_record.c — `vramtrace record [-o DIR] -- CMD...`
  *
  * Finds libvramtrace.so, creates the run directory, runs CMD with
- * LD_PRELOAD and VRAMTRACE_OUT set, waits for it like a shell does, writes
- * "<DIR>/<pid>.exit" and exits with CMD's status.
+ * LD_PRELOAD and VRAMTRACE_OUT set (and VRAMTRACE_ROOT, CMD's pid: the
+ * preload then leaves CMD's trace at its exit even when CMD itself made no
+ * GPU call), waits for it like a shell does, writes "<DIR>/<pid>.exit"
+ * and exits with CMD's status.
  *
  * Process trees: servers start engine and worker processes, and a worker
  * whose parent dies is orphaned. record is a child subreaper
@@ -98,46 +100,10 @@ static void forward_signal(int sig)
 }
 
 /* Finds the library to preload; fills path (PATH_MAX bytes) with its
- * absolute path, or prints why not. VRAMTRACE_PRELOAD, else next to this
- * executable in a build tree (../preload/), else an install's directory
- * (paths.h). */
+ * absolute path, or prints why not (paths.h). */
 static int find_preload(char *path)
 {
-	const char *env = getenv("VRAMTRACE_PRELOAD");
-	char self[PATH_MAX], dirs[VRT_PATHS_MAX + 1][PATH_MAX];
-	char cand[PATH_MAX], looked[(VRT_PATHS_MAX + 1) * 128];
-	int n = 0;
-	size_t used = 0;
-
-	if (env && *env) {
-		if (access(env, R_OK) || !realpath(env, path)) {
-			fprintf(stderr,
-			        "vramtrace: error: %s: cannot use "
-			        "VRAMTRACE_PRELOAD: %s\n",
-			        env, strerror(errno));
-			return -1;
-		}
-		return 0;
-	}
-	if (!vrt_paths_self_dir(self) &&
-	    !vrt_paths_join(dirs[n], self, "../preload"))
-		n++;
-	n += vrt_paths_install_dirs("", dirs + n);
-	looked[0] = '\0';
-	for (int i = 0; i < n; i++) {
-		if (!vrt_paths_join(cand, dirs[i], PRELOAD_NAME) &&
-		    !access(cand, R_OK) && realpath(cand, path))
-			return 0;
-		if (used < sizeof(looked))
-			used += (size_t)snprintf(looked + used,
-			                         sizeof(looked) - used, "%s%s",
-			                         i ? ", " : "", dirs[i]);
-	}
-	fprintf(stderr,
-	        "vramtrace: error: %s: not found: looked in %s; set "
-	        "VRAMTRACE_PRELOAD to its path\n",
-	        PRELOAD_NAME, looked);
-	return -1;
+	return vrt_paths_find_lib(PRELOAD_NAME, "VRAMTRACE_PRELOAD", path);
 }
 
 /* 1 if dir holds *.vtrace files, 0 if not, -1 on error. */
@@ -290,6 +256,9 @@ static void write_exit_file(const char *dir, pid_t pid, int status)
 		             WEXITSTATUS(status));
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	          0600);
+	/* A traced parent that reaped the process wrote it already. */
+	if (fd < 0 && errno == EEXIST)
+		return;
 	if (fd < 0 || write(fd, line, (size_t)n) != n) {
 		/* The report then shows the exit status as unknown; the
 		 * traces themselves are intact, so this is a warning. */
@@ -549,6 +518,14 @@ static void exec_child(char **cmd, int errfd, const sigset_t *mask)
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	/* The preload in the command (and in what it execs in its place)
+	 * knows it is the root: it leaves a trace at its exit even without a
+	 * GPU call, so the run has its command line and flags. */
+	{
+		char pid[24];
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		setenv("VRAMTRACE_ROOT", pid, 1);
+	}
 	execvp(cmd[0], cmd);
 	e = errno;
 	/* If this write fails the parent sees exit 127 without a reason. */

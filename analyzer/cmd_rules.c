@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "attrib.h"
+#include "callpath.h"
 #include "cmd.h"
 #include "load.h"
 #include "pathname.h"
@@ -300,27 +301,13 @@ static int by_bytes(const void *pa, const void *pb)
 }
 
 /* A frame in code every allocation runs through: naming it would claim
- * every stack, so it is not offered. */
+ * every stack, so it is not offered (callpath.h). */
 static int plumbing(const struct vrt_trace *t, const struct keyframe *k)
 {
-	static const char *const libs[] = {
-	        "libcuda.so",  "libcudart",  "libamdhip64", "libhip",
-	        "libc10",      "libtorch",   "libpython",   "python",
-	        "libc.so",     "libc-",      "ld-linux",    "libffi",
-	        "libstdc++",   "libvramtrace"};
-	const char *file, *base;
-	size_t i;
-
-	if (k->kind != VRT_FRAME_NATIVE)
-		return 0;
-	file = vrt_load_str(t, k->file);
-	if (!file)
-		return 0;
-	base = vrt_pathname_base(file);
-	for (i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
-		if (!strncmp(base, libs[i], strlen(libs[i])))
-			return 1;
-	return 0;
+	struct vrt_frame f = {.kind = (uint8_t)k->kind,
+	                      .function = k->function,
+	                      .file = k->file};
+	return vrt_callpath_plumbing(t, &f);
 }
 
 static void put_count(FILE *f, uint64_t n, const char *one, const char *many)

@@ -40,6 +40,32 @@ static const struct vrt_option options[] = {
         VRT_OPTION_END,
 };
 
+/* A glob over a directory of runs (`table DIR/<star>`) also names what lies
+ * beside them: the demo's logs, notes. Among several paths a regular file
+ * that is not named *.vtrace is skipped with a warning (a trace file by
+ * any other name still loads when given alone); the paths kept are moved
+ * to the front. Returns how many are kept. */
+static int skip_other_files(char **paths, int n)
+{
+	int i, kept = 0;
+	size_t len;
+	struct stat st;
+
+	for (i = 0; i < n; i++) {
+		len = strlen(paths[i]);
+		if (n > 1 && !stat(paths[i], &st) && S_ISREG(st.st_mode) &&
+		    (len < 7 || strcmp(paths[i] + len - 7, ".vtrace"))) {
+			fprintf(stderr,
+			        "vramtrace: warning: %s: not a run (neither a "
+			        "run directory nor a .vtrace file): skipped\n",
+			        paths[i]);
+			continue;
+		}
+		paths[kept++] = paths[i];
+	}
+	return kept ? kept : n;
+}
+
 /* The flags the command lines left out, from the engine's log record kept
  * in the run directory (output.log), when there is one. A log that cannot
  * be read is a warning: the row keeps what the trace gives. */
@@ -101,7 +127,7 @@ int vrt_cmd_table_run(const struct vrt_cmd *self, int argc, char **argv)
 	if (vrt_main_parse(self, argc, argv, options, &s.o, NULL, &s, &st, &rc))
 		goto out;
 	s.paths = st.pos;
-	s.npaths = st.npos;
+	s.npaths = skip_other_files(st.pos, st.npos);
 	rc = VRT_EXIT_FAIL;
 	rows = calloc((size_t)s.npaths, sizeof(*rows));
 	if (!rows) {

@@ -184,6 +184,25 @@ static int is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* 1 when the memory map of pid holds the preload, 0 when it can be read
+ * and does not, -1 when it cannot be read (another user's process): then
+ * the caller goes on as if it were traced, and its socket decides. */
+static int traced(uint64_t pid)
+{
+	char path[64], line[4096];
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu64 "/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libvramtrace") != NULL;
+	fclose(f);
+	return found;
+}
+
 int vrt_ctl_run_dir(uint64_t pid, char *dir, size_t dirsz, char *err,
                     size_t errsz)
 {
@@ -201,6 +220,12 @@ int vrt_ctl_run_dir(uint64_t pid, char *dir, size_t dirsz, char *err,
 		return -1;
 	}
 	cwd[cl] = '\0';
+	if (traced(pid) == 0) {
+		snprintf(err, errsz,
+		         "not traced: libvramtrace.so is not loaded in it "
+		         "(start it with vramtrace record -- COMMAND)");
+		return -1;
+	}
 	snprintf(path, sizeof(path), "/proc/%" PRIu64 "/environ", pid);
 	env = read_small(path, &len);
 	for (p = env; env && p < env + len; p += strlen(p) + 1) {

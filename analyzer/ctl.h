@@ -55,7 +55,8 @@ int vrt_ctl_list_dir(const char *dir, struct vrt_ctl_target **targets,
  * "vramtrace-run-<pid>" in its working directory (or, for a child forked
  * after its parent chose the default, the nearest ancestor's whose
  * directory exists). Returns 0, or -1 with "<reason>" in err (no such
- * process, not readable).
+ * process, not readable, or not traced: its memory map, when readable,
+ * holds no libvramtrace.so).
  */
 int vrt_ctl_run_dir(uint64_t pid, char *dir, size_t dirsz, char *err,
                     size_t errsz);

@@ -6,6 +6,7 @@
  * carry the numbers); reports only print them.
  */
 #include "diagnose.h"
+#include "callpath.h"
 
 #include "gguf.h"
 #include "names.h"
@@ -391,6 +392,8 @@ struct terms {
 	int one_how;
 	uint64_t one_growth; /* its share of the growth: beyond what is kept */
 	uint64_t room;       /* capacity - baseline - weights - reserves */
+	uint64_t before; /* held before `vramtrace attach`, unattributed:
+	                    counted with the reserves */
 };
 
 /* One change the advice offers: what to do, what it costs, and how dear
@@ -478,7 +481,7 @@ static int died(const struct vrt_process *p)
 {
 	return p->exit_kind == VRT_EXIT_SIGNAL ||
 	       (p->exit_kind == VRT_EXIT_CODE && p->exit_code != 0) ||
-	       (p->exit_kind == VRT_EXIT_NONE && p->truncated);
+	       (p->exit_kind == VRT_EXIT_NONE && p->truncated && !p->running);
 }
 
 /* Stopped on purpose: SIGHUP, SIGINT, SIGTERM, or the shell's 128 + N
@@ -502,6 +505,8 @@ static void how_ended(char *buf, size_t n, const struct vrt_process *p)
 		snprintf(buf, n, "was killed by signal %d", p->exit_code);
 	else if (p->exit_kind == VRT_EXIT_CODE)
 		snprintf(buf, n, "exited with status %d", p->exit_code);
+	else if (p->running)
+		snprintf(buf, n, "is still running (recording)");
 	else if (p->truncated)
 		snprintf(buf, n, "died: its trace ends without a clean exit");
 	else
@@ -563,6 +568,12 @@ static void common_failure_evidence(struct ctx *c)
 		         "the failure was fatal: the server %s", how);
 		return;
 	}
+	if (d->not_server)
+		evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
+		         f->requested_bytes, "%s of %s failed %s at %.3fs", api,
+		         SZ(f->requested_bytes), where,
+		         (double)(f->ts - c->t->start_ns) / 1e9);
+	else
 	evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
 	         f->requested_bytes,
 	         "%s of %s failed %s at %.3fs (%s stage, phase %s, %" PRIu32
@@ -760,6 +771,7 @@ static void climb(struct ctx *c)
 	x->graph = live[VRT_PHASE_cuda_graph];
 	x->comm = live[VRT_PHASE_comm];
 	x->profile = live[VRT_PHASE_profile];
+	x->before = live[VRT_LOAD_PHASE_BEFORE_ATTACH];
 	/* The per-request phases: what loading left there (a reserve), what
 	 * a caching allocator kept from earlier requests, and what the
 	 * requests in flight grew beyond that. In a load all of it is the
@@ -826,7 +838,8 @@ static void climb(struct ctx *c)
 	}
 	bytes[VRT_RUNG_BASELINE] = c->other;
 	bytes[VRT_RUNG_WEIGHTS] = x->weights;
-	bytes[VRT_RUNG_RESERVES] = x->kv + x->graph + x->comm + x->load_buffers;
+	bytes[VRT_RUNG_RESERVES] =
+	        x->kv + x->graph + x->comm + x->load_buffers + x->before;
 	bytes[VRT_RUNG_ACTIVATIONS] = x->profile + x->cache + x->one_growth;
 	bytes[VRT_RUNG_INFLIGHT] = x->growth - x->one_growth;
 	d->have_ladder = 1;
@@ -876,6 +889,32 @@ static void failure_confidence(struct ctx *c)
 		           "vramtrace record): the last failure PID %" PRIu64
 		           " did not recover from is taken as fatal",
 		           p->pid);
+}
+
+/* A process recorded from an attach: what it held before and the snapshot
+ * could not attribute is its own (never another process's), counted with
+ * the reserves; it decides nothing unless the budget that broke is among
+ * weights and reserves, which it then cannot tell apart. */
+static void before_attach(struct ctx *c)
+{
+	const struct vrt_replay_failure *f = c->f;
+
+	if (!c->x.before)
+		return;
+	evidence(c->d, "before_attach_bytes", f->device, VRT_DIAG_BYTES,
+	         c->x.before,
+	         "%s on device %d was held before vramtrace attach began "
+	         "recording and could not be attributed (no allocator "
+	         "snapshot named it): this process's own, counted with the "
+	         "reserves",
+	         SZ(c->x.before), f->device);
+	if (c->d->rung == VRT_RUNG_WEIGHTS || c->d->rung == VRT_RUNG_RESERVES)
+		confidence(c, VRT_CONFIDENCE_LOW,
+		           "%s held before the attach cannot be split into "
+		           "weights and reserves, and the broken budget is "
+		           "among them: record the server from its start "
+		           "(vramtrace record) to tell them apart",
+		           SZ(c->x.before));
 }
 
 /* How sure the ladder's verdict is. */
@@ -995,6 +1034,17 @@ static uint64_t to_free(const struct ctx *c, uint64_t need, uint64_t have)
 {
 	uint64_t want = need + need * c->d->margin_pct / 100;
 	return sub0(want, have);
+}
+
+/* A setting an action names, kept as a number for `plan`. */
+static void suggest(struct ctx *c, int field, uint64_t value)
+{
+	struct vrt_diagnosis *d = c->d;
+
+	if (d->nsuggest < sizeof(d->suggest) / sizeof(d->suggest[0])) {
+		d->suggest[d->nsuggest].field = field;
+		d->suggest[d->nsuggest++].value = value;
+	}
 }
 
 static struct advice *advise(struct ctx *c, double rank)
@@ -1124,6 +1174,7 @@ static void lever_fraction(struct ctx *c, uint64_t free_b, const char *why)
 	a = advise(c, kv ? (double)free_b / (double)kv : RANK_UNKNOWN);
 	if (now > cut && (nu = util_down(now - cut)) < now) {
 		free_b = (now - nu) * base / 1000;
+		suggest(c, VRT_ENGINE_MEM_FRACTION, nu);
 		ACT(a, "%sshrink the KV reserve: %s %.2f (was %.2f%s): frees %s "
 		       "%s, %s",
 		    engine_label(c->engine), flag, (double)nu / 1000.0,
@@ -1186,6 +1237,7 @@ static int lever_scale(struct ctx *c, int field, uint64_t v, int dflt,
 	if (field == VRT_ENGINE_CONTEXT && c->min_context &&
 	    nv < c->min_context)
 		return 0;
+	suggest(c, field, nv);
 	share = 1.0 - (double)nv / (double)v;
 	/* Smaller batches cost prefill speed, not capacity: half as dear as
 	 * the share of a context or of the sequences. */
@@ -1284,6 +1336,7 @@ static void lever_seqs(struct ctx *c, uint64_t n, uint32_t inflight)
 		return;
 	if (!n)
 		n = 1;
+	suggest(c, VRT_ENGINE_CONCURRENCY, n);
 	a = advise(c, base > n ? 1.0 - (double)n / (double)base : 0.0);
 	if (was)
 		snprintf(held, sizeof(held), " (was %" PRIu64 ")", was);
@@ -1316,6 +1369,9 @@ static void lever_cards(struct ctx *c, uint64_t n, const char *why)
 	const char *tp = setting(c, VRT_ENGINE_PARALLEL);
 	struct advice *a = advise(c, RANK_HARDWARE);
 
+	/* Never the parallel size the run already had. */
+	if (c->d->flags.tp && n <= c->d->flags.tp)
+		n = c->d->flags.tp * 2;
 	if (tp)
 		ACT(a, "%sadd cards: %s %" PRIu64 " %s", engine_label(c->engine),
 		    tp, n, why);
@@ -1746,7 +1802,135 @@ static const struct vrt_diag_device *not_sharded(struct ctx *c, uint64_t *want)
 	return heavy;
 }
 
-/* weights: detail not_sharded / card_too_small / weights_do_not_fit. */
+/* Ranks of a run stacked on one device while another visible device
+ * stayed idle (a per-worker CUDA_VISIBLE_DEVICES naming the same card, a
+ * launcher that ignores the local rank): two processes or more allocated
+ * on dev and on no other device, and a device of the same host that no
+ * process allocated on. A run whose parallel size is known to be 1 has no
+ * ranks to place. Returns the first idle device (its trace index), or -1;
+ * the ranks' PIDs into pids (at most max), their count into *n, and the
+ * idle devices' count into *nidle. */
+static int32_t misplaced_ranks(const struct ctx *c, int32_t dev,
+                               uint64_t *pids, size_t max, size_t *n,
+                               size_t *nidle)
+{
+	const struct vrt_replay *r = c->r;
+	const struct vrt_trace *t = c->t;
+	uint64_t used = 0;
+	int32_t idle = -1;
+	size_t i, k;
+
+	*n = *nidle = 0;
+	if (dev < 0 || dev >= 64 || (size_t)dev >= t->ndevices ||
+	    (c->d->flags.tp == 1 && c->d->flags.pp <= 1))
+		return -1;
+	for (i = 0; i < r->nprocs && i < t->nprocs; i++) {
+		used |= r->procs[i].devices;
+		if (r->procs[i].devices != 1ull << dev)
+			continue;
+		if (*n < max)
+			pids[*n] = t->procs[i].pid;
+		++*n;
+	}
+	if (*n < 2)
+		return -1;
+	for (k = 0; k < t->ndevices && k < r->ndevices && k < 64; k++)
+		if ((int32_t)k != dev && !(used >> k & 1) &&
+		    t->devices[k].host_idx == t->devices[dev].host_idx &&
+		    !r->dev[k].peak_bytes) {
+			if (idle < 0)
+				idle = (int32_t)k;
+			++*nidle;
+		}
+	return idle;
+}
+
+/* "401 and 402", "401, 402 and 403" (n PIDs, at most max in v). */
+static void pid_list(char *buf, size_t len, const uint64_t *v, size_t n,
+                     size_t max)
+{
+	size_t i, o = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && i < max && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64,
+		                      !i                           ? ""
+		                      : i + 1 == (n < max ? n : max) ? " and "
+		                                                     : ", ",
+		                      v[i]);
+	if (n > max && o < len)
+		snprintf(buf + o, len - o, " and %zu more", n - max);
+}
+
+/* What one device holding the weights looks like: its share, and every
+ * other device of its host the run could see, used or not. */
+static void shard_evidence(struct ctx *c, const struct vrt_diag_device *heavy,
+                           uint64_t sumw, uint64_t want)
+{
+	struct vrt_diagnosis *d = c->d;
+	size_t k;
+
+	if (sumw)
+		evidence(d, "weights_share_percent", heavy->device,
+		         VRT_DIAG_PERCENT, heavy->weights_bytes * 100 / sumw,
+		         "device %d holds %" PRIu64 "%% of the weights (%s) "
+		         "while the run asked for %" PRIu64 " devices",
+		         heavy->device, heavy->weights_bytes * 100 / sumw,
+		         SZ(heavy->weights_bytes), want);
+	for (k = 0; k < c->t->ndevices && k < c->r->ndevices; k++) {
+		const struct vrt_diag_device *x = diag_dev(d, (int32_t)k);
+		uint64_t tot = dev_total(c->t, c->r, k);
+		if ((int32_t)k == heavy->device ||
+		    c->t->devices[k].host_idx !=
+		            c->t->devices[heavy->device].host_idx)
+			continue;
+		evidence(d, "idle_device_peak_bytes", (int32_t)k, VRT_DIAG_BYTES,
+		         x ? x->peak_bytes : 0, "device %zu peaked at %s of %s: %s",
+		         k, SZ(x ? x->peak_bytes : 0), SZ(tot),
+		         x ? "nearly empty"
+		           : "visible to the run, never allocated on");
+	}
+}
+
+/* not_sharded because the ranks share a card: name them and the idle
+ * card, and place them (never a parallel size the run already has). */
+static void ranks_misplaced(struct ctx *c, int32_t dev, int32_t idle,
+                            const uint64_t *pids, size_t n, size_t nidle)
+{
+	struct vrt_diagnosis *d = c->d;
+	const char *tp = flag_name(c->engine, N_TP);
+	const struct vrt_diag_device *fd = diag_dev(d, dev);
+	uint64_t sumw = 0;
+	char list[160];
+	struct advice *a;
+	size_t k;
+
+	snprintf(d->detail, sizeof(d->detail), "not_sharded");
+	for (k = 0; k < d->ndevices; k++)
+		sumw += d->devices[k].weights_bytes;
+	if (fd)
+		shard_evidence(c, fd, sumw, n);
+	pid_list(list, sizeof(list), pids, n, 8);
+	evidence(d, "ranks_on_one_device", dev, VRT_DIAG_COUNT, n,
+	         "the ranks in PIDs %s are %s on device %d; device %d is idle%s "
+	         "(visible to the run, nothing allocated on it)",
+	         list, n == 2 ? "both" : "all", dev, idle,
+	         nidle > 1 ? " and so are others" : "");
+	if (d->flags.tp >= 2 && tp)
+		evidence(d, "tensor_parallel", -1, VRT_DIAG_COUNT, d->flags.tp,
+		         "the run asks for %s %" PRIu64 ": the size is right, the "
+		         "placement is not",
+		         tp, d->flags.tp);
+	a = advise(c, RANK_FREE);
+	ACT(a,
+	    "%splace each rank on its own GPU: PIDs %s %s opened device %d "
+	    "while device %d stayed idle; give every worker all the run's "
+	    "cards (CUDA_VISIBLE_DEVICES=%d,%d on the whole run, or unset) "
+	    "and let the launcher pick each rank's device from its local rank",
+	    engine_label(c->engine), list, n == 2 ? "both" : "all", dev, idle,
+	    dev < idle ? dev : idle, dev < idle ? idle : dev);
+	COST(a, "none: the idle card was meant to hold a rank");
+}
 
 /* weights: detail not_sharded / card_too_small / weights_do_not_fit. */
 static void verdict_weights(struct ctx *c)
@@ -1763,31 +1947,20 @@ static void verdict_weights(struct ctx *c)
 	for (k = 0; k < d->ndevices; k++)
 		sumw += d->devices[k].weights_bytes;
 	common_failure_evidence(c);
+	{
+		uint64_t pids[8];
+		size_t n, nidle;
+		int32_t idle = misplaced_ranks(c, c->f->device, pids, 8, &n,
+		                               &nidle);
+		if (idle >= 0) {
+			ranks_misplaced(c, c->f->device, idle, pids, n, nidle);
+			return;
+		}
+	}
 	heavy = not_sharded(c, &want);
 	if (heavy) {
 		snprintf(d->detail, sizeof(d->detail), "not_sharded");
-		evidence(d, "weights_share_percent", heavy->device,
-		         VRT_DIAG_PERCENT, heavy->weights_bytes * 100 / sumw,
-		         "device %d holds %" PRIu64 "%% of the weights (%s) "
-		         "while the run asked for %" PRIu64 " devices",
-		         heavy->device, heavy->weights_bytes * 100 / sumw,
-		         SZ(heavy->weights_bytes), want);
-		/* every other device the run could see, used or not */
-		for (k = 0; k < c->t->ndevices && k < c->r->ndevices; k++) {
-			const struct vrt_diag_device *x =
-			        diag_dev(d, (int32_t)k);
-			uint64_t tot = dev_total(c->t, c->r, k);
-			if ((int32_t)k == heavy->device ||
-			    c->t->devices[k].host_idx !=
-			            c->t->devices[heavy->device].host_idx)
-				continue;
-			evidence(d, "idle_device_peak_bytes", (int32_t)k,
-			         VRT_DIAG_BYTES, x ? x->peak_bytes : 0,
-			         "device %zu peaked at %s of %s: %s", k,
-			         SZ(x ? x->peak_bytes : 0), SZ(tot),
-			         x ? "nearly empty"
-			           : "visible to the run, never allocated on");
-		}
+		shard_evidence(c, heavy, sumw, want);
 		if (d->flags.tp >= 2)
 			evidence(d, "tensor_parallel", -1, VRT_DIAG_COUNT,
 			         d->flags.tp,
@@ -1860,6 +2033,9 @@ static void verdict_weights(struct ctx *c)
 		uint64_t n = per ? (m->weight_bytes + per - 1) / per : 2, p2 = 2;
 		while (p2 < n)
 			p2 *= 2;
+		/* never the parallel size the run already had */
+		while (p2 <= d->flags.tp)
+			p2 *= 2;
 		a = advise(c, RANK_HARDWARE);
 		ACT(a,
 		    "%sshard the weights over %" PRIu64 " cards: %s %" PRIu64
@@ -1874,9 +2050,10 @@ static void verdict_weights(struct ctx *c)
 	} else {
 		a = advise(c, RANK_HARDWARE);
 		ACT(a,
-		    "%sshard the weights over more cards: %s 2 (or more; "
-		    "--model-config tells how many)",
-		    engine_label(c->engine), flag_name(c->engine, N_TP));
+		    "%sshard the weights over more cards: %s %" PRIu64
+		    " (or more; --model-config tells how many)",
+		    engine_label(c->engine), flag_name(c->engine, N_TP),
+		    d->flags.tp >= 2 ? d->flags.tp * 2 : 2);
 		COST(a, "tensor parallelism adds communication between the "
 		        "cards");
 	}
@@ -2339,8 +2516,12 @@ static void verdict_none(struct ctx *c)
 		       "device keeps the %d%% margin spare",
 		    margin_pct(c));
 	}
-	if (c->root && c->root->exit_kind == VRT_EXIT_NONE &&
-	    !c->root->has_trailer)
+	if (c->root && c->root->running)
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "the run is still recording: nothing has failed so "
+		           "far, and a load still to come may change that");
+	else if (c->root && c->root->exit_kind == VRT_EXIT_NONE &&
+	         !c->root->has_trailer)
 		confidence(c, VRT_CONFIDENCE_MEDIUM,
 		           "the run's end was not recorded (no exit status, no "
 		           "clean end)");
@@ -2582,14 +2763,104 @@ static void verdict_pool(struct ctx *c)
 	COST(a, "none for serving; a different allocator's timings");
 }
 
+/* A process that is no server: it never listened, took no connection,
+ * began no annotated request, neither its command line, its stacks nor a
+ * log name an engine, and nothing it allocated went to a budget an
+ * engine sizes (weights, a KV cache, even one inferred from a probe, a
+ * profile run, CUDA graphs, communicators). */
+static int not_server(const struct ctx *c)
+{
+	const struct vrt_replay *r = c->r;
+	size_t i;
+	unsigned k;
+
+	if (r->have_first_listen || r->connections || r->requests ||
+	    c->engine || c->serving)
+		return 0;
+	for (i = 0; i < r->ndevices; i++)
+		for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+			if (r->dev[i].phase[k].allocs &&
+			    !vrt_replay_phase_is_demand(k))
+				return 0;
+	return 1;
+}
+
+/* The report of a plain program (a script, a test, a training job) that
+ * ran out of memory: the failing call, where it was made and what held
+ * the device, instead of a server's budgets. */
+static void verdict_program(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_replay_failure *f = c->f;
+	const char *site = d->failing_site[0] ? d->failing_site : "the call";
+	struct advice *a;
+
+	d->verdict = VRT_VERDICT_INCONCLUSIVE;
+	d->rung = -1;
+	d->have_ladder = 0;
+	d->not_server = 1;
+	snprintf(d->detail, sizeof(d->detail), "not_a_server");
+	evidence(d, "held_bytes", f->device, VRT_DIAG_BYTES, c->live,
+	         "%s asked for %s on device %d with %s of %s held by this "
+	         "run%s%s%s",
+	         site, SZ(f->requested_bytes), f->device, SZ(c->live),
+	         SZ(c->total), c->other ? " and " : "",
+	         c->other ? SZ(c->other) : "",
+	         c->other ? " by other processes" : "");
+	common_failure_evidence(c);
+	confidence(c, VRT_CONFIDENCE_MEDIUM,
+	           "not a server: the process never listened, served no "
+	           "request and runs no engine vramtrace knows, so the "
+	           "server budgets (weights, KV cache, requests) do not "
+	           "apply; the failing call and what held the device are the "
+	           "evidence");
+	ACT(advise(c, RANK_FREE),
+	    "free what the program no longer needs before %s, or ask for "
+	    "less at once: the call paths holding the device are listed "
+	    "under the top allocation sites",
+	    site);
+	a = advise(c, RANK_ELSEWHERE);
+	ACT(a, "run it on a card with more free memory (choose it with "
+	       "CUDA_VISIBLE_DEVICES)");
+	COST(a, "another card");
+	/* A server of an engine vramtrace does not know, dying while it
+	 * loads, looks the same until its phases have names. */
+	if (f->phase == VRT_PHASE_unattributed)
+		ACT(advise(c, RANK_ELSEWHERE),
+		    "if it is a server that had not started listening yet, "
+		    "name its phases: `vramtrace rules RUN` lists the call "
+		    "paths no rule matched; add a rules file (--rules) or "
+		    "annotate the code (vramtrace_phase_push)");
+}
+
 static void with_failure(struct ctx *c)
 {
 	struct vrt_diagnosis *d = c->d;
 	const struct vrt_replay_failure *f = c->f;
 	uint64_t want = 0;
 	const struct vrt_diag_device *heavy;
+	int misplaced;
 
 	climb(c);
+	if (not_server(c)) {
+		verdict_program(c);
+		return;
+	}
+	if (f->after_ready && !f->inflight && f->uncounted &&
+	    vrt_replay_phase_is_demand(f->phase)) {
+		verdict_inconclusive(
+		        c, "requests_not_counted",
+		        "the failure came while serving, over connections whose "
+		        "requests could not be counted (a protocol this trace's "
+		        "writer did not follow): how many were in flight is "
+		        "unknown, so context and concurrency cannot be told "
+		        "apart",
+		        "record with this version of vramtrace, which counts "
+		        "HTTP/2 and gRPC streams and infers the requests of "
+		        "other protocols, or bracket each request with "
+		        "vramtrace_request_begin/end");
+		return;
+	}
 	if (f->after_ready && !f->inflight &&
 	    vrt_replay_phase_is_demand(f->phase)) {
 		verdict_inconclusive(
@@ -2614,8 +2885,17 @@ static void with_failure(struct ctx *c)
 		return;
 	}
 	ladder_confidence(c);
+	before_attach(c);
 	heavy = not_sharded(c, &want);
-	if ((heavy && heavy->device == f->device) ||
+	{
+		uint64_t pids[2];
+		size_t n, nidle;
+		misplaced = misplaced_ranks(c, f->device, pids, 2, &n,
+		                            &nidle) >= 0;
+	}
+	/* Ranks stacked on one card: whatever rung broke, the cure is
+	 * their placement. */
+	if (misplaced || (heavy && heavy->device == f->device) ||
 	    d->rung == VRT_RUNG_WEIGHTS)
 		verdict_weights(c);
 	else if (d->rung == VRT_RUNG_BASELINE)
@@ -2628,6 +2908,20 @@ static void with_failure(struct ctx *c)
 		verdict_context(c);
 	else
 		verdict_concurrency(c);
+	if (f->inflight_inferred &&
+	    (d->verdict == VRT_VERDICT_CONCURRENCY ||
+	     d->verdict == VRT_VERDICT_KV_CACHE)) {
+		evidence(d, "inflight_inferred", -1, VRT_DIAG_COUNT,
+		         f->inflight_inferred,
+		         "%" PRIu32 " of the %" PRIu32 " requests in flight were "
+		         "inferred from turn-taking (a protocol that cannot be "
+		         "read: TLS inside the server, a protocol of its own)",
+		         f->inflight_inferred, f->inflight);
+		confidence(c, VRT_CONFIDENCE_MEDIUM,
+		           "the requests in flight were inferred from "
+		           "turn-taking, not read from the protocol: the count "
+		           "is an estimate");
+	}
 	near_miss_evidence(c);
 }
 
@@ -3354,6 +3648,11 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	         c.f         ? (c.f->after_ready ? "request" : "load")
 	         : c.serving ? "request"
 	                     : "load");
+	if (c.f) {
+		d->failing_stack = c.f->stack;
+		vrt_callpath_site(t, c.f->stack, d->failing_site,
+		                  sizeof(d->failing_site));
+	}
 	if (c.f && c.f->device >= 0) {
 		d->device = c.f->device;
 		c.fd = diag_dev(d, c.f->device);
@@ -3453,6 +3752,9 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		          "vramtrace record) shows whether it fits");
 	else if (d->source_log)
 		;
+	else if (d->not_server)
+		verify(d, "re-run with the change and compare the two runs: "
+		          "vramtrace compare OLD_RUN NEW_RUN");
 	else if (d->verdict == VRT_VERDICT_INCONCLUSIVE)
 		verify(d, "after adding what is missing, record again and "
 		          "analyze: vramtrace analyze NEW_RUN");

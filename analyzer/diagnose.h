@@ -15,7 +15,9 @@
  *      least the shortfall (the call would have fit without them) ->
  *      other_processes (their PIDs are named, never to be killed);
  *   3. what the evidence cannot support -> inconclusive, saying what is
- *      missing: a request-stage failure with no request in flight, a
+ *      missing: a process that is no server at all (not_a_server: the
+ *      failing call, its stack and the device's state instead of a
+ *      ladder), a request-stage failure with no request in flight, a
  *      load-stage failure of memory no rule named, a root process that
  *      died during the load without any failed allocation, or after only
  *      recovered ones;
@@ -300,6 +302,13 @@ struct vrt_diagnosis {
 	int32_t device; /* the failing device, -1: host or none */
 	int have_failure;
 	size_t failure; /* index into replay fails[] when have_failure */
+	/* The run is no server (detail "not_a_server"): it never listened,
+	 * served no request and runs no engine vramtrace knows, so reports
+	 * lead with the failing call and leave the server's parts out. */
+	int not_server;
+	uint32_t failing_stack; /* the decisive failure's stack (0: none) */
+	char failing_site[160]; /* where it was called, for sentences
+	                           (callpath.h), "" when unnamed */
 	struct vrt_diag_flags flags;
 	struct vrt_diag_device devices[64];
 	size_t ndevices;
@@ -339,6 +348,14 @@ struct vrt_diagnosis {
 	size_t ncosts;
 	char verify[4][VRT_DIAG_TEXT];
 	size_t nverify;
+	/* The engine settings the actions name, as numbers: field (enum
+	 * vrt_engine_field) and value (a memory fraction x1000), for `plan`
+	 * to try the same settings. */
+	struct {
+		int field;
+		uint64_t value;
+	} suggest[8];
+	size_t nsuggest;
 };
 
 /* How the advice is sized. */

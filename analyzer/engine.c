@@ -13,6 +13,8 @@
 
 #include "argv.h"
 #include "cmdline.h"
+#include "pathname.h"
+#include "vramtrace/trace_format.h"
 
 /* ---- the engines ---------------------------------------------------- */
 
@@ -272,6 +274,56 @@ static int cmp_order(const void *pa, const void *pb, void *arg)
 	return a < b ? -1 : a > b;
 }
 
+/* The engine whose code the frame is: a native frame in its libraries or
+ * named like its C API, a Python frame in its package; UNKNOWN else. */
+static int engine_of_frame(const struct vrt_trace *t, const struct vrt_frame *f)
+{
+	static const struct {
+		int engine;
+		int python; /* the pattern is a Python file's path part */
+		const char *part;
+	} marks[] = {
+	        {VRT_ENGINE_LLAMACPP, 0, "libllama"},
+	        {VRT_ENGINE_LLAMACPP, 0, "libggml"},
+	        {VRT_ENGINE_LLAMACPP, 1, "/llama_cpp/"},
+	        {VRT_ENGINE_VLLM, 1, "/vllm/"},
+	        {VRT_ENGINE_SGLANG, 1, "/sglang/"},
+	        {VRT_ENGINE_TGI, 1, "/text_generation_server/"},
+	        {VRT_ENGINE_TRTLLM, 1, "/tensorrt_llm/"},
+	};
+	const char *file = vrt_load_str(t, f->file);
+	const char *fn = vrt_load_str(t, f->function);
+	const char *base = vrt_pathname_base(file);
+	size_t k;
+
+	if (f->kind == VRT_FRAME_NATIVE && fn &&
+	    (!strncmp(fn, "llama_", 6) || !strncmp(fn, "ggml_", 5)))
+		return VRT_ENGINE_LLAMACPP;
+	for (k = 0; k < sizeof(marks) / sizeof(marks[0]); k++) {
+		if ((f->kind == VRT_FRAME_PYTHON) != marks[k].python || !file)
+			continue;
+		if (marks[k].python ? strstr(file, marks[k].part) != NULL
+		                    : base && !strncmp(base, marks[k].part,
+		                                       strlen(marks[k].part)))
+			return marks[k].engine;
+	}
+	return VRT_ENGINE_UNKNOWN;
+}
+
+/* The engine the run's recorded frames name most, or UNKNOWN. */
+static int engine_of_frames(const struct vrt_trace *t)
+{
+	size_t votes[VRT_ENGINE_COUNT] = {0}, i;
+	int e, best = VRT_ENGINE_UNKNOWN;
+
+	for (i = 1; i < t->nframes; i++)
+		votes[engine_of_frame(t, &t->frames[i])]++;
+	for (e = 1; e < VRT_ENGINE_COUNT; e++)
+		if (votes[e] > votes[best] || (!best && votes[e]))
+			best = e;
+	return best;
+}
+
 void vrt_engine_of_run(struct vrt_engine_run *er, const struct vrt_trace *t)
 {
 	struct vrt_engine_flags f;
@@ -322,6 +374,9 @@ void vrt_engine_of_run(struct vrt_engine_run *er, const struct vrt_trace *t)
 	if (!er->recognised && guess) {
 		er->engine = guess;
 		er->proc = guess_proc;
+	} else if (!er->recognised) {
+		er->engine = engine_of_frames(t);
+		er->from_stacks = er->engine != VRT_ENGINE_UNKNOWN;
 	}
 	free(order);
 	free(root);

@@ -98,6 +98,9 @@ struct vrt_engine_flags {
 struct vrt_engine_run {
 	int engine;     /* recognised, else the guess, else UNKNOWN */
 	int recognised; /* engine came from a program, not a guess */
+	int from_stacks; /* no command line named one: the recorded call
+	                    stacks did (libllama/ggml frames, an engine's
+	                    Python package) */
 	size_t proc;    /* index of the process it came from; SIZE_MAX:
 	                   none */
 	size_t root;    /* the first process read: the run's root (0 when
@@ -129,8 +132,10 @@ int vrt_engine_parse_argv(struct vrt_engine_flags *f, char *const *argv,
  * The run's engine and settings: the processes are read root first (a
  * process whose parent is not in the run: the command `record` started),
  * then by start time; multiprocessing workers are skipped. The engine is
- * the first recognised (workers inherit it), else the first guess; each
- * setting is the first process's that gives it. Never fails.
+ * the first recognised (workers inherit it), else the first guess, else
+ * the engine the recorded frames name most (a program embedding libllama,
+ * llama-cpp-python, a script importing vllm: from_stacks); each setting
+ * is the first process's that gives it. Never fails.
  */
 void vrt_engine_of_run(struct vrt_engine_run *er, const struct vrt_trace *t);
 

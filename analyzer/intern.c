@@ -241,14 +241,17 @@ uint32_t vrt_intern_stack(struct vrt_trace *t, uint32_t parent, uint32_t frame,
 	return (uint32_t)t->nstacks++;
 }
 
-/* The fixed names: 0..VRT_PHASE_BUILTIN_MAX and the inferred kv_cache. */
+/* The fixed names: 0..VRT_PHASE_BUILTIN_MAX, the inferred kv_cache and
+ * what an attach found held. */
 static int phases_init(struct vrt_trace *t)
 {
 	unsigned i;
 
-	for (i = (unsigned)t->nphases; i <= VRT_LOAD_PHASE_INFERRED_KV; i++) {
+	for (i = (unsigned)t->nphases; i <= VRT_LOAD_PHASE_BEFORE_ATTACH; i++) {
 		const char *n = i == VRT_LOAD_PHASE_INFERRED_KV
 		                        ? VRT_LOAD_PHASE_INFERRED_KV_NAME
+		                : i == VRT_LOAD_PHASE_BEFORE_ATTACH
+		                        ? VRT_BEFORE_ATTACH_PHASE
 		                        : vrt_phase_builtin_name(i);
 		t->phases[i] = strdup(n ? n : "reserved");
 		if (!t->phases[i])

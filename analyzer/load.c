@@ -672,7 +672,9 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 	pr->ppid = get_u(c);
 	pr->start_wall_ns = (int64_t)get_u(c);
 	pr->start_mono_ns = (int64_t)get_u(c);
-	pr->started_in_standby = (get_u(c) & VRT_HEADER_STANDBY) != 0;
+	uint64_t hflags = get_u(c);
+	pr->started_in_standby = (hflags & VRT_HEADER_STANDBY) != 0;
+	pr->attached = (hflags & VRT_HEADER_ATTACHED) != 0;
 	n = get_str(c, &s);
 	pr->host = dup_bytes(s, n);
 	n = get_str(c, &s);
@@ -696,8 +698,10 @@ static enum vrt_load_status parse_header(struct vrt_trace *t, struct lfile *f,
 			return nomem(f, err, "header");
 		pr->argc = i + 1;
 	}
-	if (!f->is_buf)
+	if (!f->is_buf) {
 		vrt_tracedir_read_exit(pr);
+		vrt_tracedir_read_running(pr);
+	}
 	return VRT_LOAD_OK;
 }
 
@@ -1220,7 +1224,8 @@ static enum vrt_load_status parse_event(struct lstate *L, struct vrt_trace *t,
 		e.aux = get_u(c);
 		break;
 	case VRT_REC_UNMAP:
-		e.kind = VRT_EV_UNMAP;
+	case VRT_REC_PREFREE:
+		e.kind = type == VRT_REC_UNMAP ? VRT_EV_UNMAP : VRT_EV_PREFREE;
 		e.addr = get_u(c);
 		e.size = get_u(c);
 		break;
@@ -1349,6 +1354,7 @@ static enum vrt_load_status parse_chunk_event(struct lstate *L,
 	const uint8_t *s = NULL;
 	size_t n = 0;
 	int oom = 0;
+	uint32_t net_val = 0;
 
 	memset(&e, 0, sizeof(e));
 	switch (type) {
@@ -1356,18 +1362,33 @@ static enum vrt_load_status parse_chunk_event(struct lstate *L,
 		e.kind = VRT_EV_MARK;
 		n = get_str(c, &s);
 		break;
-	case VRT_REC_NET:
+	case VRT_REC_NET: {
+		uint64_t v = 0;
 		e.kind = VRT_EV_NET;
 		e.aux = get_u(c);
 		e.addr = get_u(c);
 		e.size = get_u(c);
-		/* Appended later: the socket's family (absent: 0). */
+		/* Appended later, each absent from older writers (0): the
+		 * socket's family, the stream, flags, val, the path. */
 		if (c->p < c->end) {
 			uint64_t k = get_u(c);
 			e.extra = k <= VRT_NET_KIND_OTHER ? (uint32_t)k
 			                                  : VRT_NET_KIND_OTHER;
 		}
+		if (c->p < c->end)
+			e.phase = (uint32_t)get_u(c);
+		if (c->p < c->end)
+			e.api = (uint16_t)(get_u(c) & 0xffff);
+		if (c->p < c->end)
+			v = get_u(c);
+		if (c->p < c->end)
+			n = get_str(c, &s);
+		/* val: an inferred end's lag is kept in microseconds */
+		if (e.aux == VRT_NET_REQ_END && (e.api & VRT_NET_F_INFERRED))
+			v /= 1000;
+		net_val = (uint32_t)(v < UINT32_MAX ? v : UINT32_MAX);
 		break;
+	}
 	case VRT_REC_PROC:
 		e.kind = VRT_EV_PROC;
 		e.aux = get_u(c);
@@ -1395,11 +1416,21 @@ static enum vrt_load_status parse_chunk_event(struct lstate *L,
 		if (oom)
 			return nomem(f, err, "strings");
 	}
+	e.device = -1;
+	if (type == VRT_REC_NET) {
+		if (n) {
+			uint32_t text = vrt_intern_bytes(t, s, n, &oom);
+			if (oom)
+				return nomem(f, err, "strings");
+			if (text < (1u << 30))
+				e.extra |= text << 2;
+		}
+		e.stack = net_val;
+	}
 	/* Open connections and requests of a snapshot are its state. */
 	if ((type == VRT_REC_NET || type == VRT_REC_REQUEST) && f->in_snap &&
 	    f->tid == f->snap_tid && !f->in_past)
 		e.flags |= VRT_EV_SNAP;
-	e.device = -1;
 	return push_event(L, f, &e, dts, rec, err);
 }
 
@@ -1570,6 +1601,7 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 		case VRT_REC_UNMAP:
 		case VRT_REC_FAIL:
 		case VRT_REC_MEMINFO:
+		case VRT_REC_PREFREE:
 			if (!f->have_chunk) {
 				st = rec_error(f, err, (uint64_t)(rec - buf),
 				               "event before any CHUNK");
@@ -1732,6 +1764,19 @@ static enum vrt_load_status parse_frame(struct lstate *L, struct vrt_trace *t,
 			pr->has_trailer = 1;
 			pr->end_mono_ns =
 			        endns > INT64_MAX ? INT64_MAX : (int64_t)endns;
+			/* How the process left, as it knew it (appended
+			 * later): an exit file (what its parent or record
+			 * reaped) says more and wins. */
+			if (c.p < c.end) {
+				uint64_t kind = get_u(&c), code = get_u(&c);
+				if (!c.bad && kind == VRT_TRAILER_EXIT_CODE &&
+				    pr->exit_kind == VRT_EXIT_NONE &&
+				    code <= 255) {
+					pr->exit_kind = VRT_EXIT_CODE;
+					pr->exit_code = (int)code;
+					pr->running = 0;
+				}
+			}
 			break;
 		}
 		default:

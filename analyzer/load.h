@@ -43,7 +43,13 @@ enum vrt_ev_kind {
 	VRT_EV_MEMINFO = 6,
 	VRT_EV_MARK = 7,     /* extra = label (string index) */
 	VRT_EV_NET = 8,      /* aux = enum vrt_net_op, addr = fd, size = arg,
-	                        extra = enum vrt_net_kind (0: not written) */
+	                        extra = enum vrt_net_kind (0: not written) |
+	                        the path (string index, 0: none) << 2,
+	                        phase = HTTP/2 stream, api = VRT_NET_F_*
+	                        flags, stack = val (REQ_END inferred: the
+	                        lag in microseconds; REQ_BEGIN: the path's
+	                        hash; ACCEPT: the peer's pid): read them with
+	                        the vrt_net_* accessors below */
 	VRT_EV_PROC = 9,     /* aux = enum vrt_proc_op, addr = pid,
 	                        extra = text (string index) */
 	VRT_EV_REQUEST = 10, /* aux = 1 begin / 2 end, addr = request id */
@@ -53,7 +59,18 @@ enum vrt_ev_kind {
 	                         api = alloc api, device, size, aux, stack,
 	                         phase as an ALLOC; addr = number of pairs;
 	                         extra = free api */
+	VRT_EV_PREFREE = 14,  /* a free of memory held before an attach
+	                         (PREFREE record): addr, size = the bytes the
+	                         driver said it held, device where */
 };
+
+/* The appended fields of a NET event (trace_format.h), where the loader
+ * keeps them in struct vrt_event. */
+#define vrt_net_kind(e)   ((e)->extra & 3)
+#define vrt_net_text(e)   ((e)->extra >> 2)
+#define vrt_net_stream(e) ((e)->phase)
+#define vrt_net_flags(e)  ((unsigned)(e)->api)
+#define vrt_net_val(e)    ((e)->stack)
 
 #define VRT_EV_HAVE_INFO 1 /* flags: FAIL carries the driver's free/total */
 #define VRT_EV_SNAP 2 /* flags: an ALLOC of a standby snapshot, not a call;
@@ -119,12 +136,17 @@ struct vrt_stack {
 /*
  * Phases as the analyzer names them: index 0..VRT_PHASE_BUILTIN_MAX are
  * the fixed ids of trace_format.h, VRT_LOAD_PHASE_INFERRED_KV is kv_cache
- * tagged by evidence (reported "kv_cache (inferred)"), custom names from
+ * tagged by evidence (reported "kv_cache (inferred)"),
+ * VRT_LOAD_PHASE_BEFORE_ATTACH what an attach found held, custom names from
  * PHASE records or rules follow. At most VRT_LOAD_MAX_PHASES; names past
  * that share the last index, "other".
  */
 #define VRT_LOAD_PHASE_INFERRED_KV      8
 #define VRT_LOAD_PHASE_INFERRED_KV_NAME "kv_cache (inferred)"
+/* What a process held before `vramtrace attach` and the snapshot could not
+ * attribute (trace_format.h's VRT_BEFORE_ATTACH_PHASE): the process's own,
+ * loading's, never a request's. */
+#define VRT_LOAD_PHASE_BEFORE_ATTACH    9
 #define VRT_LOAD_MAX_PHASES             32
 
 struct vrt_failinfo {
@@ -173,12 +195,17 @@ struct vrt_process {
 	int started_in_standby; /* HEADER flag VRT_HEADER_STANDBY: capture
 	                         * began in standby (only kept facts before
 	                         * its first snapshot) */
+	int attached; /* HEADER flag VRT_HEADER_ATTACHED: `vramtrace attach`
+	               * began the capture in a running process */
 	int exit_kind;   /* enum vrt_exit_kind, from "<pid>.exit" */
 	int exit_code;   /* exit status or signal number */
 	/* How it ended in words, when no exit status was recorded but
 	 * something else says (a run built from its log: logrun.h); NULL
 	 * otherwise. Not owned. */
 	const char *ended;
+	int running;     /* no exit status, and on this host its pid still
+	                  * runs with the preload: a trace still being
+	                  * written (its end is no death) */
 };
 
 /*

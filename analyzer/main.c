@@ -49,6 +49,34 @@ static const struct vrt_cmd commands[] = {
          "  -h, --help        show this help\n"
          "\n"
          "Environment: VRAMTRACE_PRELOAD overrides the library to preload.\n"},
+        {"attach", vrt_cmd_attach_run,
+         "record a running process that was started without the preload",
+         "attach PID [-o DIR] [--duration S] [--tree] [--partial]\n"
+         "       [--injector auto|ptrace|gdb] [--no-python]",
+         "Loads the recording agent into PID (ptrace; its own rights are\n"
+         "needed), hooks the GPU driver's memory calls at their entry and\n"
+         "records into DIR like `record`, with a snapshot of what PID held\n"
+         "before. Detaches on --duration, Ctrl-C or `vramtrace ctl DIR\n"
+         "stop`, leaving PID running as it was. Checks everything first and\n"
+         "refuses, with the reason, before touching the process.\n"
+         "\n"
+         "  -o, --output DIR  run directory (default: ./vramtrace-attach-PID)\n"
+         "  --duration S      detach after S seconds\n"
+         "  --tree            also PID's descendants that use the GPU (one\n"
+         "                    run: engine cores, tensor-parallel workers)\n"
+         "  --partial         hook what can be hooked when some function's\n"
+         "                    first instructions cannot be moved (their\n"
+         "                    calls go unrecorded; listed in DIR/attach.txt)\n"
+         "  --injector WHO    auto (default): vramtrace's own, gdb when no\n"
+         "                    thread is waiting where it can be borrowed;\n"
+         "                    ptrace: ours only; gdb: gdb batch mode\n"
+         "  --no-python       no snapshot through the process's Python\n"
+         "                    interpreter (torch.cuda.memory_snapshot)\n"
+         "  -h, --help        show this help\n"
+         "\n"
+         "Environment: VRAMTRACE_AGENT overrides the agent library; the\n"
+         "VRAMTRACE_* recording options (VRAMTRACE_STACKS...) are passed on.\n"
+         "See docs/attach.md for the rights needed in containers.\n"},
         {"analyze", vrt_cmd_analyze_run,
          "replay traces into a per-device memory budget and failure list",
          "analyze PATH... [--format text|json|html|perfetto|folded]\n"
@@ -595,7 +623,8 @@ int main(int argc, char **argv)
 		return VRT_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "help")) {
-		if (argc < 3) {
+		if (argc < 3 || !strcmp(argv[2], "--help") ||
+		    !strcmp(argv[2], "-h")) {
 			print_main_help(stdout);
 			return VRT_EXIT_OK;
 		}

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -68,4 +69,42 @@ int vrt_paths_install_dirs(const char *sub, char dirs[][PATH_MAX])
 		n = add(dirs, n, up, "lib/vramtrace", sub);
 	}
 	return add(dirs, n, VRT_INSTALL_LIBDIR "/vramtrace", "", sub);
+}
+
+int vrt_paths_find_lib(const char *name, const char *env_name, char *path)
+{
+	const char *env = getenv(env_name);
+	char self[PATH_MAX], dirs[VRT_PATHS_MAX + 1][PATH_MAX];
+	char cand[PATH_MAX], looked[(VRT_PATHS_MAX + 1) * 128];
+	int n = 0;
+	size_t used = 0;
+
+	if (env && *env) {
+		if (access(env, R_OK) || !realpath(env, path)) {
+			fprintf(stderr,
+			        "vramtrace: error: %s: cannot use %s: %s\n", env,
+			        env_name, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	if (!vrt_paths_self_dir(self) &&
+	    !vrt_paths_join(dirs[n], self, "../preload"))
+		n++;
+	n += vrt_paths_install_dirs("", dirs + n);
+	looked[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (!vrt_paths_join(cand, dirs[i], name) && !access(cand, R_OK) &&
+		    realpath(cand, path))
+			return 0;
+		if (used < sizeof(looked))
+			used += (size_t)snprintf(looked + used,
+			                         sizeof(looked) - used, "%s%s",
+			                         i ? ", " : "", dirs[i]);
+	}
+	fprintf(stderr,
+	        "vramtrace: error: %s: not found: looked in %s; set %s to "
+	        "its path\n",
+	        name, looked, env_name);
+	return -1;
 }

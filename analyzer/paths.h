@@ -28,4 +28,10 @@ int vrt_paths_join(char *out, const char *a, const char *b);
  * itself. Returns the count (at most VRT_PATHS_MAX). */
 int vrt_paths_install_dirs(const char *sub, char dirs[][PATH_MAX]);
 
+/* Finds one of vramtrace's libraries (the preload, the attach agent) and
+ * puts its absolute path in path (PATH_MAX bytes): the variable env_name
+ * when set, else next to this executable in a build tree (../preload/),
+ * else an install's directory. 0, or -1 after printing why not. */
+int vrt_paths_find_lib(const char *name, const char *env_name, char *path);
+
 #endif /* VRT_PATHS_H */

@@ -524,6 +524,18 @@ int vrt_plan_set(struct vrt_plan *p, const char *spec, char *msg, size_t n)
 	return 0;
 }
 
+int vrt_plan_try(struct vrt_plan *p, int knob, uint64_t v)
+{
+	struct vrt_plan_axis *a;
+
+	if (knob < 0 || knob >= VRT_PLAN_NKNOBS || !v || !p->spelling[knob])
+		return -1;
+	a = &p->axis[knob];
+	if (!a->n && (p->rec_have & (1u << knob)) && axis_add(a, p->rec[knob]))
+		return -1;
+	return axis_add(a, v);
+}
+
 void vrt_plan_default_grid(struct vrt_plan *p)
 {
 	static const int knobs[] = {VRT_PLAN_CONTEXT, VRT_PLAN_CONCURRENCY,

@@ -250,6 +250,12 @@ int vrt_plan_set(struct vrt_plan *p, const char *spec, char *msg, size_t n);
  * either side (each only where the run gives a value). */
 void vrt_plan_default_grid(struct vrt_plan *p);
 
+/* Before vrt_plan_default_grid: a value to try for knob (what `analyze`
+ * advised for the run); that knob's axis is then the recorded value and
+ * the advised ones, not the neighbourhood. Returns 0, -1 when the axis is
+ * full or the knob unknown. */
+int vrt_plan_try(struct vrt_plan *p, int knob, uint64_t v);
+
 /* Predicts every configuration of the grid (the product of its axes, at
  * most VRT_PLAN_MAX_ROWS) and the recorded one, and marks the best by
  * p->objective. Returns 0, -1 when the grid is too large (msg says so),

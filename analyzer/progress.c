@@ -47,8 +47,15 @@ static void draw(void *ctx, int stage, uint64_t done, uint64_t total,
 		                  VRT_UNIT_TIB);
 		fprintf(stderr,
 		        "\rvramtrace: reading %" PRIu64 "/%" PRIu64
-		        " file%s, %s\033[K",
+		        " file%s, %s",
 		        done, total, total == 1 ? "" : "s", b);
+		if (pt->total_bytes >= bytes && pt->total_bytes)
+			fprintf(stderr, " of %s (%d%%)",
+			        vrt_text_bytes_in(b, sizeof(b),
+			                          (double)pt->total_bytes, 1,
+			                          VRT_UNIT_B, VRT_UNIT_TIB),
+			        (int)(bytes * 100 / pt->total_bytes));
+		fputs("\033[K", stderr);
 		break;
 	case VRT_PROGRESS_SORT:
 		fprintf(stderr, "\rvramtrace: ordering %" PRIu64

@@ -34,13 +34,16 @@ static inline void vrt_progress_note(const struct vrt_progress *p, int stage,
 		p->fn(p->ctx, stage, done, total, bytes);
 }
 
-/* The terminal line: "vramtrace: reading 3/12 files, 1.2 GB" then
+/* The terminal line: "vramtrace: reading 3/12 files, 1.2 GiB of 4.8 GiB
+ * (25%)" then
  * "vramtrace: replaying 45%", redrawn at most every 100 ms and only once
  * the analysis has run for half a second, so quick ones print nothing. */
 struct vrt_progress_term {
 	struct vrt_progress sink; /* pass &sink to the producers */
 	int64_t start_ns, last_ns;
 	int shown; /* a line is on the terminal now */
+	uint64_t total_bytes; /* what reading will read (0: unknown), set
+	                       * by the caller: "1.2 GiB of 4.8 GiB" */
 };
 
 /* Sets up pt; its sink stays inert (fn NULL) unless stderr is a

@@ -98,7 +98,8 @@ enum space {
 	SP_MAP = 5,    /* VMM mappings: address -> handle */
 	SP_CONN = 6,   /* accepted connections: fd -> CONN_* */
 	SP_REQ = 7,    /* annotated requests: id -> nothing */
-	SP_HREQ = 8,   /* HTTP/1.x requests in flight: fd -> nothing */
+	SP_HREQ = 8,   /* requests in flight on connections: fd | stream <<
+	                * 32 -> RQ_* */
 };
 
 /* What an SP_CONN entry holds: a connection of an older writer is itself
@@ -106,6 +107,15 @@ enum space {
  * (CONN_KIND + enum vrt_net_kind) and its requests are SP_HREQ entries. */
 #define CONN_LEGACY 0u
 #define CONN_KIND   1u
+/* ... and flags of a newer writer's connection, above its family */
+#define CF_HOP      0x100u /* its peer is a process of the run */
+#define CF_UNCOUNTED 0x200u /* a protocol not followed: requests unknown */
+#define CF_STREAMS  0x400u /* HTTP/2: many requests, by stream */
+#define CONN_FAMILY(v) ((v) & 0xffu)
+
+/* What an SP_HREQ entry holds (its key: fd | stream << 32). */
+#define RQ_PLAIN    0u
+#define RQ_INFERRED 1u
 
 #define NONE UINT32_MAX
 
@@ -191,7 +201,7 @@ struct site {
  * the CLOSE of a connection with a request open). */
 struct past_edge {
 	int64_t ts;
-	uint64_t fd;
+	uint64_t fd; /* fd | stream << 32 */
 	uint32_t proc;
 	uint8_t begin;
 };
@@ -215,9 +225,9 @@ struct listen_seen {
  * socket listen(), and whether it served HTTP/1.x over unix connections. */
 struct pstate {
 	struct listen_seen unix_listen;
-	uint8_t unix_http;
+	uint8_t unix_http;     /* it served requests over unix connections */
 	uint8_t inet_listened; /* it called listen() on an inet socket */
-	uint8_t served;        /* an HTTP/1.x request of its own began */
+	uint8_t served;        /* a request of its own began (not a probe) */
 	uint8_t hop; /* HOP_*: whether its requests are a front's, forwarded */
 };
 
@@ -329,6 +339,40 @@ struct state {
 	int64_t *last_alloc;
 	/* the process of the event being replayed (general path) */
 	uint32_t proc;
+	/* Requests inferred from turn-taking, open: when each began and its
+	 * last ANSWER mark (0: none yet); one ends VRT_NET_QUIET_NS after its
+	 * last mark unless its REQ_END comes first (turn_deadline: the
+	 * earliest such end, INT64_MAX when none). */
+	struct turn_open {
+		uint64_t key;
+		uint32_t proc;
+		int64_t begin, mark;
+	} *turns;
+	size_t nturns;
+	int64_t turn_deadline;
+	uint32_t inflight_inferred;
+	/* HTTP/2 streams open, to end with their connection */
+	struct stream_open {
+		uint64_t key;
+		uint32_t proc;
+	} *streams;
+	size_t nstreams;
+	/* connections open whose requests cannot be counted */
+	uint32_t uncounted_open;
+	/* readiness when no request was answered (settle_ready): the last
+	 * successful and failed allocations of a load phase, the last
+	 * connection accepted from outside the run */
+	int64_t last_load_ts, last_load_fail_ts, last_accept_ts;
+	int legacy_conns; /* an older writer's connections were counted */
+	/* per process and device, the address of what an attach found held
+	 * there and could not name (its snapshot's before_attach ALLOC),
+	 * which PREFREE events shrink */
+	struct before_at {
+		uint32_t proc;
+		int32_t device;
+		uint64_t addr;
+	} *before;
+	size_t nbefore;
 };
 
 /* ---- names --------------------------------------------------------------- */
@@ -638,7 +682,7 @@ static inline int slot_is_demand(uint32_t slot)
 {
 	return slot == VRT_PHASE_unattributed || slot == VRT_PHASE_forward ||
 	       slot == VRT_PHASE_workspace ||
-	       slot > VRT_LOAD_PHASE_INFERRED_KV;
+	       slot > VRT_LOAD_PHASE_BEFORE_ATTACH;
 }
 
 int vrt_replay_phase_is_demand(unsigned slot)
@@ -698,6 +742,8 @@ static inline void alloc_noted(struct state *s, const struct vrt_event *e,
 		s->loading = 1;
 	else if (s->loading && s->r->inflight && slot_is_demand(slot))
 		s->loading = 0;
+	if (!slot_is_demand(slot) && e->ts > s->last_load_ts)
+		s->last_load_ts = e->ts;
 	if (e->proc < s->nprocs)
 		s->last_alloc[e->proc] = e->ts;
 	if (s->npend)
@@ -1278,6 +1324,7 @@ static void mapping_drop(struct state *s, uint32_t m)
 }
 
 static void inflight_changed(struct state *s, int64_t ts);
+static void turn_deadline(struct state *s);
 
 /* Removes process proc's open connections and HTTP requests (and, with
  * annotated, its annotated requests) from the table; those that were
@@ -1298,9 +1345,22 @@ static void drop_open(struct state *s, uint32_t proc, int annotated,
 		/* A newer writer's connection is no request itself. */
 		if (sl->space != SP_CONN || sl->ref == CONN_LEGACY)
 			dropped++;
+		if (sl->space == SP_CONN && sl->ref != CONN_LEGACY &&
+		    (sl->ref & CF_UNCOUNTED) && s->uncounted_open)
+			s->uncounted_open--;
 		table_remove_at(s, i);
 		i--; /* backward shift may have moved an entry here */
 	}
+	for (i = s->nturns; i-- > 0;)
+		if (s->turns[i].proc == proc) {
+			s->turns[i] = s->turns[--s->nturns];
+			if (s->inflight_inferred)
+				s->inflight_inferred--;
+		}
+	turn_deadline(s);
+	for (i = s->nstreams; i-- > 0;)
+		if (s->streams[i].proc == proc)
+			s->streams[i] = s->streams[--s->nstreams];
 	if (!dropped)
 		return;
 	r->inflight -= r->inflight >= dropped ? dropped : r->inflight;
@@ -1355,6 +1415,22 @@ static int snapshot_reset(struct state *s, uint32_t proc)
 	return 0;
 }
 
+/* A snapshot's before_attach allocation: where PREFREE events of its
+ * process and device find it. 0, or -1 when out of memory. */
+static int remember_before(struct state *s, const struct vrt_event *e)
+{
+	struct before_at b = {e->proc, e->device, e->addr};
+	size_t i;
+
+	for (i = 0; i < s->nbefore; i++)
+		if (s->before[i].proc == e->proc &&
+		    s->before[i].device == e->device) {
+			s->before[i] = b;
+			return 0;
+		}
+	return push((void **)&s->before, &s->nbefore, &b, sizeof(b));
+}
+
 static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 {
 	uint32_t o, old;
@@ -1396,6 +1472,13 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 	ob = &s->objs[o];
 	if (!(e->flags & VRT_EV_SNAP))
 		count(s, ob, 0, 1);
+	else if (ob->slot == VRT_LOAD_PHASE_BEFORE_ATTACH && e->addr < 4096 &&
+	         remember_before(s, e))
+		return -1;
+	/* which devices each process allocated on (misplaced ranks) */
+	if (e->proc < s->r->nprocs && e->device >= 0 && e->device < 64 &&
+	    vrt_replay_family_is_vram(fam))
+		s->r->procs[e->proc].devices |= 1ull << e->device;
 	charge(s, ob, e->ts);
 	if ((e->flags & VRT_EV_SNAP) && ob->charged && ob->device >= 0 &&
 	    (size_t)ob->device < s->r->ndevices) {
@@ -1411,6 +1494,39 @@ static int on_alloc(struct state *s, const struct vrt_event *e, int fam)
 	if (fam != VRT_FAM_VA && !(e->flags & VRT_EV_SNAP))
 		alloc_noted(s, e, phase_slot(e->phase), fam);
 	return 0;
+}
+
+static void on_free(struct state *s, const struct vrt_event *e, int fam);
+
+/* PREFREE: a free of memory an attached process held before the attach.
+ * The snapshot's allocation of that address when there is one; else the
+ * driver's size of it comes off the process's before_attach allocation on
+ * the device (trace_format.h). */
+static void on_prefree(struct state *s, const struct vrt_event *e, int fam)
+{
+	uint32_t o = NONE;
+	struct obj *ob;
+	uint64_t take;
+	size_t i;
+
+	if (table_get(s, e->proc, (uint8_t)space_of(fam), e->addr) != NONE) {
+		on_free(s, e, fam);
+		return;
+	}
+	for (i = 0; i < s->nbefore && o == NONE; i++)
+		if (s->before[i].proc == e->proc &&
+		    s->before[i].device == e->device)
+			o = table_get(s, e->proc, SP_PTR, s->before[i].addr);
+	if (o == NONE) {
+		s->r->unmatched_frees++;
+		return;
+	}
+	ob = &s->objs[o];
+	count(s, ob, 1, 1);
+	take = e->size < ob->size ? e->size : ob->size;
+	discharge(s, ob);
+	ob->size -= take;
+	charge(s, ob, e->ts);
 }
 
 /* SNAPSHOT end: the devices it named hold what the run held then. */
@@ -1444,7 +1560,11 @@ static int on_snapshot(struct state *s, const struct vrt_event *e)
 		return -1;
 	if (e->aux == 3) /* recording stops: standby from here */
 		return 0;
-	if (!r->have_recording_start || e->ts < r->recording_start_ts) {
+	/* Recording starts late only where a process began in standby: a
+	 * snapshot after `ctl stop` (or an allocation refused in standby
+	 * then) continues a recording that began with the process. */
+	if (e->proc < s->t->nprocs && s->t->procs[e->proc].started_in_standby &&
+	    (!r->have_recording_start || e->ts < r->recording_start_ts)) {
 		r->have_recording_start = 1;
 		r->recording_start_ts = e->ts;
 	}
@@ -1690,6 +1810,16 @@ static int on_fail(struct state *s, const struct vrt_event *e)
 	f->stack = e->stack;
 	f->after_ready = stage_request(s, f->phase);
 	f->inflight = r->inflight;
+	f->inflight_inferred = s->inflight_inferred;
+	f->uncounted = s->uncounted_open;
+	/* Serving over connections whose requests cannot be counted: a
+	 * per-request phase failing then is the request stage, with the
+	 * number in flight unknown (not a warm-up). */
+	if (!f->after_ready && f->uncounted && !r->serving &&
+	    f->phase != VRT_PHASE_weights && slot_is_demand(f->phase))
+		f->after_ready = 1;
+	if (!slot_is_demand(f->phase) && e->aux == 2 && e->ts > s->last_load_fail_ts)
+		s->last_load_fail_ts = e->ts;
 	f->oom = e->aux == 2 && vrt_api_op(e->api) == VRT_OP_ALLOC;
 	if (e->flags & VRT_EV_HAVE_INFO && e->extra < s->t->nfails) {
 		f->have_info = 1;
@@ -1742,6 +1872,12 @@ static void on_meminfo(struct state *s, const struct vrt_event *e)
 	if (e->device < 0 || (size_t)e->device >= s->r->ndevices)
 		return;
 	d = &s->r->dev[e->device];
+	/* An attached process's probes count once its snapshot says what
+	 * it held: before, the driver's used bytes include what it held
+	 * before the attach, which is no other process's. */
+	if (e->proc < s->t->nprocs && s->t->procs[e->proc].attached &&
+	    !(e->proc < s->r->nprocs && s->r->procs[e->proc].have_snapshot))
+		return;
 	/* The first probe: a fact kept in standby may arrive after a later
 	 * one. */
 	if (d->have_baseline && e->ts >= d->baseline_ts)
@@ -1801,9 +1937,11 @@ static void inflight_changed(struct state *s, int64_t ts)
 	inflight_note(s, ts);
 }
 
-/* Opens (or closes) one request in key space sp; duplicates and unknown
- * closes (lost events) change nothing. A snapshot's open request is no
- * new one (VRT_EV_SNAP: counted in flight, not begun). */
+/* Opens (or closes) one annotated request (SP_REQ) or an older writer's
+ * connection (SP_CONN, itself a request); duplicates and unknown closes
+ * (lost events) change nothing. A snapshot's open request is no new one
+ * (VRT_EV_SNAP: counted in flight, not begun). Requests on a newer
+ * writer's connections are req_begin's and req_close's. */
 static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
                         int open)
 {
@@ -1824,8 +1962,10 @@ static int request_edge(struct state *s, const struct vrt_event *e, uint8_t sp,
 			r->connections++;
 			if (e->proc < s->nprocs)
 				s->conns[e->proc]++;
-		} else if (sp == SP_HREQ) {
-			r->http_requests++;
+			/* an older writer's connection: its only request */
+			s->legacy_conns = 1;
+			if (e->ts > s->last_accept_ts)
+				s->last_accept_ts = e->ts;
 		} else {
 			r->requests++;
 		}
@@ -1890,18 +2030,23 @@ static void first_response(struct vrt_replay *r, int64_t ts, uint64_t status)
 static int on_listen(struct state *s, const struct vrt_event *e)
 {
 	struct vrt_replay *r = s->r;
+	unsigned kind = vrt_net_kind(e);
 
 	if (!r->have_first_listen || e->ts < r->first_listen_ts) {
 		r->have_first_listen = 1;
 		r->first_listen_ts = e->ts;
 	}
-	if (e->extra == VRT_NET_KIND_INET)
+	/* A library's own plumbing (NCCL, ZMQ, torch.distributed's store)
+	 * is no server, and its connections are not followed. */
+	if (vrt_net_flags(e) & VRT_NET_F_INTERNAL)
+		return 0;
+	if (kind == VRT_NET_KIND_INET)
 		listen_note(&s->inet, e);
-	else if (e->extra == VRT_NET_KIND_UNKNOWN)
+	else if (kind == VRT_NET_KIND_UNKNOWN)
 		listen_note(&s->unknown, e);
-	else if (e->extra == VRT_NET_KIND_UNIX && e->proc < s->nprocs)
+	else if (kind == VRT_NET_KIND_UNIX && e->proc < s->nprocs)
 		listen_note(&s->ps[e->proc].unix_listen, e);
-	if (e->extra == VRT_NET_KIND_INET && e->proc < s->nprocs)
+	if (kind == VRT_NET_KIND_INET && e->proc < s->nprocs)
 		s->ps[e->proc].inet_listened = 1;
 	return 0;
 }
@@ -1945,18 +2090,171 @@ static int behind_front(struct state *s, uint32_t p)
 static int is_request_edge(uint64_t op)
 {
 	return op == VRT_NET_ACCEPT || op == VRT_NET_CLOSE ||
-	       op == VRT_NET_REQ_BEGIN || op == VRT_NET_REQ_END;
+	       op == VRT_NET_REQ_BEGIN || op == VRT_NET_REQ_END ||
+	       op == VRT_NET_ANSWER;
+}
+
+/* The key of the request a NET event names on its connection. */
+static inline uint64_t req_key(const struct vrt_event *e)
+{
+	return (e->addr & 0xffffffffu) | (uint64_t)vrt_net_stream(e) << 32;
+}
+
+/* A request path named by a REQ_BEGIN: counted per path (text or hash). */
+static int path_note(struct state *s, const struct vrt_event *e, int probe)
+{
+	struct vrt_replay *r = s->r;
+	uint32_t text = vrt_net_text(e), hash = vrt_net_val(e);
+	size_t i;
+
+	if (!text && !hash)
+		return 0;
+	for (i = 0; i < r->npaths; i++) {
+		struct vrt_replay_path *p = &r->paths[i];
+		if ((hash && p->hash == hash) || (!hash && p->text == text)) {
+			p->requests++;
+			if (!p->text)
+				p->text = text;
+			/* keep the most named first */
+			while (i > 0 && r->paths[i - 1].requests <
+			                        r->paths[i].requests) {
+				struct vrt_replay_path x = r->paths[i - 1];
+				r->paths[i - 1] = r->paths[i];
+				r->paths[i] = x;
+				i--;
+			}
+			return 0;
+		}
+	}
+	if (r->npaths >= VRT_REPLAY_MAX_PATHS)
+		return 0;
+	struct vrt_replay_path x = {text, hash, 1, probe};
+	return push((void **)&r->paths, &r->npaths, &x, sizeof(x));
+}
+
+/* The earliest turn deadline again, after a change. */
+static void turn_deadline(struct state *s)
+{
+	size_t i;
+
+	s->turn_deadline = INT64_MAX;
+	for (i = 0; i < s->nturns; i++)
+		if (s->turns[i].mark &&
+		    s->turns[i].mark + (int64_t)VRT_NET_QUIET_NS <
+		            s->turn_deadline)
+			s->turn_deadline =
+			        s->turns[i].mark + (int64_t)VRT_NET_QUIET_NS;
+}
+
+static size_t turn_find(const struct state *s, uint32_t proc, uint64_t key)
+{
+	size_t i;
+	for (i = 0; i < s->nturns; i++)
+		if (s->turns[i].proc == proc && s->turns[i].key == key)
+			return i;
+	return SIZE_MAX;
+}
+
+/* Ends the request on (proc, key) at ts, if it is open; its bookkeeping
+ * as an inferred request or a stream too. */
+static void req_close(struct state *s, uint32_t proc, uint64_t key,
+                      int64_t ts)
+{
+	struct vrt_replay *r = s->r;
+	uint32_t v = table_take(s, proc, SP_HREQ, key);
+	size_t i;
+
+	if (v == NONE)
+		return;
+	if (v == RQ_INFERRED) {
+		i = turn_find(s, proc, key);
+		if (i != SIZE_MAX) {
+			s->turns[i] = s->turns[--s->nturns];
+			turn_deadline(s);
+		}
+		if (s->inflight_inferred)
+			s->inflight_inferred--;
+	}
+	if (key >> 32)
+		for (i = 0; i < s->nstreams; i++)
+			if (s->streams[i].proc == proc &&
+			    s->streams[i].key == key) {
+				s->streams[i] = s->streams[--s->nstreams];
+				break;
+			}
+	if (r->inflight)
+		r->inflight--;
+	inflight_changed(s, ts);
+}
+
+/* Inferred requests whose answer went quiet end then (the earliest
+ * first), before the event at now is replayed. */
+static NOINLINE void expire_turns(struct state *s, int64_t now)
+{
+	while (s->turn_deadline < now) {
+		int64_t at = s->turn_deadline;
+		size_t i;
+		for (i = 0; i < s->nturns; i++)
+			if (s->turns[i].mark &&
+			    s->turns[i].mark + (int64_t)VRT_NET_QUIET_NS == at)
+				break;
+		if (i == s->nturns) {
+			turn_deadline(s);
+			continue;
+		}
+		req_close(s, s->turns[i].proc, s->turns[i].key, at);
+	}
+}
+
+/* An inferred request ended `lag` before its REQ_END (the server's last
+ * write): failures in between did not have it in flight. */
+static void lag_correct(struct state *s, int64_t begin, int64_t end,
+                        int64_t seen)
+{
+	struct vrt_replay *r = s->r;
+	size_t i;
+
+	for (i = r->nfails; i-- > 0;) {
+		struct vrt_replay_failure *f = &r->fails[i];
+		if (f->ts <= end)
+			break;
+		if (f->ts > seen || f->ts < begin)
+			continue;
+		if (f->inflight)
+			f->inflight--;
+		if (f->inflight_inferred)
+			f->inflight_inferred--;
+	}
+}
+
+/* Sets flags on process proc's connection fd. */
+static void conn_flag(struct state *s, uint32_t proc, uint64_t fd,
+                      uint32_t flag)
+{
+	size_t i = table_find(s, proc, SP_CONN, fd);
+	uint32_t v = slot_obj(s, i), old;
+
+	if (v == NONE || v == CONN_LEGACY || (v & flag))
+		return;
+	table_put(s, proc, SP_CONN, fd, v | flag, &old);
 }
 
 /* A connection of a writer that follows requests: remembered with its
- * family; its requests come as REQ_BEGIN/REQ_END. */
+ * family (and whether its peer is one of the run); its requests come as
+ * REQ_BEGIN/REQ_END. */
 static int conn_open(struct state *s, const struct vrt_event *e)
 {
 	struct vrt_replay *r = s->r;
-	uint32_t old;
+	uint32_t old, v = CONN_KIND + vrt_net_kind(e);
 
-	if (table_put(s, e->proc, SP_CONN, e->addr, CONN_KIND + e->extra,
-	              &old))
+	if (vrt_net_flags(e) & VRT_NET_F_PEER_RUN) {
+		v |= CF_HOP;
+		if (vrt_net_val(e))
+			r->forwarded_from_pid = vrt_net_val(e);
+	} else if (!(e->flags & VRT_EV_SNAP) && e->ts > s->last_accept_ts) {
+		s->last_accept_ts = e->ts;
+	}
+	if (table_put(s, e->proc, SP_CONN, e->addr, v, &old))
 		return -1;
 	if (old != NONE || (e->flags & VRT_EV_SNAP))
 		return 0;
@@ -1968,42 +2266,183 @@ static int conn_open(struct state *s, const struct vrt_event *e)
 
 static int conn_close(struct state *s, const struct vrt_event *e)
 {
-	size_t i = table_find(s, e->proc, SP_CONN, e->addr);
+	size_t i = table_find(s, e->proc, SP_CONN, e->addr), k;
 	uint32_t v = slot_obj(s, i);
 
 	if (v == CONN_LEGACY) /* the connection was the request */
 		return request_edge(s, e, SP_CONN, 0);
-	if (v != NONE)
+	if (v != NONE) {
 		table_remove_at(s, i);
-	/* A request still in flight ends with its connection. */
-	return request_edge(s, e, SP_HREQ, 0);
+		if ((v & CF_UNCOUNTED) && s->uncounted_open)
+			s->uncounted_open--;
+	}
+	/* Every request still in flight on it ends with it. */
+	for (k = s->nstreams; k-- > 0;)
+		if (s->streams[k].proc == e->proc &&
+		    (s->streams[k].key & 0xffffffffu) == (e->addr & 0xffffffffu))
+			req_close(s, e->proc, s->streams[k].key, e->ts);
+	req_close(s, e->proc, e->addr & 0xffffffffu, e->ts);
+	return 0;
+}
+
+/* A request began on a connection. */
+static int req_begin(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay *r = s->r;
+	unsigned fl = vrt_net_flags(e);
+	uint32_t conn = table_get(s, e->proc, SP_CONN, e->addr);
+	uint64_t key = req_key(e);
+	uint32_t old, v = (fl & VRT_NET_F_INFERRED) ? RQ_INFERRED : RQ_PLAIN;
+	int snap = (e->flags & VRT_EV_SNAP) != 0;
+
+	if (conn != NONE && conn != CONN_LEGACY && (conn & CF_HOP)) {
+		/* A hop between two processes of the run: the request (or
+		 * the warm-up, the health check) is the run's own. */
+		if (!snap && !(fl & (VRT_NET_F_PROBE | VRT_NET_F_INTERNAL)) &&
+		    !(fl & VRT_NET_F_INFERRED)) {
+			r->forwarded_requests++;
+			if (e->proc < s->t->nprocs)
+				r->forwarded_proc_pid = s->t->procs[e->proc].pid;
+		}
+		return 0;
+	}
+	if (fl & (VRT_NET_F_PROBE | VRT_NET_F_INTERNAL)) {
+		if (snap)
+			return 0;
+		if (fl & VRT_NET_F_PROBE)
+			r->probe_requests++;
+		else
+			r->internal_requests++;
+		return path_note(s, e, 1);
+	}
+	if (e->proc < s->nprocs)
+		s->ps[e->proc].served = 1;
+	if (!snap)
+		first_request(r, e->ts);
+	if (conn != NONE && CONN_FAMILY(conn) == CONN_KIND + VRT_NET_KIND_UNIX &&
+	    e->proc < s->nprocs)
+		s->ps[e->proc].unix_http = 1;
+	if (table_put(s, e->proc, SP_HREQ, key, v, &old))
+		return -1;
+	if (old != NONE)
+		return 0;
+	if (v == RQ_INFERRED) {
+		struct turn_open x = {key, e->proc, e->ts, 0};
+		if (push((void **)&s->turns, &s->nturns, &x, sizeof(x)))
+			return -1;
+		s->inflight_inferred++;
+	}
+	if (key >> 32) {
+		struct stream_open x = {key, e->proc};
+		if (push((void **)&s->streams, &s->nstreams, &x, sizeof(x)))
+			return -1;
+	}
+	r->inflight++;
+	if (!snap) {
+		if (v == RQ_INFERRED) {
+			r->inferred_requests++;
+		} else {
+			if (key >> 32)
+				r->stream_requests++;
+			r->http_requests++;
+		}
+		if (path_note(s, e, 0))
+			return -1;
+	}
+	s->snap_edge = snap;
+	inflight_changed(s, e->ts);
+	s->snap_edge = 0;
+	return 0;
+}
+
+static int req_end(struct state *s, const struct vrt_event *e)
+{
+	uint64_t key = req_key(e);
+	size_t i = table_find(s, e->proc, SP_HREQ, key);
+	uint32_t v = slot_obj(s, i);
+
+	if (v == NONE)
+		return 0; /* ended already, a probe, or never seen begun */
+	first_response(s->r, e->ts, e->size);
+	if (v == RQ_INFERRED && vrt_net_val(e)) {
+		/* It ended at the server's last write, lag ago. */
+		int64_t lag = (int64_t)vrt_net_val(e) * 1000, begin = e->ts;
+		size_t k = turn_find(s, e->proc, key);
+		if (k != SIZE_MAX)
+			begin = s->turns[k].begin;
+		lag_correct(s, begin, e->ts - lag, e->ts);
+	}
+	req_close(s, e->proc, key, e->ts);
+	return 0;
+}
+
+/* The server answers (or goes on answering) an inferred request. */
+static void on_answer(struct state *s, const struct vrt_event *e)
+{
+	size_t i = turn_find(s, e->proc, req_key(e));
+	if (i == SIZE_MAX)
+		return;
+	s->turns[i].mark = e->ts;
+	turn_deadline(s);
+}
+
+/* A connection's first bytes are another protocol than HTTP/1.x. */
+static void on_proto(struct state *s, const struct vrt_event *e)
+{
+	struct vrt_replay *r = s->r;
+	unsigned fl = vrt_net_flags(e);
+	uint32_t conn = table_get(s, e->proc, SP_CONN, e->addr);
+
+	r->other_connections++;
+	if (fl & VRT_NET_F_FOLLOWED) {
+		if (e->size == VRT_NET_PROTO_HTTP2)
+			conn_flag(s, e->proc, e->addr, CF_STREAMS);
+		return;
+	}
+	/* Not followed: ZMQ's plumbing, or an older writer that followed
+	 * HTTP/1.x alone. A client's connection to the server (inet, from
+	 * outside the run) then has requests that cannot be counted. */
+	if (e->size == VRT_NET_PROTO_ZMTP || conn == NONE ||
+	    conn == CONN_LEGACY || (conn & (CF_HOP | CF_UNCOUNTED)) ||
+	    CONN_FAMILY(conn) != CONN_KIND + VRT_NET_KIND_INET)
+		return;
+	conn_flag(s, e->proc, e->addr, CF_UNCOUNTED);
+	s->uncounted_open++;
+	r->uncounted_connections++;
 }
 
 static int on_net(struct state *s, const struct vrt_event *e)
 {
 	struct vrt_replay *r = s->r;
 	int by_conn = e->proc >= s->nprocs || !s->uses_requests[e->proc];
+	unsigned fl = vrt_net_flags(e);
 
 	if (e->aux == VRT_NET_LISTEN)
 		return on_listen(s, e);
 	if (is_request_edge(e->aux) && behind_front(s, e->proc)) {
-		if (e->aux == VRT_NET_REQ_BEGIN && !(e->flags & VRT_EV_SNAP))
+		if (e->aux == VRT_NET_REQ_BEGIN && !(e->flags & VRT_EV_SNAP) &&
+		    !(fl & (VRT_NET_F_PROBE | VRT_NET_F_INTERNAL)))
 			r->forwarded_requests++;
 		return 0;
 	}
-	if (e->aux == VRT_NET_REQ_BEGIN && e->proc < s->nprocs)
-		s->ps[e->proc].served = 1;
 	if (e->flags & VRT_EV_PAST) {
 		/* Kept in standby: when requests came and went, nothing
 		 * about what is open now (the snapshot says that). */
-		if (e->aux == VRT_NET_REQ_BEGIN)
+		if (fl & (VRT_NET_F_PROBE | VRT_NET_F_INTERNAL))
+			return 0;
+		if (e->aux == VRT_NET_REQ_BEGIN) {
+			if (e->proc < s->nprocs)
+				s->ps[e->proc].served = 1;
 			first_request(r, e->ts);
-		else if (e->aux == VRT_NET_REQ_END)
+		} else if (e->aux == VRT_NET_REQ_END) {
 			first_response(r, e->ts, e->size);
+		}
 		if (e->aux == VRT_NET_REQ_BEGIN || e->aux == VRT_NET_REQ_END ||
 		    e->aux == VRT_NET_CLOSE) {
-			struct past_edge x = {e->ts, e->addr, e->proc,
-			                      e->aux == VRT_NET_REQ_BEGIN};
+			struct past_edge x = {e->ts,
+			                      e->aux == VRT_NET_CLOSE ? e->addr
+			                                              : req_key(e),
+			                      e->proc, e->aux == VRT_NET_REQ_BEGIN};
 			return push((void **)&s->edges, &s->nedges, &x,
 			            sizeof(x));
 		}
@@ -2013,29 +2452,22 @@ static int on_net(struct state *s, const struct vrt_event *e)
 	case VRT_NET_ACCEPT:
 		if (!by_conn)
 			return 0;
-		if (e->extra != VRT_NET_KIND_UNKNOWN)
+		if (vrt_net_kind(e) != VRT_NET_KIND_UNKNOWN)
 			return conn_open(s, e);
 		return request_edge(s, e, SP_CONN, 1);
 	case VRT_NET_CLOSE:
 		return by_conn ? conn_close(s, e) : 0;
-	case VRT_NET_REQ_BEGIN: {
-		uint32_t kind;
-		if (!by_conn)
-			return 0;
-		if (!(e->flags & VRT_EV_SNAP))
-			first_request(r, e->ts);
-		kind = table_get(s, e->proc, SP_CONN, e->addr);
-		if (kind == CONN_KIND + VRT_NET_KIND_UNIX && e->proc < s->nprocs)
-			s->ps[e->proc].unix_http = 1;
-		return request_edge(s, e, SP_HREQ, 1);
-	}
+	case VRT_NET_REQ_BEGIN:
+		return by_conn ? req_begin(s, e) : 0;
 	case VRT_NET_REQ_END:
-		if (!by_conn)
-			return 0;
-		first_response(r, e->ts, e->size);
-		return request_edge(s, e, SP_HREQ, 0);
+		return by_conn ? req_end(s, e) : 0;
+	case VRT_NET_ANSWER:
+		if (by_conn)
+			on_answer(s, e);
+		return 0;
 	case VRT_NET_PROTO:
-		r->other_connections++;
+		if (by_conn)
+			on_proto(s, e);
 		return 0;
 	}
 	return 0; /* an op from a newer writer */
@@ -2146,8 +2578,9 @@ static void settle_serving(struct state *s)
 	}
 }
 
-/* Readiness from the listen() facts (see replay.h): facts kept in standby
- * arrive out of time order, so it is settled here. */
+/* The server's socket from the listen() facts, and readiness (see
+ * replay.h): facts kept in standby arrive out of time order, so both are
+ * settled here. */
 static void settle_ready(struct state *s)
 {
 	struct vrt_replay *r = s->r;
@@ -2176,6 +2609,25 @@ static void settle_ready(struct state *s)
 		r->server_ready_proc = best->proc;
 		r->server_port = best->port;
 		r->server_ready_kind = kind;
+	}
+	if (r->have_first_ok_response) {
+		r->have_ready = 1;
+		r->ready_from = VRT_READY_RESPONSE;
+		r->ready_ts = r->first_ok_response_ts;
+	} else if (best && s->last_load_ts != INT64_MIN &&
+	           s->last_accept_ts > s->last_load_ts &&
+	           s->last_load_fail_ts < s->last_load_ts &&
+	           (r->uncounted_connections || r->inferred_requests ||
+	            s->legacy_conns)) {
+		/* No request answered that could be read (a protocol not
+		 * followed, turns without status, an older writer's
+		 * connections): the load phases ended, then a client
+		 * connected, and nothing of the load failed after. */
+		r->have_ready = 1;
+		r->ready_from = VRT_READY_LOAD_END;
+		/* ... and not before it listened */
+		r->ready_ts = s->last_load_ts > best->ts ? s->last_load_ts
+		                                         : best->ts;
 	}
 }
 
@@ -2397,6 +2849,13 @@ static int remap_devices(struct vrt_replay *r, const uint32_t *map, size_t n)
 	    (size_t)r->single_request_peak_device < n)
 		r->single_request_peak_device =
 		        (int32_t)map[r->single_request_peak_device];
+	for (i = 0; i < r->nprocs; i++) {
+		uint64_t was = r->procs[i].devices, now = 0;
+		for (j = 0; j < n && j < 64; j++)
+			if ((was >> j & 1) && map[j] < 64)
+				now |= 1ull << map[j];
+		r->procs[i].devices = now;
+	}
 	return 0;
 }
 
@@ -2499,7 +2958,10 @@ static void state_free(struct state *s)
 	free(s->conns);
 	free(s->ps);
 	free(s->edges);
+	free(s->turns);
+	free(s->streams);
 	free(s->modes);
+	free(s->before);
 	free(s->devs);
 	free(s->sites);
 	free(s->sindex);
@@ -2525,6 +2987,8 @@ int vrt_replay_begin(struct vrt_replay *r, const struct vrt_trace *t)
 	s->bucket = 0;
 	s->bucket_end = t->start_ns < INT64_MAX ? t->start_ns + 1 : INT64_MAX;
 	s->loading = 1;
+	s->turn_deadline = INT64_MAX;
+	s->last_load_ts = s->last_load_fail_ts = s->last_accept_ts = INT64_MIN;
 	if (table_grow(s) || state_grow(s, t))
 		return -1;
 	return 0;
@@ -2549,6 +3013,10 @@ static NOINLINE int replay_one(struct state *s, const struct vrt_event *e)
 	case VRT_EV_UNMAP:
 		if (fam >= 0 && fam != VRT_FAM_NONE)
 			on_unmap(s, e);
+		return 0;
+	case VRT_EV_PREFREE:
+		if (fam >= 0 && fam != VRT_FAM_NONE)
+			on_prefree(s, e, fam);
 		return 0;
 	case VRT_EV_NET:
 		return on_net(s, e);
@@ -2686,6 +3154,9 @@ static inline int fast_alloc(struct state *s, const struct vrt_event *e,
 	d = x->d;
 	ds = x->ds;
 	pc = &d->phase[slot];
+	/* as on_alloc: which devices each process allocated on */
+	if (LIKELY(proc < s->r->nprocs && dev < 64))
+		s->r->procs[proc].devices |= 1ull << dev;
 	d->fam[fam].allocs++;
 	counters_add(&d->fam[fam], size, ts);
 	if (x->epoch != ds->epoch) /* site_touch */
@@ -2810,6 +3281,8 @@ int vrt_replay_feed(struct vrt_replay *r, const struct vrt_trace *t,
 			        prefetch_slot(s, &ev[i + PREFETCH_AHEAD]);
 		if (UNLIKELY(e->ts >= s->bucket_end))
 			series_tick(s, e->ts);
+		if (UNLIKELY(e->ts > s->turn_deadline))
+			expire_turns(s, e->ts);
 		pf = ptr_family_of(e->api);
 		if (LIKELY(pf != 0)) {
 			if (e->kind == VRT_EV_ALLOC)
@@ -2842,7 +3315,8 @@ static int proc_end(const struct vrt_process *p)
 		return END_DIED;
 	if (p->exit_kind == VRT_EXIT_CODE)
 		return END_LIVED;
-	return p->truncated ? END_DIED : END_UNKNOWN;
+	/* a process still recording has not ended at all */
+	return p->truncated && !p->running ? END_DIED : END_UNKNOWN;
 }
 
 /* How the run ended: as its root processes (parent not in the run). */
@@ -2974,6 +3448,7 @@ void vrt_replay_free(struct vrt_replay *r)
 		free(r->dev[i].ranges);
 	}
 	free(r->inflight_series);
+	free(r->paths);
 	free(r->procs);
 	free(r->dev);
 	free(r->fails);

@@ -149,6 +149,8 @@ struct vrt_replay_window {
 struct vrt_replay_proc {
 	int started_in_standby; /* its capture began in standby: nothing but
 	                         * kept facts before its first snapshot */
+	uint64_t devices; /* bit d: it allocated device memory on trace
+	                     device d (d < 64) */
 	int have_snapshot;
 	int64_t first_snapshot_ts; /* when it first recorded (a snapshot) */
 	uint32_t snapshots;        /* how many it wrote */
@@ -181,6 +183,11 @@ struct vrt_replay_failure {
 	uint32_t inflight; /* requests in flight at that moment (those of
 	                    * processes in standby then: by the request
 	                    * edges they kept) */
+	uint32_t inflight_inferred; /* ... of them, from turn-taking */
+	/* connections open then whose requests could not be counted (their
+	 * protocol was not followed: traces of older writers over HTTP/2 or
+	 * TLS): the number in flight is unknown, not zero */
+	uint32_t uncounted;
 	/* the device's live bytes by phase slot when the call failed */
 	uint64_t live_by_phase[VRT_REPLAY_MAX_PHASES];
 	/* the per-request phases' live bytes (vrt_replay_phase_is_demand)
@@ -213,6 +220,16 @@ struct vrt_replay_failure {
 	int fatal;
 };
 
+#define VRT_REPLAY_MAX_PATHS 32
+
+/* What said the server was ready (vrt_replay.server_ready_from). */
+enum vrt_replay_ready {
+	VRT_READY_NONE = 0,
+	VRT_READY_RESPONSE = 1, /* a request (not a probe) answered 2xx */
+	VRT_READY_LOAD_END = 2, /* the load phases ended, then a client
+	                         * connected (no request could be parsed) */
+};
+
 struct vrt_replay {
 	size_t ndevices;
 	struct vrt_replay_device *dev;           /* one per trace device */
@@ -232,17 +249,28 @@ struct vrt_replay {
 	/* Serving: a request began (whatever counts them), and when. */
 	int serving;
 	int64_t serving_ts;
-	/* Server readiness, settled at the end: the run's first listen() on
-	 * an inet socket; without one, the first unix socket listened on by
-	 * a process that then served HTTP/1.x over unix connections; for
-	 * traces that do not tell families apart, the first listen(). A unix
-	 * socket alone (ZMQ ipc:// between an API server and its engine) is
-	 * no server. Facts kept in standby count at the time they happened. */
+	/* The server's socket, settled at the end: the run's first listen()
+	 * on an inet socket that is no library's plumbing; without one, the
+	 * first unix socket listened on by a process that then served
+	 * requests over unix connections; for traces that do not tell
+	 * families apart, the first listen(). A unix socket alone (ZMQ
+	 * ipc:// between an API server and its engine) is no server. Facts
+	 * kept in standby count at the time they happened. Listening is not
+	 * being ready: servers listen before they load (llama-server answers
+	 * 503 meanwhile). */
 	int have_server_ready;
 	int64_t server_ready_ts;
 	uint32_t server_ready_proc;
 	uint64_t server_port;
 	int server_ready_kind; /* enum vrt_net_kind of that socket */
+	/* Readiness, settled at the end: the first request that is not a
+	 * probe answered 2xx; without one, when the load phases ended, if a
+	 * client connected after that and no load failed after it (a server
+	 * whose requests cannot be parsed). The engine's ready line, when its
+	 * log is given, is the diagnosis's (diagnose.c). */
+	int have_ready;
+	int ready_from; /* enum vrt_replay_ready */
+	int64_t ready_ts;
 	/* the first listen() of any kind, and when */
 	int have_first_listen;
 	int64_t first_listen_ts;
@@ -280,6 +308,32 @@ struct vrt_replay {
 	 * in flight, the front's are. The first such back end's PID. */
 	uint64_t forwarded_requests;
 	uint64_t forwarded_proc_pid;
+	/* ... and the process that forwarded them, where the connection
+	 * named it (a unix socket's peer; 0: an ancestor, by the rule
+	 * above) */
+	uint64_t forwarded_from_pid;
+	/* Probes (health, readiness, metrics, metadata polls: reqpath.h):
+	 * counted apart, never in flight, never serving. */
+	uint64_t probe_requests;
+	/* requests inferred from turn-taking (a protocol that cannot be
+	 * parsed: TLS inside the server, a protocol of its own, WebSocket) */
+	uint64_t inferred_requests;
+	/* HTTP/2 streams (gRPC calls) among the requests */
+	uint64_t stream_requests;
+	/* RPCs of a cluster runtime's own (Ray's), not requests */
+	uint64_t internal_requests;
+	/* connections whose requests could not be counted */
+	uint64_t uncounted_connections;
+	/* the request paths seen, by how many requests named each (string
+	 * index into the trace's strings; the most named first, at most
+	 * VRT_REPLAY_MAX_PATHS) */
+	struct vrt_replay_path {
+		uint32_t text;
+		uint32_t hash;
+		uint64_t requests;
+		int probe;
+	} *paths;
+	size_t npaths;
 	/* The single-request peak: the most one request grew the
 	 * per-request phases of a device (above their level when it began)
 	 * while it was in flight alone from its start; 0 when a caching
@@ -308,8 +362,10 @@ struct vrt_replay {
 	/* the timelines' bucket width in ns at the end (a power of two) */
 	int64_t series_bucket_ns;
 	/* Recording started late (standby and `ctl start`, or an allocation
-	 * refused in standby): the run's first snapshot, and per process
-	 * (one per trace process, by index). */
+	 * refused in standby): the first snapshot of a process that began in
+	 * standby (a process that recorded from its start and was stopped
+	 * later does not start late), and per process (one per trace
+	 * process, by index). */
 	int have_recording_start;
 	int64_t recording_start_ts;
 	struct vrt_replay_proc *procs;

@@ -50,6 +50,11 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
                                const struct vrt_diagnosis *dg);
 
 /* The diagnosis as a JSON object (the value of "diagnosis"). */
+/* "frames": the frames of stack in call order, innermost first (at most
+ * 64), and "depth": how many it has (callpath.h). */
+void vrt_report_json_frames(struct vrt_json *w, const struct vrt_trace *t,
+                            uint32_t stack);
+
 void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
                                const struct vrt_diagnosis *dg);
 

@@ -35,6 +35,7 @@
 
 #include "diagnose.h"
 #include "diff.h"
+#include "engine.h"
 #include "json.h"
 #include "pathname.h"
 #include "retest.h"
@@ -244,12 +245,17 @@ static void verdicts_text(FILE *f, const struct vrt_diff *d,
 
 static void run_line(FILE *f, const char *tag, const struct vrt_run *run)
 {
+	struct vrt_engine_run er;
 	size_t i, j;
 
+	vrt_engine_of_run(&er, &run->t);
 	fprintf(f, "%s: ", tag);
 	vrt_text_put_safe(f, run->label, 200);
 	fprintf(f, "  %zu process%s", run->t.nprocs,
 	        run->t.nprocs == 1 ? "" : "es");
+	if (er.engine)
+		fprintf(f, " (engine %s%s)", vrt_engine_name(er.engine),
+		        er.from_stacks ? ", from its stacks" : "");
 	for (i = 0; i < run->t.nprocs && i < 1; i++) {
 		const struct vrt_process *p = &run->t.procs[i];
 		fputs(": ", f);
@@ -330,21 +336,33 @@ static void row(FILE *f, const char *name, struct vrt_diff_pair p)
 static void device_text(FILE *f, const struct vrt_diff_device *d,
                         const struct vrt_run *a, const struct vrt_run *b)
 {
-	const struct vrt_device *dv = dev_of(a, d->a);
-	char lab[64], b1[32];
+	const struct vrt_device *dv = dev_of(a, d->a), *da = dv,
+	                        *db = dev_of(b, d->b);
+	char lab[64], b1[32], b2[32];
 	size_t i;
 	int fam;
 
 	if (!dv)
-		dv = dev_of(b, d->b);
+		dv = db;
 	dev_label(lab, sizeof(lab), d);
 	fprintf(f, "\n%s: ", lab);
 	vrt_text_put_safe(f, dv && dv->name ? dv->name : "(unnamed)", 80);
 	if (dv) {
 		fprintf(f, " (ordinal %" PRId64, dv->ordinal);
-		if (dv->have_total)
+		/* Each run's capacity: the same card in both, one figure; a
+		 * card that differs (another host, another model), both. */
+		if (da && db && da->have_total && db->have_total &&
+		    da->total_bytes != db->total_bytes)
+			fprintf(f, ", %s in A, %s in B",
+			        vrt_text_bytes(b1, sizeof(b1), da->total_bytes,
+			                       2),
+			        vrt_text_bytes(b2, sizeof(b2), db->total_bytes,
+			                       2));
+		else if (dv->have_total || (db && db->have_total))
 			fprintf(f, ", %s",
-			        vrt_text_bytes(b1, sizeof(b1), dv->total_bytes,
+			        vrt_text_bytes(b1, sizeof(b1),
+			                       dv->have_total ? dv->total_bytes
+			                                      : db->total_bytes,
 			                       2));
 		fputc(')', f);
 	}

@@ -68,7 +68,7 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
                                const struct vrt_diagnosis *d)
 {
 	const char *eng = vrt_engine_name(d->flags.engine);
-	size_t i;
+	size_t i, col;
 
 	(void)t;
 	fprintf(f, "DIAGNOSIS: %s", vrt_diagnose_verdict_name(d->verdict));
@@ -77,7 +77,9 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	if (d->verdict == VRT_VERDICT_NONE)
 		fprintf(f, " - no allocation failed%s",
 		        strcmp(d->detail, "near_miss") ? "" : " for good");
-	else {
+	else if (d->not_server && d->device >= 0) {
+		fprintf(f, " - device %d", d->device);
+	} else {
 		fprintf(f, " - %s stage", d->stage);
 		if (d->device >= 0)
 			fprintf(f, ", device %d", d->device);
@@ -87,14 +89,16 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	if (eng)
 		fprintf(f, "; engine %s", eng);
 	fputc('\n', f);
-	fprintf(f, "  confidence: %s - ",
-	        vrt_diagnose_confidence_name(d->confidence));
-	vrt_text_put_safe(f, d->confidence_reason, SIZE_MAX);
+	/* Sentences fold at VRT_TEXT_WIDTH, each under its own start. */
+	col = (size_t)fprintf(f, "  confidence: %s - ",
+	                      vrt_diagnose_confidence_name(d->confidence));
+	vrt_text_put_wrapped(f, d->confidence_reason, col, 4, VRT_TEXT_WIDTH);
 	fputc('\n', f);
 	ladder_text(f, d);
 	for (i = 0; i < d->nevidence && i < TEXT_EVIDENCE; i++) {
 		fputs("  - ", f);
-		vrt_text_put_safe(f, d->evidence[i].text, SIZE_MAX);
+		vrt_text_put_wrapped(f, d->evidence[i].text, 4, 4,
+		                     VRT_TEXT_WIDTH);
 		fputc('\n', f);
 	}
 	if (d->nevidence > TEXT_EVIDENCE)
@@ -103,17 +107,18 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 	/* Each change with its cost under it, cheapest first. */
 	for (i = 0; i < d->nactions; i++) {
 		fputs(i ? "  or:     " : "  action: ", f);
-		vrt_text_put_safe(f, d->actions[i], SIZE_MAX);
+		vrt_text_put_wrapped(f, d->actions[i], 10, 10, VRT_TEXT_WIDTH);
 		fputc('\n', f);
 		if (i < d->ncosts && d->costs[i][0]) {
 			fputs("          cost: ", f);
-			vrt_text_put_safe(f, d->costs[i], SIZE_MAX);
+			vrt_text_put_wrapped(f, d->costs[i], 16, 16,
+			                     VRT_TEXT_WIDTH);
 			fputc('\n', f);
 		}
 	}
 	for (i = 0; i < d->nverify; i++) {
 		fputs("  verify: ", f);
-		vrt_text_put_safe(f, d->verify[i], SIZE_MAX);
+		vrt_text_put_wrapped(f, d->verify[i], 10, 10, VRT_TEXT_WIDTH);
 		fputc('\n', f);
 	}
 	if (d->source_log && d->record_command[0]) {
@@ -232,7 +237,6 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 	const char *eng = vrt_engine_name(d->flags.engine);
 	size_t i;
 
-	(void)t;
 	vrt_json_begin_object(w);
 	vrt_json_key(w, "verdict");
 	vrt_json_string(w, vrt_diagnose_verdict_name(d->verdict));
@@ -262,6 +266,19 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_uint(w, d->failure);
 	else
 		vrt_json_null(w);
+	/* where the decisive failure was called from: its site and stack */
+	vrt_json_key(w, "failing_call");
+	if (d->have_failure) {
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "site");
+		vrt_json_string(w, d->failing_site[0] ? d->failing_site : NULL);
+		vrt_report_json_frames(w, t, d->failing_stack);
+		vrt_json_end_object(w);
+	} else {
+		vrt_json_null(w);
+	}
+	vrt_json_key(w, "server");
+	vrt_json_bool(w, !d->not_server);
 	vrt_json_key(w, "engine");
 	vrt_json_string(w, eng);
 	vrt_json_key(w, "margin_percent");

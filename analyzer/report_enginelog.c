@@ -385,6 +385,20 @@ void vrt_report_enginelog_json(struct vrt_json *w, const struct vrt_trace *t,
 
 /* ---- text ---------------------------------------------------------------- */
 
+/* s cut at max bytes ("..." after), folded at the text width with
+ * indent spaces on its further lines, starting at column indent. */
+static void put_cut(FILE *f, const char *s, size_t max, size_t indent)
+{
+	char buf[512];
+	size_t n = s ? strlen(s) : 0;
+
+	if (max > sizeof(buf) - 4)
+		max = sizeof(buf) - 4;
+	snprintf(buf, sizeof(buf), "%.*s%s", (int)(n < max ? n : max),
+	         s ? s : "", n > max ? "..." : "");
+	vrt_text_put_wrapped(f, buf, indent, indent, VRT_TEXT_WIDTH);
+}
+
 static void when(FILE *f, const struct vrt_trace *t, int64_t wall_ns)
 {
 	char buf[VRT_WALLCLOCK_TEXT];
@@ -587,18 +601,18 @@ void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
 		const struct vrt_enginelog_error *e = &log->errors[log->fatal];
 		fprintf(f, "  fatal error: log line %u", e->line);
 		when(f, t, e->wall_ns);
-		fputs(": ", f);
-		vrt_text_put_safe(f, e->text, 240);
+		fputs(":\n    ", f);
+		put_cut(f, e->text, 240, 4);
 		fputc('\n', f);
 		if (lc->have_fatal_failure) {
 			fputs("    ", f);
-			vrt_text_put_safe(f, lc->fatal_match, 320);
+			put_cut(f, lc->fatal_match, 320, 4);
 			fputc('\n', f);
 		}
 	}
 	for (i = 0; i < lc->nfindings; i++) {
 		fputs("  FINDING: ", f);
-		vrt_text_put_safe(f, lc->findings[i].text, 400);
+		put_cut(f, lc->findings[i].text, 400, 11);
 		fputc('\n', f);
 	}
 }

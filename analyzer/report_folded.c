@@ -17,6 +17,7 @@
  * Frame names come from the trace: ';' would split a frame and control
  * bytes would break a line, so they are replaced (':' and '?').
  */
+#include "callpath.h"
 #include "report.h"
 
 #include <inttypes.h>
@@ -83,6 +84,7 @@ static char *fold(const struct vrt_trace *t, const struct vrt_replay_site *x,
 	if (!fr)
 		return NULL;
 	n = vrt_load_stack_frames(t, x->stack, fr, (size_t)depth + 1);
+	vrt_callpath_order(t, fr, n);
 	m = open_memstream(&text, &len);
 	if (!m) {
 		free(fr);

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "callpath.h"
 #include "json.h"
 #include "logcheck.h"
 #include "names.h"
@@ -119,7 +120,7 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 	vrt_json_begin_array(w);
 	for (i = 0; i < t->nprocs; i++) {
 		const struct vrt_process *p = &t->procs[i];
-		truncated |= p->truncated;
+		truncated |= p->truncated && !p->running;
 		vrt_json_begin_object(w);
 		vrt_json_key(w, "pid");
 		vrt_json_uint(w, p->pid);
@@ -149,6 +150,8 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 			vrt_json_null(w);
 		vrt_json_key(w, "complete");
 		vrt_json_bool(w, !p->truncated);
+		vrt_json_key(w, "running"); /* still recording */
+		vrt_json_bool(w, p->running);
 		vrt_json_key(w, "truncated_reason");
 		if (p->truncated)
 			vrt_json_string(w, p->trunc_reason);
@@ -161,6 +164,10 @@ static void run(struct vrt_json *w, const struct vrt_trace *t)
 		times(w, t, "start", 1, p->start_mono_ns);
 		vrt_json_key(w, "started_in_standby");
 		vrt_json_bool(w, p->started_in_standby);
+		if (p->attached) { /* only then: older reports stay as they are */
+			vrt_json_key(w, "attached");
+			vrt_json_bool(w, 1);
+		}
 		times(w, t, "end", p->has_trailer, p->end_mono_ns);
 		vrt_json_end_object(w);
 	}
@@ -316,6 +323,10 @@ static void failure(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_string(w, f->after_ready ? "request" : "load");
 		vrt_json_key(w, "inflight");
 		vrt_json_uint(w, f->inflight);
+		vrt_json_key(w, "inflight_inferred");
+		vrt_json_uint(w, f->inflight_inferred);
+		vrt_json_key(w, "uncounted_connections");
+		vrt_json_uint(w, f->uncounted);
 		by_phase(w, t, "live_by_phase", f->live_by_phase);
 		vrt_json_key(w, "fatal");
 		vrt_json_bool(w, f->fatal);
@@ -370,6 +381,39 @@ static void requests(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_uint(w, r->forwarded_proc_pid);
 	else
 		vrt_json_null(w);
+	vrt_json_key(w, "forwarded_from_pid");
+	if (r->forwarded_requests && r->forwarded_from_pid)
+		vrt_json_uint(w, r->forwarded_from_pid);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "http2_streams");
+	vrt_json_uint(w, r->stream_requests);
+	vrt_json_key(w, "inferred");
+	vrt_json_uint(w, r->inferred_requests);
+	vrt_json_key(w, "probes");
+	vrt_json_uint(w, r->probe_requests);
+	vrt_json_key(w, "internal_rpcs");
+	vrt_json_uint(w, r->internal_requests);
+	vrt_json_key(w, "uncounted_connections");
+	vrt_json_uint(w, r->uncounted_connections);
+	vrt_json_key(w, "paths");
+	vrt_json_begin_array(w);
+	for (size_t i = 0; i < r->npaths; i++) {
+		const struct vrt_replay_path *p = &r->paths[i];
+		const char *text = p->text ? vrt_load_str(t, p->text) : NULL;
+		vrt_json_begin_object(w);
+		vrt_json_key(w, "path");
+		if (text)
+			vrt_json_string(w, text);
+		else
+			vrt_json_null(w);
+		vrt_json_key(w, "requests");
+		vrt_json_uint(w, p->requests);
+		vrt_json_key(w, "probe");
+		vrt_json_bool(w, p->probe);
+		vrt_json_end_object(w);
+	}
+	vrt_json_end_array(w);
 	times(w, t, "first_request", r->have_first_request, r->first_request_ts);
 	times(w, t, "first_response", r->have_first_response, r->first_response_ts);
 	times(w, t, "first_ok_response", r->have_first_ok_response, r->first_ok_response_ts);
@@ -584,11 +628,17 @@ static void timeline(struct vrt_json *w, const struct vrt_trace *t,
 /* Frames innermost first, as heaptrack prints a backtrace. */
 #define JSON_SITE_FRAMES 64
 
-static void frames(struct vrt_json *w, const struct vrt_trace *t,
-                   uint32_t stack)
+void vrt_report_json_frames(struct vrt_json *w, const struct vrt_trace *t,
+                            uint32_t stack)
 {
-	uint32_t fr[JSON_SITE_FRAMES];
-	size_t n = vrt_load_stack_frames(t, stack, fr, JSON_SITE_FRAMES), i;
+	uint32_t fr[256];
+	size_t n = vrt_load_stack_frames(t, stack, fr, 256), i;
+
+	/* In call order (Python frames inside the interpreter that ran
+	 * them), then cut. */
+	vrt_callpath_order(t, fr, n);
+	if (n > JSON_SITE_FRAMES)
+		n = JSON_SITE_FRAMES;
 
 	vrt_json_key(w, "frames");
 	vrt_json_begin_array(w);
@@ -642,7 +692,7 @@ static void top_sites(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_uint(w, x->bytes);
 		vrt_json_key(w, "allocs");
 		vrt_json_uint(w, x->allocs);
-		frames(w, t, x->stack);
+		vrt_report_json_frames(w, t, x->stack);
 		vrt_json_end_object(w);
 	}
 	vrt_json_end_array(w);
@@ -665,7 +715,14 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 	vrt_json_key(&w, "source");
 	vrt_json_string(&w, lc && lc->log_only ? "log" : "trace");
 	run(&w, t);
-	times(&w, t, "server_ready", r->have_server_ready, r->server_ready_ts);
+	times(&w, t, "server_ready", r->have_ready, r->ready_ts);
+	vrt_json_key(&w, "server_ready_from");
+	if (r->have_ready)
+		vrt_json_string(&w, r->ready_from == VRT_READY_RESPONSE
+		                            ? "response"
+		                            : "load_end");
+	else
+		vrt_json_null(&w);
 	vrt_json_key(&w, "server_ready_socket");
 	if (r->have_server_ready && r->server_ready_kind)
 		vrt_json_string(&w, r->server_ready_kind == VRT_NET_KIND_INET

@@ -250,11 +250,21 @@ static void instants(FILE *f, int *first, const struct vrt_trace *t,
 	size_t i;
 
 	if (r->have_server_ready) {
-		begin(f, first, "i", "server ready",
+		begin(f, first, "i", "server listening",
 		      t->procs[r->server_ready_proc].pid);
 		fputs(",\"s\":\"g\",\"ts\":", f);
 		ts_us(f, t, r->server_ready_ts);
 		fprintf(f, ",\"args\":{\"port\":%" PRIu64 "}}", r->server_port);
+	}
+	if (r->have_ready) {
+		begin(f, first, "i", "server ready",
+		      t->procs[r->have_server_ready ? r->server_ready_proc : 0]
+		              .pid);
+		fputs(",\"s\":\"g\",\"ts\":", f);
+		ts_us(f, t, r->ready_ts);
+		fprintf(f, ",\"args\":{\"from\":\"%s\"}}",
+		        r->ready_from == VRT_READY_RESPONSE ? "response"
+		                                            : "load_end");
 	}
 	for (i = 0; i < r->nmarks; i++) {
 		const struct vrt_replay_mark *e = &r->marks[i];

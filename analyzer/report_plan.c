@@ -355,11 +355,29 @@ void vrt_report_plan_text(FILE *f, const struct vrt_trace *t,
 	        "\n  GiB per device (the one nearest to breaking); m measured, "
 	        "l engine log, c model config, r engine rule, a assumption, "
 	        "? unknown\n");
-	for (i = 0; i < p->nrows; i++)
-		if ((p->rows[i].fit == VRT_PLAN_NO ||
-		     p->rows[i].fit == VRT_PLAN_UNSURE) &&
-		    p->rows[i].reason[0])
-			fprintf(f, "  %zu: %s\n", i + 1, p->rows[i].reason);
+	/* One line per reason, with every row it stands for: a grid whose
+	 * rows break the same way says it once. */
+	for (i = 0; i < p->nrows; i++) {
+		size_t j, m;
+		if ((p->rows[i].fit != VRT_PLAN_NO &&
+		     p->rows[i].fit != VRT_PLAN_UNSURE) ||
+		    !p->rows[i].reason[0])
+			continue;
+		for (j = 0; j < i; j++)
+			if ((p->rows[j].fit == VRT_PLAN_NO ||
+			     p->rows[j].fit == VRT_PLAN_UNSURE) &&
+			    !strcmp(p->rows[j].reason, p->rows[i].reason))
+				break;
+		if (j < i)
+			continue;
+		fprintf(f, "  %zu", i + 1);
+		for (m = i + 1; m < p->nrows; m++)
+			if ((p->rows[m].fit == VRT_PLAN_NO ||
+			     p->rows[m].fit == VRT_PLAN_UNSURE) &&
+			    !strcmp(p->rows[m].reason, p->rows[i].reason))
+				fprintf(f, ", %zu", m + 1);
+		fprintf(f, ": %s\n", p->rows[i].reason);
+	}
 	if (p->best != SIZE_MAX) {
 		fprintf(f, "\nbest for %s: row %zu (",
 		        vrt_plan_objective_name(p->objective), p->best + 1);

@@ -5,9 +5,11 @@
  *
  * Text: an aligned table, one line per run, "-" where a flag was not
  * given, "*" after a value the engine's log supplied (then a footnote);
- * the verdict `analyze` gives the run (with its detail), each device's
- * peak and headroom; the last column splits each device's peak by phase
- * (prefixed "dN:" when the run has several devices).
+ * the verdict `analyze` gives the run (with its detail), the highest peak
+ * and the least headroom (with their device, "dN", when the run has
+ * several); under each run an indented line splits each device's peak by
+ * phase (each device with its own peak and headroom when there are
+ * several), so a row stays narrow.
  *
  * CSV (RFC 4180, a header line, plain integers in bytes): run, engine,
  * verdict, detail, context_length, concurrency, memory_fraction,
@@ -89,11 +91,10 @@ enum {
 	NCOLS
 };
 
+/* Short headers keep a row on one line; the footnote spells them out. */
 static const char *const headers[NCOLS] = {
-        "run",        "engine",   "verdict",   "context",
-        "concurrency", "mem fraction", "tp",    "gpu layers",
-        "peak",       "headroom", "in flight", "oom",
-        "exit",       "peak by phase",
+        "run",  "engine",   "verdict",   "ctx", "seqs", "mem", "tp", "ngl",
+        "peak", "headroom", "in flight", "oom", "exit", "peak by phase",
 };
 
 /* Appends to a growing string; on failure the cell stays as it was. */
@@ -143,37 +144,44 @@ static void cells(char **c, const struct vrt_retest_row *r, const char *label)
 		if (r->option[k] && !strcmp(r->option[k], VRT_RETEST_FROM_LOG))
 			cat(&c[fields[k]], "*");
 	}
-	for (i = 0; i < r->ndev; i++) {
-		if (i)
-			cat(&c[C_PEAK], ", ");
-		if (r->ndev > 1) {
-			snprintf(b, sizeof(b), "d%d ", r->dev[i].id);
-			cat(&c[C_PEAK], b);
+	/* Several devices: the highest peak and the least headroom, with
+	 * their device; every device is on the row's second line. */
+	{
+		size_t hi = 0, lo = SIZE_MAX;
+		for (i = 0; i < r->ndev; i++) {
+			if (r->dev[i].peak_bytes > r->dev[hi].peak_bytes)
+				hi = i;
+			if (r->dev[i].have_headroom &&
+			    (lo == SIZE_MAX || r->dev[i].headroom_bytes <
+			                               r->dev[lo].headroom_bytes))
+				lo = i;
 		}
-		cat(&c[C_PEAK],
-		    vrt_text_bytes(b, sizeof(b), r->dev[i].peak_bytes, 2));
-	}
-	if (!c[C_PEAK])
-		c[C_PEAK] = safe_dup("-");
-	for (i = 0; i < r->ndev; i++) {
-		if (!r->dev[i].have_headroom)
-			continue;
-		if (c[C_HEADROOM])
-			cat(&c[C_HEADROOM], ", ");
-		if (r->ndev > 1) {
-			snprintf(b, sizeof(b), "d%d ", r->dev[i].id);
-			cat(&c[C_HEADROOM], b);
+		if (r->ndev) {
+			c[C_PEAK] = safe_dup(vrt_text_bytes(
+			        b, sizeof(b), r->dev[hi].peak_bytes, 2));
+			if (r->ndev > 1) {
+				snprintf(b, sizeof(b), " (d%d)", r->dev[hi].id);
+				cat(&c[C_PEAK], b);
+			}
+		} else {
+			c[C_PEAK] = safe_dup("-");
 		}
-		cat(&c[C_HEADROOM],
-		    vrt_text_bytes(b, sizeof(b), r->dev[i].headroom_bytes, 2));
+		if (lo != SIZE_MAX) {
+			c[C_HEADROOM] = safe_dup(vrt_text_bytes(
+			        b, sizeof(b), r->dev[lo].headroom_bytes, 2));
+			if (r->ndev > 1) {
+				snprintf(b, sizeof(b), " (d%d)", r->dev[lo].id);
+				cat(&c[C_HEADROOM], b);
+			}
+		} else {
+			c[C_HEADROOM] = safe_dup("-");
+		}
 	}
-	if (!c[C_HEADROOM])
-		c[C_HEADROOM] = safe_dup("-");
 	snprintf(b, sizeof(b), "%" PRIu32, r->max_inflight);
 	c[C_INFLIGHT] = safe_dup(b);
 	if (r->have_oom) {
 		c[C_OOM] =
-		        safe_dup(r->oom_after_ready ? "request, " : "load, ");
+		        safe_dup(r->oom_after_ready ? "request/" : "load/");
 		cat(&c[C_OOM], r->oom_phase);
 	} else {
 		c[C_OOM] = safe_dup("no");
@@ -184,12 +192,23 @@ static void cells(char **c, const struct vrt_retest_row *r, const char *label)
 		split_cell(&c[C_SPLIT], &r->dev[0]);
 	} else {
 		for (i = 0; i < r->ndev; i++) {
-			if (!r->dev[i].nphases)
-				continue;
 			if (c[C_SPLIT])
 				cat(&c[C_SPLIT], "; ");
-			snprintf(b, sizeof(b), "d%d: ", r->dev[i].id);
+			snprintf(b, sizeof(b), "d%d ", r->dev[i].id);
 			cat(&c[C_SPLIT], b);
+			cat(&c[C_SPLIT],
+			    vrt_text_bytes(b, sizeof(b), r->dev[i].peak_bytes,
+			                   2));
+			if (r->dev[i].have_headroom) {
+				cat(&c[C_SPLIT], " (headroom ");
+				cat(&c[C_SPLIT],
+				    vrt_text_bytes(b, sizeof(b),
+				                   r->dev[i].headroom_bytes, 2));
+				cat(&c[C_SPLIT], ")");
+			}
+			if (!r->dev[i].nphases)
+				continue;
+			cat(&c[C_SPLIT], ": ");
 			split_cell(&c[C_SPLIT], &r->dev[i]);
 		}
 	}
@@ -197,11 +216,34 @@ static void cells(char **c, const struct vrt_retest_row *r, const char *label)
 		c[C_SPLIT] = safe_dup("-");
 }
 
+/* The length of the directory part ("DIR/") all labels share, when
+ * there are several and each has something after it; else 0. */
+static size_t common_dir(char *const *labels, size_t n)
+{
+	size_t len, i, k;
+
+	if (n < 2)
+		return 0;
+	len = strlen(labels[0]);
+	for (i = 1; i < n; i++) {
+		for (k = 0; k < len && labels[i][k] == labels[0][k]; k++)
+			;
+		len = k;
+	}
+	while (len && labels[0][len - 1] != '/')
+		len--;
+	for (i = 0; i < n; i++)
+		if (!labels[i][len])
+			return 0;
+	return len;
+}
+
 void vrt_report_table_text(FILE *f, const struct vrt_retest_row *rows,
                            char *const *labels, size_t nrows)
 {
 	char **c = calloc((nrows + 1) * NCOLS, sizeof(char *));
-	size_t w[NCOLS], i;
+	size_t w[NCOLS], i, cut;
+	int one_engine;
 	int k;
 
 	if (!c) {
@@ -211,8 +253,24 @@ void vrt_report_table_text(FILE *f, const struct vrt_retest_row *rows,
 	}
 	for (k = 0; k < NCOLS; k++)
 		c[k] = safe_dup(headers[k]);
+	/* Runs given as DIR/<star> share DIR/, and a retest keeps its
+	 * engine: say each once, above, rather than on every row. */
+	cut = common_dir(labels, nrows);
+	one_engine = nrows > 1;
+	for (i = 1; i < nrows; i++)
+		one_engine &= !strcmp(rows[i].engine ? rows[i].engine : "",
+		                      rows[0].engine ? rows[0].engine : "");
+	if (cut || one_engine) {
+		fputs(cut ? "runs in " : "runs", f);
+		for (i = 0; i < cut; i++)
+			fputc(vrt_text_safe_char((unsigned char)labels[0][i]), f);
+		if (one_engine)
+			fprintf(f, "%sengine %s", cut ? ", " : " of ",
+			        rows[0].engine ? rows[0].engine : "not known");
+		fputc('\n', f);
+	}
 	for (i = 0; i < nrows; i++)
-		cells(&c[(i + 1) * NCOLS], &rows[i], labels[i]);
+		cells(&c[(i + 1) * NCOLS], &rows[i], labels[i] + cut);
 	for (k = 0; k < NCOLS; k++) {
 		w[k] = 0;
 		for (i = 0; i <= nrows; i++) {
@@ -222,15 +280,32 @@ void vrt_report_table_text(FILE *f, const struct vrt_retest_row *rows,
 				w[k] = n;
 		}
 	}
+	/* Each row on one line; what its peak held, by device and phase,
+	 * on a second, indented line (the header has none). */
 	for (i = 0; i <= nrows; i++) {
-		for (k = 0; k < NCOLS; k++) {
+		for (k = 0; k < NCOLS - 1; k++) {
 			const char *s = c[i * NCOLS + k];
-			if (k == NCOLS - 1)
+			if (k == C_ENGINE && one_engine)
+				continue;
+			if (k == NCOLS - 2)
 				fprintf(f, "%s\n", s ? s : "");
 			else
 				fprintf(f, "%-*s  ", (int)w[k], s ? s : "");
 		}
+		if (i) {
+			fputs("    ", f);
+			vrt_text_put_wrapped(f, c[i * NCOLS + C_SPLIT], 4, 6,
+			                     VRT_TEXT_WIDTH);
+			fputc('\n', f);
+		}
 	}
+	vrt_text_put_wrapped(f,
+	                     "ctx: context length, seqs: concurrent sequences, "
+	                     "mem: memory fraction, tp: tensor parallel, ngl: "
+	                     "GPU layers; under each run: its peak by device "
+	                     "and phase",
+	                     0, 0, VRT_TEXT_WIDTH);
+	fputc('\n', f);
 	for (i = 0; i < nrows; i++)
 		for (k = 0; k < VRT_RETEST_NFIELDS; k++)
 			if (rows[i].option[k] &&

@@ -9,11 +9,14 @@
  * names) are untrusted: control bytes are printed as '?' so a trace cannot
  * drive the terminal.
  */
+#include "callpath.h"
+#include "diagnose.h"
 #include "logcheck.h"
 #include "names.h"
 #include "report.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pathname.h"
@@ -31,10 +34,33 @@ static const char *secs(char *buf, size_t n, const struct vrt_trace *t,
 	return buf;
 }
 
+/* A process's command line from column col on, each argument cut at 60
+ * bytes, folded at VRT_TEXT_WIDTH under its start. */
+static void cmdline_wrapped(FILE *f, const struct vrt_process *p, size_t col)
+{
+	char *text = NULL;
+	size_t len = 0, j;
+	FILE *m = open_memstream(&text, &len);
+
+	if (!m)
+		return;
+	for (j = 0; j < p->argc; j++) {
+		if (j)
+			fputc(' ', m);
+		vrt_text_put_safe(m, p->argv[j], 60);
+	}
+	if (!p->argc)
+		vrt_text_put_safe(m, p->exe, 60);
+	if (!fclose(m))
+		vrt_text_put_wrapped(f, text, col, col < 44 ? col : 8,
+		                     VRT_TEXT_WIDTH);
+	free(text);
+}
+
 static void run_summary(FILE *f, const struct vrt_trace *t)
 {
 	char b[32];
-	size_t i, j, ntrunc = 0;
+	size_t i, ntrunc = 0, nrunning = 0;
 
 	fprintf(f, "run: %zu process%s, %" PRIu64 " event%s over %s",
 	        t->nprocs, t->nprocs == 1 ? "" : "es", vrt_load_events(t),
@@ -52,10 +78,11 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 	fputc('\n', f);
 	for (i = 0; i < t->nprocs; i++) {
 		const struct vrt_process *p = &t->procs[i];
-		fprintf(f, "  pid %-7" PRIu64 " ", p->pid);
+		size_t col = (size_t)fprintf(f, "  pid %-7" PRIu64 " ", p->pid);
 		if (t->nhosts > 1) {
 			vrt_text_put_safe(f, p->host, 24);
 			fputc(' ', f);
+			col += strnlen(p->host ? p->host : "", 24) + 1;
 		}
 		if (p->exit_kind == VRT_EXIT_CODE)
 			snprintf(b, sizeof(b), "exit %d", p->exit_code);
@@ -63,19 +90,16 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 			snprintf(b, sizeof(b), "signal %d", p->exit_code);
 		else
 			snprintf(b, sizeof(b), "exit ?");
-		fprintf(f, "%-10s %8" PRIu64 " event%s  ", b, p->events,
-		        p->events == 1 ? " " : "s");
-		for (j = 0; j < p->argc; j++) {
-			if (j)
-				fputc(' ', f);
-			vrt_text_put_safe(f, p->argv[j], 60);
-		}
-		if (!p->argc)
-			vrt_text_put_safe(f, p->exe, 60);
+		col += (size_t)fprintf(f, "%-10s %8" PRIu64 " event%s  ", b,
+		                       p->events, p->events == 1 ? " " : "s");
+		cmdline_wrapped(f, p, col);
 		if (p->events_dropped)
 			fprintf(f, "  (%" PRIu64 " events dropped)",
 			        p->events_dropped);
-		if (p->truncated) {
+		if (p->running) {
+			fputs("  [still running]", f);
+			nrunning++;
+		} else if (p->truncated) {
 			fputs("  [truncated: ", f);
 			vrt_text_put_safe(f, p->trunc_reason, 160);
 			fputc(']', f);
@@ -83,6 +107,12 @@ static void run_summary(FILE *f, const struct vrt_trace *t)
 		}
 		fputc('\n', f);
 	}
+	if (nrunning)
+		fprintf(f,
+		        "STILL RECORDING: %zu of %zu processes are still "
+		        "running; numbers cover what they had written so far "
+		        "(VRAMTRACE_FLUSH_MS, 100 ms by default, behind).\n",
+		        nrunning, t->nprocs);
 	if (ntrunc)
 		fprintf(f,
 		        "TRUNCATED: %zu of %zu processes did not end cleanly; "
@@ -97,17 +127,33 @@ static void server(FILE *f, const struct vrt_trace *t,
 
 	if (r->have_server_ready)
 		fprintf(f,
-		        "server ready: %s (pid %" PRIu64 ", port %" PRIu64
+		        "server listening: %s (pid %" PRIu64 ", port %" PRIu64
 		        ")\n",
 		        secs(b, sizeof(b), t, r->server_ready_ts),
 		        t->procs[r->server_ready_proc].pid, r->server_port);
 	else
-		fprintf(f, "server ready: never (no listen() recorded)\n");
+		fprintf(f, "server listening: never (no listen() recorded)\n");
+	if (r->have_ready)
+		fprintf(f, "server ready: %s (%s)\n",
+		        secs(b, sizeof(b), t, r->ready_ts),
+		        r->ready_from == VRT_READY_RESPONSE
+		                ? "the first request answered 2xx"
+		                : "the load phases ended, then a client "
+		                  "connected");
+	else if (r->have_server_ready)
+		fprintf(f, "server ready: not seen (no request answered 2xx; "
+		           "probes do not count)\n");
+	int attached = 0;
+	for (size_t i = 0; i < t->nprocs; i++)
+		attached |= t->procs[i].attached;
 	if (r->have_recording_start)
-		fprintf(f, "recording began at %s (standby before: what was "
-		           "live then came from a snapshot)\n",
-		        secs(b, sizeof(b), t, r->recording_start_ts));
-	if (!r->connections && !r->requests) {
+		fprintf(f, "recording began at %s (%s: what was live then "
+		           "came from a snapshot)\n",
+		        secs(b, sizeof(b), t, r->recording_start_ts),
+		        attached ? "vramtrace attach, into a process that ran "
+		                   "without the preload"
+		                 : "standby before");
+	if (!r->connections && !r->requests && !r->probe_requests) {
 		fprintf(f, "requests: none recorded\n");
 		return;
 	}
@@ -121,17 +167,54 @@ static void server(FILE *f, const struct vrt_trace *t,
 	        r->connections, r->connections == 1 ? "" : "s",
 	        r->http_requests, r->http_requests == 1 ? "" : "s", r->requests,
 	        r->requests == 1 ? "" : "s");
-	if (r->other_connections)
-		fprintf(f, "; %" PRIu64 " connection%s not HTTP/1.x (not "
-		           "counted)",
-		        r->other_connections,
-		        r->other_connections == 1 ? "" : "s");
-	if (r->forwarded_requests)
+	if (r->stream_requests)
+		fprintf(f, " (%" PRIu64 " of them HTTP/2 stream%s)",
+		        r->stream_requests, r->stream_requests == 1 ? "" : "s");
+	if (r->inferred_requests)
+		fprintf(f, "; %" PRIu64 " inferred from turn-taking (a "
+		           "protocol that cannot be read: counts are "
+		           "estimates)",
+		        r->inferred_requests);
+	if (r->probe_requests)
+		fprintf(f, "; %" PRIu64 " probe%s (health, readiness, "
+		           "metrics: counted apart)",
+		        r->probe_requests, r->probe_requests == 1 ? "" : "s");
+	if (r->uncounted_connections)
+		fprintf(f, "; %" PRIu64 " connection%s whose requests could "
+		           "not be counted",
+		        r->uncounted_connections,
+		        r->uncounted_connections == 1 ? "" : "s");
+	if (r->forwarded_requests && r->forwarded_from_pid)
+		fprintf(f, "; %" PRIu64 " forwarded from PID %" PRIu64
+		           " to PID %" PRIu64 " (a hop inside the run: "
+		           "not counted again)",
+		        r->forwarded_requests, r->forwarded_from_pid,
+		        r->forwarded_proc_pid);
+	else if (r->forwarded_requests)
 		fprintf(f, "; %" PRIu64 " forwarded to PID %" PRIu64
 		           " (a back end behind the server: not counted "
 		           "again)",
 		        r->forwarded_requests, r->forwarded_proc_pid);
 	fputc('\n', f);
+	if (r->npaths) {
+		size_t i, shown = 0;
+		fputs("request paths:", f);
+		for (i = 0; i < r->npaths && shown < 6; i++) {
+			const struct vrt_replay_path *p = &r->paths[i];
+			const char *text = p->text ? vrt_load_str(t, p->text)
+			                           : NULL;
+			if (!text)
+				continue;
+			fputs(shown ? ", " : " ", f);
+			vrt_text_put_safe(f, text, 64);
+			fprintf(f, " x%" PRIu64 "%s", p->requests,
+			        p->probe ? " (probe)" : "");
+			shown++;
+		}
+		if (!shown)
+			fputs(" (not read)", f);
+		fputc('\n', f);
+	}
 	if (r->serving)
 		fprintf(f, "serving from: %s (the first request)\n",
 		        secs(b, sizeof(b), t, r->serving_ts));
@@ -255,10 +338,15 @@ static void device(FILE *f, const struct vrt_trace *t,
 		}
 		fprintf(f, "; live at end %s\n",
 		        vrt_text_bytes(b1, sizeof(b1), d->tracked_bytes, 2));
-		if (d->peak_at_snapshot)
+		if (d->peak_at_snapshot && r->have_recording_start)
 			fprintf(f, "  (the peak is what recording found at its "
 			           "start: at least that much before recording "
 			           "began)\n");
+		else if (d->peak_at_snapshot)
+			fprintf(f, "  (the peak is what a snapshot found at %s, "
+			           "when recording went on after a stop: at least "
+			           "that much while it was stopped)\n",
+			        secs(b1, sizeof(b1), t, d->peak_ts));
 	}
 	if (d->have_baseline)
 		fprintf(f, "  used before this run: %s (first probe at %s)\n",
@@ -295,7 +383,8 @@ static void host(FILE *f, const struct vrt_trace *t, const struct vrt_replay *r)
 }
 
 /* Frames shown per site: python frames first (they name the engine's
- * step), then native ones, each innermost first. */
+ * step), then native ones, each innermost first; plumbing (callpath.h)
+ * only when nothing else has a name. */
 #define SITE_FRAMES 4
 
 static void frame_line(FILE *f, const struct vrt_trace *t,
@@ -333,11 +422,13 @@ static void site_frames(FILE *f, const struct vrt_trace *t, uint32_t stack)
 		fputs("      (no stack recorded)\n", f);
 		return;
 	}
-	for (pass = 0; pass < 2; pass++) {
+	for (pass = 0; pass < 3; pass++) {
 		for (i = 0; i < n && shown < SITE_FRAMES; i++) {
 			const struct vrt_frame *x = &t->frames[fr[i]];
 			int py = x->kind == VRT_FRAME_PYTHON;
-			if (py != (pass == 0))
+			if (pass == 2 ? shown || py
+			              : py != (pass == 0) ||
+			                        vrt_callpath_plumbing(t, x))
 				continue;
 			frame_line(f, t, x);
 			shown++;
@@ -346,6 +437,86 @@ static void site_frames(FILE *f, const struct vrt_trace *t, uint32_t stack)
 	if (n > shown)
 		fprintf(f, "      ... %zu more frame%s\n", n - shown,
 		        n - shown == 1 ? "" : "s");
+}
+
+/* A program that is no server ran out of memory (diagnose.h): what
+ * failed, where it was called from and what the device held, first. */
+static void program_lead(FILE *f, const struct vrt_trace *t,
+                         const struct vrt_replay *r,
+                         const struct vrt_diagnosis *dg)
+{
+	const struct vrt_replay_failure *x = &r->fails[dg->failure];
+	const struct vrt_process *p = &t->procs[x->proc];
+	const struct vrt_device *dv =
+	        x->device >= 0 && (size_t)x->device < t->ndevices
+	                ? &t->devices[x->device]
+	                : NULL;
+	uint32_t fr[256];
+	size_t n = vrt_load_stack_frames(t, dg->failing_stack, fr, 256), i;
+	size_t shown = 0, left = 0;
+	uint64_t live = 0;
+	char b1[32], b2[32], b3[32], eb[64];
+	unsigned k;
+
+	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
+		live += x->live_by_phase[k];
+	fprintf(f, "OUT OF MEMORY in pid %" PRIu64 " (", p->pid);
+	for (i = 0; i < p->argc && i < 4; i++) {
+		if (i)
+			fputc(' ', f);
+		vrt_text_put_safe(f, i ? p->argv[i]
+		                       : vrt_pathname_base_or_empty(p->argv[i]),
+		                  40);
+	}
+	fprintf(f, "%s), a program that is not a server\n",
+	        p->argc > 4 ? " ..." : "");
+	fputs("  ", f);
+	vrt_text_put_safe(f, dg->failing_site[0] ? dg->failing_site
+	                                         : "a call without a named "
+	                                           "frame",
+	                  SIZE_MAX);
+	fprintf(f, " asked for %s on device %d (%s) at %s: %s\n",
+	        vrt_text_bytes(b1, sizeof(b1), x->requested_bytes, 2),
+	        (int)x->device, vrt_names_api(x->api, "an allocation"),
+	        secs(b2, sizeof(b2), t, x->ts),
+	        vrt_names_error(x->api, x->error, eb, sizeof(eb)));
+	fprintf(f, "  device %d", (int)x->device);
+	if (dv) {
+		fputs(" (", f);
+		vrt_text_put_safe(f, dv->name ? dv->name : "unnamed", 40);
+		if (dv->have_total)
+			fprintf(f, ", %s",
+			        vrt_text_bytes(b1, sizeof(b1), dv->total_bytes,
+			                       2));
+		fputc(')', f);
+	}
+	fprintf(f, " then: %s held by this run",
+	        vrt_text_bytes(b1, sizeof(b1), live, 2));
+	if (x->have_info)
+		fprintf(f, ", %s free of %s (the driver's count)",
+		        vrt_text_bytes(b2, sizeof(b2), x->free_bytes, 2),
+		        vrt_text_bytes(b3, sizeof(b3), x->total_bytes, 2));
+	fputc('\n', f);
+	if (!n) {
+		fputs("  (no stack recorded)\n\n", f);
+		return;
+	}
+	vrt_callpath_order(t, fr, n);
+	fputs("  its stack, innermost first:\n", f);
+	for (i = 0; i < n; i++) {
+		const struct vrt_frame *y = &t->frames[fr[i]];
+		if (vrt_callpath_plumbing(t, y) || shown == 8) {
+			left++;
+			continue;
+		}
+		frame_line(f, t, y);
+		shown++;
+	}
+	if (left)
+		fprintf(f, "      (%zu frame%s of the interpreter, the runtime "
+		           "and libraries left out; --format json has them)\n",
+		        left, left == 1 ? "" : "s");
+	fputc('\n', f);
 }
 
 /* heaptrack_print's "peak memory consumers", per device and phase. */
@@ -471,6 +642,7 @@ static void failures(FILE *f, const struct vrt_trace *t,
                      const struct vrt_replay *r)
 {
 	size_t i;
+	int apiw = 0;
 
 	if (!r->nfails) {
 		fprintf(f, "\nno failed calls\n");
@@ -478,6 +650,14 @@ static void failures(FILE *f, const struct vrt_trace *t,
 	}
 	fprintf(f, "\nfailed calls: %zu (%" PRIu64 " out of memory)\n",
 	        r->nfails, r->ooms);
+	/* the call's column as wide as its longest name; what the failure
+	 * meant goes on a line of its own, so rows stay narrow */
+	for (i = 0; i < r->nfails; i++) {
+		size_t n = strlen(vrt_names_api(r->fails[i].api,
+		                                "(unknown api)"));
+		if ((int)n > apiw)
+			apiw = (int)n;
+	}
 	for (i = 0; i < r->nfails; i++) {
 		const struct vrt_replay_failure *x = &r->fails[i];
 		const char *api = vrt_names_api(x->api, "(unknown api)");
@@ -496,9 +676,9 @@ static void failures(FILE *f, const struct vrt_trace *t,
 			snprintf(b2, sizeof(b2), "ptr 0x%" PRIx64, x->addr);
 		else
 			snprintf(b2, sizeof(b2), "-");
-		fprintf(f, "  %s  pid %" PRIu64 "  %-6s %-26s %s",
+		fprintf(f, "  %s  pid %" PRIu64 "  %-6s %-*s %s",
 		        secs(b1, sizeof(b1), t, x->ts), t->procs[x->proc].pid,
-		        dev, api, b2);
+		        dev, apiw, api, b2);
 		fprintf(f, "  %s",
 		        vrt_names_error(x->api, x->error, b3, sizeof(b3)));
 		if (x->have_info)
@@ -509,7 +689,7 @@ static void failures(FILE *f, const struct vrt_trace *t,
 			                       2));
 		if (x->oom) {
 			char pb[32];
-			fprintf(f, "  [%s stage, phase ",
+			fprintf(f, "\n      [%s stage, phase ",
 			        x->after_ready ? "request" : "load");
 			vrt_text_put_safe(f,
 			                  vrt_load_phase_name(t, x->phase, pb,
@@ -539,6 +719,10 @@ void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
 {
 	size_t i;
 
+	int server_run = !dg || !dg->not_server;
+
+	if (!server_run && dg->failure < r->nfails)
+		program_lead(f, t, r, dg);
 	if (dg)
 		vrt_report_diagnosis_text(f, t, dg);
 	if (lc && lc->log_only) {
@@ -548,8 +732,12 @@ void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
 	}
 
 	run_summary(f, t);
-	server(f, t, r);
-	vrt_report_enginelog_text(f, t, lc);
+	/* A program that is no server has no readiness, requests or
+	 * engine's log to show. */
+	if (server_run) {
+		server(f, t, r);
+		vrt_report_enginelog_text(f, t, lc);
+	}
 	for (i = 0; i < t->ndevices && i < r->ndevices; i++)
 		device(f, t, r, i);
 	host(f, t, r);

@@ -117,7 +117,14 @@ void vrt_run_warn(const struct vrt_trace *t)
 		                : " (the process died before its first "
 		                  "flush)");
 	for (i = 0; i < t->nprocs; i++)
-		if (t->procs[i].truncated)
+		if (t->procs[i].running)
+			fprintf(stderr,
+			        "vramtrace: warning: %s: still being written "
+			        "(pid %llu is running): the analysis covers what it "
+			        "has written so far\n",
+			        t->procs[i].path,
+			        (unsigned long long)t->procs[i].pid);
+		else if (t->procs[i].truncated)
 			fprintf(stderr,
 			        "vramtrace: warning: %s: truncated at byte "
 			        "%lld: %s\n",
@@ -223,8 +230,23 @@ static FILE *open_tmp(const char *output, char **tmp)
 	}
 	fd = mkostemp(*tmp, O_CLOEXEC);
 	if (fd < 0) {
-		fprintf(stderr, "vramtrace: error: %s: cannot create: %s\n",
-		        *tmp, strerror(errno));
+		/* Name what the user gave (and its directory when that is
+		 * what is missing), not the temporary file. */
+		int e = errno;
+		char *slash = strrchr(output, '/');
+		if (e == ENOENT || e == ENOTDIR)
+			fprintf(stderr,
+			        "vramtrace: error: %s: cannot create: %.*s %s\n",
+			        output,
+			        slash ? (int)(slash - output + (slash == output))
+			              : 1,
+			        slash ? output : ".",
+			        e == ENOENT ? "does not exist"
+			                    : "is not a directory");
+		else
+			fprintf(stderr,
+			        "vramtrace: error: %s: cannot create: %s\n",
+			        output, strerror(e));
 		free(*tmp);
 		*tmp = NULL;
 		return NULL;

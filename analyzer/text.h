@@ -51,4 +51,18 @@ void vrt_text_put_safe(FILE *f, const char *s, size_t max);
  * "..." mark. */
 void vrt_text_copy_safe(char *buf, size_t n, const char *s);
 
+/* The width text reports keep their prose to (a terminal's 100 columns
+ * with room to spare is the common size); tables may be wider. */
+#define VRT_TEXT_WIDTH 100
+
+/*
+ * Writes s (NULL: nothing) as vrt_text_put_safe does, folding it at
+ * spaces so no line passes width columns: the first line continues from
+ * column col (what the caller wrote before it on that line), the others
+ * start with indent spaces. A word longer than a line is cut where the
+ * line ends. Ends without a newline.
+ */
+void vrt_text_put_wrapped(FILE *f, const char *s, size_t col, size_t indent,
+                          size_t width);
+
 #endif /* VRT_TEXT_H */

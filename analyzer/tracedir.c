@@ -113,6 +113,35 @@ uint64_t vrt_tracedir_count(char *const *paths, size_t npaths)
 	return n;
 }
 
+uint64_t vrt_tracedir_bytes(char *const *paths, size_t npaths)
+{
+	uint64_t n = 0;
+	struct stat st;
+	char p[4200];
+	size_t i;
+
+	for (i = 0; i < npaths; i++) {
+		DIR *d;
+		struct dirent *de;
+		if (stat(paths[i], &st))
+			continue;
+		if (S_ISREG(st.st_mode)) {
+			n += (uint64_t)st.st_size;
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode) || !(d = opendir(paths[i])))
+			continue;
+		while ((de = readdir(d)))
+			if (has_suffix(de->d_name, VRT_TRACE_SUFFIX) &&
+			    (size_t)snprintf(p, sizeof(p), "%s/%s", paths[i],
+			                     de->d_name) < sizeof(p) &&
+			    !stat(p, &st) && S_ISREG(st.st_mode))
+				n += (uint64_t)st.st_size;
+		closedir(d);
+	}
+	return n;
+}
+
 int vrt_tracedir_irregular(const char *path, char *why, size_t whysz)
 {
 	struct stat st;
@@ -163,4 +192,25 @@ void vrt_tracedir_read_exit(struct vrt_process *pr)
 		pr->exit_code = code;
 	}
 	free(line);
+}
+
+void vrt_tracedir_read_running(struct vrt_process *pr)
+{
+	char host[256] = "", path[64], line[4096];
+	FILE *f;
+
+	pr->running = 0;
+	if (pr->exit_kind != VRT_EXIT_NONE || !pr->host || !pr->pid ||
+	    pr->pid > (uint64_t)INT32_MAX ||
+	    gethostname(host, sizeof(host) - 1) || strcmp(host, pr->host))
+		return;
+	/* The pid alone could be another process by now: it must still
+	 * have the preload mapped. */
+	snprintf(path, sizeof(path), "/proc/%" PRIu64 "/maps", pr->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (!pr->running && fgets(line, sizeof(line), f))
+		pr->running = strstr(line, "/libvramtrace") != NULL;
+	fclose(f);
 }

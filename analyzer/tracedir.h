@@ -49,4 +49,13 @@ int vrt_tracedir_skip(struct vrt_trace *t, const char *path, const char *why);
  * file, not a line of ours) leaves them unknown. */
 void vrt_tracedir_read_exit(struct vrt_process *pr);
 
+/* The bytes of the traces the paths name: a regular file's size, a
+ * directory's *.vtrace files' sizes (what a load will read; progress). */
+uint64_t vrt_tracedir_bytes(char *const *paths, size_t npaths);
+
+/* Without an exit status: sets pr->running when pr->host is this host and
+ * pr->pid is a live process with libvramtrace.so mapped (the process is
+ * still recording). Call after the header (host and pid) is read. */
+void vrt_tracedir_read_running(struct vrt_process *pr);
+
 #endif /* VRT_TRACEDIR_H */

@@ -79,6 +79,9 @@
  *                         leave them to the names on the stack (none, the
  *                         default)
  *   --load-ms MS          loading the weights takes about MS
+ *   --protocol P          http1 (the default), grpc, raw (a protocol of its
+ *                         own over TCP, as llama.cpp's RPC server has) or
+ *                         tls (HTTPS terminated inside the server)
  *   --runtime cuda|hip
  *   --log-format F        llama-server's own log lines (the default,
  *                         llamacpp: buffers, context, slots, readiness,
@@ -425,7 +428,8 @@ static int usage(void)
 	        "                 [--port P] [--ladder N,N,...] [--hold-ms MS]\n"
 	        "                 [--linger-ms MS] [--idle-connections N] "
 	        "[--warmup]\n"
-	        "                 [--listen-before-load | --load-on-request] "
+	        "                 [--protocol http1|grpc|raw|tls] "
+	        "[--listen-before-load | --load-on-request] "
 	        "[--no-client]\n"
 	        "                 "
 	        "[--load-ms MS]\n"
@@ -501,6 +505,9 @@ static int parse(int argc, char **argv)
 			if (strcmp(v, "cuda") && strcmp(v, "hip"))
 				return usage();
 			o.hip = !strcmp(v, "hip");
+		} else if (!strcmp(a, "--protocol")) {
+			if (sim_http_protocol(v))
+				return usage();
 		} else {
 			int n = atoi(v);
 			if (!strcmp(a, "-ngl"))

@@ -10,7 +10,8 @@
  *                 probes its free memory (cuMemGetInfo_v2, hipMemGetInfo);
  *   2. weights    --num-layers tensors, together --model-size-gib / N
  *                 (--no-shard: a sharding bug, rank 0 loads the whole
- *                 model and the other ranks nothing);
+ *                 model and the other ranks nothing; --misplace-ranks:
+ *                 every rank takes device 0, its slice loaded there);
  *   3. profile    empty_cache(), then a dummy forward pass of
  *                 --max-num-batched-tokens tokens (--act-kib-per-token
  *                 each), freed again: with a caching allocator the memory
@@ -66,6 +67,15 @@
  * refuses to start otherwise (exit 1, vLLM's ValueError with its
  * estimated maximum model length).
  *
+ * --protocol http1|grpc|raw|tls serves in that protocol (sim_http.h): grpc
+ * as Triton's and TensorRT-LLM's gRPC endpoints (the client's concurrent
+ * requests are streams of one connection). --uds PATH serves on a unix
+ * socket instead of 127.0.0.1, with no client of its own (a front sends
+ * the requests, as TGI's router does to its shards over gRPC); with
+ * --warmup-rpc the first call it gets is the front's warm-up (TGI's
+ * Warmup RPC: a prefill of --max-num-batched-tokens tokens, at start-up,
+ * before the front serves), then it takes --request-steps' requests.
+ *
  * --runtime cuda (the default) reaches the CUDA driver as libcudart does;
  * --runtime hip the HIP runtime as PyTorch on ROCm does (sim_gpu.c). The
  * allocation shapes are the same on both. The engine work runs on one
@@ -110,10 +120,11 @@ enum role { SINGLE, API_SERVER, ENGINE_CORE, WORKER };
 static struct {
 	double model_gib, util, swap_gib, act_kib, kv_kib, graph_mib;
 	int layers, tp, max_model_len, max_num_seqs, batched_tokens;
-	int concurrent, no_shard, load_ms, hip, mp, annotate;
+	int concurrent, no_shard, misplace, load_ms, hip, mp, annotate;
 	int lens[MAX_LENS], nlens;             /* --prompt-len, cycled */
 	int steps[SIM_HTTP_MAX_STEPS], nsteps; /* --request-steps */
-	int allocator, idle, vocab, killed_after;
+	int allocator, idle, vocab, killed_after, warmup_rpc;
+	const char *uds;
 	enum role role;
 	int rank; /* a worker's */
 } o = {
@@ -189,7 +200,10 @@ static void sleep_ms(int ms)
 
 static void use_rank(int r)
 {
-	if (sim_gpu_use(r)) {
+	/* --misplace-ranks: every rank takes device 0, as workers that were
+	 * each given CUDA_VISIBLE_DEVICES=0 (or that ignore their local rank)
+	 * do. */
+	if (sim_gpu_use(o.misplace ? 0 : r)) {
 		fprintf(stderr, "serve_sim: cannot select device %d\n", r);
 		exit(4);
 	}
@@ -246,23 +260,30 @@ static void load_weights(int r)
 	sim_log_weights(r, ranks[r].weights, ranks[r].free_at_init);
 }
 
-static void profile_run(int r)
+/* A dummy forward pass of --max-num-batched-tokens tokens on rank r,
+ * freed again, after emptying the cache so it measures its own peak (what
+ * it frees stays cached): vLLM's profile run (what), TGI's warm-up
+ * prefill. */
+static void dummy_batch(int r, const char *what)
 {
 	size_t act =
 	        (size_t)((double)o.batched_tokens * o.act_kib * KIB / o.tp);
 	uint64_t p;
 
 	use_rank(r);
-	/* vLLM empties the cache first so the profile measures its own peak;
-	 * what the run frees afterwards stays cached. */
 	sim_alloc_empty_cache(ranks[r].al);
 	sim_alloc_phase_push("profile");
 	if (act) {
-		tensor(r, act, &p, "profile_run");
+		tensor(r, act, &p, what);
 		sim_alloc_free(ranks[r].al, p);
 	}
 	ranks[r].profile_peak = act;
 	sim_alloc_phase_pop();
+}
+
+static void profile_run(int r)
+{
+	dummy_batch(r, "profile_run");
 }
 
 /* The KV reserve of rank r; returns its bytes. Before allocating it the
@@ -383,6 +404,13 @@ static void execute_model(int r, int n)
 	sim_alloc_phase_pop();
 }
 
+/* TGI's Warmup RPC: a prefill batch of --max-num-batched-tokens tokens,
+ * freed again (the server's warm-up, before it serves). */
+static void warmup_prefill(int r)
+{
+	dummy_batch(r, "warmup");
+}
+
 static void finish(int r)
 {
 	use_rank(r);
@@ -413,6 +441,8 @@ static uint64_t do_op(int r, const char *op, int n)
 		execute_model(r, n);
 	else if (!strcmp(op, "FINISH"))
 		finish(r);
+	else if (!strcmp(op, "PREFILL_WARMUP"))
+		warmup_prefill(r);
 	return 0;
 }
 
@@ -493,6 +523,8 @@ static void spawn_workers(void)
 }
 
 /* Start-up in vLLM V1's order, each step on every rank before the next. */
+static void core_reserve(void);
+
 static void core_start(void)
 {
 	if (o.role == SINGLE)
@@ -502,7 +534,16 @@ static void core_start(void)
 		spawn_workers();
 	core_op("INIT", 0);
 	core_op("LOAD", 0);
-	core_op("PROFILE", 0);
+	if (!o.warmup_rpc)
+		core_reserve();
+}
+
+/* Profile, KV reserve, graphs, swap: at start-up, or (--warmup-rpc) when
+ * the front's warm-up call comes, as TGI sizes its KV blocks after the
+ * warm-up prefill. */
+static void core_reserve(void)
+{
+	core_op(o.warmup_rpc ? "PREFILL_WARMUP" : "PROFILE", 0);
 	/* the engine core sizes the cache by its smallest rank */
 	sim_log_kv_total(core_op("KV", 0));
 	core_op("WARMUP", 0);
@@ -577,16 +618,18 @@ dead:
 
 static int serve(void)
 {
-	struct sim_http *http = sim_http_listen(0, 0);
+	struct sim_http *http =
+	        o.uds ? sim_http_listen_unix(o.uds, SIM_GRPC, 0)
+	              : sim_http_listen(0, 0);
 	struct sim_load load = {.wait_ready = 1,
 	                        .path = "/v1/completions",
 	                        .idle = o.idle};
 	struct sim_http_req reqs[MAX_REQS];
-	int served = 0, failed;
+	int served = 0, failed = 0;
 
 	if (!http)
 		return 1;
-	load.port = sim_http_port(http);
+	load.port = o.uds ? 0 : sim_http_port(http);
 	if (o.nsteps) {
 		memcpy(load.steps, o.steps, sizeof(o.steps));
 		load.nsteps = o.nsteps;
@@ -595,11 +638,21 @@ static int serve(void)
 		if (o.concurrent > 1)
 			load.steps[load.nsteps++] = o.concurrent;
 	}
-	printf("serve_sim: listening on 127.0.0.1:%d\n", load.port);
+	if (o.uds)
+		printf("serve_sim: listening on unix:%s\n", o.uds);
+	else
+		printf("serve_sim: listening on 127.0.0.1:%d\n", load.port);
 	fflush(stdout);
 	sim_log_ready(load.port);
-	if (sim_load_start(&load))
+	if (!o.uds && sim_load_start(&load))
 		return 1;
+	if (o.warmup_rpc) {
+		struct sim_http_req w;
+		if (sim_http_next(http, &w))
+			return 1;
+		core_reserve();
+		sim_http_reply(http, &w);
+	}
 	for (int s = 0; s < load.nsteps; s++) {
 		int n = load.steps[s];
 		struct batch_ctx c = {http, reqs, 0};
@@ -612,8 +665,11 @@ static int serve(void)
 			core_step(n, reply_batch, &c);
 		served += n;
 	}
-	failed = sim_load_join(&load);
+	if (!o.uds)
+		failed = sim_load_join(&load);
 	sim_http_stop(http);
+	if (o.uds)
+		unlink(o.uds);
 	if (failed) {
 		fprintf(stderr, "serve_sim: %d requests got no complete answer\n",
 		        failed);
@@ -706,14 +762,15 @@ static int usage(const char *msg)
 	        "usage: serve_sim [serve MODEL] [--model-size-gib G] "
 	        "[--num-layers N]\n"
 	        "         [--tensor-parallel-size N] [--no-shard] "
-	        "[--gpu-memory-utilization F]\n"
+	        "[--misplace-ranks] [--gpu-memory-utilization F]\n"
 	        "         [--max-model-len T] [--max-num-seqs N] "
 	        "[--max-num-batched-tokens T]\n"
 	        "         [--act-kib-per-token K] [--kv-kib-per-token K] "
 	        "[--swap-space G]\n"
 	        "         [--prompt-len T[,T...]] [--concurrent-requests N] "
 	        "[--request-steps N[,N...]]\n"
-	        "         [--idle-connections N]\n"
+	        "         [--idle-connections N] [--protocol "
+	        "http1|grpc|raw|tls] [--uds PATH] [--warmup-rpc]\n"
 	        "         [--cuda-graph-mib M] [--vocab-size V] [--load-ms MS] "
 	        "[--killed-after-layers N]\n"
 	        "         [--allocator plain|caching|expandable|async|pool-vmm|"
@@ -773,6 +830,12 @@ static int word_option(const char *a, const char *v, int *i)
 			return usage("only --distributed-executor-backend mp"),
 			       -1;
 		o.mp = 1;
+	} else if (!strcmp(a, "--protocol")) {
+		if (sim_http_protocol(v))
+			return usage("--protocol is http1, grpc, raw or tls"),
+			       -1;
+	} else if (!strcmp(a, "--uds")) {
+		o.uds = v;
 	} else if (!strcmp(a, "--sim-worker")) {
 		o.role = WORKER; /* set by the engine core when it spawns */
 		o.rank = atoi(v);
@@ -805,6 +868,14 @@ static int parse(int argc, char **argv)
 		}
 		if (!strcmp(a, "--no-shard")) {
 			o.no_shard = 1;
+			continue;
+		}
+		if (!strcmp(a, "--warmup-rpc")) {
+			o.warmup_rpc = 1;
+			continue;
+		}
+		if (!strcmp(a, "--misplace-ranks")) {
+			o.misplace = 1;
 			continue;
 		}
 		if (!strcmp(a, "--sim-engine-core")) {

@@ -1,5 +1,18 @@
 /*
- * sim_http.h — HTTP/1.1 on 127.0.0.1 for the example servers, both ends:
+ * sim_http.h — requests over 127.0.0.1 (or a unix socket) for the example
+ * servers, both ends, in the protocols inference servers speak:
+ *
+ *   http1  HTTP/1.1 (the default; what follows describes it)
+ *   grpc   gRPC over HTTP/2 with prior knowledge (h2c), as Triton's and
+ *          TensorRT-LLM's gRPC endpoints and TGI's shards serve it: the
+ *          load client puts each step's requests on ONE connection as
+ *          streams; health checks are grpc.health.v1.Health/Check
+ *   raw    a protocol of its own: length-prefixed messages (4 bytes, big
+ *          endian), a request "G", "W" (warm-up) or "H" (health), the
+ *          answer token messages then "E" (or "OK" / "LOADING")
+ *   tls    HTTP/1.1 over TLS terminated inside the server (OpenSSL, a
+ *          self-signed key made at start-up)
+ *
  *
  * Server: sim_http_listen binds and listens (the moment a profiler calls
  * the server ready), then one thread of its own accepts connections and
@@ -35,14 +48,25 @@ struct sim_http;
 struct sim_http_req {
 	int slot;      /* the connection */
 	unsigned gen;  /* that connection's generation (slots are reused) */
-	int stream;    /* "stream": true in the body */
+	int stream;    /* "stream": true in the body (grpc: the stream id) */
 	int id;        /* arrival order, from 0 */
+	int warmup;    /* a warm-up call (TGI's Warmup RPC), not a request */
 };
+
+enum sim_proto { SIM_HTTP1 = 0, SIM_GRPC = 1, SIM_RAW = 2, SIM_TLS = 3 };
+
+/* The protocol of this process's servers and load client from now on
+ * (by name: http1, grpc, raw, tls). 0, or -1 for an unknown name (tls
+ * without OpenSSL in the build). */
+int sim_http_protocol(const char *name);
 
 /* Listens on 127.0.0.1:port (0: any free port) and starts the server
  * thread; loading: answer 503 until sim_http_set_loading(h, 0). NULL on
  * error (printed). */
 struct sim_http *sim_http_listen(int port, int loading);
+/* The same on a unix socket at path (made anew), in protocol proto. */
+struct sim_http *sim_http_listen_unix(const char *path, int proto,
+                                      int loading);
 int sim_http_port(const struct sim_http *h);
 void sim_http_set_loading(struct sim_http *h, int loading);
 /* Waits for the next request for the engine. 0, or -1 once stopped. */
@@ -62,6 +86,15 @@ void sim_http_stop(struct sim_http *h);
  * The answer's status, or -1 (no server, or it died mid-answer). */
 int sim_http_health(int port);
 int sim_http_post(int port, const char *path, int stream);
+/* One call of protocol proto on a connection of its own to a unix socket
+ * (path) or 127.0.0.1:port (path NULL): what is "generate", "warmup" or
+ * "health". 200 when answered (grpc: grpc-status 0), 503 while the server
+ * loads, -1 when the connection failed or died. */
+int sim_call(const char *unix_path, int port, int proto, const char *what);
+/* n gRPC calls of what at once, as streams of one connection (a front
+ * forwarding a batch, as TGI's router does to its shard); how many
+ * answered OK. */
+int sim_grpc_batch(const char *unix_path, int port, const char *what, int n);
 
 struct sim_load {
 	int port;

@@ -64,6 +64,8 @@ enum vrt_option_id {
 	                         * loopback (metrics.c) */
 	VRT_OPT_ENGINE,         /* VRAMTRACE_ENGINE: the metrics' engine
 	                         * label, else read off the command line */
+	VRT_OPT_ROOT,           /* VRAMTRACE_ROOT: the pid of the command
+	                         * `vramtrace record` started (set by it) */
 	VRT_OPT_COUNT
 };
 
@@ -71,6 +73,11 @@ enum vrt_option_id {
  * sees none). A bad value keeps the default and prints one warning on
  * stderr. Call once, from the constructor. Not thread-safe. */
 void vrt_options_init(void);
+/* The same from another source: get(name, arg) gives a variable's value
+ * or NULL (the agent of `vramtrace attach`: the settings the command
+ * passed, which live as long as the table). */
+void vrt_options_init_from(const char *(*get)(const char *name, void *arg),
+                           void *arg);
 long vrt_options_int(enum vrt_option_id id);
 /* The string value, or NULL when unset. */
 const char *vrt_options_str(enum vrt_option_id id);
@@ -239,6 +246,9 @@ struct vrt_ev {
 	uint8_t have_info;
 	uint8_t op;   /* NET, PROC, REQUEST */
 	uint8_t kind; /* NET LISTEN/ACCEPT: enum vrt_net_kind (0: none) */
+	uint8_t nflags;   /* NET: VRT_NET_F_* */
+	uint16_t text_len; /* text's length when it is not NUL-terminated */
+	uint32_t stream;  /* NET: HTTP/2 stream */
 	uint8_t past; /* written as a PAST record of rec, at time `at`
 	               * (NET, PROC, MEMINFO, SAMPLE) */
 	uint64_t at;
@@ -251,7 +261,9 @@ struct vrt_ev {
 	                                           * for a NET CLOSE 1 when a
 	                                           * request was in flight */
 	uint64_t free_bytes, total_bytes;
-	const char *text;    /* MARK label, PROC path; cut to VRT_EV_TEXT_MAX */
+	uint64_t val;        /* NET: the record's val field */
+	const char *text;    /* MARK label, PROC path, NET request path; cut
+	                      * to VRT_EV_TEXT_MAX */
 	const uint8_t *blob; /* SAMPLE: the encoded payload after dts */
 	uint32_t blob_len;   /* at most VRT_EV_BLOB_MAX (longer: dropped) */
 };
@@ -311,6 +323,30 @@ void vrt_tbuf_set_fold(int on);
  * Writer thread only. */
 void vrt_tbuf_collect(struct vrt_chunk **out);
 
+/* A hooked GPU call in progress on this thread, from before the runtime's
+ * call until its event is recorded: a thread whose allocation failed waits
+ * (vrt_tbuf_wait_calls) for the calls other threads have in progress, so
+ * an allocation the driver had counted when it answered the failure's
+ * free-memory probe is stamped before the failure, never after it (the
+ * replay would otherwise take it for another process's memory). Points
+ * into the thread's tbuf; NULL until it has one. Hot path: one TLS load
+ * and one store. */
+extern VRT_TLS _Atomic uint32_t *vrt_tbuf_calling VRT_HIDDEN;
+void vrt_tbuf_call_first(void); /* a thread's first call: its tbuf */
+static inline void vrt_tbuf_call(uint32_t on)
+{
+	_Atomic uint32_t *p = vrt_tbuf_calling;
+	if (VRT_LIKELY(p))
+		atomic_store_explicit(p, on,
+		                      on ? memory_order_relaxed
+		                         : memory_order_release);
+	else if (on)
+		vrt_tbuf_call_first();
+}
+/* Waits until no other thread is inside a hooked call it was in when this
+ * was called, at most max_ns. From the failing call's hook. */
+void vrt_tbuf_wait_calls(uint64_t max_ns);
+
 /* Returns chunks to the pool. Writer thread only. */
 void vrt_tbuf_release(struct vrt_chunk *list);
 
@@ -368,11 +404,27 @@ void vrt_stack_init(int mode, int max_depth);
  * only when this call site is not in the thread's cache. */
 uint32_t vrt_stack_capture(void);
 
+/* Whether the calling thread is inside a library's own plumbing: a
+ * native frame in NCCL, ZMQ, libtorch (torch.distributed's stores, gloo),
+ * MPI, UCX or Ray's core, or a Python frame of torch.distributed, zmq,
+ * ray or multiprocessing's connections. For listen(), which is rare: it
+ * unwinds and asks the loader for each frame's module (dladdr) whatever
+ * the stacks setting, and takes no lock of ours. */
+int vrt_stack_plumbing(void);
+
 /* Writer thread: writes STRING/FRAME/STACK/PHASE records for every frame
  * and stack made since the last call, through emit. */
 typedef void (*vrt_stack_emit_fn)(unsigned type, const uint8_t *payload,
                                   size_t len);
 void vrt_stack_emit(vrt_stack_emit_fn emit);
+
+/* A stack of Python frames named by file, function and line, outermost
+ * first (n at most 128): its id, made as a captured one is, so the rules
+ * classify it. For frames another allocator recorded (the agent's
+ * snapshot of PyTorch's segments), never the hot path. 0 when nothing
+ * could be made. */
+uint32_t vrt_stack_python(const char *const *file, const char *const *func,
+                          const int *line, int n);
 
 /* The phase id the writer's rules gave a stack, or 0 (unattributed, or
  * not classified yet). Any thread. */
@@ -382,6 +434,10 @@ unsigned vrt_stack_phase(uint32_t stack);
  * before the writer starts. */
 struct vrt_rules;
 void vrt_stack_set_rules(struct vrt_rules *rules);
+
+/* A new trace file starts: every string, frame and stack is written into
+ * it again (ids stay). Writer thread not running (vrt_writer_start). */
+void vrt_stack_new_file(void);
 
 void vrt_stack_before_fork(void);
 void vrt_stack_after_fork_parent(void);
@@ -410,6 +466,22 @@ void vrt_sampler_before_fork(void);
 void vrt_sampler_after_fork_parent(void);
 void vrt_sampler_after_fork_child(void);
 
+/* The bytes NVML says this process holds on the device with this uuid (16
+ * raw bytes, the driver's): 1 and *bytes, or 0 when NVML cannot say (no
+ * NVML, the device or this process not listed: another PID namespace).
+ * Takes the sampler's NVML lock; any thread but a hook's. */
+int vrt_sampler_own_bytes(const unsigned char uuid[16], uint64_t *bytes);
+
+/* ---- pyrun.c (the agent only) ----------------------------------------- */
+
+/* Runs code (Python statements that leave a str in `result`) in the
+ * process's interpreter, on a thread of ours holding the GIL, waiting at
+ * most timeout_ms: 1 and the text (cut to len - 1 bytes) in out; 0 no
+ * interpreter (or it is finalizing); -1 it failed; -2 it did not finish in
+ * time (its answer is dropped when it does). One call at a time; not from
+ * a hook. */
+int vrt_pyrun(const char *code, char *out, size_t len, int timeout_ms);
+
 /* ---- symbols.c -------------------------------------------------------- */
 
 /* Name of the function containing ip in the module loaded from path at
@@ -424,11 +496,17 @@ const char *vrt_symbols_lookup(const char *path, uintptr_t base, uintptr_t ip,
  * push/pop are for the application's own calls, not for hooks. */
 void vrt_phase_push(const char *name);
 void vrt_phase_pop(void);
+/* The encoded phase of name as the recorder itself decides it (source
+ * ANNOTATION: no reader re-classifies it), a fixed or a custom one; for
+ * what the agent of `vramtrace attach` seeds. Not for hooks. */
+uint64_t vrt_phase_named(const char *name);
 /* Encoded phase (trace_format.h) the thread announced, or 0. Hot path:
  * one TLS read. */
 uint64_t vrt_phase_current(void);
 /* Writer thread: PHASE records for custom names not yet declared. */
 void vrt_phase_emit(vrt_stack_emit_fn emit);
+/* A new trace file: custom phases are declared in it again. */
+void vrt_phase_new_file(void);
 void vrt_phase_after_fork_child(void);
 
 /* ---- writer.c --------------------------------------------------------- */
@@ -449,8 +527,14 @@ struct vrt_device_info {
 int vrt_writer_start(const char *dir, int flush_ms, int zstd_level);
 
 /* The start time the next vrt_writer_start writes in the header, instead
- * of the moment it runs: when the process's capture began (standby). */
-void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns);
+ * of the moment it runs: when the process's capture began (standby: the
+ * header then says so), or when it started (the root's trace made at its
+ * exit, standby 0). */
+void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns, int standby);
+
+/* Header flags (VRT_HEADER_*) every later vrt_writer_start adds. Set
+ * before the start. */
+void vrt_writer_set_flags(uint64_t flags);
 
 /* Copies the known device inventory (all vendors) into out; returns the
  * count. Any thread. */
@@ -470,6 +554,11 @@ void vrt_writer_sync(int timeout_ms);
 /* Final flush, trailer, close; waits at most timeout_ms for the writer.
  * Idempotent. */
 void vrt_writer_stop(int timeout_ms);
+
+/* How this process is leaving, for the trailer (kind: enum vrt_exit_kind
+ * of trace_format.h, VRT_TRAILER_EXIT_*; code: the status or signal).
+ * From the exit paths, before vrt_writer_stop. Any thread. */
+void vrt_writer_set_exit(int kind, int code);
 
 /* In a forked child: the parent's writer thread does not exist here;
  * forget it (the child starts its own with vrt_writer_start). */

@@ -16,7 +16,11 @@
  * warning if capture had stopped early. Hooks pass straight through after.
  *
  * _exit/_Exit (os._exit in Python, forked workers) skip the destructors, so
- * they are interposed to do the same flush before the real exit.
+ * they are interposed to do the same flush before the real exit, noting the
+ * status for the trailer first (exit() and a return from main reach an
+ * on_exit handler the session registers, session.c). Before the shutdown,
+ * the command `record` started leaves its trace if it made none
+ * (vrt_session_root_exit).
  *
  * vfork: a vfork child shares our memory (and our helper threads' state)
  * until it execs or exits, and atfork handlers do not run in it, so its
@@ -47,9 +51,17 @@
  * That covers the default ./vramtrace-run-<pid> in a shared working
  * directory such as /tmp.
  *
+ * The agent of `vramtrace attach` (libvramtrace_agent.so, built from this
+ * file with VRT_AGENT) shares the set-up (vrt_entry_setup, called by its
+ * attach entry in agent.c instead of a constructor), the fork handlers
+ * (a child of an attached process records nothing), thread exit and the
+ * destructor (a process that exits while attached ends its trace
+ * cleanly); the run directory, _exit and pthread_exit are the preload's.
+ *
  * Everything here runs in the constructor, the destructor, exit or the
  * fork handlers; the state it keeps (main_gone, exiting) is atomic.
  */
+#include "clock.h"
 #include "hook.h"
 #include "live.h"
 #include "rules.h"
@@ -69,16 +81,22 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RULES_MAX (1u << 20)
 
 static pthread_key_t exit_key;
+#ifndef VRT_AGENT
 static char run_dir[PATH_MAX];
+/* When the constructor ran: the start of a trace made at exit (the root
+ * of a recorded tree that made no GPU call, session.c). */
+static uint64_t start_mono, start_wall;
 /* Looked up by the constructor: a vfork child must not take the
  * loader's locks (dlsym) that a thread of its parent may hold. */
 static void (*real__exit)(int);
 static void watch_exit(void);
+#endif
 
 static void thread_exit(void *arg)
 {
@@ -142,8 +160,16 @@ static void after_fork_child(void)
 	/* After every module forgot its fds: close those still ours. */
 	vrt_fds_after_fork_child();
 	vrt_capture_forget_helpers();
+#ifdef VRT_AGENT
+	/* A child of an attached process inherits the jumps into our
+	 * wrappers, but no `vramtrace attach` watches it: it records
+	 * nothing, and its wrappers pass every call straight through. */
+	vrt_capture_fail("not recorded: a child forked after the attach");
+	vrt_capture_forget_failure();
+#endif
 }
 
+#ifndef VRT_AGENT
 /* The run directory, absolute: children that change directory still
  * write next to their parent. Exported to the environment when we chose
  * it, so the whole process tree shares one run. */
@@ -171,6 +197,8 @@ static int choose_run_dir(void)
 		setenv("VRAMTRACE_OUT", run_dir, 1);
 	return 0;
 }
+
+#endif
 
 /* The rules file: a regular file of at most RULES_MAX bytes, read
  * without blocking on a FIFO or a device. malloc'd text, or NULL with
@@ -234,29 +262,13 @@ static void load_rules(void)
 	vrt_stack_set_rules(rules);
 }
 
-__attribute__((constructor)) static void vrt_entry_init(void)
+int vrt_entry_setup(void)
 {
-	vrt_hooklib_init();
-	vrt_session_init();
-	real__exit = (void (*)(int))vrt_hooklib_real_dlsym(RTLD_NEXT, "_exit");
-	vrt_capture_tick = watch_exit;
-	vrt_options_init();
-	if (!vrt_options_int(VRT_OPT_ENABLE))
-		return;
-	int err = choose_run_dir();
-	if (err) {
-		fprintf(stderr,
-		        "vramtrace: warning: no run directory (%s); not "
-		        "recording\n",
-		        strerror(-err));
-		return;
-	}
-	vrt_session_set_run_dir(run_dir);
 	if (pthread_key_create(&exit_key, thread_exit) != 0 ||
 	    vrt_tbuf_init((size_t)vrt_options_int(VRT_OPT_BUFFER_MB) << 20)) {
 		fprintf(stderr, "vramtrace: warning: cannot set up capture; "
 		                "not recording\n");
-		return;
+		return -1;
 	}
 	vrt_tbuf_set_fold((int)vrt_options_int(VRT_OPT_FOLD));
 	vrt_batch_set((int)vrt_options_int(VRT_OPT_BATCH));
@@ -273,9 +285,42 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 	/* Stopped in this order at shutdown; the sampler starts first
 	 * (with the mode). */
 	vrt_session_register(&vrt_control_service);
+#ifndef VRT_AGENT
 	vrt_session_register(&vrt_metrics_service);
+#endif
 	vrt_session_register(&sampler_service);
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	return 0;
+}
+
+#ifndef VRT_AGENT
+__attribute__((constructor)) static void vrt_entry_init(void)
+{
+	vrt_hooklib_init();
+	vrt_session_init();
+	real__exit = (void (*)(int))vrt_hooklib_real_dlsym(RTLD_NEXT, "_exit");
+	vrt_capture_tick = watch_exit;
+	{
+		struct timespec w;
+		clock_gettime(CLOCK_REALTIME, &w);
+		start_wall = (uint64_t)w.tv_sec * 1000000000u +
+		             (uint64_t)w.tv_nsec;
+		start_mono = vrt_clock_now();
+	}
+	vrt_options_init();
+	if (!vrt_options_int(VRT_OPT_ENABLE))
+		return;
+	int err = choose_run_dir();
+	if (err) {
+		fprintf(stderr,
+		        "vramtrace: warning: no run directory (%s); not "
+		        "recording\n",
+		        strerror(-err));
+		return;
+	}
+	vrt_session_set_run_dir(run_dir);
+	if (vrt_entry_setup())
+		return;
 	vrt_metrics_init();
 	vrt_hook_env_init(run_dir);
 	vrt_session_arm();
@@ -283,12 +328,17 @@ __attribute__((constructor)) static void vrt_entry_init(void)
 		fprintf(stderr, "vramtrace: pid %d armed, run directory %s\n",
 		        (int)getpid(), run_dir);
 }
+#endif
 
 __attribute__((destructor)) static void vrt_entry_fini(void)
 {
 	/* A vfork child calling exit(): everything here is the parent's. */
 	if (!vrt_session_is_self())
 		return;
+#ifndef VRT_AGENT
+	/* (an attached process is no root of a recorded tree) */
+	vrt_session_root_exit(start_mono, start_wall);
+#endif
 	int was = vrt_session_shutdown();
 	vrt_session_warn();
 	if (vrt_options_int(VRT_OPT_DEBUG) && was == VRT_STATE_ON)
@@ -298,6 +348,7 @@ __attribute__((destructor)) static void vrt_entry_fini(void)
 		        (unsigned long long)vrt_tbuf_dropped());
 }
 
+#ifndef VRT_AGENT
 __attribute__((noreturn)) static void real_exit(int status)
 {
 	void (*real)(int) = real__exit;
@@ -313,12 +364,14 @@ __attribute__((noreturn)) static void real_exit(int status)
  * vfork child (a failed exec in Python's subprocess) just exits. */
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
+	vrt_session_note_exit(status);
 	vrt_entry_fini();
 	real_exit(status);
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)
 {
+	vrt_session_note_exit(status);
 	vrt_entry_fini();
 	real_exit(status);
 }
@@ -371,3 +424,4 @@ __attribute__((visibility("default"), noreturn)) void pthread_exit(void *ret)
 	for (;;)
 		syscall(SYS_exit, 0);
 }
+#endif

@@ -62,6 +62,10 @@ struct vrt_hook_vendor {
 	 * runtime cannot say (for vrt_live_set_device_of: from the thread
 	 * reading the live table, which may be one of ours). */
 	int (*device_of)(uint64_t addr);
+	/* The bytes of the device allocation that starts at addr: 1, or 0
+	 * when the runtime cannot say. From the calling thread (its current
+	 * context), before the allocation is freed. */
+	int (*size_of)(uint64_t addr, uint64_t *size);
 	_Atomic int inventory; /* 0 todo, 1 busy or done, 2+ failures */
 };
 
@@ -79,7 +83,8 @@ extern struct vrt_hook_vendor vrt_hook_hip VRT_HIDDEN;
 	                              .name = device_name,                     \
 	                              .total = device_total,                   \
 	                              .uuid = device_uuid,                     \
-	                              .device_of = device_of}
+	                              .device_of = device_of,                  \
+	                              .size_of = size_of}
 
 /* Names, totals and uuids of every device of v, queued once for the trace
  * (vrt_writer_devices) after the runtime answered a memory call (so it is
@@ -141,6 +146,7 @@ static inline int vrt_hook_fail_device(struct vrt_hook_vendor *v, int dev)
 		return NI;                                                     \
 	if ((skip) || !vrt_hook_enter())                                       \
 		return real_ args;                                             \
+	vrt_tbuf_call(1);                                                      \
 	__typeof__(real_ args) r_ = real_ args
 
 /* An allocation on device dev (evaluated once, after the call) handing out
@@ -186,14 +192,42 @@ static inline int vrt_hook_fail_device(struct vrt_hook_vendor *v, int dev)
 		return r_;                                                     \
 	} while (0)
 
-/* A free of addr_expr on device dev; a NULL free is not an event. */
+/* A free of addr_expr on device dev; a NULL free is not an event. In the
+ * agent of `vramtrace attach`, a device pointer its recording has not seen
+ * allocated is asked about before the call (its size and device, gone
+ * after it) and its free recorded as a PREFREE (agent.c). */
+#ifdef VRT_AGENT
+struct vrt_prefree {
+	uint64_t size;
+	int device;
+};
+int vrt_agent_prefree(struct vrt_hook_vendor *v, int api, uint64_t addr,
+                      struct vrt_prefree *out);
+void vrt_agent_freed(int api, uint64_t addr, const struct vrt_prefree *pf);
+#define VRT_HOOK_PRE_(V, f, addr)                                              \
+	struct vrt_prefree pf_;                                                \
+	int pre_ = vrt_agent_prefree(V, VRT_API_##f, (addr), &pf_)
+#define VRT_HOOK_FREED_(f, dev, addr, aux)                                     \
+	(pre_ ? vrt_agent_freed(VRT_API_##f, (addr), &pf_)                     \
+	      : vrt_hook_free(VRT_API_##f, (dev), (addr), (aux)))
+#else
+#define VRT_HOOK_PRE_(V, f, addr) (void)0
+#define VRT_HOOK_FREED_(f, dev, addr, aux)                                     \
+	vrt_hook_free(VRT_API_##f, (dev), (addr), (aux))
+#endif
+
 #define VRT_HOOK_FREE_(OK, NI, V, f, args, dev, addr_expr, aux_expr)           \
 	do {                                                                   \
-		VRT_HOOK_CALL_(NI, f, args, (addr_expr) == 0);                 \
+		__typeof__(&f) real_ = VRT_HOOK_REAL(f);                       \
+		if (VRT_UNLIKELY(!real_))                                      \
+			return NI;                                             \
+		if ((addr_expr) == 0 || !vrt_hook_enter())                     \
+			return real_ args;                                     \
+		VRT_HOOK_PRE_(V, f, (addr_expr));                              \
+		__typeof__(real_ args) r_ = real_ args;                        \
 		int dev_ = (dev);                                              \
 		if (r_ == OK)                                                  \
-			vrt_hook_free(VRT_API_##f, dev_, (addr_expr),          \
-			              (aux_expr));                             \
+			VRT_HOOK_FREED_(f, dev_, (addr_expr), (aux_expr));     \
 		else                                                           \
 			vrt_hook_fail(                                         \
 			        V, VRT_API_##f, vrt_hook_fail_device(V, dev_), \
@@ -257,6 +291,7 @@ static inline int vrt_hook_enter_if_on(void)
 
 static inline void vrt_hook_leave(void)
 {
+	vrt_tbuf_call(0);
 	vrt_in_hook = 0;
 }
 
@@ -285,13 +320,27 @@ void vrt_hook_env_init(const char *run_dir);
 char *const *vrt_hook_env_fix(char *const envp[], struct vrt_hook_env *b);
 void vrt_hook_env_release(struct vrt_hook_env *b);
 
-/* hook_libc.c: calls fn for every accepted connection still open (its
- * listening fd, enum vrt_net_kind, whether a request is in flight on it),
- * each under its connection's lock: fn must not do I/O on it. For the
+/* hook_libc.c: calls conn for every accepted connection still open (its
+ * listening fd, enum vrt_net_kind), then req for each request in flight
+ * on it (its HTTP/2 stream or 0, its VRT_NET_F_* flags), each connection
+ * under its lock: the functions must not do I/O on it. For the
  * snapshot. */
-void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
-                                        int busy, void *arg),
+void vrt_hook_libc_each_conn(void (*conn)(int fd, int listener, int kind,
+                                          void *arg),
+                             void (*req)(int fd, uint32_t stream,
+                                         unsigned flags, void *arg),
                              void *arg);
+
+/* hook_libc.c, for the agent: announces a socket the program opened before
+ * the attach — a listening one (listener < 0: its LISTEN event) or one it
+ * accepted from listener (tracked from now on, as at its accept; its first
+ * bytes read begin a request). From the agent's thread. */
+void vrt_hook_libc_adopt(int fd, int listener);
+
+/* agent.c: the function a libc wrapper calls as the real one: the
+ * trampoline of the hooked function, else libc's own. Never NULL for a
+ * function libc has. */
+void *vrt_agent_real(const char *name);
 
 /* hook_lib.c: the libc dlsym behind our interposed one (hook_libc.c).
  * Never NULL after vrt_hooklib_init(). Only hook_lib.c and hook_libc.c's
@@ -368,6 +417,12 @@ void vrt_resolvelog_note(const char *via, const char *name, long long version,
  * driver's definition of it, returns our wrapper; else addr. Called by
  * dlsym for every successful look-up of a name starting with "cu". */
 void *vrt_hook_cuda_dlsym(const char *symbol, void *addr);
+
+/* hook_cuda.c, hook_hip.c: the runtime's table (its hooks, by the ids of
+ * hook_table.h, and their real functions), for the agent, which points
+ * the real functions at its trampolines before any wrapper runs. */
+struct vrt_hooklib *vrt_hook_cuda_lib(void);
+struct vrt_hooklib *vrt_hook_hip_lib(void);
 
 /* hook_hip.c: the same for the HIP runtime: our wrapper when symbol is a
  * hooked export and addr is libamdhip64's definition of it; else addr.

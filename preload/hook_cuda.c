@@ -65,6 +65,11 @@ static struct vrt_hooklib driver = {.file_prefix = "libcuda.so",
 #define REAL(name)                                                             \
 	((__typeof__(&name))vrt_hooklib_real(&driver, VRT_HOOK_##name))
 
+struct vrt_hooklib *vrt_hook_cuda_lib(void)
+{
+	return &driver;
+}
+
 static void *driver_sym(const char *name)
 {
 	return vrt_hooklib_sym(&driver, name);
@@ -207,18 +212,63 @@ static CUresult device_of_borrowed(__typeof__(&cuPointerGetAttribute) f,
 	return CUDA_ERROR_INVALID_CONTEXT;
 }
 
+/* The one device whose primary context the process holds, or -1 (none,
+ * several, or the driver cannot say): where an allocation whose address
+ * the driver cannot place must have been made. */
+static int sole_device(void)
+{
+	__typeof__(&cuDeviceGetCount) count = driver_sym("cuDeviceGetCount");
+	__typeof__(&cuDeviceGet) get = driver_sym("cuDeviceGet");
+	__typeof__(&cuDevicePrimaryCtxGetState) state =
+	        driver_sym("cuDevicePrimaryCtxGetState");
+	int n = 0, found = -1;
+	if (!count || !get || !state || count(&n) != CUDA_SUCCESS)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		CUdevice dev;
+		unsigned flags;
+		int active = 0;
+		if (get(&dev, i) != CUDA_SUCCESS ||
+		    state(dev, &flags, &active) != CUDA_SUCCESS || !active)
+			continue;
+		if (found >= 0)
+			return -1;
+		found = i;
+	}
+	return found;
+}
+
+/* An allocation's device by its address; when the driver cannot say (no
+ * pointer attribute query, a context that is gone), the process's only
+ * device, else -1 (live.c then takes the allocating thread's). */
 static int device_of(uint64_t addr)
 {
 	__typeof__(&cuPointerGetAttribute) f =
 	        AUX(aux_ptr_get_attribute, cuPointerGetAttribute);
 	int ord;
-	if (!f)
-		return -1;
-	CUresult r =
-	        f(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)addr);
-	if (r == CUDA_ERROR_INVALID_CONTEXT)
-		r = device_of_borrowed(f, &ord, (CUdeviceptr)addr);
-	return r == CUDA_SUCCESS ? ord : -1;
+	CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+	if (f) {
+		r = f(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+		      (CUdeviceptr)addr);
+		if (r == CUDA_ERROR_INVALID_CONTEXT)
+			r = device_of_borrowed(f, &ord, (CUdeviceptr)addr);
+	}
+	return r == CUDA_SUCCESS ? ord : sole_device();
+}
+
+static _Atomic(void *) aux_address_range;
+
+static int size_of(uint64_t addr, uint64_t *size)
+{
+	__typeof__(&cuMemGetAddressRange_v2) f =
+	        AUX(aux_address_range, cuMemGetAddressRange_v2);
+	CUdeviceptr base;
+	size_t bytes;
+	if (!f || f(&base, &bytes, (CUdeviceptr)addr) != CUDA_SUCCESS ||
+	    base != (CUdeviceptr)addr)
+		return 0;
+	*size = bytes;
+	return 1;
 }
 
 /* The real function, never our wrapper (hook.h). */

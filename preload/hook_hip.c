@@ -72,6 +72,11 @@ static struct vrt_hooklib runtime = {.file_prefix = "libamdhip64.so",
                                      .real = real_ptr,
                                      .count = VRT_HIP_HOOK_COUNT};
 
+struct vrt_hooklib *vrt_hook_hip_lib(void)
+{
+	return &runtime;
+}
+
 #define REAL(name)                                                             \
 	((__typeof__(&name))vrt_hooklib_real(&runtime, VRT_HIP_HOOK_##name))
 
@@ -156,6 +161,15 @@ static int device_of(uint64_t addr)
 	            (hipDeviceptr_t)(uintptr_t)addr) != hipSuccess)
 		return -1;
 	return ord;
+}
+
+/* Not asked of HIP: an attach to a HIP process records a free of memory
+ * allocated before it as a free of an unknown pointer. */
+static int size_of(uint64_t addr, uint64_t *size)
+{
+	(void)addr;
+	(void)size;
+	return 0;
 }
 
 static int mem_info(size_t *free_b, size_t *total_b)

@@ -160,7 +160,7 @@ void vrt_hook_record(struct vrt_ev *ev)
 {
 	int on = vrt_capture_on();
 	if (on ? ev->rec != VRT_REC_FREE && ev->rec != VRT_REC_UNMAP &&
-	                 ev->rec != VRT_REC_NET
+	                 ev->rec != VRT_REC_NET && ev->rec != VRT_REC_PREFREE
 	       : ev->rec == VRT_REC_ALLOC && vrt_standby_keeps_stack(ev->size))
 		ev->stack = vrt_stack_capture();
 	if (ev->rec != VRT_REC_MEMINFO && ev->rec != VRT_REC_NET)
@@ -232,26 +232,46 @@ void vrt_hook_alloc(struct vrt_hook_vendor *v, int api, int dev, uint64_t addr,
 	alloc_event(api, dev, addr, size, aux);
 }
 
+/* The device each thread was last seen on, per vendor, plus one (0:
+ * not asked yet, -1: asked, none): the fallback of an allocation whose
+ * device standby asks for later, should the runtime not be able to say
+ * then. */
+static VRT_TLS int thread_device[3];
+
+static int current_device(struct vrt_hook_vendor *v)
+{
+	int d = v->current_device();
+	if (v->vendor > 0 && v->vendor < 3)
+		thread_device[v->vendor] = d >= 0 ? d + 1 : -1;
+	return d;
+}
+
+/* Standby: the device kept for later, with the thread's device as the
+ * fallback when it is known without asking (the thread recorded before,
+ * or the metrics asked): standby makes no runtime call of its own. */
+static int device_later(struct vrt_hook_vendor *v)
+{
+	int t = v->vendor > 0 && v->vendor < 3 ? v->vendor : 0;
+	int d = t && thread_device[t] > 0 ? thread_device[t] - 1 : -1;
+	return d >= 0 ? VRT_LIVE_DEVICE_LATER_ON(d) : VRT_LIVE_DEVICE_LATER;
+}
+
 void vrt_hook_alloc_cur(struct vrt_hook_vendor *v, int api, uint64_t addr,
                         uint64_t size, uint64_t aux)
 {
 	vrt_hook_inventory(v);
 	if (!vrt_capture_on()) {
 		/* Standby: no runtime call unless the metrics' peak per
-		 * device needs the device now (live.h); a stack only for
-		 * the large allocations, where the budgets are. */
-		vrt_live_alloc(api,
-		               vrt_live_tracking_peaks()
-		                       ? v->current_device()
-		                       : VRT_LIVE_DEVICE_LATER,
-		               addr, size,
-		               VRT_UNLIKELY(vrt_standby_keeps_stack(size))
-		                       ? vrt_stack_capture()
-		                       : 0,
+		 * device needs the device now (live.h); a stack only for the
+		 * large allocations, where the budgets are. */
+		int keep = VRT_UNLIKELY(vrt_standby_keeps_stack(size));
+		int d = vrt_live_tracking_peaks() ? current_device(v) : -1;
+		vrt_live_alloc(api, d >= 0 ? d : device_later(v), addr, size,
+		               keep ? vrt_stack_capture() : 0,
 		               vrt_phase_current());
 		return;
 	}
-	alloc_event(api, v->current_device(), addr, size, aux);
+	alloc_event(api, current_device(v), addr, size, aux);
 }
 
 void vrt_hook_free(int api, int dev, uint64_t addr, uint64_t aux)
@@ -320,6 +340,11 @@ void vrt_hook_fail(struct vrt_hook_vendor *v, int api, int dev, uint64_t addr,
 		ev.have_info = 1;
 		ev.free_bytes = free_b;
 		ev.total_bytes = total_b;
+		/* What other threads had allocated when the driver answered
+		 * is recorded before this failure (vrt_tbuf_call): their calls
+		 * in progress are waited for, 100 ms at most (a thread the
+		 * scheduler left off a busy machine's cores for a while). */
+		vrt_tbuf_wait_calls(100000000);
 	}
 	vrt_hook_record(&ev);
 	if (allocating && vrt_capture_on())

@@ -94,13 +94,15 @@ void *dlsym(void *handle, const char *symbol)
 
 /* ---- server readiness and requests in flight ---------------------------
  *
- * listen() says a socket serves (the record tells inet from unix, so ZMQ's
- * ipc:// sockets are not taken for the HTTP server). Accepted connections
- * are remembered in a bitmap; each has a small state (http.c) that the
- * read and write hooks below feed with the bytes the server exchanges on
- * it: a request is in flight from the moment request bytes arrive on an
- * idle HTTP/1.x connection until its response has been written completely
- * (REQ_BEGIN, REQ_END). Every other fd — files, pipes, the GPU driver's own
+ * listen() says a socket serves (the record tells inet from unix, and a
+ * library's own plumbing — NCCL, ZMQ, torch.distributed's store, Ray —
+ * from a server: stack.c's vrt_stack_plumbing; the connections of such a
+ * listener are not followed at all). Accepted connections are remembered
+ * in a bitmap; each has a small state (conn.c: HTTP/1.x, HTTP/2 streams,
+ * or turns of a protocol it cannot parse) that the read and write hooks
+ * below feed with the bytes the server exchanges on it, and that says
+ * when a request begins and ends (REQ_BEGIN, REQ_END, and ANSWER marks
+ * for inferred ones). Every other fd — files, pipes, the GPU driver's own
  * descriptors, sockets we did not see accepted — costs those hooks one
  * bit test. close() (which every program calls all the time) costs the
  * same for fds that are not ours; the CLOSE event is recorded before the
@@ -109,11 +111,17 @@ void *dlsym(void *handle, const char *symbol)
  * accepted fd close it too, and are recorded the same way; connections
  * that end with the process (exit) are not seen; the report says so.
  *
+ * A unix-socket connection's peer is asked (SO_PEERCRED): when it is a
+ * process of this run (its environment names our run directory), the
+ * connection is a hop between two processes of the run — a front
+ * forwarding, a warm-up call — and the ACCEPT says so.
+ *
  * Per connection: a spinlock byte taken around its state and its events,
  * so a request's BEGIN is always recorded before its END even when one
  * thread reads and another writes the connection. Events are recorded
  * with the lock held; nothing under it waits on anything but the tbuf
- * spinlock of the calling thread.
+ * spinlock of the calling thread. Reads with MSG_PEEK are not fed: the
+ * same bytes come again.
  *
  * The same calls are where the program may take a number of ours (the
  * trace, the control and metrics sockets): each tells fds.c first, so
@@ -123,7 +131,8 @@ void *dlsym(void *handle, const char *symbol)
  * the parent's.
  */
 
-#include "http.h"
+#include "clock.h"
+#include "conn.h"
 #include "standby.h"
 
 #include <vramtrace/trace_format.h>
@@ -138,26 +147,40 @@ void *dlsym(void *handle, const char *symbol)
 #include <sys/uio.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define MAX_TRACKED_FD 65536
 
 static _Atomic uint64_t accepted[MAX_TRACKED_FD / 64];
+/* Listening fds that are a library's plumbing (set or cleared by each
+ * listen() on the number, so a reused number is always right). */
+static _Atomic uint64_t plumbing[MAX_TRACKED_FD / 64];
 
 /* What we know of an accepted connection (valid while its bit is set). */
 struct conn {
 	_Atomic uint8_t lock;
 	uint8_t kind;     /* enum vrt_net_kind */
 	int32_t listener; /* the listening fd it came from */
-	struct vrt_http http;
+	struct vrt_conn c;
 };
+
+_Static_assert(sizeof(struct conn) <= 256,
+               "a connection's state stays within 256 bytes");
 
 static struct conn conns[MAX_TRACKED_FD];
 
 static void *next_fn(const char *name)
 {
+#ifdef VRT_AGENT
+	/* In the agent these wrappers are reached through jumps written
+	 * over libc's own functions: the real one is the trampoline
+	 * (agent.c), never libc's entry, which jumps back here. */
+	return vrt_agent_real(name);
+#else
 	return vrt_hooklib_real_dlsym(RTLD_NEXT, name);
+#endif
 }
 
 /* The next definition of a libc function, looked up once (a race only
@@ -179,43 +202,59 @@ static void conn_unlock(struct conn *c)
 	atomic_store_explicit(&c->lock, 0, memory_order_release);
 }
 
-/* An accepted connection of ours: one relaxed load and a bit test. */
-static inline int tracked(int fd)
+static inline int bit_set(_Atomic uint64_t *map, int fd)
 {
 	return (unsigned)fd < MAX_TRACKED_FD &&
-	       VRT_UNLIKELY(atomic_load_explicit(&accepted[fd / 64],
+	       VRT_UNLIKELY(atomic_load_explicit(&map[fd / 64],
 	                                         memory_order_relaxed) >>
 	                            (fd % 64) &
 	                    1);
 }
 
-static void record_net(int op, int fd, uint64_t arg, int kind, int busy)
+/* An accepted connection of ours: one relaxed load and a bit test. */
+static inline int tracked(int fd)
+{
+	return bit_set(accepted, fd);
+}
+
+static void record_net(int op, int fd, uint64_t arg, int kind, uint64_t busy)
 {
 	struct vrt_ev ev = {.rec = VRT_REC_NET,
 	                    .op = (uint8_t)op,
 	                    .kind = (uint8_t)kind,
 	                    .addr = (uint64_t)fd,
 	                    .aux = arg,
-	                    .size = (uint64_t)busy};
+	                    .size = busy};
 	vrt_hook_record(&ev);
 }
 
-/* One NET event from the hooks below and close(). A CLOSE ends the
- * connection's state: a request still in flight ends with it. */
-static void net_event(int op, int fd, uint64_t arg)
+/* A connection's event (conn.c), recorded for fd. */
+static void conn_emit(void *arg, const struct vrt_conn_event *e)
 {
-	int busy = 0;
-	if (op == VRT_NET_CLOSE && fd >= 0 && fd < MAX_TRACKED_FD) {
-		struct conn *c = &conns[fd];
-		conn_lock(c);
-		busy = c->http.busy;
-		c->http.busy = 0;
-		c->http.proto = VRT_HTTP_OTHER;
-		record_net(op, fd, arg, 0, busy);
-		conn_unlock(c);
-		return;
-	}
-	record_net(op, fd, arg, 0, busy);
+	int fd = *(const int *)arg;
+	struct vrt_ev ev = {.rec = VRT_REC_NET,
+	                    .op = e->op,
+	                    .addr = (uint64_t)fd,
+	                    .aux = e->arg,
+	                    .stream = e->stream,
+	                    .nflags = e->flags,
+	                    .val = e->val,
+	                    .text = e->text_len ? e->text : NULL,
+	                    .text_len = (uint16_t)e->text_len};
+	vrt_hook_record(&ev);
+}
+
+/* A CLOSE ends the connection's state: the requests still in flight end
+ * with it (an inferred one first, with its lag). */
+static void conn_closed(int fd)
+{
+	struct conn *c = &conns[fd];
+	conn_lock(c);
+	uint64_t busy = vrt_conn_inflight(&c->c);
+	int turns = c->c.proto == VRT_CONN_TURN || c->c.proto == VRT_CONN_TLS;
+	vrt_conn_close(&c->c, vrt_clock_now(), conn_emit, &fd);
+	record_net(VRT_NET_CLOSE, fd, 0, 0, turns ? 0 : busy);
+	conn_unlock(c);
 }
 
 /* The port and family of a socket. */
@@ -243,25 +282,101 @@ VRT_EXPORT int listen(int fd, int backlog)
 	int r = real_listen(fd, backlog);
 	if (r == 0 && vrt_hook_enter()) {
 		int port, kind = sock_kind(fd, &port);
-		record_net(VRT_NET_LISTEN, fd, (uint64_t)port, kind, 0);
+		int lib = vrt_stack_plumbing();
+		if ((unsigned)fd < MAX_TRACKED_FD) {
+			if (lib)
+				atomic_fetch_or(&plumbing[fd / 64],
+				                1ull << (fd % 64));
+			else
+				atomic_fetch_and(&plumbing[fd / 64],
+				                 ~(1ull << (fd % 64)));
+		}
+		struct vrt_ev ev = {.rec = VRT_REC_NET,
+		                    .op = VRT_NET_LISTEN,
+		                    .kind = (uint8_t)kind,
+		                    .addr = (uint64_t)fd,
+		                    .aux = (uint64_t)port,
+		                    .nflags = lib ? VRT_NET_F_INTERNAL : 0};
+		vrt_hook_record(&ev);
 		vrt_hook_leave();
 	}
 	return r;
 }
 
+/* Whether process pid belongs to this run: its environment names our run
+ * directory. The last answer is kept (a front opens its connections to a
+ * back end from one process). */
+static int peer_in_run(pid_t pid)
+{
+	static _Atomic int64_t last; /* pid << 1 | answer */
+	int64_t l = atomic_load_explicit(&last, memory_order_relaxed);
+	if (l && (pid_t)(l >> 1) == pid)
+		return (int)(l & 1);
+	/* Children inherit our VRAMTRACE_OUT as it is (or the absolute run
+	 * directory entry.c set when there was none). */
+	const char *dir = vrt_options_str(VRT_OPT_OUT);
+	if (!dir)
+		dir = vrt_session_run_dir();
+	size_t dlen = dir ? strlen(dir) : 0;
+	int in = 0;
+	if (dlen) {
+		char path[32] = "/proc/", buf[16384];
+		char digits[16];
+		int nd = 0, at = 6;
+		for (unsigned v = (unsigned)pid; v || !nd; v /= 10)
+			digits[nd++] = (char)('0' + v % 10);
+		while (nd)
+			path[at++] = digits[--nd];
+		memcpy(path + at, "/environ", 9);
+		/* "VRAMTRACE_OUT=<dir>" among the first variables */
+		ssize_t k = vrt_fds_read_path(path, buf, sizeof(buf));
+		size_t have = k > 0 ? (size_t)k : 0;
+		static const char key[] = "VRAMTRACE_OUT=";
+		size_t kl = sizeof(key) - 1;
+		for (size_t i = 0; !in && i + kl + dlen <= have; i++)
+			in = (i == 0 || buf[i - 1] == 0) &&
+			     !memcmp(buf + i, key, kl) &&
+			     !memcmp(buf + i + kl, dir, dlen) &&
+			     (i + kl + dlen == have || buf[i + kl + dlen] == 0 ||
+			      (buf[i + kl + dlen] == '/' &&
+			       (i + kl + dlen + 1 == have ||
+			        buf[i + kl + dlen + 1] == 0)));
+	}
+	atomic_store_explicit(&last, (int64_t)pid << 1 | in,
+	                      memory_order_relaxed);
+	return in;
+}
+
 static void accepted_fd(int fd, int listener)
 {
-	if (fd < 0 || fd >= MAX_TRACKED_FD || !vrt_hook_enter())
+	if (fd < 0 || fd >= MAX_TRACKED_FD || bit_set(plumbing, listener) ||
+	    !vrt_hook_enter())
 		return;
 	int port;
 	struct conn *c = &conns[fd];
+	struct vrt_ev ev = {.rec = VRT_REC_NET,
+	                    .op = VRT_NET_ACCEPT,
+	                    .addr = (uint64_t)fd,
+	                    .aux = (uint64_t)listener};
+	int kind = sock_kind(fd, &port);
+	if (kind == VRT_NET_KIND_UNIX) {
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 &&
+		    cr.pid > 0) {
+			ev.val = (uint64_t)cr.pid;
+			if (peer_in_run(cr.pid))
+				ev.nflags |= VRT_NET_F_PEER_RUN;
+		}
+	}
+	ev.kind = (uint8_t)kind;
 	conn_lock(c);
-	c->kind = (uint8_t)sock_kind(fd, &port);
+	c->kind = (uint8_t)kind;
 	c->listener = listener;
-	vrt_http_init(&c->http);
+	vrt_conn_init(&c->c);
 	/* The state is ready before the bit says the fd is ours. */
 	atomic_fetch_or(&accepted[fd / 64], 1ull << (fd % 64));
-	record_net(VRT_NET_ACCEPT, fd, (uint64_t)listener, c->kind, 0);
+	vrt_hook_record(&ev);
 	conn_unlock(c);
 	vrt_hook_leave();
 }
@@ -283,7 +398,7 @@ VRT_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen,
 	return r;
 }
 
-/* Bytes arrived on a tracked connection (p shows the first got). */
+/* Bytes arrived on a tracked connection (p[0..got)). */
 static void conn_read(int fd, const void *p, size_t got)
 {
 	int saved = errno;
@@ -292,16 +407,10 @@ static void conn_read(int fd, const void *p, size_t got)
 		return;
 	}
 	struct conn *c = &conns[fd];
-	int proto = 0;
 	conn_lock(c);
 	/* Closed meanwhile (its bit cleared): not ours any more. */
-	if (tracked(fd)) {
-		int ch = vrt_http_read(&c->http, p, got, &proto);
-		if (ch == VRT_HTTP_BEGIN)
-			record_net(VRT_NET_REQ_BEGIN, fd, 0, 0, 0);
-		else if (ch == VRT_HTTP_NOT_HTTP1)
-			record_net(VRT_NET_PROTO, fd, (uint64_t)proto, 0, 0);
-	}
+	if (tracked(fd))
+		vrt_conn_read(&c->c, p, got, vrt_clock_now(), conn_emit, &fd);
 	conn_unlock(c);
 	vrt_hook_leave();
 	errno = saved;
@@ -319,23 +428,19 @@ static void conn_write(int fd, const struct iovec *iov, int iovcnt, size_t n)
 	struct conn *c = &conns[fd];
 	conn_lock(c);
 	if (tracked(fd)) {
-		unsigned status = 0;
-		int ch = VRT_HTTP_NONE;
+		uint64_t now = vrt_clock_now();
 		if (!iov) {
-			ch = vrt_http_write(&c->http, NULL, n, &status);
+			vrt_conn_write(&c->c, NULL, n, now, conn_emit, &fd);
 		} else {
-			for (int i = 0; i < iovcnt && n && ch == VRT_HTTP_NONE;
-			     i++) {
+			for (int i = 0; i < iovcnt && n; i++) {
 				size_t k = iov[i].iov_len < n ? iov[i].iov_len
 				                              : n;
-				ch = vrt_http_write(&c->http,
-				                    (const uint8_t *)iov[i].iov_base,
-				                    k, &status);
+				vrt_conn_write(&c->c,
+				               (const uint8_t *)iov[i].iov_base,
+				               k, now, conn_emit, &fd);
 				n -= k;
 			}
 		}
-		if (ch == VRT_HTTP_END)
-			record_net(VRT_NET_REQ_END, fd, status, 0, 0);
 	}
 	conn_unlock(c);
 	vrt_hook_leave();
@@ -348,18 +453,18 @@ static void conn_write1(int fd, const void *buf, ssize_t r)
 	conn_write(fd, &v, 1, v.iov_len);
 }
 
-/* The first segment of a scattered read that got r bytes. */
+/* A scattered read that got r bytes: every segment it filled, in order
+ * (HTTP/2 and TLS are read as frames: no byte may be missed). */
 static void conn_readv(int fd, const struct iovec *iov, int iovcnt, ssize_t r)
 {
+	size_t left = r > 0 ? (size_t)r : 0;
 	if (iovcnt <= 0 || !iov)
 		return;
-	for (int i = 0; i < iovcnt; i++) {
-		if (!iov[i].iov_len)
-			continue;
-		size_t k = iov[i].iov_len < (size_t)r ? iov[i].iov_len
-		                                      : (size_t)r;
-		conn_read(fd, iov[i].iov_base, k);
-		return;
+	for (int i = 0; i < iovcnt && left; i++) {
+		size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
+		if (k)
+			conn_read(fd, iov[i].iov_base, k);
+		left -= k;
 	}
 }
 
@@ -409,7 +514,7 @@ VRT_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 	ssize_t r = real_recv ? real_recv(fd, buf, len, flags)
 	                      : syscall(SYS_recvfrom, fd, buf, len, flags,
 	                                NULL, NULL);
-	if (tracked(fd) && r > 0)
+	if (tracked(fd) && r > 0 && !(flags & MSG_PEEK))
 		conn_read(fd, buf, (size_t)r);
 	return r;
 }
@@ -424,7 +529,7 @@ VRT_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
 	                    ? real___recv_chk(fd, buf, len, buflen, flags)
 	                    : syscall(SYS_recvfrom, fd, buf, len, flags, NULL,
 	                              NULL);
-	if (tracked(fd) && r > 0)
+	if (tracked(fd) && r > 0 && !(flags & MSG_PEEK))
 		conn_read(fd, buf, (size_t)r);
 	return r;
 }
@@ -437,7 +542,7 @@ VRT_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 	                    ? real_recvfrom(fd, buf, len, flags, src, srclen)
 	                    : syscall(SYS_recvfrom, fd, buf, len, flags, src,
 	                              srclen);
-	if (tracked(fd) && r > 0)
+	if (tracked(fd) && r > 0 && !(flags & MSG_PEEK))
 		conn_read(fd, buf, (size_t)r);
 	return r;
 }
@@ -455,7 +560,7 @@ VRT_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len,
 	                                          src, srclen)
 	                    : syscall(SYS_recvfrom, fd, buf, len, flags, src,
 	                              srclen);
-	if (tracked(fd) && r > 0)
+	if (tracked(fd) && r > 0 && !(flags & MSG_PEEK))
 		conn_read(fd, buf, (size_t)r);
 	return r;
 }
@@ -465,7 +570,7 @@ VRT_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	NEXT(recvmsg);
 	ssize_t r = real_recvmsg ? real_recvmsg(fd, msg, flags)
 	                         : syscall(SYS_recvmsg, fd, msg, flags);
-	if (tracked(fd) && r > 0 && msg)
+	if (tracked(fd) && r > 0 && msg && !(flags & MSG_PEEK))
 		conn_readv(fd, msg->msg_iov, (int)msg->msg_iovlen, r);
 	return r;
 }
@@ -556,8 +661,37 @@ static ssize_t sendfile_hook(ssize_t r, int out_fd)
 SENDFILE_HOOK(vrt_hook_sendfile, "sendfile")
 SENDFILE_HOOK(vrt_hook_sendfile64, "sendfile64")
 
-void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
-                                        int busy, void *arg),
+/* The agent of `vramtrace attach`: sockets the program opened before the
+ * attach, announced as if their listen() and accept() had been seen. */
+void vrt_hook_libc_adopt(int fd, int listener)
+{
+	if (listener < 0) {
+		if (vrt_hook_enter()) {
+			int port, kind = sock_kind(fd, &port);
+			record_net(VRT_NET_LISTEN, fd, (uint64_t)port, kind, 0);
+			vrt_hook_leave();
+		}
+	} else if (!tracked(fd)) {
+		accepted_fd(fd, listener);
+	}
+}
+
+struct each_req {
+	int fd;
+	void (*req)(int fd, uint32_t stream, unsigned flags, void *arg);
+	void *arg;
+};
+
+static void each_req(void *arg, uint32_t stream, unsigned flags)
+{
+	struct each_req *x = arg;
+	x->req(x->fd, stream, flags, x->arg);
+}
+
+void vrt_hook_libc_each_conn(void (*conn)(int fd, int listener, int kind,
+                                          void *arg),
+                             void (*req)(int fd, uint32_t stream,
+                                         unsigned flags, void *arg),
                              void *arg)
 {
 	for (int w = 0; w < MAX_TRACKED_FD / 64; w++) {
@@ -567,8 +701,11 @@ void vrt_hook_libc_each_conn(void (*fn)(int fd, int listener, int kind,
 			bits &= bits - 1;
 			struct conn *c = &conns[fd];
 			conn_lock(c);
-			if (tracked(fd))
-				fn(fd, c->listener, c->kind, c->http.busy, arg);
+			if (tracked(fd)) {
+				struct each_req x = {fd, req, arg};
+				conn(fd, c->listener, c->kind, arg);
+				vrt_conn_each_open(&c->c, each_req, &x);
+			}
 			conn_unlock(c);
 		}
 	}
@@ -618,7 +755,7 @@ static void closing(unsigned lo, unsigned hi)
 			int fd = (int)(w * 64 + (unsigned)__builtin_ctzll(was));
 			was &= was - 1;
 			if (vrt_hook_enter()) {
-				net_event(VRT_NET_CLOSE, fd, 0);
+				conn_closed(fd);
 				vrt_hook_leave();
 			}
 		}

@@ -48,14 +48,19 @@ enum flag {
 	F_CHUNKED = 16, /* the last Transfer-Encoding ends in chunked */
 	F_DIGITS = 32,  /* the value being read had digits */
 	F_IS_CL = 64,   /* the value being read is a Content-Length */
+	F_CAND_UP = 128, /* ... Upgrade (and, in RS_VALUE, it is one) */
 };
 
 static const char cl_name[] = "content-length";
 static const char te_name[] = "transfer-encoding";
 static const char chunked[] = "chunked";
+static const char up_name[] = "upgrade";
+static const char h2c[] = "h2c";
 #define CL_LEN  (sizeof(cl_name) - 1)
 #define TE_LEN  (sizeof(te_name) - 1)
 #define CH_LEN  (sizeof(chunked) - 1)
+#define UP_LEN  (sizeof(up_name) - 1)
+#define H2C_LEN (sizeof(h2c) - 1)
 #define TE_BAD  0xff
 
 void vrt_http_init(struct vrt_http *c)
@@ -120,6 +125,7 @@ int vrt_http_read(struct vrt_http *c, const uint8_t *p, size_t got,
 	c->status = 0;
 	c->num = c->remain = 0;
 	c->match = c->te = 0;
+	c->h2c = 0;
 	return VRT_HTTP_BEGIN;
 }
 
@@ -129,7 +135,7 @@ static int headers_done(struct vrt_http *c)
 {
 	if (c->status >= 100 && c->status < 200) {
 		if (c->status == 101) {
-			/* Another protocol from now on (WebSocket). */
+			/* Another protocol from now on (h2c, WebSocket). */
 			c->proto = VRT_HTTP_OTHER;
 			return VRT_HTTP_END;
 		}
@@ -159,6 +165,11 @@ static int headers_done(struct vrt_http *c)
 /* A header value's line ended: keep what it said. */
 static void value_done(struct vrt_http *c)
 {
+	if (c->flags & F_CAND_UP) {
+		c->h2c = c->up == H2C_LEN;
+		c->flags &= (uint8_t)~F_CAND_UP;
+		return;
+	}
 	if (c->flags & F_IS_CL) {
 		if (c->flags & F_DIGITS) {
 			c->flags |= F_HAVE_CL;
@@ -174,6 +185,16 @@ static void value_done(struct vrt_http *c)
 
 static void value_byte(struct vrt_http *c, unsigned ch)
 {
+	if (c->flags & F_CAND_UP) {
+		/* "h2c", alone (spaces around it allowed) */
+		if (ch == ' ' || ch == '\t' || ch == '\r')
+			return;
+		if (c->up < H2C_LEN && lower(ch) == (unsigned)h2c[c->up])
+			c->up++;
+		else
+			c->up = 0xff;
+		return;
+	}
 	if (c->flags & F_IS_CL) {
 		if (ch >= '0' && ch <= '9' && c->num < (UINT64_MAX - 9) / 10) {
 			c->num = c->num * 10 + (ch - '0');
@@ -212,8 +233,10 @@ int vrt_http_write(struct vrt_http *c, const uint8_t *p, size_t n,
 	if (!p) { /* body bytes we cannot see */
 		if (c->rs == RS_BODY || c->rs == RS_CHUNK_DATA) {
 			c->remain -= n < c->remain ? n : c->remain;
-			if (c->rs == RS_BODY && !c->remain)
+			if (c->rs == RS_BODY && !c->remain) {
+				i = n;
 				goto end;
+			}
 		}
 		return VRT_HTTP_NONE;
 	}
@@ -272,7 +295,7 @@ int vrt_http_write(struct vrt_http *c, const uint8_t *p, size_t n,
 			}
 			c->rs = RS_NAME;
 			c->match = 0;
-			c->flags |= F_CAND_CL | F_CAND_TE;
+			c->flags |= F_CAND_CL | F_CAND_TE | F_CAND_UP;
 			/* The name's first byte. */
 			__attribute__((fallthrough));
 		case RS_NAME:
@@ -281,8 +304,15 @@ int vrt_http_write(struct vrt_http *c, const uint8_t *p, size_t n,
 				         c->match == CL_LEN;
 				int te = (c->flags & F_CAND_TE) &&
 				         c->match == TE_LEN;
-				c->flags &= (uint8_t)~(F_CAND_CL | F_CAND_TE);
-				c->rs = cl || te ? RS_VALUE : RS_SKIP;
+				int up = (c->flags & F_CAND_UP) &&
+				         c->match == UP_LEN && c->status == 101;
+				c->flags &= (uint8_t)~(F_CAND_CL | F_CAND_TE |
+				                       F_CAND_UP);
+				c->rs = cl || te || up ? RS_VALUE : RS_SKIP;
+				if (up) {
+					c->flags |= F_CAND_UP;
+					c->up = 0;
+				}
 				if (cl) {
 					c->flags |= F_IS_CL;
 					c->num = 0;
@@ -300,6 +330,9 @@ int vrt_http_write(struct vrt_http *c, const uint8_t *p, size_t n,
 			if (c->match >= TE_LEN ||
 			    lower(ch) != (unsigned)te_name[c->match])
 				c->flags &= (uint8_t)~F_CAND_TE;
+			if (c->match >= UP_LEN ||
+			    lower(ch) != (unsigned)up_name[c->match])
+				c->flags &= (uint8_t)~F_CAND_UP;
 			if (c->match < 255)
 				c->match++;
 			break;
@@ -369,6 +402,7 @@ int vrt_http_write(struct vrt_http *c, const uint8_t *p, size_t n,
 	return VRT_HTTP_NONE;
 end:
 	*status = c->status;
+	c->used = (uint32_t)i;
 	c->busy = 0;
 	return VRT_HTTP_END;
 }

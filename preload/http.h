@@ -12,9 +12,10 @@
  * is idle again: an idle keep-alive connection counts zero.
  *
  * A connection whose first bytes are not an HTTP/1.x request line is not
- * followed at all: the HTTP/2 preface (gRPC), a TLS handshake, ZMQ's ZMTP
- * greeting. A 101 Switching Protocols response (WebSocket) ends the
- * request and stops following the connection.
+ * followed here: the HTTP/2 preface (gRPC), a TLS handshake, ZMQ's ZMTP
+ * greeting (conn.c follows them). A 101 Switching Protocols response ends
+ * the request and the connection's HTTP/1.x (h2c goes on as HTTP/2, a
+ * WebSocket by turns: conn.c).
  *
  * Pure: no I/O, no allocation, no globals; the caller owns each state and
  * serialises the calls on one state (hook_libc.c: one spinlock per fd).
@@ -35,6 +36,9 @@ struct vrt_http {
 	uint8_t match; /* header name matching progress */
 	uint8_t te;    /* "chunked" matching progress */
 	uint16_t status;
+	uint8_t up;      /* "h2c" matching progress of an Upgrade value */
+	uint8_t h2c;     /* the 101 answer's Upgrade is h2c */
+	uint32_t used;   /* END: bytes of that write up to the response's end */
 	uint64_t num;    /* the number being read (length, chunk size) */
 	uint64_t remain; /* body or chunk bytes still to come */
 };
@@ -63,8 +67,10 @@ int vrt_http_read(struct vrt_http *c, const uint8_t *p, size_t got,
 
 /*
  * The server wrote n bytes (p) on the connection. Returns END when they
- * complete the response of the request in flight (*status: its code);
- * bytes after that response's end are not looked at. NONE otherwise.
+ * complete the response of the request in flight (*status: its code;
+ * c->used: how many of the n bytes it took; after a 101, c->h2c says
+ * whether the connection now speaks HTTP/2); bytes after that response's
+ * end are not looked at. NONE otherwise.
  * With p NULL the n bytes are body bytes the caller could not show
  * (sendfile): they count, unparsed.
  */

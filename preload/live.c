@@ -393,6 +393,44 @@ static unsigned phase_slot(const struct slot *e)
 	return id < VRT_LIVE_PHASES ? id : 0;
 }
 
+struct has_search {
+	int space;
+	uint64_t addr;
+	int found;
+};
+
+static void look_area(void *area, void *arg)
+{
+	struct has_search *hs = arg;
+	struct slot e;
+	if (!hs->found && pending_snap(area, &e) && e.addr == hs->addr &&
+	    e.space == hs->space)
+		hs->found = 1; /* waiting there, or moving into the table */
+}
+
+int vrt_live_has(int api, uint64_t addr)
+{
+	int space = space_of(api);
+	uint64_t h = hash(space, addr);
+	struct stripe *s = &stripes[h >> 58];
+	lock(s);
+	int found = find(s, space, addr, h) != NULL;
+	unlock(s);
+	if (!found) {
+		/* The areas, then the table again: an entry moves from one
+		 * to the other, never out of both while it lives. */
+		struct has_search hs = {space, addr, 0};
+		vrt_tbuf_live_each(look_area, &hs);
+		found = hs.found;
+		if (!found) {
+			lock(s);
+			found = find(s, space, addr, h) != NULL;
+			unlock(s);
+		}
+	}
+	return found;
+}
+
 void vrt_live_free(int api, uint64_t addr)
 {
 	struct pending *pd = vrt_tbuf_live();
@@ -484,16 +522,26 @@ void vrt_live_alloc(int api, int device, uint64_t addr, uint64_t size,
 void vrt_live_event(const struct vrt_ev *ev)
 {
 	switch (ev->rec) {
-	case VRT_REC_NET:
+	case VRT_REC_NET: {
 		/* Requests, not connections: an idle keep-alive connection
-		 * counts zero; a close ends the request open on it. */
-		if (ev->op == VRT_NET_REQ_BEGIN)
+		 * counts zero; a close ends the requests open on it (size:
+		 * how many); probes and plumbing never count. */
+		int counted = !(ev->nflags &
+		                (VRT_NET_F_PROBE | VRT_NET_F_INTERNAL));
+		uint64_t n = ev->op == VRT_NET_CLOSE ? ev->size
+		             : ev->op == VRT_NET_REQ_END && counted ? 1
+		                                                    : 0;
+		if (ev->op == VRT_NET_REQ_BEGIN && counted) {
 			atomic_fetch_add(&inflight, 1);
-		else if ((ev->op == VRT_NET_REQ_END ||
-		          (ev->op == VRT_NET_CLOSE && ev->size)) &&
-		         atomic_load(&inflight))
-			atomic_fetch_sub(&inflight, 1);
+		} else if (n) {
+			uint64_t was = atomic_load(&inflight);
+			while (was && !atomic_compare_exchange_weak(
+			                      &inflight, &was,
+			                      was > n ? was - n : 0))
+				;
+		}
 		return;
+	}
 	case VRT_REC_FAIL:
 		if (ev->error == 2 /* out of memory, CUDA and HIP alike */ &&
 		    vrt_api_op(ev->api) == VRT_OP_ALLOC)
@@ -519,21 +567,35 @@ void vrt_live_set_device_of(int vendor, int (*fn)(uint64_t addr))
 		atomic_store(&device_of[vendor], fn);
 }
 
-/* An entry's device, asking its runtime for one kept for later. */
+/* A device kept for later, with or without the thread's hint. */
+static int later(int device)
+{
+	return device == VRT_LIVE_DEVICE_LATER ||
+	       device <= VRT_LIVE_DEVICE_LATER_ON(0);
+}
+
+/* An entry's device, asking its runtime for one kept for later; when the
+ * runtime cannot say, the allocating thread's device (the hint), else
+ * unknown. */
 static int entry_device(const struct slot *e)
 {
-	if (e->device != VRT_LIVE_DEVICE_LATER)
+	if (!later(e->device))
 		return e->device;
+	int hint = e->device == VRT_LIVE_DEVICE_LATER
+	                   ? -1
+	                   : VRT_LIVE_DEVICE_LATER_ON(0) - e->device;
 	int v = vrt_api_vendor(e->api);
 	int (*fn)(uint64_t) = v > 0 && v < 3 ? atomic_load(&device_of[v]) : NULL;
 	int d = fn ? fn(e->addr) : -1;
-	return d >= 0 && d < INT16_MAX ? d : VRT_DEVICE_UNKNOWN;
+	if (d >= 0 && d < INT16_MAX)
+		return d;
+	return hint >= 0 ? hint : VRT_DEVICE_UNKNOWN;
 }
 
 /* The same for an entry of the table (stripe locked), kept once known. */
 static int slot_device(struct slot *e)
 {
-	if (e->device == VRT_LIVE_DEVICE_LATER)
+	if (later(e->device))
 		e->device = (int16_t)entry_device(e);
 	return e->device;
 }
@@ -686,6 +748,11 @@ void vrt_live_after_fork_child(void)
 	 * driver does not carry device memory across fork, and the child's
 	 * trace starts empty. The fds of accepted connections do carry over,
 	 * but they are the parent's requests. */
+	vrt_live_reset();
+}
+
+void vrt_live_reset(void)
+{
 	for (int i = 0; i < STRIPES; i++) {
 		struct stripe *s = &stripes[i];
 		atomic_store(&s->lock, 0);

@@ -44,6 +44,10 @@ struct vrt_ev;
  * asked for only when the table is read (stats, snapshot), through the
  * function set for its runtime, so that standby makes no driver call. */
 #define VRT_LIVE_DEVICE_LATER (-100)
+/* The same, with the device the allocating thread was last seen on (d >=
+ * 0) for when the runtime cannot say (no pointer attribute query, a
+ * context that is gone): the entry is then kept on d, never dropped. */
+#define VRT_LIVE_DEVICE_LATER_ON(d) (-200 - (d))
 
 /* How to tell the device of an allocation by its address, for a vendor
  * (enum vrt_vendor): an ordinal, or < 0 when the runtime cannot say. Called
@@ -56,6 +60,12 @@ void vrt_live_set_device_of(int vendor, int (*fn)(uint64_t addr));
 void vrt_live_alloc(int api, int device, uint64_t addr, uint64_t size,
                     uint32_t stack, uint64_t phase);
 void vrt_live_free(int api, uint64_t addr);
+
+/* 1 when an allocation of api's address space at addr is in the table
+ * (allocated, or snapshotted, and not freed since). A lookup: a stripe
+ * lock and a walk over the threads' areas. From inside a hook; for the
+ * agent's frees only (the preload never asks). */
+int vrt_live_has(int api, uint64_t addr);
 
 /* Applies one event to the table: ALLOC adds, FREE removes, a NET
  * REQ_BEGIN or REQ_END (or the CLOSE of a connection with a request in
@@ -75,6 +85,11 @@ void vrt_live_each(void (*fn)(const struct vrt_ev *ev, void *arg), void *arg);
 void vrt_live_set_stack_phase(unsigned (*fn)(uint32_t stack));
 
 void vrt_live_after_fork_child(void);
+/* Forgets every entry, the in-flight and OOM counts and the peaks: a new
+ * session of the agent, whose table from an earlier attach is stale (the
+ * calls made while detached were not seen). No other thread of ours may
+ * be using the table. */
+void vrt_live_reset(void);
 
 /* VRAM bytes live in the table on one device of a vendor (its ordinal as
  * this process sees it). Scans the whole table (each stripe locked in

@@ -72,6 +72,8 @@ static struct vrt_option options[VRT_OPT_COUNT] = {
         [VRT_OPT_METRICS_PUBLIC] = {"VRAMTRACE_METRICS_PUBLIC", VRT_KIND_BOOL,
                                     0, 0, 1, 0, NULL},
         [VRT_OPT_ENGINE] = {"VRAMTRACE_ENGINE", VRT_KIND_STR, 0, 0, 0, 0, NULL},
+        [VRT_OPT_ROOT] = {"VRAMTRACE_ROOT", VRT_KIND_INT, 0, 0, 2147483647, 0,
+                          NULL},
 };
 
 static int parse_start(const char *s, long *out)
@@ -133,13 +135,25 @@ static int parse_bool(const char *s, long *out)
 	return -1;
 }
 
+static const char *from_env(const char *name, void *arg)
+{
+	(void)arg;
+	return secure_getenv(name);
+}
+
 void vrt_options_init(void)
+{
+	vrt_options_init_from(from_env, NULL);
+}
+
+void vrt_options_init_from(const char *(*get)(const char *name, void *arg),
+                           void *arg)
 {
 	for (int i = 0; i < VRT_OPT_COUNT; i++) {
 		struct vrt_option *o = &options[i];
 		o->value = o->def;
 		o->str = NULL;
-		const char *s = secure_getenv(o->name);
+		const char *s = get(o->name, arg);
 		if (!s)
 			continue;
 		long v = 0;

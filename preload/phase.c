@@ -65,6 +65,11 @@ void vrt_phase_push(const char *name)
 	pdepth++;
 }
 
+uint64_t vrt_phase_named(const char *name)
+{
+	return vrt_phase_encode(phase_id(name), VRT_SRC_ANNOTATION);
+}
+
 void vrt_phase_pop(void)
 {
 	if (pdepth > 0)
@@ -94,8 +99,13 @@ void vrt_phase_emit(vrt_stack_emit_fn emit)
 	}
 }
 
+void vrt_phase_new_file(void)
+{
+	emitted = 0;
+}
+
 void vrt_phase_after_fork_child(void)
 {
 	pthread_mutex_init(&reg_mu, NULL);
-	emitted = 0; /* the child's trace declares them again */
+	/* The child's trace declares them again (vrt_writer_start). */
 }

@@ -317,6 +317,8 @@ static unsigned parse_version(const char *s)
 	return 0x0300u | minor;
 }
 
+static void *py_handle; /* where the interpreter was found */
+
 /* Everything from one handle (RTLD_DEFAULT or a libpython). 1 found. */
 static int look(void *h)
 {
@@ -374,6 +376,7 @@ static int look(void *h)
 	}
 
 	lay = l;
+	py_handle = h;
 	get_tstate = gt;
 	code_type = ct;
 	unicode_type = ut;
@@ -428,6 +431,14 @@ int vrt_pystack_init(void)
 	}
 	atomic_store_explicit(&py_busy, 0, memory_order_release);
 	return found;
+}
+
+int vrt_pystack_handle(void **handle)
+{
+	if (!atomic_load_explicit(&py_ready, memory_order_acquire))
+		return 0;
+	*handle = py_handle; /* RTLD_DEFAULT is NULL */
+	return 1;
 }
 
 unsigned vrt_pystack_version(void)

@@ -37,6 +37,11 @@ struct vrt_pyframe {
  * looking, another gets 0. */
 int vrt_pystack_init(void);
 
+/* The handle the interpreter's symbols were found through (RTLD_DEFAULT,
+ * which is NULL, or a libpython's) into *handle: 1, or 0 before
+ * vrt_pystack_init found one. */
+int vrt_pystack_handle(void **handle);
+
 /* Python version found, as 0xMMmm (0x030b for 3.11), or 0. */
 unsigned vrt_pystack_version(void);
 

@@ -266,6 +266,39 @@ static void sample_devices(void)
 	}
 }
 
+int vrt_sampler_own_bytes(const unsigned char uuid[16], uint64_t *bytes)
+{
+	char want[64];
+	unsigned count = 0;
+	int found = 0;
+	uuid_text(uuid, want, sizeof(want));
+	pthread_mutex_lock(&nvml_mu);
+	if (!nvml.lib)
+		nvml_open();
+	if (nvml.init && nvml.procs && nvml.count(&count) == 0) {
+		for (unsigned i = 0; i < count && !found; i++) {
+			nvml_device h;
+			char uuid_s[96];
+			struct nvml_process procs[MAX_PROCS];
+			unsigned np = MAX_PROCS;
+			if (nvml.handle(i, &h) != 0 ||
+			    nvml.uuid(h, uuid_s, sizeof(uuid_s)) != 0 ||
+			    strcmp(uuid_s, want) != 0)
+				continue;
+			if (nvml.procs(h, &np, procs) != 0)
+				break;
+			for (unsigned k = 0; k < np && !found; k++)
+				if (procs[k].pid == (unsigned)getpid()) {
+					*bytes = procs[k].used;
+					found = 1;
+				}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&nvml_mu);
+	return found;
+}
+
 /* ---- the thread ---------------------------------------------------------- */
 
 static _Atomic int thread_started;

@@ -32,6 +32,10 @@
  *                       a loss, so then -> OFF.
  *   ARMED -> OFF        the run directory refused, or no trace could be
  *                       made (the reason kept for the one warning).
+ *   ARMED -> ON         vrt_session_root_exit, at the exit of the command
+ *                       `record` started (VRAMTRACE_ROOT) when it made no
+ *                       trace while others did: the writer alone, for its
+ *                       header (command line) and trailer (exit status).
  *   STANDBY -> ON       vrt_session_record_start (`ctl start`, or an
  *                       allocation refused for memory in standby): the
  *                       trace is made if it was not, and starts with the
@@ -44,7 +48,9 @@
  *                       writes its last frame and trailer, all bounded.
  *   OFF -> ARMED        vrt_session_exec_failed: the image goes on after a
  *                       failed exec; the next event makes a new file
- *                       (unless capture had failed).
+ *                       (unless capture had failed). vrt_session_rearm:
+ *                       the agent of `vramtrace attach`, attached again
+ *                       after a detach, with its new run directory.
  *   ON|STANDBY -> ARMED vrt_session_after_fork_child: the child forgets
  *                       the parent's trace and threads; its first event
  *                       makes its own file.
@@ -72,11 +78,15 @@
 #include "standby.h"
 #include "rundir.h"
 
+#include <vramtrace/trace_format.h>
+
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -123,7 +133,7 @@ static int begin_recording(int snapshot)
 		 * a full recording's would have (standby.h). */
 		uint64_t mono, wall;
 		if (vrt_standby_origin(&mono, &wall))
-			vrt_writer_set_origin(mono, wall);
+			vrt_writer_set_origin(mono, wall, 1);
 		int err = vrt_writer_start(
 		        run_dir, (int)vrt_options_int(VRT_OPT_FLUSH_MS),
 		        (int)vrt_options_int(VRT_OPT_ZSTD_LEVEL));
@@ -194,6 +204,32 @@ static void start_others(int standby)
 	}
 }
 
+void vrt_session_note_exit(int status)
+{
+	if (vrt_session_is_self())
+		vrt_writer_set_exit(VRT_TRAILER_EXIT_CODE, status & 0xff);
+}
+
+static void on_exit_note(int status, void *arg)
+{
+	(void)arg;
+	vrt_session_note_exit(status);
+}
+
+/* exit() and a return from main tell on_exit handlers the status. The
+ * handler must run before the destructors (the trailer): the loader runs
+ * a preload's constructor before libc registers the destructors' run, so
+ * a handler registered there would come after them. It is registered
+ * here, at the first event, once per process image (a fork child inherits
+ * it). start_mu held. */
+static void watch_exit_status(void)
+{
+	static int registered;
+
+	if (!registered)
+		registered = !on_exit(on_exit_note, NULL);
+}
+
 int vrt_session_start(void)
 {
 	int cancel = vrt_capture_cancel_off();
@@ -205,6 +241,7 @@ int vrt_session_start(void)
 		 * hooks (the control socket's listen() is no server). */
 		int was_in = vrt_in_hook;
 		vrt_in_hook = 1;
+		watch_exit_status();
 		int standby = vrt_options_int(VRT_OPT_START) == 1;
 		if (standby) {
 			vrt_standby_begin(1);
@@ -234,6 +271,16 @@ int vrt_session_record_start(void)
 		rc = begin_recording(1);
 	pthread_mutex_unlock(&start_mu);
 	return rc;
+}
+
+int vrt_session_snapshot(void)
+{
+	pthread_mutex_lock(&start_mu);
+	int on = atomic_load(&vrt_state) == VRT_STATE_ON;
+	if (on)
+		vrt_standby_write();
+	pthread_mutex_unlock(&start_mu);
+	return on ? 0 : -1;
 }
 
 int vrt_session_record_stop(void)
@@ -279,6 +326,57 @@ void vrt_session_warn(void)
 		        (int)getpid(), why);
 }
 
+/* 1 when the run directory already holds a trace, none of them ours.
+ * start_mu held. */
+static int others_traced(void)
+{
+	char own[32];
+	struct dirent *de;
+	size_t n, m = strlen(VRT_TRACE_SUFFIX);
+	int found = 0, mine = 0;
+	DIR *d = opendir(run_dir);
+
+	snprintf(own, sizeof(own), "%d.", (int)getpid());
+	while (d && (de = readdir(d))) {
+		n = strlen(de->d_name);
+		if (n <= m || strcmp(de->d_name + n - m, VRT_TRACE_SUFFIX))
+			continue;
+		if (!strncmp(de->d_name, own, strlen(own)))
+			mine = 1;
+		else
+			found = 1;
+	}
+	if (d)
+		closedir(d);
+	return found && !mine;
+}
+
+void vrt_session_root_exit(uint64_t start_mono, uint64_t start_wall)
+{
+	long root = vrt_options_int(VRT_OPT_ROOT);
+
+	if (root <= 0 || root != (long)getpid() || !vrt_session_is_self())
+		return;
+	int cancel = vrt_capture_cancel_off();
+	pthread_mutex_lock(&start_mu);
+	if (atomic_load(&vrt_state) == VRT_STATE_ARMED && others_traced() &&
+	    !trust_run_dir()) {
+		int was_in = vrt_in_hook;
+		vrt_in_hook = 1;
+		/* The writer alone: services would only stop again. */
+		vrt_writer_set_origin(start_mono, start_wall, 0);
+		if (!vrt_writer_start(run_dir,
+		                      (int)vrt_options_int(VRT_OPT_FLUSH_MS),
+		                      (int)vrt_options_int(VRT_OPT_ZSTD_LEVEL))) {
+			writer_open = 1;
+			atomic_store(&vrt_state, VRT_STATE_ON);
+		}
+		vrt_in_hook = was_in;
+	}
+	pthread_mutex_unlock(&start_mu);
+	vrt_capture_cancel_restore(cancel);
+}
+
 void vrt_session_before_exec(void)
 {
 	exec_pending = vrt_session_shutdown();
@@ -310,6 +408,22 @@ void vrt_session_set_run_dir(const char *dir)
 void vrt_session_arm(void)
 {
 	atomic_store(&vrt_state, VRT_STATE_ARMED);
+}
+
+int vrt_session_rearm(const char *dir)
+{
+	pthread_mutex_lock(&start_mu);
+	int s = atomic_load(&vrt_state);
+	int ok = (s == VRT_STATE_OFF || s == VRT_STATE_INIT) && !writer_open;
+	if (ok) {
+		snprintf(run_dir, sizeof(run_dir), "%s", dir);
+		vrt_capture_forget_failure();
+		atomic_store(&warned, 0);
+		exec_pending = 0;
+		atomic_store(&vrt_state, VRT_STATE_ARMED);
+	}
+	pthread_mutex_unlock(&start_mu);
+	return ok ? 0 : -1;
 }
 
 int vrt_session_is_self(void)

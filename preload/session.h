@@ -58,6 +58,12 @@ int vrt_session_register(const struct vrt_session_service *svc);
 
 /* ---- lifecycle (entry.c) ------------------------------------------------ */
 
+/* entry.c: sets up the capture core (buffers, stacks, the rules), the
+ * live table's helpers and the services, and installs the fork handlers,
+ * from the options read. 0, or -1 after one warning (not recording). From
+ * the constructor (the preload) or the first attach (the agent), once. */
+int vrt_entry_setup(void);
+
 /* First thing in the constructor: this process is the one the preload
  * initialised (vrt_session_is_self). */
 void vrt_session_init(void);
@@ -68,6 +74,12 @@ void vrt_session_set_run_dir(const char *dir);
  * session. From the constructor. */
 void vrt_session_arm(void);
 
+/* OFF (or INIT) -> ARMED for a session of this image in dir (copied),
+ * the last one's failure forgotten: the agent, at each attach (after a
+ * detach the session is OFF and its trace closed). 0, or -1 when the
+ * session is neither. Any thread but a hook's. */
+int vrt_session_rearm(const char *dir);
+
 /* Shutdown: OFF from any state, the services stopped, the trace's last
  * frame and trailer written, each within a bounded time. Returns the state
  * it left. Cancellation is off throughout (an exec hook calls it on the
@@ -76,6 +88,18 @@ int vrt_session_shutdown(void);
 /* The one "capture stopped early" warning, when capture stopped early;
  * printed once per process image. */
 void vrt_session_warn(void);
+
+/* The status this process leaves with, for its trailer: from the _exit
+ * hooks, and from an on_exit handler the session registers when it
+ * starts. Nothing in a vfork child (its exit is not ours). */
+void vrt_session_note_exit(int status);
+
+/* At the exit of the command `vramtrace record` started (VRAMTRACE_ROOT
+ * is our pid) that never made a trace: when the run holds a trace of
+ * another process, makes ours now, its header dated start_mono/start_wall
+ * (the constructor's time), so the run has its root's command line, and
+ * the trailer its exit status. From the exit paths, before shutdown. */
+void vrt_session_root_exit(uint64_t start_mono, uint64_t start_wall);
 
 /* Fork handlers, in entry.c's pthread_atfork handlers: before_fork takes
  * the session's lock after the services' before_fork; after_fork_parent
@@ -100,6 +124,12 @@ int vrt_session_start(void);
  * standby (hook_lib.c); both waits are bounded. */
 int vrt_session_record_start(void);
 int vrt_session_record_stop(void);
+
+/* While recording: a SNAPSHOT of the live table now (what the agent of
+ * `vramtrace attach` found held before it, seeded into the table, with
+ * everything allocated since). 0, or -1 when not recording. Not from a
+ * hook. */
+int vrt_session_snapshot(void);
 
 /* exec: the trace is flushed and closed before the image is replaced (the
  * one warning printed); after a failed exec, a process that was recording

@@ -27,6 +27,7 @@
  */
 #include "clock.h"
 #include "core.h"
+#include "pathname.h"
 #include "pystack.h"
 #include "rules.h"
 
@@ -288,6 +289,37 @@ static uint32_t intern_frame(int kind, uint64_t a, uint64_t b,
 	return n + 1;
 }
 
+/* A Python frame known by its names only (vrt_stack_python): keyed apart
+ * from the captured ones (whose keys are code objects' addresses) by the
+ * top bit. stack_mu held. */
+static uint32_t intern_named(const char *file, const char *func, int line)
+{
+	uint64_t a = 0xcbf29ce484222325ull;
+	for (const char *c = file; *c; c++)
+		a = (a ^ (unsigned char)*c) * 0x100000001b3ull;
+	a = mix(a, 0x2f);
+	for (const char *c = func; *c; c++)
+		a = (a ^ (unsigned char)*c) * 0x100000001b3ull;
+	a |= 1ull << 63;
+	uint32_t id = map_get(&py_map, a, (uint64_t)(unsigned)line);
+	if (id)
+		return id;
+	uint32_t n = atomic_load_explicit(&nframes, memory_order_relaxed);
+	if (map_reserve(&py_map) ||
+	    block_reserve((void **)fblk, n, sizeof(struct frame)))
+		return 0;
+	struct frame *f = frame_at(n + 1);
+	memset(f, 0, sizeof(*f));
+	f->kind = VRT_FRAME_PYTHON;
+	f->ip = a;
+	f->file = arena_copy(file);
+	f->func = arena_copy(func);
+	f->line = line;
+	map_insert(&py_map, a, (uint64_t)(unsigned)line, n + 1);
+	atomic_store_explicit(&nframes, n + 1, memory_order_release);
+	return n + 1;
+}
+
 static uint32_t intern_node(uint32_t parent, uint32_t frame)
 {
 	uint32_t id = map_get(&trie, parent, frame);
@@ -304,6 +336,25 @@ static uint32_t intern_node(uint32_t parent, uint32_t frame)
 	map_insert(&trie, parent, frame, n + 1);
 	atomic_store_explicit(&nnodes, n + 1, memory_order_release);
 	return n + 1;
+}
+
+uint32_t vrt_stack_python(const char *const *file, const char *const *func,
+                          const int *line, int n)
+{
+	uint32_t node = 0;
+	if (n > MAX_PY)
+		n = MAX_PY;
+	pthread_mutex_lock(&stack_mu);
+	for (int i = 0; i < n; i++) {
+		uint32_t f = intern_named(file[i] ? file[i] : "?",
+		                          func[i] ? func[i] : "?", line[i]);
+		uint32_t next = f ? intern_node(node, f) : 0;
+		if (!next)
+			break;
+		node = next;
+	}
+	pthread_mutex_unlock(&stack_mu);
+	return node;
 }
 
 uint32_t vrt_stack_capture(void)
@@ -413,6 +464,55 @@ static struct {
 	char *(*demangle)(const char *, char *, size_t *, int *);
 	int demangle_looked;
 } em;
+
+/* Modules and Python files of plumbing (vrt_stack_plumbing): substrings
+ * of a module's file name, of a Python frame's file. */
+static const char *const plumbing_modules[] = {
+	"libnccl", "libzmq", "libtorch", "libc10", "libgloo", "libmpi",
+	"libucp", "libucs", "libuct", "_raylet", "libtensorpipe",
+};
+static const char *const plumbing_py[] = {
+	"torch/distributed/", "/zmq/", "/ray/", "multiprocessing/connection.py",
+	"multiprocessing/managers.py", "multiprocessing/resource_sharer.py",
+};
+
+static int any_in(const char *s, const char *const *list, size_t n)
+{
+	for (size_t i = 0; s && i < n; i++)
+		if (strstr(s, list[i]))
+			return 1;
+	return 0;
+}
+
+int vrt_stack_plumbing(void)
+{
+	void *ips[64];
+	int got = unw_backtrace(ips, 64);
+	for (int i = 0; i < got; i++) {
+		Dl_info info;
+		if ((uintptr_t)ips[i] >= self_lo && (uintptr_t)ips[i] < self_hi)
+			continue;
+		if (dladdr(ips[i], &info) && info.dli_fname &&
+		    any_in(vrt_pathname_base(info.dli_fname), plumbing_modules,
+		           sizeof(plumbing_modules) /
+		                   sizeof(plumbing_modules[0])))
+			return 1;
+	}
+	if (!python_ready())
+		return 0;
+	struct vrt_pyframe py[MAX_PY];
+	int npy = vrt_pystack_capture(py, MAX_PY);
+	for (int i = 0; i < npy; i++) {
+		char file[256], func[64];
+		int line;
+		if (vrt_pystack_describe(&py[i], file, sizeof(file), func,
+		                         sizeof(func), &line) == 0 &&
+		    any_in(file, plumbing_py,
+		           sizeof(plumbing_py) / sizeof(plumbing_py[0])))
+			return 1;
+	}
+	return 0;
+}
 
 void vrt_stack_set_rules(struct vrt_rules *rules)
 {
@@ -629,16 +729,26 @@ void vrt_stack_after_fork_parent(void)
 	pthread_mutex_unlock(&stack_mu);
 }
 
-void vrt_stack_after_fork_child(void)
+void vrt_stack_new_file(void)
 {
-	pthread_mutex_init(&stack_mu, NULL);
-	/* The child's trace is a new file: every definition again. The
-	 * string table restarts with it (its entries are leaked: a forked
-	 * child rarely lives long, and freeing could race nothing but costs
-	 * code). */
+	/* The string table restarts with the file (ids are per file); the
+	 * entries of the last one are freed. */
+	for (size_t b = 0; b < em.nbuckets; b++)
+		for (struct str_ent *e = em.buckets[b], *next; e; e = next) {
+			next = e->next;
+			free(e->s);
+			free(e);
+		}
+	free(em.buckets);
 	em.buckets = NULL;
 	em.nbuckets = 0;
 	em.nstrings = 0;
 	em.frames_done = em.nodes_done = 0;
 	memset(em.custom_done, 0, sizeof(em.custom_done));
+}
+
+void vrt_stack_after_fork_child(void)
+{
+	pthread_mutex_init(&stack_mu, NULL);
+	/* The child's trace is a new file (vrt_writer_start says so). */
 }

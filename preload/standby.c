@@ -32,9 +32,10 @@
 
 struct kept {
 	uint64_t at;
-	uint8_t rec, op, kind, api;
+	uint8_t rec, op, kind, api, nflags;
+	uint32_t stream;
 	int32_t device;
-	uint64_t addr, aux, free_bytes, total_bytes, held;
+	uint64_t addr, aux, free_bytes, total_bytes, held, val;
 	char text[TEXT_KEPT];
 };
 
@@ -47,8 +48,9 @@ static int nkept;
 static struct edge {
 	uint64_t at;
 	int32_t fd;
+	uint32_t stream;
 	uint16_t status;
-	uint8_t op;
+	uint8_t op, nflags;
 } edges[MAX_EDGES];
 static unsigned edge_next, nedges;
 static struct kept out[MAX_KEPT + MAX_EDGES]; /* the writer's copy;
@@ -149,6 +151,8 @@ static void keep_edge(const struct vrt_ev *ev)
 		nedges++;
 	e->at = now;
 	e->fd = (int32_t)ev->addr;
+	e->stream = ev->stream;
+	e->nflags = ev->nflags;
 	e->op = ev->op;
 	e->status = ev->op == VRT_NET_REQ_END ? (uint16_t)ev->aux : 0;
 	spin_unlock(&kept_lock);
@@ -163,15 +167,22 @@ void vrt_standby_keep(const struct vrt_ev *ev)
 	k.kind = ev->kind;
 	k.addr = ev->addr;
 	k.aux = ev->aux;
+	k.nflags = ev->nflags;
+	k.stream = ev->stream;
+	k.val = ev->val;
 	switch (ev->rec) {
 	case VRT_REC_NET: {
 		int ok = ev->aux >= 200 && ev->aux < 300, want = 0;
-		if (ev->op == VRT_NET_REQ_BEGIN || ev->op == VRT_NET_REQ_END ||
+		/* Probes and plumbing are never in flight. */
+		int counted = !(ev->nflags &
+		                (VRT_NET_F_PROBE | VRT_NET_F_INTERNAL));
+		if ((ev->op == VRT_NET_REQ_BEGIN && counted) ||
+		    (ev->op == VRT_NET_REQ_END && counted) ||
 		    (ev->op == VRT_NET_CLOSE && ev->size))
 			keep_edge(ev);
 		if (ev->op == VRT_NET_LISTEN)
 			want = 1;
-		else if (ev->op == VRT_NET_REQ_BEGIN)
+		else if (ev->op == VRT_NET_REQ_BEGIN && counted)
 			want = first(&first_begin);
 		else if (ev->op == VRT_NET_REQ_END)
 			want = first(&first_end) | (ok && first(&first_ok));
@@ -224,6 +235,9 @@ static void write_fact(const struct kept *k)
 	struct vrt_ev ev = {.rec = k->rec,
 	                    .op = k->op,
 	                    .kind = k->kind,
+	                    .nflags = k->nflags,
+	                    .stream = k->stream,
+	                    .val = k->val,
 	                    .api = k->api,
 	                    .past = 1,
 	                    .at = k->at,
@@ -256,14 +270,16 @@ static void snapshot_alloc(const struct vrt_ev *ev, void *arg)
 }
 
 /* The connection walker (hook_libc.c's), set once by the constructor. */
-static void (*_Atomic each_conn)(vrt_standby_conn_fn, void *);
+static void (*_Atomic each_conn)(vrt_standby_conn_fn, vrt_standby_req_fn,
+                                 void *);
 
-void vrt_standby_set_conns(void (*each)(vrt_standby_conn_fn fn, void *arg))
+void vrt_standby_set_conns(void (*each)(vrt_standby_conn_fn conn,
+                                        vrt_standby_req_fn req, void *arg))
 {
 	atomic_store(&each_conn, each);
 }
 
-static void snapshot_conn(int fd, int listener, int kind, int busy, void *arg)
+static void snapshot_conn(int fd, int listener, int kind, void *arg)
 {
 	(void)arg;
 	struct vrt_ev ev = {.rec = VRT_REC_NET,
@@ -272,12 +288,17 @@ static void snapshot_conn(int fd, int listener, int kind, int busy, void *arg)
 	                    .addr = (uint64_t)fd,
 	                    .aux = (uint64_t)(listener >= 0 ? listener : 0)};
 	vrt_tbuf_event(&ev);
-	if (busy) {
-		struct vrt_ev rq = {.rec = VRT_REC_NET,
-		                    .op = VRT_NET_REQ_BEGIN,
-		                    .addr = (uint64_t)fd};
-		vrt_tbuf_event(&rq);
-	}
+}
+
+static void snapshot_req(int fd, uint32_t stream, unsigned flags, void *arg)
+{
+	(void)arg;
+	struct vrt_ev rq = {.rec = VRT_REC_NET,
+	                    .op = VRT_NET_REQ_BEGIN,
+	                    .addr = (uint64_t)fd,
+	                    .stream = stream,
+	                    .nflags = (uint8_t)flags};
+	vrt_tbuf_event(&rq);
 }
 
 void vrt_standby_write(void)
@@ -296,6 +317,8 @@ void vrt_standby_write(void)
 		k->rec = VRT_REC_NET;
 		k->op = e->op;
 		k->addr = (uint64_t)e->fd;
+		k->stream = e->stream;
+		k->nflags = e->nflags;
 		k->aux = e->status;
 	}
 	nedges = edge_next = 0;
@@ -317,9 +340,10 @@ void vrt_standby_write(void)
 	struct vrt_ev mark = {.rec = VRT_REC_SNAPSHOT, .op = 1};
 	vrt_tbuf_event(&mark);
 	vrt_live_each(snapshot_alloc, NULL);
-	void (*each)(vrt_standby_conn_fn, void *) = atomic_load(&each_conn);
+	void (*each)(vrt_standby_conn_fn, vrt_standby_req_fn, void *) =
+	        atomic_load(&each_conn);
 	if (each)
-		each(snapshot_conn, NULL);
+		each(snapshot_conn, snapshot_req, NULL);
 	spin_lock(&ids_lock);
 	uint64_t open_ids[MAX_IDS];
 	int nids = 0;

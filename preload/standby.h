@@ -76,10 +76,14 @@ void vrt_standby_write_stop(void);
 void vrt_standby_after_fork_child(void);
 
 /* How the snapshot lists the open connections (hook_libc.c's
- * vrt_hook_libc_each_conn, set by the constructor): fn for each, under
- * its lock. Unset, the snapshot has none. */
-typedef void (*vrt_standby_conn_fn)(int fd, int listener, int kind, int busy,
+ * vrt_hook_libc_each_conn, set by the constructor): conn for each, then
+ * req for each request open on it, under its lock. Unset, the snapshot
+ * has none. */
+typedef void (*vrt_standby_conn_fn)(int fd, int listener, int kind,
                                     void *arg);
-void vrt_standby_set_conns(void (*each)(vrt_standby_conn_fn fn, void *arg));
+typedef void (*vrt_standby_req_fn)(int fd, uint32_t stream, unsigned flags,
+                                   void *arg);
+void vrt_standby_set_conns(void (*each)(vrt_standby_conn_fn conn,
+                                        vrt_standby_req_fn req, void *arg));
 
 #endif /* VRT_STANDBY_H */

@@ -109,6 +109,7 @@ struct compact {
 	struct tmpl a, f;
 };
 struct vrt_tbuf {
+	_Atomic uint32_t calling; /* vrt_tbuf_call: a hooked call is on */
 	_Atomic int lock;
 	_Atomic int busy; /* owner inside its fast path (see own_lock) */
 	_Atomic int in_use;
@@ -149,6 +150,7 @@ struct vrt_tbuf {
 
 static struct vrt_tbuf *_Atomic tbuf_list;
 static VRT_TLS struct vrt_tbuf *my_tb;
+VRT_TLS _Atomic uint32_t *vrt_tbuf_calling;
 
 static pthread_mutex_t create_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -376,6 +378,8 @@ static struct vrt_tbuf *tbuf_self(void)
 	t->rep_count = 0;
 	spin_unlock(&t->lock);
 	my_tb = t;
+	atomic_store(&t->calling, 0);
+	vrt_tbuf_calling = &t->calling;
 	if (vrt_tbuf_on_claim)
 		vrt_tbuf_on_claim();
 	return t;
@@ -391,9 +395,11 @@ static size_t put_s(uint8_t *p, int64_t v)
 	return vrt_put_svarint(p, v);
 }
 
-static size_t put_text(uint8_t *p, const char *s)
+static size_t put_text(uint8_t *p, const char *s, size_t given)
 {
-	size_t len = s ? strnlen(s, VRT_EV_TEXT_MAX) : 0;
+	size_t len = given ? (given < VRT_EV_TEXT_MAX ? given : VRT_EV_TEXT_MAX)
+	             : s  ? strnlen(s, VRT_EV_TEXT_MAX)
+	                  : 0;
 	size_t n = put_u(p, len);
 	if (len)
 		memcpy(p + n, s, len);
@@ -432,18 +438,27 @@ static size_t encode_body(uint8_t *p, const struct vrt_ev *ev)
 			n += put_u(p + n, ev->size); /* held */
 		return n;
 	case VRT_REC_MARK:
-		return n + put_text(p + n, ev->text);
+		return n + put_text(p + n, ev->text, ev->text_len);
 	case VRT_REC_NET:
 		n += put_u(p + n, ev->op);
 		n += put_u(p + n, ev->addr);
 		n += put_u(p + n, ev->aux);
-		if (ev->kind)
+		/* The appended fields, as far as one is not 0. */
+		if (ev->stream || ev->nflags || ev->val || ev->text) {
 			n += put_u(p + n, ev->kind);
+			n += put_u(p + n, ev->stream);
+			n += put_u(p + n, ev->nflags);
+			n += put_u(p + n, ev->val);
+			if (ev->text)
+				n += put_text(p + n, ev->text, ev->text_len);
+		} else if (ev->kind) {
+			n += put_u(p + n, ev->kind);
+		}
 		return n;
 	case VRT_REC_PROC:
 		n += put_u(p + n, ev->op);
 		n += put_u(p + n, ev->addr);
-		return n + put_text(p + n, ev->text);
+		return n + put_text(p + n, ev->text, ev->text_len);
 	case VRT_REC_SAMPLE:
 		memcpy(p + n, ev->blob, ev->blob_len);
 		return n + ev->blob_len;
@@ -471,6 +486,7 @@ static size_t encode_body(uint8_t *p, const struct vrt_ev *ev)
 		n += put_u(p + n, ev->handle);
 		break;
 	case VRT_REC_UNMAP:
+	case VRT_REC_PREFREE:
 		n += put_u(p + n, ev->size);
 		break;
 	case VRT_REC_FAIL:
@@ -948,7 +964,34 @@ void vrt_tbuf_thread_exit(void)
 	exited_events += atomic_exchange(&t->events, 0);
 	pthread_mutex_unlock(&mu);
 	my_tb = NULL;
+	vrt_tbuf_calling = NULL;
+	atomic_store(&t->calling, 0);
 	atomic_store(&t->in_use, 0);
+}
+
+void vrt_tbuf_call_first(void)
+{
+	if (tbuf_self() && vrt_tbuf_calling)
+		atomic_store_explicit(vrt_tbuf_calling, 1,
+		                      memory_order_relaxed);
+}
+
+void vrt_tbuf_wait_calls(uint64_t max_ns)
+{
+	uint64_t end = vrt_clock_mono_ns() + max_ns;
+	for (struct vrt_tbuf *t = atomic_load(&tbuf_list); t; t = t->next) {
+		if (t == my_tb)
+			continue;
+		/* A tbuf is never freed (recycled tbufs stay on the list): its
+		 * flag may be read whoever owns it now. */
+		while (atomic_load_explicit(&t->calling, memory_order_acquire)) {
+			if (vrt_clock_mono_ns() > end)
+				return;
+#if defined(__x86_64__)
+			__builtin_ia32_pause();
+#endif
+		}
+	}
 }
 
 uint64_t vrt_tbuf_events(void)

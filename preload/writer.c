@@ -421,6 +421,15 @@ static void stage_devices(void)
 	}
 }
 
+/* How the process is leaving (vrt_writer_set_exit), for the trailer. */
+static _Atomic int exit_kind, exit_code;
+
+void vrt_writer_set_exit(int kind, int code)
+{
+	atomic_store(&exit_code, code);
+	atomic_store(&exit_kind, kind);
+}
+
 static void stage_trailer(int clean)
 {
 	uint8_t p[512];
@@ -433,6 +442,8 @@ static void stage_trailer(int clean)
 	n += vrt_put_uvarint(p + n, vrt_tbuf_dropped());
 	const char *note = vrt_capture_fail_reason();
 	n += put_str(p + n, note ? note : "", 400);
+	n += vrt_put_uvarint(p + n, (uint64_t)atomic_load(&exit_kind));
+	n += vrt_put_uvarint(p + n, (uint64_t)(uint32_t)atomic_load(&exit_code));
 	stage_record(VRT_REC_TRAILER, p, n);
 }
 
@@ -599,11 +610,20 @@ static void flush_before_taken(void)
 
 static uint64_t origin_mono, origin_wall; /* 0: none; session.c's
                                              * start_mu */
+static int origin_standby;
 
-void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns)
+void vrt_writer_set_origin(uint64_t mono_ns, uint64_t wall_ns, int standby)
 {
 	origin_mono = mono_ns;
 	origin_wall = wall_ns;
+	origin_standby = standby;
+}
+
+static uint64_t extra_flags; /* session.c's start_mu, or before it */
+
+void vrt_writer_set_flags(uint64_t flags)
+{
+	extra_flags = flags;
 }
 
 int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
@@ -612,7 +632,7 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 	clock_gettime(CLOCK_REALTIME, &wall);
 	uint64_t mono = vrt_clock_now(), flags = 0;
 	if (origin_mono) {
-		flags = VRT_HEADER_STANDBY;
+		flags = origin_standby ? VRT_HEADER_STANDBY : 0;
 		/* The header (and its frame's watermark) at the origin: a
 		 * PAST record written later is no broken promise. */
 		mono = origin_mono;
@@ -620,12 +640,17 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 		wall.tv_nsec = (long)(origin_wall % 1000000000u);
 		origin_mono = 0;
 	}
+	flags |= extra_flags;
 	flush_ms = flush_interval_ms;
 	failed = 0;
 	stage_len = 0;
 	frame_open = 0;
 	frame_in = 0;
-	vrt_batch_reset(); /* a new file: readers start without state */
+	/* A new file: readers start without state, and every string, frame,
+	 * stack and custom phase is defined in it again. */
+	vrt_batch_reset();
+	vrt_stack_new_file();
+	vrt_phase_new_file();
 	int err = -ENOMEM;
 	if (!stage)
 		stage = malloc(STAGE_BYTES);

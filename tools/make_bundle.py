@@ -9,6 +9,9 @@ for unpacking anywhere (/opt/vramtrace in docs/deploy.md):
   bin/vramtrace                   the command (zstd and jansson linked in)
   lib/vramtrace/libvramtrace.so   the preload (zstd linked in; run path
                                   $ORIGIN as DT_RPATH)
+  lib/vramtrace/libvramtrace_agent.so
+                                  what `vramtrace attach` loads, and
+  lib/vramtrace/libZydis.so.4.0   the decoder attach opens (when found)
   lib/vramtrace/libunwind.so.8    copied beside it with every other
   lib/vramtrace/liblzma.so.5      library it needs that is not glibc's
   lib/vramtrace/demo/             `vramtrace demo`'s server and fake driver
@@ -72,13 +75,16 @@ def needed(path):
                        env={"PATH": os.environ.get("PATH", "/usr/bin")})
     out = []
     for line in p.stdout.splitlines():
-        m = re.match(r"^\s*(\S+)\s+=>\s+(\S+)", line)
+        # "NAME => PATH (0xADDR)", "NAME => not found"; PATH may hold
+        # spaces (a bundle made into "/tmp/my dist").
+        m = re.match(r"^\s*(\S+)\s+=>\s+(.+?)(?:\s+\(0x[0-9a-f]+\))?\s*$",
+                     line)
         if not m:
             continue
         name, where = m.group(1), m.group(2)
         if GLIBC.match(name):
             continue
-        out.append((name, None if where == "not" else where))
+        out.append((name, None if where.startswith("not found") else where))
     return out
 
 
@@ -116,7 +122,9 @@ def main():
     arch = platform.machine()
     name = f"vramtrace-{version}-linux-{arch}"
     os.makedirs(args.out, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="bundle-", dir=args.out)
+    # Absolute: `meson install -C BUILD --destdir D` takes a relative D
+    # from inside the build directory, not from here.
+    work = tempfile.mkdtemp(prefix="bundle-", dir=os.path.abspath(args.out))
     try:
         stage = os.path.join(work, "stage")
         p = subprocess.run(["meson", "install", "-C", args.build,
@@ -163,7 +171,14 @@ def main():
         licenses = os.path.join(root, "share", "doc", "vramtrace",
                                 "licenses")
         copied = []
-        for so, where in needed(preload):
+        # `vramtrace attach` opens the Zydis decoder when it attaches
+        # (analyzer/relocate.c looks beside the agent): it travels too.
+        zydis = subprocess.run(["sh", "-c", "ldconfig -p | awk "
+                                "'/libZydis\\.so\\.4\\.0 / {print $NF; "
+                                "exit}'"], stdout=subprocess.PIPE,
+                               text=True).stdout.strip()
+        extra = [("libZydis.so.4.0", zydis)] if zydis else []
+        for so, where in needed(preload) + extra:
             if not where:
                 fail(f"libvramtrace.so needs {so}, which is not found "
                      "here")

@@ -68,12 +68,20 @@
   function section(id) { return document.querySelector('#' + id + ' .body'); }
 
   var UNITS = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  /* Two decimals rounded as the text report's printf rounds them: a
+     value exactly halfway (78.125 GiB) goes to the even digit, so both
+     reports print the same number. */
+  function fixed2(v) {
+    var x = Math.abs(v) * 100, f = Math.floor(x), d = x - f;
+    var r = d > 0.5 ? f + 1 : d < 0.5 ? f : (f % 2 ? f + 1 : f);
+    return (v < 0 ? '-' : '') + (r / 100).toFixed(2);
+  }
   function bytes(b) {
     if (!num(b)) return '-';
     if (Math.abs(b) < 1024) return Math.round(b) + ' B';
     var u = -1;
     do { b /= 1024; u++; } while (Math.abs(b) >= 1024 && u < UNITS.length - 1);
-    return b.toFixed(2) + ' ' + UNITS[u];
+    return fixed2(b) + ' ' + UNITS[u];
   }
   /* Seconds since the run started, as the text report prints them. */
   function secs(s) {
@@ -96,9 +104,13 @@
     }
     return ms;
   }
+  /* hh:mm:ss with digits (0 to 6) of the second: Date keeps
+     milliseconds, so finer digits come from ms itself. */
   function clock(ms, digits, withDate) {
-    var iso = new Date(Math.floor(ms)).toISOString();
-    var t = iso.slice(11, digits ? 20 + digits : 19);
+    var sec = Math.floor(ms / 1000);
+    var iso = new Date(sec * 1000).toISOString();
+    var t = iso.slice(11, 19);
+    if (digits) t += ((ms - sec * 1000) / 1000).toFixed(Math.min(6, digits)).slice(1);
     return (withDate ? iso.slice(0, 10) + ' ' : '') + t;
   }
 
@@ -139,9 +151,13 @@
   var processes = arr(run.processes).filter(isObj);
   var requests = isObj(R.requests) ? R.requests : {};
   var diagnosis = isObj(R.diagnosis) ? R.diagnosis : null;
+  /* a program that never served (diagnosis.server false): no server's
+     parts, the failing call first */
+  var notServer = !!diagnosis && diagnosis.server === false;
   var hasRequests = (requests.connections || 0) > 0 || (requests.annotated || 0) > 0;
   var listen = isObj(R.listen) ? R.listen : null;
-  var readyS = num(R.server_ready_s) ? R.server_ready_s : listen && num(listen.time_s) ? listen.time_s : null;
+  /* listening is not being ready (docs/requests.md) */
+  var readyS = num(R.server_ready_s) ? R.server_ready_s : null;
 
   function cmdline(p) {
     var a = arr(p.cmdline);
@@ -512,8 +528,11 @@
       add(axis, sv('text', {x: L - 6, y: Y(v) + 4, 'text-anchor': 'end'}, bytes(v)));
     });
     var step = timeStep(span, Math.max(2, Math.floor(pw / 110)));
+    /* as many digits of the second as the ticks are apart, so no two
+       wall-clock labels read the same */
+    var clkDigits = step >= 1 ? 0 : Math.min(6, Math.ceil(-Math.log(step) / Math.LN10 - 1e-9));
     for (var tv = Math.ceil(t0 / step) * step; tv <= t1 + step * 1e-9; tv += step) {
-      var tx = X(tv), lab = tickLabel(tv, step), clk = utcRow ? wall(tv, null, step >= 1 ? 0 : 3).replace(' UTC', '') : '';
+      var tx = X(tv), lab = tickLabel(tv, step), clk = utcRow ? wall(tv, null, clkDigits).replace(' UTC', '') : '';
       /* labels at the ends stay inside the chart */
       var half = Math.max(textWidth(lab), textWidth(clk)) / 2;
       var anchor = tx - half < 0 ? 'start' : tx + half > W ? 'end' : 'middle', ax = anchor === 'start' ? Math.max(0, tx - 4) : anchor === 'end' ? W - 1 : tx;
@@ -857,17 +876,31 @@
                      (bucketS && view.t1 - view.t0 < bucketS * 40 ? '; data resolution ' + secs(bucketS) : '');
     drawOverview(document.getElementById('overview'), width);
     drawn = 0;
-    if (!models.length) {
-      add(box, el('p', {'class': 'note'}, devices.length ? 'No device memory was allocated.' : 'The run used no GPU.'));
+    if (!devices.length) {
+      add(box, el('p', {'class': 'note'}, 'The run used no GPU.'));
       return;
     }
-    models.forEach(function (m) {
-      var d = m.dev, div = el('div', {'class': 'device', 'data-device': d.id});
+    /* every device of the run in its order: an idle card is evidence
+       too (a model that was meant to be spread over it) */
+    devices.forEach(function (d) {
+      var m = models.filter(function (x) { return x.dev === d; })[0];
+      var div = el('div', {'class': 'device' + (m ? '' : ' idle'), 'data-device': d.id});
+      if (!m) {
+        add(div, el('h3', null, deviceTitle(d) + ' \u2014 ' + idleText(d)));
+        add(div, add(el('div', {'class': 'bar idle-bar', title: idleText(d)}), el('div', {'class': 'seg free', style: 'width:100%'})));
+        add(box, div);
+        return;
+      }
       var live = isObj(d) && num(d.live_bytes_end) ? ', ' + bytes(d.live_bytes_end) + ' live at the end' : '';
       add(div, el('h3', null, deviceTitle(d) + ' \u2014 peak ' + bytes(peakOf(d)) + (isObj(d.peak) && num(d.peak.time_s) ? ' at ' + secs(d.peak.time_s) : '') + live));
       add(box, div);
       drawn += drawDevice(div, m, width);
     });
+  }
+  /* What a device the run never allocated on says. */
+  function idleText(d) {
+    var cap = num(d.total_bytes) ? bytes(d.total_bytes) + ' ' : '';
+    return 'idle: ' + cap + 'visible to the run, nothing allocated on it';
   }
   function scheduleDraw() {
     if (pending) return;
@@ -900,8 +933,10 @@
     if (num(R.recording_start_s)) chip('recording started at ' + secs(R.recording_start_s) + ' (what was live then comes from a snapshot)');
     chip(plural(processes.length, 'process', 'processes') + ', ' + (num(run.events) ? run.events : 0) + ' events over ' + secs(run.duration_s));
     chip(plural(devices.length, 'device'));
-    if (readyS !== null) chip('server ready at ' + secs(readyS) + (listen ? ' (pid ' + listen.pid + ', port ' + listen.port + ')' : ''));
-    else chip('no server listened');
+    if (listen && num(listen.time_s)) chip('listening at ' + secs(listen.time_s) + ' (pid ' + listen.pid + ', port ' + listen.port + ')');
+    if (readyS !== null) chip('server ready at ' + secs(readyS));
+    else if (listen) chip('server ready: not seen (no request answered 2xx)');
+    else if (!notServer) chip('no server listened');
     if (hasRequests) chip('at most ' + plural(requests.max_inflight || 0, 'request') + ' in flight');
     if (num(requests.single_request_peak_bytes))
       chip('one request alone: ' + bytes(requests.single_request_peak_bytes) + ' grown on device ' + requests.single_request_peak_device);
@@ -938,6 +973,18 @@
       add(box, div0);
       return;
     }
+    var fc = isObj(d.failing_call) ? d.failing_call : null;
+    if (notServer && fc) {
+      var lead = el('div', {'class': 'lead', id: 'failing-call'});
+      var held = arr(d.evidence).filter(function (e) { return isObj(e) && e.key === 'held_bytes'; })[0];
+      add(lead, el('p', {'class': 'headline'}, 'Out of memory in a program that is not a server: ' + (held ? held.text : (fc.site || 'a call') + ' failed')));
+      var fr = summaryFrames(arr(fc.frames)).map(function (f) { return frameText(f); });
+      if (fr.length) {
+        add(lead, el('h4', null, 'Its stack, innermost first'));
+        add(lead, el('pre', {'class': 'stack'}, fr.join('\n')));
+      }
+      add(box, lead);
+    }
     var div = el('div', {'class': 'diag ' + (d.verdict || ''), 'data-verdict': d.verdict});
     var h = el('p');
     add(h, el('span', {'class': 'badge ' + d.verdict}, d.verdict));
@@ -955,7 +1002,8 @@
                   (d.record_command ? ' A trace of the same server settles what it leaves open: ' + d.record_command : '')));
     if (d.confidence_reason) add(div, el('p', {'class': 'reason'}, d.confidence_reason));
     function list(title, items, cls) {
-      items = arr(items);
+      /* an action that costs nothing has an empty cost: no bullet */
+      items = arr(items).filter(function (it) { return it !== '' && it !== null; });
       if (!items.length) return;
       add(div, el('h4', null, title));
       var ul = el('ul', {'class': cls});
@@ -1079,7 +1127,15 @@
     var box = section('budgets');
     var shown = devices.filter(function (d) { return peakOf(d) > 0; });
     if (!shown.length) add(box, el('p', {'class': 'note'}, 'No device memory was allocated.'));
+    else shown = devices;
     shown.forEach(function (d) {
+      if (!(peakOf(d) > 0)) {
+        var idle = el('div', {'class': 'budget idle', 'data-device': d.id});
+        add(idle, add(el('div', {'class': 'label'}), el('strong', null, deviceTitle(d)), el('span', {'class': 'muted'}, idleText(d))));
+        add(idle, add(el('div', {'class': 'bar'}), el('div', {'class': 'seg free', style: 'width:100%', title: idleText(d)})));
+        add(box, idle);
+        return;
+      }
       var base = otherBytes(d), peak = peakOf(d), cap = num(d.total_bytes) ? d.total_bytes : null;
       var scale = cap || (peak + base) || 1;
       var at = isObj(d.peak) && isObj(d.peak.by_phase) ? d.peak.by_phase : {};
@@ -1213,9 +1269,100 @@
     }
     return el('p', null, valueText('', v));
   }
+  /* The engine's log read for people: what it printed beside what the
+     trace measured, its settings, its ready line, its errors; the log's
+     own words wrap inside their cell. Keys this page does not know yet
+     follow as a plain table. */
+  var LOG_KNOWN = ['path', 'engine', 'lines', 'cut_bytes', 'facts_dropped', 'facts', 'config', 'flags_from_log', 'ready',
+                   'errors', 'fatal_error', 'fatal_failure', 'fatal_failure_match', 'comparison', 'refusal'];
+  function logValue(f) {
+    if (!num(f.value)) return '-';
+    if (f.unit === 'bytes') return bytes(f.value);
+    if (f.unit === 'x1000') return (f.value / 1000).toFixed(2) + 'x';
+    if (f.unit === 'permille') return (f.value / 10).toFixed(1) + '%';
+    return f.value.toLocaleString('en-US') + (f.unit && f.unit !== 'count' ? ' ' + f.unit : '');
+  }
+  function logDevice(x) { return num(x) && x >= 0 ? 'device ' + x : 'all'; }
+  function logLine(x) { return num(x) ? 'line ' + x : ''; }
+  function logText(t) { return el('td', {'class': 'logtext'}, t === null || t === undefined ? '' : String(t)); }
+  function engineLog(log) {
+    var box = section('engine-log');
+    var head = [log.path ? String(log.path) : 'the log', log.engine ? 'engine ' + log.engine : 'engine not recognised',
+                num(log.lines) ? plural(log.lines, 'line') : ''].filter(Boolean).join(' \u00b7 ');
+    add(box, el('p', {'class': 'muted'}, head + (log.cut_bytes ? ' (' + bytes(log.cut_bytes) + ' left out of the middle)' : '')));
+    var cmp = arr(log.comparison).filter(isObj);
+    if (cmp.length) {
+      add(box, el('h3', null, 'What the engine printed, beside what the trace measured'));
+      var tb = el('table', {'class': 'data log-compare'});
+      add(tb, add(el('tr'), el('th', null, 'quantity'), el('th', null, 'device'), el('th', {'class': 'num'}, 'the engine'),
+                  el('th', {'class': 'num'}, 'traced'), el('th', {'class': 'num'}, 'difference'), el('th', null, 'log')));
+      cmp.forEach(function (c) {
+        add(tb, add(el('tr', {'class': c.flagged ? 'fatal' : ''}), el('td', null, String(c.quantity || '').replace(/_/g, ' ')),
+          el('td', null, logDevice(c.device)), el('td', {'class': 'num'}, bytes(c.engine_bytes)), el('td', {'class': 'num'}, bytes(c.traced_bytes)),
+          el('td', {'class': 'num'}, num(c.difference_percent) ? (c.difference_percent >= 0 ? '+' : '') + c.difference_percent.toFixed(1) + '%' + (c.flagged ? ' (disagrees)' : '') : '-'),
+          el('td', null, logLine(c.line))));
+      });
+      add(box, add(el('div', {'class': 'scroll'}), tb));
+    }
+    var cfg = isObj(log.config) ? log.config : {};
+    var set = Object.keys(cfg).filter(function (k) { return cfg[k] !== null && cfg[k] !== undefined; });
+    if (set.length) {
+      var fl = arr(log.flags_from_log);
+      add(box, el('p', null, 'Its settings: ' + set.map(function (k) {
+        return k.replace(/_/g, ' ') + ' ' + cfg[k] + (fl.indexOf(k) >= 0 ? ' (only the log says it)' : '');
+      }).join(', ') + '.'));
+    }
+    if (isObj(log.ready)) {
+      var w = wall(log.ready.time_s, log.ready.time_utc);
+      add(box, el('p', null, 'Ready: ' + logLine(log.ready.line) + ' at ' + secs(log.ready.time_s) + (w ? ' (' + w + ')' : '') + ': ' + (log.ready.text || '')));
+    } else if ('ready' in log) {
+      add(box, el('p', null, 'Ready: the log never says the server was ready.'));
+    }
+    var errs = arr(log.errors).filter(isObj);
+    if (errs.length) {
+      add(box, el('h3', null, 'Errors it printed'));
+      var te = el('table', {'class': 'data log-errors'});
+      add(te, add(el('tr'), el('th', null, 'log'), el('th', null, 'time'), el('th', null, 'what'), el('th', null, 'the line')));
+      errs.forEach(function (e, i) {
+        var what = String(e.kind || 'error').replace(/_/g, ' ') + (i === log.fatal_error ? ', fatal' : e.fatal ? ', fatal' : '') + (e.refusal ? ', a refusal' : '');
+        if (num(e.requested_bytes)) what += ': ' + bytes(e.requested_bytes) + (num(e.device) && e.device >= 0 ? ' on device ' + e.device : '');
+        add(te, add(el('tr', {'class': i === log.fatal_error ? 'fatal' : ''}), el('td', null, logLine(e.line)), timeCell(e.time_s, e.time_utc),
+                    el('td', null, what), logText(e.text)));
+      });
+      add(box, add(el('div', {'class': 'scroll'}), te));
+    }
+    if (log.fatal_failure_match) add(box, el('p', null, String(log.fatal_failure_match)));
+    if (isObj(log.refusal)) {
+      add(box, el('h3', null, 'A budget the engine refused'));
+      add(box, generic(log.refusal, 1));
+    }
+    var facts = arr(log.facts).filter(isObj);
+    if (facts.length) {
+      add(box, el('h3', null, 'Its memory lines'));
+      var tf = el('table', {'class': 'data log-facts'});
+      add(tf, add(el('tr'), el('th', null, 'log'), el('th', null, 'time'), el('th', null, 'what'), el('th', null, 'device'),
+                  el('th', {'class': 'num'}, 'value'), el('th', null, 'the line')));
+      facts.forEach(function (f) {
+        add(tf, add(el('tr'), el('td', null, logLine(f.line)), timeCell(f.time_s, f.time_utc),
+                    el('td', null, String(f.kind || '').replace(/_/g, ' ')), el('td', null, logDevice(f.device)),
+                    el('td', {'class': 'num'}, logValue(f)), logText(f.text)));
+      });
+      add(box, add(el('div', {'class': 'scroll'}), tf));
+      if (log.facts_dropped) add(box, el('p', {'class': 'note'}, plural(log.facts_dropped, 'more line') + ' left out'));
+    }
+    var rest = {};
+    Object.keys(log).forEach(function (k) {
+      /* a key of another shape than this page reads is shown as it is */
+      if (LOG_KNOWN.indexOf(k) < 0 || (k === 'lines' && !num(log.lines))) rest[k] = log[k];
+    });
+    if (Object.keys(rest).length) add(box, generic(rest, 1));
+  }
   (function () {
-    var log = R.engine_log;
-    if (log !== undefined && log !== null) {
+    var log = notServer ? null : R.engine_log;
+    if (isObj(log)) {
+      document.getElementById('engine-log').hidden = false;
+      engineLog(log);
+    } else if (log !== undefined && log !== null) {
       document.getElementById('engine-log').hidden = false;
       add(section('engine-log'), generic(log, 0));
     }
@@ -1242,6 +1389,26 @@
     if (file) s += '  ' + file + (num(f.line) ? ':' + f.line : '');
     return s;
   }
+  /* Code every allocation of a kind runs through (the CUDA runtime,
+     PyTorch's allocator, the interpreter, the ctypes gate, libffi, libc;
+     the analyzer's callpath.c) and unnamed frames: they tell no two
+     paths apart, so a path's summary leaves them out, as the text
+     report does. */
+  function plumbing(f) {
+    if (!isObj(f) || f.kind === 'python') return false;
+    return !f.function ||
+      /^(libcuda\.so|libcudart|libamdhip64|libhip|libc10|libtorch|libpython|python|libc\.so|libc-|ld-linux|libffi|libstdc\+\+|libvramtrace|_ctypes)/
+        .test(f.file ? String(f.file).split('/').pop() : '');
+  }
+  /* The frames a path's summary shows: Python ones first (they name the
+     step), then named native ones that are not plumbing; plumbing only
+     when nothing else has a name. */
+  function summaryFrames(frames) {
+    var py = frames.filter(function (f) { return isObj(f) && f.kind === 'python'; });
+    var nat = frames.filter(function (f) { return isObj(f) && f.kind !== 'python' && !plumbing(f); });
+    var pick = py.concat(nat);
+    return pick.length ? pick : frames.slice();
+  }
   (function () {
     var box = section('sites');
     var sites = arr(R.top_sites).filter(isObj);
@@ -1257,12 +1424,16 @@
       var tb = el('table', {'class': 'data sites', 'data-device': d.id});
       add(tb, add(el('tr'), el('th', null, 'phase'), el('th', {'class': 'num'}, 'bytes'), el('th', {'class': 'num'}, 'allocations'), el('th', null, 'call path')));
       list.forEach(function (s) {
-        var frames = arr(s.frames).map(frameText), cell = el('td');
+        var raw = arr(s.frames), frames = raw.map(frameText), cell = el('td');
         if (!frames.length) {
           add(cell, el('span', {'class': 'note'}, 'no stack recorded'));
         } else {
-          var det = el('details'), n = Math.min(3, frames.length), depth = num(s.depth) ? s.depth : frames.length;
-          add(det, el('summary', {'class': 'cmd'}, frames.slice(0, n).map(function (f) { return f.split('  ')[0]; }).join(' \u2190 ') + (depth > n ? '  (+' + (depth - n) + ' more)' : '')));
+          var det = el('details'), depth = num(s.depth) ? s.depth : frames.length;
+          var sum = summaryFrames(raw), n = Math.min(3, sum.length);
+          add(det, el('summary', {'class': 'cmd'}, sum.slice(0, n).map(function (f) {
+            var x = frameText(f).split('  ');
+            return f.kind === 'python' && x[1] ? x[0] + ' (' + x[1] + ')' : x[0];
+          }).join(' \u2190 ') + (depth > n ? '  (+' + (depth - n) + ' more)' : '')));
           add(det, el('pre', {'class': 'stack'}, frames.join('\n') + (depth > frames.length ? '\n... ' + (depth - frames.length) + ' more' : '')));
           add(cell, det);
         }

@@ -7,8 +7,11 @@
  *
  * A run is a directory; each traced process that makes a GPU memory call
  * writes one file named "<pid>.vtrace" (VRT_TRACE_SUFFIX; "<pid>-<n>.vtrace"
- * if that name is taken) into it. `vramtrace record` adds "<pid>.exit" for
- * the command it started: one line, "exit N" or "signal N".
+ * if that name is taken) into it; so does the command `vramtrace record`
+ * started (VRAMTRACE_ROOT names its pid), even without a GPU call, at its
+ * exit. "<pid>.exit" holds one line, "exit N" or "signal N": `vramtrace
+ * record` writes it for the command it started and every orphan it
+ * reaps, and a traced process for each traced child it reaps.
  *
  * File:   a sequence of independent zstd frames. A frame is closed at least
  *         every ~100 ms or every few MiB, and at once after a failed
@@ -137,29 +140,56 @@ enum vrt_rec {
 	/* ts_abs — every event with ts < ts_abs is already written */
 	VRT_REC_WATERMARK = 16,
 	/* end_mono_ns, flags (VRT_TRAILER_*), events_written,
-	 * events_dropped, note(str: why capture stopped, or empty) */
+	 * events_dropped, note(str: why capture stopped, or empty), then
+	 * (appended later, absent from older writers) exit_kind
+	 * (VRT_TRAILER_EXIT_*), exit_code: how the process left, as it knew
+	 * it (exit() and return from main, _exit) */
 	VRT_REC_TRAILER = 17,
 	/* chunk event: dts, op (enum vrt_net_op), fd, arg, then (appended
-	 * later, absent from older writers) kind (enum vrt_net_kind)
+	 * later, each absent from older writers and read as 0) kind (enum
+	 * vrt_net_kind), stream, flags (VRT_NET_F_*), val, text(str)
 	 *   LISTEN:    arg = port (0 for a non-inet socket); kind: the
-	 *              socket's family — a socket starts listening
-	 *   ACCEPT:    arg = the listening fd; kind: the connection's family —
-	 *              a connection opens. A writer that writes kind also
-	 *              writes REQ_BEGIN/REQ_END for the HTTP/1.x requests on
-	 *              it (and PROTO when its first bytes are not HTTP/1.x):
-	 *              readers then count requests, not connections; an
-	 *              ACCEPT without kind (older writers) is a request in
-	 *              flight until its CLOSE.
-	 *   CLOSE:     arg = 0 — an accepted connection closes (a request
+	 *              socket's family; flags INTERNAL when a library's own
+	 *              plumbing listens (NCCL, ZMQ, torch.distributed, ...:
+	 *              its connections are not followed) — a socket starts
+	 *              listening
+	 *   ACCEPT:    arg = the listening fd; kind: the connection's family;
+	 *              flags PEER_RUN when the peer is a process of the same
+	 *              run (its requests are a hop of the run's own: a front
+	 *              forwarding, a warm-up); val = the peer's pid where
+	 *              known (unix sockets) — a connection opens. A writer
+	 *              that writes kind also writes REQ_BEGIN/REQ_END for the
+	 *              requests on it (and PROTO when its first bytes are
+	 *              not HTTP/1.x): readers then count requests, not
+	 *              connections; an ACCEPT without kind (older writers) is
+	 *              a request in flight until its CLOSE.
+	 *   CLOSE:     arg = 0 — an accepted connection closes (every request
 	 *              still open on it ends with it)
-	 *   REQ_BEGIN: arg = 0 — request bytes arrived on an idle HTTP/1.x
-	 *              connection: one request in flight on fd
-	 *   REQ_END:   arg = the response's status code — the response has
-	 *              been written completely (its framing: Content-Length,
-	 *              chunked up to the zero chunk; a close-delimited
-	 *              response ends at CLOSE); the connection is idle again
+	 *   REQ_BEGIN: arg = 0; stream = the HTTP/2 stream (0: a connection
+	 *              with one request at a time); flags PROBE (a health,
+	 *              readiness, metrics or metadata poll: counted apart,
+	 *              never in flight), INFERRED (from turn-taking, conn.h),
+	 *              INTERNAL (a cluster runtime's RPC: not a request);
+	 *              val = a hash of the request's path (FNV-1a, 0: none);
+	 *              text = the path, when the writer read it (cut to 64
+	 *              bytes) — a request is in flight on (fd, stream)
+	 *   REQ_END:   arg = the response's status code (HTTP/2: 200 for a
+	 *              stream the server ended, 0 for a reset); stream as for
+	 *              REQ_BEGIN; val (INFERRED) = ns since the server's last
+	 *              write: the request ended that long before this record
+	 *              — the response has been written completely (HTTP/1.x
+	 *              by its framing: Content-Length, chunked up to the zero
+	 *              chunk; a close-delimited response ends at CLOSE)
 	 *   PROTO:     arg = enum vrt_net_proto — the connection's first bytes
-	 *              are not an HTTP/1.x request: nothing on it is counted */
+	 *              are not an HTTP/1.x request (or it switched protocol
+	 *              after a 101); flags FOLLOWED when requests on it are
+	 *              written from now on (HTTP/2 streams, turns), else
+	 *              nothing on it is counted
+	 *   ANSWER:    (INFERRED requests) the server wrote the first bytes
+	 *              of its answer to the request in flight on fd, or goes
+	 *              on writing it (at most one per half second): a reader
+	 *              takes the answer as over VRT_NET_QUIET_NS after the
+	 *              last ANSWER when no REQ_END came before */
 	VRT_REC_NET = 18,
 	/* chunk event: dts, op (enum vrt_proc_op), pid, text(str)
 	 *   FORK: pid = the child;  SPAWN: pid = the child, text = path;
@@ -225,6 +255,16 @@ enum vrt_rec {
 	 * the server was ready, a child was made, the first probe —, not
 	 * the live set). */
 	VRT_REC_PAST = 26,
+	/* chunk event: dts, api, device(s), addr, size, stack, phase (as
+	 * UNMAP) — a free (api) of addr, a pointer the process allocated
+	 * before `vramtrace attach` began its recording, which the
+	 * recording's SNAPSHOT did not name: size is what the driver said
+	 * the allocation held (asked before the free), device where. A
+	 * reader frees addr if it holds it live (then it is an ordinary
+	 * FREE), else takes size bytes off the process's before_attach
+	 * allocation on device (VRT_BEFORE_ATTACH_ADDR; never below zero),
+	 * and counts a free either way. */
+	VRT_REC_PREFREE = 27,
 	/* chunk event (version 4): span, n, flags, then the byte lengths of
 	 * the first eight columns (kind, time, asite, fsite, size, aaddr,
 	 * faddr, addr), then the nine columns one after the other (def takes
@@ -237,6 +277,27 @@ enum vrt_rec {
 };
 
 #define VRT_REPEAT_MAX_PERIOD 8 /* pair templates in one REPEAT */
+
+/*
+ * `vramtrace attach` (VRT_HEADER_ATTACHED): what the process held on a
+ * device before the attach and the snapshot could not name allocation by
+ * allocation (no caching allocator to ask, the driver's own context,
+ * libraries' buffers) is one ALLOC of the first SNAPSHOT at address
+ * VRT_BEFORE_ATTACH_ADDR(device) (inside the first page: never a real
+ * pointer) with the phase named VRT_BEFORE_ATTACH_PHASE (a PHASE record,
+ * source ANNOTATION), its aux saying how its size was measured (below).
+ * PREFREE records shrink it. Allocations the snapshot names (PyTorch's
+ * segments) are ordinary snapshot ALLOCs, with their recorded stacks or
+ * the same phase.
+ */
+#define VRT_BEFORE_ATTACH_PHASE   "before_attach"
+#define VRT_BEFORE_ATTACH_ADDR(d) ((uint64_t)(d) + 1)
+enum vrt_before_attach_source {
+	VRT_BEFORE_ATTACH_NVML = 1,   /* NVML: this process's own bytes */
+	VRT_BEFORE_ATTACH_DRIVER = 2, /* the driver's used bytes (total -
+	                               * free): every process's, an upper
+	                               * bound */
+};
 
 /*
  * Compact state of a chunk (version 2), for ALLOC_C and FREE_C: the last
@@ -315,7 +376,21 @@ enum vrt_net_op {
 	VRT_NET_REQ_BEGIN = 4,
 	VRT_NET_REQ_END = 5,
 	VRT_NET_PROTO = 6,
+	VRT_NET_ANSWER = 7,
 };
+
+/* NET flags (the appended flags field). */
+enum vrt_net_flag {
+	VRT_NET_F_PROBE = 1,    /* REQ_BEGIN: a probe (reqpath.h) */
+	VRT_NET_F_INFERRED = 2, /* REQ_BEGIN/END, ANSWER: from turn-taking */
+	VRT_NET_F_INTERNAL = 4, /* LISTEN: a library's plumbing; REQ_BEGIN:
+	                         * a cluster runtime's RPC */
+	VRT_NET_F_PEER_RUN = 8, /* ACCEPT: the peer is a process of the run */
+	VRT_NET_F_FOLLOWED = 16, /* PROTO: requests on it are written */
+};
+
+/* An inferred request's answer is over after this long without a write. */
+#define VRT_NET_QUIET_NS 1000000000ull
 
 /* The family of a NET record's socket (its appended kind field). */
 enum vrt_net_kind {
@@ -327,9 +402,12 @@ enum vrt_net_kind {
 
 /* What a connection's first bytes were, when not HTTP/1.x (PROTO). */
 enum vrt_net_proto {
-	VRT_NET_PROTO_HTTP2 = 1, /* the "PRI * HTTP/2.0" preface (gRPC) */
+	VRT_NET_PROTO_HTTP2 = 1, /* the "PRI * HTTP/2.0" preface (gRPC), or
+	                          * a 101 to h2c */
 	VRT_NET_PROTO_TLS = 2,   /* a TLS handshake record */
-	VRT_NET_PROTO_OTHER = 3, /* anything else (ZMQ's ZMTP greeting...) */
+	VRT_NET_PROTO_OTHER = 3, /* anything else: a protocol of its own */
+	VRT_NET_PROTO_ZMTP = 4,  /* ZMQ's greeting (plumbing: not followed) */
+	VRT_NET_PROTO_WEBSOCKET = 5, /* a 101 to a WebSocket */
 };
 
 enum vrt_sample_kind { VRT_SAMPLE_DEVICE = 1, VRT_SAMPLE_HOST = 2 };
@@ -402,11 +480,23 @@ enum vrt_header_flag {
 	/* Capture began in standby: the file holds nothing but PAST facts
 	 * before its first SNAPSHOT (older writers: 0). */
 	VRT_HEADER_STANDBY = 1,
+	/* Capture began by `vramtrace attach` into a process that was
+	 * running without the preload: what it held before is in the first
+	 * SNAPSHOT (the allocations it can name, and the before_attach
+	 * remainder), and nothing of its start-up is in the file. */
+	VRT_HEADER_ATTACHED = 2,
 };
 
 enum vrt_trailer_flag {
 	VRT_TRAILER_CLEAN_EXIT = 1,  /* written by the exit path */
 	VRT_TRAILER_CAPTURE_OFF = 2, /* capture stopped early (see note) */
+};
+
+/* The trailer's exit_kind. */
+enum vrt_trailer_exit {
+	VRT_TRAILER_EXIT_UNKNOWN = 0, /* not through exit/_exit (an exec's
+	                               * shutdown, a stop) */
+	VRT_TRAILER_EXIT_CODE = 1,    /* exit_code: the status */
 };
 
 enum vrt_vendor { VRT_VENDOR_CUDA = 1, VRT_VENDOR_HIP = 2 };

@@ -877,6 +877,29 @@ def main():
                 rows.append((f"{what}: added by the preload",
                              fmt(add, " ns", 1), "n/a", "<= 20 ns",
                              verdict(None if add is None else add <= 20)))
+            rows.append("CPU ns per request on an accepted TCP connection "
+                        "the preload follows (client and server in one "
+                        "thread; 10,000 requests)")
+            for kind, what in (("h2", "gRPC over HTTP/2, streams of "
+                                      "one connection"),
+                               ("turns", "a protocol of its own, "
+                                         "requests by turns")):
+                bare = median(r.get(kind) for r in got[False])
+                pre = median(r.get(kind) for r in got[True])
+                add = None if bare is None or pre is None else pre - bare
+                fig[f"io_{kind}_bare"] = bare
+                fig[f"io_{kind}_added"] = add
+                rows.append((f"{what}: bare", fmt(bare, " ns", 0), "—",
+                             "—", "—"))
+                rows.append((f"{what}: added by the preload",
+                             fmt(add, " ns", 0), "n/a", "<= 2000 ns",
+                             verdict(None if add is None
+                                     else add <= 2000)))
+            state = median(r.get("conn_state") for r in got[True])
+            fig["conn_state_bytes"] = state
+            rows.append(("per-connection state of the preload",
+                         fmt(state, " B", 0), "n/a", "<= 256 B",
+                         verdict(None if state is None else state <= 256)))
 
         rows.append("added CPU ns per pair, whole process tree (vramtrace: "
                     "+ writer thread; heaptrack: + heaptrack_interpret, "

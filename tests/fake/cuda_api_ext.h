@@ -22,6 +22,10 @@
 /* cuMemAllocManaged flags */
 #define FAKECUDA_MEM_ATTACH_GLOBAL 0x1
 
+/* With VRT_HAVE_CUDA_H (a translation unit that includes cuda.h first, to
+ * have the compiler check prototypes against NVIDIA's), cuda.h's types
+ * stand instead of these. */
+#ifndef VRT_HAVE_CUDA_H
 typedef enum CUmemAllocationGranularity_flags_enum {
 	CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0,
 	CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1
@@ -38,6 +42,8 @@ typedef struct CUmemAccessDesc_st {
 	CUmemAccess_flags flags;
 } CUmemAccessDesc;
 
+#endif /* VRT_HAVE_CUDA_H */
+
 CUresult cuCtxSynchronize(void);
 CUresult cuStreamSynchronize(CUstream hStream);
 CUresult cuStreamSynchronize_ptsz(CUstream hStream);
@@ -46,6 +52,7 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
 CUresult cuMemPoolDestroy(CUmemoryPool pool);
 
+#ifndef VRT_HAVE_CUDA_H
 typedef enum CUmemPool_attribute_enum {
 	CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
 	CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
@@ -56,6 +63,7 @@ typedef enum CUmemPool_attribute_enum {
 	CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
 	CU_MEMPOOL_ATTR_USED_MEM_HIGH
 } CUmemPool_attribute;
+#endif
 
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
                                void *value);
@@ -68,6 +76,38 @@ CUresult cuMemGetAllocationGranularity(size_t *granularity,
                                        const CUmemAllocationProp *prop,
                                        CUmemAllocationGranularity_flags option);
 CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags);
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev);
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
+
+/* Device attributes: the numbering of cuda.h's CUdevice_attribute (the
+ * runtime's cudaDeviceAttr uses the same numbers). Only those the fake
+ * and its tests name; every value from 1 to FAKECUDA_DEVICE_ATTRIBUTE_MAX
+ * - 1 is a valid attribute. */
+#ifndef VRT_HAVE_CUDA_H
+typedef enum CUdevice_attribute_enum {
+	CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+	CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+	CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+	CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81,
+	CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+	CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+	CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
+} CUdevice_attribute;
+#endif
+#define FAKECUDA_DEVICE_ATTRIBUTE_MAX 148
+
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
+                              CUdevice dev);
+
+/* Streams (cuStreamCreate flags: 0 default, 1 CU_STREAM_NON_BLOCKING). */
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
+CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags,
+                                    int priority);
+CUresult cuStreamDestroy_v2(CUstream hStream);
+CUresult cuStreamQuery(CUstream hStream);
+CUresult cuStreamQuery_ptsz(CUstream hStream);
 CUresult cuGetErrorName(CUresult error, const char **pStr);
 CUresult cuGetErrorString(CUresult error, const char **pStr);
 

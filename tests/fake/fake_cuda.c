@@ -17,14 +17,26 @@
  *   - device pointers are fake: per-device bump ranges at (ordinal+1) << 43,
  *     512-byte aligned, never reused, never touched, so an "80 GiB" card
  *     fits on a laptop; VMM address reservations come from their own range;
- *   - pinned host memory is real malloc memory (callers may touch it),
- *     counted with registered ranges against FAKECUDA_HOST_MEM;
+ *   - pinned host memory is real, page-aligned memory as the real
+ *     driver's is (callers touch it; ggml asserts its alignment), counted
+ *     with registered ranges against FAKECUDA_HOST_MEM; managed memory is
+ *     real memory too, since host code reads and writes it, but charged
+ *     to its device like any device allocation; both are mapped, not
+ *     reserved (see map_and_file), so an "80 GiB" allocation costs only
+ *     the pages touched;
+ *   - each card answers cuDeviceGetAttribute as an H100-, A100- or L4-like
+ *     card does (FAKECUDA_CARD: compute capability, SMs, shared memory,
+ *     L2, clocks; see g_cards), VMM support included (FAKECUDA_VMM=0: the
+ *     attribute says no and cuMemCreate answers CUDA_ERROR_NOT_SUPPORTED);
+ *   - streams made by cuStreamCreate are handles the memory calls accept,
+ *     and every stream is always idle (there is no work to wait for);
  *   - VMM physical memory is returned when its handle has been released
  *     AND every mapping of it is unmapped, in either order;
  *   - stream-ordered pools keep freed bytes up to their release threshold
  *     (PyTorch's cudaMallocAsync backend sets it to UINT64_MAX) and give
  *     them back on a synchronize or cuMemPoolTrimTo (see
- *     struct CUmemPoolHandle_st).
+ *     struct CUmemPoolHandle_st); cuMemAllocAsync takes from the device's
+ *     current pool (its default one until cuDeviceSetMemPool);
  *   - CUDA_VISIBLE_DEVICES as the real driver reads it: a comma list of
  *     physical indexes or UUID prefixes ("GPU-5a..."), renumbered from 0
  *     in the order given; the list stops at the first entry that names no
@@ -36,9 +48,13 @@
  * Environment (read once, on cuInit or first use): FAKECUDA_DEVICES (1),
  * FAKECUDA_MEM ("80G"), FAKECUDA_USED ("0") — sizes with K/M/G/T suffix,
  * or a comma list, one per physical device, the last repeating —,
- * FAKECUDA_NAME ("Fake GPU"), FAKECUDA_HOST_MEM ("16G"),
+ * FAKECUDA_NAME ("Fake GPU"), FAKECUDA_HOST_MEM ("16G"), FAKECUDA_CARD
+ * ("h100"; or "a100", "l4"; a comma list like FAKECUDA_MEM, which then
+ * defaults to each card's memory), FAKECUDA_VMM ("1"; a comma list),
  * CUDA_VISIBLE_DEVICES, FAKECUDA_DEBUG (log calls to stderr; otherwise
- * the library never prints), FAKECUDA_BENCH (see below).
+ * the library never prints), FAKECUDA_NO_POINTER_QUERY (cuPointerGetAttribute
+ * answers CUDA_ERROR_NOT_SUPPORTED: a driver that cannot tell an address's
+ * device), FAKECUDA_BENCH (see below).
  *
  * Benchmark mode (FAKECUDA_BENCH=1, for tests/bench only): cuMemAlloc_v2
  * and cuMemFree_v2 take no lock and keep no table, so that what a
@@ -57,8 +73,10 @@
  * not reused).
  *
  * Threads: any thread may call anything. One mutex (g_lock) guards all
- * mutable driver state: the allocation table, per-device live bytes and
- * bump pointers, VMM reservations and mappings, pools and host bytes.
+ * mutable driver state: the allocation table (streams included), per-
+ * device live bytes and bump pointers, VMM reservations and mappings,
+ * pools (and each device's current one) and host bytes; mmap and munmap
+ * of pinned and managed pages happen outside it.
  * The environment is parsed under pthread_once; g_inited is an atomic set
  * once by cuInit. The current context is a thread-local pointer. In
  * benchmark mode cuMemAlloc_v2/cuMemFree_v2 touch only thread-local state
@@ -67,6 +85,8 @@
  */
 #include <pthread.h>
 #include <stdarg.h>
+#include <strings.h>
+#include <sys/mman.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,6 +96,7 @@
 
 #include "cuda_api.h"
 #include "cuda_api_ext.h"
+#include "fake_entries.h"
 
 #define FAKE_MAX_DEV         64
 #define FAKE_DEV_RANGE_SHIFT 43 /* 8 TiB of fake addresses per device */
@@ -90,6 +111,34 @@
 
 /* ---- configuration ---------------------------------------------------- */
 
+/*
+ * What a card answers besides its memory: the values NVIDIA publishes for
+ * an H100 SXM5 80GB, an A100 SXM4 80GB and an L4 (compute capability,
+ * SMs, shared memory per SM and per block with opt-in, L2, clocks, memory
+ * bus), as cuDeviceGetAttribute reports them. Attributes not listed here
+ * take the same value on all three (attr_value()).
+ */
+struct fake_card {
+	const char *key;         /* FAKECUDA_CARD value */
+	unsigned long long mem;  /* default capacity */
+	int cc_major, cc_minor;
+	int sms;
+	int clock_khz, mem_clock_khz, bus_width;
+	int l2_bytes, persisting_l2_bytes; /* the latter 3/4 of the L2 */
+	int smem_per_sm, smem_optin; /* bytes */
+	int threads_per_sm, blocks_per_sm;
+	int pci_device_id;
+};
+
+static const struct fake_card g_cards[] = {
+        {"h100", 80ull << 30, 9, 0, 132, 1980000, 2619000, 5120, 52428800,
+         39321600, 233472, 232448, 2048, 32, 0x2330},
+        {"a100", 80ull << 30, 8, 0, 108, 1410000, 1593000, 5120, 41943040,
+         31457280, 167936, 166912, 2048, 32, 0x20b2},
+        {"l4", 23034ull << 20, 8, 9, 58, 2040000, 6251000, 192, 50331648,
+         37748736, 102400, 101376, 1536, 24, 0x27b8},
+};
+
 struct fake_dev {
 	unsigned long long cap;  /* total bytes */
 	unsigned long long used; /* bytes used by "other processes" */
@@ -97,6 +146,8 @@ struct fake_dev {
 	unsigned long long bump; /* next fake address (g_lock) */
 	char name[64];
 	CUuuid uuid;
+	const struct fake_card *card;
+	int vmm; /* VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
 };
 
 struct CUctx_st {
@@ -142,6 +193,8 @@ static int g_debug;
 static int g_bench; /* FAKECUDA_BENCH: lock-free cuMemAlloc/cuMemFree;
                      * 2 with "reuse" (freed addresses handed out again) */
 static atomic_uint g_bench_windows; /* windows handed out (bench mode) */
+static int g_no_ptr_query; /* FAKECUDA_NO_POINTER_QUERY: a driver that
+                            * cannot tell an address's device */
 static _Thread_local unsigned long long tls_bench_base, tls_bench_off;
 static unsigned long long g_host_cap;
 static unsigned long long g_host_live; /* pinned + registered (g_lock) */
@@ -150,6 +203,7 @@ static struct fake_dev g_phys[FAKE_MAX_DEV]; /* by physical index */
 static int g_phys_of[FAKE_MAX_DEV];         /* ordinal -> physical */
 static struct CUctx_st g_ctx[FAKE_MAX_DEV];
 static struct CUmemPoolHandle_st g_default_pool[FAKE_MAX_DEV];
+static struct CUmemPoolHandle_st *g_cur_pool[FAKE_MAX_DEV]; /* g_lock */
 static struct CUmemPoolHandle_st *g_pools[FAKE_MAX_POOLS]; /* created */
 static int g_npools;
 static _Thread_local CUcontext tls_ctx;
@@ -309,18 +363,43 @@ static void apply_visible(void)
 		g_ctx[i] = (struct CUctx_st){FAKE_CTX_MAGIC, i, 0};
 		g_default_pool[i] = (struct CUmemPoolHandle_st){
 		        .magic = FAKE_POOL_MAGIC, .ordinal = i, .is_default = 1};
+		g_cur_pool[i] = &g_default_pool[i];
 	}
+}
+
+/* Fills cards[0..n) from FAKECUDA_CARD like parse_size_list; an unknown
+ * name keeps the previous card (the first: an H100). */
+static void parse_cards(const struct fake_card **cards, int n)
+{
+	const char *s = getenv("FAKECUDA_CARD");
+	const struct fake_card *last = &g_cards[0];
+	int i = 0;
+	while (s && *s && i < n) {
+		const char *comma = strchr(s, ',');
+		size_t len = comma ? (size_t)(comma - s) : strlen(s);
+		for (size_t c = 0; c < sizeof(g_cards) / sizeof(g_cards[0]); c++)
+			if (strlen(g_cards[c].key) == len &&
+			    !strncasecmp(g_cards[c].key, s, len))
+				last = &g_cards[c];
+		cards[i++] = last;
+		s = comma ? comma + 1 : NULL;
+	}
+	for (; i < n; i++)
+		cards[i] = last;
 }
 
 static void parse_env(void)
 {
 	unsigned long long caps[FAKE_MAX_DEV], used[FAKE_MAX_DEV], host;
+	unsigned long long vmm[FAKE_MAX_DEV];
+	const struct fake_card *cards[FAKE_MAX_DEV];
 	const char *s = getenv("FAKECUDA_DEVICES");
 	const char *prefix = getenv("FAKECUDA_NAME");
 	const char *bench = getenv("FAKECUDA_BENCH");
 	char hostname[256] = "";
 	unsigned hash = 2166136261u;
 	g_debug = getenv("FAKECUDA_DEBUG") != NULL;
+	g_no_ptr_query = getenv("FAKECUDA_NO_POINTER_QUERY") != NULL;
 	g_bench = bench && *bench && strcmp(bench, "0") != 0;
 	if (g_bench && !strcmp(bench, "reuse"))
 		g_bench = 2;
@@ -330,7 +409,13 @@ static void parse_env(void)
 	}
 	if (!prefix || !*prefix)
 		prefix = "Fake GPU";
-	parse_size_list("FAKECUDA_MEM", 80ull << 30, caps, FAKE_MAX_DEV);
+	parse_cards(cards, FAKE_MAX_DEV);
+	if (getenv("FAKECUDA_MEM"))
+		parse_size_list("FAKECUDA_MEM", 80ull << 30, caps, FAKE_MAX_DEV);
+	else
+		for (int i = 0; i < FAKE_MAX_DEV; i++)
+			caps[i] = cards[i]->mem;
+	parse_size_list("FAKECUDA_VMM", 1, vmm, FAKE_MAX_DEV);
 	parse_size_list("FAKECUDA_USED", 0, used, FAKE_MAX_DEV);
 	parse_size_list("FAKECUDA_HOST_MEM", 16ull << 30, &host, 1);
 	g_host_cap = host;
@@ -343,6 +428,8 @@ static void parse_env(void)
 		struct fake_dev *d = &g_phys[i];
 		d->cap = caps[i];
 		d->used = used[i] > caps[i] ? caps[i] : used[i];
+		d->card = cards[i];
+		d->vmm = vmm[i] != 0;
 		snprintf(d->name, sizeof(d->name), "%s %d", prefix, i);
 		for (int b = 0; b < 16; b++)
 			d->uuid.bytes[b] =
@@ -393,6 +480,7 @@ enum space {
 	SP_HANDLE = 4, /* VMM physical handles */
 	SP_VA = 5,     /* VMM address reservations, keyed by base */
 	SP_MAP = 6,    /* VMM mappings, keyed by mapped address */
+	SP_STREAM = 7, /* streams from cuStreamCreate, keyed by handle */
 };
 
 enum kind { K_DEVICE, K_ASYNC, K_MANAGED, K_HOST, K_VMM, K_VA };
@@ -589,11 +677,14 @@ static CUresult dev_free(CUdeviceptr dptr, const char *api)
 {
 	CUresult r = CUDA_SUCCESS;
 	struct entry *e;
+	unsigned long long unmap = 0;
 	pthread_mutex_lock(&g_lock);
 	e = table_find(SP_DEV, dptr);
 	if (!e) {
 		r = CUDA_ERROR_INVALID_VALUE;
 	} else {
+		if (e->kind == K_MANAGED)
+			unmap = e->size;
 		struct CUmemPoolHandle_st *p =
 		        (struct CUmemPoolHandle_st *)(uintptr_t)e->aux;
 		g_dev[e->dev].live -= e->size;
@@ -608,6 +699,8 @@ static CUresult dev_free(CUdeviceptr dptr, const char *api)
 		table_del(e);
 	}
 	pthread_mutex_unlock(&g_lock);
+	if (unmap)
+		munmap((void *)(uintptr_t)dptr, unmap);
 	dbg("%s(0x%llx) -> %d", api, (unsigned long long)dptr, (int)r);
 	return r;
 }
@@ -761,6 +854,49 @@ static CUresult bench_pool_alloc(CUdeviceptr *dptr, unsigned long long bytes,
 	return CUDA_SUCCESS;
 }
 
+/* The second half of an allocation of real memory (pinned or managed:
+ * host code touches it) whose bytes the caller has charged under g_lock:
+ * the pages are mapped (outside the lock), not reserved, so only touched
+ * pages cost anything, page-aligned as the real driver's are, and never
+ * filled by the C library (MALLOC_PERTURB_ would write every byte of a
+ * malloc'd block); then the mapping is filed in the table. NULL when
+ * either fails, the charge given back. */
+static void *map_and_file(int space, int dev, int kind,
+                          unsigned long long bytes,
+                          unsigned long long *charge)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	int ok;
+	pthread_mutex_lock(&g_lock);
+	ok = p != MAP_FAILED && table_add(space, (uintptr_t)p, bytes, dev, kind);
+	if (!ok)
+		*charge -= bytes;
+	pthread_mutex_unlock(&g_lock);
+	if (!ok && p != MAP_FAILED)
+		munmap(p, bytes);
+	return ok ? p : NULL;
+}
+
+/* Managed memory, charged to device ord like any device allocation. */
+static CUresult managed_alloc(CUdeviceptr *dptr, unsigned long long bytes,
+                              int ord)
+{
+	struct fake_dev *d = &g_dev[ord];
+	void *p = NULL;
+	int fit;
+	*dptr = 0;
+	pthread_mutex_lock(&g_lock);
+	fit = fits(d, bytes);
+	if (fit)
+		d->live += bytes;
+	pthread_mutex_unlock(&g_lock);
+	if (fit && (p = map_and_file(SP_DEV, ord, K_MANAGED, bytes, &d->live)))
+		*dptr = (uintptr_t)p;
+	dbg("cuMemAllocManaged(%llu) dev %d -> %p", bytes, ord, p);
+	return p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	int ord;
@@ -818,10 +954,10 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 	CUresult r = current_dev(&ord);
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (flags != 1 && flags != 2) /* ATTACH_GLOBAL or ATTACH_HOST */
+	if (!dptr || bytesize == 0 ||
+	    (flags != 1 && flags != 2)) /* ATTACH_GLOBAL or ATTACH_HOST */
 		return CUDA_ERROR_INVALID_VALUE;
-	return dev_alloc(dptr, bytesize, ord, K_MANAGED, NULL,
-	                 "cuMemAllocManaged");
+	return managed_alloc(dptr, bytesize, ord);
 }
 
 /* The device of a device allocation, by its start address (the real
@@ -836,6 +972,8 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
 	struct entry *e;
 	if (r != CUDA_SUCCESS)
 		return r;
+	if (g_no_ptr_query)
+		return CUDA_ERROR_NOT_SUPPORTED;
 	if (!tls_ctx)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (!data || attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
@@ -893,7 +1031,32 @@ int fakecuda_device_state(int phys, unsigned long long *cap,
 	return 0;
 }
 
-CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+/* The allocation that starts at dptr (vramtrace asks for starts only). */
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize,
+                                 CUdeviceptr dptr)
+{
+	CUresult r = check_init();
+	struct entry *e;
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&g_lock);
+	e = g_bench ? NULL : table_find(SP_DEV, dptr);
+	if (e) {
+		if (pbase)
+			*pbase = dptr;
+		if (psize)
+			*psize = (size_t)e->size;
+	}
+	pthread_mutex_unlock(&g_lock);
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+#ifdef FAKE_ODD_PROLOGUES
+FAKE_BODY_DECL(CUresult, cuMemGetInfo_v2, (size_t *, size_t *));
+#endif
+CUresult FAKE_ODD_BODY(cuMemGetInfo_v2)(size_t *free_bytes, size_t *total)
 {
 	int ord;
 	struct fake_dev *d;
@@ -913,15 +1076,98 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 
 /* ---- stream-ordered allocations and pools ----------------------------- */
 
+/* A stream handle: one of the special ones, or one cuStreamCreate made
+ * and nobody destroyed (the table knows; a handle is never read). */
 static int valid_stream(CUstream s)
 {
-	return s == NULL || s == FAKECUDA_STREAM_LEGACY ||
-	       s == FAKECUDA_STREAM_PER_THREAD;
+	int found;
+	if (s == NULL || s == FAKECUDA_STREAM_LEGACY ||
+	    s == FAKECUDA_STREAM_PER_THREAD)
+		return 1;
+	pthread_mutex_lock(&g_lock);
+	found = table_find(SP_STREAM, (uintptr_t)s) != NULL;
+	pthread_mutex_unlock(&g_lock);
+	return found;
 }
 
+/* A created stream is a byte of heap, for a unique address that is never
+ * read, and a table entry keyed by it (its device; no flags or priority
+ * are kept: nobody asks). */
+static CUresult stream_create(CUstream *ph, unsigned int flags)
+{
+	void *h;
+	int ord;
+	CUresult r = current_dev(&ord);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!ph || (flags & ~1u)) /* CU_STREAM_NON_BLOCKING */
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(h = malloc(1)))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&g_lock);
+	if (!table_add(SP_STREAM, (uintptr_t)h, 0, ord, 0))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_unlock(&g_lock);
+	if (r != CUDA_SUCCESS)
+		free(h);
+	else
+		*ph = h;
+	dbg("cuStreamCreate(%u) -> %d %p", flags, (int)r, h);
+	return r;
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+	return stream_create(phStream, Flags);
+}
+
+/* Priorities are accepted and forgotten: nothing runs to order. */
+CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags,
+                                    int priority)
+{
+	(void)priority;
+	return stream_create(phStream, flags);
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+	struct entry *e;
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	pthread_mutex_lock(&g_lock);
+	e = hStream ? table_find(SP_STREAM, (uintptr_t)hStream) : NULL;
+	if (e)
+		table_del(e);
+	pthread_mutex_unlock(&g_lock);
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	free(hStream);
+	return CUDA_SUCCESS;
+}
+
+/* Every stream is idle: there is never work in flight. */
+CUresult cuStreamQuery(CUstream hStream)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!tls_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return valid_stream(hStream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuStreamQuery_ptsz(CUstream hStream)
+{
+	return cuStreamQuery(hStream);
+}
+
+/* From the device's current pool (cuDeviceSetMemPool; its default pool
+ * unless changed), as the real cuMemAllocAsync does. */
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize,
                             CUstream hStream, const char *api)
 {
+	struct CUmemPoolHandle_st *pool;
 	int ord;
 	CUresult r = current_dev(&ord);
 	if (r != CUDA_SUCCESS)
@@ -930,8 +1176,10 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize,
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (g_bench == 2)
 		return bench_pool_alloc(dptr, bytesize, ord);
-	return dev_alloc(dptr, bytesize, ord, K_ASYNC, &g_default_pool[ord],
-	                 api);
+	pthread_mutex_lock(&g_lock);
+	pool = g_cur_pool[ord];
+	pthread_mutex_unlock(&g_lock);
+	return dev_alloc(dptr, bytesize, ord, K_ASYNC, pool, api);
 }
 
 static CUresult alloc_pool(CUdeviceptr *dptr, size_t bytesize,
@@ -1014,6 +1262,40 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pool)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&g_lock);
+	*pool = g_cur_pool[dev];
+	pthread_mutex_unlock(&g_lock);
+	return CUDA_SUCCESS;
+}
+
+static int valid_pool(CUmemoryPool pool);
+
+/* A pool becomes its device's current one: cuMemAllocAsync takes from it
+ * from now on. */
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (!valid_pool(pool) || pool->ordinal != dev)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_lock);
+	g_cur_pool[dev] = pool;
+	pthread_mutex_unlock(&g_lock);
+	return CUDA_SUCCESS;
+}
+
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 {
 	struct CUmemPoolHandle_st *p;
@@ -1048,8 +1330,13 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	    pool->destroyed)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* Kept allocated so a stale handle is detected, not dereferenced
-	 * after free. */
+	 * after free. A device whose current pool it was goes back to its
+	 * default pool. */
+	pthread_mutex_lock(&g_lock);
 	pool->destroyed = 1;
+	if (g_cur_pool[pool->ordinal] == pool)
+		g_cur_pool[pool->ordinal] = &g_default_pool[pool->ordinal];
+	pthread_mutex_unlock(&g_lock);
 	return CUDA_SUCCESS;
 }
 
@@ -1261,6 +1548,8 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	if (!valid_dev(ord))
 		return CUDA_ERROR_INVALID_DEVICE;
 	d = &g_dev[ord];
+	if (!d->vmm)
+		return CUDA_ERROR_NOT_SUPPORTED; /* FAKECUDA_VMM=0 */
 	*handle = 0;
 	pthread_mutex_lock(&g_lock);
 	if (!fits(d, size)) {
@@ -1391,6 +1680,7 @@ static int host_fits(unsigned long long bytes)
 static CUresult host_alloc(void **pp, size_t bytesize, const char *api)
 {
 	void *p = NULL;
+	int fit;
 	CUresult r = check_init();
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -1400,17 +1690,14 @@ static CUresult host_alloc(void **pp, size_t bytesize, const char *api)
 		return CUDA_ERROR_INVALID_VALUE;
 	*pp = NULL;
 	pthread_mutex_lock(&g_lock);
-	if (!host_fits(bytesize) || !(p = malloc(bytesize))) {
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-	} else if (!table_add(SP_PINNED, (uintptr_t)p, bytesize, -1, K_HOST)) {
-		free(p);
-		p = NULL;
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-	} else {
+	fit = host_fits(bytesize);
+	if (fit)
 		g_host_live += bytesize;
-		*pp = p;
-	}
 	pthread_mutex_unlock(&g_lock);
+	if (fit && (p = map_and_file(SP_PINNED, -1, K_HOST, bytesize,
+	                             &g_host_live)))
+		*pp = p;
+	r = p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 	dbg("%s(%zu) -> %d %p", api, bytesize, (int)r, p);
 	return r;
 }
@@ -1427,9 +1714,11 @@ CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 	return host_alloc(pp, bytesize, "cuMemAllocHost_v2");
 }
 
-CUresult cuMemFreeHost(void *p)
+FAKE_BODY_DECL(CUresult, cuMemFreeHost, (void *));
+CUresult FAKE_BODY(cuMemFreeHost)(void *p)
 {
 	struct entry *e;
+	unsigned long long size = 0;
 	CUresult r = check_init();
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -1442,16 +1731,22 @@ CUresult cuMemFreeHost(void *p)
 	if (!e) {
 		r = CUDA_ERROR_INVALID_VALUE;
 	} else {
-		g_host_live -= e->size;
+		size = e->size;
+		g_host_live -= size;
 		table_del(e);
-		free(p);
 	}
 	pthread_mutex_unlock(&g_lock);
+	if (r == CUDA_SUCCESS)
+		munmap(p, size);
 	dbg("cuMemFreeHost(%p) -> %d", p, (int)r);
 	return r;
 }
 
-CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+#ifdef FAKE_ODD_PROLOGUES
+FAKE_BODY_DECL(CUresult, cuMemHostRegister_v2, (void *, size_t, unsigned));
+#endif
+CUresult FAKE_ODD_BODY(cuMemHostRegister_v2)(void *p, size_t bytesize,
+                                             unsigned int Flags)
 {
 	CUresult r = check_init();
 	if (r != CUDA_SUCCESS)
@@ -1479,7 +1774,10 @@ CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 	return cuMemHostRegister_v2(p, bytesize, Flags);
 }
 
-CUresult cuMemHostUnregister(void *p)
+#ifdef FAKE_ODD_PROLOGUES
+FAKE_BODY_DECL(CUresult, cuMemHostUnregister, (void *));
+#endif
+CUresult FAKE_ODD_BODY(cuMemHostUnregister)(void *p)
 {
 	struct entry *e;
 	CUresult r = check_init();
@@ -1555,6 +1853,88 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 	if (!valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	snprintf(name, (size_t)len, "%s", g_dev[dev].name);
+	return CUDA_SUCCESS;
+}
+
+/* The value of attribute a on device ordinal ord: the card's own, or
+ * what every card since Volta answers alike; 0 for an attribute no card
+ * here has (a capability it lacks). */
+static int attr_value(int ord, int a)
+{
+	const struct fake_dev *d = &g_dev[ord];
+	const struct fake_card *c = d->card;
+	switch (a) {
+	case 1: return 1024;                    /* MAX_THREADS_PER_BLOCK */
+	case 2: case 3: return 1024;            /* MAX_BLOCK_DIM_X, _Y */
+	case 4: return 64;                      /* MAX_BLOCK_DIM_Z */
+	case 5: return 2147483647;              /* MAX_GRID_DIM_X */
+	case 6: case 7: return 65535;           /* MAX_GRID_DIM_Y, _Z */
+	case 8: return 49152;                   /* SHARED_MEMORY_PER_BLOCK */
+	case 9: return 65536;                   /* TOTAL_CONSTANT_MEMORY */
+	case 10: return 32;                     /* WARP_SIZE */
+	case 11: return 2147483647;             /* MAX_PITCH */
+	case 12: return 65536;                  /* REGISTERS_PER_BLOCK */
+	case 13: return c->clock_khz;           /* CLOCK_RATE */
+	case 14: return 512;                    /* TEXTURE_ALIGNMENT */
+	case 15: return 1;                      /* GPU_OVERLAP */
+	case 16: return c->sms;                 /* MULTIPROCESSOR_COUNT */
+	case 19: return 1;                      /* CAN_MAP_HOST_MEMORY */
+	case 30: return 512;                    /* SURFACE_ALIGNMENT */
+	case 31: return 1;                      /* CONCURRENT_KERNELS */
+	case 32: return 1;                      /* ECC_ENABLED */
+	case 33: return 0x18 + ord;             /* PCI_BUS_ID */
+	case 36: return c->mem_clock_khz;       /* MEMORY_CLOCK_RATE */
+	case 37: return c->bus_width;           /* GLOBAL_MEMORY_BUS_WIDTH */
+	case 38: return c->l2_bytes;            /* L2_CACHE_SIZE */
+	case 39: return c->threads_per_sm;      /* MAX_THREADS_PER_MULTIPROC. */
+	case 40: return 2;                      /* ASYNC_ENGINE_COUNT */
+	case 41: return 1;                      /* UNIFIED_ADDRESSING */
+	case 51: return 32;                     /* TEXTURE_PITCH_ALIGNMENT */
+	case 75: return c->cc_major;            /* COMPUTE_CAPABILITY_MAJOR */
+	case 76: return c->cc_minor;            /* COMPUTE_CAPABILITY_MINOR */
+	case 78: return 1;                      /* STREAM_PRIORITIES_SUPPORTED */
+	case 79: case 80: return 1;             /* GLOBAL/LOCAL_L1_CACHE */
+	case 81: return c->smem_per_sm;         /* SHARED_MEMORY_PER_MULTIPROC. */
+	case 82: return 65536;                  /* REGISTERS_PER_MULTIPROC. */
+	case 83: return 1;                      /* MANAGED_MEMORY */
+	case 85: return ord;                    /* MULTI_GPU_BOARD_GROUP_ID */
+	case 87: return 2;                      /* SINGLE_TO_DOUBLE_PERF_RATIO */
+	case 89: return 1;                      /* CONCURRENT_MANAGED_ACCESS */
+	case 90: return 1;                      /* COMPUTE_PREEMPTION_SUPPORTED */
+	case 91: return 1;                      /* CAN_USE_HOST_POINTER_FOR_REG. */
+	case 95: return 1;                      /* COOPERATIVE_LAUNCH */
+	case 97: return c->smem_optin;          /* SHARED_MEMORY_PER_BLOCK_OPTIN */
+	case 99: return 1;                      /* HOST_REGISTER_SUPPORTED */
+	case 102: return d->vmm;                /* VIRTUAL_MEMORY_MANAGEMENT */
+	case 103: return d->vmm;                /* HANDLE_TYPE_POSIX_FD */
+	case 106: return c->blocks_per_sm;      /* MAX_BLOCKS_PER_MULTIPROC. */
+	case 108: return c->persisting_l2_bytes; /* MAX_PERSISTING_L2_CACHE */
+	case 109: return 134213632;             /* MAX_ACCESS_POLICY_WINDOW */
+	case 111: return 1024;                  /* RESERVED_SHARED_MEM_PER_BLOCK */
+	case 113: return 1;                     /* READ_ONLY_HOST_REGISTER */
+	case 115: return 1;                     /* MEMORY_POOLS_SUPPORTED */
+	case 119: return 1;                     /* MEMPOOL_HANDLE_TYPES (POSIX fd) */
+	case 120: return c->cc_major >= 9;      /* CLUSTER_LAUNCH */
+	case 125: return 1;                     /* IPC_EVENT_SUPPORTED */
+	case 126: return c->cc_major >= 9 ? 4 : 1; /* MEM_SYNC_DOMAIN_COUNT */
+	case 131: return -1;                    /* NUMA_ID: none */
+	case 139: return c->pci_device_id << 16 | 0x10de; /* GPU_PCI_DEVICE_ID */
+	default: return 0;
+	}
+}
+
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
+                              CUdevice dev)
+{
+	CUresult r = check_init();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pi || (int)attrib < 1 ||
+	    (int)attrib >= FAKECUDA_DEVICE_ATTRIBUTE_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*pi = attr_value(dev, (int)attrib);
 	return CUDA_SUCCESS;
 }
 
@@ -1758,10 +2138,13 @@ static const struct proc {
         {"cuDeviceGet", 2000, FN(cuDeviceGet), NULL},
         {"cuDeviceGetCount", 2000, FN(cuDeviceGetCount), NULL},
         {"cuDeviceGetName", 2000, FN(cuDeviceGetName), NULL},
+        {"cuDeviceGetAttribute", 2000, FN(cuDeviceGetAttribute), NULL},
         {"cuDeviceTotalMem", 3020, FN(cuDeviceTotalMem_v2), NULL},
         {"cuDeviceGetUuid", 11040, FN(cuDeviceGetUuid_v2), NULL},
         {"cuDeviceGetUuid", 9020, FN(cuDeviceGetUuid), NULL},
         {"cuDevicePrimaryCtxRetain", 7000, FN(cuDevicePrimaryCtxRetain), NULL},
+        {"cuDevicePrimaryCtxGetState", 7000, FN(cuDevicePrimaryCtxGetState),
+         NULL},
         {"cuDevicePrimaryCtxRelease", 11000, FN(cuDevicePrimaryCtxRelease_v2),
          NULL},
         {"cuCtxSetCurrent", 4000, FN(cuCtxSetCurrent), NULL},
@@ -1770,6 +2153,12 @@ static const struct proc {
         {"cuCtxSynchronize", 2000, FN(cuCtxSynchronize), NULL},
         {"cuStreamSynchronize", 2000, FN(cuStreamSynchronize),
          FN(cuStreamSynchronize_ptsz)},
+        {"cuStreamCreate", 2000, FN(cuStreamCreate), NULL},
+        {"cuStreamCreateWithPriority", 5050, FN(cuStreamCreateWithPriority),
+         NULL},
+        {"cuStreamDestroy", 4000, FN(cuStreamDestroy_v2), NULL},
+        {"cuStreamQuery", 2000, FN(cuStreamQuery), FN(cuStreamQuery_ptsz)},
+        {"cuPointerGetAttribute", 4000, FN(cuPointerGetAttribute), NULL},
         {"cuGetErrorName", 6000, FN(cuGetErrorName), NULL},
         {"cuGetErrorString", 6000, FN(cuGetErrorString), NULL},
         {"cuMemGetInfo", 3020, FN(cuMemGetInfo_v2), NULL},
@@ -1784,6 +2173,8 @@ static const struct proc {
         {"cuMemFreeAsync", 11020, FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz)},
         {"cuDeviceGetDefaultMemPool", 11020, FN(cuDeviceGetDefaultMemPool),
          NULL},
+        {"cuDeviceGetMemPool", 11020, FN(cuDeviceGetMemPool), NULL},
+        {"cuDeviceSetMemPool", 11020, FN(cuDeviceSetMemPool), NULL},
         {"cuMemPoolCreate", 11020, FN(cuMemPoolCreate), NULL},
         {"cuMemPoolDestroy", 11020, FN(cuMemPoolDestroy), NULL},
         {"cuMemPoolSetAttribute", 11020, FN(cuMemPoolSetAttribute), NULL},

@@ -22,6 +22,16 @@ Cases (a program is skipped, with the reason, when it was not built):
       VMM through cudaGetDriverEntryPointByVersion (PyTorch's route)
   torch                               when `import torch` works: a tensor
       allocated and freed, an OOM caught, empty_cache
+  attach                              `vramtrace attach` (docs/attach.md)
+      to tests/attach/attach_target running on the real driver with 4
+      threads in a tight loop: the real driver's entry points hooked
+      (any refused one is listed with the reason), every call of every
+      thread recorded with none missing (dump_events --check), the
+      program running on and exiting 0 after the detach
+  torch attach                        when `import torch` works: a
+      PyTorch process holding 256 MiB with the allocator's history on,
+      attached: its segments in the snapshot, nothing blamed on other
+      processes
 Each program logs what it did (tests/gpu/evlog.h); the counts and bytes
 per device and family, every OOM (API, bytes, and the free/total the
 driver reported against the program's own reading) follow from the log
@@ -102,6 +112,9 @@ def cases():
                     resolvelog_check.MUST_ASK + VMM_ASK))
     out.append(Case("pytorch", "torch", [], "torch",
                     [("cuMemAlloc", 0), ("cuMemFree", 0)]))
+    out.append(Case("attach", "attach_target", ["--threads", "4"],
+                    "attach"))
+    out.append(Case("torch attach", "torch", [], "torch-attach"))
     return out
 
 
@@ -199,6 +212,9 @@ def run_one(a, c, env, tmp):
     if isinstance(cmd, str):
         c.status = f"skipped: {cmd}"
         return
+    if c.kind in ("attach", "torch-attach"):
+        run_attach(a, c, cmd, env, tmp)
+        return
     work = os.path.join(tmp, c.name.replace(" ", "-"))
     os.makedirs(work)
     rundir, evpath = os.path.join(work, "run"), os.path.join(work, "ev.log")
@@ -247,15 +263,96 @@ def run_one(a, c, env, tmp):
     check_resolve(c, rundir)
 
 
+# A PyTorch process for `torch attach`: 256 MiB held with the history on,
+# then it waits for a line on stdin.
+TORCH_HOLD = ("import sys, torch\n"
+              "torch.cuda.memory._record_memory_history()\n"
+              "x = torch.empty(256 << 20, dtype=torch.uint8, device='cuda')\n"
+              "torch.cuda.synchronize()\n"
+              "print('ready', flush=True)\n"
+              "sys.stdin.readline()\n"
+              "print('final 0 0', flush=True)\n")
+
+
+def run_attach(a, c, cmd, env, tmp):
+    """`vramtrace attach` to a program running on the driver, then its
+    trace checked (dump_events --check) and the program's exit."""
+    work = os.path.join(tmp, c.name.replace(" ", "-"))
+    os.makedirs(work)
+    rundir = os.path.join(work, "run")
+    agent = os.path.join(os.path.dirname(os.path.abspath(a.preload)),
+                         "libvramtrace_agent.so")
+    if not os.path.exists(agent):
+        c.status = "skipped: no libvramtrace_agent.so beside the preload"
+        return
+    aenv = dict(env, VRAMTRACE_AGENT=agent)
+    aenv.pop("VRAMTRACE_PRELOAD", None)
+    p = subprocess.Popen(cmd, env=aenv, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    line = p.stdout.readline()
+    if not line.startswith("ready"):
+        p.kill()
+        c.mismatch.append(f"the program did not start: {line.strip()}")
+        return
+    rc, out, err = run([a.vramtrace, "attach", str(p.pid), "-o", rundir,
+                        "--duration", "2", "--partial"], aenv)
+    c.notes += [x for x in (out + err).splitlines() if "not hooked" in x]
+    try:
+        tail, _ = p.communicate("stop\n", timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        tail = "(hung)"
+    if rc != 0 and "not permitted" in out + err:
+        c.status = "skipped: ptrace is not permitted here"
+        return
+    if rc != 0:
+        c.mismatch.append(f"vramtrace attach: exit {rc}: "
+                          f"{(out + err).strip()[-500:]}")
+        return
+    if p.returncode != 0 or "final" not in tail:
+        c.mismatch.append(f"the program after the detach: exit "
+                          f"{p.returncode}, {tail.strip()[-200:]}")
+    traces = glob.glob(os.path.join(rundir, "*.vtrace"))
+    if c.kind == "attach":
+        dump = a.progs.get("dump_events")
+        if not dump:
+            c.notes.append("dump_events not in the bundle: calls not "
+                           "checked")
+        else:
+            drc, dout, _ = run([dump, "--check"] + traces, env)
+            last = dout.strip().splitlines()[-1] if dout.strip() else ""
+            c.rows.append(("0", "calls", last,
+                           "ok" if drc == 0 else "MISMATCH"))
+            if drc != 0:
+                c.mismatch.append("calls missing from the trace: " + last)
+    rep = analyze(a, c, rundir, env)
+    if rep is None:
+        return
+    verdict = (rep.get("diagnosis") or {}).get("verdict")
+    if verdict == "other_processes":
+        c.mismatch.append("what the process held was blamed on other "
+                          "processes")
+    held = sum((d.get("live_bytes_end") or 0)
+               for d in rep.get("devices") or [])
+    c.rows.append(("all", "live at end", fmt_bytes(held),
+                   "ok" if held or c.kind == "attach" else "MISMATCH"))
+    if c.kind == "torch-attach" and held < (256 << 20):
+        c.mismatch.append(f"the snapshot holds {fmt_bytes(held)}, less "
+                          f"than the 256 MiB tensor")
+
+
 def program_cmd(a, c):
     """The command for case c, or why it cannot run here."""
-    if c.kind == "torch":
+    if c.kind in ("torch", "torch-attach"):
         r = subprocess.run([sys.executable, "-c", "import torch; "
                             "assert torch.cuda.is_available()"],
                            stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
         if r.returncode != 0:
             return "python3 cannot import torch with CUDA here"
+        if c.kind == "torch-attach":
+            return [sys.executable, "-c", TORCH_HOLD]
         return [sys.executable, os.path.join(HERE, "torch_check.py")]
     path = a.progs.get(c.prog)
     if not path or not os.path.exists(path):

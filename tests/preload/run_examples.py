@@ -262,20 +262,29 @@ def llama_runs(args, tmp):
                        "100", "-ngl", "90", "--layer-mib", "1024"],
                       exit_code=3)
     ooms = rep.get("ooms", [])
-    check(rep.get("server_ready_s") is not None and ooms and
+    listen = rep.get("listen") or {}
+    check(listen.get("time_s") is not None and ooms and
           ooms[0].get("phase") == "weights" and
-          ooms[0]["time_s"] > rep["server_ready_s"],
+          ooms[0]["time_s"] > listen["time_s"],
           "listen: listening before the weights fail")
-    check(rep["requests"].get("connections", 0) > 2,
-          "listen: /health polled while loading")
+    check(rep.get("server_ready_s") is None,
+          "listen: never ready (listening is not being ready; /health "
+          "polls answered 503 are probes)")
+    check(rep["requests"].get("connections", 0) > 2 and
+          rep["requests"].get("probes", 0) > 2 and
+          rep["requests"].get("http") == 0 and
+          rep["requests"].get("serving_s") is None,
+          "listen: /health polled while loading, counted apart as probes")
 
     rep, _ = record(args, tmp, "ollama",
                     ["llama_sim", "--load-on-request", "-ngl", "90",
                      "--layer-mib", "1024"], exit_code=3)
     ooms = rep.get("ooms", [])
+    listen = rep.get("listen") or {}
     check(ooms and ooms[0].get("phase") == "weights" and
           ooms[0].get("inflight") == 1 and
-          ooms[0]["time_s"] > (rep.get("server_ready_s") or 1e9),
+          ooms[0]["time_s"] > (listen.get("time_s") or 1e9) and
+          rep.get("server_ready_s") is None,
           "ollama: the weights fail after listening, a request waiting")
 
 

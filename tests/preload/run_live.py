@@ -471,7 +471,10 @@ def group_ctl_fake(args, tap, tmp):
          "open(sys.argv[1], 'w').close()\n"
          "c, _ = s.accept(); c.recv(100); c.sendall(b'ok marked\\n')\n"
          "c.close(); time.sleep(30)\n", ready],
-        env=dict(os.environ, VRAMTRACE_OUT="pid-run"), cwd=tmp)
+        # the preload loaded but off: ctl talks only to processes that
+        # have it (their memory map says so)
+        env=dict(os.environ, VRAMTRACE_OUT="pid-run", VRAMTRACE_ENABLE="0",
+                 LD_PRELOAD=os.path.abspath(args.preload)), cwd=tmp)
     try:
         poll(lambda: os.path.exists(ready))
         r = vt(args, "ctl", str(child.pid), "mark", "x")

@@ -139,8 +139,9 @@ class Ctx:
             return None
 
     def analyze(self, path, fmt="json", raw=False):
+        # -o -: an HTML report goes to a file beside the run otherwise
         p = subprocess.run([self.a.vramtrace, "analyze", "--format", fmt,
-                            path], stdout=subprocess.PIPE,
+                            "-o", "-", path], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, timeout=60)
         if fmt != "json" or raw:
             return p.returncode, p.stdout + p.stderr

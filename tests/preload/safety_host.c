@@ -535,7 +535,9 @@ static int mode_acceptclose(void)
 			die("accept");
 		/* A request on each: the preload counts requests in flight
 		 * (bytes received, no answer yet), not connections. */
-		char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n", buf[64];
+		char req[] = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+		             "Content-Length: 0\r\n\r\n",
+		     buf[96];
 		if (write(cl[i], req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1 ||
 		    read(ac[i], buf, sizeof(buf)) <= 0)
 			die("request");

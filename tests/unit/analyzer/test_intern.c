@@ -75,8 +75,11 @@ static void phases(void)
 	ok(!strcmp(t.phases[VRT_LOAD_PHASE_INFERRED_KV],
 	           VRT_LOAD_PHASE_INFERRED_KV_NAME),
 	   "the inferred kv_cache is named");
+	EQ(vrt_intern_phase(&t, VRT_BEFORE_ATTACH_PHASE),
+	   VRT_LOAD_PHASE_BEFORE_ATTACH,
+	   "an attach's before_attach has its fixed index");
 	g = vrt_intern_phase(&t, "lora");
-	EQ(g, VRT_LOAD_PHASE_INFERRED_KV + 1, "a custom name follows");
+	EQ(g, VRT_LOAD_PHASE_BEFORE_ATTACH + 1, "a custom name follows");
 	EQ(vrt_intern_phase(&t, "lora"), g, "and is found again");
 	for (int i = 0; i < 40; i++) {
 		snprintf(name, sizeof(name), "custom-%d", i);

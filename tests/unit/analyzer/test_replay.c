@@ -530,6 +530,141 @@ static void test_http_requests(void)
 	teardown();
 }
 
+/* The appended fields of the last NET event: stream, flags, val. */
+static void netf(uint32_t stream, unsigned flags, uint32_t val)
+{
+	evs[nev - 1].phase = stream;
+	evs[nev - 1].api = (uint16_t)flags;
+	evs[nev - 1].stack = val;
+}
+
+static void at(int64_t ts)
+{
+	evs[nev - 1].ts = ts;
+}
+
+/* HTTP/2 streams are requests, many per connection; probes count apart;
+ * inferred requests end at their REQ_END's lag or a quiet second after
+ * their last ANSWER; a hop's requests are not counted; readiness is the
+ * first non-probe request answered 2xx, never the listen. */
+static void test_streams_probes_turns(void)
+{
+	const int64_t ms = 1000000;
+
+	setup(1);
+	ev(VRT_EV_NET, 0, -1, 5, 8001, VRT_NET_LISTEN);
+	netx(VRT_NET_KIND_INET, 0);
+	ev(VRT_EV_NET, 0, -1, 10, 5, VRT_NET_ACCEPT);
+	netx(VRT_NET_KIND_INET, 0);
+	ev(VRT_EV_NET, 0, -1, 10, VRT_NET_PROTO_HTTP2, VRT_NET_PROTO);
+	netf(0, VRT_NET_F_FOLLOWED, 0);
+	ev(VRT_EV_NET, 0, -1, 10, 0, VRT_NET_REQ_BEGIN);
+	netf(5, VRT_NET_F_PROBE, 0); /* a health check */
+	ev(VRT_EV_NET, 0, -1, 10, 200, VRT_NET_REQ_END);
+	netf(5, VRT_NET_F_PROBE, 0);
+	ev(VRT_EV_NET, 0, -1, 10, 0, VRT_NET_REQ_BEGIN);
+	netf(1, 0, 7);
+	ev(VRT_EV_NET, 0, -1, 10, 0, VRT_NET_REQ_BEGIN);
+	netf(3, 0, 7);
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+	tag(VRT_PHASE_forward, 0);
+	ev(VRT_EV_NET, 0, -1, 10, 200, VRT_NET_REQ_END);
+	netf(1, 0, 0);
+	ev(VRT_EV_NET, 0, -1, 10, 0, VRT_NET_CLOSE); /* ends stream 3 */
+	replay();
+	ok(r.nfails == 1 && r.fails[0].inflight == 2 && r.fails[0].after_ready,
+	   "two streams of one connection in flight, the probe not");
+	EQ(r.stream_requests, 2, "two HTTP/2 streams");
+	EQ(r.probe_requests, 1, "one probe, apart");
+	EQ(r.inflight, 0, "the close ends the stream still open");
+	ok(r.have_ready && r.ready_from == VRT_READY_RESPONSE &&
+	           r.ready_ts == 8000 && r.server_ready_ts == 0,
+	   "ready at the first request answered 200, not at the probe's "
+	   "200 nor the listen");
+	ok(r.npaths == 1 && r.paths[0].hash == 7 && r.paths[0].requests == 2,
+	   "the requests' path counted by its hash");
+	teardown();
+
+	setup(1);
+	ev(VRT_EV_NET, 0, -1, 5, 9000, VRT_NET_LISTEN);
+	netx(VRT_NET_KIND_INET, 0);
+	ev(VRT_EV_NET, 0, -1, 20, 5, VRT_NET_ACCEPT);
+	netx(VRT_NET_KIND_INET, 0);
+	ev(VRT_EV_NET, 0, -1, 20, 0, VRT_NET_REQ_BEGIN);
+	netf(0, VRT_NET_F_INFERRED, 0);
+	at(1 * ms);
+	ev(VRT_EV_NET, 0, -1, 20, 0, VRT_NET_ANSWER);
+	netf(0, VRT_NET_F_INFERRED, 0);
+	at(2 * ms);
+	/* quiet for a second after the answer: over */
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 1 * GiB, 2);
+	tag(VRT_PHASE_forward, 0);
+	at(1500 * ms);
+	ev(VRT_EV_NET, 0, -1, 20, 0, VRT_NET_REQ_BEGIN);
+	netf(0, VRT_NET_F_INFERRED, 0);
+	at(2000 * ms);
+	ev(VRT_EV_NET, 0, -1, 20, 0, VRT_NET_ANSWER);
+	netf(0, VRT_NET_F_INFERRED, 0);
+	at(2001 * ms);
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 1 * GiB, 2);
+	tag(VRT_PHASE_forward, 0);
+	at(2300 * ms);
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 1 * GiB, 2);
+	tag(VRT_PHASE_forward, 0);
+	at(2500 * ms);
+	/* the client speaks again at 2.6 s: the answer's last write was
+	 * 0.2 s before (lag in microseconds) */
+	ev(VRT_EV_NET, 0, -1, 20, 0, VRT_NET_REQ_END);
+	netf(0, VRT_NET_F_INFERRED, 200000);
+	at(2600 * ms);
+	ev(VRT_EV_NET, 0, -1, 20, 0, VRT_NET_REQ_BEGIN);
+	netf(0, VRT_NET_F_INFERRED, 0);
+	at(2600 * ms);
+	/* a hop: a connection from a process of the run */
+	ev(VRT_EV_NET, 0, -1, 30, 5, VRT_NET_ACCEPT);
+	netx(VRT_NET_KIND_UNIX, 0);
+	netf(0, VRT_NET_F_PEER_RUN, 99);
+	at(2700 * ms);
+	ev(VRT_EV_NET, 0, -1, 30, 0, VRT_NET_REQ_BEGIN);
+	netf(1, 0, 0);
+	at(2800 * ms);
+	replay();
+	ok(r.nfails == 3 && r.fails[0].inflight == 0,
+	   "an answer quiet for a second is over");
+	ok(r.nfails == 3 && r.fails[1].inflight == 1 &&
+	           r.fails[1].inflight_inferred == 1,
+	   "a request being answered is in flight, inferred");
+	ok(r.nfails == 3 && r.fails[2].inflight == 0,
+	   "the answer's last write came before the failure: the end's lag "
+	   "takes it out");
+	EQ(r.inferred_requests, 3, "three requests inferred");
+	EQ(r.inflight, 1, "the last one still open");
+	ok(r.forwarded_requests == 1 && r.forwarded_from_pid == 99,
+	   "a hop's request is forwarded, not counted, its peer named");
+	teardown();
+
+	/* Listening while loading, probes answered 503: never ready, and a
+	 * weights failure after them is the load stage. */
+	setup(1);
+	ev(VRT_EV_NET, 0, -1, 5, 8080, VRT_NET_LISTEN);
+	netx(VRT_NET_KIND_INET, 0);
+	ev(VRT_EV_NET, 0, -1, 10, 5, VRT_NET_ACCEPT);
+	netx(VRT_NET_KIND_INET, 0);
+	ev(VRT_EV_NET, 0, -1, 10, 0, VRT_NET_REQ_BEGIN);
+	netf(0, VRT_NET_F_PROBE, 0);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 1 * GiB, 0);
+	tag(VRT_PHASE_forward, 0);
+	ev(VRT_EV_NET, 0, -1, 10, 503, VRT_NET_REQ_END);
+	netf(0, VRT_NET_F_PROBE, 0);
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+	tag(VRT_PHASE_forward, 0);
+	replay();
+	ok(!r.have_ready && !r.serving && r.nfails == 1 &&
+	           !r.fails[0].after_ready && r.fails[0].inflight == 0,
+	   "probes while loading: not serving, not ready, load stage");
+	teardown();
+}
+
 /* The last event is process p's. */
 static void by(uint32_t p)
 {
@@ -617,6 +752,25 @@ static void test_forwarded_requests(void)
 	teardown();
 }
 
+/* A process that recorded from its start, stopped (`ctl stop`), then
+ * wrote a snapshot when an allocation was refused in standby: recording
+ * did not begin late. */
+static void test_stop_then_snapshot(void)
+{
+	setup(1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 2 * GiB, 0);
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 3); /* stop */
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 1);
+	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 2 * GiB, 0);
+	evs[nev - 1].flags = VRT_EV_SNAP;
+	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 2);
+	ev(VRT_EV_FAIL, VRT_API_cuMemAlloc_v2, 0, 0, 8 * GiB, 2);
+	replay();
+	ok(!r.have_recording_start, "stop, then a snapshot: recording did "
+	                            "not begin late");
+	teardown();
+}
+
 /* A process that began in standby: kept facts arrive with the times they
  * happened, after later events; the snapshot is the state then (live
  * allocations, open connections, requests in flight), its peak a lower
@@ -627,6 +781,7 @@ static void test_standby_facts(void)
 	const struct vrt_replay_device *d;
 
 	setup(1);
+	((struct vrt_process *)t.procs)[0].started_in_standby = 1;
 	/* A failure recorded while the listen had not come in yet. */
 	ev(VRT_EV_SNAPSHOT, 0, -1, 0, 0, 1); /* 0 */
 	ev(VRT_EV_ALLOC, VRT_API_cuMemAlloc_v2, 0, 0x1000, 10 * GiB, 0);
@@ -1373,8 +1528,10 @@ int main(void)
 	test_phases_and_requests();
 	test_request_annotations();
 	test_http_requests();
+	test_streams_probes_turns();
 	test_forwarded_requests();
 	test_standby_facts();
+	test_stop_then_snapshot();
 	test_inference();
 	test_sites_over_peaks();
 	test_repeat();
