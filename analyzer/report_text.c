@@ -157,64 +157,73 @@ static void server(FILE *f, const struct vrt_trace *t,
 		fprintf(f, "requests: none recorded\n");
 		return;
 	}
-	fprintf(f, "requests: at most %" PRIu32 " in flight", r->max_inflight);
+	/* One sentence folded at the prose width (it grows with what the
+	 * run's protocols made of its connections). */
+	char line[1024], tb[32];
+	size_t n = 0;
+#define APPEND(...)                                                            \
+	do {                                                                   \
+		if (n < sizeof(line))                                          \
+			n += (size_t)snprintf(line + n, sizeof(line) - n,       \
+			                      __VA_ARGS__);                    \
+	} while (0)
+	APPEND("requests: at most %" PRIu32 " in flight", r->max_inflight);
 	if (r->max_inflight)
-		fprintf(f, " (at %s)",
-		        secs(b, sizeof(b), t, r->max_inflight_ts));
-	fprintf(f,
-	        "; %" PRIu64 " connection%s, %" PRIu64 " HTTP request%s, "
-	        "%" PRIu64 " annotated request%s",
-	        r->connections, r->connections == 1 ? "" : "s",
-	        r->http_requests, r->http_requests == 1 ? "" : "s", r->requests,
-	        r->requests == 1 ? "" : "s");
+		APPEND(" (at %s)", secs(tb, sizeof(tb), t, r->max_inflight_ts));
+	APPEND("; %" PRIu64 " connection%s, %" PRIu64 " HTTP request%s, "
+	       "%" PRIu64 " annotated request%s",
+	       r->connections, r->connections == 1 ? "" : "s",
+	       r->http_requests, r->http_requests == 1 ? "" : "s",
+	       r->requests, r->requests == 1 ? "" : "s");
 	if (r->stream_requests)
-		fprintf(f, " (%" PRIu64 " of them HTTP/2 stream%s)",
-		        r->stream_requests, r->stream_requests == 1 ? "" : "s");
+		APPEND(" (%" PRIu64 " of them HTTP/2 stream%s)",
+		       r->stream_requests, r->stream_requests == 1 ? "" : "s");
 	if (r->inferred_requests)
-		fprintf(f, "; %" PRIu64 " inferred from turn-taking (a "
-		           "protocol that cannot be read: counts are "
-		           "estimates)",
-		        r->inferred_requests);
+		APPEND("; %" PRIu64 " inferred from turn-taking (a protocol "
+		       "that cannot be read: counts are estimates)",
+		       r->inferred_requests);
 	if (r->probe_requests)
-		fprintf(f, "; %" PRIu64 " probe%s (health, readiness, "
-		           "metrics: counted apart)",
-		        r->probe_requests, r->probe_requests == 1 ? "" : "s");
+		APPEND("; %" PRIu64 " probe%s (health, readiness, metrics: "
+		       "counted apart)",
+		       r->probe_requests, r->probe_requests == 1 ? "" : "s");
 	if (r->uncounted_connections)
-		fprintf(f, "; %" PRIu64 " connection%s whose requests could "
-		           "not be counted",
-		        r->uncounted_connections,
-		        r->uncounted_connections == 1 ? "" : "s");
+		APPEND("; %" PRIu64 " connection%s whose requests could not "
+		       "be counted",
+		       r->uncounted_connections,
+		       r->uncounted_connections == 1 ? "" : "s");
 	if (r->forwarded_requests && r->forwarded_from_pid)
-		fprintf(f, "; %" PRIu64 " forwarded from PID %" PRIu64
-		           " to PID %" PRIu64 " (a hop inside the run: "
-		           "not counted again)",
-		        r->forwarded_requests, r->forwarded_from_pid,
-		        r->forwarded_proc_pid);
+		APPEND("; %" PRIu64 " forwarded from PID %" PRIu64 " to PID "
+		       "%" PRIu64 " (a hop inside the run: not counted again)",
+		       r->forwarded_requests, r->forwarded_from_pid,
+		       r->forwarded_proc_pid);
 	else if (r->forwarded_requests)
-		fprintf(f, "; %" PRIu64 " forwarded to PID %" PRIu64
-		           " (a back end behind the server: not counted "
-		           "again)",
-		        r->forwarded_requests, r->forwarded_proc_pid);
+		APPEND("; %" PRIu64 " forwarded to PID %" PRIu64 " (a back end "
+		       "behind the server: not counted again)",
+		       r->forwarded_requests, r->forwarded_proc_pid);
+	vrt_text_put_wrapped(f, line, 0, 2, VRT_TEXT_WIDTH);
 	fputc('\n', f);
 	if (r->npaths) {
 		size_t i, shown = 0;
-		fputs("request paths:", f);
+		n = 0;
+		APPEND("request paths:");
 		for (i = 0; i < r->npaths && shown < 6; i++) {
 			const struct vrt_replay_path *p = &r->paths[i];
 			const char *text = p->text ? vrt_load_str(t, p->text)
 			                           : NULL;
+			char safe[72];
 			if (!text)
 				continue;
-			fputs(shown ? ", " : " ", f);
-			vrt_text_put_safe(f, text, 64);
-			fprintf(f, " x%" PRIu64 "%s", p->requests,
-			        p->probe ? " (probe)" : "");
+			vrt_text_copy_safe(safe, sizeof(safe), text);
+			APPEND("%s%s x%" PRIu64 "%s", shown ? ", " : " ", safe,
+			       p->requests, p->probe ? " (probe)" : "");
 			shown++;
 		}
 		if (!shown)
-			fputs(" (not read)", f);
+			APPEND(" (not read)");
+		vrt_text_put_wrapped(f, line, 0, 2, VRT_TEXT_WIDTH);
 		fputc('\n', f);
 	}
+#undef APPEND
 	if (r->serving)
 		fprintf(f, "serving from: %s (the first request)\n",
 		        secs(b, sizeof(b), t, r->serving_ts));
