@@ -14,9 +14,10 @@
 #                       build, then run the scenario corpus
 #                       (tests/scenarios/*.scn: recorded runs of the
 #                       example servers, each with the verdict it
-#                       deserves) and print one row per scenario —
-#                       expected, got, right/wrong — and the count right;
-#                       exits 1 when one is wrong
+#                       deserves; and tests/data/logs: server logs
+#                       diagnosed alone, the "log:" rows) and print one
+#                       row per scenario — expected, got, right/wrong —
+#                       and the count right; exits 1 when one is wrong
 #   ./build.sh bench [ARGS]
 #                       build, then print every performance figure in one
 #                       table, vramtrace beside heaptrack, with targets
@@ -58,7 +59,7 @@ mode=${1:-build}
 
 case "$mode" in
 build|demo|test|sanitize|scenarios|bench|install|bundle|gpu-bundle|gpu-test) ;;
--h|--help) sed -n '2,52p' "$0"; exit 0 ;;
+-h|--help) sed -n '2,53p' "$0"; exit 0 ;;
 *) echo "build.sh: unknown mode '$mode' (build, demo, test, sanitize, scenarios, bench, install, bundle, gpu-bundle or gpu-test)" >&2; exit 2 ;;
 esac
 case "$mode" in
@@ -256,6 +257,7 @@ scenarios)
         --preload "$build/preload/libvramtrace.so" \
         --fake-dir "$build/tests/fake" \
         --bin-dir "$build/examples" \
+        --logs tests/data/logs \
         --tmp-root "$build/tests/scenarios/tmp" "$@"
     ;;
 bench)

@@ -1,7 +1,11 @@
 /*
  * cmd_analyze.c — `vramtrace analyze PATH... [--format text|json|html|
  * perfetto|folded] [-o FILE] [--rules FILE] [--margin PCT] [--log FILE | --no-log]
- * [--model-config FILE [--kv-dtype T] [--explain]]`
+ * [--model-config FILE [--kv-dtype T] [--explain]]`, and `vramtrace
+ * analyze --log FILE|-` with no PATH: the server's log alone, laid out as
+ * the run it describes (logrun.c) and diagnosed like a trace (the same
+ * report, its numbers the log's). A run directory that holds no trace but
+ * record's output.log is analysed so too, with a warning.
  *
  * Parses its arguments into struct settings, then reads the rules (if
  * any), loads (load.c), attributes phases (attrib.c), replays (replay.c),
@@ -13,7 +17,9 @@
  * stdout, or to FILE through FILE.tmp + fsync + rename so a reader never
  * sees half a report. Single-threaded.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +35,7 @@
 #include "enginelog.h"
 #include "load.h"
 #include "logcheck.h"
+#include "logrun.h"
 #include "model.h"
 #include "progress.h"
 #include "replay.h"
@@ -47,6 +54,7 @@ static const char *const formats[] = {"text",     "json",   "html",
 struct settings {
 	struct vrt_opts o; /* format, -o, rules, model, margin, explain */
 	const char *log;   /* --log FILE, or NULL */
+	const char *log_name; /* the log in messages ("standard input") */
 	int no_log;        /* --no-log */
 	char **paths;
 	int npaths;
@@ -174,6 +182,139 @@ static int engine_log(const char *path, int auto_, struct vrt_enginelog *log,
 	return 0;
 }
 
+/* DIR/output.log when DIR is a directory that holds it and no *.vtrace
+ * file (malloc'd), else NULL. */
+static char *only_output_log(const char *dir)
+{
+	struct stat st;
+	char *p = NULL;
+	DIR *d;
+	struct dirent *e;
+	int traces = 0;
+
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode) || !(d = opendir(dir)))
+		return NULL;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		traces += n > 7 && !strcmp(e->d_name + n - 7, ".vtrace");
+	}
+	closedir(d);
+	if (traces || asprintf(&p, "%s/output.log", dir) < 0)
+		return NULL;
+	if (stat(p, &st) || !S_ISREG(st.st_mode)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * analyze --log FILE without a trace: the log read (path "-": standard
+ * input), the run it describes built (logrun.c), checked and diagnosed as
+ * a trace with its log would be, and the report written. Returns the exit
+ * code.
+ */
+static int log_only(const struct vrt_cmd *self, struct settings *s,
+                    const char *path)
+{
+	struct vrt_enginelog *log = NULL;
+	struct vrt_logrun *lr = NULL;
+	struct vrt_logcheck *lc = NULL;
+	struct vrt_diag_log *dl = NULL;
+	struct vrt_diagnosis *dg = NULL;
+	struct vrt_model *cfg = NULL;
+	const char *name = strcmp(path, "-") ? path : "standard input";
+	char err[300];
+	int rc = VRT_EXIT_FAIL, read_ok = 0;
+
+	if (s->o.format == FMT_PERFETTO || s->o.format == FMT_FOLDED)
+		return vrt_main_usage_error(self,
+		                            "--format %s needs a trace (a log "
+		                            "alone gives text, json or html)",
+		                            formats[s->o.format]);
+	if (s->o.rules)
+		return vrt_main_usage_error(self, "--rules re-classifies a "
+		                                  "trace's call stacks: it needs "
+		                                  "a trace");
+	if ((s->o.kv_dtype || s->o.explain) && !s->o.model_config)
+		return vrt_main_usage_error(self, "%s needs --model-config",
+		                            s->o.kv_dtype ? "--kv-dtype"
+		                                          : "--explain");
+	s->log_name = name;
+	log = calloc(1, sizeof(*log));
+	lr = calloc(1, sizeof(*lr));
+	lc = calloc(1, sizeof(*lc));
+	dl = calloc(1, sizeof(*dl));
+	dg = malloc(sizeof(*dg));
+	if (!log || !lr || !lc || !dl || !dg) {
+		fprintf(stderr, "vramtrace: error: out of memory\n");
+		goto out;
+	}
+	if (s->o.model_config &&
+	    (!(cfg = malloc(sizeof(*cfg))) || read_model_config(s, cfg))) {
+		if (!cfg)
+			fprintf(stderr, "vramtrace: error: out of memory\n");
+		goto out;
+	}
+	if (!strcmp(path, "-") && isatty(0))
+		fprintf(stderr, "vramtrace: reading the log from the terminal: "
+		                "paste it, then press Ctrl-D\n");
+	{
+		/* Dates printed without a year (vLLM's) take the year nearest
+		 * to now, in this machine's zone (TZ), as with a trace's. */
+		struct vrt_enginelog_opts o = {0, 0};
+		struct timespec now;
+		struct tm tm;
+		if (!clock_gettime(CLOCK_REALTIME, &now)) {
+			o.ref_wall_ns = (int64_t)now.tv_sec * 1000000000;
+			if (localtime_r(&now.tv_sec, &tm))
+				o.tz_offset_s = (int32_t)tm.tm_gmtoff;
+		}
+		if (vrt_enginelog_read(log, path, &o, err, sizeof(err))) {
+			fprintf(stderr, "vramtrace: error: %s: %s\n", name, err);
+			goto out;
+		}
+	}
+	read_ok = 1;
+	if (!log->lines || log->bytes <= log->lines) {
+		fprintf(stderr, "vramtrace: error: %s: the log is empty\n", name);
+		goto out;
+	}
+	if (log->binary_lines * 2 > log->lines) {
+		fprintf(stderr,
+		        "vramtrace: error: %s: not a text log: %" PRIu64 " of "
+		        "%" PRIu64 " lines hold binary bytes (NUL or control "
+		        "characters); give the server's log, or a run directory "
+		        "for a trace\n",
+		        name, log->binary_lines, log->lines);
+		goto out;
+	}
+	if (vrt_logcheck_logonly_diagnose(lc, lr, dl, dg, log, name, cfg,
+	                                  s->o.margin < 0
+	                                          ? VRT_DIAG_MARGIN_PCT
+	                                          : (unsigned)s->o.margin)) {
+		fprintf(stderr, "vramtrace: error: out of memory\n");
+		goto out;
+	}
+	dg->model.explain = s->o.explain;
+	{
+		struct report_job job = {s, &lr->t, &lr->r, dg, lc};
+		rc = vrt_run_write(s->o.output, write_job, &job);
+	}
+out:
+	if (read_ok)
+		vrt_enginelog_free(log);
+	if (lr)
+		vrt_logrun_free(lr);
+	free(log);
+	free(lr);
+	free(lc);
+	free(dl);
+	free(dg);
+	free(cfg);
+	return rc;
+}
+
 /* Where an HTML report goes without -o: DIR/report.html for a run
  * directory, FILE.html beside a trace file FILE.vtrace. malloc'd, or
  * NULL when out of memory. */
@@ -269,9 +410,7 @@ static int separate_runs(const struct vrt_cmd *self, const struct settings *s,
 
 int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 {
-	struct settings s = {.o = {.formats = formats,
-	                           .min_pos = 1,
-	                           .few = "no trace given"}};
+	struct settings s = {.o = {.formats = formats, .min_pos = 0}};
 	struct vrt_rules *rules = NULL;
 	struct vrt_optstate st;
 	struct vrt_trace t;
@@ -299,6 +438,17 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	}
 	s.paths = st.pos;
 	s.npaths = st.npos;
+	if (!s.npaths && !s.log) {
+		rc = vrt_main_usage_error(self, "no trace given (a run "
+		                                "directory or .vtrace file; or "
+		                                "--log FILE for the server's log "
+		                                "alone)");
+		goto out;
+	}
+	if (!s.npaths) {
+		rc = log_only(self, &s, s.log);
+		goto out;
+	}
 	rc = VRT_EXIT_FAIL;
 	err = calloc(1, sizeof(*err));
 	if (!err) {
@@ -329,7 +479,21 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 	if (s.o.format == FMT_FOLDED)
 		r.top_sites = SIZE_MAX;
 	if (vrt_load_open(&t, s.paths, (size_t)s.npaths, err)) {
+		char *ol = NULL;
 		vrt_progress_clear(&pg);
+		/* a run directory with record's log but no trace (the
+		 * server never loaded the preload): the log alone */
+		if (s.npaths == 1 && !s.no_log && !s.log &&
+		    (ol = only_output_log(s.paths[0]))) {
+			fprintf(stderr,
+			        "vramtrace: warning: %s: no trace in the run "
+			        "directory (%s); its output.log is analysed "
+			        "alone\n",
+			        s.paths[0], err->msg);
+			rc = log_only(self, &s, ol);
+			free(ol);
+			goto out;
+		}
 		fprintf(stderr, "vramtrace: error: %s: %s\n", err->path,
 		        err->msg);
 		goto out;

@@ -332,6 +332,14 @@ size_t vrt_diagnose_flags(struct vrt_diag_flags *f, const struct vrt_trace *t)
 	vrt_engine_uint(er.value[VRT_ENGINE_UBATCH], &f->ubatch);
 	f->one_device = er.value[VRT_ENGINE_SPLIT_MODE] &&
 	                !strcmp(er.value[VRT_ENGINE_SPLIT_MODE], "none");
+	/* "-fa on" (and the older bare "-fa": what follows is another
+	 * option); "-fa auto" lets llama.cpp decide: not known on */
+	if (er.value[VRT_ENGINE_FLASH_ATTN]) {
+		const char *v = er.value[VRT_ENGINE_FLASH_ATTN];
+		f->flash_attn = !strcmp(v, "on") || !strcmp(v, "1") ||
+		                !strcmp(v, "true") || !strcmp(v, "enabled") ||
+		                v[0] == '-';
+	}
 	if (f->engine == VRT_ENGINE_TGI)
 		f->max_total_tokens = f->max_model_len;
 	/* The KV cache types the command lines ask for (-ctk/-ctv,
@@ -420,6 +428,10 @@ struct ctx {
 	unsigned szi;
 	struct advice adv[VRT_DIAG_MAX_ITEMS / 3];
 	size_t nadv;
+	/* the shortest context advice may offer: the failing request's
+	 * prompt (its tokens, times llama.cpp's slots), 0 unknown */
+	uint64_t min_context;
+	int free_estimated; /* f's free memory is the log's numbers' */
 };
 
 static const char *sz(struct ctx *c, uint64_t b)
@@ -487,7 +499,9 @@ static int stopped(const struct vrt_process *p)
 
 static void how_ended(char *buf, size_t n, const struct vrt_process *p)
 {
-	if (p->exit_kind == VRT_EXIT_SIGNAL)
+	if (p->exit_kind == VRT_EXIT_NONE && p->ended)
+		snprintf(buf, n, "%s", p->ended);
+	else if (p->exit_kind == VRT_EXIT_SIGNAL)
 		snprintf(buf, n, "was killed by signal %d", p->exit_code);
 	else if (p->exit_kind == VRT_EXIT_CODE)
 		snprintf(buf, n, "exited with status %d", p->exit_code);
@@ -528,6 +542,32 @@ static void common_failure_evidence(struct ctx *c)
 		snprintf(where, sizeof(where), "on the host");
 	else
 		snprintf(where, sizeof(where), "on an unknown device");
+	if (d->source_log) {
+		/* a log gives the failure's line, not a call */
+		how_ended(how, sizeof(how), p);
+		evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
+		         f->requested_bytes,
+		         "the allocation the log's fatal error names (%s) "
+		         "failed %s at log line %u (%s stage, phase %s, %" PRIu32
+		         " request%s in flight)",
+		         f->requested_bytes ? SZ(f->requested_bytes)
+		                            : "size not printed",
+		         where, c->log ? c->log->fatal_line : 0,
+		         f->after_ready ? "request" : "load",
+		         vrt_load_phase_name(c->t, f->phase, pb, sizeof(pb)),
+		         f->inflight, f->inflight == 1 ? "" : "s");
+		if (f->have_info && f->device >= 0)
+			evidence(d, "free_bytes", f->device, VRT_DIAG_BYTES,
+			         f->free_bytes,
+			         c->free_estimated
+			                 ? "about %s free of %s (the capacity less "
+			                   "what the log's lines account for)"
+			                 : "the engine printed %s free of %s",
+			         SZ(f->free_bytes), SZ(f->total_bytes));
+		evidence(d, "fatal", f->device, VRT_DIAG_COUNT, 1,
+		         "the failure was fatal: the server %s", how);
+		return;
+	}
 	if (d->not_server)
 		evidence(d, "requested_bytes", f->device, VRT_DIAG_BYTES,
 		         f->requested_bytes, "%s of %s failed %s at %.3fs", api,
@@ -608,6 +648,31 @@ static void budget_evidence(struct ctx *c, const struct vrt_diag_device *x)
 	for (k = 0; k < VRT_REPLAY_MAX_PHASES; k++)
 		if (vrt_replay_phase_is_demand(k))
 			req += rd->peak_by_phase[k];
+	if (c->d->source_log) {
+		/* a log alone: what it printed, never a 0 for what it did
+		 * not */
+		unsigned rd_mask = c->d->rungs_read;
+		char w[32], kv[32], rq[32];
+		if (!(rd_mask & (1u << VRT_RUNG_WEIGHTS |
+		                 1u << VRT_RUNG_RESERVES |
+		                 1u << VRT_RUNG_ACTIVATIONS)))
+			return;
+		snprintf(w, sizeof(w), "%s",
+		         rd_mask & 1u << VRT_RUNG_WEIGHTS ? SZ(x->weights_bytes)
+		                                          : "not in the log");
+		snprintf(kv, sizeof(kv), "%s",
+		         rd_mask & 1u << VRT_RUNG_RESERVES ? SZ(x->kv_bytes)
+		                                           : "not in the log");
+		snprintf(rq, sizeof(rq), "%s",
+		         rd_mask & 1u << VRT_RUNG_ACTIVATIONS ? SZ(req)
+		                                              : "not in the log");
+		evidence(c->d, "weights_bytes", x->device, VRT_DIAG_BYTES,
+		         x->weights_bytes,
+		         "device %d, as the log gives them: weights %s, KV cache "
+		         "%s, per-request phases %s of %s",
+		         x->device, w, kv, rq, SZ(x->total_bytes));
+		return;
+	}
 	evidence(c->d, "weights_bytes", x->device, VRT_DIAG_BYTES,
 	         x->weights_bytes,
 	         "device %d: weights %s, KV cache %s, per-request phases %s "
@@ -857,11 +922,26 @@ static void ladder_confidence(struct ctx *c)
 {
 	const struct vrt_replay_failure *f = c->f;
 
-	if (!c->total)
+	if (!c->total && c->d->source_log)
+		confidence(c, VRT_CONFIDENCE_LOW,
+		           "the log does not print device %d's capacity: the "
+		           "ladder cannot tell which rung overflowed, so the "
+		           "verdict is the budget the engine said the failed "
+		           "allocation was for",
+		           f->device);
+	else if (!c->total)
 		confidence(c, VRT_CONFIDENCE_LOW,
 		           "the capacity of device %d is unknown: the ladder "
 		           "cannot tell which rung overflowed",
 		           f->device);
+	else if (c->xrung < 0 && c->d->source_log)
+		confidence(c, VRT_CONFIDENCE_LOW,
+		           "the log's numbers on device %d add up to %s of %s: "
+		           "what overflowed is memory the log does not account "
+		           "for, so the failing allocation's own rung is named",
+		           f->device,
+		           SZ(c->d->ladder[VRT_RUNG_COUNT - 1].cumulative),
+		           SZ(c->total));
 	else if (c->xrung < 0)
 		confidence(c, VRT_CONFIDENCE_LOW,
 		           "the traced memory on device %d adds up to %s of "
@@ -1153,6 +1233,10 @@ static int lever_scale(struct ctx *c, int field, uint64_t v, int dflt,
 	nv = round_tokens(c, field, fit_value(c, v, have, need));
 	if (!nv || nv >= v)
 		return 0;
+	/* a context the failing prompt does not fit in rejects it */
+	if (field == VRT_ENGINE_CONTEXT && c->min_context &&
+	    nv < c->min_context)
+		return 0;
 	suggest(c, field, nv);
 	share = 1.0 - (double)nv / (double)v;
 	/* Smaller batches cost prefill speed, not capacity: half as dear as
@@ -1161,10 +1245,13 @@ static int lever_scale(struct ctx *c, int field, uint64_t v, int dflt,
 		share /= 2;
 	a = advise(c, share);
 	ACT(a, "%s%s: %s (was %" PRIu64 "%s): %s grow with it, %s at %" PRIu64
-	       " where %s is left; %s",
+	       " where %s is left; %s%s",
 	    engine_label(c->engine), what, set_to(b, sizeof(b), c, field, nv), v,
 	    dflt ? ", the default" : "", mem, SZ(need), v, SZ(have),
-	    margin_words(c));
+	    margin_words(c),
+	    field == VRT_ENGINE_UBATCH ? " (-b, the logical batch, may stay: "
+	                                 "it is split into -ub steps)"
+	                               : "");
 	switch (field) {
 	case VRT_ENGINE_CONTEXT:
 		COST(a, "prompt + output longer than %" PRIu64 " tokens are "
@@ -1329,11 +1416,18 @@ static void lever_kv_quant(struct ctx *c, uint64_t need_free)
 	/* A q8_0 cache costs less than a fifth of anything: little
 	 * quality, no capacity. */
 	a = advise(c, type[1] == '8' ? 0.15 : 0.5);
-	ACT(a, "llama.cpp: quantize the KV cache: -ctk %s -ctv %s -fa on: the "
-	       "%s cache takes %s, %s less%s (a quantized V cache needs "
-	       "flash attention)",
-	    type, type, SZ(kv), SZ(kv - saved), SZ(saved),
-	    saved >= need_free ? "" : ", not all that is needed");
+	if (f->flash_attn)
+		ACT(a, "llama.cpp: quantize the KV cache: -ctk %s -ctv %s: the "
+		       "%s cache takes %s, %s less%s (flash attention is "
+		       "already on, as a quantized V cache needs)",
+		    type, type, SZ(kv), SZ(kv - saved), SZ(saved),
+		    saved >= need_free ? "" : ", not all that is needed");
+	else
+		ACT(a, "llama.cpp: quantize the KV cache: -ctk %s -ctv %s -fa "
+		       "on: the %s cache takes %s, %s less%s (a quantized V "
+		       "cache needs flash attention)",
+		    type, type, SZ(kv), SZ(kv - saved), SZ(saved),
+		    saved >= need_free ? "" : ", not all that is needed");
 	COST(a, "%s", type[1] == '8'
 	                      ? "a q8_0 KV cache costs little quality; flash "
 	                        "attention must run on the GPU"
@@ -1540,7 +1634,11 @@ static void verdict_host(struct ctx *c)
 
 	d->verdict = VRT_VERDICT_HOST_MEMORY;
 	d->device = -1;
-	if (c->f && c->f->device < 0) {
+	if (c->f && c->f->device < 0 && c->log && c->log->host_pageable) {
+		/* the log names a pageable host allocation: RAM ran out */
+		snprintf(d->detail, sizeof(d->detail), "host_ram_exhausted");
+		common_failure_evidence(c);
+	} else if (c->f && c->f->device < 0) {
 		snprintf(d->detail, sizeof(d->detail), "pinned_alloc_failed");
 		common_failure_evidence(c);
 		evidence(d, "pinned_peak_bytes", -1, VRT_DIAG_BYTES,
@@ -1691,6 +1789,10 @@ static const struct vrt_diag_device *not_sharded(struct ctx *c, uint64_t *want)
 	*want = devices_wanted(c, heavy->device);
 	if (*want < 2 || (double)heavy->weights_bytes <
 	                         VRT_DIAG_SHARD_FRACTION * (double)sumw)
+		return NULL;
+	/* A log that does not print the other ranks' lines apart (each
+	 * sees its card as GPU 0) does not show an unsharded run */
+	if (d->source_log && d->ndevices < *want)
 		return NULL;
 	for (k = 0; k < d->ndevices; k++) {
 		const struct vrt_diag_device *x = &d->devices[k];
@@ -2009,12 +2111,21 @@ static void verdict_reserve(struct ctx *c)
 	kv_call = f->phase == VRT_PHASE_kv_cache ||
 	          f->phase == VRT_LOAD_PHASE_INFERRED_KV;
 	need = kv_call ? f->requested_bytes : c->x.kv;
-	evidence(d, "kv_reserve_requested_bytes", f->device, VRT_DIAG_BYTES,
-	         need,
-	         "the KV cache reserve %s %s with %s left after the "
-	         "weights: %s short",
-	         kv_call ? "asked" : "holds", SZ(need), SZ(f->free_bytes),
-	         SZ(c->shortfall));
+	if (f->free_bytes >= need && c->free_estimated)
+		evidence(d, "kv_reserve_requested_bytes", f->device,
+		         VRT_DIAG_BYTES, need,
+		         "the KV cache reserve %s %s; the log's numbers leave "
+		         "%s after the weights: what else held the card is not "
+		         "in the log",
+		         kv_call ? "asked" : "holds", SZ(need),
+		         SZ(f->free_bytes));
+	else
+		evidence(d, "kv_reserve_requested_bytes", f->device,
+		         VRT_DIAG_BYTES, need,
+		         "the KV cache reserve %s %s with %s left after the "
+		         "weights: %s short",
+		         kv_call ? "asked" : "holds", SZ(need),
+		         SZ(f->free_bytes), SZ(c->shortfall));
 	if (spread_engine(c)) {
 		/* llama.cpp's KV cache grows with -c: the context that fits,
 		 * a quantized cache, or fewer layers on the GPU. */
@@ -2031,6 +2142,66 @@ static void verdict_reserve(struct ctx *c)
 	               "so the reserve fits what the weights leave");
 }
 
+/* A request's failure whose size the log does not print (a pool's growth
+ * refused): what the requests needed is not known, only that it was more
+ * than the room left. The advice names the levers without sizing them:
+ * fewer tokens per step (half as many), and for several requests, fewer
+ * of them at once. Returns 1 when it gave the advice. */
+static int unsized_advice(struct ctx *c, uint32_t inflight)
+{
+	const struct vrt_diag_flags *fl = &c->d->flags;
+	int field = setting(c, VRT_ENGINE_UBATCH) ? VRT_ENGINE_UBATCH
+	                                          : VRT_ENGINE_BATCH_TOKENS;
+	uint64_t v = field == VRT_ENGINE_UBATCH ? fl->ubatch : fl->batch_tokens;
+	struct advice *a;
+	char b[96];
+
+	if (!c->d->source_log || c->f->requested_bytes)
+		return 0;
+	if (!v && c->engine == VRT_ENGINE_LLAMACPP)
+		v = 512;
+	evidence(c->d, "request_need_unknown", c->f->device, VRT_DIAG_BYTES,
+	         c->x.room,
+	         "the log does not print how much the failing step asked: "
+	         "more than the %s the weights and reserves left",
+	         SZ(c->x.room));
+	if (setting(c, field)) {
+		a = advise(c, 0.25);
+		if (v)
+			ACT(a, "%sfewer tokens per step: %s (was %" PRIu64 "): a "
+			       "step's temporaries grow with its tokens; halve it "
+			       "and re-run, the log does not say by how much it "
+			       "was short%s",
+			    engine_label(c->engine),
+			    set_to(b, sizeof(b), c, field, v / 2 >= 32 ? v / 2 : 32),
+			    v,
+			    field == VRT_ENGINE_UBATCH
+			            ? " (-b, the logical batch, may stay)"
+			            : "");
+		else
+			ACT(a, "%sfewer tokens per step: lower %s (half the value "
+			       "the engine runs with, then re-run)",
+			    engine_label(c->engine), setting(c, field));
+		COST(a, "long prompts are prefilled in more steps: lower "
+		        "prefill throughput");
+	}
+	if (inflight > 1 && setting(c, VRT_ENGINE_CONCURRENCY)) {
+		a = advise(c, 1.0 / (double)inflight);
+		ACT(a, "%sfewer requests at once: %s (%" PRIu32 " were in flight "
+		       "when it failed)",
+		    engine_label(c->engine),
+		    set_to(b, sizeof(b), c, VRT_ENGINE_CONCURRENCY, inflight - 1),
+		    inflight);
+		COST(a, "requests past the cap wait in the queue (lower "
+		        "throughput)");
+	}
+	confidence(c, VRT_CONFIDENCE_MEDIUM,
+	           "the log does not print the failing step's size: the "
+	           "budget is the one the failure was building, the advice "
+	           "is not sized");
+	return 1;
+}
+
 /* kv_cache at the activations rung of a request: one request does not
  * fit next to the reserves. */
 static void verdict_context(struct ctx *c)
@@ -2044,6 +2215,8 @@ static void verdict_context(struct ctx *c)
 	common_failure_evidence(c);
 	if (c->fd)
 		budget_evidence(c, c->fd);
+	if (unsized_advice(c, f->inflight))
+		return;
 	evidence(d, "single_request_bytes", f->device, VRT_DIAG_BYTES, one,
 	         "one request needed %s of activations%s; weights + KV "
 	         "reserve left %s for it",
@@ -2053,11 +2226,16 @@ static void verdict_context(struct ctx *c)
 	                 ? " (measured alone)"
 	                 : " (the requests in flight, on average)",
 	         SZ(room));
-	if (d->flags.max_model_len)
+	/* llama.cpp's per-step temporaries are bounded by -ub (a prompt is
+	 * processed -ub tokens at a time); the context bounds them only
+	 * through attention scores, which flash attention does not keep */
+	if (c->engine == VRT_ENGINE_LLAMACPP && d->flags.flash_attn)
+		;
+	else if (d->flags.max_model_len)
 		lever_scale(c, VRT_ENGINE_CONTEXT, d->flags.max_model_len, 0,
 		            room, one, "lower the context",
 		            "one request's activations");
-	else {
+	else if (c->engine != VRT_ENGINE_LLAMACPP) {
 		struct advice *a = advise(c, RANK_UNKNOWN);
 		ACT(a, "%slower %s: one request needed %s where %s is left",
 		    engine_label(c->engine), setting(c, VRT_ENGINE_CONTEXT),
@@ -2150,6 +2328,8 @@ static void verdict_concurrency(struct ctx *c)
 	d->verdict = VRT_VERDICT_CONCURRENCY;
 	snprintf(d->detail, sizeof(d->detail), "overlapping_requests");
 	common_failure_evidence(c);
+	if (unsized_advice(c, f->inflight))
+		return;
 	if (c->fd)
 		budget_evidence(c, c->fd);
 	if (c->x.one_how == ONE_CACHE)
@@ -2208,10 +2388,13 @@ static void verdict_concurrency(struct ctx *c)
 
 
 /* inconclusive: detail, why, and what would tell. */
+static const char *record_words(const struct ctx *c, char *buf, size_t n);
+
 static void verdict_inconclusive(struct ctx *c, const char *detail,
                                  const char *why, const char *get)
 {
 	struct vrt_diagnosis *d = c->d;
+	char rec[VRT_DIAG_TEXT];
 
 	d->verdict = VRT_VERDICT_INCONCLUSIVE;
 	d->rung = -1; /* the ladder is shown, but names no budget */
@@ -2221,6 +2404,9 @@ static void verdict_inconclusive(struct ctx *c, const char *detail,
 	if (c->f && c->fd)
 		budget_evidence(c, c->fd);
 	confidence(c, VRT_CONFIDENCE_LOW, "%s", why);
+	/* without a trace, what would tell is a trace */
+	if (d->source_log && strcmp(detail, "not_an_engine_log"))
+		get = record_words(c, rec, sizeof(rec));
 	ACT(advise(c, RANK_FREE), "%s", get);
 }
 
@@ -2391,10 +2577,22 @@ static int data_problem(struct ctx *c)
 		snprintf(d->detail, sizeof(d->detail), "peak_over_capacity");
 		evidence(d, "peak_over_capacity", bad->device, VRT_DIAG_BYTES,
 		         bad->peak_bytes,
-		         "data problem: device %d's traced peak of %s is above "
+		         "data problem: device %d's %s peak of %s is above "
 		         "its capacity of %s: no card holds that much",
-		         bad->device, SZ(bad->peak_bytes),
-		         SZ(bad->total_bytes));
+		         bad->device, d->source_log ? "logged" : "traced",
+		         SZ(bad->peak_bytes), SZ(bad->total_bytes));
+		if (d->source_log) {
+			confidence(c, VRT_CONFIDENCE_LOW,
+			           "data problem: the memory the log's lines print "
+			           "for device %d adds up to more than the card it "
+			           "names: the lines come from different runs or "
+			           "cards (a log pieced together, ranks mixed up)",
+			           bad->device);
+			ACT(advise(c, RANK_FREE),
+			    "give the log of one run of one server; with ranks, "
+			    "the lines with their process prefixes");
+			return 1;
+		}
 		if (dv->uuid[0])
 			confidence(c, VRT_CONFIDENCE_LOW,
 			           "data problem: what the processes hold on "
@@ -2727,6 +2925,203 @@ static void with_failure(struct ctx *c)
 	near_miss_evidence(c);
 }
 
+/* ---- the log alone --------------------------------------------------------
+ *
+ * analyze --log without a trace: the run was built from the log's numbers
+ * (logrun.h). A number it does not print is not in the ladder; a verdict
+ * that needs it is inconclusive, naming what is missing and the command
+ * that records a trace of the same server.
+ */
+
+static const char *const rung_words[VRT_RUNG_COUNT] = {
+        "what other processes held", "the weights",
+        "the KV cache and the other reserves",
+        "one request's activations", "the other requests in flight"};
+
+/* What a trace would add, with the command that records it. */
+static const char *record_words(const struct ctx *c, char *buf, size_t n)
+{
+	size_t len = strlen(c->d->record_command);
+
+	if (len && len + 40 < n)
+		snprintf(buf, n, "record a trace of the same server: %.*s",
+		         (int)len, c->d->record_command);
+	else if (len)
+		snprintf(buf, n, "record a trace of the same server (the "
+		                 "command line is under \"record\" below)");
+	else
+		snprintf(buf, n, "record a trace of the server: vramtrace "
+		                 "record -o RUN -- <the server's command line> "
+		                 "(the log does not print it)");
+	return buf;
+}
+
+/* The rungs below and at rung the log gives no number for (baseline
+ * aside: a card holding nothing else is the usual case), as words into
+ * buf; 0 when it gives them all. */
+static int rungs_missing(const struct ctx *c, int rung, char *buf, size_t n)
+{
+	size_t o = 0;
+	int k, miss = 0;
+
+	buf[0] = '\0';
+	for (k = VRT_RUNG_WEIGHTS; k <= rung && k < VRT_RUNG_INFLIGHT; k++) {
+		if (c->d->rungs_read & (1u << k))
+			continue;
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s",
+		                      miss ? ", " : "", rung_words[k]);
+		miss++;
+	}
+	return miss;
+}
+
+/* A request's failure whose budgets the log does not print: which one
+ * broke is not in it. Returns 1 when it decided (inconclusive). */
+static int logonly_missing(struct ctx *c)
+{
+	const struct vrt_replay_failure *f = c->f;
+	char miss[200], why[VRT_DIAG_TEXT], get[VRT_DIAG_TEXT];
+
+	if (!c->d->source_log || !f || f->device < 0)
+		return 0;
+	/* the engine's own words name the budget of a load step (weights,
+	 * KV cache, graphs, warm-up): the ladder stands on them */
+	if (!vrt_replay_phase_is_demand(f->phase))
+		return 0;
+	if (!rungs_missing(c, VRT_RUNG_RESERVES, miss, sizeof(miss)) &&
+	    c->total) {
+		/* the budgets are there; with requests in flight, their
+		 * number decides between one long request and many */
+		if (!f->after_ready || (c->log && c->log->inflight_counted))
+			return 0;
+		climb(c);
+		verdict_inconclusive(
+		        c, "requests_not_counted",
+		        "the log does not count the requests in flight when it "
+		        "failed (no metrics line before it): one long request "
+		        "and many at once look alike",
+		        record_words(c, get, sizeof(get)));
+		return 1;
+	}
+	climb(c);
+	snprintf(why, sizeof(why),
+	         "the log names the failed allocation but not %.160s%s: which "
+	         "budget left the request no room is not in it",
+	         miss[0] ? miss : "the card's capacity",
+	         miss[0] && !c->total ? ", nor the card's capacity" : "");
+	verdict_inconclusive(c, "budgets_not_in_log", why,
+	                     record_words(c, get, sizeof(get)));
+	return 1;
+}
+
+/* After the verdict: what the log leaves open lowers the confidence. */
+static void logonly_after(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	char miss[200];
+
+	if (!d->source_log || !c->f)
+		return;
+	if (d->rung >= 0 && rungs_missing(c, d->rung, miss, sizeof(miss)))
+		confidence(c, VRT_CONFIDENCE_LOW,
+		           "the log does not print %s: the ladder below the "
+		           "verdict's rung is incomplete, and the verdict rests "
+		           "on what the engine said the failed allocation was "
+		           "for",
+		           miss);
+	if (c->f->after_ready && c->log && !c->log->inflight_counted &&
+	    d->verdict != VRT_VERDICT_INCONCLUSIVE)
+		evidence(d, "inflight_assumed", -1, VRT_DIAG_COUNT,
+		         c->f->inflight,
+		         "the log does not count the requests running when it "
+		         "failed: one is assumed");
+}
+
+/* No memory failure in the log: it says so, plainly. */
+static void logonly_none(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_log *log = c->log;
+	char get[VRT_DIAG_TEXT];
+
+	if (!log->engine_known && !log->memory_lines) {
+		verdict_inconclusive(
+		        c, "not_an_engine_log",
+		        "nothing in the log reads as an inference engine's "
+		        "(vLLM, SGLang, llama.cpp, Ollama, TGI, TensorRT-LLM) "
+		        "or as a memory error: there is no budget to read",
+		        "give the server's own log (its stdout and stderr), or "
+		        "record the server: vramtrace record -o RUN -- "
+		        "<the server's command line>");
+		evidence(d, "log_lines", -1, VRT_DIAG_COUNT, log->lines,
+		         "%" PRIu64 " line%s read, none of them an engine's",
+		         log->lines, log->lines == 1 ? "" : "s");
+		return;
+	}
+	d->verdict = VRT_VERDICT_NONE;
+	d->rung = -1;
+	snprintf(d->detail, sizeof(d->detail), "no_memory_error");
+	evidence(d, "log_lines", -1, VRT_DIAG_COUNT, log->lines,
+	         "%" PRIu64 " line%s of %s's log read: no memory error in them",
+	         log->lines, log->lines == 1 ? "" : "s",
+	         log->engine[0] ? log->engine : "the engine");
+	confidence(c, VRT_CONFIDENCE_MEDIUM,
+	           "no memory error in the log; a log cut before the end, or "
+	           "a failure another process printed, would not show");
+	ACT(advise(c, RANK_FREE),
+	    "nothing in the log says memory ran out; if the server died, its "
+	    "log names another cause (or the part that names it was not "
+	    "given: the whole log, or %s)",
+	    record_words(c, get, sizeof(get)));
+}
+
+/* PyTorch's account in the fatal error: memory it reserved and could not
+ * hand out (fragmentation: with expandable segments the call could have
+ * had it), the other processes it named on the card. */
+static void torch_account(struct ctx *c)
+{
+	struct vrt_diagnosis *d = c->d;
+	const struct vrt_diag_log *log = c->log;
+	struct advice *a;
+	size_t i;
+
+	for (i = 0; i < log->nother_pids; i++)
+		if (!pid_in_run(c->t, log->other_pids[i]))
+			add_other_pid(d, log->other_pids[i]);
+	if (log->nother_pids && d->verdict != VRT_VERDICT_OTHER_PROCESSES)
+		for (i = 0; i < log->nother_pids; i++)
+			evidence(d, "other_pid", c->f->device, VRT_DIAG_PID,
+			         log->other_pids[i],
+			         "PyTorch names PID %" PRIu64 " with %s on the "
+			         "card",
+			         log->other_pids[i], SZ(log->other_pid_bytes[i]));
+	if (!log->have_reserved || log->reserved_bytes < (256ull << 20))
+		return;
+	evidence(d, "reserved_unallocated_bytes", c->f->device, VRT_DIAG_BYTES,
+	         log->reserved_bytes,
+	         "PyTorch held %s reserved but unallocated (pieces of its "
+	         "cache too small for the %s call)%s",
+	         SZ(log->reserved_bytes), SZ(log->requested_bytes),
+	         log->reserved_bytes + log->free_bytes >= log->requested_bytes
+	                 ? ": with them the call would have fit"
+	                 : "");
+	if (log->reserved_bytes + log->free_bytes < log->requested_bytes)
+		return;
+	a = advise(c, RANK_FREE);
+	ACT(a, "%slet PyTorch's cache grow in place: "
+	       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (%s of "
+	       "reserved pieces would then serve the %s call)",
+	    engine_label(c->engine), SZ(log->reserved_bytes),
+	    SZ(log->requested_bytes));
+	COST(a, "none for serving (the cache maps pages instead of cutting "
+	        "blocks)");
+	confidence(c, VRT_CONFIDENCE_MEDIUM,
+	           "fragmentation: PyTorch reserved %s it could not hand out, "
+	           "enough for the call; the budget named is where memory "
+	           "was short, expandable segments may be all it takes",
+	           SZ(log->reserved_bytes));
+}
+
 /* ---- the engine's log ------------------------------------------------------
  *
  * What the engine printed (struct vrt_diag_log, diagnose.h a-f), kept
@@ -2740,7 +3135,8 @@ const char *vrt_diagnose_log_flag_name(int bit)
 	static const char *const names[VRT_DIAG_LOG_NFLAGS] = {
 	        "engine",          "max_model_len",    "max_num_seqs",
 	        "tensor_parallel", "memory_fraction", "max_total_tokens",
-	        "gpu_layers"};
+	        "gpu_layers",      "ubatch",           "batch_tokens",
+	        "flash_attn"};
 	return bit >= 0 && bit < VRT_DIAG_LOG_NFLAGS ? names[bit] : NULL;
 }
 
@@ -2763,6 +3159,9 @@ unsigned vrt_diagnose_fill_flags(struct vrt_diag_flags *f,
 	FILL(VRT_DIAG_LOG_TP, tp);
 	FILL(VRT_DIAG_LOG_UTIL, mem_util_milli);
 	FILL(VRT_DIAG_LOG_TOTAL_TOKENS, max_total_tokens);
+	FILL(VRT_DIAG_LOG_UBATCH, ubatch);
+	FILL(VRT_DIAG_LOG_BATCH, batch_tokens);
+	FILL(VRT_DIAG_LOG_FLASH_ATTN, flash_attn);
 #undef FILL
 	if ((printed & VRT_DIAG_LOG_NGL) && !f->have_ngl && log->have_ngl) {
 		f->ngl = log->ngl;
@@ -3016,7 +3415,13 @@ static void log_evidence(struct ctx *c)
 			           "was not traced",
 			           log->unmatched_line);
 	}
-	if (d->log_ready)
+	if (d->log_ready && d->source_log)
+		evidence(d, "engine_ready", -1, VRT_DIAG_SECONDS_NS,
+		         (uint64_t)(log->ready_ts - c->t->start_ns),
+		         "the engine said it serves at log line %u: what came "
+		         "after is the request stage",
+		         log->ready_line);
+	else if (d->log_ready)
 		evidence(d, "engine_ready", -1, VRT_DIAG_SECONDS_NS,
 		         (uint64_t)(log->ready_ts - c->t->start_ns),
 		         "the engine said it serves at %.3fs (log line %u); the "
@@ -3152,7 +3557,14 @@ static void high_reason(struct ctx *c)
 		         "would have fit");
 		break;
 	default:
-		if (d->log_fatal)
+		if (d->source_log)
+			snprintf(d->confidence_reason,
+			         sizeof(d->confidence_reason),
+			         "the fatal error the engine's log ends with "
+			         "(line %u), its phase and the ladder of the log's "
+			         "numbers agree",
+			         c->log->fatal_line);
+		else if (d->log_fatal)
 			snprintf(d->confidence_reason,
 			         sizeof(d->confidence_reason),
 			         "the fatal failure the engine's log names (line "
@@ -3212,6 +3624,19 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	if (log)
 		d->flags_from_log = vrt_diagnose_fill_flags(
 		        &d->flags, &log->flags, log->printed);
+	if (log && log->log_only) {
+		d->source_log = 1;
+		d->rungs_read = log->rungs_read;
+		snprintf(d->record_command, sizeof(d->record_command), "%s",
+		         log->record_command);
+	}
+	/* advice never offers a context the failing prompt does not fit */
+	if (log && log->prompt_known && log->prompt_tokens)
+		c.min_context = log->prompt_tokens *
+		                (d->flags.engine == VRT_ENGINE_LLAMACPP &&
+		                                 d->flags.max_num_seqs > 1
+		                         ? d->flags.max_num_seqs
+		                         : 1);
 	c.root = root < t->nprocs ? &t->procs[root] : NULL;
 	c.engine = d->flags.engine;
 	devices(d, t, r);
@@ -3236,6 +3661,19 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 			c.total = c.f->total_bytes;
 		c.other = c.fd ? c.fd->other_bytes : 0;
 		c.live = live_sum(c.f);
+		/* A log's failure without the driver's free memory (ggml's):
+		 * about what the capacity less what the log accounts for
+		 * leaves, so the advice can size its numbers. */
+		if (d->source_log && !c.f->have_info && c.total &&
+		    c.total > c.other + c.live) {
+			if (c.f != &c.fcopy)
+				c.fcopy = *c.f;
+			c.fcopy.have_info = 1;
+			c.fcopy.free_bytes = c.total - c.other - c.live;
+			c.fcopy.total_bytes = c.total;
+			c.f = &c.fcopy;
+			c.free_estimated = 1;
+		}
 		driver_count(&c);
 		c.shortfall =
 		        c.f->have_info && c.f->requested_bytes > c.f->free_bytes
@@ -3253,6 +3691,8 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 	else if (c.f && (c.f->family == VRT_FAM_PINNED ||
 	                 c.f->family == VRT_FAM_REGISTERED))
 		verdict_host(&c);
+	else if (!c.f && d->source_log)
+		logonly_none(&c);
 	else if (!c.f)
 		without_failure(&c);
 	else if (c.f->device < 0 || (size_t)c.f->device >= r->ndevices)
@@ -3262,13 +3702,22 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		                     "the trace cannot place it; the server's "
 		                     "log may");
 	else if (c.other >= VRT_DIAG_OTHER_MIN_BYTES &&
-	         c.other * 20 >= c.total && c.other >= c.shortfall) {
+	         c.other * 20 >= c.total && c.other >= c.shortfall &&
+	         /* a log's failure of no printed size: others must hold a
+	          * tenth of the card to be the cause */
+	         (!d->source_log || c.f->requested_bytes ||
+	          c.other * 10 >= c.total)) {
 		climb(&c);
 		verdict_other(&c);
 	} else if (pool_decides(&c))
 		verdict_pool(&c);
+	else if (logonly_missing(&c))
+		; /* inconclusive: the log lacks the budgets */
 	else
 		with_failure(&c);
+	logonly_after(&c);
+	if (log && c.f)
+		torch_account(&c);
 	if (c.f && c.host.have && host_exhausted(&c.host) &&
 	    d->verdict != VRT_VERDICT_HOST_MEMORY)
 		evidence(d, "mem_available_min_bytes", -1, VRT_DIAG_BYTES,
@@ -3291,7 +3740,19 @@ void vrt_diagnose_run_opts(struct vrt_diagnosis *d, const struct vrt_trace *t,
 		         " (the fatal failure is the one the engine's log names, "
 		         "line %u)",
 		         log->fatal_line);
-	if (d->not_server)
+	if (d->source_log && (d->verdict == VRT_VERDICT_INCONCLUSIVE ||
+	                      d->confidence != VRT_CONFIDENCE_HIGH)) {
+		char rec[VRT_DIAG_TEXT];
+		verify(d, "%s; then analyze it: vramtrace analyze RUN",
+		       record_words(&c, rec, sizeof(rec)));
+	}
+	if (d->source_log && d->verdict != VRT_VERDICT_INCONCLUSIVE &&
+	    d->verdict != VRT_VERDICT_NONE)
+		verify(d, "re-run with the change; its log (or a trace: "
+		          "vramtrace record) shows whether it fits");
+	else if (d->source_log)
+		;
+	else if (d->not_server)
 		verify(d, "re-run with the change and compare the two runs: "
 		          "vramtrace compare OLD_RUN NEW_RUN");
 	else if (d->verdict == VRT_VERDICT_INCONCLUSIVE)

@@ -88,6 +88,7 @@
 #define VRT_DIAG_TEXT            320
 #define VRT_DIAG_MARGIN_PCT      5  /* --margin: share kept spare */
 #define VRT_DIAG_MARGIN_MAX      50
+#define VRT_DIAG_COMMAND         1100 /* a command line in advice */
 
 enum vrt_verdict {
 	VRT_VERDICT_NONE = 0,
@@ -171,6 +172,7 @@ struct vrt_diag_flags {
 	uint64_t batch_tokens; /* tokens in one forward batch */
 	uint64_t ubatch;       /* llama.cpp -ub */
 	int one_device;        /* llama.cpp -sm none: one GPU on purpose */
+	int flash_attn;        /* llama.cpp -fa on (or the log says it is) */
 	char cache_k[16];      /* KV cache type asked for (llama.cpp -ctk,
 	                          --kv-cache-dtype), "" default */
 	char cache_v[16];      /* llama.cpp -ctv, else as cache_k */
@@ -185,7 +187,10 @@ enum {
 	VRT_DIAG_LOG_UTIL = 1 << 4,
 	VRT_DIAG_LOG_TOTAL_TOKENS = 1 << 5,
 	VRT_DIAG_LOG_NGL = 1 << 6,
-	VRT_DIAG_LOG_NFLAGS = 7,
+	VRT_DIAG_LOG_UBATCH = 1 << 7,
+	VRT_DIAG_LOG_BATCH = 1 << 8,
+	VRT_DIAG_LOG_FLASH_ATTN = 1 << 9,
+	VRT_DIAG_LOG_NFLAGS = 10,
 };
 
 /* An engine number and a traced one that differ by more than this (and
@@ -259,6 +264,31 @@ struct vrt_diag_log {
 	/* f. its numbers beside the trace's */
 	struct vrt_diag_engine_number numbers[VRT_DIAG_LOG_NUMBERS];
 	size_t nnumbers;
+	/* The log is all there is (analyze --log without a trace): the run
+	 * was built from its numbers (logrun.h), so sentences speak of log
+	 * lines, a rung no number of the log stands for is "not in the log",
+	 * and what a trace would settle names the command that records one.
+	 * fatal_line is the failure's line. */
+	int log_only;
+	unsigned rungs_read;  /* bit per enum vrt_rung */
+	int inflight_counted; /* the engine counted the requests in flight */
+	int engine_known;     /* the log reads as an inference engine's */
+	int memory_lines;     /* it printed anything about memory */
+	uint64_t lines;       /* lines read */
+	int prompt_known;     /* the failing request's prompt tokens */
+	uint64_t prompt_tokens;
+	char record_command[VRT_DIAG_COMMAND];
+	/* PyTorch's own account in the fatal error (with a trace too):
+	 * memory it reserved but could not use for the call (fragmentation),
+	 * and the other processes it named on the card. */
+	int have_reserved;
+	uint64_t reserved_bytes, requested_bytes, free_bytes;
+	int host_pageable; /* the fatal host allocation was pageable RAM
+	                      (PyTorch's CPU allocator, ggml's CPU buffer),
+	                      not page-locked memory */
+	uint64_t other_pids[VRT_DIAG_MAX_PIDS];
+	uint64_t other_pid_bytes[VRT_DIAG_MAX_PIDS];
+	size_t nother_pids;
 };
 
 struct vrt_diagnosis {
@@ -302,6 +332,12 @@ struct vrt_diagnosis {
 	int log_fatal;
 	int log_refusal;
 	int log_ready;
+	/* The log is all there is: every number is the log's (rungs_read:
+	 * the rungs a number of it stands for), and record_command records
+	 * the same server to settle what it leaves open ("" none). */
+	int source_log;
+	unsigned rungs_read;
+	char record_command[VRT_DIAG_COMMAND];
 	struct vrt_diag_evidence evidence[VRT_DIAG_MAX_ITEMS];
 	size_t nevidence;
 	/* The changes to make, cheapest first; costs[i] is what actions[i]

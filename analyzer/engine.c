@@ -91,6 +91,7 @@ static const char *const field_names[VRT_ENGINE_NFIELDS] = {
         "context_length",  "concurrency", "memory_fraction",
         "tensor_parallel", "gpu_layers",  "pipeline_parallel",
         "batch_tokens",    "ubatch",      "split_mode",
+        "flash_attn",
 };
 
 const char *vrt_engine_field_name(int field)
@@ -145,6 +146,8 @@ static const struct flag flags[] = {
         {VRT_ENGINE_LLAMACPP, VRT_ENGINE_UBATCH, "--ubatch-size"},
         {VRT_ENGINE_LLAMACPP, VRT_ENGINE_SPLIT_MODE, "-sm"},
         {VRT_ENGINE_LLAMACPP, VRT_ENGINE_SPLIT_MODE, "--split-mode"},
+        {VRT_ENGINE_LLAMACPP, VRT_ENGINE_FLASH_ATTN, "-fa"},
+        {VRT_ENGINE_LLAMACPP, VRT_ENGINE_FLASH_ATTN, "--flash-attn"},
 
         {VRT_ENGINE_TGI, VRT_ENGINE_CONTEXT, "--max-total-tokens"},
         {VRT_ENGINE_TGI, VRT_ENGINE_CONCURRENCY, "--max-concurrent-requests"},

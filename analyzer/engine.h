@@ -60,7 +60,8 @@ enum vrt_engine_field {
 	VRT_ENGINE_BATCH_TOKENS = 6, /* tokens in one forward batch */
 	VRT_ENGINE_UBATCH = 7,       /* llama.cpp's physical batch */
 	VRT_ENGINE_SPLIT_MODE = 8,   /* llama.cpp -sm: none keeps one GPU */
-	VRT_ENGINE_NFIELDS = 9,
+	VRT_ENGINE_FLASH_ATTN = 9,   /* llama.cpp -fa: on, off, auto */
+	VRT_ENGINE_NFIELDS = 10,
 };
 
 /* What an engine is called and how its settings are written in advice. */

@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Engines, numbered as diagnose.h's VRT_ENGINE_* for the first four. */
+/* Engines, numbered as engine.h's VRT_ENGINE_*. */
 enum vrt_enginelog_engine {
 	VRT_ENGINELOG_UNKNOWN = 0,
 	VRT_ENGINELOG_VLLM = 1,
@@ -42,7 +42,8 @@ enum vrt_enginelog_engine {
 	VRT_ENGINELOG_LLAMACPP = 3,
 	VRT_ENGINELOG_TGI = 4,
 	VRT_ENGINELOG_TRTLLM = 5,
-	VRT_ENGINELOG_NENGINES = 6,
+	VRT_ENGINELOG_OLLAMA = 6,
+	VRT_ENGINELOG_NENGINES = 7,
 };
 
 /* What a number the engine printed measures. */
@@ -56,7 +57,11 @@ enum vrt_enginelog_kind {
 	VRT_ELK_TOTAL = 7,       /* the device capacity the engine saw */
 	VRT_ELK_NON_TORCH = 8,   /* vLLM's non-torch memory (NCCL, ...) */
 	VRT_ELK_KV_BLOCKS = 9,   /* KV blocks (vLLM V0, TGI) */
-	VRT_ELK_NKINDS = 10,
+	VRT_ELK_FREE = 10,       /* device memory free before the engine
+	                            loaded (its start-up probe) */
+	VRT_ELK_PROJECTED = 11,  /* llama.cpp's fit step: the device memory
+	                            it projects the model will use */
+	VRT_ELK_NKINDS = 12,
 };
 
 /* The engine's effective configuration, as it printed it. */
@@ -70,7 +75,12 @@ enum vrt_enginelog_config_field {
 	VRT_ELC_SLOTS = 6,         /* llama.cpp n_seq_max / slots */
 	VRT_ELC_GPU_LAYERS = 7,    /* llama.cpp layers offloaded to GPU */
 	VRT_ELC_MAX_BATCH_TOKENS = 8, /* TGI max batch total tokens */
-	VRT_ELC_NFIELDS = 9,
+	VRT_ELC_UBATCH = 9,        /* llama.cpp n_ubatch: tokens per step */
+	VRT_ELC_BATCH = 10,        /* llama.cpp n_batch, vLLM
+	                              max_num_batched_tokens, SGLang
+	                              chunked_prefill_size */
+	VRT_ELC_FLASH_ATTN = 11,   /* llama.cpp flash attention: 1 on, 0 off */
+	VRT_ELC_NFIELDS = 12,
 };
 
 /* Memory errors the engine printed. */
@@ -87,7 +97,22 @@ enum vrt_enginelog_error_kind {
 	VRT_ELE_CONTEXT_ALLOC = 9,   /* llama.cpp: the context did not fit */
 	VRT_ELE_PREFILL_TOKENS = 10, /* TGI: N prefill tokens do not fit */
 	VRT_ELE_MAX_TOTAL_TOKENS = 11, /* TGI: max_total_tokens too large */
+	/* Allocations the engine names (a driver call failed): */
+	VRT_ELE_HOST_ALLOC = 12,     /* host memory: ggml's CPU buffer, pinned
+	                                memory */
+	VRT_ELE_WEIGHTS_ALLOC = 13,  /* a model (weights) buffer */
+	VRT_ELE_COMPUTE_ALLOC = 14,  /* llama.cpp's compute buffers */
+	VRT_ELE_SAMPLER_WARMUP = 15, /* vLLM: OOM warming up the sampler */
+	VRT_ELE_EXECUTOR = 16,       /* TensorRT-LLM: a component (KV cache,
+	                                executor) could not be created */
+	VRT_ELE_RUNNER_DIED = 17,    /* Ollama: the llama runner terminated */
+	VRT_ELE_NKINDS = 18,
 };
+
+/* What an error's allocation was for, as the line or its traceback or the
+ * start-up step it came in says: the trace's phase ids
+ * (vramtrace/trace_format.h VRT_PHASE_*), or VRT_ELP_UNKNOWN. */
+#define VRT_ELP_UNKNOWN (-1)
 
 /* Bits of vrt_enginelog_error.have: which numbers the line printed. */
 enum {
@@ -103,7 +128,20 @@ enum {
 	VRT_ELH_TOKENS = 1 << 9,
 	VRT_ELH_MEM_FRACTION = 1 << 10,
 	VRT_ELH_DEVICE = 1 << 11,
+	VRT_ELH_PRIVATE = 1 << 12,  /* PyTorch: in private pools (graphs) */
+	VRT_ELH_PROCESS = 1 << 13,  /* PyTorch: this process's memory */
+	VRT_ELH_RUNNING = 1 << 14,  /* requests running at that moment */
+	VRT_ELH_PROMPT = 1 << 15,   /* the latest prompt's tokens */
+	VRT_ELH_COUNT = 1 << 16,    /* sequences of a warm-up batch */
+	VRT_ELH_SUGGESTED_FRACTION = 1 << 17, /* SGLang's "above F" */
 };
+
+/* Other processes a PyTorch OOM message names on the device. */
+#define VRT_ENGINELOG_MAX_OTHERS 8
+/* The pids of the log's own processes ("(Worker_TP1 pid=N)") kept. */
+#define VRT_ENGINELOG_MAX_PIDS 32
+/* The server's command line rebuilt from the log (bytes). */
+#define VRT_ENGINELOG_CMD 1024
 
 #define VRT_ENGINELOG_TEXT      320
 #define VRT_ENGINELOG_MAX_FACTS 4096
@@ -140,6 +178,27 @@ struct vrt_enginelog_error {
 	uint64_t max_model_len, suggested_max_model_len;
 	uint64_t tokens;             /* TGI: prefill / max_total tokens */
 	uint64_t mem_fraction_milli; /* SGLang's current fraction */
+	uint64_t suggested_fraction_milli; /* SGLang: raise it above this */
+	uint64_t private_bytes; /* PyTorch: allocated in private pools */
+	uint64_t process_bytes; /* PyTorch: this process, non-PyTorch
+	                           memory included */
+	struct {
+		int64_t pid;
+		uint64_t bytes;
+	} others[VRT_ENGINELOG_MAX_OTHERS]; /* PyTorch: "Process N has X" */
+	unsigned nothers;
+	uint64_t count; /* vLLM's sampler warm-up: dummy requests */
+	/* What the log said around it: the allocation's purpose
+	 * (VRT_ELP_*), whether the engine carried on (a retry that worked,
+	 * a fallback: never fatal), whether it came while serving (after
+	 * the ready line, or raised in request handling), and the traffic
+	 * then. */
+	int phase;
+	int recovered;
+	int serving;
+	uint64_t running;       /* requests running (VRT_ELH_RUNNING) */
+	uint64_t requests;      /* request lines before it */
+	uint64_t prompt_tokens; /* the latest prompt (VRT_ELH_PROMPT) */
 	uint32_t line;
 	int64_t wall_ns;
 	char text[VRT_ENGINELOG_TEXT];
@@ -152,6 +211,7 @@ struct vrt_enginelog_opts {
 
 struct vrt_enginelog {
 	struct vrt_enginelog_opts opts;
+	int ref_year; /* the year of opts.ref_wall_ns (UTC), 0: unknown */
 	int engine; /* the engine the log reads as (after _end) */
 	unsigned votes[VRT_ENGINELOG_NENGINES];
 	struct vrt_enginelog_fact *facts;
@@ -166,8 +226,33 @@ struct vrt_enginelog {
 	char ready_text[VRT_ENGINELOG_TEXT];
 	struct vrt_enginelog_error errors[VRT_ENGINELOG_MAX_ERRORS];
 	size_t nerrors;
-	int have_fatal; /* the last memory error printed (after _end) */
+	int have_fatal; /* the last memory error printed that was not
+	                   recovered (after _end) */
 	size_t fatal;   /* index into errors[] */
+	/* Traffic: request lines (access logs, llama-server's and SGLang's
+	 * per-request lines, Gin's, TGI's router spans), the engine's own
+	 * count of running requests (vLLM's "Running: N reqs", SGLang's
+	 * "#running-req", llama.cpp's busy slots), the latest prompt. */
+	uint64_t requests;       /* the larger of the two counts below */
+	uint64_t requests_by[2]; /* by access lines, by the engine's own */
+	uint32_t first_request_line;
+	int64_t first_request_wall_ns;
+	int have_running;
+	uint64_t running, max_running;
+	uint64_t prompt_tokens;
+	/* The log's own processes ("(EngineCore_DP0 pid=N)", the pids
+	 * engines print of themselves) */
+	int64_t pids[VRT_ENGINELOG_MAX_PIDS];
+	size_t npids;
+	/* The server's command line, rebuilt from the arguments the log
+	 * prints (vLLM's non-default args, SGLang's server_args, TGI's
+	 * Args, Ollama's runner command); "" when it prints none. */
+	char command[VRT_ENGINELOG_CMD];
+	int command_engine; /* the engine the command runs */
+	char model[256];    /* the model path it loaded, "" unknown */
+	/* Lines that are not text (NUL and other control bytes): a binary
+	 * file read as a log. */
+	uint64_t binary_lines;
 	uint64_t lines, bytes;
 	uint64_t cut_bytes; /* output record cut or dropped (its markers) */
 	int64_t first_wall_ns, last_wall_ns;
@@ -177,6 +262,20 @@ struct vrt_enginelog {
 	int tgi_args;            /* inside TGI's multi-line "Args {" */
 	uint64_t sglang_avail[2][64]; /* "begin" free memory per rank, x1000
 	                                 GiB: weights, graph capture */
+	unsigned traceback; /* TB_* hints of the traceback being printed */
+	int tb_phase;       /* its deepest frame that names a phase */
+	int step;           /* the start-up step the latest line was in
+	                       (VRT_ELP_*), VRT_ELP_UNKNOWN none yet */
+	uint64_t slots_busy; /* llama-server: slot N busy (bit N) */
+	uint64_t kv_plan;    /* TensorRT-LLM: the KV cache it sized, bytes */
+	int line_repeated;   /* Ray's "[repeated Nx across cluster]": the
+	                        line repeats one of another worker's */
+	/* a wrapped line being joined (see enginelog.c wraps[]) */
+	char wrap[8192];
+	size_t wrap_len;
+	uint32_t wrap_line;
+	int64_t wrap_wall_ns;
+	int wrap_parts, wrap_hard;
 };
 
 /* Starts an empty log; o may be NULL (no year, UTC). */
@@ -193,9 +292,13 @@ void vrt_enginelog_end(struct vrt_enginelog *log);
 
 void vrt_enginelog_free(struct vrt_enginelog *log);
 
-/* Reads the file at path line by line into log (init'ed, then _end'ed
- * here). Returns 0, or -1 with "what: reason" in err. Memory stays
- * bounded whatever the file's size. */
+/* How long a FIFO given as the log may wait for a writer. */
+#define VRT_ENGINELOG_FIFO_WAIT_S 5
+
+/* Reads the file at path ("-": standard input; a FIFO waits for its
+ * writer at most VRT_ENGINELOG_FIFO_WAIT_S) line by line into log
+ * (init'ed, then _end'ed here). Returns 0, or -1 with "what: reason" in
+ * err. Memory stays bounded whatever the file's size. */
 int vrt_enginelog_read(struct vrt_enginelog *log, const char *path,
                        const struct vrt_enginelog_opts *o, char *err,
                        size_t errn);

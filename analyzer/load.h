@@ -199,6 +199,10 @@ struct vrt_process {
 	               * began the capture in a running process */
 	int exit_kind;   /* enum vrt_exit_kind, from "<pid>.exit" */
 	int exit_code;   /* exit status or signal number */
+	/* How it ended in words, when no exit status was recorded but
+	 * something else says (a run built from its log: logrun.h); NULL
+	 * otherwise. Not owned. */
+	const char *ended;
 	int running;     /* no exit status, and on this host its pid still
 	                  * runs with the preload: a trace still being
 	                  * written (its end is no death) */

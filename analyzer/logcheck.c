@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "logrun.h"
 #include "names.h"
 #include "text.h"
 #include "wallclock.h"
@@ -426,6 +427,18 @@ unsigned vrt_logcheck_flags(const struct vrt_enginelog *log,
 		f->have_ngl = 1;
 		got |= VRT_DIAG_LOG_NGL;
 	}
+	if (at[VRT_ELC_UBATCH]) {
+		f->ubatch = v[VRT_ELC_UBATCH];
+		got |= VRT_DIAG_LOG_UBATCH;
+	}
+	if (at[VRT_ELC_BATCH]) {
+		f->batch_tokens = v[VRT_ELC_BATCH];
+		got |= VRT_DIAG_LOG_BATCH;
+	}
+	if (at[VRT_ELC_FLASH_ATTN]) {
+		f->flash_attn = (int)v[VRT_ELC_FLASH_ATTN];
+		got |= VRT_DIAG_LOG_FLASH_ATTN;
+	}
 	return got;
 }
 
@@ -491,6 +504,8 @@ struct rctx {
 	uint64_t other; /* memory of other processes on it */
 	uint64_t util;  /* the memory fraction in force, x1000 (0 unknown) */
 	const char *who;
+	const char *by; /* "the trace", or "the log's numbers" without one */
+	int log_only;   /* there is no trace: the run is the log's */
 	struct sz z;
 };
 
@@ -559,9 +574,9 @@ static void refusal_vllm_kv(struct rctx *c)
 	   c->who, size(&c->z, avail));
 	if (ours)
 		ev(x, "trace_kv_available_bytes", VRT_DIAG_BYTES, ours,
-		   "by the trace: %.2f x %s on device %d - %s peak before the "
+		   "by %s: %.2f x %s on device %d - %s peak before the "
 		   "KV cache (weights %s, activations %s) = %s for the KV cache",
-		   (double)c->util / 1000, size(&c->z, c->total), c->d,
+		   c->by, (double)c->util / 1000, size(&c->z, c->total), c->d,
 		   size(&c->z, c->peak),
 		   size(&c->z,
 		        c->r->dev[c->d].phase[VRT_PHASE_weights].peak_bytes),
@@ -585,21 +600,30 @@ static void refusal_vllm_kv(struct rctx *c)
 		   "; %s: %s holds %" PRIu64 " tokens at %s %" PRIu64
 		   " bytes per token",
 		   c->who, e->suggested_max_model_len,
-		   x->agree == 1   ? "the trace agrees"
-		   : x->agree == 0 ? "the trace disagrees"
-		                   : "the trace cannot tell",
+		   x->agree == 1   ? (c->log_only ? "the log's other numbers agree"
+		                                  : "the trace agrees")
+		   : x->agree == 0 ? (c->log_only ? "the log's other numbers "
+		                                    "disagree"
+		                                  : "the trace disagrees")
+		                   : (c->log_only ? "the log's other numbers "
+		                                    "cannot tell"
+		                                  : "the trace cannot tell"),
 		   ours ? size(&c->z, ours) : "its measure", our_len, src,
 		   bpt);
 	if (x->have_trace_value)
 		ev(x, "trace_max_model_len", VRT_DIAG_TOKENS, our_len,
-		   "the trace's estimate: --max-model-len %" PRIu64, our_len);
+		   "%s: --max-model-len %" PRIu64,
+		   c->log_only ? "the estimate from the log's other numbers"
+		               : "the trace's estimate",
+		   our_len);
 	if (x->have_engine_value && x->have_trace_value)
 		act(x,
 		    "%s: lower the context: --max-model-len %" PRIu64
-		    " (the engine's estimate; the trace's: %" PRIu64 ")",
+		    " (the engine's estimate; %s: %" PRIu64 ")",
 		    c->who,
 		    e->suggested_max_model_len < our_len ? e->suggested_max_model_len
 		                                         : our_len,
+		    c->log_only ? "from its other numbers" : "the trace's",
 		    our_len);
 	else if (x->have_engine_value || x->have_trace_value)
 		act(x, "%s: lower the context: --max-model-len %" PRIu64, c->who,
@@ -654,9 +678,9 @@ static void refusal_vllm_util(struct rctx *c)
 		}
 		if (c->other)
 			ev(x, "other_processes_bytes", VRT_DIAG_BYTES, c->other,
-			   "by the trace: %s of device %d was in use before this "
+			   "by %s: %s of device %d was in use before this "
 			   "run allocated",
-			   size(&c->z, c->other), c->d);
+			   c->by, size(&c->z, c->other), c->d);
 	} else {
 		ev(x, "engine_refusal", VRT_DIAG_COUNT, e->line,
 		   "%s refused to start (log line %u): no memory left for the "
@@ -667,9 +691,9 @@ static void refusal_vllm_util(struct rctx *c)
 			x->trace_value += 9 - (x->trace_value + 9) % 10;
 			x->have_trace_value = x->trace_value <= 980;
 			ev(x, "peak_bytes", VRT_DIAG_BYTES, c->peak,
-			   "by the trace: weights and activations peaked at %s "
+			   "by %s: weights and activations peaked at %s "
 			   "of %s on device %d",
-			   size(&c->z, c->peak), size(&c->z, c->total), c->d);
+			   c->by, size(&c->z, c->peak), size(&c->z, c->total), c->d);
 		}
 	}
 	x->agree = -1;
@@ -714,15 +738,48 @@ static void refusal_sglang(struct rctx *c)
 		x->have_trace_value = x->trace_value <= 950;
 		ev(x, "trace_free_after_weights_bytes", VRT_DIAG_BYTES,
 		   free_after,
-		   "by the trace: %s free of %s on device %d after the run's "
+		   "by %s: %s free of %s on device %d after the run's "
 		   "peak (%s: weights and what start-up held) and other "
 		   "processes (%s): a fraction above %.2f leaves room for the "
 		   "KV cache",
-		   size(&c->z, free_after), size(&c->z, c->total), c->d,
+		   c->by, size(&c->z, free_after), size(&c->z, c->total), c->d,
 		   size(&c->z, c->peak), size(&c->z, c->other),
 		   (double)min / 1000);
 	}
 	x->agree = -1;
+	if (e->have & VRT_ELH_SUGGESTED_FRACTION) {
+		/* the engine's floor: a KV cache of nothing; 0.05 more
+		 * leaves it a twentieth of the card */
+		uint64_t want = e->suggested_fraction_milli + 50;
+		want += 9 - (want + 9) % 10;
+		x->have_engine_value = 1;
+		x->engine_value = e->suggested_fraction_milli;
+		ev(x, "engine_suggested_fraction", VRT_DIAG_PERCENT,
+		   e->suggested_fraction_milli / 10,
+		   "%s: the weights leave the KV cache nothing below "
+		   "--mem-fraction-static %.3f",
+		   c->who, (double)e->suggested_fraction_milli / 1000);
+		if (x->have_trace_value) {
+			uint64_t a = x->trace_value, b2 = want;
+			x->agree = (a > b2 ? a - b2 : b2 - a) <= 50;
+		}
+		if (want <= 980) {
+			act(x,
+			    "%s: raise --mem-fraction-static to %.2f (above the "
+			    "engine's floor of %.3f, so the KV cache gets about "
+			    "5%% of the card)",
+			    c->who, (double)want / 1000,
+			    (double)e->suggested_fraction_milli / 1000);
+			cost(x, "a larger static fraction leaves less memory for "
+			        "activations");
+			act(x,
+			    "%s: or shard the weights (--tp-size 2) or load "
+			    "lower-precision weights (--quantization fp8)",
+			    c->who);
+			cost(x, "more cards, or some quality");
+			return;
+		}
+	}
 	if (x->have_trace_value)
 		act(x,
 		    "%s: raise --mem-fraction-static to %.2f (the engine's "
@@ -764,10 +821,10 @@ static void refusal_llama(struct rctx *c)
 		x->trace_value = per ? down(room / per, 256) : 0;
 		x->have_trace_value = x->trace_value > 0;
 		ev(x, "trace_room_bytes", VRT_DIAG_BYTES, room,
-		   "by the trace: %s free on device %d after the weights: "
+		   "by %s: %s free on device %d after the weights: "
 		   "about %" PRIu64 " tokens of context at %" PRIu64
 		   " bytes each",
-		   size(&c->z, room), c->d, x->trace_value, per);
+		   c->by, size(&c->z, room), c->d, x->trace_value, per);
 	}
 	x->agree = -1;
 	if (x->have_trace_value)
@@ -878,6 +935,8 @@ static void refusal(struct vrt_logcheck *lc, const struct vrt_trace *t,
 	c.e = &log->errors[log->fatal];
 	c.x = &lc->refusal;
 	c.who = engine_title(c.e->engine ? c.e->engine : log->engine);
+	c.log_only = lc->log_only;
+	c.by = lc->log_only ? "the log's own numbers" : "the trace";
 	memset(c.x, 0, sizeof(*c.x));
 	lc->refusal_error = log->fatal;
 	c.x->line = c.e->line;
@@ -973,6 +1032,44 @@ void vrt_logcheck_run(struct vrt_logcheck *lc, const struct vrt_enginelog *log,
 	refusal(lc, t, r, cfg);
 }
 
+void vrt_logcheck_run_logonly(struct vrt_logcheck *lc,
+                              const struct vrt_enginelog *log,
+                              const char *path, const struct vrt_logrun *lr,
+                              const struct vrt_model *cfg)
+{
+	struct vrt_diag_flags printed;
+	unsigned bits;
+
+	memset(lc, 0, sizeof(*lc));
+	lc->log = log;
+	lc->path = path;
+	lc->log_only = 1;
+	lc->lr = lr;
+	vrt_diagnose_flags(&lc->flags, &lr->t);
+	bits = vrt_logcheck_flags(log, &printed);
+	lc->flags_from_log = vrt_diagnose_fill_flags(&lc->flags, &printed, bits);
+	if (lr->have_failure && lr->r.nfails) {
+		const struct vrt_enginelog_error *e = &log->errors[log->fatal];
+		lc->have_fatal_failure = 1;
+		lc->fatal_failure = 0;
+		snprintf(lc->fatal_match, sizeof(lc->fatal_match),
+		         "the log's fatal error (line %u, %s) is the failed "
+		         "allocation the run is built around",
+		         e->line, vrt_enginelog_error_name(e->kind));
+	}
+	if (log->have_ready) {
+		size_t i;
+		/* the ready line is the run's listen() */
+		lc->have_ready = 1;
+		lc->ready_ts = lr->t.end_ns;
+		for (i = 0; i < lr->r.nfails; i++)
+			lc->ready_ts = lr->r.fails[i].ts;
+		if (lr->r.have_server_ready)
+			lc->ready_ts = lr->r.server_ready_ts;
+	}
+	refusal(lc, &lr->t, &lr->r, cfg);
+}
+
 /* The rung of the ladder each compared quantity is a budget of. */
 static const int quantity_rung[VRT_LCQ_N] = {
         VRT_RUNG_WEIGHTS, VRT_RUNG_RESERVES, VRT_RUNG_ACTIVATIONS,
@@ -1005,6 +1102,68 @@ void vrt_logcheck_diag(const struct vrt_logcheck *lc, struct vrt_diag_log *out)
 	out->ready_line = log->ready_line;
 	out->have_refusal = lc->have_refusal;
 	out->refusal = lc->refusal;
+	if (log->have_fatal) {
+		const struct vrt_enginelog_error *e = &log->errors[log->fatal];
+		unsigned k;
+		if ((e->have & VRT_ELH_RESERVED) && (e->have & VRT_ELH_FREE) &&
+		    (e->have & VRT_ELH_REQUESTED)) {
+			out->have_reserved = 1;
+			out->reserved_bytes = e->reserved_bytes;
+			out->requested_bytes = e->requested_bytes;
+			out->free_bytes = e->free_bytes;
+		}
+		for (k = 0; k < e->nothers &&
+		            out->nother_pids < VRT_DIAG_MAX_PIDS;
+		     k++) {
+			size_t j;
+			int mine = 0;
+			for (j = 0; j < log->npids; j++)
+				mine |= log->pids[j] == e->others[k].pid;
+			if (mine || e->others[k].pid <= 0)
+				continue;
+			out->other_pids[out->nother_pids] =
+			        (uint64_t)e->others[k].pid;
+			out->other_pid_bytes[out->nother_pids++] =
+			        e->others[k].bytes;
+		}
+		out->host_pageable = e->kind == VRT_ELE_HOST_ALLOC &&
+		                     !strstr(e->text, "pinned");
+		if ((e->have & VRT_ELH_PROMPT) && e->serving) {
+			out->prompt_known = 1;
+			out->prompt_tokens = e->prompt_tokens;
+		}
+	}
+	if (lc->log_only && lc->lr) {
+		const struct vrt_logrun *lr = lc->lr;
+		const struct vrt_enginelog_error *e =
+		        log->have_fatal ? &log->errors[log->fatal] : NULL;
+		out->log_only = 1;
+		out->rungs_read = lr->rungs_read;
+		out->inflight_counted = lr->inflight_counted;
+		out->engine_known = log->engine != VRT_ENGINELOG_UNKNOWN;
+		out->memory_lines = log->nfacts > 0 || log->nerrors > 0;
+		out->lines = log->lines;
+		out->fatal_line = e ? e->line : 0;
+		/* The same server under record: its command line as the log
+		 * gives it; quoted where a word needs it. */
+		if (lr->command[0]) {
+			size_t n = (size_t)snprintf(out->record_command,
+			                            sizeof(out->record_command),
+			                            "vramtrace record -o RUN --");
+			for (i = 0; i < lr->proc.argc && n < sizeof(out->record_command);
+			     i++) {
+				const char *a = lr->proc.argv[i];
+				int q = strpbrk(a, " \t'\"$`\\") != NULL;
+				n += (size_t)snprintf(out->record_command + n,
+				                      sizeof(out->record_command) - n,
+				                      q ? " '%s'" : " %s", a);
+			}
+			if (log->engine == VRT_ENGINELOG_OLLAMA)
+				snprintf(out->record_command,
+				         sizeof(out->record_command),
+				         "vramtrace record -o RUN -- ollama serve");
+		}
+	}
 	for (i = 0; i < lc->nrows && out->nnumbers < VRT_DIAG_LOG_NUMBERS;
 	     i++) {
 		const struct vrt_logcheck_row *x = &lc->rows[i];
@@ -1019,4 +1178,24 @@ void vrt_logcheck_diag(const struct vrt_logcheck *lc, struct vrt_diag_log *out)
 		n->disagrees = x->flagged;
 		n->line = x->line;
 	}
+}
+
+int vrt_logcheck_logonly_diagnose(struct vrt_logcheck *lc,
+                                  struct vrt_logrun *lr,
+                                  struct vrt_diag_log *dl,
+                                  struct vrt_diagnosis *dg,
+                                  const struct vrt_enginelog *log,
+                                  const char *path,
+                                  const struct vrt_model *cfg,
+                                  unsigned margin_pct)
+{
+	struct vrt_diag_options o = {margin_pct, dl};
+
+	if (vrt_logrun_build(lr, log))
+		return -1;
+	vrt_logcheck_run_logonly(lc, log, path, lr, cfg);
+	vrt_logcheck_diag(lc, dl);
+	vrt_diagnose_run_opts(dg, &lr->t, &lr->r, cfg, &o);
+	lc->refusal_applied = dg->log_refusal;
+	return 0;
 }

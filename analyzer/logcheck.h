@@ -90,6 +90,10 @@ struct vrt_logcheck {
 	struct vrt_diag_refusal refusal;
 	size_t refusal_error; /* index into the log's errors[] */
 	int refusal_applied;  /* the diagnosis made it the verdict (reports) */
+	/* No trace: the run is the one the log describes (logrun.h), its
+	 * numbers the log's own (nothing to compare). */
+	int log_only;
+	const struct vrt_logrun *lr;
 };
 
 /*
@@ -102,6 +106,37 @@ void vrt_logcheck_run(struct vrt_logcheck *lc, const struct vrt_enginelog *log,
                       const char *path, const struct vrt_trace *t,
                       const struct vrt_replay *r,
                       const struct vrt_model *cfg);
+
+struct vrt_logrun;
+
+/*
+ * A log with no trace: lr is the run built from it (logrun.h, from the
+ * same log). Fills *lc as vrt_logcheck_run does, with no comparison (the
+ * numbers are the log's own): the fatal failure is the run's failed
+ * allocation, the ready line on the run's clock, the configuration as
+ * flags, a refusal in the engine's terms. lc keeps pointers to log, path
+ * and lr. Never fails.
+ */
+void vrt_logcheck_run_logonly(struct vrt_logcheck *lc,
+                              const struct vrt_enginelog *log,
+                              const char *path, const struct vrt_logrun *lr,
+                              const struct vrt_model *cfg);
+
+/*
+ * analyze --log FILE without a trace, once the log is read: the run it
+ * describes built into *lr, held into *lc, diagnosed into *dg with
+ * margin_pct (dl: the log's part of the diagnosis, kept for lc's
+ * lifetime). path names the log; cfg may be NULL. Returns 0, or -1 when
+ * out of memory (lr is then freed).
+ */
+int vrt_logcheck_logonly_diagnose(struct vrt_logcheck *lc,
+                                  struct vrt_logrun *lr,
+                                  struct vrt_diag_log *dl,
+                                  struct vrt_diagnosis *dg,
+                                  const struct vrt_enginelog *log,
+                                  const char *path,
+                                  const struct vrt_model *cfg,
+                                  unsigned margin_pct);
 
 /* The recorded failure the log's fatal error names: 1 and *index into
  * r->fails, *why a sentence (VRT_LOGCHECK_TEXT bytes, may be NULL); 0 when

@@ -81,9 +81,14 @@ static const struct vrt_cmd commands[] = {
          "replay traces into a per-device memory budget and failure list",
          "analyze PATH... [--format text|json|html|perfetto|folded]\n"
          "        [-o FILE] [--rules FILE] [--margin PCT] [--log FILE | --no-log]\n"
-         "        [--model-config FILE [--kv-dtype T] [--explain]]",
+         "        [--model-config FILE [--kv-dtype T] [--explain]]\n"
+         "   or: vramtrace analyze --log FILE|- [--format text|json|html] ...",
          "Each PATH is a run directory (all its *.vtrace files) or one\n"
          ".vtrace file; several runs (hosts) merge into one report.\n"
+         "With --log and no PATH, the server's log alone is diagnosed (the\n"
+         "quickest first step: a log pasted, piped or collected from a\n"
+         "crashed pod; - reads standard input): the same report, every\n"
+         "number read from the log, and what a trace would settle named.\n"
          "\n"
          "  -f, --format FMT   text (default), json (vramtrace-report/1),\n"
          "                     html (one self-contained page: timelines,\n"
@@ -120,10 +125,12 @@ static const struct vrt_cmd commands[] = {
          "      --explain      print the model description in full and\n"
          "                     the KV arithmetic line by line\n"
          "      --log FILE     the server's log (vLLM, SGLang, llama.cpp,\n"
-         "                     TGI, TensorRT-LLM) to hold against the\n"
-         "                     trace: its memory numbers beside the traced\n"
-         "                     ones, its fatal error, its budget refusals;\n"
-         "                     default: PATH/output.log that record keeps\n"
+         "                     Ollama, TGI, TensorRT-LLM; - for standard\n"
+         "                     input) to hold against the trace: its memory\n"
+         "                     numbers beside the traced ones, its fatal\n"
+         "                     error, its budget refusals; default:\n"
+         "                     PATH/output.log that record keeps. Without\n"
+         "                     PATH: the log alone\n"
          "      --no-log       ignore PATH/output.log\n"
          "  -h, --help         show this help\n"},
         {"compare", vrt_cmd_compare_run,

@@ -40,14 +40,19 @@ static void ladder_text(FILE *f, const struct vrt_diagnosis *d)
 
 	if (!d->have_ladder)
 		return;
-	fprintf(f, "  ladder on device %d (capacity %s):\n", d->ladder_device,
+	fprintf(f, "  ladder on device %d (capacity %s%s):\n", d->ladder_device,
 	        d->capacity_bytes
 	                ? vrt_text_bytes(b1, sizeof(b1), d->capacity_bytes, 2)
-	                : "unknown");
+	        : d->source_log ? "not in the log"
+	                        : "unknown",
+	        d->source_log ? "; every number read from the log" : "");
 	for (k = 0; k < VRT_RUNG_COUNT; k++) {
 		const struct vrt_diag_rung *x = &d->ladder[k];
+		int unread = d->source_log && !x->bytes &&
+		             !(d->rungs_read & (1u << k));
 		fprintf(f, "    %-40s %12s  = %12s  %s%s", rung_label(d, k),
-		        vrt_text_bytes(b1, sizeof(b1), x->bytes, 2),
+		        unread ? "not in log"
+		               : vrt_text_bytes(b1, sizeof(b1), x->bytes, 2),
 		        vrt_text_bytes(b2, sizeof(b2), x->cumulative, 2),
 		        x->fits ? "fits" : "does not fit",
 		        k == d->rung ? "  <- verdict" : "");
@@ -116,6 +121,11 @@ void vrt_report_diagnosis_text(FILE *f, const struct vrt_trace *t,
 		vrt_text_put_wrapped(f, d->verify[i], 10, 10, VRT_TEXT_WIDTH);
 		fputc('\n', f);
 	}
+	if (d->source_log && d->record_command[0]) {
+		fputs("  record: ", f);
+		vrt_text_put_safe(f, d->record_command, SIZE_MAX);
+		fputc('\n', f);
+	}
 	fputc('\n', f);
 	if (d->model.explain)
 		vrt_report_model_text(f, &d->model);
@@ -176,6 +186,15 @@ static void ladder_json(struct vrt_json *w, const struct vrt_diagnosis *d)
 			vrt_json_uint(w, d->ladder[k].engine_bytes);
 		else
 			vrt_json_null(w);
+		/* where the number comes from: the trace, the log, or
+		 * nowhere (a log-only run whose log prints none) */
+		vrt_json_key(w, "source");
+		if (!d->source_log)
+			vrt_json_string(w, "trace");
+		else if (d->ladder[k].bytes || (d->rungs_read & (1u << k)))
+			vrt_json_string(w, "log");
+		else
+			vrt_json_null(w);
 		vrt_json_end_object(w);
 	}
 	vrt_json_end_array(w);
@@ -221,6 +240,14 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_begin_object(w);
 	vrt_json_key(w, "verdict");
 	vrt_json_string(w, vrt_diagnose_verdict_name(d->verdict));
+	/* what the numbers are: a trace's (with its log), or the log's */
+	vrt_json_key(w, "source");
+	vrt_json_string(w, d->source_log ? "log" : "trace");
+	vrt_json_key(w, "record_command");
+	if (d->source_log && d->record_command[0])
+		vrt_json_string(w, d->record_command);
+	else
+		vrt_json_null(w);
 	vrt_json_key(w, "detail");
 	vrt_json_string(w, d->detail);
 	vrt_json_key(w, "stage");

@@ -166,6 +166,41 @@ static void errors(struct vrt_json *w, const struct vrt_trace *t,
 		opt_uint(w, "suggested_max_model_len", h & VRT_ELH_SUGGESTED_LEN,
 		         e->suggested_max_model_len);
 		opt_uint(w, "tokens", h & VRT_ELH_TOKENS, e->tokens);
+		opt_uint(w, "private_pool_bytes", h & VRT_ELH_PRIVATE,
+		         e->private_bytes);
+		opt_uint(w, "process_bytes", h & VRT_ELH_PROCESS,
+		         e->process_bytes);
+		vrt_json_key(w, "other_processes");
+		vrt_json_begin_array(w);
+		for (unsigned k = 0; k < e->nothers; k++) {
+			vrt_json_begin_object(w);
+			vrt_json_key(w, "pid");
+			vrt_json_int(w, e->others[k].pid);
+			vrt_json_key(w, "bytes");
+			vrt_json_uint(w, e->others[k].bytes);
+			vrt_json_end_object(w);
+		}
+		vrt_json_end_array(w);
+		vrt_json_key(w, "phase");
+		if (e->phase >= 0) {
+			char pb[32];
+			vrt_json_string(w, vrt_load_phase_name(t, (unsigned)e->phase,
+			                                       pb, sizeof(pb)));
+		} else {
+			vrt_json_null(w);
+		}
+		vrt_json_key(w, "recovered");
+		vrt_json_bool(w, e->recovered);
+		vrt_json_key(w, "serving");
+		vrt_json_bool(w, e->serving);
+		opt_uint(w, "running", h & VRT_ELH_RUNNING, e->running);
+		opt_uint(w, "prompt_tokens", h & VRT_ELH_PROMPT, e->prompt_tokens);
+		opt_uint(w, "warmup_requests", h & VRT_ELH_COUNT, e->count);
+		vrt_json_key(w, "suggested_memory_fraction");
+		if (h & VRT_ELH_SUGGESTED_FRACTION)
+			fraction(w, e->suggested_fraction_milli);
+		else
+			vrt_json_null(w);
 		vrt_json_key(w, "memory_fraction");
 		if (h & VRT_ELH_MEM_FRACTION)
 			fraction(w, e->mem_fraction_milli);
@@ -283,6 +318,22 @@ void vrt_report_enginelog_json(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_uint(w, log->cut_bytes);
 	vrt_json_key(w, "facts_dropped");
 	vrt_json_uint(w, log->facts_dropped);
+	vrt_json_key(w, "log_only"); /* no trace: the run is the log's */
+	vrt_json_bool(w, lc->log_only);
+	vrt_json_key(w, "requests"); /* request lines */
+	vrt_json_uint(w, log->requests);
+	opt_uint(w, "running", log->have_running, log->running);
+	opt_uint(w, "max_running", log->have_running, log->max_running);
+	vrt_json_key(w, "command");
+	if (log->command[0])
+		vrt_json_string(w, log->command);
+	else
+		vrt_json_null(w);
+	vrt_json_key(w, "model");
+	if (log->model[0])
+		vrt_json_string(w, log->model);
+	else
+		vrt_json_null(w);
 	facts(w, t, log);
 	config(w, lc);
 	vrt_json_key(w, "ready");
@@ -361,17 +412,156 @@ static void when(FILE *f, const struct vrt_trace *t, int64_t wall_ns)
 	fprintf(f, " (%s)", vrt_wallclock_format(buf, sizeof(buf), wall_ns, 3));
 }
 
+/* The words for a fact in the log-only listing. */
+static const char *fact_words(int kind)
+{
+	switch (kind) {
+	case VRT_ELK_WEIGHTS:
+		return "weights";
+	case VRT_ELK_KV_BYTES:
+		return "KV cache";
+	case VRT_ELK_ACTIVATION:
+		return "activations";
+	case VRT_ELK_GRAPH:
+		return "CUDA graphs";
+	case VRT_ELK_TOTAL:
+		return "capacity";
+	case VRT_ELK_NON_TORCH:
+		return "non-PyTorch memory";
+	case VRT_ELK_FREE:
+		return "free before loading";
+	case VRT_ELK_PROJECTED:
+		return "projected use";
+	}
+	return NULL;
+}
+
+/* "  config: max_model_len 8192, memory_fraction 0.90" (what the log
+ * printed), or nothing. */
+static void config_text(FILE *f, const struct vrt_enginelog *log)
+{
+	int k, any = 0;
+
+	for (k = 0; k < VRT_ELC_NFIELDS; k++) {
+		if (!log->config_line[k])
+			continue;
+		fputs(any++ ? ", " : "  config: ", f);
+		if (k == VRT_ELC_MEM_FRACTION)
+			fprintf(f, "%s %.2f", vrt_enginelog_config_name(k),
+			        (double)log->config[k] / 1000);
+		else
+			fprintf(f, "%s %" PRIu64, vrt_enginelog_config_name(k),
+			        log->config[k]);
+	}
+	if (any)
+		fputc('\n', f);
+}
+
+/* analyze --log without a trace: what was read from the log, line by
+ * line, in place of the trace's sections. */
+static void logonly_text(FILE *f, const struct vrt_trace *t,
+                         const struct vrt_logcheck *lc)
+{
+	const struct vrt_enginelog *log = lc->log;
+	char b1[32];
+	size_t i;
+	int dev;
+
+	fputs("read from the log: ", f);
+	vrt_text_put_safe(f, lc->path, 200);
+	fprintf(f, " (%s, %" PRIu64 " lines); nothing was traced: every "
+	           "number above is the log's\n",
+	        vrt_enginelog_engine_name(log->engine)
+	                ? vrt_enginelog_engine_name(log->engine)
+	                : "no engine recognised",
+	        log->lines);
+	/* the memory numbers, device by device ("-1": lines naming none) */
+	for (dev = -1; dev < 64; dev++) {
+		int first = 1;
+		for (i = 0; i < log->nfacts; i++) {
+			const struct vrt_enginelog_fact *x = &log->facts[i];
+			const char *what = fact_words(x->kind);
+			uint64_t v;
+			uint32_t line;
+			size_t j;
+			int later = 0;
+			if (x->device != dev || !what)
+				continue;
+			/* one entry per kind: the value the log ends with */
+			for (j = i + 1; j < log->nfacts; j++)
+				later |= log->facts[j].kind == x->kind &&
+				         log->facts[j].device == dev;
+			if (later && !x->additive)
+				continue;
+			if (x->additive) {
+				int seen = 0;
+				for (j = 0; j < i; j++)
+					seen |= log->facts[j].kind == x->kind &&
+					        log->facts[j].device == dev;
+				if (seen)
+					continue;
+			}
+			if (!vrt_enginelog_value(log, x->kind, dev, &v, NULL,
+			                         &line))
+				continue;
+			if (first && dev < 0)
+				fputs("  no device named:", f);
+			else if (first)
+				fprintf(f, "  device %d:", dev);
+			fprintf(f, "%s %s %s (line %u)", first ? "" : ",", what,
+			        vrt_text_bytes(b1, sizeof(b1), v, 2), line);
+			first = 0;
+		}
+		if (!first)
+			fputc('\n', f);
+	}
+	config_text(f, log);
+	if (log->have_ready) {
+		fprintf(f, "  ready: log line %u: ", log->ready_line);
+		vrt_text_put_safe(f, log->ready_text, 120);
+		fputc('\n', f);
+	} else {
+		fputs("  ready: the log never says the server serves\n", f);
+	}
+	fprintf(f, "  requests: %" PRIu64 " request line%s", log->requests,
+	        log->requests == 1 ? "" : "s");
+	if (log->have_running)
+		fprintf(f, "; the engine counted %" PRIu64 " running last (at "
+		           "most %" PRIu64 ")",
+		        log->running, log->max_running);
+	fputc('\n', f);
+	for (i = 0; i < log->nerrors; i++)
+		if (log->errors[i].recovered) {
+			fprintf(f, "  recovered: log line %u: ",
+			        log->errors[i].line);
+			vrt_text_put_safe(f, log->errors[i].text, 160);
+			fputs(" (the engine carried on)\n", f);
+		}
+	if (log->have_fatal) {
+		const struct vrt_enginelog_error *e = &log->errors[log->fatal];
+		fprintf(f, "  fatal error: log line %u: ", e->line);
+		vrt_text_put_safe(f, e->text, 240);
+		fputc('\n', f);
+	} else {
+		fputs("  fatal error: none (no memory error in the log)\n", f);
+	}
+	(void)t;
+}
+
 void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
                                const struct vrt_logcheck *lc)
 {
 	const struct vrt_enginelog *log;
 	char b1[32], b2[32];
 	size_t i;
-	int k, any = 0;
 
 	if (!lc || !lc->log)
 		return;
 	log = lc->log;
+	if (lc->log_only) {
+		logonly_text(f, t, lc);
+		return;
+	}
 	fputs("\nengine log: ", f);
 	vrt_text_put_safe(f, lc->path, 200);
 	fprintf(f, " (%s, %" PRIu64 " lines",
@@ -397,19 +587,7 @@ void vrt_report_enginelog_text(FILE *f, const struct vrt_trace *t,
 		        : x->allocation_failed ? "  (its allocation failed)"
 		                               : "");
 	}
-	for (k = 0; k < VRT_ELC_NFIELDS; k++) {
-		if (!log->config_line[k])
-			continue;
-		fputs(any++ ? ", " : "  config: ", f);
-		if (k == VRT_ELC_MEM_FRACTION)
-			fprintf(f, "%s %.2f", vrt_enginelog_config_name(k),
-			        (double)log->config[k] / 1000);
-		else
-			fprintf(f, "%s %" PRIu64, vrt_enginelog_config_name(k),
-			        log->config[k]);
-	}
-	if (any)
-		fputc('\n', f);
+	config_text(f, log);
 	if (log->have_ready) {
 		fprintf(f, "  ready: log line %u", log->ready_line);
 		when(f, t, log->ready_wall_ns);

@@ -13,6 +13,7 @@
 
 #include "callpath.h"
 #include "json.h"
+#include "logcheck.h"
 #include "names.h"
 #include "wallclock.h"
 
@@ -709,6 +710,10 @@ void vrt_report_json_write(FILE *f, const struct vrt_trace *t,
 	vrt_json_begin_object(&w);
 	vrt_json_key(&w, "schema");
 	vrt_json_string(&w, "vramtrace-report/1");
+	/* "trace", or "log": no trace, the run is the one the log
+	 * describes (analyze --log without a trace) */
+	vrt_json_key(&w, "source");
+	vrt_json_string(&w, lc && lc->log_only ? "log" : "trace");
 	run(&w, t);
 	times(&w, t, "server_ready", r->have_ready, r->ready_ts);
 	vrt_json_key(&w, "server_ready_from");

@@ -11,6 +11,7 @@
  */
 #include "callpath.h"
 #include "diagnose.h"
+#include "logcheck.h"
 #include "names.h"
 #include "report.h"
 
@@ -733,6 +734,11 @@ void vrt_report_text_write(FILE *f, const struct vrt_trace *t,
 		program_lead(f, t, r, dg);
 	if (dg)
 		vrt_report_diagnosis_text(f, t, dg);
+	if (lc && lc->log_only) {
+		/* no trace: what the log said, not a run's tables */
+		vrt_report_enginelog_text(f, t, lc);
+		return;
+	}
 
 	run_summary(f, t);
 	/* A program that is no server has no readiness, requests or

@@ -171,7 +171,8 @@ size_t vrt_wallclock_parse(const char *s, size_t len, int64_t *wall_ns)
 	if (i >= len || s[i] != 'Z')
 		return 0;
 	sec = vrt_wallclock_timegm(y, mo, d, h, mi, se);
-	if (sec == INT64_MIN)
+	/* nanoseconds since 1970 in 64 bits: years up to 2262 */
+	if (sec == INT64_MIN || sec < 0 || sec > INT64_MAX / 1000000000 - 1)
 		return 0;
 	*wall_ns = sec * 1000000000 + frac;
 	return i + 1;

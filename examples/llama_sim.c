@@ -124,6 +124,9 @@ static struct {
 	int compute_mib, warmup, listen_first, on_request, no_client, idle, annotate;
 	int allocator, hip, load_ms, pool_mib;
 	int model_layers, load, batch, ubatch, compute_kib;
+	int prompt_tokens; /* --prompt-tokens: each request's, in its slot's
+	                      log lines (0: none printed) */
+	int task;          /* the next request's task id */
 } o = {.n_layers = 32,
        .batch = 2048, /* llama.cpp's defaults (common_params) */
        .ubatch = 512,
@@ -374,6 +377,8 @@ static void decode_wave(struct sim_http *http, struct sim_http_req *reqs,
 	uint64_t act[MAX_CLIENTS];
 	int nact = 0;
 
+	for (int i = 0; i < n; i++)
+		sim_log_slot(i, o.task++, o.prompt_tokens);
 	if (o.allocator == SIM_ALLOC_PLAIN)
 		for (int i = 0; i < n; i++)
 			act[nact++] = llama_decode(1);
@@ -432,8 +437,10 @@ static int usage(void)
 	        "expandable|async]\n"
 	        "                 [--pool-mib M] [--annotate api|none] "
 	        "[--runtime cuda|hip]\n"
-	        "                 [--log-format llamacpp|vllm|sglang|tgi|"
-	        "trtllm|none] [--log-scale weights=F|kv=F]\n");
+	        "                 [--prompt-tokens N] [-fa on|off|auto]\n"
+	        "                 [--log-format llamacpp|llamacpp-default|vllm|"
+	        "sglang|tgi|trtllm|none]\n"
+	        "                 [--log-scale weights=F|kv=F]\n");
 	return 2;
 }
 
@@ -539,7 +546,15 @@ static int parse(int argc, char **argv)
 				o.load_ms = n;
 			else if (!strcmp(a, "--pool-mib"))
 				o.pool_mib = n;
-			else
+			else if (!strcmp(a, "--prompt-tokens"))
+				o.prompt_tokens = n;
+			else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
+				/* taken as llama-server takes it; the
+				 * compute buffer's size says what it does */
+				if (strcmp(v, "on") && strcmp(v, "off") &&
+				    strcmp(v, "auto"))
+					return usage();
+			} else
 				return usage();
 		}
 	}

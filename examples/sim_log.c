@@ -26,10 +26,15 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
 
-enum { F_NONE, F_VLLM, F_SGLANG, F_LLAMA, F_TGI, F_TRTLLM, F_COUNT };
+enum { F_NONE, F_VLLM, F_SGLANG, F_LLAMA, F_TGI, F_TRTLLM, F_LLAMA_DEF,
+       F_COUNT };
 
+/* llamacpp-default: today's llama-server at its default verbosity (no
+ * model, context, KV or compute buffer lines; "srv  llama_server:" for
+ * readiness) */
 static const char *const format_names[F_COUNT] = {
-        "none", "vllm", "sglang", "llamacpp", "tgi", "trtllm"};
+        "none", "vllm", "sglang", "llamacpp", "tgi", "trtllm",
+        "llamacpp-default"};
 
 static struct {
 	int format; /* -1 until --log-format or sim_log_start sets it */
@@ -78,8 +83,8 @@ int sim_log_option(int argc, char **argv, int *i)
 	if (!strcmp(a, "--log-format")) {
 		if ((L.format = format_of(v)) >= 0)
 			return 1;
-		fprintf(stderr, "--log-format is vllm, sglang, llamacpp, tgi, "
-		                "trtllm or none\n");
+		fprintf(stderr, "--log-format is vllm, sglang, llamacpp, "
+		                "llamacpp-default, tgi, trtllm or none\n");
 		return -1;
 	}
 	if (!strncmp(v, "weights=", 8))
@@ -285,6 +290,13 @@ void sim_log_start(const struct sim_log_config *c)
 		      "12.2.0 for x86_64-linux-gnu");
 		llama("srv    load_model: loading model '%s'", c->model);
 		break;
+	case F_LLAMA_DEF:
+		llama("build: 7104 (a3c51f9d) with cc (GCC) 13.3.0 for "
+		      "x86_64-linux-gnu");
+		llama("system info: n_threads = 8, n_threads_batch = 8, "
+		      "total_threads = 16");
+		llama("srv    load_model: loading model '%s'", c->model);
+		break;
 	case F_TGI:
 		if (!is_api())
 			break;
@@ -383,11 +395,17 @@ void sim_log_kv(int rank, size_t bytes)
 		                       : L.c.max_model_len);
 		llama("llama_kv_cache: %10s KV buffer size = %8.2f MiB",
 		      rank ? "CUDA1" : "CUDA0", b / MIB);
+		/* cells per stream (one stream a sequence: the cache holds
+		 * cells x streams tokens), as llama_kv_cache prints them */
 		llama("llama_kv_cache: size = %7.2f MiB (%6d cells, %3d "
 		      "layers, %2d/%d seqs), K (f16): %7.2f MiB, V (f16): %7.2f "
 		      "MiB",
-		      b / MIB, L.c.max_model_len, L.c.layers, L.c.max_num_seqs,
-		      L.c.max_num_seqs, b / 2 / MIB, b / 2 / MIB);
+		      b / MIB,
+		      L.c.max_num_seqs ? L.c.max_model_len / L.c.max_num_seqs
+		                       : L.c.max_model_len,
+		      L.c.layers, L.c.max_num_seqs,
+		      L.c.max_num_seqs ? L.c.max_num_seqs : 1, b / 2 / MIB,
+		      b / 2 / MIB);
 		break;
 	}
 }
@@ -522,12 +540,34 @@ void sim_log_core_failed(void)
 
 void sim_log_http_up(int port)
 {
+	if (L.format == F_LLAMA_DEF) {
+		llama("srv    llama_server: HTTP server is listening, hostname: "
+		      "127.0.0.1, port: %d, http threads: 15",
+		      port);
+		llama("srv    llama_server: loading model");
+		return;
+	}
 	if (L.format != F_LLAMA)
 		return;
 	llama("main: HTTP server is listening, hostname: 127.0.0.1, port: %d, "
 	      "http threads: 15",
 	      port);
 	llama("main: loading model");
+}
+
+void sim_log_slot(int slot, int task, int tokens)
+{
+	if ((L.format != F_LLAMA && L.format != F_LLAMA_DEF) || !tokens)
+		return;
+	llama("slot launch_slot_: id  %d | task %d | processing task, "
+	      "is_child = 0",
+	      slot, task);
+	llama("slot update_slots: id  %d | task %d | new prompt, n_ctx_slot = "
+	      "%d, n_keep = 0, task.n_tokens = %d",
+	      slot, task,
+	      L.c.max_num_seqs ? L.c.max_model_len / L.c.max_num_seqs
+	                       : L.c.max_model_len,
+	      tokens);
 }
 
 void sim_log_ready(int port)
@@ -557,6 +597,20 @@ void sim_log_ready(int port)
 		llama("main: model loaded");
 		llama("main: server is listening on http://127.0.0.1:%d - "
 		      "starting the main loop",
+		      port);
+		llama("srv  update_slots: all slots are idle");
+		break;
+	case F_LLAMA_DEF:
+		llama("srv    load_model: initializing slots, n_slots = %d",
+		      L.c.max_num_seqs);
+		for (int i = 0; i < L.c.max_num_seqs && i < 64; i++)
+			llama("slot   load_model: id  %d | task -1 | new slot, "
+			      "n_ctx = %d",
+			      i, L.c.max_num_seqs ? L.c.max_model_len /
+			                                    L.c.max_num_seqs
+			                          : L.c.max_model_len);
+		llama("srv    llama_server: model loaded");
+		llama("srv    llama_server: listening on http://127.0.0.1:%d",
 		      port);
 		llama("srv  update_slots: all slots are idle");
 		break;
@@ -634,7 +688,10 @@ void sim_log_oom(int rank, int stage, size_t requested, const char *text)
 		         "torch.OutOfMemoryError: %s out of memory. Tried to "
 		         "allocate %.2f MiB.",
 		         sim_gpu_name(), (double)requested / MIB);
-		text = L.format == F_LLAMA || L.format <= F_NONE ? NULL : msg;
+		text = L.format == F_LLAMA || L.format == F_LLAMA_DEF ||
+		               L.format <= F_NONE
+		       ? NULL
+		       : msg;
 	}
 	switch (L.format) {
 	case F_VLLM:
@@ -648,6 +705,7 @@ void sim_log_oom(int rank, int stage, size_t requested, const char *text)
 		each_line(text, print_plain, NULL);
 		break;
 	case F_LLAMA:
+	case F_LLAMA_DEF:
 		if (text)
 			each_line(text, print_llama, NULL);
 		else if (stage == SIM_LOG_IN_FORWARD)

@@ -110,6 +110,10 @@ void sim_log_http_up(int port);
 /* The server listens on port and serves (the model is loaded). */
 void sim_log_ready(int port);
 
+/* llama-server: a request's task launched on slot with its prompt's
+ * tokens (nothing printed when tokens is 0, or for other engines). */
+void sim_log_slot(int slot, int task, int tokens);
+
 /* A failed allocation the server dies of: text is what the allocator's
  * engine says (sim_alloc_oom_text: PyTorch's OutOfMemoryError, ggml's
  * CUDA error), printed with the engine's framing (vLLM's worker

@@ -996,6 +996,10 @@
     if (d.engine) what.push('engine ' + d.engine);
     add(h, ' ' + what.join(' \u00b7 '));
     add(div, h);
+    /* a log alone: its numbers, not a trace's */
+    if (d.source === 'log')
+      add(div, el('p', {'class': 'note'}, 'From the server\u2019s log alone: nothing was traced, every number is the log\u2019s.' +
+                  (d.record_command ? ' A trace of the same server settles what it leaves open: ' + d.record_command : '')));
     if (d.confidence_reason) add(div, el('p', {'class': 'reason'}, d.confidence_reason));
     function list(title, items, cls) {
       /* an action that costs nothing has an empty cost: no bullet */
@@ -1017,7 +1021,8 @@
       var brokeAt = ladder.filter(function (r) { return d.rung ? r.rung === d.rung : r.fits === false; })[0];
       ladder.forEach(function (r) {
         var broke = r === brokeAt;
-        add(tb, add(el('tr', {'class': broke ? 'broke' : ''}), el('td', null, r.rung), el('td', {'class': 'num'}, bytes(r.bytes)),
+        add(tb, add(el('tr', {'class': broke ? 'broke' : ''}), el('td', null, r.rung),
+                    el('td', {'class': 'num'}, d.source === 'log' && r.source === null ? 'not in the log' : bytes(r.bytes)),
                     el('td', {'class': 'num'}, bytes(r.cumulative_bytes)),
                     el('td', {'class': r.fits === false ? 'breaks' : r.fits === true ? 'fits' : ''},
                        (r.fits === false ? 'no' : r.fits === true ? 'yes' : '-') + (broke ? ': the budget that broke' : ''))));

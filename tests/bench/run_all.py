@@ -40,6 +40,9 @@ heaptrack, measured in one run on this machine, printed as one table:
    event count, same pinning: events/s and peak RSS; and peak RSS at
    --events / 5 against --events (memory that does not grow with events
    gives ~1).
+5. An engine's log alone: `vramtrace analyze --log` on a vLLM log of
+   1 GiB (--quick: 128 MiB; run_log_bench.py), pinned: wall and CPU
+   seconds per GiB, peak RSS, and whether the verdict is still right.
 
 Medians of --runs runs (default 3), the configurations interleaved round
 by round so that a change in load falls on all alike (the analyzers too:
@@ -648,6 +651,33 @@ def machine():
             f"{platform.release()}, load average {load}")
 
 
+def log_section(a, rows, fig):
+    """`vramtrace analyze --log` on a server's log of 1 GiB (--quick:
+    128 MiB), pinned: wall and CPU time, peak RSS, the verdict."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import run_log_bench
+    mib = 128 if a.quick else 1024
+    print(f"engine log: {mib} MiB...", file=sys.stderr, flush=True)
+    r = run_log_bench.measure(a.vramtrace, mib, a.runs)
+    per_gib = r["secs"] * 1024 / mib
+    fig.update(log_s_per_gib=per_gib, log_rss_mib=r["rss_mib"],
+               log_right=r["right"])
+    rows.append(f"an engine's log alone: vramtrace analyze --log (vLLM "
+                f"log of {mib} MiB, {r['lines']:,} lines), pinned to one "
+                f"core")
+    rows.append((f"wall s per GiB{' (from 128 MiB)' if mib != 1024 else ''}"
+                 f", verdict {'right' if r['right'] else 'WRONG'}",
+                 fmt(per_gib, " s", 2), "n/a", "<= 10 s",
+                 verdict(r["right"] and per_gib <= run_log_bench.TARGET_S)))
+    if r["cpu_s"] is not None:
+        rows.append(("CPU s per GiB (user + system)",
+                     fmt(r["cpu_s"] * 1024 / mib, " s", 2), "n/a", "—",
+                     "—"))
+    rows.append(("peak RSS", fmt(r["rss_mib"], " MiB", 1), "n/a",
+                 "<= 64 MiB",
+                 verdict(r["rss_mib"] <= run_log_bench.TARGET_RSS_MIB)))
+
+
 def main():
     ap = argparse.ArgumentParser(
         description="vramtrace vs heaptrack: one table of every figure")
@@ -951,6 +981,10 @@ def main():
             if big:
                 fig["analyze_trace_bytes_per_event"] = \
                     big["bytes"] / big["events"]
+
+        # ---- 5. an engine's log alone (run_log_bench.py) ---------------
+        if not a.no_analyzer:
+            log_section(a, rows, fig)
     finally:
         shutil.rmtree(b.tmp, ignore_errors=True)
 

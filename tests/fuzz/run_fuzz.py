@@ -4,8 +4,8 @@
     run_fuzz.py FUZZER CORPUS_DIR ARTIFACT_DIR [SEED...]
 
 The committed corpus, plus any SEED files kept elsewhere in the tree (the
-built-in rules file), is copied to a scratch directory first, so new inputs
-never land in the source tree. FUZZ_SECONDS (default 60) bounds the run.
+built-in rules file; a directory: each of its files), is copied to a
+scratch directory first, so new inputs never land in the source tree. FUZZ_SECONDS (default 60) bounds the run.
 Prints one line, "NAME: N executions, M crashes in S s", and exits 1 when
 the fuzzer found a crash (the input is kept under ARTIFACT_DIR).
 """
@@ -33,8 +33,12 @@ def main():
         work = os.path.join(scratch, "corpus")
         shutil.copytree(corpus, work)
         for seed in seeds:
-            shutil.copy(seed, os.path.join(work, "seed-" +
-                                           os.path.basename(seed)))
+            for path in ([os.path.join(seed, f) for f in
+                          sorted(os.listdir(seed))]
+                         if os.path.isdir(seed) else [seed]):
+                shutil.copy(path, os.path.join(
+                    work, "seed-" + os.path.basename(seed) + "-" +
+                    os.path.basename(path)))
         t0 = time.monotonic()
         p = subprocess.run(
             [fuzzer, work, f"-max_total_time={seconds}", "-timeout=10",

@@ -24,6 +24,10 @@ llama-pool  llama_sim with ggml's CUDA pool (--pool-mib) on a card where one
             llama_decode are forward (not workspace), 256 MiB at the peak,
             the one failure is the pool growing, in forward, and the
             diagnosis is concurrency.
+llama-warmup llama_sim with the VMM pool and the start-up warm-up: the
+            warm-up decode's first pool chunk (under
+            common_init_from_params) is forward, and profile is the compute
+            buffer alone, 1 / 92 MiB, as the log prints it.
 inferred    examples/sim_server (no rule names its functions): the KV
             reserve made right after a free-memory probe is reported as
             "kv_cache (inferred)", 56 GiB.
@@ -173,6 +177,26 @@ def llama_pool(args, tmp):
           f"{verdict!r})")
 
 
+def llama_warmup(args, tmp):
+    """The warm-up's pool chunk is a decode's, not the compute buffer's."""
+    rep, _ = record_and_analyze(
+        args, tmp, "llama-warmup",
+        [args.llama, "-ngl", "8", "--layer-mib", "64", "-c", "1024",
+         "--kv-kib-per-token", "256", "--act-mib", "64", "--compute-mib",
+         "92", "--warmup", "--allocator", "pool-vmm", "-np", "1"],
+        {"FAKECUDA_MEM": str(4096 * MIB)})
+    ph = phases(rep)
+    expect_phase(ph, "profile", 1, 92 * MIB, "llama warm-up")
+    warm = [t for t in rep.get("top_sites", [])
+            if "common_init_from_params" in
+            [f.get("function") for f in t.get("frames", [])]
+            and any((f.get("function") or "").startswith("ggml_cuda_pool")
+                    for f in t.get("frames", []))]
+    check(warm and all(t.get("phase") == "forward" for t in warm),
+          "llama warm-up: the warm-up's pool chunk is forward (got "
+          f"{[(t.get('phase'), t.get('bytes')) for t in warm]})")
+
+
 def inferred(args, tmp):
     rep, _ = record_and_analyze(args, tmp, "inferred", [args.sim_server])
     ph = phases(rep)
@@ -251,6 +275,7 @@ def main():
         native(args, tmp)
         llama(args, tmp)
         llama_pool(args, tmp)
+        llama_warmup(args, tmp)
         inferred(args, tmp)
         tree(args, tmp)
         stress(args, tmp)
