@@ -187,9 +187,11 @@ def progress_checks(opts, tap, tmp):
     rc, out, err = run([opts.gen, "--out", "big", "--events", events],
                        tmp, timeout=240)
     master, slave = pty.openpty()
+    t0 = time.monotonic()
     subprocess.run([opts.vramtrace, "analyze", "-f", "json", "big"],
                    cwd=tmp, stdout=subprocess.DEVNULL, stderr=slave,
                    timeout=120)
+    took = time.monotonic() - t0
     os.close(slave)
     os.set_blocking(master, False)
     data = b""
@@ -204,8 +206,11 @@ def progress_checks(opts, tap, tmp):
     os.close(master)
     text = data.decode("utf-8", "replace")
     reading = [l for l in text.split("\r") if "reading" in l]
-    tap.ok(reading and all(" of " in l and "%)" in l for l in reading),
-           "progress: bytes read of the total", text[:400])
+    # Progress starts after half a second: a machine fast enough to read
+    # it all sooner shows none, and that is right too.
+    tap.ok((reading and all(" of " in l and "%)" in l for l in reading)) or
+           (not reading and took < 0.6),
+           "progress: bytes read of the total", (text[:400], took))
 
 
 def group_reports(opts, tap):
