@@ -72,6 +72,8 @@ static struct vrt_option options[VRT_OPT_COUNT] = {
         [VRT_OPT_METRICS_PUBLIC] = {"VRAMTRACE_METRICS_PUBLIC", VRT_KIND_BOOL,
                                     0, 0, 1, 0, NULL},
         [VRT_OPT_ENGINE] = {"VRAMTRACE_ENGINE", VRT_KIND_STR, 0, 0, 0, 0, NULL},
+        [VRT_OPT_TIME_US] = {"VRAMTRACE_TIME_US", VRT_KIND_INT, 1000, 0,
+                             10000000, 0, NULL},
 };
 
 static int parse_start(const char *s, long *out)
