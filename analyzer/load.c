@@ -354,11 +354,11 @@ struct bsize {
 };
 
 /* A ring entry: the address, its size slot (version 4) or class slot and
- * class (version 5). */
+ * that slot's definition then (version 5). */
 struct bring {
 	uint64_t addr;
-	uint64_t gran;
 	int32_t zslot;
+	uint32_t gen;
 };
 
 /* Version 5: a size slot, a class with its list (as struct bsize), and
@@ -370,12 +370,14 @@ struct bhent {
 
 struct bsize5 {
 	uint64_t size;
-	int32_t cls; /* -1 none yet */
+	int32_t cls;  /* -1 none yet */
+	uint32_t gen; /* cls's definition when found (see bclass_of) */
 };
 
 struct bclass {
 	uint64_t gran; /* granules of VRT_BATCH_GRAIN */
 	uint32_t n, h;
+	uint32_t gen; /* definitions of the slot so far */
 	uint64_t lifo[VRT_BATCH_LIFO];
 };
 
@@ -2298,6 +2300,41 @@ static struct bsite *bsite_define(struct bstate *b)
 	return &b->sites[slot];
 }
 
+/* Version 5: slot z goes first in a site's recent sizes, the entries 0
+ * to k - 1 before it moving up one (the one at k leaves; k <= 7). One
+ * jump and k moves: most sizes are the site's last (k = 0), and a loop
+ * would be made a memmove call. */
+_Static_assert(VRT_BATCH_MTF == 8, "mtf_front moves up to 7 entries");
+
+static inline void mtf_front(uint16_t *m, uint32_t k, uint16_t z)
+{
+	switch (k) {
+	case 7:
+		m[7] = m[6];
+		/* fall through */
+	case 6:
+		m[6] = m[5];
+		/* fall through */
+	case 5:
+		m[5] = m[4];
+		/* fall through */
+	case 4:
+		m[4] = m[3];
+		/* fall through */
+	case 3:
+		m[3] = m[2];
+		/* fall through */
+	case 2:
+		m[2] = m[1];
+		/* fall through */
+	case 1:
+		m[1] = m[0];
+		/* fall through */
+	default:
+		m[0] = z;
+	}
+}
+
 /* Version 5: the class slot holding granules g, or -1. */
 static int32_t bclass_find(const struct bstate *b, uint64_t g)
 {
@@ -2365,13 +2402,15 @@ static int bclass_put(struct bstate *b, uint64_t g, uint32_t slot)
 }
 
 /* Version 5: the class slot of size slot z (trace_format.h), defined
- * when no slot holds its class; -1 out of memory. */
-static int32_t bclass_of(struct bstate *b, struct bsize5 *z)
+ * when no slot holds its class; -1 out of memory. Found again (or made)
+ * here; bclass_of answers at once for the slot it found last, when that
+ * slot was not defined since (a slot defined again for the same class is
+ * found again here). */
+static int32_t bclass_find_of(struct bstate *b, struct bsize5 *z)
 {
-	uint64_t g = z->size / VRT_BATCH_GRAIN + (z->size % VRT_BATCH_GRAIN != 0);
+	uint64_t g;
 	int32_t c;
-	if (z->cls >= 0 && b->classes[z->cls].gran == g)
-		return z->cls;
+	g = z->size / VRT_BATCH_GRAIN + (z->size % VRT_BATCH_GRAIN != 0);
 	c = bclass_find(b, g);
 	if (c < 0) {
 		size_t slot = (size_t)(b->class_next % VRT_BATCH5_CLASSES);
@@ -2387,11 +2426,22 @@ static int32_t bclass_of(struct bstate *b, struct bsize5 *z)
 			return -1;
 		b->classes[slot].gran = g;
 		b->classes[slot].n = b->classes[slot].h = 0;
+		b->classes[slot].gen = (uint32_t)(b->class_next /
+		                                  VRT_BATCH5_CLASSES);
 		b->class_next++;
 		c = (int32_t)slot;
 	}
 	z->cls = c;
+	z->gen = b->classes[c].gen;
 	return c;
+}
+
+static inline int32_t bclass_of(struct bstate *b, struct bsize5 *z)
+{
+	if (__builtin_expect(z->cls >= 0 && b->classes[z->cls].gen == z->gen,
+	                     1))
+		return z->cls;
+	return bclass_find_of(b, z);
 }
 
 /* Version 5: a new size into the next size slot; the slot, or -1 out of
@@ -2420,19 +2470,18 @@ static int32_t bsize5_define(struct bstate *b, uint64_t size)
  * versions of the record: they differ in times, sizes and an
  * allocation's address (and version 5's pairs).
  */
-static enum vrt_load_status
-emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
-           const uint8_t *p, const uint8_t *pe, int64_t clock,
-           struct vrt_event *out, size_t max, size_t *np, int64_t lim, int eq,
-           int64_t *lastp, int *have_lastp, uint64_t *latep, int *fin,
-           struct vrt_load_error *err)
+static inline __attribute__((always_inline)) enum vrt_load_status
+emit_batch_v(struct vrt_trace *t, struct run *r, const uint8_t *rec,
+             const uint8_t *p, const uint8_t *pe, int64_t clock,
+             struct vrt_event *out, size_t max, size_t *np, int64_t lim,
+             int eq, int64_t *lastp, int *have_lastp, uint64_t *latep,
+             int *fin, struct vrt_load_error *err, const int v5)
 {
 	struct lfile *f = r->f;
 	struct bcur *bc = &r->bc;
 	struct bstate *b = r->bs;
 	int64_t shift = f->shift, last = *lastp, prev;
 	int have_last = *have_lastp, bad = 0, keyed = 0;
-	int v5 = f->version >= 5;
 	uint64_t late = 0;
 	size_t n = *np;
 	uint32_t i, cnt, pairs;
@@ -2566,9 +2615,7 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 			}
 			if (k == site->nmtf)
 				site->nmtf++;
-			memmove(&site->mtf[1], &site->mtf[0],
-			        k * sizeof(site->mtf[0]));
-			site->mtf[0] = (uint16_t)zs;
+			mtf_front(site->mtf, k, (uint16_t)zs);
 			size = b->sizes5[zs].size;
 			if (c == VRT_BATCH_PAIR) {
 				/* No address: its free's site follows. */
@@ -2634,8 +2681,7 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 					return nomem(f, err, "events");
 				b->ring[b->nalloc % VRT_BATCH_RING].addr = addr;
 				b->ring[b->nalloc % VRT_BATCH_RING].zslot = cls;
-				b->ring[b->nalloc % VRT_BATCH_RING].gran =
-				        q->gran;
+				b->ring[b->nalloc % VRT_BATCH_RING].gen = q->gen;
 				b->nalloc++;
 				b->last_alloc = addr;
 			}
@@ -2717,7 +2763,7 @@ emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 				if (!v5) {
 					struct bsize *q = &b->sizes[a->zslot];
 					zn = &q->n, zh = &q->h, lifo = q->lifo;
-				} else if (b->classes[a->zslot].gran == a->gran) {
+				} else if (b->classes[a->zslot].gen == a->gen) {
 					struct bclass *q = &b->classes[a->zslot];
 					zn = &q->n, zh = &q->h, lifo = q->lifo;
 				}
@@ -2812,6 +2858,21 @@ malformed:
 	bc->on = 0;
 	return rec_error_at(f, r->fb->frame_off, err,
 	                    (uint64_t)(rec - r->fb->data), why);
+}
+
+/* emit_batch_v made once per version, so that neither loop tests it. */
+static enum vrt_load_status
+emit_batch(struct vrt_trace *t, struct run *r, const uint8_t *rec,
+           const uint8_t *p, const uint8_t *pe, int64_t clock,
+           struct vrt_event *out, size_t max, size_t *np, int64_t lim, int eq,
+           int64_t *lastp, int *have_lastp, uint64_t *latep, int *fin,
+           struct vrt_load_error *err)
+{
+	if (r->f->version >= 5)
+		return emit_batch_v(t, r, rec, p, pe, clock, out, max, np, lim,
+		                    eq, lastp, have_lastp, latep, fin, err, 1);
+	return emit_batch_v(t, r, rec, p, pe, clock, out, max, np, lim, eq,
+	                    lastp, have_lastp, latep, fin, err, 0);
 }
 
 /*

@@ -90,6 +90,7 @@ struct size_slot {
 struct class_slot {
 	uint64_t gran; /* 0: empty slot */
 	uint32_t n, h;
+	uint32_t gen; /* definitions of the slot before this one */
 	uint64_t lifo[VRT_BATCH_LIFO];
 };
 
@@ -130,11 +131,12 @@ struct umap {
 	uint32_t cap, n;
 };
 
-/* An allocation of the ring: its address, number, class slot and class. */
+/* An allocation of the ring: its address, number, class slot and that
+ * slot's definition then. */
 struct aent {
 	uint64_t addr, idx; /* idx: allocation number + 1; 0 empty */
-	uint64_t gran;
 	int32_t cls;
+	uint32_t gen;
 };
 
 struct bstate {
@@ -181,13 +183,12 @@ static size_t pending; /* bytes in the outputs, open BATCHes apart */
 
 /* ---- the pass: barriers and shared addresses ------------------------------ */
 
-/* A shared-address entry of the pass: the first thread that used the
- * address and the latest time of any other thread's event on it. */
+/* A shared-address entry of the pass: the thread that used the address,
+ * or -1 when two threads or more did. */
 struct xent {
 	uint64_t addr;
 	uint32_t pass; /* the entry belongs to this pass (else empty) */
 	pid_t tid;
-	uint64_t other; /* latest time of another thread's event, 0 none */
 };
 
 static uint64_t *barrier;    /* other records' times, sorted */
@@ -559,6 +560,8 @@ static int32_t class_of(struct bstate *s, uint32_t z)
 			return -1;
 		s->classes[slot].gran = g;
 		s->classes[slot].n = s->classes[slot].h = 0;
+		s->classes[slot].gen =
+		        (uint32_t)(s->class_next / VRT_BATCH5_CLASSES);
 		s->class_next++;
 		c = (int32_t)slot;
 	}
@@ -621,7 +624,7 @@ static int agrow(struct bstate *s)
 
 /* Remembers the allocation about to get number s->nalloc. */
 static void ring_put(struct bstate *s, uint64_t addr, int32_t cls,
-                     uint64_t gran)
+                     uint32_t gen)
 {
 	uint32_t k = (uint32_t)(s->nalloc % VRT_BATCH_RING);
 	if (!s->ring_addr &&
@@ -644,7 +647,7 @@ static void ring_put(struct bstate *s, uint64_t addr, int32_t cls,
 	s->atab[j].addr = addr;
 	s->atab[j].idx = s->nalloc + 1;
 	s->atab[j].cls = cls;
-	s->atab[j].gran = gran;
+	s->atab[j].gen = gen;
 }
 
 /* The slot of the live ring allocation at addr, or UINT32_MAX. */
@@ -809,7 +812,6 @@ static struct xent *xfind(uint64_t addr, int make)
 	xmap[j].pass = pass_no;
 	xmap[j].addr = addr;
 	xmap[j].tid = 0;
-	xmap[j].other = 0;
 	xn++;
 	return &xmap[j];
 }
@@ -838,9 +840,9 @@ static int xreserve(void)
 	return 0;
 }
 
-/* Notes an event of tid at ts on addr. A map that cannot grow turns the
- * pass's times exact (xmap_on -1). */
-static void xnote(uint64_t addr, pid_t tid, uint64_t ts)
+/* Notes an event of tid on addr. A map that cannot grow turns the pass's
+ * times exact (xmap_on -1). */
+static void xnote(uint64_t addr, pid_t tid)
 {
 	if (xmap_on < 0 || xreserve()) {
 		xmap_on = -1;
@@ -849,15 +851,16 @@ static void xnote(uint64_t addr, pid_t tid, uint64_t ts)
 	struct xent *e = xfind(addr, 1);
 	if (!e->tid)
 		e->tid = tid;
-	else if (e->tid != tid && ts > e->other)
-		e->other = ts;
+	else if (e->tid != tid)
+		e->tid = -1;
 }
 
-/* Whether another thread than tid has an event on addr in this pass. */
+/* Whether another thread than tid has an event on addr in this pass (at
+ * any time of the pass: more than the rule asks, never less). */
 static int xshared(uint64_t addr, pid_t tid)
 {
 	const struct xent *e = xfind(addr, 0);
-	return e && (e->tid != tid || e->other);
+	return e && e->tid != tid;
 }
 
 /* Walks the records of one chunk from rest (after its CHUNK record, whose
@@ -887,7 +890,7 @@ static int scan_chunk(const uint8_t *p, const uint8_t *end, uint64_t clock,
 				return -1;
 			clock = e.ts;
 			if (addrs)
-				xnote(e.addr, tid, e.ts);
+				xnote(e.addr, tid);
 		} else {
 			const uint8_t *q = p;
 			if (type == VRT_REC_CHUNK || rd_u(&q, pe, &dts))
@@ -1273,7 +1276,9 @@ static int32_t put_size(struct batch *b, struct site *st, uint64_t size)
 	/* To the front of the site's recent sizes. */
 	if (k == st->nmtf)
 		st->nmtf++;
-	memmove(&st->mtf[1], &st->mtf[0], k * sizeof(st->mtf[0]));
+	for (uint32_t j = VRT_BATCH_MTF - 1; j > 0; j--)
+		if (j <= k)
+			st->mtf[j] = st->mtf[j - 1];
 	st->mtf[0] = (uint16_t)z;
 	return z;
 }
@@ -1350,9 +1355,9 @@ static void batch_add(struct batch *b, const struct hot *e)
 			return;
 		}
 		int32_t c = s->atab[ae].cls;
-		uint64_t g = s->atab[ae].gran;
+		uint32_t g = s->atab[ae].gen;
 		adel(s, ae); /* freed: out of the index */
-		if (c >= 0 && s->classes[c].gran == g)
+		if (c >= 0 && s->classes[c].gen == g)
 			lifo_push(&s->classes[c], e->addr);
 		return;
 	}
@@ -1382,7 +1387,7 @@ static void batch_add(struct batch *b, const struct hot *e)
 	else
 		put_u(&b->col[C_ADDR], packed);
 	s->last_alloc = e->addr;
-	ring_put(s, e->addr, cls, s->classes[cls].gran);
+	ring_put(s, e->addr, cls, s->classes[cls].gen);
 	s->nalloc++;
 	return;
 full:

@@ -371,9 +371,9 @@ enum vrt_rec {
  *                 fsite (a free site); nothing else changes (no address
  *                 register, no ring).
  *   FREE:  fsite, faddr as in version 4; a freed allocation of the ring
- *          goes on top of the list of its class (when its class slot
- *          still holds that class), dropping the list's bottom entry
- *          when full.
+ *          goes on top of the list of its class, dropping the list's
+ *          bottom entry when full, unless its class slot was defined
+ *          again since the allocation.
  * The same things as in version 4 make the record malformed, and: a size
  * byte out of range or naming an empty entry or slot, a time unit over
  * 40, a number of pairs other than the events that are pairs. A writer chooses the codes; the preload writes an event's time

@@ -401,6 +401,13 @@ static void *script_handoff(void *arg)
 		                        : (17ull << 40) + 65536 * hand_bump++;
 		rec(1, a, 65536, VRT_API_cuMemAllocAsync, 0, 0, 30 + me, 0);
 		hand_live[k] = a;
+		/* A driver call takes microseconds: the other thread's next
+		 * call on these addresses is not within the clock's reach
+		 * of this one (two threads' stamps a few ns apart may come
+		 * out equal, and equal times are ordered by the file). */
+		uint64_t until = vrt_clock_now() + 300;
+		while (vrt_clock_now() < until)
+			;
 		pthread_mutex_unlock(&hand_mu);
 	}
 	pthread_barrier_wait(&hand_bar);
