@@ -34,6 +34,12 @@
  * shared addresses, looked for only when two threads or more allocated
  * in the pass).
  *
+ * Output: each thread's chunks of a frame become one chunk (one CHUNK
+ * record, one BATCH between its other records), kept here until the
+ * writer closes the frame (vrt_batch_emit): zstd then sees a server's
+ * steps repeat inside one BATCH's columns. A frame spans a flush interval
+ * (writer.c), so that is at most a few MiB.
+ *
  * The state lasts across a thread's chunks, so the writer must see them,
  * and write them, in the order the thread made them: vrt_tbuf_collect
  * hands them over that way. States are kept for MAX_STATES thread ids;
@@ -44,7 +50,8 @@
  * came, and its thread's state starts over.
  *
  * Threads: the writer thread only (vrt_batch_pass, vrt_batch_chunk,
- * vrt_batch_reset), plus vrt_batch_set before recording starts. No
+ * vrt_batch_pending, vrt_batch_emit, vrt_batch_reset), plus
+ * vrt_batch_set and vrt_batch_set_time_us before recording starts. No
  * locks. Everything here may allocate: the writer is not a hook.
  */
 #include "core.h"
@@ -59,7 +66,6 @@
 #define EV_MAX_BYTES  96 /* column bytes one event may add */
 #define BATCH_BYTES   (VRT_BATCH5_MAX_PAYLOAD - 1024) /* columns of one BATCH */
 #define REPEAT_ABSORB 16 /* a REPEAT of at most this many pairs: events */
-#define NO_SLOT       0xffffu
 
 /* A call site: what an event's record says besides address, size, time.
  * api and kind share one word (SITE_AK), written and compared whole: two
@@ -1478,7 +1484,7 @@ void vrt_batch_chunk(const uint8_t *in, size_t len)
 	 * on from the time of the previous one's last. */
 	chunk_open(b, clock);
 	while (p < end) {
-		const uint8_t *rec = p, *pe;
+		const uint8_t *pe;
 		uint64_t plen, dts;
 		type = *p++;
 		if (rd_u(&p, end, &plen) || plen > (uint64_t)(end - p))
@@ -1511,7 +1517,6 @@ void vrt_batch_chunk(const uint8_t *in, size_t len)
 				addr_reg = 0;
 			}
 		}
-		(void)rec;
 		p = pe;
 	}
 	if (!oom)

@@ -324,10 +324,10 @@ enum vrt_rec {
  *            when the site is defined
  *   sizes    VRT_BATCH5_SIZES slots, each a size and the class slot it
  *            was last found in (none at first); new sizes are defined
- *            into slots 0, 1,
- *            ..., then over again from slot 0, each replacing what the
- *            slot held (a site's recent sizes name slots: an entry whose
- *            slot was given a new size names that size)
+ *            into slots 0, 1, ..., then over again from slot 0, each
+ *            replacing what the slot held (a site's recent sizes name
+ *            slots: an entry whose slot was given a new size names that
+ *            size)
  *   classes  VRT_BATCH5_CLASSES slots, each a class (a size rounded up
  *            to VRT_BATCH_GRAIN bytes, the granularity a device
  *            allocation takes: two requested sizes that round alike get
@@ -376,14 +376,17 @@ enum vrt_rec {
  *          again since the allocation.
  * The same things as in version 4 make the record malformed, and: a size
  * byte out of range or naming an empty entry or slot, a time unit over
- * 40, a number of pairs other than the events that are pairs. A writer chooses the codes; the preload writes an event's time
- * exact (v odd) when rounding it could move it before an event of
- * another thread that it followed: another thread's event on the same
- * address in the same writer pass, an event of another thread that is
- * not an allocation or free (a failure, a request, a mark, a sample...)
- * between the rounded time and the exact one, or the end of the previous
- * writer pass (WATERMARK); every other time is rounded, at most one unit
- * early and never before the thread's previous event.
+ * 40, a number of pairs other than the events that are pairs. A version
+ * 5 BATCH may be up to VRT_BATCH5_MAX_PAYLOAD long (the preload writes a
+ * thread's events of a frame as one). A writer chooses the codes; the
+ * preload writes an event's time exact (v odd) when rounding it could
+ * move it before an event of another thread that it followed: another
+ * thread's event on the same address in the same writer pass, an event
+ * of another thread that is not an allocation or free (a failure, a
+ * request, a mark, a sample...) between the rounded time and the exact
+ * one, or the end of the previous writer pass (WATERMARK); every other
+ * time is rounded, at most one unit early and never before the thread's
+ * previous event.
  */
 #define VRT_BATCH_MTF      8    /* recent sizes per alloc site */
 #define VRT_BATCH5_SIZES   4096 /* size slots (a multiple of 256) */
