@@ -66,6 +66,8 @@ enum vrt_option_id {
 	                         * label, else read off the command line */
 	VRT_OPT_ROOT,           /* VRAMTRACE_ROOT: the pid of the command
 	                         * `vramtrace record` started (set by it) */
+	VRT_OPT_TIME_US,        /* VRAMTRACE_TIME_US: how far an allocation's
+	                         * time may be rounded down (batch.c) */
 	VRT_OPT_COUNT
 };
 
@@ -379,15 +381,34 @@ uint64_t vrt_tbuf_dropped(void); /* events dropped */
  * wrote them). Before recording starts. */
 void vrt_batch_set(int on);
 
-/* Re-encodes one chunk (data as tbuf.c wrote it): *out and *out_len get
- * what to write instead, the chunk itself when nothing changes (the
- * result lives until the next call). Each thread's chunks must come in
- * the order it filled them. Writer thread only. */
-void vrt_batch_chunk(const uint8_t *data, size_t len, const uint8_t **out,
-                     size_t *out_len);
+/* The unit BATCH times are rounded to: the power of two of ns nearest
+ * to us microseconds (0: exact). Before recording starts. */
+void vrt_batch_set_time_us(long us);
 
-/* Forgets every thread's batch state: a new trace file starts. Writer
- * thread, or before it starts. */
+/* Before the chunks of a writer pass go through vrt_batch_chunk: what
+ * other threads did in the pass (their records other than allocations
+ * and frees, and, when two threads or more allocated, every address),
+ * and floor, the previous pass's watermark (0 for the first), so that
+ * no time is rounded past any of it. Writer thread only. */
+void vrt_batch_pass(const struct vrt_chunk *chunks, uint64_t floor);
+
+/* Takes one chunk (data as tbuf.c wrote it) into its thread's output
+ * for the frame: its ALLOC and FREE records re-encoded as BATCH records
+ * (the same chunk as it came when batching is off or it does not parse),
+ * a thread's chunks of a frame under one CHUNK record. Each thread's
+ * chunks must come in the order it filled them, after vrt_batch_pass for
+ * their pass. Writer thread only. */
+void vrt_batch_chunk(const uint8_t *data, size_t len);
+
+/* Bytes the outputs hold, about. */
+size_t vrt_batch_pending(void);
+
+/* Hands every thread's output to feed (a thread's whole output in one
+ * call), then empties them: the frame is closing. Writer thread only. */
+void vrt_batch_emit(void (*feed)(const void *data, size_t len));
+
+/* Forgets every thread's batch state and output: a new trace file
+ * starts. Writer thread, or before it starts. */
 void vrt_batch_reset(void);
 
 /* ---- stack.c ---------------------------------------------------------- */

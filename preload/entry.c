@@ -272,6 +272,7 @@ int vrt_entry_setup(void)
 	}
 	vrt_tbuf_set_fold((int)vrt_options_int(VRT_OPT_FOLD));
 	vrt_batch_set((int)vrt_options_int(VRT_OPT_BATCH));
+	vrt_batch_set_time_us(vrt_options_int(VRT_OPT_TIME_US));
 	vrt_stack_init((int)vrt_options_int(VRT_OPT_STACKS),
 	               (int)vrt_options_int(VRT_OPT_STACK_DEPTH));
 	load_rules();

@@ -42,7 +42,7 @@ static struct vrt_option options[VRT_OPT_COUNT] = {
         [VRT_OPT_OUT] = {"VRAMTRACE_OUT", VRT_KIND_STR, 0, 0, 0, 0, NULL},
         [VRT_OPT_FLUSH_MS] = {"VRAMTRACE_FLUSH_MS", VRT_KIND_INT, 100, 5, 10000,
                               0, NULL},
-        [VRT_OPT_ZSTD_LEVEL] = {"VRAMTRACE_ZSTD_LEVEL", VRT_KIND_INT, 1, 1, 19,
+        [VRT_OPT_ZSTD_LEVEL] = {"VRAMTRACE_ZSTD_LEVEL", VRT_KIND_INT, 3, 1, 19,
                                 0, NULL},
         [VRT_OPT_BUFFER_MB] = {"VRAMTRACE_BUFFER_MB", VRT_KIND_INT, 64, 1, 4096,
                                0, NULL},
@@ -74,6 +74,8 @@ static struct vrt_option options[VRT_OPT_COUNT] = {
         [VRT_OPT_ENGINE] = {"VRAMTRACE_ENGINE", VRT_KIND_STR, 0, 0, 0, 0, NULL},
         [VRT_OPT_ROOT] = {"VRAMTRACE_ROOT", VRT_KIND_INT, 0, 0, 2147483647, 0,
                           NULL},
+        [VRT_OPT_TIME_US] = {"VRAMTRACE_TIME_US", VRT_KIND_INT, 1000, 0,
+                             10000000, 0, NULL},
 };
 
 static int parse_start(const char *s, long *out)

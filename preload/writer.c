@@ -14,10 +14,14 @@
  * compresses or writes, so nothing on the hot path ever waits on I/O.
  * Writer-only state (fd, cctx, buffers) needs no lock.
  *
- * A frame is closed every pass: at least every flush interval (the writer
- * wakes at half of it), when a chunk fills up, or on a sync request; a
- * pass with more than FRAME_MAX input bytes is split into several frames
- * at chunk boundaries. Each frame ends with a WATERMARK record.
+ * A pass runs at least every half flush interval, when a chunk fills up,
+ * or on a sync request, and ends with a WATERMARK record. It closes the
+ * frame when the frame is a flush interval old, on a sync request and at
+ * the end: a frame spans the passes of a flush interval, so zstd finds
+ * what repeats across them (a frame is compressed on its own: a server
+ * repeats one step's pattern of allocations for every step), and a file
+ * cut by SIGKILL loses at most that interval. A frame with more than
+ * FRAME_MAX input bytes is closed at the next chunk boundary.
  *
  * Any write error turns capture off for good (the host carries on); the
  * reason is printed once at exit (session.c's warning).
@@ -80,6 +84,8 @@ static uint8_t *stage; /* writer-made records for the next frame */
 static size_t stage_len;
 static size_t frame_in; /* input bytes in the open frame */
 static int frame_open;
+static uint64_t frame_t0; /* when the frame under way took its first
+                           * bytes (fed, or waiting in batch.c); 0 none */
 static int failed;
 static char fail_msg[160];
 
@@ -458,28 +464,48 @@ static void emit_record(unsigned type, const uint8_t *payload, size_t len)
 	zfeed(payload, len, 0);
 }
 
-/* One pass: stage + definitions + every chunk + watermark, closed as
- * frame(s). Definitions are taken after the chunks were collected, so
- * every stack a collected event names is among them. */
-static void write_pass(uint64_t watermark, struct vrt_chunk *chunks)
+static void feed_chunk(const void *data, size_t len)
 {
-	if (!chunks && !stage_len)
+	zfeed(data, len, 0);
+}
+
+/* One pass: stage + definitions + every chunk + watermark, closed as
+ * a frame when close is set or the frame holds FRAME_MAX (else the
+ * frame stays open, the chunks waiting in batch.c). Definitions
+ * are taken after the chunks were collected, so every stack a collected
+ * event names is among them. */
+static void write_pass(uint64_t watermark, struct vrt_chunk *chunks,
+                       int close)
+{
+	/* Every event of this pass is stamped at or after the previous
+	 * pass's watermark (tbuf.c): batch.c rounds no time below it. */
+	static uint64_t floor_ts;
+	if (!chunks && !stage_len && !vrt_batch_pending()) {
+		if (close && frame_open)
+			zfeed(NULL, 0, 1);
+		if (close)
+			frame_t0 = 0;
 		return;
+	}
+	if (!frame_t0)
+		frame_t0 = vrt_clock_now();
 	if (stage_len)
 		zfeed(stage, stage_len, 0);
 	stage_len = 0;
 	if (chunks) {
 		vrt_stack_emit(emit_record);
 		vrt_phase_emit(emit_record);
+		vrt_batch_pass(chunks, floor_ts);
+		floor_ts = watermark;
 	}
-	for (struct vrt_chunk *c = chunks; c; c = c->next) {
-		const uint8_t *data;
-		size_t len;
-		vrt_batch_chunk(c->data, c->len, &data, &len);
-		zfeed(data, len, 0);
-		if (frame_in >= FRAME_MAX && c->next)
-			zfeed(NULL, 0, 1);
-	}
+	/* The chunks wait in batch.c until the frame closes, each thread's
+	 * under one CHUNK record. */
+	for (struct vrt_chunk *c = chunks; c; c = c->next)
+		vrt_batch_chunk(c->data, c->len);
+	if (!close && frame_in + vrt_batch_pending() < FRAME_MAX)
+		return;
+	frame_t0 = 0;
+	vrt_batch_emit(feed_chunk);
 	/* Last in the frame: it covers everything written so far. */
 	uint8_t wm[1 + 1 + VRT_UVARINT_MAX];
 	size_t n = vrt_put_uvarint(wm + 2, watermark);
@@ -488,7 +514,8 @@ static void write_pass(uint64_t watermark, struct vrt_chunk *chunks)
 	zfeed(wm, 2 + n, 1);
 }
 
-static void pass(int final)
+/* A pass; close: its frame ends with it (see the top of the file). */
+static void pass(int final, int close)
 {
 	/* Once per frame, never on the allocation path: is the number
 	 * still our file? */
@@ -503,7 +530,7 @@ static void pass(int final)
 	stage_devices();
 	if (final)
 		stage_trailer(1);
-	write_pass(watermark, chunks);
+	write_pass(watermark, chunks, close || final);
 	vrt_tbuf_release(chunks);
 }
 
@@ -540,7 +567,11 @@ static void *writer_main(void *arg)
 		int due = kicked || stop || seq != done_seq ||
 		          now - last_pass >= (uint64_t)half * 1000000u;
 		if (due) {
-			pass(stop);
+			int close = stop || seq != done_seq ||
+			            (frame_t0 &&
+			             now - frame_t0 >=
+			                     (uint64_t)flush_ms * 1000000u);
+			pass(stop, close);
 			last_pass = now;
 		}
 		pthread_mutex_unlock(&pass_mu);
@@ -651,6 +682,7 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 	vrt_batch_reset();
 	vrt_stack_new_file();
 	vrt_phase_new_file();
+	frame_t0 = 0;
 	int err = -ENOMEM;
 	if (!stage)
 		stage = malloc(STAGE_BYTES);
@@ -673,7 +705,7 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 	             mono, flags);
 	/* The header goes out now, in a frame of its own, so the file names
 	 * its process even if the process dies before the first flush. */
-	write_pass(mono, NULL);
+	write_pass(mono, NULL, 1);
 	if (failed) {
 		err = -EIO;
 		goto fail;

@@ -50,11 +50,12 @@
 
 #define VRT_TRACE_MAGIC     "VRAMTRC\x01" /* 8 bytes, first field of HEADER */
 #define VRT_TRACE_MAGIC_LEN 8
-#define VRT_TRACE_VERSION   4 /* 2 added REPEAT, ALLOC_C, FREE_C; 3 packs
+#define VRT_TRACE_VERSION   5 /* 2 added REPEAT, ALLOC_C, FREE_C; 3 packs
                                    * their addr_delta and size (below);
-                                   * 4 added BATCH. Writers write it;
-                                   * readers take VRT_TRACE_VERSION_OLDEST
-                                   * to it */
+                                   * 4 added BATCH; 5 changed BATCH's
+                                   * columns (sizes, time unit, pairs).
+                                   * Writers write it; readers take
+                                   * VRT_TRACE_VERSION_OLDEST to it */
 #define VRT_TRACE_VERSION_OLDEST 1 /* the oldest version readers take */
 #define VRT_TRACE_SUFFIX    ".vtrace"
 #define VRT_REC_MAX_PAYLOAD (64u * 1024u) /* writers never exceed this */
@@ -272,7 +273,12 @@ enum vrt_rec {
 	 * thread, written column by column against the thread's batch state
 	 * (below), which lasts across the thread's chunks. span: ns from the
 	 * time before the record to the time after it (the last event's
-	 * exact time: the records after a BATCH keep their dts). */
+	 * exact time: the records after a BATCH keep their dts).
+	 * Version 5: span, n, flags, pairs, the byte lengths of the first
+	 * ten columns (kind, time, asite, fsite, size, sizelo, sizenew,
+	 * aaddr, faddr, addr), then the eleven columns (def the rest): n
+	 * events, pairs of them allocations freed at once (each an
+	 * allocation and a free), against the version 5 state (below). */
 	VRT_REC_BATCH = 30,
 };
 
@@ -366,6 +372,95 @@ enum vrt_before_attach_source {
 #define VRT_BATCH_LIFO  16
 #define VRT_BATCH_RING  4096
 #define VRT_BATCH_COLS  9 /* kind time asite fsite size aaddr faddr addr def */
+
+/*
+ * BATCH (version 5). What varies from one allocation to the next in a
+ * server without size classes (PyTorch's cudaMallocAsync backend: every
+ * tensor shape is a size) is the size, and, at a server's pace, the
+ * time; version 5 writes both against more of what a reader already
+ * knows. The state of a thread's batches, emptied as in version 4:
+ *   sites    as in version 4 (VRT_BATCH_SITES, defined round the
+ *            table); an alloc site also keeps its recent sizes: up to
+ *            VRT_BATCH_MTF size slots, most recently used first, empty
+ *            when the site is defined
+ *   sizes    VRT_BATCH5_SIZES slots, each a size and the class slot it
+ *            was last found in (none at first); new sizes are defined
+ *            into slots 0, 1, ..., then over again from slot 0, each
+ *            replacing what the slot held (a site's recent sizes name
+ *            slots: an entry whose slot was given a new size names that
+ *            size)
+ *   classes  VRT_BATCH5_CLASSES slots, each a class (a size rounded up
+ *            to VRT_BATCH_GRAIN bytes, the granularity a device
+ *            allocation takes: two requested sizes that round alike get
+ *            each other's freed blocks back from a pool) and a last-in-
+ *            first-out list of at most VRT_BATCH_LIFO freed addresses;
+ *            defined round the table as sizes are, each definition
+ *            emptying the slot's list
+ *   ring     the thread's last VRT_BATCH_RING allocations (address and
+ *            class slot), and how many it made
+ *   last_alloc, last_free: address registers (0)
+ * An ALLOC that is not a pair looks up its size's class (after its size
+ * is read): the class slot the size slot names, if that slot still holds
+ * the size's class; else the slot that holds it (found among all), else
+ * the next class slot, defined now; the size slot then names it.
+ * Flags: bit 0 VRT_BATCH_RESET; bits 1 to 6 the time unit's shift u
+ * (unit U = 2^u ns, u <= 40). Event i (from 0) reads, each column in
+ * turn from its start:
+ *   kind   bit i % 8 of byte i / 8: 0 ALLOC (or a pair), 1 FREE
+ *   time   uvarint v. v odd: the time is the previous event's + (v >> 1)
+ *          ns (exact). v even, k = v >> 1: k = 0, the previous event's
+ *          time; else the previous event's time with its low u bits
+ *          cleared, + k * U. The first event's previous time is the
+ *          time before the record.
+ *   ALLOC: asite  as in version 4
+ *          size   one byte z: z < VRT_BATCH_MTF, entry z of the site's
+ *                 recent sizes (it has one); VRT_BATCH_MTF <= z <
+ *                 VRT_BATCH_MTF + VRT_BATCH5_SIZES / 256, the size slot
+ *                 (z - VRT_BATCH_MTF) << 8 | the next byte of sizelo (it
+ *                 holds a size); z = 255, a new size, a packed uvarint
+ *                 read from sizenew, defined into the next size slot.
+ *                 The size's slot then goes first in the site's recent
+ *                 sizes (out of where it was, or the last one drops).
+ *          aaddr  uvarint a: 0, the address is last_alloc + a packed
+ *                 svarint read from addr; 1 <= a <= VRT_BATCH_LIFO, the
+ *                 entry a - 1 from the top of the list of the size's
+ *                 class, which leaves the list. Either way last_alloc =
+ *                 the address and the allocation joins the ring.
+ *                 a = VRT_BATCH_PAIR: a pair, an allocation with no
+ *                 address whose free follows it at once (the two of a
+ *                 REPEAT record's pair): the free's site is read from
+ *                 fsite (a free site); nothing else changes (no address
+ *                 register, no ring).
+ *   FREE:  fsite, faddr as in version 4; a freed allocation of the ring
+ *          goes on top of the list of its class, dropping the list's
+ *          bottom entry when full, unless its class slot was defined
+ *          again since the allocation.
+ * The same things as in version 4 make the record malformed, and: a size
+ * byte out of range or naming an empty entry or slot, a time unit over
+ * 40, a number of pairs other than the events that are pairs. A version
+ * 5 BATCH may be up to VRT_BATCH5_MAX_PAYLOAD long (the preload writes a
+ * thread's events of a frame as one). A writer chooses the codes; the
+ * preload writes an event's time exact (v odd) when rounding it could
+ * move it before an event of another thread that it followed: another
+ * thread's event on the same address in the same writer pass, an event
+ * of another thread that is not an allocation or free (a failure, a
+ * request, a mark, a sample...) between the rounded time and the exact
+ * one, or the end of the previous writer pass (WATERMARK); every other
+ * time is rounded, at most one unit early and never before the thread's
+ * previous event.
+ */
+#define VRT_BATCH_MTF      8    /* recent sizes per alloc site */
+#define VRT_BATCH5_SIZES   4096 /* size slots (a multiple of 256) */
+#define VRT_BATCH5_CLASSES 4096 /* class slots */
+#define VRT_BATCH_GRAIN    512  /* bytes a class rounds to */
+#define VRT_BATCH_PAIR     (VRT_BATCH_LIFO + 1) /* aaddr: a pair */
+#define VRT_BATCH_NEWSIZE  255  /* size byte: a new size */
+#define VRT_BATCH_UNIT_MAX 40   /* largest time unit shift */
+#define VRT_BATCH5_COLS    11   /* kind time asite fsite size sizelo
+                                 * sizenew aaddr faddr addr def */
+#define VRT_BATCH5_MAX_PAYLOAD (1u << 20) /* a version 5 BATCH may be this
+                                           * long (others:
+                                           * VRT_REC_MAX_PAYLOAD) */
 
 enum vrt_frame_kind { VRT_FRAME_NATIVE = 0, VRT_FRAME_PYTHON = 1 };
 

@@ -28,9 +28,14 @@ heaptrack, measured in one run on this machine, printed as one table:
    pool does): added CPU per pair and bytes per event at 1 and 8 threads
    and from Python, vramtrace beside heaptrack on the same workload
    (malloc/free); the analyzer's events/s and peak RSS on its trace
-   beside heaptrack_print's on heaptrack's. Then both workloads paced to
-   10,000 events/s, as a server under load makes them: bytes per event,
-   trace MB per hour and added CPU (whole process tree) at that rate.
+   beside heaptrack_print's on heaptrack's. The same rows of cost and
+   size for two more mixed workloads (--mix wide: each size drawn from
+   1,024 values, so a call path rarely repeats one; --mix serve: a
+   transformer's forward passes, the same tensors per layer, sizes
+   following a batch and sequence length that change every step). Then
+   the repeating, mixed and serving workloads paced to 10,000 events/s,
+   as a server under load makes them: bytes per event, trace MB per hour
+   and added CPU (whole process tree) at that rate.
 4. The analyzer: `vramtrace analyze --format json` on two traces of
    --events events, pinned to one core: a server-like one written by
    gen_trace (random addresses over 4096 slots, 300 stacks, 20 phases, two
@@ -160,17 +165,19 @@ class Bench:
              base=4096, mixed=False, rate=None):
         """One run. prog: 'c' (bench_alloc) or 'py' (bench_python);
         tool: None (bare), 'vramtrace' or 'heaptrack'; base: the first
-        size of bench_alloc's pairs; mixed: the mixed workload; rate:
+        size of bench_alloc's pairs; mixed: a mixed workload (True or
+        'fixed', 'wide', 'serve': bench_alloc's --mix); rate:
         pairs a second per thread (bench_alloc only). Returns a dict: cpu
         (calling threads, ns/pair), proc (process tree CPU ns/pair), bytes
         (trace size), events, path."""
         per = max(1, pairs // threads)
+        mix = mixed if isinstance(mixed, str) else "fixed"
         api = "malloc" if tool == "heaptrack" or stacks == "malloc" \
             else "cuda"
         if prog == "c":
             cmd = [self.a.bench, "--api", api, "--threads", str(threads),
                    "--pairs", str(per), "--depth", str(DEPTH)]
-            cmd += (["--mixed"] if mixed
+            cmd += (["--mix", mix] if mixed
                     else ["--sizes", str(sizes), "--base", str(base)])
             if rate:
                 cmd += ["--rate", str(rate)]
@@ -178,7 +185,7 @@ class Bench:
             cmd = [sys.executable, self.a.python_bench, str(per),
                    "--threads", str(threads), "--api", api]
             if mixed:
-                cmd.append("--mixed")
+                cmd += ["--mix", mix]
         env = dict(self.base)
         if mixed:
             env["FAKECUDA_BENCH"] = "reuse"  # addresses come back
@@ -460,23 +467,22 @@ def ratio(x, y):
     return rss(x) / rss(y) if rss(x) and rss(y) else None
 
 
-def mixed_section(a, b, rows, fig):
-    """The mixed workload's rows: cost, size, the analyzer on its trace,
-    and both workloads paced to 10,000 events/s."""
-    rows.append("mixed workload, added CPU ns per pair, calling threads "
-                "(64 call paths, 4 KiB to 4 MiB, each block freed 256 "
-                "allocations later; vramtrace: cuMemAllocAsync/FreeAsync, "
-                "the fake driver reusing addresses; heaptrack: "
-                "malloc/free)")
-    size_rows = []
+def mixed_rows(a, b, rows, size_rows, fig, mix, label, prefix, what):
+    """One mixed workload: added CPU per pair (calling threads and whole
+    process tree) at 1 and 8 threads and from Python, and bytes per event
+    beside heaptrack's (into size_rows)."""
+    rows.append(f"{label} workload, added CPU ns per pair, calling "
+                f"threads ({what}; vramtrace: cuMemAllocAsync/FreeAsync, "
+                f"the fake driver reusing addresses; heaptrack: "
+                f"malloc/free)")
     ht_c1 = None  # heaptrack's bytes/event on the C workload, 1 thread
     for prog, th in (("c", 1), ("c", 8), ("py", 1)):
         P = a.pairs if prog == "c" else a.python_pairs
         where = f"{th} thr" if prog == "c" else "from Python"
         stacks = "native" if prog == "c" else "native,python"
-        print(f"measuring the mixed workload, {where}...", file=sys.stderr,
-              flush=True)
-        mx = {"mixed": True}
+        print(f"measuring the {label} workload, {where}...",
+              file=sys.stderr, flush=True)
+        mx = {"mixed": mix}
         cf = {"bare": (prog, None, None, th, P, 8, mx),
               "v": (prog, "vramtrace", stacks, th, P, 8, mx)}
         if b.heaptrack:
@@ -486,18 +492,18 @@ def mixed_section(a, b, rows, fig):
         bare, r, ht_bare, ht = m["bare"], m["v"], m.get("ht_bare"), \
             m.get("ht")
         add, ht_add = added(r, bare), added(ht, ht_bare)
-        key = f"mixed_{prog}_{th}"
+        key = f"{prefix}_{prog}_{th}"
         fig[f"{key}_bare"] = bare and bare["cpu"]
         fig[f"{key}_added"] = add
         fig[f"{key}_heaptrack_added"] = ht_add
         fig[f"{key}_proc_added"] = added(r, bare, "proc")
         fig[f"{key}_heaptrack_proc_added"] = added(ht, ht_bare, "proc")
-        rows.append((f"bare pair cost, mixed, {where}",
+        rows.append((f"bare pair cost, {label}, {where}",
                      fmt(bare and bare["cpu"], " ns", 1),
                      fmt(ht_bare and ht_bare["cpu"], " ns", 1), "—", "—"))
-        rows.append((f"stacks={stacks}, mixed, {where}",
+        rows.append((f"stacks={stacks}, {label}, {where}",
                      fmt(add, " ns", 1), fmt(ht_add, " ns", 1), "—", "—"))
-        rows.append((f"whole process tree, mixed, {where}",
+        rows.append((f"whole process tree, {label}, {where}",
                      fmt(added(r, bare, "proc"), " ns", 0),
                      fmt(added(ht, ht_bare, "proc"), " ns", 0), "—", "—"))
         bpe = hbpe = None
@@ -508,7 +514,7 @@ def mixed_section(a, b, rows, fig):
             pairs = r["events"] // 2
             if counted and (counted[0] != pairs or counted[1] != pairs or
                             counted[2]):
-                b.note(f"mixed {where}: the analyzer counts "
+                b.note(f"{label} {where}: the analyzer counts "
                        f"{counted[0]:,} allocations, {counted[1]:,} frees "
                        f"({counted[2]:,} events dropped) of {pairs:,} "
                        f"pairs made")
@@ -517,7 +523,7 @@ def mixed_section(a, b, rows, fig):
             got = b.heaptrack_allocs(ht["paths"][0] + ".zst") if \
                 os.path.exists(ht["paths"][0] + ".zst") else made
             if got is not None and got < made * 0.9:
-                b.note(f"heaptrack, mixed {where}: its trace holds "
+                b.note(f"heaptrack, {label} {where}: its trace holds "
                        f"{got:,} of the {made:,} allocations made (it did "
                        f"not see them), so its size is not comparable; "
                        f"the target uses its 1-thread figure from C "
@@ -530,11 +536,35 @@ def mixed_section(a, b, rows, fig):
             hbpe, mark = ht_c1, " C"
         fig[f"{key}_bytes_per_event"] = bpe
         fig[f"{key}_heaptrack_bytes_per_event"] = hbpe
-        size_rows.append((f"mixed, {where}", fmt(bpe, "", 4),
+        size_rows.append((f"{label}, {where}", fmt(bpe, "", 4),
                           fmt(hbpe, "", 4) + mark, "<= heaptrack",
                           verdict(None if bpe is None or hbpe is None
                                   else bpe <= hbpe)))
-    rows.append(f"mixed workload, compressed trace, bytes per event "
+
+
+# The mixed workloads: (name for bench_alloc --mix, label in the rows,
+# prefix of their figures, what the section's heading says of it).
+MIXES = (
+    ("fixed", "mixed", "mixed",
+     "64 call paths, a size each from 4 KiB to 4 MiB, each block freed "
+     "256 allocations later"),
+    ("wide", "wide sizes", "mixed_wide",
+     "the same paths and ring, each size drawn from 1,024 values, 4 KiB "
+     "to 4 MiB"),
+    ("serve", "serving shapes", "mixed_serve",
+     "a Llama-3-8B's forward passes, 32 layers, sizes following a batch "
+     "and sequence length that change every step"),
+)
+
+
+def mixed_section(a, b, rows, fig):
+    """The mixed workloads' rows: cost and size of each, the analyzer on
+    the first one's trace, and the repeating, mixed and serving workloads
+    paced to 10,000 events/s."""
+    size_rows = []
+    for mix, label, prefix, what in MIXES:
+        mixed_rows(a, b, rows, size_rows, fig, mix, label, prefix, what)
+    rows.append(f"mixed workloads, compressed trace, bytes per event "
                 f"({2 * a.pairs:,} events; {2 * a.python_pairs:,} from "
                 f"Python)")
     rows += size_rows
@@ -580,7 +610,9 @@ def mixed_section(a, b, rows, fig):
     rows.append(f"at {ev_rate:,} events/s (paced, 1 thread, native "
                 f"stacks, {a.paced_seconds:g} s each): what a server "
                 f"under load pays")
-    for name, mixed in (("repeating", False), ("mixed", True)):
+    for name, mixed, key in (("repeating", False, "paced_repeating"),
+                             ("mixed", True, "paced_mixed"),
+                             ("serving shapes", "serve", "paced_serve")):
         print(f"measuring {name} at {ev_rate:,} events/s...",
               file=sys.stderr, flush=True)
         r2 = ev_rate // 2
@@ -601,7 +633,6 @@ def mixed_section(a, b, rows, fig):
         hcpu = added(ht, m.get("ht_bare"), "proc")
         core = cpu is not None and cpu * r2 / 1e9 * 100
         hcore = hcpu is not None and hcpu * r2 / 1e9 * 100
-        key = f"paced_{name}"
         fig.update({f"{key}_bytes_per_event": bpe or None,
                     f"{key}_heaptrack_bytes_per_event": hbpe or None,
                     f"{key}_mb_per_hour": mbh or None,

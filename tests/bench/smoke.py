@@ -34,7 +34,7 @@ def main():
         fails += [line for line in p.stdout.splitlines()
                   if line.startswith("note:")]
         try:
-            figs = json.load(open(out))
+            figs = json.load(open(out))["figures"]
         except (OSError, ValueError) as e:
             figs = {}
             fails.append(f"no figures: {e}")

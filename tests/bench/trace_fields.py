@@ -6,7 +6,7 @@ the compressed size of a .vtrace file.
 
 Each zstd frame of the file is decoded and its records parsed (the hot
 path's ALLOC, FREE, ALLOC_C and FREE_C records of format 1 to 3, and the
-BATCH records of format 4, column by column). Then the fields are blanked
+BATCH records of formats 4 and 5, column by column). Then the fields are blanked
 (their bytes set to zero) one group after another, in the order below,
 and every frame is compressed again at the writer's level, frame by
 frame as the writer cut them: what a group's blanking saves is its share.
@@ -16,12 +16,14 @@ here names): the "frame overhead" row.
 
 Groups: address (addresses, address deltas; BATCH: aaddr, faddr, addr),
 time (dts; BATCH: time), call site (api, device, aux, stack, phase; BATCH:
-asite, fsite, def), size (BATCH: size), kind (BATCH: kind), record
+asite, fsite, def), size (BATCH: size, and sizelo, sizenew in format 5),
+kind (BATCH: kind), record
 headers (type and length of every record, a BATCH's header fields), other
 records (everything else: CHUNK, REPEAT, STACK, ...).
 
 Prints one line per group: raw bytes per event, compressed bytes per
-event, share. Events: ALLOC and FREE events (a BATCH's count each).
+event, share. Events: ALLOC and FREE events (a BATCH's count each, its
+pairs twice).
 python3 stdlib and the zstd command. Exit 0, 1 when the file does not
 parse, 2 usage.
 """
@@ -42,9 +44,14 @@ ROWS = {
     REC_ALLOC_C: ["time", "address", "size", "call site"],
     REC_FREE_C: ["time", "address"],
 }
-# BATCH columns: kind time asite fsite size aaddr faddr addr def.
-COLS = ["kind", "time", "call site", "call site", "size", "address",
-        "address", "address", "call site"]
+# BATCH columns: kind time asite fsite size aaddr faddr addr def
+# (version 4); kind time asite fsite size sizelo sizenew aaddr faddr addr
+# def (version 5).
+COLS = {4: ["kind", "time", "call site", "call site", "size", "address",
+            "address", "address", "call site"],
+        5: ["kind", "time", "call site", "call site", "size", "size",
+            "size", "address", "address", "address", "call site"]}
+REC_HEADER = 1
 
 
 class Bad(Exception):
@@ -94,9 +101,10 @@ def frames(data):
     return out
 
 
-def spans(raw):
+def spans(raw, ver):
     """(group, start, end) of every field of the decoded frame raw, and
-    the events it holds."""
+    the events it holds; ver: [the file's format version], set by its
+    HEADER."""
     out, i, n, events = [], 0, len(raw), 0
     while i < n:
         t = raw[i]
@@ -105,6 +113,8 @@ def spans(raw):
         end = i + plen
         if end > n:
             raise Bad("record past its frame")
+        if t == REC_HEADER and plen > 8:
+            ver[0], _ = uv(raw, i + 8, end)
         if t in ROWS:
             out.append(("record headers", start, i))
             events += 1
@@ -115,17 +125,20 @@ def spans(raw):
             if i < end:
                 out.append(("other records", i, end))
         elif t == REC_BATCH:
-            j = i
+            cols = COLS[5 if ver[0] >= 5 else 4]
             _, i = uv(raw, i, end)
             cnt, i = uv(raw, i, end)
             _, i = uv(raw, i, end)
+            if ver[0] >= 5:
+                pairs, i = uv(raw, i, end)
+                cnt += pairs  # a pair is an allocation and a free
             lens = []
-            for _ in range(len(COLS) - 1):
+            for _ in range(len(cols) - 1):
                 ln, i = uv(raw, i, end)
                 lens.append(ln)
             out.append(("record headers", start, i))
             events += cnt
-            for g, ln in zip(COLS, lens + [end - i - sum(lens)]):
+            for g, ln in zip(cols, lens + [end - i - sum(lens)]):
                 if ln < 0 or i + ln > end:
                     raise Bad("BATCH columns past the record")
                 out.append((g, i, i + ln))
@@ -155,11 +168,11 @@ def main():
     a = ap.parse_args()
     try:
         data = open(a.trace, "rb").read()
-        raws, fields, events = [], [], 0
+        raws, fields, events, ver = [], [], 0, [1]
         for f in frames(data):
             r = subprocess.run(["zstd", "-dc", "-q"], input=f,
                                stdout=subprocess.PIPE, check=True).stdout
-            sp, ev = spans(r)
+            sp, ev = spans(r, ver)
             raws.append(bytearray(r))
             fields.append(sp)
             events += ev

@@ -194,8 +194,8 @@ BAD_CASES = [
     ("bad/nocomplete.vtrace", "no complete frame: file ends inside its "
      "first frame (truncated at byte 0)"),
     ("bad/corrupt.vtrace", "corrupt frame: at byte "),
-    ("bad/newer.vtrace", "unsupported trace: format version 5 is newer "
-     "than this vramtrace supports (4)"),
+    ("bad/newer.vtrace", "unsupported trace: format version 6 is newer "
+     "than this vramtrace supports (5)"),
     ("bad/magic.vtrace", "not a trace: bad magic in HEADER"),
     ("bad/noheader.vtrace", "not a trace: first record is type 6, not a "
      "HEADER"),

@@ -1164,7 +1164,7 @@ static void test_batch_decode(void)
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		new_file();
-		header(4);
+		header_v(4, "h", 4, 0, 0);
 		device(VRT_VENDOR_CUDA, 0);
 		chunk(1, 1000);
 		/* 1000: a new site and size, the address 0x10000 */
@@ -1200,6 +1200,7 @@ static void test_batch_decode(void)
 		end_frame();
 		st = load_mem(&t, &v, sizes[i], &err);
 		ok(st == VRT_LOAD_OK, "batch: loads (buffer %zu)", sizes[i]);
+		if (st) printf("# %s\n", err.msg);
 		int good = v.n == 11;
 		for (size_t k = 0; good && k < 11; k++) {
 			const struct vrt_event *e = &v.e[k];
@@ -1243,7 +1244,7 @@ static void test_batch_key(void)
 
 	clear_dir();
 	new_file();
-	header(1);
+	header_v(1, "h", 4, 0, 0);
 	chunk(1, 1000);
 	bat_alloc(0, 0, 1, 4096, 0, 0x1000); /* 1000 */
 	bat_def(VRT_API_cuMemAlloc_v2, 0, 0, 0);
@@ -1283,7 +1284,7 @@ static void test_batch_errors(void)
 
 	for (int c = 0; c < 10; c++) {
 		new_file();
-		header(4);
+		header_v(4, "h", 4, 0, 0);
 		chunk(1, 1000);
 		bat_alloc(0, 0, 1, 4096, 0, 0x1000);
 		bat_def(VRT_API_cuMemAlloc_v2, 0, 0, 0);
@@ -1369,6 +1370,313 @@ static void test_batch_errors(void)
 	free(v.e);
 }
 
+/* ---- BATCH records (version 5) ---------------------------------------------- */
+
+/* A version 5 BATCH being built: its eleven columns and pairs. */
+static struct bb b5[VRT_BATCH5_COLS];
+static uint32_t b5n, b5pairs;
+
+enum { C5K, C5T, C5AS, C5FS, C5Z, C5ZL, C5ZN, C5AA, C5FA, C5X, C5D };
+
+static void b5_ev(int kind, uint64_t time)
+{
+	uint8_t z = 0;
+	if (b5n % 8 == 0)
+		put(&b5[C5K], &z, 1);
+	if (kind)
+		b5[C5K].p[b5[C5K].n - 1] |= (uint8_t)(1u << (b5n % 8));
+	pu(&b5[C5T], time);
+	b5n++;
+}
+
+static void b5_def(unsigned api, int64_t dev, uint64_t aux, uint64_t phase)
+{
+	pu(&b5[C5D], api);
+	ps(&b5[C5D], dev);
+	pu(&b5[C5D], aux);
+	pu(&b5[C5D], phase);
+	pu(&b5[C5D], 0);
+}
+
+/* The size byte z: < VRT_BATCH_MTF a recent size, then a slot (with its
+ * low byte lo), VRT_BATCH_NEWSIZE a new size. */
+static void b5_size(uint8_t z, uint8_t lo, uint64_t size)
+{
+	put(&b5[C5Z], &z, 1);
+	if (z >= VRT_BATCH_MTF && z != VRT_BATCH_NEWSIZE)
+		put(&b5[C5ZL], &lo, 1);
+	if (z == VRT_BATCH_NEWSIZE) {
+		uint64_t p;
+		if (!vrt_pack_u(size, &p))
+			abort();
+		pu(&b5[C5ZN], p);
+	}
+}
+
+/* An ALLOC: time, site code, size (as b5_size), address code a (0: the
+ * delta to last_alloc; VRT_BATCH_PAIR: a pair, fsite its free's site). */
+static void b5_alloc(uint64_t time, uint64_t site, uint8_t z, uint8_t lo,
+                     uint64_t size, uint64_t a, int64_t delta)
+{
+	b5_ev(0, time);
+	pu(&b5[C5AS], site);
+	b5_size(z, lo, size);
+	pu(&b5[C5AA], a);
+	if (!a) {
+		uint64_t p;
+		if (!vrt_pack_s(delta, &p))
+			abort();
+		pu(&b5[C5X], p);
+	}
+}
+
+static void b5_pair(uint64_t time, uint64_t site, uint8_t z, uint64_t size,
+                    uint64_t fsite)
+{
+	b5_alloc(time, site, z, 0, size, VRT_BATCH_PAIR, 0);
+	pu(&b5[C5FS], fsite);
+	b5pairs++;
+}
+
+static void b5_free(uint64_t time, uint64_t site, uint64_t a, int64_t delta)
+{
+	b5_ev(1, time);
+	pu(&b5[C5FS], site);
+	pu(&b5[C5FA], a);
+	if (!a) {
+		uint64_t p;
+		if (!vrt_pack_s(delta, &p))
+			abort();
+		pu(&b5[C5X], p);
+	}
+}
+
+/* The record: span, flags (the unit's shift u is added), pairs as
+ * counted unless pairs_over is not ~0. */
+static void b5_end_p(uint64_t span, uint64_t flags, unsigned u,
+                     uint64_t pairs_over)
+{
+	pu(&pl, span);
+	pu(&pl, b5n);
+	pu(&pl, flags | (uint64_t)u << 1);
+	pu(&pl, pairs_over != ~0ull ? pairs_over : b5pairs);
+	for (int i = 0; i < VRT_BATCH5_COLS - 1; i++)
+		pu(&pl, b5[i].n);
+	for (int i = 0; i < VRT_BATCH5_COLS; i++) {
+		if (b5[i].n)
+			put(&pl, b5[i].p, b5[i].n);
+		b5[i].n = 0;
+	}
+	b5n = b5pairs = 0;
+	rec(VRT_REC_BATCH);
+}
+
+static void b5_end(uint64_t span, uint64_t flags, unsigned u)
+{
+	b5_end_p(span, flags, u, ~0ull);
+}
+
+/* Version 5's rules one by one, at every caller buffer size: times on a
+ * grid of 2^u ns (u = 10 here), exact times; a site's recent sizes, size
+ * slots and new sizes; the list of a class (a block freed at 4096 bytes
+ * comes back for 4000: both round to 8 granules of 512); frees by age;
+ * pairs (a REPEAT event of one, counted as an allocation and a free); a
+ * state that lasts across records and chunks, and starts over. */
+static void test_batch5_decode(void)
+{
+	static const size_t sizes[] = {1, 2, 3, 64};
+	/* kind, ts, addr (a pair: its count), size */
+	static const struct {
+		uint8_t kind;
+		int64_t ts;
+		uint64_t addr, size;
+	} want[] = {
+		{VRT_EV_ALLOC, 1000, 0x10000, 4096},   /* 0 */
+		{VRT_EV_ALLOC, 2048, 0x12000, 8192},   /* 1 */
+		{VRT_EV_FREE, 2048, 0x10000, 0},       /* 2 */
+		{VRT_EV_ALLOC, 2053, 0x10000, 4000},   /* 3 */
+		{VRT_EV_ALLOC, 4096, 0x20000, 8192},   /* 4 */
+		{VRT_EV_REPEAT, 5120, 1, 4000},        /* 5 */
+		{VRT_EV_FREE, 5120, 0x20000, 0},       /* 6 */
+		{VRT_EV_ALLOC, 5120, 0x20000, 4096},   /* 7 */
+		{VRT_EV_MARK, 5130, 0, 0},             /* 8 */
+		{VRT_EV_ALLOC, 6144, 0x20400, 4000},   /* 9 */
+		{VRT_EV_ALLOC, 9000, 0x30000, 4096},   /* 10 */
+	};
+	const size_t nwant = sizeof(want) / sizeof(want[0]);
+	const unsigned u = 10;
+	enum vrt_load_status st;
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		new_file();
+		header(5);
+		device(VRT_VENDOR_CUDA, 0);
+		chunk(1, 1000);
+		/* 1000 (k = 0: the time before): a new site, a new size
+		 * (slot 0), the address 0x10000 */
+		b5_alloc(0, 0, VRT_BATCH_NEWSIZE, 0, 4096, 0, 0x10000);
+		b5_def(VRT_API_cuMemAllocAsync, 0, 5, KV_ANN);
+		/* 2048 (the grid line after 1000: 1000 & ~1023 + 2 * 1024
+		 * is 2048): another new size (slot 1), +0x2000 */
+		b5_alloc(2 << 1, 1, VRT_BATCH_NEWSIZE, 0, 8192, 0, 0x2000);
+		/* 2048: the allocation 2 ago (0x10000): on the list of
+		 * class 8 (4096) */
+		b5_free(0, 0, 2, 0);
+		b5_def(VRT_API_cuMemFreeAsync, VRT_DEVICE_UNKNOWN, 5, 0);
+		/* 2053 (exact): a new size 4000 (slot 2), class 8 too: the
+		 * list's top, 0x10000 */
+		b5_alloc(5 << 1 | 1, 1, VRT_BATCH_NEWSIZE, 0, 4000, 1, 0);
+		/* 4096: the site's recent sizes are 4000, 8192, 4096: entry
+		 * 1; the address +0x10000 from last_alloc 0x10000 */
+		b5_alloc(2 << 1, 1, 1, 0, 0, 0, 0x10000);
+		/* 5120: a pair of 4000 (recent entry 1 now), a new free
+		 * site */
+		b5_pair(1 << 1, 1, 1, 4000, 0);
+		b5_def(VRT_API_cuMemFree_v2, 0, 7, 0);
+		/* 5120: the latest allocation (0x20000, class 16) */
+		b5_free(0, 2, 1, 0);
+		/* 5120: size slot 0 (4096) by its number, the address from
+		 * last_alloc (0x20000) + 0 */
+		b5_alloc(0, 1, VRT_BATCH_MTF + 0, 0, 0, 0, 0);
+		b5_end(4120, 0, u); /* ends at 5120 */
+		mark(10, "m"); /* 5130 */
+		/* 6144: the state goes on; the recent sizes are 4096,
+		 * 4000, 8192: entry 1; the address 0x20000 + 0x400 */
+		b5_alloc(1 << 1, 1, 1, 0, 0, 0, 0x400);
+		b5_end(1014, 0, u);
+		watermark(7000);
+		end_frame();
+		chunk(1, 9000); /* and in the thread's next chunk, emptied */
+		b5_alloc(0, 0, VRT_BATCH_NEWSIZE, 0, 4096, 0, 0x30000);
+		b5_def(VRT_API_cuMemAllocAsync, 0, 5, KV_ANN);
+		b5_end(0, VRT_BATCH_RESET, u);
+		watermark(10000);
+		trailer(10000);
+		end_frame();
+		st = load_mem(&t, &v, sizes[i], &err);
+		ok(st == VRT_LOAD_OK, "batch 5: loads (buffer %zu)", sizes[i]);
+		if (st)
+			printf("# %s\n", err.msg);
+		int good = v.n == nwant;
+		for (size_t k = 0; good && k < nwant; k++) {
+			const struct vrt_event *e = &v.e[k];
+			good = e->kind == want[k].kind && e->ts == want[k].ts &&
+			       (e->kind == VRT_EV_MARK ||
+			        (e->addr == want[k].addr &&
+			         e->size == want[k].size));
+			if (e->kind == VRT_EV_ALLOC)
+				good = good && e->api == VRT_API_cuMemAllocAsync &&
+				       e->aux == 5 && e->device == 0 &&
+				       e->phase == VRT_PHASE_kv_cache &&
+				       e->phase_src == VRT_SRC_ANNOTATION;
+			if (e->kind == VRT_EV_REPEAT)
+				good = good && e->api == VRT_API_cuMemAllocAsync &&
+				       e->extra == VRT_API_cuMemFree_v2 &&
+				       e->device == 0;
+			if (e->kind == VRT_EV_FREE)
+				good = good && e->api == VRT_API_cuMemFreeAsync &&
+				       e->device == -1;
+			if (!good)
+				printf("# event %zu: kind %u ts %lld addr %#llx "
+				       "size %llu\n",
+				       k, e->kind, (long long)e->ts,
+				       (unsigned long long)e->addr,
+				       (unsigned long long)e->size);
+		}
+		ok(good, "batch 5: every field as the rules say (buffer %zu)",
+		   sizes[i]);
+		/* the pair is an allocation and a free */
+		EQ(t.procs[0].events, 12, "batch 5: the process's events");
+		vrt_load_free(&t);
+		free(v.e);
+	}
+}
+
+/* Malformed version 5 BATCH records: errors naming the record. */
+static void test_batch5_errors(void)
+{
+	struct vrt_trace t;
+	struct vrt_load_error err;
+	struct evs v;
+	enum vrt_load_status st;
+	int n = 0, bad = 0;
+
+	for (int c = 0; c < 9; c++) {
+		new_file();
+		header(5);
+		chunk(1, 1000);
+		b5_alloc(0, 0, VRT_BATCH_NEWSIZE, 0, 4096, 0, 0x1000);
+		b5_def(VRT_API_cuMemAlloc_v2, 0, 0, 0);
+		switch (c) {
+		case 0: /* a recent size the site does not have */
+			b5_alloc(0, 1, 3, 0, 0, 0, 0x1000);
+			b5_end(0, 0, 10);
+			break;
+		case 1: /* a size slot not defined */
+			b5_alloc(0, 1, VRT_BATCH_MTF, 7, 0, 0, 0x1000);
+			b5_end(0, 0, 10);
+			break;
+		case 2: /* a size byte out of range */
+			b5_alloc(0, 1, 200, 0, 0, 0, 0x1000);
+			b5_end(0, 0, 10);
+			break;
+		case 3: /* more pairs announced than there are */
+			b5_end_p(0, 0, 10, 1);
+			break;
+		case 4: /* a pair not announced */
+			b5_pair(0, 1, 0, 0, 0);
+			b5_def(VRT_API_cuMemFree_v2, 0, 0, 0);
+			b5_end_p(0, 0, 10, 0);
+			break;
+		case 5: /* a time unit past the largest */
+			b5_end(0, 0, VRT_BATCH_UNIT_MAX + 1);
+			break;
+		case 6: /* an entry of a class list nobody freed */
+			b5_alloc(0, 1, 0, 0, 0, 1, 0);
+			b5_end(0, 0, 10);
+			break;
+		case 7: /* a pair whose free's site is an alloc site */
+			b5_pair(0, 1, 0, 0, 1);
+			b5_end(0, 0, 10);
+			break;
+		case 8: /* an address code past the list and the pair */
+			b5_alloc(0, 1, 0, 0, 0, VRT_BATCH_PAIR + 1, 0);
+			b5_end(0, 0, 10);
+			break;
+		}
+		trailer(2000);
+		end_frame();
+		st = load_mem(&t, &v, 64, &err);
+		n++;
+		if (st != VRT_LOAD_ERR_RECORD) {
+			bad++;
+			printf("# case %d: status %d\n", c, st);
+		}
+		vrt_load_free(&t);
+		free(v.e);
+	}
+	ok(n == 9 && bad == 0, "batch 5: malformed records are errors");
+
+	/* A version 4 file's BATCH keeps its own layout (and the 5-column
+	 * record above is not one). */
+	new_file();
+	header_v(4, "h", 4, 0, 0);
+	chunk(1, 1000);
+	b5_alloc(0, 0, VRT_BATCH_NEWSIZE, 0, 4096, 0, 0x1000);
+	b5_def(VRT_API_cuMemAlloc_v2, 0, 0, 0);
+	b5_end(0, 0, 10);
+	trailer(2000);
+	end_frame();
+	st = load_mem(&t, &v, 64, &err);
+	ok(st == VRT_LOAD_ERR_RECORD,
+	   "batch 5: a version 4 file reads BATCH as version 4");
+	vrt_load_free(&t);
+	free(v.e);
+}
+
 /* A record too short for its fields is found when decoded. */
 static void test_errors(void)
 {
@@ -1432,6 +1740,8 @@ int main(void)
 	test_batch_decode();
 	test_batch_key();
 	test_batch_errors();
+	test_batch5_decode();
+	test_batch5_errors();
 	test_device_remap();
 	test_bounded();
 	test_random();

@@ -1,20 +1,27 @@
 /*
- * Unit test of BATCH records (trace format 4) end to end: threads record
+ * Unit test of BATCH records (trace format 5) end to end: threads record
  * scripted ALLOC and FREE events through the capture core (tbuf.c), the
  * writer re-encodes them (batch.c) and streams the file, and the
  * analyzer's loader (load.c) reads it back. Every event must come back
  * with its exact address, size, api, device, aux and phase, in its
- * thread's order, and a time at most 1 us before the moment it was
- * recorded. The scripts cover what the per-thread state must get right:
- * a caching pool's address reuse with lifetimes interleaved (a ring of
- * live blocks, 64 call sites, sizes per site) over many chunks and writer
- * passes; frees from another thread; more sites than the site table,
- * more sizes than the size table, deeper free lists and longer lifetimes
- * than the format keeps; values that do not pack (written as full
- * records); folded pairs between batches; marks between events; and a
- * thread whose state the writer dropped (more threads than it keeps) and
- * started again. The file must also hold the events as BATCH records.
- * TAP output.
+ * thread's order, and a time at most one unit (the writer's, 1.05 ms
+ * here) before the moment it was recorded. The scripts cover what the
+ * per-thread state must get right: a caching pool's address reuse with
+ * lifetimes interleaved (a ring of live blocks, 64 call sites, sizes per
+ * site, each site's size drawn anew from a few) over many chunks and
+ * writer passes; frees from another thread; more sites than the site
+ * table, more sizes and classes than their tables, sizes that share a
+ * 512-byte class, deeper free lists and longer lifetimes than the format
+ * keeps; values that do not pack (written as full records); folded pairs,
+ * long runs (REPEAT records between batches) and single pairs between
+ * other events (pairs inside batches); marks between events; and a thread
+ * whose state the writer dropped (more threads than it keeps) and
+ * started again. What rounded times must not break, with threads running
+ * at once: two threads handing the same addresses back and forth within
+ * a unit (every free after its allocation, no address allocated twice),
+ * and another thread's marks (no event recorded after a mark is read
+ * before it). The file must also hold the events as BATCH records. TAP
+ * output.
  */
 #include "clock.h"
 #include "core.h"
@@ -122,9 +129,10 @@ static void mark(const char *label)
 /* ---- a caching pool's addresses ------------------------------------------ */
 
 /* Per-thread: a freed block goes on a last-in-first-out list of its size
- * and the next allocation of that size takes it back. */
-#define POOL_SIZES 4096
-#define POOL_DEPTH 64
+ * rounded up to 512 bytes, and the next allocation of that size (or
+ * another that rounds alike) takes it back. */
+#define POOL_SIZES 8192
+#define POOL_DEPTH 32
 
 struct pool {
 	uint64_t base, bump;
@@ -136,6 +144,7 @@ struct pool {
 
 static uint32_t pool_class(struct pool *p, uint64_t size)
 {
+	size = (size + 511) & ~511ull;
 	for (uint32_t i = 0; i < p->nsizes; i++)
 		if (p->size[i] == size)
 			return i;
@@ -185,8 +194,12 @@ static void *script_mixed(void *arg)
 	memset(&p, 0, sizeof(p));
 	p.base = (seed + 1) << 40;
 	for (uint64_t i = 0; i < MIX_PAIRS; i++) {
-		unsigned site = (unsigned)(rng_next(&r) % 64);
-		uint64_t size = (4096ull << (site % 11)) + 512 * (site % 5);
+		uint64_t x = rng_next(&r);
+		unsigned site = (unsigned)(x % 64);
+		/* A few sizes per site, drawn anew each time: some share a
+		 * 512-byte class (+256 and +512 round alike). */
+		uint64_t size = (4096ull << (site % 11)) + 512 * (site % 5) +
+		                256 * ((x >> 20) % (1 + site % 6));
 		uint64_t a = pool_alloc(&p, size);
 		rec(1, a, size, VRT_API_cuMemAllocAsync, (int)(site % 2), 7,
 		    100 + site, site % 4 ? 3 : 2);
@@ -233,7 +246,8 @@ static void *script_cross_free(void *arg)
 	return NULL;
 }
 
-/* Past every table of the format: sites, sizes, list depth, ring. */
+/* Past every table of the format: sites, sizes, classes, a site's
+ * recent sizes, list depth, ring. */
 static void *script_tables(void *arg)
 {
 	(void)arg;
@@ -241,10 +255,19 @@ static void *script_tables(void *arg)
 	static uint64_t live[6000];
 	memset(&p, 0, sizeof(p));
 	p.base = 9ull << 40;
-	/* 5000 sites, 1500 sizes, each block freed right away */
-	for (uint32_t i = 0; i < 5000; i++) {
-		uint64_t size = 512 * (1 + i % 1500), a = pool_alloc(&p, size);
-		rec(1, a, size, VRT_API_cuMemAlloc_v2, 1, 0, 1000 + i, 0);
+	/* 5000 sites, 4500 sizes (and classes), each block freed right
+	 * away, then 500 more from the first sizes (replaced by then) */
+	for (uint32_t i = 0; i < 5500; i++) {
+		uint64_t size = 512 * (1 + i % 4500), a = pool_alloc(&p, size);
+		rec(1, a, size, VRT_API_cuMemAlloc_v2, 1, 0, 1000 + i % 5000,
+		    0);
+		rec(0, a, 0, VRT_API_cuMemFree_v2, VRT_DEVICE_UNKNOWN, 0, 0, 0);
+		pool_free(&p, a, size);
+	}
+	/* One site going round 12 sizes: more than its recent sizes */
+	for (uint32_t i = 0; i < 600; i++) {
+		uint64_t size = 100000 + 1000 * (i % 12), a = pool_alloc(&p, size);
+		rec(1, a, size, VRT_API_cuMemAlloc_v2, 1, 0, 17, 0);
 		rec(0, a, 0, VRT_API_cuMemFree_v2, VRT_DEVICE_UNKNOWN, 0, 0, 0);
 		pool_free(&p, a, size);
 	}
@@ -316,6 +339,126 @@ static void *script_odd(void *arg)
 	return NULL;
 }
 
+/* Single folded pairs between other events (a layer's scratch block:
+ * each run of folded pairs is one pair long), and runs of 3. */
+static void *script_pairs(void *arg)
+{
+	(void)arg;
+	uint64_t base = 15ull << 40;
+	for (int i = 0; i < 3000; i++) {
+		uint64_t size = 8192 * (1 + (uint64_t)(i / 300));
+		rec(1, base, size, VRT_API_cuMemAllocAsync, 0, 3, 21, 0);
+		for (int k = 0; k < 1 + 2 * (i % 2); k++) {
+			rec(1, base + (1 << 20), 4096, VRT_API_cuMemAllocAsync,
+			    0, 3, 22, 0);
+			rec(0, base + (1 << 20), 0, VRT_API_cuMemFreeAsync,
+			    VRT_DEVICE_UNKNOWN, 3, 0, 0);
+		}
+		rec(0, base, 0, VRT_API_cuMemFreeAsync, VRT_DEVICE_UNKNOWN, 3,
+		    0, 0);
+	}
+	vrt_tbuf_thread_exit();
+	return NULL;
+}
+
+/* Two threads allocating from one pool at once, each freeing blocks the
+ * other may have allocated: addresses change hands within microseconds,
+ * and each thread gets back addresses it freed itself after the other
+ * used them. Each event is recorded under the pool's lock, so the order
+ * of the records is the order of the calls. */
+#define HAND_OPS  20000
+#define HAND_LIVE 4
+static pthread_mutex_t hand_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t hand_free[64], hand_bump;
+static int hand_nfree;
+static uint64_t hand_live[2 * HAND_LIVE];
+static pthread_barrier_t hand_bar;
+
+static void *script_handoff(void *arg)
+{
+	uintptr_t me = (uintptr_t)arg;
+	uint64_t r = 0x51ed270b27d5a6a9ull * (me + 1);
+	unsigned prev = 2 * HAND_LIVE;
+	pthread_barrier_wait(&hand_bar);
+	for (int i = 0; i < HAND_OPS; i++) {
+		/* a slot of either thread's: free what it holds (maybe the
+		 * other thread's block), then allocate into it. Never the
+		 * slot this thread just allocated into: the hot path would
+		 * fold that allocation and the free after it into a pair
+		 * (REPEAT), which has no address, even when the other thread
+		 * freed and took the address again in between. */
+		unsigned k = (unsigned)(rng_next(&r) % (2 * HAND_LIVE - 1));
+		k += k >= prev;
+		prev = k;
+		pthread_mutex_lock(&hand_mu);
+		if (hand_live[k]) {
+			rec(0, hand_live[k], 0, VRT_API_cuMemFreeAsync,
+			    VRT_DEVICE_UNKNOWN, 0, 0, 0);
+			if (hand_nfree < 64)
+				hand_free[hand_nfree++] = hand_live[k];
+		}
+		uint64_t a = hand_nfree ? hand_free[--hand_nfree]
+		                        : (17ull << 40) + 65536 * hand_bump++;
+		rec(1, a, 65536, VRT_API_cuMemAllocAsync, 0, 0, 30 + me, 0);
+		hand_live[k] = a;
+		/* A driver call takes microseconds: the other thread's next
+		 * call on these addresses is not within the clock's reach
+		 * of this one (two threads' stamps a few ns apart may come
+		 * out equal, and equal times are ordered by the file). */
+		uint64_t until = vrt_clock_now() + 300;
+		while (vrt_clock_now() < until)
+			;
+		pthread_mutex_unlock(&hand_mu);
+	}
+	pthread_barrier_wait(&hand_bar);
+	if (me == 0)
+		for (unsigned k = 0; k < 2 * HAND_LIVE; k++)
+			if (hand_live[k])
+				rec(0, hand_live[k], 0, VRT_API_cuMemFreeAsync,
+				    VRT_DEVICE_UNKNOWN, 0, 0, 0);
+	vrt_tbuf_thread_exit();
+	return NULL;
+}
+
+/* Marks of one thread while another allocates: no event recorded after a
+ * mark may be read before it. mark_hi[i]: the clock once mark i was
+ * recorded. */
+#define MARKS 400
+static uint64_t mark_hi[MARKS];
+static _Atomic int marks_done;
+
+static void *script_marker(void *arg)
+{
+	(void)arg;
+	char label[32];
+	for (int i = 0; i < MARKS; i++) {
+		snprintf(label, sizeof(label), "m%d", i);
+		mark(label);
+		mark_hi[i] = vrt_clock_now();
+		struct timespec ts = {0, 20000};
+		nanosleep(&ts, NULL);
+	}
+	atomic_store(&marks_done, 1);
+	vrt_tbuf_thread_exit();
+	return NULL;
+}
+
+static void *script_busy(void *arg)
+{
+	(void)arg;
+	uint64_t base = 19ull << 40;
+	/* two live at a time, so that no pair folds */
+	for (uint64_t i = 0; !atomic_load(&marks_done); i++) {
+		uint64_t a = base + 4096 * (i % 8), b = a + (1 << 20);
+		rec(1, a, 4096, VRT_API_cuMemAlloc_v2, 0, 0, 40, 0);
+		rec(1, b, 4096, VRT_API_cuMemAlloc_v2, 0, 0, 41, 0);
+		rec(0, a, 0, VRT_API_cuMemFree_v2, VRT_DEVICE_UNKNOWN, 0, 0, 0);
+		rec(0, b, 0, VRT_API_cuMemFree_v2, VRT_DEVICE_UNKNOWN, 0, 0, 0);
+	}
+	vrt_tbuf_thread_exit();
+	return NULL;
+}
+
 /* A thread that outlives its state in the writer: it allocates, waits
  * while more threads than the writer keeps states for come and go, then
  * frees and allocates again. */
@@ -366,8 +509,12 @@ static struct log *log_of(uint32_t tid)
 
 struct check {
 	uint64_t events, mismatches, early, late_clock, unknown_tid, repeats;
-	uint64_t order; /* a free delivered before its allocation's */
+	uint64_t order;      /* a free delivered before its allocation's */
+	uint64_t marks;      /* the marks delivered so far (in order) */
+	uint64_t mark_order; /* an event read before a mark it followed */
 };
+
+#define UNIT_NS (1ull << 20) /* the writer's time unit here */
 
 /* Devices by final index: what the trace's device index means. */
 static int32_t ordinal_of(const struct vrt_trace *t, int32_t dev)
@@ -414,17 +561,26 @@ static uint64_t *live_slot(uint64_t addr)
 	return &live_set[i];
 }
 
+static void order_broken(const struct vrt_event *e, struct check *c)
+{
+	if (!c->order++) {
+		printf("# out of order: tid %u %s %#llx at %lld\n", e->tid,
+		       e->kind == VRT_EV_ALLOC ? "alloc" : "free",
+		       (unsigned long long)e->addr, (long long)e->ts);
+	}
+}
+
 static void live_track(const struct vrt_event *e, struct check *c)
 {
 	uint64_t *s = live_slot(e->addr);
 	if (e->kind == VRT_EV_ALLOC) {
 		if (*s)
-			c->order++;
+			order_broken(e, c);
 		*s = e->addr;
 		return;
 	}
 	if (!*s) {
-		c->order++;
+		order_broken(e, c);
 		return;
 	}
 	/* Removal with the rest of the probe chain moved back. */
@@ -477,8 +633,19 @@ static void check_event(const struct vrt_event *e, struct check *c)
 			first_mismatch(e, w);
 		c->mismatches++;
 	}
-	if ((uint64_t)e->ts + 1000 <= w->lo)
+	if ((uint64_t)e->ts + UNIT_NS <= w->lo)
 		c->early++;
+	/* Every mark recorded before this event was: delivered already. */
+	uint64_t lo = 0, hi = MARKS;
+	while (lo < hi) {
+		uint64_t mid = (lo + hi) / 2;
+		if (mark_hi[mid] && mark_hi[mid] < w->lo)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > c->marks)
+		c->mark_order++;
 	if ((uint64_t)e->ts > w->hi)
 		c->late_clock++;
 	if (ndevs == capdevs) {
@@ -494,10 +661,11 @@ static void check_event(const struct vrt_event *e, struct check *c)
 /* Record types at the top level of every frame: BATCH records and the
  * events in them, and the hot path's own ALLOC and FREE kinds. */
 static void scan_file(const char *path, uint64_t *batches,
-                      uint64_t *batch_events, uint64_t *rows)
+                      uint64_t *batch_events, uint64_t *rows,
+                      uint64_t *pairs, uint64_t *repeats)
 {
 	FILE *fp = fopen(path, "rb");
-	*batches = *batch_events = *rows = 0;
+	*batches = *batch_events = *rows = *pairs = *repeats = 0;
 	if (!fp)
 		return;
 	fseek(fp, 0, SEEK_END);
@@ -520,17 +688,22 @@ static void scan_file(const char *path, uint64_t *batches,
 		const uint8_t *p = out, *end = out + n;
 		while (p < end) {
 			unsigned type = *p++;
-			uint64_t plen, span, cnt;
+			uint64_t plen, span, cnt, flags, np;
 			if (vrt_get_uvarint(&p, end, &plen) ||
 			    plen > (uint64_t)(end - p))
 				break;
 			const uint8_t *q = p;
 			if (type == VRT_REC_BATCH &&
 			    !vrt_get_uvarint(&q, p + plen, &span) &&
-			    !vrt_get_uvarint(&q, p + plen, &cnt)) {
+			    !vrt_get_uvarint(&q, p + plen, &cnt) &&
+			    !vrt_get_uvarint(&q, p + plen, &flags) &&
+			    !vrt_get_uvarint(&q, p + plen, &np)) {
 				(*batches)++;
-				*batch_events += cnt;
+				*batch_events += cnt + np;
+				*pairs += np;
 			}
+			if (type == VRT_REC_REPEAT)
+				(*repeats)++;
 			if (type == VRT_REC_ALLOC || type == VRT_REC_FREE ||
 			    type == VRT_REC_ALLOC_C || type == VRT_REC_FREE_C)
 				(*rows)++;
@@ -548,9 +721,10 @@ int main(void)
 		printf("Bail out! mkdtemp\n");
 		return 1;
 	}
-	printf("1..12\n");
+	printf("1..14\n");
 	atomic_store(&vrt_state, VRT_STATE_ON);
 	ok(vrt_tbuf_init(16u << 20) == 0, "tbuf init");
+	vrt_batch_set_time_us(1000); /* UNIT_NS */
 	ok(vrt_writer_start(dir, 20, 1) == 0, "writer starts");
 
 	/* Two mixed threads at once, then the rest one after another. */
@@ -568,6 +742,17 @@ int main(void)
 	pthread_join(th[0], NULL);
 	pthread_create(&th[0], NULL, script_odd, NULL);
 	pthread_join(th[0], NULL);
+	pthread_create(&th[0], NULL, script_pairs, NULL);
+	pthread_join(th[0], NULL);
+	pthread_barrier_init(&hand_bar, NULL, 2);
+	for (uintptr_t i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, script_handoff, (void *)i);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	pthread_create(&th[0], NULL, script_marker, NULL);
+	pthread_create(&th[1], NULL, script_busy, NULL);
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
 
 	pthread_barrier_init(&evict_bar, NULL, 2);
 	pthread_create(&th[1], NULL, script_evicted, NULL);
@@ -588,18 +773,22 @@ int main(void)
 	char path[256];
 	snprintf(path, sizeof(path), "%s/%d%s", dir, (int)getpid(),
 	         VRT_TRACE_SUFFIX);
-	uint64_t batches, batch_events, rows, want_events = 0;
+	uint64_t batches, batch_events, rows, pairs, repeats, want_events = 0;
 	for (int i = 0; i < nlogs; i++)
 		want_events += logs[i].n;
-	scan_file(path, &batches, &batch_events, &rows);
+	scan_file(path, &batches, &batch_events, &rows, &pairs, &repeats);
 	ok(batches > 0 && batch_events + rows >= want_events * 9 / 10 &&
 	           rows < want_events / 50,
 	   "the file holds the events as BATCH records");
-	printf("# %llu events, %llu in %llu BATCH records, %llu other "
-	       "records\n",
+	ok(pairs >= 3000 && repeats > 0,
+	   "short runs of folded pairs are pairs in BATCH records, long "
+	   "ones REPEAT records");
+	printf("# %llu events, %llu in %llu BATCH records (%llu pairs), "
+	       "%llu other records, %llu REPEAT records\n",
 	       (unsigned long long)want_events,
 	       (unsigned long long)batch_events, (unsigned long long)batches,
-	       (unsigned long long)rows);
+	       (unsigned long long)pairs, (unsigned long long)rows,
+	       (unsigned long long)repeats);
 
 	struct vrt_trace t;
 	struct vrt_load_error err;
@@ -620,6 +809,11 @@ int main(void)
 				    buf[i].kind == VRT_EV_FREE ||
 				    buf[i].kind == VRT_EV_REPEAT)
 					check_event(&buf[i], &c);
+				else if (buf[i].kind == VRT_EV_MARK &&
+				         buf[i].extra < t.nstrs &&
+				         t.strs[buf[i].extra] &&
+				         t.strs[buf[i].extra][0] == 'm')
+					c.marks++;
 		}
 	}
 	if (st)
@@ -637,11 +831,15 @@ int main(void)
 		devbad += ordinal_of(&t, devs[i].dev) != devs[i].want;
 	ok(ndevs && devbad == 0, "devices are exact");
 	ok(c.early == 0 && c.late_clock == 0,
-	   "times are at most 1 us before the recorded moment");
+	   "times are at most one unit before the recorded moment");
 	ok(t.events_late == 0, "no event comes after a later one");
 	ok(c.order == 0, "every free comes after its allocation, whichever "
 	                 "thread made them");
-	ok(c.repeats > 0, "folded pairs between batches count as pairs");
+	ok(c.repeats > 0, "folded pairs count as pairs");
+	ok(c.marks == MARKS && c.mark_order == 0,
+	   "no event is read before another thread's mark it followed");
+	printf("# marks %llu, events before a mark they followed %llu\n",
+	       (unsigned long long)c.marks, (unsigned long long)c.mark_order);
 	if (c.mismatches || c.early || c.late_clock || left)
 		printf("# events %llu of %llu, mismatches %llu, early %llu, "
 		       "late %llu, left %zu\n",
