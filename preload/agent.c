@@ -742,6 +742,10 @@ void vrt_agent_freed(int api, uint64_t addr, const struct vrt_prefree *pf)
 
 /* ---- the agent's thread ----------------------------------------------------- */
 
+/* How long the agent waits for a writer still finishing its file (with
+ * the stop's own wait, within the attacher's 10 s for the end). */
+#define AGENT_WRITER_WAIT_MS 6000
+
 static _Atomic int thread_started;
 
 static uint32_t flag(const uint32_t *f)
@@ -786,6 +790,10 @@ static void *agent_main(void *arg)
 	 * with its trailer, the services' threads and descriptors go. */
 	atomic_store(&prefree_on, 0);
 	vrt_session_shutdown();
+	/* The process goes on: a last frame still being written (a slow
+	 * disk's fdatasync) gets its time, so the file is closed before the
+	 * attacher is told the recording has ended. */
+	vrt_writer_wait_orphan(AGENT_WRITER_WAIT_MS);
 	vrt_session_warn();
 	vrt_fds_close(&attacher_fd);
 	set_flag(&plan.done);

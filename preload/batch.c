@@ -204,6 +204,7 @@ static uint32_t pass_no;
 static struct xent *xmap;    /* addresses, when two threads allocated */
 static uint32_t xcap, xn, xbits;
 static int xmap_on;
+#define XMAP_MAX_SLOTS (1u << 17) /* 2 MiB of map at most */
 
 void vrt_batch_set(int on)
 {
@@ -829,8 +830,14 @@ static int xreserve(void)
 	if ((xn + 1) * 2 <= xcap)
 		return 0;
 	uint32_t ncap = xcap ? 2 * xcap : 4096;
+	/* A pass with more addresses than XMAP_MAX_SLOTS / 2 (a writer that
+	 * fell behind) keeps its times exact instead: a bigger map would
+	 * cost the writer more in cache misses than the bytes it saves, and
+	 * slow it further behind. */
+	if (ncap > XMAP_MAX_SLOTS)
+		return -1;
 	struct xent *old = xmap, *nt = calloc(ncap, sizeof(*nt));
-	if (!nt || ncap > (1u << 30)) {
+	if (!nt) {
 		free(nt);
 		return -1;
 	}
@@ -895,8 +902,11 @@ static int scan_chunk(const uint8_t *p, const uint8_t *end, uint64_t clock,
 			               &e))
 				return -1;
 			clock = e.ts;
-			if (addrs)
+			if (addrs) {
 				xnote(e.addr, tid);
+				if (xmap_on < 0) /* every time exact now */
+					return hot;
+			}
 		} else {
 			const uint8_t *q = p;
 			if (type == VRT_REC_CHUNK || rd_u(&q, pe, &dts))
@@ -952,7 +962,8 @@ void vrt_batch_pass(const struct vrt_chunk *chunks, uint64_t floor)
 		nbarrier = 0;
 		if (!xmap_on)
 			xmap_on = 1;
-		for (const struct vrt_chunk *c = chunks; c; c = c->next) {
+		for (const struct vrt_chunk *c = chunks; c && xmap_on >= 0;
+		     c = c->next) {
 			uint64_t tid, clock;
 			const uint8_t *rest;
 			if (!chunk_head(c->data, c->len, &tid, &clock, &rest))

@@ -573,8 +573,13 @@ void vrt_writer_devices(const struct vrt_device_info *devs, int n);
 void vrt_writer_sync(int timeout_ms);
 
 /* Final flush, trailer, close; waits at most timeout_ms for the writer.
+ * A writer still busy then finishes on its own and closes the file itself.
  * Idempotent. */
 void vrt_writer_stop(int timeout_ms);
+
+/* Waits at most timeout_ms for a writer that a stop left finishing on its
+ * own; 0 when none is left, -EBUSY otherwise. */
+int vrt_writer_wait_orphan(int timeout_ms);
 
 /* How this process is leaving, for the trailer (kind: enum vrt_exit_kind
  * of trace_format.h, VRT_TRAILER_EXIT_*; code: the status or signal).

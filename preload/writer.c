@@ -69,6 +69,10 @@ static pthread_mutex_t w_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t w_cv; /* CLOCK_MONOTONIC, set up by start */
 static uint64_t req_seq, done_seq;
 static int stop_req, stopped, running;
+/* The stop gave up waiting (the last frame or its fdatasync is slow): the
+ * writer thread closes the file and lets itself go when it has written
+ * it, so a process that goes on (an attach's detach) keeps no fd of ours. */
+static int orphaned;
 static struct vrt_device_info known_devs[MAX_DEVICES];
 static int known_ndev;
 static int devs_pending; /* known_devs not yet in this trace */
@@ -587,8 +591,18 @@ static void *writer_main(void *arg)
 		done_seq = seq;
 		if (stop)
 			stopped = 1;
+		int orphan = stop && orphaned;
 		pthread_cond_broadcast(&w_cv);
 		pthread_mutex_unlock(&w_mu);
+		if (orphan) {
+			vrt_fds_close(&tfd);
+			pthread_detach(pthread_self());
+			pthread_mutex_lock(&w_mu);
+			orphaned = 0;
+			running = 0;
+			pthread_cond_broadcast(&w_cv);
+			pthread_mutex_unlock(&w_mu);
+		}
 		if (stop)
 			break;
 	}
@@ -657,8 +671,27 @@ void vrt_writer_set_flags(uint64_t flags)
 	extra_flags = flags;
 }
 
+int vrt_writer_wait_orphan(int timeout_ms)
+{
+	struct timespec until;
+	vrt_clock_deadline(&until, timeout_ms);
+	int cancel = vrt_capture_cancel_off();
+	pthread_mutex_lock(&w_mu);
+	while (orphaned &&
+	       pthread_cond_timedwait(&w_cv, &w_mu, &until) != ETIMEDOUT)
+		;
+	int busy = orphaned;
+	pthread_mutex_unlock(&w_mu);
+	vrt_capture_cancel_restore(cancel);
+	return busy ? -EBUSY : 0;
+}
+
 int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 {
+	/* A writer left to finish its last frame on its own (see orphaned)
+	 * must be done before a new file starts. */
+	if (vrt_writer_wait_orphan(5000))
+		return -EBUSY;
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
 	uint64_t mono = vrt_clock_now(), flags = 0;
@@ -711,7 +744,7 @@ int vrt_writer_start(const char *dir, int flush_interval_ms, int level)
 		goto fail;
 	}
 	req_seq = done_seq = 0;
-	stop_req = stopped = 0;
+	stop_req = stopped = orphaned = 0;
 	vrt_clock_cond_init(&w_cv);
 	devs_pending = known_ndev > 0; /* a forked child repeats them */
 	sigset_t all, old;
@@ -800,6 +833,14 @@ void vrt_writer_sync(int timeout_ms)
 void vrt_writer_stop(int timeout_ms)
 {
 	int done = request(1, timeout_ms);
+	if (!done) {
+		pthread_mutex_lock(&w_mu);
+		if (stopped)
+			done = running;
+		else if (running && stop_req)
+			orphaned = 1;
+		pthread_mutex_unlock(&w_mu);
+	}
 	if (done) {
 		pthread_join(thread, NULL);
 		/* Not closed when the program took the number: then it is
@@ -835,6 +876,6 @@ void vrt_writer_after_fork_child(void)
 	tfd = VRT_FD_NONE;
 	cctx = NULL;
 	running = 0;
-	stop_req = stopped = 0;
+	stop_req = stopped = orphaned = 0;
 	req_seq = done_seq = 0;
 }
