@@ -62,14 +62,15 @@
  * Which files a run directory holds, in what order, and each process's
  * "<pid>.exit" are tracedir.c's.
  *
- * The parts. This file drives the stream: the input and its frames,
- * opening, the runs and the heap that merges them, the end of the stream,
- * errors, release. load_frame.c reads the records of a decoded frame into
- * the tables and the runs; load_tables.c holds a file's own tables (ids,
+ * The parts. This file reads the input and its frames, opens the files,
+ * keeps the runs and their heap, ends the stream, reports errors and
+ * releases. load_frame.c reads the records of a decoded frame into the
+ * tables and the runs; load_tables.c holds a file's own tables (ids,
  * devices, frames, call paths) and resolves them into the shared ones;
- * load_deliver.c decodes a run's records of the formats before BATCH when
- * they are delivered, load_batch.c the BATCH record of versions 4 and 5.
- * What the parts share is in load_internal.h.
+ * load_deliver.c merges the runs into the stream and decodes their
+ * records of the formats before BATCH as they go out, load_batch.c the
+ * BATCH record of versions 4 and 5. What the parts share is in
+ * load_internal.h.
  *
  * Single-threaded, no globals. Every length read from the input is
  * bounds-checked; no input can make this file assert or crash.
@@ -296,17 +297,9 @@ enum vrt_load_status vrt_load_nomem(struct lfile *f, struct vrt_load_error *err,
 /* ---- runs and the heap that merges them ----------------------------------- */
 
 
-/* Delivery order: aligned time, then file order, then record order. */
-static inline int run_before(const struct run *a, const struct run *b)
-{
-	if (a->key != b->key)
-		return a->key < b->key;
-	if (a->f->idx != b->f->idx)
-		return a->f->idx < b->f->idx;
-	return a->order < b->order;
-}
 
-static void heap_down(struct run **h, size_t n, size_t i)
+
+void vrt_load_heap_down(struct run **h, size_t n, size_t i)
 {
 	struct run *x = h[i];
 
@@ -314,9 +307,9 @@ static void heap_down(struct run **h, size_t n, size_t i)
 		size_t c = 2 * i + 1;
 		if (c >= n)
 			break;
-		if (c + 1 < n && run_before(h[c + 1], h[c]))
+		if (c + 1 < n && vrt_load_run_before(h[c + 1], h[c]))
 			c++;
-		if (!run_before(h[c], x))
+		if (!vrt_load_run_before(h[c], x))
 			break;
 		h[i] = h[c];
 		i = c;
@@ -334,7 +327,7 @@ static int heap_push(struct lstate *L, struct run *r)
 	i = L->nheap++;
 	while (i) {
 		size_t up = (i - 1) / 2;
-		if (!run_before(r, L->heap[up]))
+		if (!vrt_load_run_before(r, L->heap[up]))
 			break;
 		L->heap[i] = L->heap[up];
 		i = up;
@@ -426,7 +419,7 @@ struct run *vrt_load_run_new(struct lstate *L, struct lfile *f, int kind)
 	return r;
 }
 
-static void run_free(struct lstate *L, struct run *r)
+void vrt_load_run_free(struct lstate *L, struct run *r)
 {
 	if (r->fb)
 		fbuf_put(L, r->fb);
@@ -446,7 +439,7 @@ int vrt_load_close_raw(struct lstate *L, struct lfile *f, const uint8_t *at)
 	f->seg = NULL;
 	r->end = at;
 	if (heap_push(L, r)) {
-		run_free(L, r);
+		vrt_load_run_free(L, r);
 		return -1;
 	}
 	return 0;
@@ -461,7 +454,7 @@ int vrt_load_close_ev(struct lstate *L, struct lfile *f)
 	f->eseg = NULL;
 	r->key = vrt_load_sat_add(r->evs[0].ts, f->shift);
 	if (heap_push(L, r)) {
-		run_free(L, r);
+		vrt_load_run_free(L, r);
 		return -1;
 	}
 	return 0;
@@ -644,7 +637,7 @@ static enum vrt_load_status end_of_file(struct lstate *L, struct vrt_trace *t,
 
 /* Decodes f's next frame (releasing at its watermarks), or handles the
  * end of the file. */
-static enum vrt_load_status step(struct lstate *L, struct vrt_trace *t,
+enum vrt_load_status vrt_load_step(struct lstate *L, struct vrt_trace *t,
                                  struct lfile *f, struct vrt_load_error *err)
 {
 	for (;;) {
@@ -772,7 +765,7 @@ static enum vrt_load_status prime(struct lstate *L, struct vrt_trace *t,
                                   struct lfile *f, struct vrt_load_error *err)
 {
 	while (!f->finished && f->relw == INT64_MIN) {
-		enum vrt_load_status st = step(L, t, f, err);
+		enum vrt_load_status st = vrt_load_step(L, t, f, err);
 		if (st)
 			return st;
 	}
@@ -912,7 +905,7 @@ static enum vrt_load_status start_stream(struct lstate *L, struct vrt_trace *t,
 			L->heap[i]->key = vrt_load_sat_add(L->heap[i]->key,
 			                          L->heap[i]->f->shift);
 		for (i = L->nheap / 2; i-- > 0;)
-			heap_down(L->heap, L->nheap, i);
+			vrt_load_heap_down(L->heap, L->nheap, i);
 	}
 	t->start_ns = t->end_ns = 0;
 	for (i = 0; i < t->nprocs; i++) {
@@ -1010,8 +1003,9 @@ enum vrt_load_status vrt_load_open_buffer(struct vrt_trace *t,
 
 /* Everything is delivered: trailer times aligned, end time, devices
  * ordered (samples follow), decoder buffers released. */
-static enum vrt_load_status finish_stream(struct lstate *L, struct vrt_trace *t,
-                                          struct vrt_load_error *err)
+enum vrt_load_status vrt_load_finish_stream(struct lstate *L,
+                                            struct vrt_trace *t,
+                                            struct vrt_load_error *err)
 {
 	size_t i;
 
@@ -1064,8 +1058,7 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
                                    struct vrt_load_error *err)
 {
 	struct lstate *L = lstate_of(t);
-	enum vrt_load_status st = VRT_LOAD_OK;
-	size_t got = 0, counted = 0, i;
+	enum vrt_load_status st;
 
 	*n = 0;
 	if (L && L->failed) {
@@ -1075,81 +1068,8 @@ enum vrt_load_status vrt_load_next(struct vrt_trace *t, struct vrt_event *out,
 	if (!L || !L->opened)
 		return vrt_load_fail(err, VRT_LOAD_ERR_IO, "",
 		                     "no trace is open");
-	while (got < max && !L->ended) {
-		struct lfile *slow = NULL;
-		int64_t bound = INT64_MAX, lim;
-		struct run *r, *s = NULL;
-		int eq, done;
-
-		for (i = 0; i < L->nfiles; i++) {
-			struct lfile *f = L->files[i];
-			int64_t w;
-			if (f->finished)
-				continue;
-			w = vrt_load_sat_add(f->relw, f->shift);
-			if (!slow || w < bound) {
-				slow = f;
-				bound = w;
-			}
-		}
-		if (!L->nheap || (slow && L->heap[0]->key >= bound)) {
-			if (slow) {
-				/* What went out is no longer held. */
-				L->held -= got - counted < L->held ? got - counted
-				                                   : L->held;
-				counted = got;
-				st = step(L, t, slow, err);
-				if (st)
-					return stick(L, st, err);
-				continue;
-			}
-			/* The end: told in a call of its own, so no event of
-			 * this call names a device index that moved. */
-			if (!got) {
-				st = finish_stream(L, t, err);
-				if (st)
-					return stick(L, st, err);
-			}
-			break;
-		}
-		r = L->heap[0];
-		if (L->nheap > 1)
-			s = L->heap[1];
-		if (L->nheap > 2 && run_before(L->heap[2], s))
-			s = L->heap[2];
-		/* Up to the second run's next event (ties: file, record
-		 * order) and below the watermark bound. */
-		if (s) {
-			lim = s->key;
-			eq = r->f->idx != s->f->idx ? r->f->idx < s->f->idx
-			                             : r->order < s->order;
-		} else {
-			lim = INT64_MAX;
-			eq = 1;
-		}
-		if (slow && bound <= lim) {
-			lim = bound;
-			eq = 0;
-		}
-		if (r->kind == RUN_RAW)
-			st = vrt_load_deliver_raw(L, t, r, out, max, &got, lim,
-			                          eq, &done, err);
-		else
-			st = vrt_load_deliver_ev(L, t, r, out, max, &got, lim,
-			                         eq, &done, err);
-		if (st)
-			return stick(L, st, err);
-		if (done) {
-			L->heap[0] = L->heap[--L->nheap];
-			run_free(L, r);
-		}
-		if (L->nheap)
-			heap_down(L->heap, L->nheap, 0);
-	}
-	t->events_total += got;
-	L->held -= got - counted < L->held ? got - counted : L->held;
-	*n = got;
-	return VRT_LOAD_OK;
+	st = vrt_load_deliver_next(L, t, out, max, n, err);
+	return st ? stick(L, st, err) : VRT_LOAD_OK;
 }
 
 /* ---- release ------------------------------------------------------------ */
@@ -1177,13 +1097,13 @@ void vrt_load_free(struct vrt_trace *t)
 	vrt_intern_free(t);
 	if (L) {
 		for (i = 0; i < L->nheap; i++)
-			run_free(L, L->heap[i]);
+			vrt_load_run_free(L, L->heap[i]);
 		for (i = 0; i < L->nfiles; i++) {
 			struct lfile *f = L->files[i];
 			if (f->seg)
-				run_free(L, f->seg);
+				vrt_load_run_free(L, f->seg);
 			if (f->eseg)
-				run_free(L, f->eseg);
+				vrt_load_run_free(L, f->eseg);
 			file_free(f);
 		}
 		free(L->files);

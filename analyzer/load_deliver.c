@@ -1,12 +1,15 @@
 /*
- * load_deliver.c — delivers a run's events (a part of the loader: load.c's
- * opening block says how the whole works).
+ * load_deliver.c — the merge that delivers the events (a part of the
+ * loader: load.c's opening block says how the whole works).
  *
- * Owns the decoding, when they are delivered, of the records a RUN_RAW
- * leaves encoded in its frame, in the formats before BATCH: ALLOC and FREE
- * (every version), REPEAT, ALLOC_C and FREE_C with the chunk's compact
- * state (version 2 on; packed address deltas from version 3); a BATCH
- * record inside a run goes to load_batch.c. Also the copy-out of a
+ * Owns vrt_load_next's loop: the run that sorts first in the heap gives
+ * its events up to the next run's (and below the lowest watermark of the
+ * files still read; another frame of that file is read when the heap
+ * cannot go on). And the decoding, when they are delivered, of the
+ * records a RUN_RAW leaves encoded in its frame, in the formats before
+ * BATCH: ALLOC and FREE (every version), REPEAT, ALLOC_C and FREE_C with
+ * the chunk's compact state (version 2 on; packed address deltas from
+ * version 3); a BATCH record inside a run goes to load_batch.c. Also the copy-out of a
  * RUN_EV's events, decoded when read. Only here are the fields of ALLOC,
  * FREE and REPEAT records read and checked; every event leaves resolved
  * (vrt_load_resolve_event) and aligned to the first host's clock.
@@ -110,7 +113,7 @@ static inline uint64_t addr_delta(uint64_t raw, int v3)
  * event's time. *done says r has no event left. Only here are the fields
  * of ALLOC, FREE and REPEAT records read and checked.
  */
-enum vrt_load_status vrt_load_deliver_raw(struct lstate *L, struct vrt_trace *t,
+static enum vrt_load_status emit_raw(struct lstate *L, struct vrt_trace *t,
                                      struct run *r, struct vrt_event *out,
                                      size_t max, size_t *np, int64_t lim,
                                      int eq, int *done,
@@ -328,9 +331,9 @@ enum vrt_load_status vrt_load_deliver_raw(struct lstate *L, struct vrt_trace *t,
 	return st;
 }
 
-/* vrt_load_deliver_raw for a RUN_EV: its events are decoded, only copied,
+/* emit_raw for a RUN_EV: its events are decoded, only copied,
  * resolved and aligned on the way out. */
-enum vrt_load_status vrt_load_deliver_ev(struct lstate *L, struct vrt_trace *t,
+static enum vrt_load_status emit_ev(struct lstate *L, struct vrt_trace *t,
                                     struct run *r, struct vrt_event *out,
                                     size_t max, size_t *np, int64_t lim,
                                     int eq, int *done,
@@ -367,4 +370,98 @@ enum vrt_load_status vrt_load_deliver_ev(struct lstate *L, struct vrt_trace *t,
 	*done = r->pos == r->nev;
 	*np = n;
 	return st;
+}
+
+/* ---- the merge ---------------------------------------------------------- */
+
+/*
+ * The merge: fills out[0, max) with the next events in time order, run
+ * after run while each sorts before the next (reading another frame of
+ * the file whose watermark holds them back), *n how many; the end of the
+ * stream in a call of its own. vrt_load_next's work, after its checks.
+ */
+enum vrt_load_status vrt_load_deliver_next(struct lstate *L,
+                                           struct vrt_trace *t,
+                                           struct vrt_event *out, size_t max,
+                                           size_t *n,
+                                           struct vrt_load_error *err)
+{
+	enum vrt_load_status st = VRT_LOAD_OK;
+	size_t got = 0, counted = 0, i;
+
+	while (got < max && !L->ended) {
+		struct lfile *slow = NULL;
+		int64_t bound = INT64_MAX, lim;
+		struct run *r, *s = NULL;
+		int eq, done;
+
+		for (i = 0; i < L->nfiles; i++) {
+			struct lfile *f = L->files[i];
+			int64_t w;
+			if (f->finished)
+				continue;
+			w = vrt_load_sat_add(f->relw, f->shift);
+			if (!slow || w < bound) {
+				slow = f;
+				bound = w;
+			}
+		}
+		if (!L->nheap || (slow && L->heap[0]->key >= bound)) {
+			if (slow) {
+				/* What went out is no longer held. */
+				L->held -= got - counted < L->held ? got - counted
+				                                   : L->held;
+				counted = got;
+				st = vrt_load_step(L, t, slow, err);
+				if (st)
+					return st;
+				continue;
+			}
+			/* The end: told in a call of its own, so no event of
+			 * this call names a device index that moved. */
+			if (!got) {
+				st = vrt_load_finish_stream(L, t, err);
+				if (st)
+					return st;
+			}
+			break;
+		}
+		r = L->heap[0];
+		if (L->nheap > 1)
+			s = L->heap[1];
+		if (L->nheap > 2 && vrt_load_run_before(L->heap[2], s))
+			s = L->heap[2];
+		/* Up to the second run's next event (ties: file, record
+		 * order) and below the watermark bound. */
+		if (s) {
+			lim = s->key;
+			eq = r->f->idx != s->f->idx ? r->f->idx < s->f->idx
+			                             : r->order < s->order;
+		} else {
+			lim = INT64_MAX;
+			eq = 1;
+		}
+		if (slow && bound <= lim) {
+			lim = bound;
+			eq = 0;
+		}
+		if (r->kind == RUN_RAW)
+			st = emit_raw(L, t, r, out, max, &got, lim,
+			                          eq, &done, err);
+		else
+			st = emit_ev(L, t, r, out, max, &got, lim,
+			                         eq, &done, err);
+		if (st)
+			return st;
+		if (done) {
+			L->heap[0] = L->heap[--L->nheap];
+			vrt_load_run_free(L, r);
+		}
+		if (L->nheap)
+			vrt_load_heap_down(L->heap, L->nheap, 0);
+	}
+	t->events_total += got;
+	L->held -= got - counted < L->held ? got - counted : L->held;
+	*n = got;
+	return VRT_LOAD_OK;
 }

@@ -272,6 +272,19 @@ struct run *vrt_load_run_new(struct lstate *L, struct lfile *f, int kind);
 /* load.c: end the runs being read (they join the merge); -1 on ENOMEM. */
 int vrt_load_close_raw(struct lstate *L, struct lfile *f, const uint8_t *at);
 int vrt_load_close_ev(struct lstate *L, struct lfile *f);
+/* load.c: restores the heap order of h[0, n) below h[i]. */
+void vrt_load_heap_down(struct run **h, size_t n, size_t i);
+/* load.c: a run delivered (its frame buffer let go), kept for reuse. */
+void vrt_load_run_free(struct lstate *L, struct run *r);
+/* load.c: reads and parses f's next frame (or ends the file). */
+enum vrt_load_status vrt_load_step(struct lstate *L, struct vrt_trace *t,
+                                   struct lfile *f,
+                                   struct vrt_load_error *err);
+/* load.c: the end of the stream: devices in their final order, the
+ * run's totals. */
+enum vrt_load_status vrt_load_finish_stream(struct lstate *L,
+                                            struct vrt_trace *t,
+                                            struct vrt_load_error *err);
 
 /* load_tables.c: DEVICE, and STRING, FRAME, STACK, PHASE records. */
 enum vrt_load_status vrt_load_tables_device(struct vrt_trace *t,
@@ -314,22 +327,24 @@ vrt_load_batch_emit(struct vrt_trace *t, struct run *r, const uint8_t *rec,
                     uint64_t *latep, int *fin, struct vrt_load_error *err);
 void vrt_load_batch_free(struct lfile *f);
 
-/* load_deliver.c: decodes a run's events into out[*np, max) while they
- * sort before the bound (lim; equal times too when eq). */
-enum vrt_load_status vrt_load_deliver_raw(struct lstate *L,
-                                          struct vrt_trace *t, struct run *r,
-                                          struct vrt_event *out, size_t max,
-                                          size_t *np, int64_t lim, int eq,
-                                          int *done,
-                                          struct vrt_load_error *err);
-enum vrt_load_status vrt_load_deliver_ev(struct lstate *L,
-                                         struct vrt_trace *t, struct run *r,
-                                         struct vrt_event *out, size_t max,
-                                         size_t *np, int64_t lim, int eq,
-                                         int *done,
-                                         struct vrt_load_error *err);
+/* load_deliver.c: the merge (vrt_load_next's work, after its checks). */
+enum vrt_load_status vrt_load_deliver_next(struct lstate *L,
+                                           struct vrt_trace *t,
+                                           struct vrt_event *out, size_t max,
+                                           size_t *n,
+                                           struct vrt_load_error *err);
 
 /* ---- record fields and times, inline ------------------------------------ */
+
+/* Delivery order: aligned time, then file order, then record order. */
+static inline int vrt_load_run_before(const struct run *a, const struct run *b)
+{
+	if (a->key != b->key)
+		return a->key < b->key;
+	if (a->f->idx != b->f->idx)
+		return a->f->idx < b->f->idx;
+	return a->order < b->order;
+}
 
 /* a + b, saturating at the int64 range. */
 static inline int64_t vrt_load_sat_add(int64_t a, int64_t b)
