@@ -37,6 +37,7 @@
 #include "enginelog/logcheck.h"
 #include "enginelog/logrun.h"
 #include "model/model.h"
+#include "model/model_read.h"
 #include "base/progress.h"
 #include "replay/replay.h"
 #include "report/report.h"
@@ -299,7 +300,7 @@ static int log_only(const struct vrt_cmd *self, struct settings *s,
 	dg->model.explain = s->o.explain;
 	{
 		struct report_job job = {s, &lr->t, &lr->r, dg, lc};
-		rc = vrt_run_write(s->o.output, write_job, &job);
+		rc = vrt_cmd_write(s->o.output, write_job, &job);
 	}
 out:
 	if (read_ok)
@@ -559,7 +560,7 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 			fprintf(stderr, "vramtrace: error: out of memory\n");
 			goto out;
 		}
-		rc = vrt_run_write(page, write_job, &job);
+		rc = vrt_cmd_write(page, write_job, &job);
 		if (rc == VRT_EXIT_OK)
 			fprintf(stderr,
 			        "vramtrace: HTML report written to %s (open it "
@@ -569,7 +570,7 @@ int vrt_cmd_analyze_run(const struct vrt_cmd *self, int argc, char **argv)
 		free(page);
 		goto out;
 	}
-	rc = vrt_run_write(s.o.output, write_job, &job);
+	rc = vrt_cmd_write(s.o.output, write_job, &job);
 out:
 	if (have_log)
 		vrt_enginelog_free(log);

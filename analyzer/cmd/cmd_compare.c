@@ -118,7 +118,7 @@ int vrt_cmd_compare_run(const struct vrt_cmd *self, int argc, char **argv)
 	job.a = &runs[0];
 	job.b = &runs[1];
 	job.v = &v;
-	rc = vrt_run_write(s.o.output, write_job, &job);
+	rc = vrt_cmd_write(s.o.output, write_job, &job);
 out:
 	free(dg);
 	vrt_retest_changes_free(&changes);

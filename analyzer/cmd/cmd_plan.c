@@ -23,6 +23,7 @@
 #include "diagnose/diagnose.h"
 #include "diagnose/engine.h"
 #include "model/model.h"
+#include "model/model_read.h"
 #include "plan/plan.h"
 #include "report/report.h"
 #include "rules.h"
@@ -243,7 +244,7 @@ int vrt_cmd_plan_run(const struct vrt_cmd *self, int argc, char **argv)
 		job.explained = row;
 		job.ex = ex;
 	}
-	rc = vrt_run_write(s.o.output, write_job, &job);
+	rc = vrt_cmd_write(s.o.output, write_job, &job);
 out:
 	if (opened)
 		vrt_run_close(&run);

@@ -557,7 +557,7 @@ int vrt_cmd_rules_run(const struct vrt_cmd *self, int argc, char **argv)
 	if (s.ngroups)
 		qsort(s.groups, s.ngroups, sizeof(*s.groups), by_bytes);
 	struct job job = {&set, &s, &t};
-	rc = vrt_run_write(NULL, write_report, &job);
+	rc = vrt_cmd_write(NULL, write_report, &job);
 out:
 	for (i = 0; i < s.ngroups; i++)
 		free(s.groups[i].key);

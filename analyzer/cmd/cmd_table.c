@@ -19,6 +19,7 @@
 
 #include "cmd.h"
 #include "enginelog/enginelog.h"
+#include "enginelog/log_retest.h"
 #include "report/report.h"
 #include "diagnose/retest.h"
 #include "rules.h"
@@ -153,7 +154,7 @@ int vrt_cmd_table_run(const struct vrt_cmd *self, int argc, char **argv)
 	}
 	job.s = &s;
 	job.rows = rows;
-	rc = vrt_run_write(s.o.output, write_job, &job);
+	rc = vrt_cmd_write(s.o.output, write_job, &job);
 out:
 	for (i = 0; i < nrows; i++)
 		vrt_retest_row_free(&rows[i]);

@@ -139,16 +139,8 @@ void vrt_retest_outcome(const struct vrt_diagnosis *a,
                         const struct vrt_replay *rb, int *fixed, char *buf,
                         size_t n);
 
-struct vrt_enginelog;
-
-/* The option name of a field the engine's log supplied (its option[]). */
+/* The option name of a field the engine's log supplied (its option[]):
+ * enginelog/log_retest.c fills such fields. */
 #define VRT_RETEST_FROM_LOG "log"
-
-/* Fills the fields (and the engine) the command lines left out from the
- * configuration the engine printed in its log (enginelog.h), their option
- * set to VRT_RETEST_FROM_LOG. Returns the fields filled, or -1 when out of
- * memory. */
-int vrt_retest_from_log(struct vrt_retest_row *row,
-                        const struct vrt_enginelog *log);
 
 #endif /* VRT_RETEST_H */

@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "model_desc.h"
 
 #define VRT_GGUF_MAX_HEAD  (64u << 20) /* metadata + tensor infos read */
 #define VRT_GGUF_MAX_DEPTH 4           /* arrays of arrays of ... */

@@ -1,192 +1,22 @@
 /*
- * model.c — the model description of model.h: element types, the derived
- * per-token and per-sequence sums, the engine's KV flags, and the
- * arithmetic against a run's budgets. The config.json reader is
- * model_config.c; the file itself is read by load.c. Pure and
+ * model.c — the model arithmetic of model.h: the engine's KV flags, and a
+ * description (model_desc.c, filled by a reader) solved against a run's
+ * budgets. It reads no file and calls no reader. Pure and
  * single-threaded; no globals but constant tables.
  */
 #include "model.h"
-#include "load/readfile.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "base/argv.h"
-#include "gguf.h"
-#include "load/textfile.h"
-
-/* ---- element types ------------------------------------------------------- */
-
-static const struct {
-	const char *name;
-	const char *canon;
-	unsigned block_bytes, block_elems;
-} dtypes[] = {
-        {"fp32", "fp32", 4, 1},
-        {"float32", "fp32", 4, 1},
-        {"float", "fp32", 4, 1},
-        {"f32", "fp32", 4, 1},
-        {"fp16", "fp16", 2, 1},
-        {"float16", "fp16", 2, 1},
-        {"half", "fp16", 2, 1},
-        {"f16", "fp16", 2, 1},
-        {"bf16", "bf16", 2, 1},
-        {"bfloat16", "bf16", 2, 1},
-        /* vLLM's "fp8" is e4m3 on NVIDIA; fp8_inc is Intel Gaudi's. */
-        {"fp8", "fp8", 1, 1},
-        {"fp8_inc", "fp8", 1, 1},
-        {"fp8_e4m3", "fp8_e4m3", 1, 1},
-        {"float8_e4m3fn", "fp8_e4m3", 1, 1},
-        {"fp8_e4m3fn", "fp8_e4m3", 1, 1},
-        {"fp8_e5m2", "fp8_e5m2", 1, 1},
-        {"float8_e5m2", "fp8_e5m2", 1, 1},
-        {"int8", "int8", 1, 1},
-        /* vLLM's DeepSeek sparse-MLA layout: 656 bytes per token per
-         * layer (see per_token below); 1 byte elsewhere. */
-        {"fp8_ds_mla", "fp8_ds_mla", 1, 1},
-        /* ggml's block types for llama.cpp's -ctk/-ctv: 32 elements and
-         * their fp16 scale (and min, and high bits) per block. */
-        {"q8_0", "q8_0", 34, 32},
-        {"q4_0", "q4_0", 18, 32},
-        {"q4_1", "q4_1", 20, 32},
-        {"q5_0", "q5_0", 22, 32},
-        {"q5_1", "q5_1", 24, 32},
-        {"iq4_nl", "iq4_nl", 18, 32},
-};
-
-/* vLLM's fp8_ds_mla: 512 fp8 latent values, 4 fp32 tile scales and 64
- * bf16 rope values per token per layer. */
-#define DS_MLA_TOKEN_BYTES 656
-
-int vrt_model_dtype(const char *name, struct vrt_model_dtype *d)
-{
-	size_t i;
-
-	for (i = 0; name && i < sizeof(dtypes) / sizeof(dtypes[0]); i++) {
-		if (strcasecmp(name, dtypes[i].name))
-			continue;
-		if (d) {
-			snprintf(d->name, sizeof(d->name), "%s",
-			         dtypes[i].canon);
-			d->block_bytes = dtypes[i].block_bytes;
-			d->block_elems = dtypes[i].block_elems;
-		}
-		return 0;
-	}
-	return -1;
-}
-
-uint64_t vrt_model_dtype_size(const struct vrt_model_dtype *d, uint64_t n)
-{
-	uint64_t per = d->block_elems ? d->block_elems : 1;
-
-	return (n + per - 1) / per * d->block_bytes;
-}
-
-/* ---- building a description ---------------------------------------------- */
-
-int vrt_model_set_kv_dtype(struct vrt_model *m, const char *k, const char *v,
-                           const char *from)
-{
-	struct vrt_model_dtype dk, dv;
-
-	if (vrt_model_dtype(k, &dk) || vrt_model_dtype(v ? v : k, &dv))
-		return -1;
-	m->kv_k = dk;
-	m->kv_v = dv;
-	snprintf(m->kv_from, sizeof(m->kv_from), "%s", from ? from : "");
-	return 0;
-}
-
-struct vrt_model_group *vrt_model_add_group(struct vrt_model *m, int kind,
-                                            const char *label, uint64_t layers)
-{
-	struct vrt_model_group *g;
-
-	if (m->ngroups >= VRT_MODEL_MAX_GROUPS)
-		return NULL;
-	g = &m->group[m->ngroups++];
-	memset(g, 0, sizeof(*g));
-	g->kind = kind;
-	g->layers = layers;
-	snprintf(g->label, sizeof(g->label), "%s", label);
-	return g;
-}
-
-void vrt_model_note(struct vrt_model *m, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (m->nnotes >= VRT_MODEL_MAX_NOTES)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(m->notes[m->nnotes++], VRT_MODEL_NOTE, fmt, ap);
-	va_end(ap);
-}
-
-const char *vrt_model_kind_name(int kind)
-{
-	switch (kind) {
-	case VRT_MODEL_SLIDING:
-		return "sliding";
-	case VRT_MODEL_MLA:
-		return "mla";
-	case VRT_MODEL_RECURRENT:
-		return "recurrent";
-	case VRT_MODEL_CROSS:
-		return "cross";
-	}
-	return "full";
-}
 
 static int is_attention(int kind)
 {
 	return kind != VRT_MODEL_RECURRENT;
-}
-
-/* KV bytes one layer of g holds per token, for heads KV heads. */
-static uint64_t per_token(const struct vrt_model *m,
-                          const struct vrt_model_group *g, uint64_t heads)
-{
-	if (g->kind == VRT_MODEL_MLA) {
-		if (!strcmp(m->kv_k.name, "fp8_ds_mla"))
-			return heads * DS_MLA_TOKEN_BYTES;
-		return heads * vrt_model_dtype_size(&m->kv_k, g->k_dim);
-	}
-	return heads * (vrt_model_dtype_size(&m->kv_k, g->k_dim) +
-	                vrt_model_dtype_size(&m->kv_v, g->v_dim));
-}
-
-void vrt_model_finish(struct vrt_model *m)
-{
-	size_t i;
-
-	m->kv_bytes_per_token = 0;
-	m->state_bytes_per_seq = 0;
-	m->weight_bytes = 0;
-	for (i = 0; i < m->ngroups; i++) {
-		struct vrt_model_group *g = &m->group[i];
-		g->kv_bytes_per_token = 0;
-		g->state_bytes = 0;
-		if (g->kind == VRT_MODEL_RECURRENT)
-			g->state_bytes = g->conv_elems * m->state_conv_bytes +
-			                 g->ssm_elems * m->state_ssm_bytes;
-		else
-			g->kv_bytes_per_token = per_token(m, g, g->kv_heads);
-		if (g->kind == VRT_MODEL_CROSS)
-			g->state_bytes =
-			        g->cross_tokens * g->kv_bytes_per_token;
-		else
-			m->kv_bytes_per_token +=
-			        g->layers * g->kv_bytes_per_token;
-		m->state_bytes_per_seq += g->layers * g->state_bytes;
-	}
-	for (i = 0; i < m->nweights; i++)
-		m->weight_bytes += m->weights[i].bytes;
 }
 
 /* ---- the engine's flags -------------------------------------------------- */
@@ -308,7 +138,7 @@ uint64_t vrt_model_seq_bytes(const struct vrt_model *m, uint64_t ctx,
 			sum += (u128)g->layers * g->state_bytes;
 			continue;
 		}
-		tok_bytes = per_token(m, g, stored_heads(g, tp));
+		tok_bytes = vrt_model_layer_kv_bytes(m, g, stored_heads(g, tp));
 		if (g->kind == VRT_MODEL_CROSS)
 			tokens = g->cross_tokens;
 		else if (g->kind == VRT_MODEL_SLIDING && ctx > g->window) {
@@ -418,7 +248,8 @@ void vrt_model_arith(struct vrt_model_arith *a, const struct vrt_model *m,
 		if (is_attention(g->kind) && g->kind != VRT_MODEL_CROSS)
 			a->kv_bytes_per_token +=
 			        g->layers *
-			        per_token(d, g, stored_heads(g, a->tp));
+			        vrt_model_layer_kv_bytes(
+			                d, g, stored_heads(g, a->tp));
 	}
 	/* Zero tokens: what a sequence holds whatever its length (its
 	 * state, its encoder's positions in whole blocks). */
@@ -533,58 +364,4 @@ size_t vrt_model_kv_formula(const struct vrt_model *m, char *buf, size_t n)
 #undef PUT
 #undef AT
 	return len;
-}
-
-/* ---- reading ------------------------------------------------------------- */
-
-int vrt_model_read(struct vrt_model *m, const char *path, const char *kv_dtype,
-                   char *msg, size_t msgsz)
-{
-	struct vrt_load_error *err = calloc(1, sizeof(*err));
-	uint8_t *head = NULL;
-	char why[400];
-	size_t len = 0;
-	int rc = -1, more = 0;
-
-	memset(m, 0, sizeof(*m));
-	if (!err) {
-		snprintf(msg, msgsz, "out of memory");
-		return -1;
-	}
-	/* The head of the file: all of a config.json, the metadata of a
-	 * GGUF (whose tensor data after it is never read). */
-	if (vrt_textfile_head(path, VRT_GGUF_MAX_HEAD, &head, &len, &more,
-	                      err)) {
-		snprintf(msg, msgsz, "%s", err->msg);
-		goto out;
-	}
-	if (vrt_gguf_is(head, len)) {
-		if (vrt_gguf_parse(m, head, len, more, why, sizeof(why))) {
-			snprintf(msg, msgsz, "not a usable GGUF file: %s", why);
-			goto out;
-		}
-	} else if (more || len > VRT_READFILE_TEXT_MAX) {
-		/* A config.json is kilobytes: the same cap as every text
-		 * input (readfile.h). */
-		snprintf(msg, msgsz,
-		         "not a usable model config: larger than %u MiB and "
-		         "not a GGUF file",
-		         VRT_READFILE_TEXT_MAX >> 20);
-		goto out;
-	} else if (vrt_model_config_parse(m, (const char *)head, len, why,
-	                                  sizeof(why))) {
-		snprintf(msg, msgsz, "not a usable model config: %s", why);
-		goto out;
-	}
-	if (kv_dtype &&
-	    vrt_model_set_kv_dtype(m, kv_dtype, NULL, "--kv-dtype")) {
-		snprintf(msg, msgsz, "unknown KV dtype '%s'", kv_dtype);
-		goto out;
-	}
-	vrt_model_finish(m);
-	rc = 0;
-out:
-	free(head);
-	free(err);
-	return rc;
 }

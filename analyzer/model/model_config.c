@@ -27,7 +27,8 @@
  *
  * Pure and single-threaded; jansson's objects are freed before return.
  */
-#include "model.h"
+#include "model_config.h"
+#include "model_desc.h"
 
 #include <jansson.h>
 #include <inttypes.h>

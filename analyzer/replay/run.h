@@ -64,17 +64,6 @@ void vrt_run_close(struct vrt_run *run);
  * of memory). */
 struct vrt_rules *vrt_run_read_rules(const char *path);
 
-/*
- * Writes a report with fn(f, ctx) to stdout (output NULL or "-"), or to
- * output: a new path or regular file through output.tmp.XXXXXX (mode
- * 0600) + fsync + rename so a reader never sees half a file; an existing
- * FIFO, device or socket directly, never replaced.
- * fn returns 0, or -1 when it ran out of memory. Returns the exit status:
- * VRT_EXIT_OK, or VRT_EXIT_FAIL after printing the error.
- */
-int vrt_run_write(const char *output, int (*fn)(FILE *f, const void *ctx),
-                  const void *ctx);
-
 /* One warning per file a directory held that died before its first flush
  * and per truncated trace of t (stderr). */
 void vrt_run_warn(const struct vrt_trace *t);

@@ -15,6 +15,7 @@
 
 #include "report/json.h"
 #include "model/model.h"
+#include "model/model_config.h"
 #include "report/report.h"
 
 struct solve_case {

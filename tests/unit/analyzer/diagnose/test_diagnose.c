@@ -16,6 +16,7 @@
 #include "diagnose/diagnose.h"
 #include "load/load.h"
 #include "model/model.h"
+#include "model/model_read.h"
 #include "replay/replay.h"
 
 #include "../tap.h"

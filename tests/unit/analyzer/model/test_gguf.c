@@ -15,6 +15,7 @@
 
 #include "model/gguf.h"
 #include "model/model.h"
+#include "model/model_read.h"
 
 #include "../tap.h"
 

@@ -17,6 +17,8 @@
 
 #include "load/load.h"
 #include "model/model.h"
+#include "model/model_config.h"
+#include "model/model_read.h"
 
 #include "../tap.h"
 

@@ -14,6 +14,7 @@
 
 #include "diagnose/engine.h"
 #include "model/model.h"
+#include "model/model_read.h"
 #include "plan/plan.h"
 
 #include "../tap.h"
