@@ -138,12 +138,12 @@ int vrt_main_choice(const struct vrt_cmd *cmd, const char *what,
                     const char *arg, const char *const *names);
 
 /*
- * Writes a report (cmd/write.c) with fn(f, ctx) to stdout (output NULL or "-"), or to
- * output: a new path or regular file through output.tmp.XXXXXX (mode
- * 0600) + fsync + rename so a reader never sees half a file; an existing
- * FIFO, device or socket directly, never replaced.
- * fn returns 0, or -1 when it ran out of memory. Returns the exit status:
- * VRT_EXIT_OK, or VRT_EXIT_FAIL after printing the error.
+ * Writes a report (write.c) with fn(f, ctx) to stdout (output NULL or
+ * "-"), or to output: a new path or regular file through
+ * output.tmp.XXXXXX (mode 0600) + fsync + rename so a reader never sees
+ * half a file; an existing FIFO, device or socket directly, never
+ * replaced. fn returns 0, or -1 when it ran out of memory. Returns the
+ * exit status: VRT_EXIT_OK, or VRT_EXIT_FAIL after printing the error.
  */
 int vrt_cmd_write(const char *output, int (*fn)(FILE *f, const void *ctx),
                   const void *ctx);
