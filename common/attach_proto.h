@@ -1,6 +1,6 @@
 /*
  * attach_proto.h — the contract between `vramtrace attach` (the injector,
- * analyzer/attach.c and inject.c) and the agent it loads into a running
+ * analyzer/record/attach.c and inject.c) and the agent it loads into a running
  * process (libvramtrace_agent.so, preload/agent.c). Header only: both
  * sides include it and link nothing of the other.
  *

@@ -1,6 +1,6 @@
 /*
  * cmdline.c — the engine a command line starts (cmdline.h). The names are
- * analyzer/engine.c's table names.
+ * analyzer/diagnose/engine.c's table names.
  */
 #include "cmdline.h"
 

@@ -1,6 +1,6 @@
 /*
  * Which inference engine a command line starts: shared by the analyzer
- * (analyzer/engine.c adds each engine's flags) and the preload (the
+ * (analyzer/diagnose/engine.c adds each engine's flags) and the preload (the
  * `engine` label of its Prometheus metrics), so both name an engine the
  * same way. Pure; thread-safe.
  */

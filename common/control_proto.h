@@ -1,7 +1,7 @@
 /*
  * control_proto.h — the control protocol, the one contract between a
  * traced process's control endpoint (preload/control.c, the server) and
- * its clients, `vramtrace ctl` and `vramtrace live` (analyzer/ctl.c,
+ * its clients, `vramtrace ctl` and `vramtrace live` (analyzer/record/ctl.c,
  * cmd_ctl.c, cmd_live.c). Header only: both sides include it and link
  * nothing of the other.
  *

@@ -7,7 +7,7 @@
  * VRT_AGENT; this file adds the attach entry, the pages the injector fills,
  * the snapshot of what the process held before, and the agent's thread.
  *
- * The injector (analyzer/attach.c) calls vramtrace_agent_attach on a thread
+ * The injector (analyzer/record/attach.c) calls vramtrace_agent_attach on a thread
  * of the program it borrowed, with the process's other threads running.
  * The first call sets the core up (vrt_entry_setup) and maps, near each
  * hooked library, a page of slots (attach_proto.h): per hooked function a

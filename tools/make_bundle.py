@@ -172,7 +172,7 @@ def main():
                                 "licenses")
         copied = []
         # `vramtrace attach` opens the Zydis decoder when it attaches
-        # (analyzer/relocate.c looks beside the agent): it travels too.
+        # (analyzer/record/relocate.c looks beside the agent): it travels too.
         zydis = subprocess.run(["sh", "-c", "ldconfig -p | awk "
                                 "'/libZydis\\.so\\.4\\.0 / {print $NF; "
                                 "exit}'"], stdout=subprocess.PIPE,

@@ -17,7 +17,7 @@
  * "TRACE allocs A frees F pinned P threads T gaps G unpaired U" and the
  * totals; exit 1 when a gap or an unpaired event is found.
  */
-#include "load.h"
+#include "load/load.h"
 
 #include <vramtrace/trace_format.h>
 

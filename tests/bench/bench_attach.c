@@ -23,7 +23,7 @@
  * Prints "figure | value" rows; exit 0, 1 on a failure, 77 where ptrace is
  * not permitted. The fake driver must be on the library path.
  */
-#include "attach.h"
+#include "record/attach.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -12,7 +12,7 @@
  * (peak RSS is the process's, over every run). Exit 0, 1 on a load error,
  * 2 usage. Single-threaded.
  */
-#include "load.h"
+#include "load/load.h"
 
 #include <stdio.h>
 #include <stdlib.h>

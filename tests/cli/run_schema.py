@@ -97,7 +97,7 @@ def main():
     ok(answers >= 20 and {"diagnosis", "engine_log", "model"} <= keys,
        f"analyze --format json answered on {answers} runs and variants, "
        "the model and the engine log among them")
-    src = os.path.join(root, "analyzer", "report_json.c")
+    src = os.path.join(root, "analyzer", "report", "report_json.c")
     with open(src) as f:
         literal = set(re.findall(r'vrt_json_key\(\s*&?w,\s*"([^"]+)"\)',
                                  f.read()))

@@ -1,7 +1,7 @@
 /*
  * fake_entries.h — entry points of the fake driver shaped for the
- * relocator of `vramtrace attach` (analyzer/relocate.c), x86-64 only. The
- * fake is built with -fcf-protection, so its C functions begin with
+ * relocator of `vramtrace attach` (analyzer/record/relocate.c), x86-64
+ * only. The fake is built with -fcf-protection, so its C functions begin with
  * endbr64 like NVIDIA's; these entries are written in assembly and jump to
  * the C body (FAKE_BODY(name), static) after their first instructions:
  *

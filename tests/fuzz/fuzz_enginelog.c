@@ -17,11 +17,11 @@
  * Single-threaded; the only state kept across inputs is the /dev/null
  * stream.
  */
-#include "diagnose.h"
-#include "enginelog.h"
-#include "logcheck.h"
-#include "logrun.h"
-#include "report.h"
+#include "diagnose/diagnose.h"
+#include "enginelog/enginelog.h"
+#include "enginelog/logcheck.h"
+#include "enginelog/logrun.h"
+#include "report/report.h"
 
 #include <jansson.h>
 #include <stdint.h>

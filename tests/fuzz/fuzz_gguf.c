@@ -17,7 +17,7 @@
  * tests/data/mkgguf.py writes at build time. Single-threaded, no state
  * kept across inputs.
  */
-#include "gguf.h"
+#include "model/gguf.h"
 #include "model_solve.h"
 
 #include <stdint.h>

@@ -21,14 +21,14 @@
  * Single-threaded; the only state kept across inputs is the /dev/null
  * stream and the rules.
  */
-#include "attrib.h"
-#include "diagnose.h"
-#include "load.h"
-#include "plan.h"
-#include "replay.h"
-#include "report.h"
+#include "replay/attrib.h"
+#include "diagnose/diagnose.h"
+#include "load/load.h"
+#include "plan/plan.h"
+#include "replay/replay.h"
+#include "report/report.h"
 #include "rules.h"
-#include "run.h"
+#include "replay/run.h"
 
 #include <stdint.h>
 #include <stdio.h>

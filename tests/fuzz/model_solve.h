@@ -13,9 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "model.h"
-#include "report.h"
+#include "report/json.h"
+#include "model/model.h"
+#include "model/model_config.h"
+#include "report/report.h"
 
 struct solve_case {
 	uint64_t ctx, tp, block;

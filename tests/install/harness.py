@@ -18,13 +18,13 @@ def check(cond, what):
 
 def html_page(source, path):
     """Whether path is `analyze --format html`'s one self-contained page:
-    the style sheet and script of analyzer/html/, compiled into the
+    the style sheet and script of analyzer/report/html/, compiled into the
     command, and the report's JSON document in it."""
     try:
         page = open(path).read()
     except OSError:
         return False
-    parts = [open(os.path.join(source, "analyzer", "html", f)).read()
+    parts = [open(os.path.join(source, "analyzer", "report", "html", f)).read()
              for f in ("style.css", "app.js")]
     return (page.startswith("<!DOCTYPE html>") and
             all(part.strip() in page for part in parts) and

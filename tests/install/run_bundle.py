@@ -21,7 +21,7 @@ record      the bundle's `record` (no VRAMTRACE_PRELOAD) traces
             output and analyze reads it (engine_log: llama.cpp).
 html        the bundle's `analyze --format html` writes one self-contained
             page: the HTML, style sheet and script compiled into the
-            command (analyzer/html/) with the report's JSON in it.
+            command (analyzer/report/html/) with the report's JSON in it.
 plan        the bundle's `plan` predicts the recorded run's settings and
             their neighbours from that run (llama.cpp's rule).
 

@@ -17,7 +17,8 @@ record      the installed `record` preloads the installed library (found
 demo        `vramtrace demo` from the install: every verdict's run
             diagnosed; each run keeps the server's output (output.log).
 html        the installed `analyze --format html` of a demo run: one page
-            with the style sheet and script compiled in (analyzer/html/).
+            with the style sheet and script compiled in
+            (analyzer/report/html/).
 plan        the installed `plan` of the demo's vLLM-shaped run: the
             recorded settings and their neighbours predicted.
 pkg-config  --cflags and --variable=preload of the installed .pc; a

@@ -25,7 +25,7 @@
  */
 #include "clock.h"
 #include "core.h"
-#include "load.h"
+#include "load/load.h"
 
 #include <vramtrace/trace_format.h>
 
