@@ -75,8 +75,8 @@
  * switch; the table line an event will probe is prefetched a few events
  * ahead, as the table outgrows the first-level cache. Everything else
  * takes the general path (vrt_replay_events_one), which the common path
- * must agree with (tests/unit/analyzer/replay/test_replay.c checks both against a
- * model).
+ * must agree with (tests/unit/analyzer/replay/test_replay.c checks both
+ * against a model).
  *
  * The parts. This file keeps the objects, the live table, the sites, the
  * replay's state, the common path and the end of the stream (sites at the
