@@ -5,7 +5,8 @@
  * pid=212) ", "vllm_0  | ") taken off, the engine's own log prefix read
  * (its time, its rank), then the message against each engine's sentences.
  *
- * The sentences are matched with a small pattern language (scan()):
+ * The sentences are matched with a small pattern language
+ * (vrt_enginelog_scan, enginelog_scan.c):
  * literal text, where one space stands for any run of blanks (%_ for an
  * optional one); %f a signed
  * decimal, %u an unsigned integer that may carry thousands commas, %z a

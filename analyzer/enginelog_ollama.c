@@ -13,7 +13,7 @@
  * see ollama_prefix): the devices it found, its estimate, the runner it
  * starts and when the runner serves, the runner's death, the prompt of a
  * request. The runner's own output (llama.cpp's lines) goes through
- * rule_llama. */
+ * vrt_enginelog_llama_rule. */
 int vrt_enginelog_ollama_rule(struct vrt_enginelog *log,
                               const struct lineinfo *li)
 {

@@ -138,7 +138,8 @@ vrt_enginelog_record_error(struct vrt_enginelog *log, const struct lineinfo *li,
 	 VRT_ELH_AVAILABLE | VRT_ELH_MAX_MODEL_LEN | VRT_ELH_SUGGESTED_LEN |   \
 	 VRT_ELH_TOKENS | VRT_ELH_MEM_FRACTION | VRT_ELH_DEVICE)
 
-/* 1 when errors[i] repeats an earlier error (commit_error's test). */
+/* 1 when errors[i] repeats an earlier error (the test of
+ * vrt_enginelog_record_commit). */
 int vrt_enginelog_record_repeats(const struct vrt_enginelog *log, size_t i)
 {
 	const struct vrt_enginelog_error *e = &log->errors[i];
