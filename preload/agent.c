@@ -215,7 +215,6 @@ struct want {
 	_Atomic(void *) *real; /* the runtime's real-function slot, or NULL */
 };
 
-
 /* The handle of a loaded library by its sonames, or NULL (not loaded). */
 static void *loaded(const char *const *sonames)
 {

@@ -81,14 +81,15 @@ struct slot {
 };
 
 static struct slot slots[SLOTS];
+_Atomic uint64_t vrt_fds_mask;
 
+/* CLOCK_MONOTONIC in ns, for the bounded wait of vrt_fds_release. */
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-_Atomic uint64_t vrt_fds_mask;
 
 /* The slot of a handle, or NULL when it is unguarded. */
 static struct slot *slot_of(struct vrt_fd f)
