@@ -25,9 +25,10 @@
  *
  * The libc wrappers: hook_libc.c's functions, compiled into this library,
  * keep libc's names but are local to it (the version script exports only
- * the entry), so this library's own calls to read, write, close... bind to
- * them too, as the preload's do. Their real functions come from
- * vrt_agent_real.
+ * the entry). Their real functions come from vrt_agent_real; the
+ * library's own reads, writes, closes... call those same functions
+ * through the real-libc table (real.h), filled once the trampolines
+ * exist, never the wrappers.
  *
  * Threads: the entry runs on the borrowed thread, one call at a time (the
  * injector's); the agent's thread owns the plan's agent-side flags. The
@@ -40,6 +41,7 @@
 #include "hook.h"
 #include "hook_table.h"
 #include "live.h"
+#include "real.h"
 #include "session.h"
 
 #include <vramtrace/trace_format.h>
@@ -213,12 +215,6 @@ struct want {
 	_Atomic(void *) *real; /* the runtime's real-function slot, or NULL */
 };
 
-/* The libc wrappers of hook_libc.c: local to this library, so these are
- * their addresses, not libc's (checked against our own code below). */
-#define X_LIBC(fn) {#fn, (void *)&fn, VRT_ATTACH_LIB_LIBC, NULL},
-static const struct want libc_wants[] = {VRT_ATTACH_LIBC_HOOKS(X_LIBC)};
-#undef X_LIBC
-
 /* The handle of a loaded library by its sonames, or NULL (not loaded). */
 static void *loaded(const char *const *sonames)
 {
@@ -358,10 +354,16 @@ static int plan_hooks(void)
 		err = add_runtime(vrt_hook_hip_lib(), hip, VRT_ATTACH_LIB_HIP,
 		                  "hipGetProcAddress");
 	b2 = plan.nhooks;
-	for (size_t i = 0; !err && libc_handle &&
-	                   i < sizeof(libc_wants) / sizeof(libc_wants[0]);
-	     i++)
-		err = add_hook(libc_handle, &libc_wants[i]);
+	/* The libc wrappers of hook_libc.c: local to this library, so these
+	 * are their addresses, not libc's (checked against our own code in
+	 * add_hook). */
+	for (int i = 0; !err && libc_handle && i < vrt_hook_libc_nwrappers;
+	     i++) {
+		struct want w = {vrt_hook_libc_wrappers[i].name,
+		                 vrt_hook_libc_wrappers[i].fn,
+		                 VRT_ATTACH_LIB_LIBC, NULL};
+		err = add_hook(libc_handle, &w);
+	}
 	b3 = plan.nhooks;
 	if (!err)
 		err = map_slots(b0, b1);
@@ -377,6 +379,9 @@ static int plan_hooks(void)
 	}
 	point_reals(vrt_hook_cuda_lib(), VRT_ATTACH_LIB_CUDA);
 	point_reals(vrt_hook_hip_lib(), VRT_ATTACH_LIB_HIP);
+	/* The agent's own I/O from now on: libc's functions through their
+	 * trampolines (until here, raw system calls: real.h). */
+	vrt_real_fill(vrt_hook_libc_next);
 	return 0;
 }
 

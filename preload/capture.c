@@ -17,6 +17,7 @@
  */
 #include "clock.h"
 #include "core.h"
+#include "real.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -34,6 +35,7 @@
 #define MAX_HELPERS 16
 
 _Atomic int vrt_state;
+int (*vrt_state_start)(void);
 static _Atomic(const char *) fail_reason;
 
 void vrt_capture_fail(const char *reason)
@@ -68,7 +70,8 @@ void vrt_capture_warn(const char *fmt, ...)
 	if ((size_t)n >= sizeof(line))
 		n = (int)sizeof(line) - 1;
 	/* Nothing to do if stderr is gone: the warning is lost. */
-	while (write(STDERR_FILENO, line, (size_t)n) < 0 && errno == EINTR)
+	while (vrt_real.write(STDERR_FILENO, line, (size_t)n) < 0 &&
+	       errno == EINTR)
 		;
 }
 

@@ -28,7 +28,9 @@
 #include "control_proto.h"
 #include "hook.h"
 #include "live.h"
+#include "real.h"
 #include "rundir.h"
+#include "session.h"
 
 #include <vramtrace/trace_format.h>
 
@@ -327,7 +329,7 @@ static int control_start(const char *dir)
 	}
 	int err = bind_in(lfd.fd, dfd, name);
 	vrt_fds_close(&dfd);
-	if (!err && listen(lfd.fd, 8) < 0)
+	if (!err && vrt_real.listen(lfd.fd, 8) < 0)
 		err = -errno;
 	if (err) {
 		vrt_fds_close(&lfd);

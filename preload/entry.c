@@ -64,6 +64,7 @@
 #include "clock.h"
 #include "hook.h"
 #include "live.h"
+#include "real.h"
 #include "rules.h"
 #include "session.h"
 #include "standby.h"
@@ -298,6 +299,8 @@ int vrt_entry_setup(void)
 __attribute__((constructor)) static void vrt_entry_init(void)
 {
 	vrt_hooklib_init();
+	/* The preload's own I/O: libc's functions after ours (real.h). */
+	vrt_real_fill(vrt_hook_libc_next);
 	vrt_session_init();
 	real__exit = (void (*)(int))vrt_hooklib_real_dlsym(RTLD_NEXT, "_exit");
 	vrt_capture_tick = watch_exit;

@@ -33,14 +33,20 @@
  * a user stores busy then reads taken (Dekker), so either the user sees
  * the number taken or the hook sees the user busy and waits for it.
  *
+ * Every system call here that libc's hooked names would make goes through
+ * the real-libc table (real.h): our own closes, reads and writes never
+ * pass through the preload's hooks. This file calls no other part of the
+ * preload (its bounded wait reads CLOCK_MONOTONIC itself), so every part
+ * may use it, the clock included.
+ *
  * Fork: a child starts with every slot of the parent. The lifecycle's
  * child handlers close what their modules hold (verified), then
  * vrt_fds_after_fork_child closes what remains verified-ours (a helper
  * thread's short-lived descriptor, whose thread does not exist here) and
  * empties the table.
  */
-#include "clock.h"
-#include "core.h"
+#include "fds.h"
+#include "real.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -77,6 +83,14 @@ struct slot {
 static struct slot slots[SLOTS];
 _Atomic uint64_t vrt_fds_mask;
 
+/* CLOCK_MONOTONIC in ns, for the bounded wait of vrt_fds_release. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* The slot of a handle, or NULL when it is unguarded. */
 static struct slot *slot_of(struct vrt_fd f)
 {
@@ -99,7 +113,7 @@ struct vrt_fd vrt_fds_own(int fd)
 		/* A daemon's dup2(devnull, 1) must not land on our file. */
 		int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 		if (hi >= 0) {
-			close(fd);
+			vrt_real.close(fd);
 			f.fd = fd = hi;
 		}
 	}
@@ -196,13 +210,13 @@ int vrt_fds_close(struct vrt_fd *f)
 	if (!s && g.slot >= 0)
 		return -EBADF; /* already forgotten: not ours to close */
 	int ours = vrt_fds_check(g);
-	/* Forget the slot first: the close below goes through our own close
-	 * hook, which must not find it. */
+	/* Forget the slot first: a closing hook of the program's that runs
+	 * meanwhile must not find it. */
 	if (s)
 		atomic_store_explicit(&s->state, FREE, memory_order_release);
 	if (!ours)
 		return -EBADF;
-	return close(g.fd) < 0 ? -errno : 0;
+	return vrt_real.close(g.fd) < 0 ? -errno : 0;
 }
 
 int vrt_fds_any(unsigned lo, unsigned hi)
@@ -241,9 +255,9 @@ int vrt_fds_release(unsigned lo, unsigned hi, int may_flush)
 		n++;
 		/* sched_yield, not a sleep: a hook must not become a
 		 * cancellation point the program did not expect. */
-		uint64_t t0 = vrt_clock_mono_ns();
+		uint64_t t0 = mono_ns();
 		while (atomic_load(&s->busy) > 0 &&
-		       vrt_clock_mono_ns() - t0 < RELEASE_WAIT_NS)
+		       mono_ns() - t0 < RELEASE_WAIT_NS)
 			sched_yield();
 	}
 	return n;
@@ -276,7 +290,7 @@ ssize_t vrt_fds_read(struct vrt_fd f, void *buf, size_t len)
 	}
 	ssize_t r;
 	do
-		r = read(f.fd, buf, len);
+		r = vrt_real.read(f.fd, buf, len);
 	while (r < 0 && errno == EINTR);
 	int e = errno;
 	vrt_fds_done(f);
@@ -290,7 +304,7 @@ int vrt_fds_write_all(struct vrt_fd f, const void *buf, size_t len)
 	while (len) {
 		if (!vrt_fds_use(f))
 			return -EBADF;
-		ssize_t w = write(f.fd, p, len);
+		ssize_t w = vrt_real.write(f.fd, p, len);
 		int e = errno;
 		vrt_fds_done(f);
 		if (w < 0) {
@@ -310,7 +324,7 @@ ssize_t vrt_fds_recv(struct vrt_fd f, void *buf, size_t len, int flags)
 		errno = EBADF;
 		return -1;
 	}
-	ssize_t r = recv(f.fd, buf, len, flags);
+	ssize_t r = vrt_real.recv(f.fd, buf, len, flags);
 	int e = errno;
 	vrt_fds_done(f);
 	errno = e;
@@ -323,7 +337,7 @@ ssize_t vrt_fds_send(struct vrt_fd f, const void *buf, size_t len, int flags)
 		errno = EBADF;
 		return -1;
 	}
-	ssize_t r = send(f.fd, buf, len, flags | MSG_NOSIGNAL);
+	ssize_t r = vrt_real.send(f.fd, buf, len, flags | MSG_NOSIGNAL);
 	int e = errno;
 	vrt_fds_done(f);
 	errno = e;
@@ -336,7 +350,7 @@ struct vrt_fd vrt_fds_accept(struct vrt_fd f, int flags)
 		errno = EBADF;
 		return VRT_FD_NONE;
 	}
-	int c = accept4(f.fd, NULL, NULL, flags | SOCK_CLOEXEC);
+	int c = vrt_real.accept4(f.fd, NULL, NULL, flags | SOCK_CLOEXEC);
 	int e = errno;
 	vrt_fds_done(f);
 	errno = e;

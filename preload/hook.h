@@ -11,7 +11,6 @@
 #define VRT_HOOK_H
 
 #include "core.h"
-#include "session.h"
 
 #include <vramtrace/trace_format.h>
 
@@ -21,7 +20,7 @@ static inline int vrt_hook_enter(void)
 		return 0;
 	int s = atomic_load_explicit(&vrt_state, memory_order_relaxed);
 	if (VRT_UNLIKELY(s != VRT_STATE_ON) && s != VRT_STATE_STANDBY &&
-	    (s != VRT_STATE_ARMED || !vrt_session_start()))
+	    (s != VRT_STATE_ARMED || !vrt_state_start()))
 		return 0;
 	vrt_in_hook = 1;
 	return 1;
@@ -342,13 +341,26 @@ void vrt_hook_libc_adopt(int fd, int listener);
  * function libc has. */
 void *vrt_agent_real(const char *name);
 
-/* hook_lib.c: the libc dlsym behind our interposed one (hook_libc.c).
- * Never NULL after vrt_hooklib_init(). Only hook_lib.c and hook_libc.c's
- * assembly stub read it directly: C elsewhere calls vrt_hooklib_real_dlsym,
- * because an ASan build checks reads of another file's global against
- * shadow memory, and our dlsym runs while ASan itself starts up (its
- * interceptors look libc's functions up through it). */
-extern void *(*vrt_real_dlsym)(void *, const char *)VRT_HIDDEN;
+/* hook_libc.c: the next definition of libc function name, as the libc
+ * wrappers find theirs (after the preload; in the agent, the trampoline:
+ * vrt_agent_real). The resolver the real-libc table is filled with
+ * (real.h: vrt_real_fill). NULL when none is found (yet). */
+void *vrt_hook_libc_next(const char *name);
+
+/* hook_libc.c, in the agent: its libc wrappers by name
+ * (VRT_ATTACH_LIBC_HOOKS), whose entries agent.c plans jumps to. Their
+ * addresses are taken where they are defined, so no other file of the
+ * preload names a hooked libc function. */
+struct vrt_hook_libc_wrapper {
+	const char *name;
+	void *fn;
+};
+extern const struct vrt_hook_libc_wrapper vrt_hook_libc_wrappers[];
+extern const int vrt_hook_libc_nwrappers;
+
+/* hook_lib.c: the libc dlsym behind our interposed one (hook_libc.c) is
+ * the real-libc table's first entry (real.h: vrt_real.dlsym), looked up
+ * by vrt_hooklib_init. */
 void vrt_hooklib_init(void);
 /* libc's dlsym(handle, name) (after vrt_hooklib_init), NULL when libc's
  * could not be found. Any thread. */

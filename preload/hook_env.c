@@ -29,6 +29,7 @@
  * exists, and only read afterwards.
  */
 #include "hook.h"
+#include "session.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -17,10 +17,11 @@
  * of its address only when the live table is read, never per call). The
  * wrappers' bodies are hook.h's VRT_HOOK_* macros around these.
  *
- * It also keeps libc's dlsym (vrt_real_dlsym), which every hook file
- * looks real functions up with: set once (the constructor, or the first
- * look-up if another library's constructor runs before ours) and only
- * ever to the same value, so a racy double initialisation is harmless.
+ * Every hook file looks real functions up with libc's dlsym, the first
+ * entry of the real-libc table (real.h: vrt_real.dlsym): set once (the
+ * constructor, or the first look-up if another library's constructor runs
+ * before ours) and only ever to the same value, so a racy double
+ * initialisation is harmless.
  *
  * Threads: any. The library's path and base are published once (CAS);
  * real and auxiliary pointers are atomics; a runtime's inventory is taken
@@ -29,6 +30,8 @@
  */
 #include "hook.h"
 #include "live.h"
+#include "real.h"
+#include "session.h"
 #include "standby.h"
 
 #include <vramtrace/trace_format.h>
@@ -36,27 +39,14 @@
 #include <dlfcn.h>
 #include <string.h>
 
-void *(*vrt_real_dlsym)(void *, const char *);
-
 void vrt_hooklib_init(void)
 {
-	if (vrt_real_dlsym)
-		return;
-	/* dlvsym is not interposed, so this asks libc for the real one; the
-	 * version names cover glibc before and after libdl moved into
-	 * libc (2.34). */
-	void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-	if (!p)
-		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-	if (!p)
-		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17"); /* aarch64 */
-	vrt_real_dlsym = (void *(*)(void *, const char *))p;
+	vrt_real_init_dlsym();
 }
 
 void *vrt_hooklib_real_dlsym(void *handle, const char *name)
 {
-	vrt_hooklib_init();
-	return vrt_real_dlsym ? vrt_real_dlsym(handle, name) : NULL;
+	return vrt_real_dlsym(handle, name);
 }
 
 int vrt_hooklib_owns(struct vrt_hooklib *l, void *addr)
@@ -92,8 +82,6 @@ static void *handle_sym(const char *path, const char *name)
 void *vrt_hooklib_sym(struct vrt_hooklib *l, const char *name)
 {
 	vrt_hooklib_init();
-	if (!vrt_real_dlsym)
-		return NULL;
 	void *p = vrt_real_dlsym(RTLD_NEXT, name);
 	if (p)
 		return p;

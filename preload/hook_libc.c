@@ -19,8 +19,9 @@
  * of a hooked name through RTLD_DEFAULT finds our own exported wrapper
  * anyway (the preload comes first in the global scope).
  *
- * The real dlsym behind ours is hook_lib.c's (vrt_real_dlsym, looked up
- * by vrt_hooklib_init), which every hook file uses.
+ * The real dlsym behind ours is the real-libc table's first entry
+ * (real.h: vrt_real.dlsym, looked up by vrt_hooklib_init), which every
+ * hook file uses.
  *
  * Threads: any.
  */
@@ -62,7 +63,7 @@ __asm__(".text\n"
         "	cmpq $-1, %rdi\n"
         "	je 1f\n"
         "	jmp vrt_libc_dlsym_handle\n"
-        "1:	movq vrt_real_dlsym(%rip), %rax\n"
+        "1:	movq vrt_real(%rip), %rax\n"
         "	testq %rax, %rax\n"
         "	je 2f\n"
         "	jmp *%rax\n"
@@ -77,8 +78,8 @@ __asm__(".text\n"
         "	cmn x0, #1\n"
         "	b.eq 1f\n"
         "	b vrt_libc_dlsym_handle\n"
-        "1:	adrp x16, vrt_real_dlsym\n"
-        "	ldr x16, [x16, :lo12:vrt_real_dlsym]\n"
+        "1:	adrp x16, vrt_real\n"
+        "	ldr x16, [x16, :lo12:vrt_real]\n"
         "	cbz x16, 2f\n"
         "	br x16\n"
         "2:	b vrt_libc_dlsym_slow\n"
@@ -131,8 +132,10 @@ void *dlsym(void *handle, const char *symbol)
  * the parent's.
  */
 
+#include "attach_proto.h"
 #include "clock.h"
 #include "conn.h"
+#include "session.h"
 #include "standby.h"
 
 #include <vramtrace/trace_format.h>
@@ -171,7 +174,7 @@ _Static_assert(sizeof(struct conn) <= 256,
 
 static struct conn conns[MAX_TRACKED_FD];
 
-static void *next_fn(const char *name)
+void *vrt_hook_libc_next(const char *name)
 {
 #ifdef VRT_AGENT
 	/* In the agent these wrappers are reached through jumps written
@@ -188,7 +191,7 @@ static void *next_fn(const char *name)
 #define NEXT(fn)                                                               \
 	static __typeof__(&fn) real_##fn;                                      \
 	if (VRT_UNLIKELY(!real_##fn))                                          \
-	real_##fn = (__typeof__(&fn))next_fn(#fn)
+	real_##fn = (__typeof__(&fn))vrt_hook_libc_next(#fn)
 
 static void conn_lock(struct conn *c)
 {
@@ -650,7 +653,7 @@ static ssize_t sendfile_hook(ssize_t r, int out_fd)
 	{                                                                      \
 		static __typeof__(&fn) real;                                   \
 		if (VRT_UNLIKELY(!real))                                       \
-			real = (__typeof__(&fn))next_fn(name);                 \
+			real = (__typeof__(&fn))vrt_hook_libc_next(name);      \
 		return sendfile_hook(                                          \
 		        real ? real(out_fd, in_fd, offset, count)              \
 		             : syscall(SYS_sendfile, out_fd, in_fd, offset,    \
@@ -1005,3 +1008,12 @@ VRT_EXPORT int execle(const char *path, const char *arg, ...)
 	va_end(ap);
 	return execve(path, argv, envp);
 }
+
+#ifdef VRT_AGENT
+#define X_WRAPPER(fn) {#fn, (void *)&fn},
+const struct vrt_hook_libc_wrapper vrt_hook_libc_wrappers[] = {
+        VRT_ATTACH_LIBC_HOOKS(X_WRAPPER)};
+#undef X_WRAPPER
+const int vrt_hook_libc_nwrappers = (int)(sizeof(vrt_hook_libc_wrappers) /
+                                          sizeof(vrt_hook_libc_wrappers[0]));
+#endif

@@ -24,6 +24,7 @@
  * three file-system calls after a child was reaped.
  */
 #include "hook.h"
+#include "real.h"
 #include "rundir.h"
 #include "session.h"
 
@@ -72,12 +73,12 @@ static void note_child(pid_t pid, int st)
 	if (fd >= 0) {
 		/* A short write leaves a line the reader does not take: the
 		 * status stays unknown, as without this file. */
-		while (write(fd, line, (size_t)n) < 0 && errno == EINTR)
+		while (vrt_real.write(fd, line, (size_t)n) < 0 && errno == EINTR)
 			;
-		close(fd);
+		vrt_real.close(fd);
 	}
 close_dir:
-	close(dfd);
+	vrt_real.close(dfd);
 out:
 	errno = saved;
 }

@@ -70,6 +70,8 @@
 #include "live.h"
 #include "cmdline.h"
 #include "metrics_agg.h"
+#include "real.h"
+#include "session.h"
 
 #include <vramtrace/trace_format.h>
 
@@ -544,7 +546,7 @@ static int listen_on(struct sockaddr_in *a, struct vrt_fd *sock)
 	 * life's scrapes. It does not let two listeners share the port. */
 	setsockopt(lfd.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(lfd.fd, (struct sockaddr *)a, sizeof(*a)) < 0 ||
-	    listen(lfd.fd, 16) < 0 ||
+	    vrt_real.listen(lfd.fd, 16) < 0 ||
 	    getsockname(lfd.fd, (struct sockaddr *)a, &len) < 0)
 		e = errno;
 	vrt_fds_done(lfd);

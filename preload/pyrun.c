@@ -23,6 +23,7 @@
  */
 #include "core.h"
 #include "pystack.h"
+#include "real.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -65,7 +66,7 @@ static int find_api(void)
 	void *h;
 	if (!vrt_pystack_init() || !vrt_pystack_handle(&h))
 		return 0;
-#define GET(field, name) *(void **)&py.field = dlsym(h, name)
+#define GET(field, name) *(void **)&py.field = vrt_real_dlsym(h, name)
 	GET(is_initialized, "Py_IsInitialized");
 	GET(is_finalizing, "Py_IsFinalizing");
 	if (!py.is_finalizing)

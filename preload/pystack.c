@@ -49,7 +49,7 @@
  * published with a release store of py_ready; capture and describe only
  * read state that is immutable after that store.
  *
- * Symbols are looked up with dlsym(RTLD_DEFAULT): libpython loaded
+ * Symbols are looked up with libc's dlsym(RTLD_DEFAULT): libpython loaded
  * globally, or a python executable built with --export-dynamic (CPython's
  * default for its static builds). A libpython opened with RTLD_LOCAL (an
  * embedding plugin) is found with dlopen(RTLD_NOLOAD) by its soname; that
@@ -58,6 +58,7 @@
 #include "core.h"
 #include "pystack.h"
 #include "pystack_layout.h"
+#include "real.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -323,11 +324,11 @@ static void *py_handle; /* where the interpreter was found */
 static int look(void *h)
 {
 	get_tstate_fn gt;
-	*(void **)&gt = dlsym(h, "PyGILState_GetThisThreadState");
-	const void *ct = dlsym(h, "PyCode_Type");
-	const void *ut = dlsym(h, "PyUnicode_Type");
-	const void *bt = dlsym(h, "PyBytes_Type");
-	const void *ft = dlsym(h, "PyFrame_Type");
+	*(void **)&gt = vrt_real_dlsym(h, "PyGILState_GetThisThreadState");
+	const void *ct = vrt_real_dlsym(h, "PyCode_Type");
+	const void *ut = vrt_real_dlsym(h, "PyUnicode_Type");
+	const void *bt = vrt_real_dlsym(h, "PyBytes_Type");
+	const void *ft = vrt_real_dlsym(h, "PyFrame_Type");
 	if (!gt || !ct || !ut || !bt)
 		return 0;
 
@@ -339,8 +340,8 @@ static int look(void *h)
 
 	unsigned version = 0;
 	struct vrt_pylayout l;
-	const char *rt = dlsym(h, "_PyRuntime");
-	const unsigned long *pv = dlsym(h, "Py_Version");
+	const char *rt = vrt_real_dlsym(h, "_PyRuntime");
+	const unsigned long *pv = vrt_real_dlsym(h, "Py_Version");
 	if (rt && memcmp(rt, "xdebugpy", 8) == 0) {
 		const struct debug_offsets_313 *d = (const void *)rt;
 		version = (unsigned)(d->version >> 16);
@@ -359,7 +360,7 @@ static int look(void *h)
 			 * allocation) and may be called before
 			 * Py_Initialize. */
 			const char *(*gv)(void);
-			*(void **)&gv = dlsym(h, "Py_GetVersion");
+			*(void **)&gv = vrt_real_dlsym(h, "Py_GetVersion");
 			if (!gv)
 				return 0;
 			version = parse_version(gv());
@@ -368,7 +369,7 @@ static int look(void *h)
 		if (!b2)
 			return 0;
 		/* Py_TRACE_REFS adds two pointers to every object header. */
-		if (dlsym(h, "_Py_PrintReferences"))
+		if (vrt_real_dlsym(h, "_Py_PrintReferences"))
 			return 0;
 		if (b2->frames == VRT_PYFRAMES_OBJECT && !ft)
 			return 0;

@@ -24,6 +24,8 @@
  * a debugging aid, and the host must not hear about it.
  */
 #include "hook.h"
+#include "real.h"
+#include "session.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -87,12 +89,12 @@ static int open_log(pid_t self)
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}
-	close(dfd);
+	vrt_real.close(dfd);
 	if (fd >= 0) {
 		static const char head[] =
 		        "# vramtrace resolver log: via name version flags "
 		        "result status answer object symbol pointer\n";
-		if (write(fd, head, sizeof(head) - 1) < 0) {
+		if (vrt_real.write(fd, head, sizeof(head) - 1) < 0) {
 			/* The lines that follow will fail the same way and
 			 * be dropped the same way; nothing to undo. */
 		}
@@ -165,7 +167,7 @@ void vrt_resolvelog_note(const char *via, const char *name, long long version,
 	if (log_pid != self) {
 		/* The parent's file, inherited by a fork: not ours to write. */
 		if (log_fd >= 0)
-			close(log_fd);
+			vrt_real.close(log_fd);
 		log_fd = open_log(self);
 		log_pid = self;
 	}
@@ -173,7 +175,7 @@ void vrt_resolvelog_note(const char *via, const char *name, long long version,
 		const char *p = line;
 		size_t left = n;
 		while (left) {
-			ssize_t w = write(log_fd, p, left);
+			ssize_t w = vrt_real.write(log_fd, p, left);
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w <= 0)

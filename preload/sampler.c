@@ -25,6 +25,7 @@
  */
 #include "clock.h"
 #include "core.h"
+#include "real.h"
 
 #include <vramtrace/trace_format.h>
 
@@ -187,23 +188,27 @@ static void sample_host(void)
 
 /* ---- devices (NVML) ------------------------------------------------------ */
 
+static void *nvml_sym(const char *name)
+{
+	return vrt_real_dlsym(nvml.lib, name);
+}
+
 static int nvml_open(void)
 {
 	nvml.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!nvml.lib)
 		return -1;
-	nvml.init = (nvml_ret(*)(void))dlsym(nvml.lib, "nvmlInit_v2");
-	nvml.count = (nvml_ret(*)(unsigned *))dlsym(nvml.lib,
-	                                            "nvmlDeviceGetCount_v2");
-	nvml.handle = (nvml_ret(*)(unsigned, nvml_device *))dlsym(
-	        nvml.lib, "nvmlDeviceGetHandleByIndex_v2");
-	nvml.uuid = (nvml_ret(*)(nvml_device, char *, unsigned))dlsym(
-	        nvml.lib, "nvmlDeviceGetUUID");
-	nvml.memory = (nvml_ret(*)(nvml_device, struct nvml_memory *))dlsym(
-	        nvml.lib, "nvmlDeviceGetMemoryInfo");
+	nvml.init = (nvml_ret(*)(void))nvml_sym("nvmlInit_v2");
+	nvml.count = (nvml_ret(*)(unsigned *))nvml_sym("nvmlDeviceGetCount_v2");
+	nvml.handle = (nvml_ret(*)(unsigned, nvml_device *))nvml_sym(
+	        "nvmlDeviceGetHandleByIndex_v2");
+	nvml.uuid = (nvml_ret(*)(nvml_device, char *, unsigned))nvml_sym(
+	        "nvmlDeviceGetUUID");
+	nvml.memory = (nvml_ret(*)(nvml_device, struct nvml_memory *))nvml_sym(
+	        "nvmlDeviceGetMemoryInfo");
 	nvml.procs = (nvml_ret(*)(nvml_device, unsigned *,
 	                          struct nvml_process *))
-	        dlsym(nvml.lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+	        nvml_sym("nvmlDeviceGetComputeRunningProcesses_v3");
 	if (!nvml.init || !nvml.count || !nvml.handle || !nvml.uuid ||
 	    !nvml.memory || nvml.init() != 0) {
 		/* No usable NVML: keep the library loaded (unloading a

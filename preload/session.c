@@ -398,6 +398,7 @@ void vrt_session_exec_failed(void)
 void vrt_session_init(void)
 {
 	self_pid = getpid();
+	vrt_state_start = vrt_session_start;
 }
 
 void vrt_session_set_run_dir(const char *dir)

@@ -17,10 +17,7 @@
 
 #include "core.h"
 
-/* The re-entry guard of hooks (hook.h): set while the thread is inside a
- * hooked call or a session transition, so that what we do ourselves
- * (create the trace, bind a socket) is not recorded. Initial-exec TLS. */
-extern VRT_TLS int vrt_in_hook VRT_HIDDEN;
+/* The hooks' re-entry guard is vrt_in_hook (core.h), defined here. */
 
 /* ---- services ----------------------------------------------------------- */
 

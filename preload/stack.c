@@ -29,6 +29,7 @@
 #include "core.h"
 #include "pathname.h"
 #include "pystack.h"
+#include "real.h"
 #include "rules.h"
 
 #include <vramtrace/trace_format.h>
@@ -589,9 +590,8 @@ static const char *demangled(const char *sym, char *buf, size_t len)
 {
 	if (!em.demangle_looked) {
 		em.demangle_looked = 1;
-		em.demangle =
-		        (char *(*)(const char *, char *, size_t *, int *))dlsym(
-		                RTLD_DEFAULT, "__cxa_demangle");
+		*(void **)&em.demangle =
+		        vrt_real_dlsym(RTLD_DEFAULT, "__cxa_demangle");
 	}
 	if (!em.demangle || sym[0] != '_' || sym[1] != 'Z')
 		return sym;
