@@ -80,7 +80,23 @@ static inline unsigned vrt_enginelog_scan_pair(const char *s)
 
 /* 0 when the text at h cannot hold the len bytes at n (h: in the
  * message being read, and a pair of n's bytes is not in it), else 1. */
-int vrt_enginelog_scan_may_hold(const char *h, const char *n, size_t len);
+/* 0 when the text at h cannot hold the len bytes at n (h: in the
+ * message being read, and a pair of n's bytes is not in it), else 1. */
+static inline int vrt_enginelog_scan_may_hold(const char *h, const char *n,
+                                              size_t len)
+{
+	const struct vrt_enginelog_pairs *mp = &vrt_enginelog_msg_pairs;
+	size_t i;
+
+	if ((uintptr_t)h < mp->lo || (uintptr_t)h >= mp->hi)
+		return 1;
+	for (i = 0; i + 1 < len; i++) {
+		unsigned b = vrt_enginelog_scan_pair(n + i);
+		if (!(mp->bits[b >> 6] >> (b & 63) & 1))
+			return 0;
+	}
+	return 1;
+}
 
 /* strstr, quicker on the message being read. */
 static inline char *vrt_enginelog_scan_find(const char *h, const char *n)
@@ -95,10 +111,25 @@ static inline int vrt_enginelog_scan_starts(const char *s, const char *p)
 	return *s == *p && !strncmp(s, p, strlen(p));
 }
 
-/* enginelog_scan.c: vrt_enginelog_scan matches pattern p anywhere in msg
- * (it must start with literal text): 1 when it does (captures into c),
- * else 0 */
-int vrt_enginelog_scan(const char *msg, const char *p, struct cap *c);
+/* vrt_enginelog_scan matches pattern p anywhere in msg (it must start
+ * with literal text): 1 when it does (captures into c), else 0. Most
+ * patterns fail on their literal start, checked here inline (the
+ * rules of every engine call this for every line). */
+#define VRT_ENGINELOG_SCAN_LIT 64
+int vrt_enginelog_scan_from(const char *msg, const char *p, size_t n,
+                            struct cap *c);
+static inline int vrt_enginelog_scan(const char *msg, const char *p,
+                                     struct cap *c)
+{
+	size_t n = 0;
+
+	while (p[n] && p[n] != '%' && p[n] != ' ' &&
+	       n + 1 < VRT_ENGINELOG_SCAN_LIT)
+		n++;
+	if (!n || !vrt_enginelog_scan_may_hold(msg, p, n))
+		return 0;
+	return vrt_enginelog_scan_from(msg, p, n, c);
+}
 int vrt_enginelog_scan_keyval(const char *msg, const char *key, double *v);
 int vrt_enginelog_scan_match(const char *s, const char *p, struct cap *c);
 size_t vrt_enginelog_scan_number(const char *s, int sign, int commas, double *v,

@@ -13,23 +13,6 @@
 
 /* ---- the pattern scanner --------------------------------------------- */
 
-/* 0 when the text at h cannot hold the len bytes at n (h: in the
- * message being read, and a pair of n's bytes is not in it), else 1. */
-int vrt_enginelog_scan_may_hold(const char *h, const char *n, size_t len)
-{
-	const struct vrt_enginelog_pairs *mp = &vrt_enginelog_msg_pairs;
-	size_t i;
-
-	if ((uintptr_t)h < mp->lo || (uintptr_t)h >= mp->hi)
-		return 1;
-	for (i = 0; i + 1 < len; i++) {
-		unsigned b = vrt_enginelog_scan_pair(n + i);
-		if (!(mp->bits[b >> 6] >> (b & 63) & 1))
-			return 0;
-	}
-	return 1;
-}
-
 /* A decimal at s (sign allowed when sign, thousands commas when commas);
  * returns the bytes read (0: none), the value and half its last digit. */
 size_t vrt_enginelog_scan_number(const char *s, int sign, int commas, double *v,
@@ -184,17 +167,14 @@ int vrt_enginelog_scan_match(const char *s, const char *p, struct cap *c)
 	return 1;
 }
 
-/* Matches pattern p anywhere in msg (it must start with literal text). */
-int vrt_enginelog_scan(const char *msg, const char *p, struct cap *c)
+/* The rest of vrt_enginelog_scan, once the pattern's literal start (n
+ * bytes) may be in msg. */
+int vrt_enginelog_scan_from(const char *msg, const char *p, size_t n,
+                            struct cap *c)
 {
-	char lit[64];
-	size_t n = 0;
+	char lit[VRT_ENGINELOG_SCAN_LIT];
 	const char *at;
 
-	while (p[n] && p[n] != '%' && p[n] != ' ' && n + 1 < sizeof(lit))
-		n++;
-	if (!n || !vrt_enginelog_scan_may_hold(msg, p, n))
-		return 0;
 	memcpy(lit, p, n);
 	lit[n] = '\0';
 	for (at = msg; (at = strstr(at, lit)); at++) {
