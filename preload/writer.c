@@ -836,7 +836,8 @@ void vrt_writer_stop(int timeout_ms)
 	if (!done) {
 		pthread_mutex_lock(&w_mu);
 		if (stopped)
-			done = running;
+			done = running && !orphaned; /* an orphan lets
+			                              * itself go: no join */
 		else if (running && stop_req)
 			orphaned = 1;
 		pthread_mutex_unlock(&w_mu);
