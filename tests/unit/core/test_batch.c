@@ -246,6 +246,27 @@ static void *script_cross_free(void *arg)
 	return NULL;
 }
 
+/* Two threads at once, each making WIDE distinct addresses as fast as it
+ * can: a writer's pass then usually holds more addresses than the
+ * shared-address map may (batch.c's XMAP_MAX_SLOTS / 2), and that pass
+ * keeps its times exact; every event must still come back as made. */
+#define WIDE 40000
+static pthread_barrier_t wide_bar;
+
+static void *script_wide(void *arg)
+{
+	uint64_t base = (9ull + (uintptr_t)arg) << 40;
+	pthread_barrier_wait(&wide_bar);
+	for (int i = 0; i < WIDE; i++)
+		rec(1, base + (uint64_t)i * 4096, 4096, VRT_API_cuMemAlloc_v2, 0,
+		    0, 7, 0);
+	for (int i = 0; i < WIDE; i++)
+		rec(0, base + (uint64_t)i * 4096, 0, VRT_API_cuMemFree_v2,
+		    VRT_DEVICE_UNKNOWN, 0, 0, 0);
+	vrt_tbuf_thread_exit();
+	return NULL;
+}
+
 /* Past every table of the format: sites, sizes, classes, a site's
  * recent sizes, list depth, ring. */
 static void *script_tables(void *arg)
@@ -747,6 +768,12 @@ int main(void)
 	pthread_barrier_init(&hand_bar, NULL, 2);
 	for (uintptr_t i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, script_handoff, (void *)i);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	vrt_writer_sync(5000);
+	pthread_barrier_init(&wide_bar, NULL, 2);
+	for (uintptr_t i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, script_wide, (void *)i);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
 	pthread_create(&th[0], NULL, script_marker, NULL);
