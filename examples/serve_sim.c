@@ -198,12 +198,18 @@ static void sleep_ms(int ms)
 		;
 }
 
+/* The device rank r runs on. */
+static int rank_dev(int r)
+{
+	return o.misplace ? 0 : r;
+}
+
 static void use_rank(int r)
 {
 	/* --misplace-ranks: every rank takes device 0, as workers that were
 	 * each given CUDA_VISIBLE_DEVICES=0 (or that ignore their local rank)
 	 * do. */
-	if (sim_gpu_use(o.misplace ? 0 : r)) {
+	if (sim_gpu_use(rank_dev(r))) {
 		fprintf(stderr, "serve_sim: cannot select device %d\n", r);
 		exit(4);
 	}
@@ -231,7 +237,7 @@ static void init_device(int r)
 	use_rank(r);
 	sim_gpu_mem_info(&free_b, &total_b);
 	ranks[r].free_at_init = free_b;
-	ranks[r].al = sim_alloc_new(o.allocator, r);
+	ranks[r].al = sim_alloc_new(o.allocator, rank_dev(r));
 	if (!ranks[r].al)
 		exit(4);
 }

@@ -14,6 +14,13 @@
  *     (FAKECUDA_MEM) and memory already used by "other processes"
  *     (FAKECUDA_USED), CUDA_ERROR_OUT_OF_MEMORY past capacity, free/total
  *     consistent with every allocation;
+ *   - processes on one card (FAKECUDA_SHARE=FILE, the same file for every
+ *     process of a run): each process publishes its live bytes per
+ *     physical card in a slot of that file, and every process counts the
+ *     other live slots as memory used by other processes, so two ranks
+ *     placed on one card run out of it together as on a real card; a slot
+ *     whose process is gone no longer counts (the real driver frees a
+ *     process's memory when it exits, however it exits);
  *   - device pointers are fake: per-device bump ranges at (ordinal+1) << 43,
  *     512-byte aligned, never reused, never touched, so an "80 GiB" card
  *     fits on a laptop; VMM address reservations come from their own range;
@@ -51,6 +58,7 @@
  * FAKECUDA_NAME ("Fake GPU"), FAKECUDA_HOST_MEM ("16G"), FAKECUDA_CARD
  * ("h100"; or "a100", "l4"; a comma list like FAKECUDA_MEM, which then
  * defaults to each card's memory), FAKECUDA_VMM ("1"; a comma list),
+ * FAKECUDA_SHARE (unset: each process alone on its cards),
  * CUDA_VISIBLE_DEVICES, FAKECUDA_DEBUG (log calls to stderr; otherwise
  * the library never prints), FAKECUDA_NO_POINTER_QUERY (cuPointerGetAttribute
  * answers CUDA_ERROR_NOT_SUPPORTED: a driver that cannot tell an address's
@@ -83,10 +91,14 @@
  * and one atomic counter (g_bench_windows). Nothing here is
  * async-signal-safe, like the real driver.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -207,6 +219,19 @@ static struct CUmemPoolHandle_st *g_cur_pool[FAKE_MAX_DEV]; /* g_lock */
 static struct CUmemPoolHandle_st *g_pools[FAKE_MAX_POOLS]; /* created */
 static int g_npools;
 static _Thread_local CUcontext tls_ctx;
+
+/* FAKECUDA_SHARE: the run's processes on shared cards. Each process owns
+ * one slot (claimed by compare-and-swap of its pid) and stores its live
+ * bytes per physical card there; readers sum the other slots whose
+ * process still exists. A forked child claims a slot of its own. */
+#define FAKE_SHARE_SLOTS 64
+struct fake_share_slot {
+	_Atomic int pid;
+	_Atomic unsigned long long live[FAKE_MAX_DEV];
+};
+static struct fake_share_slot *g_share; /* FAKE_SHARE_SLOTS, or NULL */
+static struct fake_share_slot *g_share_mine; /* g_lock */
+static int g_share_pid;                      /* g_lock */
 
 static void dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void dbg(const char *fmt, ...)
@@ -388,6 +413,86 @@ static void parse_cards(const struct fake_card **cards, int n)
 		cards[i] = last;
 }
 
+/* Maps FAKECUDA_SHARE's file (created as needed, sized for every slot);
+ * without it, or when it cannot be mapped, each process is alone. */
+static void share_open(const char *path)
+{
+	size_t len = sizeof(struct fake_share_slot) * FAKE_SHARE_SLOTS;
+	struct stat st;
+	void *m;
+	int fd;
+	if (!path || !*path)
+		return;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size < len &&
+	    ftruncate(fd, (off_t)len) != 0) {
+		close(fd);
+		return;
+	}
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m != MAP_FAILED)
+		g_share = m;
+}
+
+static int pid_alive(int pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Stores this process's live bytes on ordinal ord's card in its slot
+ * (claiming one first, and again after a fork). g_lock held. */
+static void share_put(int ord)
+{
+	int me;
+	if (!g_share || ord < 0 || ord >= g_ndev)
+		return;
+	me = (int)getpid();
+	if (g_share_pid != me) {
+		g_share_mine = NULL;
+		g_share_pid = me;
+		for (int i = 0; i < FAKE_SHARE_SLOTS && !g_share_mine; i++) {
+			struct fake_share_slot *sl = &g_share[i];
+			int old = atomic_load(&sl->pid);
+			if (old == me || (old != 0 && pid_alive(old)))
+				continue;
+			if (!atomic_compare_exchange_strong(&sl->pid, &old, me))
+				continue;
+			for (int j = 0; j < FAKE_MAX_DEV; j++)
+				atomic_store(&sl->live[j], 0);
+			g_share_mine = sl;
+		}
+		/* A fork inherits the parent's bytes in g_dev; the child
+		 * publishes only what it changes from here on. */
+		for (int o = 0; g_share_mine && o < g_ndev; o++)
+			if (o != ord)
+				atomic_store(&g_share_mine->live[g_phys_of[o]],
+				             g_dev[o].live);
+	}
+	if (g_share_mine)
+		atomic_store(&g_share_mine->live[g_phys_of[ord]],
+		             g_dev[ord].live);
+}
+
+/* Bytes the other live processes of the run hold on ordinal ord's card. */
+static unsigned long long share_others(int ord)
+{
+	unsigned long long sum = 0;
+	int me = (int)getpid();
+	if (!g_share || ord < 0 || ord >= g_ndev)
+		return 0;
+	for (int i = 0; i < FAKE_SHARE_SLOTS; i++) {
+		struct fake_share_slot *sl = &g_share[i];
+		int pid = atomic_load(&sl->pid);
+		if (pid == 0 || pid == me || !pid_alive(pid))
+			continue;
+		sum += atomic_load(&sl->live[g_phys_of[ord]]);
+	}
+	return sum;
+}
+
 static void parse_env(void)
 {
 	unsigned long long caps[FAKE_MAX_DEV], used[FAKE_MAX_DEV], host;
@@ -437,6 +542,7 @@ static void parse_env(void)
 			               (hash >> (8 * (b % 4))));
 	}
 	apply_visible();
+	share_open(getenv("FAKECUDA_SHARE"));
 	dbg("%d of %d devices visible, cap[0]=%llu used[0]=%llu host=%llu",
 	    g_ndev, g_nphys, g_dev[0].cap, g_dev[0].used, g_host_cap);
 }
@@ -590,9 +696,18 @@ table_scan(int space, int (*match)(const struct entry *, void *), void *arg)
 
 /* ---- device allocations ----------------------------------------------- */
 
+/* Memory held on ordinal ord's card by everything but this process:
+ * FAKECUDA_USED and the run's other processes (FAKECUDA_SHARE). */
+static unsigned long long held_by_others(int ord)
+{
+	unsigned long long u = g_dev[ord].used + share_others(ord);
+	return u > g_dev[ord].cap ? g_dev[ord].cap : u;
+}
+
 static int fits(const struct fake_dev *d, unsigned long long bytes)
 {
-	return bytes <= d->cap && d->used + d->live <= d->cap - bytes;
+	unsigned long long others = held_by_others((int)(d - g_dev));
+	return bytes <= d->cap && others + d->live <= d->cap - bytes;
 }
 
 /* Takes bytes from the smallest kept chunk of pool p they fit in (the
@@ -621,6 +736,7 @@ static void pool_trim(struct CUmemPoolHandle_st *p, unsigned long long keep)
 		unsigned long long c = p->chunk[--p->nchunk];
 		p->kept -= c;
 		g_dev[p->ordinal].live -= c;
+		share_put(p->ordinal);
 	}
 }
 
@@ -660,6 +776,7 @@ static CUresult dev_alloc(CUdeviceptr *dptr, unsigned long long bytes, int ord,
 		d->bump += step;
 		if (!taken) /* kept bytes are charged already */
 			d->live += bytes;
+		share_put(ord);
 		if (pool) {
 			e->aux = (unsigned long long)(uintptr_t)pool;
 			pool->used += bytes;
@@ -696,6 +813,7 @@ static CUresult dev_free(CUdeviceptr dptr, const char *api)
 				g_dev[e->dev].live += e->size;
 			}
 		}
+		share_put(e->dev);
 		table_del(e);
 	}
 	pthread_mutex_unlock(&g_lock);
@@ -872,6 +990,8 @@ static void *map_and_file(int space, int dev, int kind,
 	ok = p != MAP_FAILED && table_add(space, (uintptr_t)p, bytes, dev, kind);
 	if (!ok)
 		*charge -= bytes;
+	if (space == SP_DEV)
+		share_put(dev);
 	pthread_mutex_unlock(&g_lock);
 	if (!ok && p != MAP_FAILED)
 		munmap(p, bytes);
@@ -890,6 +1010,7 @@ static CUresult managed_alloc(CUdeviceptr *dptr, unsigned long long bytes,
 	fit = fits(d, bytes);
 	if (fit)
 		d->live += bytes;
+	share_put(ord);
 	pthread_mutex_unlock(&g_lock);
 	if (fit && (p = map_and_file(SP_DEV, ord, K_MANAGED, bytes, &d->live)))
 		*dptr = (uintptr_t)p;
@@ -1024,7 +1145,7 @@ int fakecuda_device_state(int phys, unsigned long long *cap,
 	pthread_mutex_lock(&g_lock);
 	d = ord < g_ndev ? &g_dev[ord] : &g_phys[phys];
 	*cap = d->cap;
-	*used_by_others = d->used;
+	*used_by_others = ord < g_ndev ? held_by_others(ord) : d->used;
 	*live = ord < g_ndev ? d->live : 0;
 	memcpy(uuid, d->uuid.bytes, 16);
 	pthread_mutex_unlock(&g_lock);
@@ -1060,6 +1181,7 @@ CUresult FAKE_ODD_BODY(cuMemGetInfo_v2)(size_t *free_bytes, size_t *total)
 {
 	int ord;
 	struct fake_dev *d;
+	unsigned long long others;
 	CUresult r = current_dev(&ord);
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -1068,8 +1190,8 @@ CUresult FAKE_ODD_BODY(cuMemGetInfo_v2)(size_t *free_bytes, size_t *total)
 	d = &g_dev[ord];
 	pthread_mutex_lock(&g_lock);
 	*total = d->cap;
-	*free_bytes =
-	        d->used + d->live >= d->cap ? 0 : d->cap - d->used - d->live;
+	others = held_by_others(ord);
+	*free_bytes = others + d->live >= d->cap ? 0 : d->cap - others - d->live;
 	pthread_mutex_unlock(&g_lock);
 	return CUDA_SUCCESS;
 }
@@ -1560,6 +1682,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		*handle = g_next_handle;
 		g_next_handle += 0x10;
 		d->live += size;
+		share_put(ord);
 	}
 	pthread_mutex_unlock(&g_lock);
 	dbg("cuMemCreate(%zu, dev %d) -> %d 0x%llx", size, ord, (int)r,
@@ -1572,6 +1695,7 @@ static void handle_maybe_drop(struct entry *h)
 {
 	if (h->released && h->aux == 0) {
 		g_dev[h->dev].live -= h->size;
+		share_put(h->dev);
 		table_del(h);
 	}
 }

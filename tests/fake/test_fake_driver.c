@@ -7,13 +7,17 @@
  * the size; managed memory that host code can write and that counts
  * against its device; streams that the stream-ordered calls accept until
  * destroyed; a device's current pool (cuDeviceSetMemPool) serving
- * cuMemAllocAsync. Linked with the fake directly; the environment comes
+ * cuMemAllocAsync; two processes on one card (FAKECUDA_SHARE) running
+ * out of it together, and the card's memory back when one exits.
+ * Linked with the fake directly; the environment comes
  * from meson (FAKECUDA_DEVICES=3, FAKECUDA_CARD=h100,a100,l4,
  * FAKECUDA_VMM=1,1,0).
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cuda_api.h"
@@ -199,9 +203,53 @@ static void check_current_pool(void)
 	CHECK(cuDeviceGetMemPool(&cur, 0) == CUDA_SUCCESS && cur == dflt);
 }
 
+/* A child process takes 30 GiB of device 0 (physical card 0, 80 GiB)
+ * and waits; this process sees them held by another process, cannot take
+ * 60 GiB beside them, and has them back once the child is gone. */
+static void check_share(void)
+{
+	const unsigned long long gib = 1ull << 30;
+	size_t free0 = 0, free1 = 0, free2 = 0, total = 0;
+	CUdeviceptr p = 0;
+	int go[2], done[2];
+	char c = 0;
+	pid_t pid;
+
+	CHECK(cuMemGetInfo_v2(&free0, &total) == CUDA_SUCCESS);
+	CHECK(pipe(go) == 0 && pipe(done) == 0);
+	pid = fork();
+	if (pid == 0) {
+		CUdeviceptr q = 0;
+		int ok = cuMemAlloc_v2(&q, 30 * gib) == CUDA_SUCCESS;
+		ok = write(go[1], ok ? "y" : "n", 1) == 1 && ok;
+		ok = read(done[0], &c, 1) == 1 && ok;
+		_exit(ok ? 0 : 1);
+	}
+	CHECK(pid > 0 && read(go[0], &c, 1) == 1 && c == 'y');
+	CHECK(cuMemGetInfo_v2(&free1, &total) == CUDA_SUCCESS);
+	CHECK(free1 + 30 * gib == free0);
+	CHECK(free0 > 60 * gib && free1 < 60 * gib);
+	CHECK(cuMemAlloc_v2(&p, 60 * gib) == CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK(write(done[1], "x", 1) == 1);
+	if (pid > 0) {
+		int st = -1;
+		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		      WEXITSTATUS(st) == 0);
+	}
+	CHECK(cuMemGetInfo_v2(&free2, &total) == CUDA_SUCCESS);
+	CHECK(free2 == free0);
+	CHECK(cuMemAlloc_v2(&p, 60 * gib) == CUDA_SUCCESS);
+	CHECK(cuMemFree_v2(p) == CUDA_SUCCESS);
+}
+
 int main(void)
 {
 	CUcontext ctx;
+	char dir[] = "/tmp/fake-share-XXXXXX", path[64];
+	/* Before the driver's first call: it reads the environment once. */
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/cards", dir);
+	setenv("FAKECUDA_SHARE", path, 1);
 	CHECK(cuInit(0) == CUDA_SUCCESS);
 	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
 	CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
@@ -211,11 +259,14 @@ int main(void)
 	check_managed();
 	check_streams();
 	check_current_pool();
+	check_share();
+	unlink(path);
+	rmdir(dir);
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;
 	}
 	printf("fake driver: cards, pinned alignment, managed, streams, "
-	       "current pool: ok\n");
+	       "current pool, shared cards: ok\n");
 	return 0;
 }

@@ -20,7 +20,9 @@ Each tests/scenarios/*.scn file is one scenario:
              continued on indented lines
 
 `run` names a program of the build's examples/ and its arguments; `env`
-adds fake-driver settings (FAKECUDA_MEM=80G unless given); `exit` is the
+adds fake-driver settings (FAKECUDA_MEM=80G unless given; the run's
+processes share their cards through FAKECUDA_SHARE, a file of the run's
+own, so two processes on one card run out of it together); `exit` is the
 status `vramtrace record` must end with (the server's, 128+N for signal
 N) — a different one means the server did not do what the scenario
 describes, and the scenario is reported broken; `expect` is the verdict,
@@ -127,8 +129,9 @@ def base_env(args):
 def run_one(args, tmp, sc):
     """Records and diagnoses one scenario; returns (got, note)."""
     env = base_env(args)
-    env.update(sc["envs"])
     out = os.path.join(tmp, sc["name"])
+    env["FAKECUDA_SHARE"] = out + ".cards"
+    env.update(sc["envs"])
     prog = os.path.join(args.bin_dir, sc["argv"][0])
     cmd = [args.vramtrace, "record", "--wait-children", "5", "-o", out,
            "--", prog] + sc["argv"][1:]
