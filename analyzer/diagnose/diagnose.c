@@ -417,15 +417,31 @@ int vrt_diagnose_margin_pct(const struct ctx *c)
 	return (int)c->d->margin_pct;
 }
 
-/* "with a 5% margin" (or "with no margin" for --margin 0). */
+/* The bytes the margin keeps free on the device advice is sized for
+ * (the failing one, else the tightest); 0 with no capacity known. */
+uint64_t vrt_diagnose_margin_bytes(const struct ctx *c)
+{
+	return vrt_diag_margin_bytes(c->total, c->d->margin_pct);
+}
+
+/* "with a 5% margin (4.00 GiB of the card free)" (or "with no margin"
+ * for --margin 0). */
 const char *vrt_diagnose_margin_words(struct ctx *c)
 {
-	static char buf[40];
+	static char buf[80];
+	char sz[32];
+	int n;
 
 	if (!vrt_diagnose_margin_pct(c))
 		return "with no margin (--margin 0)";
-	snprintf(buf, sizeof(buf), "with a %d%% margin",
-	         vrt_diagnose_margin_pct(c));
+	n = snprintf(buf, sizeof(buf), "with a %d%% margin",
+	             vrt_diagnose_margin_pct(c));
+	if (c->total)
+		snprintf(buf + n, sizeof(buf) - (size_t)n,
+		         " (%s of the card free)",
+		         vrt_text_bytes_in(sz, sizeof(sz),
+		                           (double)vrt_diagnose_margin_bytes(c),
+		                           2, VRT_UNIT_B, VRT_UNIT_GIB));
 	return buf;
 }
 

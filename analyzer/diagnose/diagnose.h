@@ -86,7 +86,7 @@
 #define VRT_DIAG_MAX_ITEMS       24
 #define VRT_DIAG_MAX_PIDS        8
 #define VRT_DIAG_TEXT            320
-#define VRT_DIAG_MARGIN_PCT      5  /* --margin: share kept spare */
+#define VRT_DIAG_MARGIN_PCT      5  /* --margin: share of a card kept spare */
 #define VRT_DIAG_MARGIN_MAX      50
 #define VRT_DIAG_COMMAND         1100 /* a command line in advice */
 
@@ -358,11 +358,27 @@ struct vrt_diagnosis {
 	size_t nsuggest;
 };
 
+/* The bytes the margin keeps spare on a card of capacity bytes. */
+static inline uint64_t vrt_diag_margin_bytes(uint64_t capacity,
+                                             unsigned margin_pct)
+{
+	return capacity / 100 * margin_pct + capacity % 100 * margin_pct / 100;
+}
+
+/* The one definition of "fits with the margin", for analyze and plan
+ * alike: a card of capacity bytes with headroom bytes free at the peak
+ * keeps margin_pct percent of its capacity spare. */
+static inline int vrt_diag_fits_margin(uint64_t headroom, uint64_t capacity,
+                                       unsigned margin_pct)
+{
+	return headroom >= vrt_diag_margin_bytes(capacity, margin_pct);
+}
+
 /* How the advice is sized. */
 struct vrt_diag_options {
 	unsigned margin_pct; /* 0..VRT_DIAG_MARGIN_MAX: every suggested
-	                        number leaves this share of the budget it
-	                        changes spare (--margin) */
+	                        number leaves this share of the card's
+	                        capacity free (--margin) */
 	/* the engine's log, held against the trace (logcheck.h); NULL:
 	 * none */
 	const struct vrt_diag_log *log;

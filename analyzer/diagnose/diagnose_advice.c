@@ -19,8 +19,10 @@
 /* ---- advice ---------------------------------------------------------------
  *
  * Each verdict offers the changes that would have fitted the run, every
- * number sized so the budget it changes keeps the margin (--margin, 5% by
- * default) spare, and each with its cost measured on the run: the share
+ * number sized so the card keeps the margin (--margin: 5% of its
+ * capacity by default) free at the peak, the definition `plan` judges a
+ * row by (vrt_diag_fits_margin), and each with its cost measured on the
+ * run: the share
  * of the KV cache, the context, the sequences or the batch it gives up.
  * They are printed cheapest first: by that share, then the changes whose
  * cost is of another kind (speed, quality, hardware) at fixed ranks.
@@ -40,8 +42,9 @@ static uint64_t tokens_down(uint64_t n)
 	return n >= q ? n - n % q : n;
 }
 
-/* v x have / need, less the margin: the largest value whose memory fits
- * have with the margin spare, when memory grows with v. */
+/* v x (have - the margin) / need: the largest value whose memory fits
+ * have with the card's margin still free, when memory grows with v (need
+ * bytes at v). Without a capacity known, the margin is need's share. */
 uint64_t vrt_diagnose_advice_fit(const struct ctx *c, uint64_t v, uint64_t have,
                                  uint64_t need)
 {
@@ -49,16 +52,23 @@ uint64_t vrt_diagnose_advice_fit(const struct ctx *c, uint64_t v, uint64_t have,
 
 	if (!need)
 		return v;
-	x = (double)v * (double)have / (double)need *
-	    (1.0 - (double)c->d->margin_pct / 100.0);
+	if (c->total)
+		x = (double)v *
+		    (double)vrt_diagnose_sub0(have, vrt_diagnose_margin_bytes(c)) /
+		    (double)need;
+	else
+		x = (double)v * (double)have / (double)need *
+		    (1.0 - (double)c->d->margin_pct / 100.0);
 	return x < 0 ? 0 : (uint64_t)x;
 }
 
-/* The bytes to free so need fits where have is left, with the margin. */
+/* The bytes to free so need fits where have is left with the card's
+ * margin still free. */
 uint64_t vrt_diagnose_advice_to_free(const struct ctx *c, uint64_t need,
                                      uint64_t have)
 {
-	uint64_t want = need + need * c->d->margin_pct / 100;
+	uint64_t want = need + (c->total ? vrt_diagnose_margin_bytes(c)
+	                                 : need * c->d->margin_pct / 100);
 	return vrt_diagnose_sub0(want, have);
 }
 
@@ -283,7 +293,9 @@ void vrt_diagnose_advice_step_tokens(struct ctx *c, uint64_t have,
 		return;
 	}
 	pct = vrt_diagnose_advice_fit(c, 100, have, need);
-	if (!pct)
+	/* "about 3% of a value the run does not show" is no setting to
+	 * type: below a tenth the other levers carry it */
+	if (pct < 10)
 		return;
 	a = vrt_diagnose_advise(c, (1.0 - (double)pct / 100.0) / 2);
 	ACT(a,
@@ -493,7 +505,7 @@ int vrt_diagnose_advice_ngl(struct ctx *c, uint64_t avail, int generic)
 	                                         ? m->weight_bytes -
 	                                                   m->block_weight_bytes
 	                                         : 0);
-	n = vrt_diagnose_advice_fit(c, avail, 1, w + kvl);
+	n = vrt_diagnose_advice_fit(c, 1, avail, w + kvl);
 	if (n >= now)
 		return 0; /* the layers are not what does not fit */
 	a = vrt_diagnose_advise(c, now ? (double)(now - n) / (double)now : 1.0);
@@ -566,8 +578,8 @@ void vrt_diagnose_advice_quant(struct ctx *c, uint64_t budget)
 	now_bpw = vrt_gguf_quant_bpw(m->gguf_type);
 	if (!now_bpw)
 		now_bpw = (double)m->weight_bytes * 8.0 / (double)params;
-	fit_bpw = (double)budget * 8.0 / (double)params *
-	          (1.0 - (double)vrt_diagnose_margin_pct(c) / 100.0);
+	fit_bpw = (double)vrt_diagnose_advice_fit(c, 1, budget, 1) * 8.0 /
+	          (double)params;
 	if (now_bpw <= fit_bpw)
 		return; /* the weights as they are fit: not the lever */
 	for (i = 0; i < nq; i++)

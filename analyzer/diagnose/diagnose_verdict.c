@@ -113,8 +113,8 @@ void vrt_diagnose_verdict_other(struct ctx *c)
 	if (!c->total)
 		return;
 	if (!spread_engine(c)) {
-		uint64_t fit = vrt_diagnose_advice_fit(
-		                 c, room * 1000 / c->total, 1, 1),
+		uint64_t fit = vrt_diagnose_advice_fit(c, 1000, room,
+		                                       c->total),
 		         now;
 		int dflt;
 		now = vrt_diagnose_advice_fraction_now(c, &dflt);
@@ -430,11 +430,10 @@ void vrt_diagnose_verdict_weights(struct ctx *c)
 		                                : 0;
 		uint64_t cards = devices_wanted(c, c->f->device) + 1;
 		vrt_diagnose_advice_ngl(c, avail, 1);
+		uint64_t per = vrt_diagnose_advice_fit(c, 1, avail, 1);
 		vrt_diagnose_advice_quant(c, vrt_diagnose_sub0(avail, kv_ctx));
-		if (m && avail)
-			cards = (m->weight_bytes + kv_ctx +
-			         vrt_diagnose_advice_fit(c, avail, 1, 1) - 1) /
-			        vrt_diagnose_advice_fit(c, avail, 1, 1);
+		if (m && per)
+			cards = (m->weight_bytes + kv_ctx + per - 1) / per;
 		vrt_diagnose_advice_cards(c, cards > 1 ? cards : 2,
 		                          "to keep every layer on a GPU");
 		return;
@@ -442,9 +441,8 @@ void vrt_diagnose_verdict_weights(struct ctx *c)
 	if (m && c->total) {
 		/* The cards the weights need, each keeping 20% for the KV
 		 * cache and the margin spare. */
-		uint64_t per =
-		        (uint64_t)((double)c->total * 0.8 *
-		                   (1.0 - vrt_diagnose_margin_pct(c) / 100.0));
+		uint64_t per = vrt_diagnose_advice_fit(c, 1, c->total / 10 * 8,
+		                                       1);
 		uint64_t n = per ? (m->weight_bytes + per - 1) / per : 2,
 		         p2 = 2;
 		while (p2 < n)
@@ -817,7 +815,7 @@ void vrt_diagnose_verdict_concurrency(struct ctx *c)
 	        fit, fit == 1 ? "" : "s", fit == 1 ? "s" : "", f->inflight,
 	        f->inflight == 1 ? "was" : "were", c->r->max_inflight);
 	vrt_diagnose_advice_seqs(
-	        c, vrt_diagnose_advice_fit(c, room, 1, one ? one : 1),
+	        c, vrt_diagnose_advice_fit(c, 1, room, one ? one : 1),
 	        f->inflight);
 	/* What a step holds grows with its tokens: fewer tokens per step
 	 * (vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size,
@@ -879,14 +877,12 @@ static void restore_margin(struct ctx *c, uint64_t need_free, const char *why)
 		vrt_diagnose_advice_fraction(c, need_free, why);
 	} else if (kv > need_free && d->flags.max_model_len) {
 		/* The context whose KV cache is need_free smaller: the scale
-		 * takes the margin off once more, so have is its inverse. */
-		double have =
-		        (double)(kv - need_free) /
-		        (1.0 - (double)vrt_diagnose_margin_pct(c) / 100.0);
-		vrt_diagnose_advice_scale(
-		        c, VRT_ENGINE_CONTEXT, d->flags.max_model_len, 0,
-		        (uint64_t)have, kv, "lower the context",
-		        "the KV cache's bytes");
+		 * takes the margin off once more, so have gives it back. */
+		uint64_t have = kv - need_free + vrt_diagnose_margin_bytes(c);
+		vrt_diagnose_advice_scale(c, VRT_ENGINE_CONTEXT,
+		                          d->flags.max_model_len, 0, have, kv,
+		                          "lower the context",
+		                          "the KV cache's bytes");
 	}
 	if (spread_engine(c))
 		vrt_diagnose_advice_kv_quant(c, need_free);
@@ -917,8 +913,10 @@ void vrt_diagnose_verdict_none(struct ctx *c)
 			vrt_diagnose_evidence_others(c, x->device,
 			                             x->other_bytes);
 		/* The device furthest below the margin. */
-		want = x->total_bytes * d->margin_pct / 100;
-		if (x->total_bytes && x->headroom_bytes < want &&
+		want = vrt_diag_margin_bytes(x->total_bytes, d->margin_pct);
+		if (x->total_bytes &&
+		    !vrt_diag_fits_margin(x->headroom_bytes, x->total_bytes,
+		                          d->margin_pct) &&
 		    want - x->headroom_bytes > need_free) {
 			need_free = want - x->headroom_bytes;
 			tight = x;
@@ -939,7 +937,8 @@ void vrt_diagnose_verdict_none(struct ctx *c)
 		        "or a fragmented cache can fail",
 		        tight->device, SZ(tight->headroom_bytes),
 		        vrt_diagnose_margin_pct(c),
-		        SZ(tight->total_bytes * d->margin_pct / 100),
+		        SZ(vrt_diag_margin_bytes(tight->total_bytes,
+		                                 d->margin_pct)),
 		        SZ(tight->total_bytes));
 	vrt_diagnose_evidence_near_miss(c);
 	if (tight) {

@@ -501,8 +501,9 @@ void vrt_retest_outcome(const struct vrt_diagnosis *a,
 		         rb->max_inflight, rb->max_inflight == 1 ? "" : "s",
 		         a_load, va);
 	} else {
-		int thin = tb && tb->headroom_bytes <
-		                         tb->total_bytes * b->margin_pct / 100;
+		int thin = tb && !vrt_diag_fits_margin(tb->headroom_bytes,
+		                                       tb->total_bytes,
+		                                       b->margin_pct);
 		int len;
 		*fixed = 1;
 		len = snprintf(buf, n, "yes: B fixed A's %s: B did not fail%s", va,

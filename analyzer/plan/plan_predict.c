@@ -8,6 +8,7 @@
  * only the row and its explanation.
  */
 #include "plan_internal.h"
+#include "diagnose/diagnose.h"
 #include "diagnose/engine.h"
 
 #include <inttypes.h>
@@ -388,7 +389,8 @@ static void judge(struct pctx *c)
 			                 ? "one request's activations"
 			                 : "the requests in flight");
 		}
-		if (!d->over && d->headroom * 100 < d->capacity * p->margin_pct)
+		if (!d->over &&
+		    !vrt_diag_fits_margin(d->headroom, d->capacity, p->margin_pct))
 			tight = 1;
 		if (i == 0)
 			vrt_plan_predict_say(

@@ -677,6 +677,17 @@ def group_demo(opts, tap):
                "--max-num-seqs, in a short grid with a best row",
                f"advised {seqs}, tried {sorted(tried)}, {len(rows)} rows, "
                f"best {plan.get('best')}")
+        # One definition of "fits with the margin": the cap analyze
+        # sizes, at the run's other settings, is a row plan says fits
+        # (not "tight": 5% of the card free at the peak in both).
+        same = [r for r in rows if seqs and
+                str(r.get("settings", {}).get("concurrency")) == seqs[0]
+                and r["settings"].get("context_length") == 8192 and
+                r["settings"].get("memory_fraction") == 0.9]
+        tap.ok(same and all(r.get("fits") == "yes" for r in same) and
+               plan.get("margin_percent") == 5,
+               "plan says analyze's --max-num-seqs fits with the margin, "
+               "not tight", json.dumps(same)[:1200])
         rc, out, err = run([exe, "plan", "d/concurrency"], tmp)
         notes = [l.split(": ", 1)[1] for l in out.splitlines()
                  if l.startswith("  ") and ": device " in l and

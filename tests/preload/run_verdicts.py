@@ -17,7 +17,8 @@ kv_cache        --max-model-len 131072 at --gpu-memory-utilization 0.95:
                 the first request alone needs 8 GiB of activations where
                 the KV reserve left 4.125 GiB (context_too_long)
 concurrency     8 requests at once, 2 GiB each, 8.5 GiB of headroom: one
-                fits, 4 fit, the fifth fails (--max-num-seqs 4)
+                fits, 4 fit, the fifth fails (--max-num-seqs 2: two
+                leave the 5% margin, 4 GiB of the card, free)
 host_memory     --swap-space 4 with 2 GiB of pinnable host memory: the
                 17th 128 MiB pinned block fails; not a VRAM problem
 other_processes 30 GiB held by PID 4242 (FAKECUDA_USED, fake NVML): the
@@ -158,14 +159,14 @@ def main():
                 "free_bytes": total - 14 * GIB - kv,
                 "single_request_bytes": 8 * GIB,
                 "weights_bytes": 14 * GIB})
-        # 131072 x 4.125 GiB / 8 GiB less the 5% margin = 64204, to a
-        # multiple of 1024; the reserve frees 8 GiB x 1.05 - 4.125 GiB:
-        # 0.95 - 0.054 = 0.896, to 0.89
-        check(has_action(d, "--max-model-len 63488 (was 131072)"),
-              f"kv_cache: action --max-model-len 63488 (got "
+        # The margin keeps 5% of the card (4 GiB) free: 131072 x (4.125
+        # - 4) GiB / 8 GiB = 2048; the reserve frees 8 + 4 - 4.125 GiB:
+        # 0.95 - 0.099 = 0.851, to 0.85
+        check(has_action(d, "--max-model-len 2048 (was 131072)"),
+              f"kv_cache: action --max-model-len 2048 (got "
               f"{d.get('actions')})")
-        check(has_action(d, "--gpu-memory-utilization 0.89 (was 0.95)"),
-              "kv_cache: action --gpu-memory-utilization 0.89")
+        check(has_action(d, "--gpu-memory-utilization 0.85 (was 0.95)"),
+              "kv_cache: action --gpu-memory-utilization 0.85")
         check(len(d.get("costs", [])) == len(d.get("actions", [])),
               "kv_cache: a cost for every action")
 
@@ -183,9 +184,10 @@ def main():
                 "request_headroom_bytes": room,
                 "requests_that_fit": room // (2 * GIB)})
         check(room // (2 * GIB) == 4, "concurrency: 4 requests fit")
+        # (8.5 - 4) GiB / 2 GiB: two leave the 4 GiB margin free
         check(has_action(d, "vLLM: cap concurrent sequences: "
-                         "--max-num-seqs 4 (was 16)"),
-              f"concurrency: action --max-num-seqs 4 (got "
+                         "--max-num-seqs 2 (was 16)"),
+              f"concurrency: action --max-num-seqs 2 (got "
               f"{d.get('actions')})")
 
         d, ev = scenario(args, tmp, "host_memory",
