@@ -328,23 +328,37 @@ void vrt_diagnose_advice_seqs(struct ctx *c, uint64_t n, uint32_t inflight)
 	uint64_t base = inflight > was && was ? was : inflight;
 	struct advice *a;
 	char b[96], held[128] = "";
+	int short_of_margin = !n;
 
 	if (!vrt_diagnose_setting(c, VRT_ENGINE_CONCURRENCY))
 		return;
 	if (!n)
-		n = 1;
+		n = 1; /* the fewest there is, said as short of the margin */
 	suggest(c, VRT_ENGINE_CONCURRENCY, n);
 	a = vrt_diagnose_advise(c, base > n ? 1.0 - (double)n / (double)base
 	                                    : 0.0);
 	if (was)
 		snprintf(held, sizeof(held), " (was %" PRIu64 ")", was);
-	ACT(a,
-	    "%scap concurrent sequences: %s%s: %" PRIu64 " fit%s in what "
-	    "the reserves leave, %s%s",
-	    vrt_diagnose_engine_label(c->engine),
-	    vrt_diagnose_set_to(b, sizeof(b), c, VRT_ENGINE_CONCURRENCY, n),
-	    held, n, n == 1 ? "s" : "", vrt_diagnose_margin_words(c),
-	    was ? "" : "; or put a limit in front of the server");
+	if (short_of_margin)
+		ACT(a,
+		    "%scap concurrent sequences: %s%s, the fewest: even one "
+		    "leaves less than the %d%% margin (%s) free, so pair it "
+		    "with a smaller reserve%s",
+		    vrt_diagnose_engine_label(c->engine),
+		    vrt_diagnose_set_to(b, sizeof(b), c,
+		                        VRT_ENGINE_CONCURRENCY, n),
+		    held, vrt_diagnose_margin_pct(c),
+		    SZ(vrt_diagnose_margin_bytes(c)),
+		    was ? "" : "; or put a limit in front of the server");
+	else
+		ACT(a,
+		    "%scap concurrent sequences: %s%s: %" PRIu64 " fit%s in "
+		    "what the reserves leave, %s%s",
+		    vrt_diagnose_engine_label(c->engine),
+		    vrt_diagnose_set_to(b, sizeof(b), c,
+		                        VRT_ENGINE_CONCURRENCY, n),
+		    held, n, n == 1 ? "s" : "", vrt_diagnose_margin_words(c),
+		    was ? "" : "; or put a limit in front of the server");
 	if (seqs)
 		COST(a, "at most %" PRIu64 " sequence%s at once where %" PRIu32
 		        " %s in flight, while the KV cache holds %" PRIu64
