@@ -223,7 +223,9 @@ static _Thread_local CUcontext tls_ctx;
 /* FAKECUDA_SHARE: the run's processes on shared cards. Each process owns
  * one slot (claimed by compare-and-swap of its pid) and stores its live
  * bytes per physical card there; readers sum the other slots whose
- * process still exists. A forked child claims a slot of its own. */
+ * process still exists. A forked child claims a slot of its own, and the
+ * bytes it inherited in g_dev are its parent's, not its own (a real
+ * child holds no memory of its parent's context). */
 #define FAKE_SHARE_SLOTS 64
 struct fake_share_slot {
 	_Atomic int pid;
@@ -231,7 +233,26 @@ struct fake_share_slot {
 };
 static struct fake_share_slot *g_share; /* FAKE_SHARE_SLOTS, or NULL */
 static struct fake_share_slot *g_share_mine; /* g_lock */
-static int g_share_pid;                      /* g_lock */
+static int g_share_tried;                    /* g_lock: a slot looked for */
+static unsigned long long g_share_base[FAKE_MAX_DEV]; /* by ordinal: the
+                                                       * bytes a fork
+                                                       * inherited */
+
+/* In a forked child: no slot yet, and what g_dev holds is the parent's. */
+static void share_atfork_child(void)
+{
+	g_share_mine = NULL;
+	g_share_tried = 0;
+	for (int o = 0; o < FAKE_MAX_DEV; o++)
+		g_share_base[o] = g_dev[o].live;
+}
+
+/* This process's own live bytes on ordinal ord's card. */
+static unsigned long long share_own(int ord)
+{
+	unsigned long long l = g_dev[ord].live;
+	return l > g_share_base[ord] ? l - g_share_base[ord] : 0;
+}
 
 static void dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void dbg(const char *fmt, ...)
@@ -433,47 +454,54 @@ static void share_open(const char *path)
 	}
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (m != MAP_FAILED)
+	if (m != MAP_FAILED && pthread_atfork(NULL, NULL, share_atfork_child) == 0)
 		g_share = m;
 }
 
+/* A process that holds memory: it exists and is not a zombie (the real
+ * driver frees a process's memory when it exits, reaped or not). */
 static int pid_alive(int pid)
 {
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+	char path[32], buf[128], *rp;
+	ssize_t n;
+	int fd;
+	if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')' */
+	rp = strrchr(buf, ')');
+	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
-/* Stores this process's live bytes on ordinal ord's card in its slot
- * (claiming one first, and again after a fork). g_lock held. */
+/* Stores this process's own live bytes on ordinal ord's card in its
+ * slot (claiming one first). g_lock held. */
 static void share_put(int ord)
 {
 	int me;
 	if (!g_share || ord < 0 || ord >= g_ndev)
 		return;
 	me = (int)getpid();
-	if (g_share_pid != me) {
-		g_share_mine = NULL;
-		g_share_pid = me;
-		for (int i = 0; i < FAKE_SHARE_SLOTS && !g_share_mine; i++) {
-			struct fake_share_slot *sl = &g_share[i];
-			int old = atomic_load(&sl->pid);
-			if (old == me || (old != 0 && pid_alive(old)))
-				continue;
-			if (!atomic_compare_exchange_strong(&sl->pid, &old, me))
-				continue;
-			for (int j = 0; j < FAKE_MAX_DEV; j++)
-				atomic_store(&sl->live[j], 0);
-			g_share_mine = sl;
-		}
-		/* A fork inherits the parent's bytes in g_dev; the child
-		 * publishes only what it changes from here on. */
-		for (int o = 0; g_share_mine && o < g_ndev; o++)
-			if (o != ord)
-				atomic_store(&g_share_mine->live[g_phys_of[o]],
-				             g_dev[o].live);
+	for (int i = 0; !g_share_tried && i < FAKE_SHARE_SLOTS; i++) {
+		struct fake_share_slot *sl = &g_share[i];
+		int old = atomic_load(&sl->pid);
+		if (old == me || (old != 0 && pid_alive(old)))
+			continue;
+		if (!atomic_compare_exchange_strong(&sl->pid, &old, me))
+			continue;
+		for (int j = 0; j < FAKE_MAX_DEV; j++)
+			atomic_store(&sl->live[j], 0);
+		g_share_mine = sl;
+		break;
 	}
+	g_share_tried = 1;
 	if (g_share_mine)
 		atomic_store(&g_share_mine->live[g_phys_of[ord]],
-		             g_dev[ord].live);
+		             share_own(ord));
 }
 
 /* Bytes the other live processes of the run hold on ordinal ord's card. */
@@ -697,10 +725,13 @@ table_scan(int space, int (*match)(const struct entry *, void *), void *arg)
 /* ---- device allocations ----------------------------------------------- */
 
 /* Memory held on ordinal ord's card by everything but this process:
- * FAKECUDA_USED and the run's other processes (FAKECUDA_SHARE). */
+ * FAKECUDA_USED and the run's other processes (FAKECUDA_SHARE); a forked
+ * child's inherited bytes are its parent's, counted in the parent's
+ * slot, so they come off here (live still holds them). */
 static unsigned long long held_by_others(int ord)
 {
 	unsigned long long u = g_dev[ord].used + share_others(ord);
+	u = u > g_share_base[ord] ? u - g_share_base[ord] : 0;
 	return u > g_dev[ord].cap ? g_dev[ord].cap : u;
 }
 

@@ -13,6 +13,7 @@
  * from meson (FAKECUDA_DEVICES=3, FAKECUDA_CARD=h100,a100,l4,
  * FAKECUDA_VMM=1,1,0).
  */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,22 +206,27 @@ static void check_current_pool(void)
 
 /* A child process takes 30 GiB of device 0 (physical card 0, 80 GiB)
  * and waits; this process sees them held by another process, cannot take
- * 60 GiB beside them, and has them back once the child is gone. */
+ * 60 GiB beside them, and has them back once the child is gone. The 1
+ * GiB this process holds at the fork is counted once, in this process's
+ * slot: the child sees the card as its parent does. */
 static void check_share(void)
 {
 	const unsigned long long gib = 1ull << 30;
 	size_t free0 = 0, free1 = 0, free2 = 0, total = 0;
-	CUdeviceptr p = 0;
+	CUdeviceptr p = 0, held = 0;
 	int go[2], done[2];
 	char c = 0;
 	pid_t pid;
 
+	CHECK(cuMemAlloc_v2(&held, gib) == CUDA_SUCCESS);
 	CHECK(cuMemGetInfo_v2(&free0, &total) == CUDA_SUCCESS);
 	CHECK(pipe(go) == 0 && pipe(done) == 0);
 	pid = fork();
 	if (pid == 0) {
 		CUdeviceptr q = 0;
-		int ok = cuMemAlloc_v2(&q, 30 * gib) == CUDA_SUCCESS;
+		size_t f = 0, t = 0;
+		int ok = cuMemGetInfo_v2(&f, &t) == CUDA_SUCCESS && f == free0;
+		ok = cuMemAlloc_v2(&q, 30 * gib) == CUDA_SUCCESS && ok;
 		ok = write(go[1], ok ? "y" : "n", 1) == 1 && ok;
 		ok = read(done[0], &c, 1) == 1 && ok;
 		_exit(ok ? 0 : 1);
@@ -232,7 +238,14 @@ static void check_share(void)
 	CHECK(cuMemAlloc_v2(&p, 60 * gib) == CUDA_ERROR_OUT_OF_MEMORY);
 	CHECK(write(done[1], "x", 1) == 1);
 	if (pid > 0) {
+		siginfo_t si;
 		int st = -1;
+		/* exited, not yet reaped: a zombie holds no memory */
+		memset(&si, 0, sizeof(si));
+		CHECK(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0 &&
+		      si.si_pid == pid && si.si_status == 0);
+		CHECK(cuMemGetInfo_v2(&free2, &total) == CUDA_SUCCESS);
+		CHECK(free2 == free0);
 		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
 		      WEXITSTATUS(st) == 0);
 	}
@@ -240,6 +253,7 @@ static void check_share(void)
 	CHECK(free2 == free0);
 	CHECK(cuMemAlloc_v2(&p, 60 * gib) == CUDA_SUCCESS);
 	CHECK(cuMemFree_v2(p) == CUDA_SUCCESS);
+	CHECK(cuMemFree_v2(held) == CUDA_SUCCESS);
 }
 
 int main(void)
