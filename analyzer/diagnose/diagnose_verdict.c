@@ -912,11 +912,10 @@ void vrt_diagnose_verdict_none(struct ctx *c)
 		if (x->other_bytes >= VRT_DIAG_OTHER_MIN_BYTES)
 			vrt_diagnose_evidence_others(c, x->device,
 			                             x->other_bytes);
-		/* The device furthest below the margin. */
+		/* The device furthest below the margin (vrt_diag_fits_margin's
+		 * bytes, as plan's "tight"). */
 		want = vrt_diag_margin_bytes(x->total_bytes, d->margin_pct);
-		if (x->total_bytes &&
-		    !vrt_diag_fits_margin(x->headroom_bytes, x->total_bytes,
-		                          d->margin_pct) &&
+		if (x->headroom_bytes < want &&
 		    want - x->headroom_bytes > need_free) {
 			need_free = want - x->headroom_bytes;
 			tight = x;
