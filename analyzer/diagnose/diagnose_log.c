@@ -379,17 +379,24 @@ void vrt_diagnose_log_refusal(struct ctx *c)
 		vrt_diagnose_confidence(
 		        c, VRT_CONFIDENCE_MEDIUM,
 		        "%s refused for this budget (log line %u), but its "
-		        "value for %s (%" PRIu64 ") and the trace's (%" PRIu64
-		        ") disagree: a rule that misses, or memory outside "
-		        "the traced calls",
-		        who, x->line, x->flag, x->engine_value, x->trace_value);
+		        "value for %s (%" PRIu64 ") and %s (%" PRIu64
+		        ") disagree: %s",
+		        who, x->line, x->flag, x->engine_value,
+		        d->source_log ? "its other numbers'" : "the trace's",
+		        x->trace_value,
+		        d->source_log ? "a line the reader misses, or memory "
+		                        "the log does not print"
+		                      : "a rule that misses, or memory outside "
+		                        "the traced calls");
 	else
 		snprintf(d->confidence_reason, sizeof(d->confidence_reason),
 		         "%s refused for this budget (log line %u)%s", who,
 		         x->line,
-		         x->agree == 1 ? " and the trace agrees with its value"
-		                       : "; no failed allocation, the engine's "
-		                         "own check");
+		         x->agree != 1 ? "; no failed allocation, the engine's "
+		                         "own check"
+		         : d->source_log ? " and its other numbers agree with "
+		                           "its value"
+		                         : " and the trace agrees with its value");
 }
 
 /* d. A refusal that a failed allocation stands behind (or that came after

@@ -523,13 +523,19 @@ int vrt_logrun_build(struct vrt_logrun *lr, const struct vrt_enginelog *log)
 		device_of(&b, 0);
 	if (process(&b, e))
 		goto out;
-	/* Allocations of what the engine printed, per device. */
+	/* Allocations of what the engine printed, per device. A refusal of
+	 * the KV cache (vLLM's max seq len check) comes before the cache is
+	 * allocated: the bytes it printed as available were never taken. */
+	int kv_refused = log->have_fatal &&
+	                 log->errors[log->fatal].kind == VRT_ELE_KV_TOO_SMALL;
 	for (i = 0; i < b.ndev; i++)
 		for (k = 0; k < sizeof(rungs) / sizeof(rungs[0]); k++) {
 			uint32_t line = 0;
 			int64_t wall = 0;
-			uint64_t v = value_for(&b, rungs[k].kind, b.ord[i], &line,
-			                       &wall);
+			uint64_t v;
+			if (kv_refused && rungs[k].kind == VRT_ELK_KV_BYTES)
+				continue;
+			v = value_for(&b, rungs[k].kind, b.ord[i], &line, &wall);
 			/* a llama.cpp compute buffer stays allocated; a
 			 * profile run's peak (vLLM, TensorRT-LLM) was freed */
 			int transient = rungs[k].transient &&

@@ -11,7 +11,7 @@ Each tests/scenarios/*.scn file is one scenario:
     env:     FAKECUDA_DEVICES=2 FAKECUDA_HOST_MEM=2G
     exit:    3
     expect:  kv_cache context_too_long request
-    advice:  --max-model-len 63488 (was 131072) | --gpu-memory-utilization
+    advice:  --max-model-len 2048 (was 131072) | --gpu-memory-utilization
     noadvice: -fa on
     evidence: log_fatal_failure near_miss
     confidence: high
