@@ -706,14 +706,22 @@ void vrt_diagnose_verdict_batch(struct ctx *c)
 	                    : VRT_ENGINE_BATCH_TOKENS;
 	uint64_t batch = field == VRT_ENGINE_UBATCH ? d->flags.ubatch
 	                                            : d->flags.batch_tokens;
-	char pb[32];
+	char pb[32], left[64];
 	struct advice *a;
+	uint64_t pct;
 
 	d->verdict = VRT_VERDICT_CONCURRENCY;
 	snprintf(d->detail, sizeof(d->detail), "batch_activations");
 	vrt_diagnose_evidence_failure(c);
 	if (c->fd)
 		vrt_diagnose_evidence_budget(c, c->fd);
+	/* Without the card's capacity (a log that never prints it) the room
+	 * left is unknown, not nothing: no number is sized from it. */
+	if (c->total)
+		snprintf(left, sizeof(left), "%s", SZ(have));
+	else
+		snprintf(left, sizeof(left), "what the capacity leaves (not "
+		                             "known)");
 	vrt_diagnose_evidence(
 	        d, "batch_activation_bytes", f->device, VRT_DIAG_BYTES, need,
 	        "the %s run (phase %s: a dummy forward of the configured "
@@ -721,36 +729,48 @@ void vrt_diagnose_verdict_batch(struct ctx *c)
 	        "reserves left %s",
 	        f->phase == VRT_PHASE_profile ? "profiling" : "warm-up",
 	        vrt_load_phase_name(c->t, f->phase, pb, sizeof(pb)), SZ(need),
-	        SZ(have));
+	        left);
 	if (batch)
 		vrt_diagnose_evidence(
 		        d, "batch_tokens", -1, VRT_DIAG_TOKENS, batch,
 		        "the command line sizes the batch at %s %" PRIu64
 		        " tokens",
 		        vrt_diagnose_setting(c, field), batch);
-	if (!vrt_diagnose_advice_scale(c, field, batch, 0, have, need,
+	pct = c->total && need ? vrt_diagnose_advice_fit(c, 100, have, need) : 0;
+	if (!c->total ||
+	    !vrt_diagnose_advice_scale(c, field, batch, 0, have, need,
 	                               "fewer tokens per batch",
 	                               "the batch's activations")) {
 		a = vrt_diagnose_advise(c, RANK_UNKNOWN);
-		if (vrt_diagnose_setting(c, field) && need)
+		/* a share below a tenth is no setting to type (as
+		 * vrt_diagnose_advice_step_tokens) */
+		if (vrt_diagnose_setting(c, field) && pct >= 10)
 			ACT(a,
 			    "%slower %s to about %" PRIu64 "%% of its current "
 			    "value: the configured batch needed %s, %s is left "
 			    "(%s)",
 			    vrt_diagnose_engine_label(c->engine),
-			    vrt_diagnose_setting(c, field),
-			    vrt_diagnose_advice_fit(c, 100, have, need),
-			    SZ(need), SZ(have), vrt_diagnose_margin_words(c));
+			    vrt_diagnose_setting(c, field), pct, SZ(need),
+			    SZ(have), vrt_diagnose_margin_words(c));
+		else if (vrt_diagnose_setting(c, field))
+			ACT(a, "%slower %s: the configured batch needed %s%s",
+			    vrt_diagnose_engine_label(c->engine),
+			    vrt_diagnose_setting(c, field), SZ(need),
+			    c->total ? "" : " (the room for it is not known: no "
+			                    "capacity)");
 		else
 			ACT(a, "%slower the tokens per batch",
 			    vrt_diagnose_engine_label(c->engine));
 		COST(a, "smaller batches: long prompts are prefilled in more "
 		        "steps (lower prefill throughput)");
 	}
-	if (!vrt_diagnose_advice_scale(c, VRT_ENGINE_CONCURRENCY,
-	                               d->flags.max_num_seqs, 0, have, need,
-	                               "fewer sequences per batch",
-	                               "the batch's activations") &&
+	/* one sequence is the fewest: no lever below it */
+	if (d->flags.max_num_seqs != 1 &&
+	    (!c->total ||
+	     !vrt_diagnose_advice_scale(c, VRT_ENGINE_CONCURRENCY,
+	                                d->flags.max_num_seqs, 0, have, need,
+	                                "fewer sequences per batch",
+	                                "the batch's activations")) &&
 	    vrt_diagnose_setting(c, VRT_ENGINE_CONCURRENCY)) {
 		a = vrt_diagnose_advise(c, RANK_UNKNOWN);
 		ACT(a, "%sfewer sequences per batch: %s",
@@ -758,7 +778,7 @@ void vrt_diagnose_verdict_batch(struct ctx *c)
 		    vrt_diagnose_setting(c, VRT_ENGINE_CONCURRENCY));
 		COST(a, "fewer sequences share a step (lower throughput)");
 	}
-	if (c->x.kv)
+	if (c->x.kv && c->total)
 		vrt_diagnose_advice_fraction(
 		        c, vrt_diagnose_advice_to_free(c, need, have),
 		        "for the batch's activations");
