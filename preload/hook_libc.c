@@ -511,14 +511,23 @@ VRT_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	return r;
 }
 
+/* A receive whose bytes are the stream's and in the caller's buffer: not
+ * a peek (read again later), not MSG_TRUNC (the kernel discards the data
+ * and returns the real length, which may exceed the buffer, or the
+ * buffer may be NULL). */
+static inline int recv_followed(int fd, ssize_t r, int flags)
+{
+	return r > 0 && !(flags & (MSG_PEEK | MSG_TRUNC)) && tracked(fd);
+}
+
 VRT_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	NEXT(recv);
 	ssize_t r = real_recv ? real_recv(fd, buf, len, flags)
 	                      : syscall(SYS_recvfrom, fd, buf, len, flags,
 	                                NULL, NULL);
-	if (tracked(fd) && r > 0 && !(flags & MSG_PEEK))
-		conn_read(fd, buf, (size_t)r);
+	if (recv_followed(fd, r, flags))
+		conn_read(fd, buf, (size_t)r < len ? (size_t)r : len);
 	return r;
 }
 
@@ -532,8 +541,8 @@ VRT_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
 	                    ? real___recv_chk(fd, buf, len, buflen, flags)
 	                    : syscall(SYS_recvfrom, fd, buf, len, flags, NULL,
 	                              NULL);
-	if (tracked(fd) && r > 0 && !(flags & MSG_PEEK))
-		conn_read(fd, buf, (size_t)r);
+	if (recv_followed(fd, r, flags))
+		conn_read(fd, buf, (size_t)r < len ? (size_t)r : len);
 	return r;
 }
 
@@ -545,8 +554,8 @@ VRT_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 	                    ? real_recvfrom(fd, buf, len, flags, src, srclen)
 	                    : syscall(SYS_recvfrom, fd, buf, len, flags, src,
 	                              srclen);
-	if (tracked(fd) && r > 0 && !(flags & MSG_PEEK))
-		conn_read(fd, buf, (size_t)r);
+	if (recv_followed(fd, r, flags))
+		conn_read(fd, buf, (size_t)r < len ? (size_t)r : len);
 	return r;
 }
 
@@ -563,8 +572,8 @@ VRT_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len,
 	                                          src, srclen)
 	                    : syscall(SYS_recvfrom, fd, buf, len, flags, src,
 	                              srclen);
-	if (tracked(fd) && r > 0 && !(flags & MSG_PEEK))
-		conn_read(fd, buf, (size_t)r);
+	if (recv_followed(fd, r, flags))
+		conn_read(fd, buf, (size_t)r < len ? (size_t)r : len);
 	return r;
 }
 
@@ -573,7 +582,7 @@ VRT_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	NEXT(recvmsg);
 	ssize_t r = real_recvmsg ? real_recvmsg(fd, msg, flags)
 	                         : syscall(SYS_recvmsg, fd, msg, flags);
-	if (tracked(fd) && r > 0 && msg && !(flags & MSG_PEEK))
+	if (recv_followed(fd, r, flags) && msg)
 		conn_readv(fd, msg->msg_iov, (int)msg->msg_iovlen, r);
 	return r;
 }

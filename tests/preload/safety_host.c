@@ -52,7 +52,10 @@
  *                   execs sh to write "exec-self" to fd T (its exit
  *                   status is sh's)
  *   acceptclose     one allocation, then listens on 127.0.0.1, accepts 3
- *                   connections of its own (a request read on each),
+ *                   connections of its own (a request read on each; on
+ *                   the first, 18 bytes before it are discarded with
+ *                   recv(fd, NULL, 18, MSG_TRUNC), which the kernel
+ *                   allows on TCP and the preload must not read),
  *                   then close_range over the
  *                   accepted fds and a 1 TiB allocation that fails (an
  *                   OOM with no request in flight); exit 0
@@ -537,7 +540,18 @@ static int mode_acceptclose(void)
 		 * (bytes received, no answer yet), not connections. */
 		char req[] = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
 		             "Content-Length: 0\r\n\r\n",
-		     buf[96];
+		     junk[] = "discarded-18-bytes", buf[96];
+		if (i == 0) {
+			size_t left = sizeof(junk) - 1;
+			if (write(cl[i], junk, left) != (ssize_t)left)
+				die("junk");
+			while (left) {
+				ssize_t k = recv(ac[i], NULL, left, MSG_TRUNC);
+				if (k <= 0)
+					die("recv MSG_TRUNC");
+				left -= (size_t)k;
+			}
+		}
 		if (write(cl[i], req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1 ||
 		    read(ac[i], buf, sizeof(buf)) <= 0)
 			die("request");
