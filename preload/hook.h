@@ -223,6 +223,7 @@ void vrt_agent_freed(int api, uint64_t addr, const struct vrt_prefree *pf);
 		if ((addr_expr) == 0 || !vrt_hook_enter())                     \
 			return real_ args;                                     \
 		VRT_HOOK_PRE_(V, f, (addr_expr));                              \
+		vrt_tbuf_call(1); /* in progress, as VRT_HOOK_CALL_ */         \
 		__typeof__(real_ args) r_ = real_ args;                        \
 		int dev_ = (dev);                                              \
 		if (r_ == OK)                                                  \
