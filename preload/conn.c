@@ -383,9 +383,11 @@ void vrt_conn_write(struct vrt_conn *c, const uint8_t *p, size_t n,
 			/* Unseen bytes: inside a payload they are skipped;
 			 * else the frames are lost from here. */
 			struct vrt_h2_frames *f = &c->u.h2.wr;
-			if (f->have == 9 && n < f->remain)
+			if (f->have == 9 && n <= f->remain) {
 				f->remain -= (uint32_t)n;
-			else
+				if (!f->remain) /* the payload's end */
+					f->have = 0;
+			} else
 				c->proto = VRT_CONN_QUIET;
 			return;
 		}

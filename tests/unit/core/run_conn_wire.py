@@ -322,8 +322,36 @@ def raw_protocol():
             ("C", b"")]
 
 
+def sendfile_payload():
+    """A DATA frame whose header is written and whose payload goes out
+    unseen in one piece (sendfile of exactly the rest of the frame), then
+    the trailers: the frames are followed on. Returns script text."""
+    c, s = pair()
+    c.initiate_connection()
+    lines = [f"R 1000 {pump(c, s).hex()}"]
+    s.initiate_connection()
+    lines.append(f"W 2000 {pump(s, c).hex()}")
+    c.send_headers(1, req_headers(GRPC), end_stream=True)
+    lines.append(f"R 3000 {pump(c, s).hex()}")
+    s.send_headers(1, [(":status", "200"),
+                       ("content-type", "application/grpc")])
+    lines.append(f"W 4000 {pump(s, c).hex()}")
+    s.send_data(1, b"\x00\x00\x00\x00\x0bpayload-big")
+    frame = pump(s, c)
+    lines.append(f"W 5000 {frame[:9].hex()}")
+    lines.append(f"U 5000 {len(frame) - 9}")
+    s.send_headers(1, [("grpc-status", "0")], end_stream=True)
+    lines.append(f"W 6000 {pump(s, c).hex()}")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     tls_cases()
+    ev = run(sendfile_payload())
+    ok([(e[0], e[1]) for e in ev if e[0] in ("BEGIN", "END")] ==
+       [("BEGIN", 1), ("END", 1)] and ev[-1] == ("inflight", 0),
+       f"HTTP/2: a payload sent unseen to the frame's end, then trailers: "
+       f"the stream ends ({ev})")
     ev = run(script(raw_protocol(), "whole"))
     ops = [(e[0], e[2]) for e in ev if e[0] != "inflight"]
     ok(ops == [("PROTO", 16), ("BEGIN", 2), ("ANSWER", 2), ("END", 2),
