@@ -232,6 +232,7 @@ struct fake_share_slot {
 	_Atomic unsigned long long live[FAKE_MAX_DEV];
 };
 static struct fake_share_slot *g_share; /* FAKE_SHARE_SLOTS, or NULL */
+static int g_share_fd = -1; /* its file, kept open for the charge lock */
 static struct fake_share_slot *g_share_mine; /* g_lock */
 static int g_share_tried;                    /* g_lock: a slot looked for */
 static unsigned long long g_share_base[FAKE_MAX_DEV]; /* by ordinal: the
@@ -245,6 +246,20 @@ static void share_atfork_child(void)
 	g_share_tried = 0;
 	for (int o = 0; o < FAKE_MAX_DEV; o++)
 		g_share_base[o] = g_dev[o].live;
+}
+
+/* Checking that bytes fit and charging them is one step across the
+ * run's processes, as on a real card: a POSIX record lock on the share
+ * file (held by the process, not inherited by a fork; g_lock already
+ * orders this process's threads). Taken with g_lock held. */
+static void share_lock(int on)
+{
+	struct flock l = {.l_type = on ? F_WRLCK : F_UNLCK,
+	                  .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+	if (!g_share)
+		return;
+	while (fcntl(g_share_fd, F_SETLKW, &l) != 0 && errno == EINTR)
+		;
 }
 
 /* This process's own live bytes on ordinal ord's card. */
@@ -453,9 +468,21 @@ static void share_open(const char *path)
 		return;
 	}
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m != MAP_FAILED && pthread_atfork(NULL, NULL, share_atfork_child) == 0)
-		g_share = m;
+	if (m == MAP_FAILED ||
+	    pthread_atfork(NULL, NULL, share_atfork_child) != 0) {
+		close(fd);
+		return;
+	}
+	/* A slot under this pid is a former image's (before exec): the
+	 * real driver freed its memory at the exec. */
+	for (int i = 0; i < FAKE_SHARE_SLOTS; i++) {
+		struct fake_share_slot *sl = &((struct fake_share_slot *)m)[i];
+		if (atomic_load(&sl->pid) == (int)getpid())
+			for (int j = 0; j < FAKE_MAX_DEV; j++)
+				atomic_store(&sl->live[j], 0);
+	}
+	g_share_fd = fd;
+	g_share = m;
 }
 
 /* A process that holds memory: it exists and is not a zombie (the real
@@ -489,7 +516,7 @@ static void share_put(int ord)
 	for (int i = 0; !g_share_tried && i < FAKE_SHARE_SLOTS; i++) {
 		struct fake_share_slot *sl = &g_share[i];
 		int old = atomic_load(&sl->pid);
-		if (old == me || (old != 0 && pid_alive(old)))
+		if (old != me && old != 0 && pid_alive(old))
 			continue;
 		if (!atomic_compare_exchange_strong(&sl->pid, &old, me))
 			continue;
@@ -793,6 +820,7 @@ static CUresult dev_alloc(CUdeviceptr *dptr, unsigned long long bytes, int ord,
 	step = (bytes + FAKE_DEV_ALIGN - 1) &
 	       ~(unsigned long long)(FAKE_DEV_ALIGN - 1);
 	pthread_mutex_lock(&g_lock);
+	share_lock(1);
 	taken = step <= limit - d->bump && pool && pool_take(pool, bytes);
 	if (step > limit - d->bump || (!taken && !fits(d, bytes))) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -815,6 +843,7 @@ static CUresult dev_alloc(CUdeviceptr *dptr, unsigned long long bytes, int ord,
 				pool->high = pool->used + pool->kept;
 		}
 	}
+	share_lock(0);
 	pthread_mutex_unlock(&g_lock);
 	dbg("%s(%llu) dev %d -> %d 0x%llx", api, bytes, ord, (int)r,
 	    (unsigned long long)*dptr);
@@ -1038,10 +1067,12 @@ static CUresult managed_alloc(CUdeviceptr *dptr, unsigned long long bytes,
 	int fit;
 	*dptr = 0;
 	pthread_mutex_lock(&g_lock);
+	share_lock(1);
 	fit = fits(d, bytes);
 	if (fit)
 		d->live += bytes;
 	share_put(ord);
+	share_lock(0);
 	pthread_mutex_unlock(&g_lock);
 	if (fit && (p = map_and_file(SP_DEV, ord, K_MANAGED, bytes, &d->live)))
 		*dptr = (uintptr_t)p;
@@ -1705,6 +1736,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		return CUDA_ERROR_NOT_SUPPORTED; /* FAKECUDA_VMM=0 */
 	*handle = 0;
 	pthread_mutex_lock(&g_lock);
+	share_lock(1);
 	if (!fits(d, size)) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	} else if (!table_add(SP_HANDLE, g_next_handle, size, ord, K_VMM)) {
@@ -1715,6 +1747,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		d->live += size;
 		share_put(ord);
 	}
+	share_lock(0);
 	pthread_mutex_unlock(&g_lock);
 	dbg("cuMemCreate(%zu, dev %d) -> %d 0x%llx", size, ord, (int)r,
 	    (unsigned long long)*handle);

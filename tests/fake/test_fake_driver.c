@@ -256,6 +256,63 @@ static void check_share(void)
 	CHECK(cuMemFree_v2(held) == CUDA_SUCCESS);
 }
 
+/* Two processes filling the L4 card (device 2) with 16 MiB blocks at
+ * once, 20 times: together they never hold more than it has free, as on
+ * a real card (checking and charging is one step across processes). */
+static void check_share_race(void)
+{
+	const unsigned long long blk = 16ull << 20;
+	size_t free0 = 0, total = 0;
+	CUcontext ctx;
+	int worst = 0;
+
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 2) == CUDA_SUCCESS);
+	CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
+	CHECK(cuMemGetInfo_v2(&free0, &total) == CUDA_SUCCESS);
+	for (int round = 0; round < 20; round++) {
+		int out[2], go[2];
+		pid_t pid[2];
+		unsigned long long got = 0, n = 0;
+		CHECK(pipe(out) == 0 && pipe(go) == 0);
+		for (int k = 0; k < 2; k++) {
+			pid[k] = fork();
+			if (pid[k] == 0) {
+				CUdeviceptr q;
+				char c;
+				unsigned long long held = 0;
+				close(go[1]); /* EOF once the parent closes */
+				if (read(go[0], &c, 1) != 1)
+					_exit(1);
+				while (cuMemAlloc_v2(&q, blk) == CUDA_SUCCESS)
+					held += blk;
+				if (write(out[1], &held, sizeof(held)) !=
+				    (ssize_t)sizeof(held))
+					_exit(1);
+				/* hold the bytes until both have counted */
+				if (read(go[0], &c, 1) < 0)
+					_exit(1);
+				_exit(0);
+			}
+		}
+		CHECK(write(go[1], "gg", 2) == 2);
+		for (int k = 0; k < 2; k++)
+			if (read(out[0], &n, sizeof(n)) == (ssize_t)sizeof(n))
+				got += n;
+		close(go[1]); /* both children see EOF and exit */
+		for (int k = 0; k < 2; k++)
+			if (pid[k] > 0)
+				waitpid(pid[k], NULL, 0);
+		close(go[0]);
+		close(out[0]);
+		close(out[1]);
+		if (got > free0)
+			worst++;
+	}
+	CHECK(worst == 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
+	CHECK(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
+}
+
 int main(void)
 {
 	CUcontext ctx;
@@ -274,6 +331,7 @@ int main(void)
 	check_streams();
 	check_current_pool();
 	check_share();
+	check_share_race();
 	unlink(path);
 	rmdir(dir);
 	if (failures) {
