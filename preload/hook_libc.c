@@ -284,6 +284,7 @@ VRT_EXPORT int listen(int fd, int backlog)
 	NEXT(listen);
 	int r = real_listen(fd, backlog);
 	if (r == 0 && vrt_hook_enter()) {
+		int saved = errno; /* the unwinder's and dladdr's calls */
 		int port, kind = sock_kind(fd, &port);
 		int lib = vrt_stack_plumbing();
 		if ((unsigned)fd < MAX_TRACKED_FD) {
@@ -302,6 +303,7 @@ VRT_EXPORT int listen(int fd, int backlog)
 		                    .nflags = lib ? VRT_NET_F_INTERNAL : 0};
 		vrt_hook_record(&ev);
 		vrt_hook_leave();
+		errno = saved;
 	}
 	return r;
 }
@@ -355,6 +357,9 @@ static void accepted_fd(int fd, int listener)
 	if (fd < 0 || fd >= MAX_TRACKED_FD || bit_set(plumbing, listener) ||
 	    !vrt_hook_enter())
 		return;
+	/* the host sees accept's errno, not that of the peer's look-ups
+	 * (getsockopt, /proc/PID/environ) */
+	int saved = errno;
 	int port;
 	struct conn *c = &conns[fd];
 	struct vrt_ev ev = {.rec = VRT_REC_NET,
@@ -382,6 +387,7 @@ static void accepted_fd(int fd, int listener)
 	vrt_hook_record(&ev);
 	conn_unlock(c);
 	vrt_hook_leave();
+	errno = saved;
 }
 
 VRT_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *addrlen)

@@ -35,7 +35,7 @@ struct vrt_option {
 	const char *str;
 };
 
-/* Order follows enum vrt_option_id. Keep README.md's table in step. */
+/* Order follows enum vrt_option_id. Keep docs/environment.md's table in step. */
 static struct vrt_option options[VRT_OPT_COUNT] = {
         [VRT_OPT_ENABLE] = {"VRAMTRACE_ENABLE", VRT_KIND_BOOL, 1, 0, 1, 0,
                             NULL},

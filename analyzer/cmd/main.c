@@ -170,9 +170,9 @@ static const struct vrt_cmd commands[] = {
         {"plan", vrt_cmd_plan_run,
          "which settings fit: other settings predicted from one run",
          "plan RUN [--set FLAG=V1,V2,...]... [--model-config FILE]\n"
-         "        [--objective concurrency|context|throughput] [--margin PCT]\n"
-         "        [--explain] [--format text|json|csv] [-o FILE] [--rules "
-         "FILE]",
+         "        [--kv-dtype T] [--objective concurrency|context|throughput]\n"
+         "        [--margin PCT] [--explain] [--format text|json|csv] [-o FILE]\n"
+         "        [--rules FILE]",
          "Predicts, for the engine recognised in RUN (a run directory or one\n"
          ".vtrace file: vLLM, SGLang, llama.cpp, TGI, TensorRT-LLM), the\n"
          "memory budget of other settings per device: weights, activations,\n"

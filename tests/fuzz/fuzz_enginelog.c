@@ -14,9 +14,10 @@
  * fuzz_enginelog, and with VRT_FUZZ_REPLAY as a plain program that runs
  * each file (or each file of each directory) named on its command line once
  * (the corpus replay of the default test suite, over tests/data/logs too).
- * Single-threaded; the only state kept across inputs is the /dev/null
+ * Single-threaded; the only state kept across inputs is the sink
  * stream.
  */
+#include "sink.h"
 #include "diagnose/diagnose.h"
 #include "enginelog/enginelog.h"
 #include "enginelog/logcheck.h"
@@ -84,7 +85,7 @@ static void json_checked(const struct vrt_trace *t,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static FILE *devnull;
+	static FILE *sink;
 	struct vrt_enginelog *log = calloc(1, sizeof(*log));
 	struct vrt_logrun *lr = calloc(1, sizeof(*lr));
 	struct vrt_logcheck *lc = calloc(1, sizeof(*lc));
@@ -94,9 +95,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char path[64], err[300];
 	int fd = -1, read_ok = 0;
 
-	if (!devnull)
-		devnull = fopen("/dev/null", "we");
-	if (!devnull)
+	if (!sink)
+		sink = fuzz_sink();
+	if (!sink)
 		abort();
 	if (!log || !lr || !lc || !dl || !dg)
 		goto out;
@@ -120,10 +121,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	if (!vrt_diagnose_verdict_name(dg->verdict))
 		abort();
-	vrt_report_text_write(devnull, &lr->t, &lr->r, dg, lc);
-	vrt_report_html_write(devnull, &lr->t, &lr->r, dg, lc);
+	vrt_report_text_write(sink, &lr->t, &lr->r, dg, lc);
+	vrt_report_html_write(sink, &lr->t, &lr->r, dg, lc);
 	json_checked(&lr->t, &lr->r, dg, lc);
-	fflush(devnull);
+	fflush(sink);
 out:
 	if (fd >= 0)
 		close(fd);

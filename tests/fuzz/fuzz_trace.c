@@ -4,10 +4,11 @@
  * with vrt_load_open_buffer and streamed through the analyzer's one pass
  * (vrt_run_pass: attributed to phases with the built-in rules, replayed),
  * diagnosed, planned (`vramtrace plan`'s default grid), and written in
- * every report format to /dev/null, so a malformed trace that decodes reaches each
- * consumer of the trace as `vramtrace analyze` would. The contract under
- * test is "any input: a status or a report, never a crash, an out-of-bounds
- * access or undefined behaviour".
+ * every report format to a sink that keeps nothing (sink.h), so a
+ * malformed trace that decodes reaches each consumer of the trace as
+ * `vramtrace analyze` would. The contract under test is "any input: a
+ * status or a report, never a crash, an out-of-bounds access or
+ * undefined behaviour".
  *
  * An input that does not start with the zstd magic is taken twice: as is
  * (the loader must refuse it) and as the content of one zstd frame the
@@ -18,9 +19,10 @@
  * Built two ways: with libFuzzer (clang -fsanitize=fuzzer) as fuzz_trace,
  * and with VRT_FUZZ_REPLAY as a plain program that runs each file named on
  * its command line once (the corpus replay of the default test suite).
- * Single-threaded; the only state kept across inputs is the /dev/null
+ * Single-threaded; the only state kept across inputs is the sink
  * stream and the rules.
  */
+#include "sink.h"
 #include "replay/attrib.h"
 #include "diagnose/diagnose.h"
 #include "load/load.h"
@@ -40,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* `vramtrace plan` on the trace: its neighbourhood predicted, every
  * format written, one row explained. */
-static void plan_one(FILE *devnull, const struct vrt_trace *t,
+static void plan_one(FILE *sink, const struct vrt_trace *t,
                      const struct vrt_replay *r)
 {
 	struct vrt_plan *p = calloc(1, sizeof(*p));
@@ -55,9 +57,9 @@ static void plan_one(FILE *devnull, const struct vrt_trace *t,
 	if (vrt_plan_run(p, msg, sizeof(msg)))
 		goto out;
 	vrt_plan_predict(p, p->rec, p->rec_have, row, ex);
-	vrt_report_plan_text(devnull, t, p, "fuzz", row, ex, 0);
-	vrt_report_plan_json(devnull, t, p, "fuzz", row, ex, 0);
-	vrt_report_plan_csv(devnull, p);
+	vrt_report_plan_text(sink, t, p, "fuzz", row, ex, 0);
+	vrt_report_plan_json(sink, t, p, "fuzz", row, ex, 0);
+	vrt_report_plan_csv(sink, p);
 out:
 	if (p)
 		vrt_plan_free(p);
@@ -68,18 +70,18 @@ out:
 
 static void run_one(const uint8_t *data, size_t size)
 {
-	static FILE *devnull;
+	static FILE *sink;
 	static struct vrt_rules *rules;
 	struct vrt_trace t;
 	struct vrt_replay r;
 	struct vrt_load_error err;
 	struct vrt_diagnosis *dg = NULL;
 
-	if (!devnull)
-		devnull = fopen("/dev/null", "we");
+	if (!sink)
+		sink = fuzz_sink();
 	if (!rules)
 		rules = vrt_rules_new_builtin();
-	if (!devnull || !rules)
+	if (!sink || !rules)
 		abort();
 	memset(&t, 0, sizeof(t));
 	memset(&r, 0, sizeof(r));
@@ -111,15 +113,15 @@ static void run_one(const uint8_t *data, size_t size)
 	if (!dg)
 		goto out;
 	vrt_diagnose_run(dg, &t, &r, NULL);
-	vrt_report_text_write(devnull, &t, &r, dg, NULL);
-	vrt_report_json_write(devnull, &t, &r, dg, NULL);
-	vrt_report_html_write(devnull, &t, &r, dg, NULL);
-	vrt_report_perfetto_write(devnull, &t, &r, NULL);
-	(void)vrt_report_folded_write(devnull, &t, &r);
+	vrt_report_text_write(sink, &t, &r, dg, NULL);
+	vrt_report_json_write(sink, &t, &r, dg, NULL);
+	vrt_report_html_write(sink, &t, &r, dg, NULL);
+	vrt_report_perfetto_write(sink, &t, &r, NULL);
+	(void)vrt_report_folded_write(sink, &t, &r);
 	/* Reports without a diagnosis take other paths. */
-	vrt_report_text_write(devnull, &t, &r, NULL, NULL);
-	plan_one(devnull, &t, &r);
-	fflush(devnull);
+	vrt_report_text_write(sink, &t, &r, NULL, NULL);
+	plan_one(sink, &t, &r);
+	fflush(sink);
 out:
 	free(dg);
 	vrt_replay_free(&r);
