@@ -417,6 +417,16 @@ int vrt_diagnose_margin_pct(const struct ctx *c)
 	return (int)c->d->margin_pct;
 }
 
+/* The requests that run at once of inflight received (at least 1): at
+ * most the engine's cap on sequences when the run gives it; the rest wait
+ * in its queue and hold no activations. */
+uint64_t vrt_diagnose_running(const struct ctx *c, uint32_t inflight)
+{
+	uint64_t cap = c->d->flags.max_num_seqs;
+	uint64_t n = inflight ? inflight : 1;
+	return cap && cap < n ? cap : n;
+}
+
 /* The bytes the margin keeps free on the device advice is sized for
  * (the failing one, else the tightest); 0 with no capacity known. */
 uint64_t vrt_diagnose_margin_bytes(const struct ctx *c)

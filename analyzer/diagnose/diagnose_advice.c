@@ -334,6 +334,8 @@ void vrt_diagnose_advice_seqs(struct ctx *c, uint64_t n, uint32_t inflight)
 		return;
 	if (!n)
 		n = 1; /* the fewest there is, said as short of the margin */
+	if (was && n >= was)
+		return; /* the cap it has already holds no more than that */
 	suggest(c, VRT_ENGINE_CONCURRENCY, n);
 	a = vrt_diagnose_advise(c, base > n ? 1.0 - (double)n / (double)base
 	                                    : 0.0);

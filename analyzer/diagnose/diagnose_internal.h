@@ -140,6 +140,7 @@ int vrt_diagnose_host_exhausted(const struct host_state *h);
 void vrt_diagnose_how_ended(char *buf, size_t n, const struct vrt_process *p);
 int vrt_diagnose_margin_pct(const struct ctx *c);
 uint64_t vrt_diagnose_margin_bytes(const struct ctx *c);
+uint64_t vrt_diagnose_running(const struct ctx *c, uint32_t inflight);
 const char *vrt_diagnose_margin_words(struct ctx *c);
 int vrt_diagnose_pid_in_run(const struct vrt_trace *t, uint64_t pid);
 void vrt_diagnose_say(char *dst, const char *fmt, ...)

@@ -40,8 +40,9 @@ static void one_request(struct ctx *c, uint64_t *kept)
 		x->one_how = ONE_ONLY;
 		return;
 	}
-	/* Requests draw on what is kept before the allocator grows. */
-	avg = (x->cache + x->growth) / f->inflight;
+	/* Requests draw on what is kept before the allocator grows; those
+	 * past the engine's cap wait in its queue and draw on nothing. */
+	avg = (x->cache + x->growth) / vrt_diagnose_running(c, f->inflight);
 	if (rd->have_single_request && rd->single_request_bytes &&
 	    rd->single_request_bytes >= avg) {
 		x->one = rd->single_request_bytes;

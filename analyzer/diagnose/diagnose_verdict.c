@@ -792,7 +792,7 @@ void vrt_diagnose_verdict_concurrency(struct ctx *c)
 	const struct vrt_replay_failure *f = c->f;
 	uint64_t one = c->x.one, room = c->x.room;
 	uint64_t fit = one ? room / one : 0;
-	uint64_t demand = one * (f->inflight ? f->inflight : 1);
+	uint64_t demand = one * vrt_diagnose_running(c, f->inflight);
 
 	d->verdict = VRT_VERDICT_CONCURRENCY;
 	snprintf(d->detail, sizeof(d->detail), "overlapping_requests");
@@ -831,9 +831,13 @@ void vrt_diagnose_verdict_concurrency(struct ctx *c)
 	vrt_diagnose_evidence(
 	        d, "requests_that_fit", f->device, VRT_DIAG_COUNT, fit,
 	        "%" PRIu64 " request%s fit%s at once; %" PRIu32
-	        " %s in flight when it failed (at most %" PRIu32 ")",
+	        " %s in flight when it failed (at most %" PRIu32 ")%s",
 	        fit, fit == 1 ? "" : "s", fit == 1 ? "s" : "", f->inflight,
-	        f->inflight == 1 ? "was" : "were", c->r->max_inflight);
+	        f->inflight == 1 ? "was" : "were", c->r->max_inflight,
+	        vrt_diagnose_running(c, f->inflight) < f->inflight
+	                ? "; the engine runs its cap of them at once, the "
+	                  "rest wait in its queue"
+	                : "");
 	vrt_diagnose_advice_seqs(
 	        c, vrt_diagnose_advice_fit(c, 1, room, one ? one : 1),
 	        f->inflight);
