@@ -110,7 +110,10 @@ void vrt_diagnose_verdict_other(struct ctx *c)
 	    d->nother_pids == 1 ? "it" : "them",
 	    vrt_diagnose_visible_devices(c->t, c->f->device));
 	COST(a, "waiting for the card, or another card");
-	if (!c->total)
+	/* TensorRT-LLM's fraction is of the memory free after the weights
+	 * and its profile run: other processes are outside it already, and
+	 * no smaller fraction makes room for what failed before it. */
+	if (!c->total || c->engine == VRT_ENGINE_TRTLLM)
 		return;
 	if (!spread_engine(c)) {
 		uint64_t fit = vrt_diagnose_advice_fit(c, 1000, room,
