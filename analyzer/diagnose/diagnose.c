@@ -298,6 +298,12 @@ size_t vrt_diagnose_flags(struct vrt_diag_flags *f, const struct vrt_trace *t)
 	vrt_engine_uint(er.value[VRT_ENGINE_PIPELINE], &f->pp);
 	vrt_engine_uint(er.value[VRT_ENGINE_BATCH_TOKENS], &f->batch_tokens);
 	vrt_engine_uint(er.value[VRT_ENGINE_UBATCH], &f->ubatch);
+	/* llama.cpp runs n_ubatch = min(-ub, -b): a -ub above -b is not
+	 * what it ran with */
+	if ((f->engine == VRT_ENGINE_LLAMACPP ||
+	     f->engine == VRT_ENGINE_OLLAMA) &&
+	    f->batch_tokens && f->ubatch > f->batch_tokens)
+		f->ubatch = f->batch_tokens;
 	f->one_device = er.value[VRT_ENGINE_SPLIT_MODE] &&
 	                !strcmp(er.value[VRT_ENGINE_SPLIT_MODE], "none");
 	/* "-fa on" (and the older bare "-fa": what follows is another

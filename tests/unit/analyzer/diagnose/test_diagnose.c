@@ -899,6 +899,29 @@ static void llama_pool(uint32_t w, uint32_t kv, uint32_t prof, uint32_t pool,
 	teardown();
 }
 
+/* llama.cpp runs n_ubatch = min(-ub, -b): -ub 4096 with -b 2048 runs
+ * 2048, and advice starts from that; -ub below -b stays. */
+static void test_llama_ubatch_cap(void)
+{
+	char *over[] = {"llama-server", "-m", "x.gguf", "-b", "2048", "-ub",
+	                "4096"};
+	char *under[] = {"llama-server", "-m", "x.gguf", "-b", "2048", "-ub",
+	                 "512"};
+
+	setup(1, 24 * GiB);
+	command(over, N(over));
+	alloc(0, 0x1000, 8 * GiB, VRT_PHASE_weights);
+	diagnose(NULL);
+	EQ(dg.flags.ubatch, 2048, "llama -ub 4096 -b 2048: runs 2048");
+	teardown();
+	setup(1, 24 * GiB);
+	command(under, N(under));
+	alloc(0, 0x1000, 8 * GiB, VRT_PHASE_weights);
+	diagnose(NULL);
+	EQ(dg.flags.ubatch, 512, "llama -ub 512 -b 2048: runs 512");
+	teardown();
+}
+
 static void test_llama_pool(void)
 {
 	llama_pool(VRT_PHASE_weights, VRT_PHASE_kv_cache, VRT_PHASE_profile,
@@ -1611,6 +1634,7 @@ int main(int argc, char **argv)
 	test_log_numbers();
 	test_model_in_diagnosis(dir);
 	test_margin();
+	test_llama_ubatch_cap();
 	test_none_margin();
 	test_over_capacity();
 	test_identity_conflict();
