@@ -18,6 +18,7 @@
 #define VRT_REQPATH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum vrt_reqpath_class {
 	VRT_REQPATH_REQUEST = 0, /* a request for the model (or unknown) */
@@ -30,5 +31,23 @@ enum vrt_reqpath_class {
  * or OPTIONS (the site root is a probe only then: servers that take
  * their requests at "/" take them by POST). Unknown paths are requests. */
 int vrt_reqpath_class(const char *p, size_t n, int get);
+
+/* A request path's identity in the trace (NET's val): FNV-1a, 32 bits,
+ * over the whole path, byte by byte as HTTP/2's HPACK walk meets it or at
+ * once as an HTTP/1.x request line gives it: the same path hashes the
+ * same over either protocol. */
+#define VRT_REQPATH_HASH_INIT 2166136261u
+static inline uint32_t vrt_reqpath_hash_byte(uint32_t x, unsigned c)
+{
+	return (x ^ (c & 0xffu)) * 16777619u;
+}
+
+static inline uint32_t vrt_reqpath_hash(const char *p, size_t n)
+{
+	uint32_t x = VRT_REQPATH_HASH_INIT;
+	for (size_t i = 0; i < n; i++)
+		x = vrt_reqpath_hash_byte(x, (unsigned char)p[i]);
+	return x;
+}
 
 #endif

@@ -97,15 +97,6 @@ static void h2_event(void *arg, const struct vrt_h2_event *e)
 
 /* ---- HTTP/1.x ------------------------------------------------------------- */
 
-/* FNV-1a, 32 bits (as h2.c hashes a :path). */
-static uint32_t hash_path(const char *p, size_t n)
-{
-	uint32_t x = 2166136261u;
-	for (size_t i = 0; i < n; i++)
-		x = (x ^ (uint8_t)p[i]) * 16777619u;
-	return x;
-}
-
 /* A request began on an HTTP/1.x connection whose first segment is p:
  * its target and class from the request line. */
 static void h1_begin(struct vrt_conn *c, const uint8_t *p, size_t n,
@@ -137,7 +128,7 @@ static void h1_begin(struct vrt_conn *c, const uint8_t *p, size_t n,
 		cls = vrt_reqpath_class((const char *)p + t, len, get);
 		e.text = (const char *)p + t;
 		e.text_len = len < VRT_CONN_PATH ? len : VRT_CONN_PATH;
-		e.val = hash_path(e.text, e.text_len);
+		e.val = vrt_reqpath_hash(e.text, len);
 	} else {
 		cls = VRT_REQPATH_REQUEST;
 	}

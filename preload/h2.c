@@ -165,13 +165,6 @@ static void block_start(struct vrt_h2 *h, uint32_t stream, int is_new)
 		h->hs = HS_REP;
 }
 
-/* FNV-1a, 32 bits. */
-#define HASH_INIT 2166136261u
-static inline uint32_t hash_byte(uint32_t x, unsigned c)
-{
-	return (x ^ c) * 16777619u;
-}
-
 /* A field of the static table or a dynamic entry named it: what it is. */
 static void static_field(struct vrt_h2 *h, uint32_t idx)
 {
@@ -196,12 +189,9 @@ static void indexed(struct vrt_h2 *h, uint32_t idx)
 	} else if (idx == 4 || idx == 5) {
 		const char *p = idx == 4 ? "/" : "/index.html";
 		size_t n = strlen(p);
-		uint32_t x = HASH_INIT;
-		for (size_t i = 0; i < n; i++)
-			x = hash_byte(x, (uint8_t)p[i]);
 		memcpy(h->path, p, n);
 		h->plen = (uint8_t)n;
-		h->phash = x;
+		h->phash = vrt_reqpath_hash(p, n);
 		h->got_path = h->ptext = 1;
 		h->pcls = (uint8_t)vrt_reqpath_class(p, n, h->get);
 	} else if (idx >= 62) {
@@ -234,7 +224,7 @@ static void str_char(struct vrt_h2 *h, unsigned c)
 	if (h->field == FD_PATH) {
 		if (h->plen < VRT_H2_PATH)
 			h->path[h->plen++] = (char)c;
-		h->phash = hash_byte(h->phash, c);
+		h->phash = vrt_reqpath_hash_byte(h->phash, c);
 	} else if (h->field == FD_METHOD) {
 		static const char g[] = "GET", hd[] = "HEAD";
 		unsigned k = h->nlen;
@@ -292,7 +282,7 @@ static void value_start(struct vrt_h2 *h)
 {
 	if (h->field == FD_PATH) {
 		h->plen = 0;
-		h->phash = HASH_INIT;
+		h->phash = VRT_REQPATH_HASH_INIT;
 	} else if (h->field == FD_METHOD) {
 		h->nlen = 0;
 		h->cand = C_GET | C_HEAD;

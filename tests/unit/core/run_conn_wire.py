@@ -345,8 +345,30 @@ def sendfile_payload():
     return "\n".join(lines) + "\n"
 
 
+def long_path_both_ways():
+    """One path of 77 bytes (longer than the text the trace keeps) asked
+    over HTTP/1.1 and over HTTP/2: the same identity (val) both ways."""
+    path = "/v1/models/" + "m" * 50 + "/completions?x=1"
+    h1 = (f"POST {path} HTTP/1.1\r\nHost: x\r\n"
+          f"Content-Length: 0\r\n\r\n").encode()
+    ev1 = run(f"R 1000 {h1.hex()}\n")
+    c, s = pair()
+    c.initiate_connection()
+    lines = [f"R 1000 {pump(c, s).hex()}"]
+    c.send_headers(1, req_headers(path), end_stream=True)
+    lines.append(f"R 2000 {pump(c, s).hex()}")
+    ev2 = run("\n".join(lines) + "\n")
+    b1 = [e[5] for e in ev1 if e[0] == "BEGIN"]
+    b2 = [e[5] for e in ev2 if e[0] == "BEGIN"]
+    return len(path), b1, b2
+
+
 def main():
     tls_cases()
+    plen, b1, b2 = long_path_both_ways()
+    ok(plen > 64 and len(b1) == 1 and b1 == b2,
+       f"a {plen}-byte path: one identity over HTTP/1.1 and HTTP/2 "
+       f"({b1} {b2})")
     ev = run(sendfile_payload())
     ok([(e[0], e[1]) for e in ev if e[0] in ("BEGIN", "END")] ==
        [("BEGIN", 1), ("END", 1)] and ev[-1] == ("inflight", 0),
