@@ -59,7 +59,9 @@ struct vrt_hook_vendor {
 	int (*uuid)(int ordinal, void *out);
 	/* The device of a device allocation by its address; < 0 when the
 	 * runtime cannot say (for vrt_live_set_device_of: from the thread
-	 * reading the live table, which may be one of ours). */
+	 * reading the live table, which may be one of ours; and from an
+	 * attached agent's free hook, on the program's thread: its driver
+	 * look-ups are cached, no dlsym per call). */
 	int (*device_of)(uint64_t addr);
 	/* The bytes of the device allocation that starts at addr: 1, or 0
 	 * when the runtime cannot say. From the calling thread (its current

@@ -158,7 +158,7 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
 
 static _Atomic(void *) aux_ctx_get_device, aux_ptr_get_attribute,
         aux_device_get_count, aux_device_get, aux_device_get_name,
-        aux_device_total_mem, aux_device_get_uuid;
+        aux_device_total_mem, aux_device_get_uuid, aux_primary_state;
 
 #define AUX(slot, name)                                                        \
 	((__typeof__(&name))vrt_hooklib_aux(&driver, &slot, #name))
@@ -179,10 +179,11 @@ static int cur_device(void)
 static CUresult device_of_borrowed(__typeof__(&cuPointerGetAttribute) f,
                                    int *ord, CUdeviceptr ptr)
 {
-	__typeof__(&cuDeviceGetCount) count = driver_sym("cuDeviceGetCount");
-	__typeof__(&cuDeviceGet) get = driver_sym("cuDeviceGet");
+	__typeof__(&cuDeviceGetCount) count =
+	        AUX(aux_device_get_count, cuDeviceGetCount);
+	__typeof__(&cuDeviceGet) get = AUX(aux_device_get, cuDeviceGet);
 	__typeof__(&cuDevicePrimaryCtxGetState) state =
-	        driver_sym("cuDevicePrimaryCtxGetState");
+	        AUX(aux_primary_state, cuDevicePrimaryCtxGetState);
 	__typeof__(&cuDevicePrimaryCtxRetain) retain =
 	        driver_sym("cuDevicePrimaryCtxRetain");
 	__typeof__(&cuDevicePrimaryCtxRelease_v2) release =
@@ -217,10 +218,11 @@ static CUresult device_of_borrowed(__typeof__(&cuPointerGetAttribute) f,
  * the driver cannot place must have been made. */
 static int sole_device(void)
 {
-	__typeof__(&cuDeviceGetCount) count = driver_sym("cuDeviceGetCount");
-	__typeof__(&cuDeviceGet) get = driver_sym("cuDeviceGet");
+	__typeof__(&cuDeviceGetCount) count =
+	        AUX(aux_device_get_count, cuDeviceGetCount);
+	__typeof__(&cuDeviceGet) get = AUX(aux_device_get, cuDeviceGet);
 	__typeof__(&cuDevicePrimaryCtxGetState) state =
-	        driver_sym("cuDevicePrimaryCtxGetState");
+	        AUX(aux_primary_state, cuDevicePrimaryCtxGetState);
 	int n = 0, found = -1;
 	if (!count || !get || !state || count(&n) != CUDA_SUCCESS)
 		return -1;
