@@ -32,8 +32,12 @@ struct vrt_live_stats {
 	int ndev;
 	struct vrt_live_device dev[VRT_LIVE_MAX_DEVICES];
 	uint64_t host_pinned_bytes; /* pinned + registered */
-	uint64_t inflight;          /* requests in flight now (HTTP/1.x
-	                             * on accepted connections) */
+	uint64_t inflight;          /* requests in flight now on accepted
+	                             * connections: HTTP/1.x requests,
+	                             * HTTP/2 streams, and requests
+	                             * inferred from turns (TLS, other
+	                             * protocols) until the client's next
+	                             * turn or the close; probes apart */
 	uint64_t ooms;              /* allocations refused for memory */
 	uint64_t allocations;       /* live entries in the table */
 };
