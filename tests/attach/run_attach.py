@@ -298,7 +298,7 @@ def case_refuse(a, tmp):
     # Stopped.
     t2 = Target(a, tmp, ["--threads", "1"])
     os.kill(t2.pid, signal.SIGSTOP)
-    time.sleep(0.2)
+    poll(lambda: proc_state(t2.pid) == "T", tries=200, delay=0.01)
     rc, out = vt(a, "attach", str(t2.pid), "-o", os.path.join(tmp, "x"))
     check(rc == 1 and "stopped" in out,
           f"a stopped process is refused ({out.strip()})")
@@ -380,7 +380,8 @@ def case_control(a, tmp):
     check(rc == 0, f"the process exits 0 ({rc})")
     # --tree: a server and its two workers, one run.
     t3 = Target(a, tmp, ["--threads", "2", "--spawn", "2"])
-    time.sleep(0.3)
+    poll(lambda: len(children_with(t3.pid, "libcuda")) == 2, tries=300,
+         delay=0.01)
     run = os.path.join(tmp, "tree")
     rc, out = vt(a, "attach", str(t3.pid), "-o", run, "--duration", "0.5",
                  "--tree")
@@ -413,6 +414,32 @@ def phase_end(rep, phase, dev=0):
             return d.get("phases", {}).get(phase, {}).get("live_bytes_end",
                                                           0)
     return None
+
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat ("" when gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def children_with(pid, lib):
+    """The children of PID that have lib mapped."""
+    out = []
+    for task in glob.glob(f"/proc/{pid}/task/*/children"):
+        try:
+            kids = open(task).read().split()
+        except OSError:
+            continue
+        for k in kids:
+            try:
+                if lib in open(f"/proc/{k}/maps").read():
+                    out.append(int(k))
+            except OSError:
+                pass
+    return out
 
 
 def attach_until(a, pid, run, during, *extra):
