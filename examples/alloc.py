@@ -12,10 +12,12 @@ It reaches the driver the way Python code that calls it directly does
 (ctypes: dlopen of libcuda.so.1, dlsym of each name), so it runs the same
 on a real NVIDIA GPU. Options: --block-mib N (default 1024), --max N (at
 most N blocks; 0, the default: until the driver refuses), --hold S (after
-the last block, hold them S seconds before exiting 0).
+the last block, hold them S seconds before exiting 0), --until FILE (hold
+them until FILE exists, at most --hold seconds).
 """
 import argparse
 import ctypes
+import os
 import sys
 import time
 
@@ -46,6 +48,7 @@ def main():
     ap.add_argument("--block-mib", type=int, default=1024)
     ap.add_argument("--max", type=int, default=0)
     ap.add_argument("--hold", type=float, default=0)
+    ap.add_argument("--until")
     a = ap.parse_args()
     cuda = load_driver()
     check(cuda, cuda.cuInit(0), "cuInit")
@@ -61,7 +64,11 @@ def main():
         check(cuda, grab(cuda, block), f"block {held + 1}")
         held += 1
         print(f"alloc.py: holding {held} x {a.block_mib} MiB", flush=True)
-    time.sleep(a.hold)
+    end = time.monotonic() + a.hold
+    while time.monotonic() < end:
+        if a.until and os.path.exists(a.until):
+            break
+        time.sleep(min(0.05, max(0.0, end - time.monotonic())))
     return 0
 
 

@@ -211,9 +211,11 @@ def snapshot(args, tmp):
 def running(args, tmp):
     env = env_of(args, {"FAKECUDA_MEM": "8G"})
     out = os.path.join(tmp, "running")
+    go = os.path.join(tmp, "running.go")
+    # held until the checks below are done (at most 120 s)
     cmd = [args.vramtrace, "record", "-o", out, "--", sys.executable,
            os.path.join(args.src, "examples", "alloc.py"), "--max", "2",
-           "--hold", "8"]
+           "--hold", "120", "--until", go]
     print("$ " + " ".join(cmd), flush=True)
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
@@ -234,6 +236,7 @@ def running(args, tmp):
         check("STILL RECORDING" in text and "TRUNCATED" not in text and
               "died" not in text, "running: the text report says so")
     finally:
+        open(go, "w").close()
         p.wait(timeout=60)
     rc, rep = analyze(args, out, env=env)
     pr = rep.get("run", {}).get("processes", [{}])
