@@ -232,6 +232,22 @@ void vrt_json_bool(struct vrt_json *w, int v)
 	fputs(v ? "true" : "false", w->f);
 }
 
+void vrt_json_key_uint(struct vrt_json *w, const char *key, uint64_t v)
+{
+	vrt_json_key(w, key);
+	vrt_json_uint(w, v);
+}
+
+void vrt_json_key_uint_or_null(struct vrt_json *w, const char *key, int have,
+                               uint64_t v)
+{
+	vrt_json_key(w, key);
+	if (have)
+		vrt_json_uint(w, v);
+	else
+		vrt_json_null(w);
+}
+
 void vrt_json_null(struct vrt_json *w)
 {
 	before_value(w);

@@ -40,6 +40,11 @@ void vrt_json_uint(struct vrt_json *w, uint64_t v);
 void vrt_json_int(struct vrt_json *w, int64_t v);
 void vrt_json_bool(struct vrt_json *w, int v);
 void vrt_json_null(struct vrt_json *w);
+/* "key": v */
+void vrt_json_key_uint(struct vrt_json *w, const char *key, uint64_t v);
+/* "key": v when have, else "key": null */
+void vrt_json_key_uint_or_null(struct vrt_json *w, const char *key, int have,
+                               uint64_t v);
 /* Seconds from nanoseconds, printed exactly with 9 decimals trimmed. */
 void vrt_json_seconds(struct vrt_json *w, int64_t ns);
 /* A number given as text (a flag's value, "0.9"), written verbatim when it

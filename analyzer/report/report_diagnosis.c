@@ -143,15 +143,6 @@ static void strings(struct vrt_json *w, const char *key,
 	vrt_json_end_array(w);
 }
 
-static void opt_uint(struct vrt_json *w, const char *key, uint64_t v)
-{
-	vrt_json_key(w, key);
-	if (v)
-		vrt_json_uint(w, v);
-	else
-		vrt_json_null(w);
-}
-
 /* "ladder": [{rung, bytes, cumulative_bytes, fits}] on "ladder_device"
  * of "capacity_bytes"; "rung": the verdict's (null: none). */
 static void ladder_json(struct vrt_json *w, const struct vrt_diagnosis *d)
@@ -168,7 +159,9 @@ static void ladder_json(struct vrt_json *w, const struct vrt_diagnosis *d)
 		vrt_json_int(w, d->ladder_device);
 	else
 		vrt_json_null(w);
-	opt_uint(w, "capacity_bytes", d->have_ladder ? d->capacity_bytes : 0);
+	vrt_json_key_uint_or_null(w, "capacity_bytes",
+	                          d->have_ladder && d->capacity_bytes,
+	                          d->capacity_bytes);
 	vrt_json_key(w, "ladder");
 	vrt_json_begin_array(w);
 	for (k = 0; d->have_ladder && k < VRT_RUNG_COUNT; k++) {
@@ -285,11 +278,17 @@ void vrt_report_diagnosis_json(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_uint(w, d->margin_pct);
 	vrt_json_key(w, "flags");
 	vrt_json_begin_object(w);
-	opt_uint(w, "max_model_len", d->flags.max_model_len);
-	opt_uint(w, "max_num_seqs", d->flags.max_num_seqs);
-	opt_uint(w, "tensor_parallel", d->flags.tp);
-	opt_uint(w, "pipeline_parallel", d->flags.pp);
-	opt_uint(w, "batch_tokens", d->flags.batch_tokens);
+	vrt_json_key_uint_or_null(w, "max_model_len",
+	                          d->flags.max_model_len != 0,
+	                          d->flags.max_model_len);
+	vrt_json_key_uint_or_null(w, "max_num_seqs", d->flags.max_num_seqs != 0,
+	                          d->flags.max_num_seqs);
+	vrt_json_key_uint_or_null(w, "tensor_parallel", d->flags.tp != 0,
+	                          d->flags.tp);
+	vrt_json_key_uint_or_null(w, "pipeline_parallel", d->flags.pp != 0,
+	                          d->flags.pp);
+	vrt_json_key_uint_or_null(w, "batch_tokens", d->flags.batch_tokens != 0,
+	                          d->flags.batch_tokens);
 	vrt_json_key(w, "memory_fraction");
 	if (d->flags.mem_util_milli)
 		vrt_json_seconds(w, (int64_t)d->flags.mem_util_milli * 1000000);

@@ -25,23 +25,14 @@ static void line_time(struct vrt_json *w, const struct vrt_trace *t,
 
 	vrt_json_key(w, "time_s");
 	if (have)
-		vrt_json_seconds(w, vrt_wallclock_mono(t, wall_ns) - t->start_ns);
+		vrt_json_seconds(w,
+		                 vrt_wallclock_mono(t, wall_ns) - t->start_ns);
 	else
 		vrt_json_null(w);
 	vrt_json_key(w, "time_utc");
 	if (wall_ns)
-		vrt_json_string(w, vrt_wallclock_format(buf, sizeof(buf),
-		                                        wall_ns, 6));
-	else
-		vrt_json_null(w);
-}
-
-static void opt_uint(struct vrt_json *w, const char *key, int have,
-                     uint64_t v)
-{
-	vrt_json_key(w, key);
-	if (have)
-		vrt_json_uint(w, v);
+		vrt_json_string(
+		        w, vrt_wallclock_format(buf, sizeof(buf), wall_ns, 6));
 	else
 		vrt_json_null(w);
 }
@@ -149,27 +140,38 @@ static void errors(struct vrt_json *w, const struct vrt_trace *t,
 			vrt_json_int(w, e->pid);
 		else
 			vrt_json_null(w);
-		opt_uint(w, "requested_bytes", h & VRT_ELH_REQUESTED,
-		         e->requested_bytes);
-		opt_uint(w, "total_bytes", h & VRT_ELH_TOTAL, e->total_bytes);
-		opt_uint(w, "free_bytes", h & VRT_ELH_FREE, e->free_bytes);
-		opt_uint(w, "allocated_bytes", h & VRT_ELH_ALLOCATED,
-		         e->allocated_bytes);
-		opt_uint(w, "reserved_unallocated_bytes", h & VRT_ELH_RESERVED,
-		         e->reserved_bytes);
-		opt_uint(w, "kv_needed_bytes", h & VRT_ELH_NEEDED,
-		         e->needed_bytes);
-		opt_uint(w, "kv_available_bytes", h & VRT_ELH_AVAILABLE,
-		         e->available_bytes);
-		opt_uint(w, "max_model_len", h & VRT_ELH_MAX_MODEL_LEN,
-		         e->max_model_len);
-		opt_uint(w, "suggested_max_model_len", h & VRT_ELH_SUGGESTED_LEN,
-		         e->suggested_max_model_len);
-		opt_uint(w, "tokens", h & VRT_ELH_TOKENS, e->tokens);
-		opt_uint(w, "private_pool_bytes", h & VRT_ELH_PRIVATE,
-		         e->private_bytes);
-		opt_uint(w, "process_bytes", h & VRT_ELH_PROCESS,
-		         e->process_bytes);
+		vrt_json_key_uint_or_null(w, "requested_bytes",
+		                          h & VRT_ELH_REQUESTED,
+		                          e->requested_bytes);
+		vrt_json_key_uint_or_null(w, "total_bytes", h & VRT_ELH_TOTAL,
+		                          e->total_bytes);
+		vrt_json_key_uint_or_null(w, "free_bytes", h & VRT_ELH_FREE,
+		                          e->free_bytes);
+		vrt_json_key_uint_or_null(w, "allocated_bytes",
+		                          h & VRT_ELH_ALLOCATED,
+		                          e->allocated_bytes);
+		vrt_json_key_uint_or_null(w, "reserved_unallocated_bytes",
+		                          h & VRT_ELH_RESERVED,
+		                          e->reserved_bytes);
+		vrt_json_key_uint_or_null(w, "kv_needed_bytes",
+		                          h & VRT_ELH_NEEDED, e->needed_bytes);
+		vrt_json_key_uint_or_null(w, "kv_available_bytes",
+		                          h & VRT_ELH_AVAILABLE,
+		                          e->available_bytes);
+		vrt_json_key_uint_or_null(w, "max_model_len",
+		                          h & VRT_ELH_MAX_MODEL_LEN,
+		                          e->max_model_len);
+		vrt_json_key_uint_or_null(w, "suggested_max_model_len",
+		                          h & VRT_ELH_SUGGESTED_LEN,
+		                          e->suggested_max_model_len);
+		vrt_json_key_uint_or_null(w, "tokens", h & VRT_ELH_TOKENS,
+		                          e->tokens);
+		vrt_json_key_uint_or_null(w, "private_pool_bytes",
+		                          h & VRT_ELH_PRIVATE,
+		                          e->private_bytes);
+		vrt_json_key_uint_or_null(w, "process_bytes",
+		                          h & VRT_ELH_PROCESS,
+		                          e->process_bytes);
 		vrt_json_key(w, "other_processes");
 		vrt_json_begin_array(w);
 		for (unsigned k = 0; k < e->nothers; k++) {
@@ -184,8 +186,9 @@ static void errors(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_key(w, "phase");
 		if (e->phase >= 0) {
 			char pb[32];
-			vrt_json_string(w, vrt_load_phase_name(t, (unsigned)e->phase,
-			                                       pb, sizeof(pb)));
+			vrt_json_string(
+			        w, vrt_load_phase_name(t, (unsigned)e->phase,
+			                               pb, sizeof(pb)));
 		} else {
 			vrt_json_null(w);
 		}
@@ -193,9 +196,12 @@ static void errors(struct vrt_json *w, const struct vrt_trace *t,
 		vrt_json_bool(w, e->recovered);
 		vrt_json_key(w, "serving");
 		vrt_json_bool(w, e->serving);
-		opt_uint(w, "running", h & VRT_ELH_RUNNING, e->running);
-		opt_uint(w, "prompt_tokens", h & VRT_ELH_PROMPT, e->prompt_tokens);
-		opt_uint(w, "warmup_requests", h & VRT_ELH_COUNT, e->count);
+		vrt_json_key_uint_or_null(w, "running", h & VRT_ELH_RUNNING,
+		                          e->running);
+		vrt_json_key_uint_or_null(w, "prompt_tokens",
+		                          h & VRT_ELH_PROMPT, e->prompt_tokens);
+		vrt_json_key_uint_or_null(w, "warmup_requests",
+		                          h & VRT_ELH_COUNT, e->count);
 		vrt_json_key(w, "suggested_memory_fraction");
 		if (h & VRT_ELH_SUGGESTED_FRACTION)
 			fraction(w, e->suggested_fraction_milli);
@@ -322,8 +328,10 @@ void vrt_report_enginelog_json(struct vrt_json *w, const struct vrt_trace *t,
 	vrt_json_bool(w, lc->log_only);
 	vrt_json_key(w, "requests"); /* request lines */
 	vrt_json_uint(w, log->requests);
-	opt_uint(w, "running", log->have_running, log->running);
-	opt_uint(w, "max_running", log->have_running, log->max_running);
+	vrt_json_key_uint_or_null(w, "running", log->have_running,
+	                          log->running);
+	vrt_json_key_uint_or_null(w, "max_running", log->have_running,
+	                          log->max_running);
 	vrt_json_key(w, "command");
 	if (log->command[0])
 		vrt_json_string(w, log->command);
@@ -469,8 +477,9 @@ static void logonly_text(FILE *f, const struct vrt_trace *t,
 
 	fputs("read from the log: ", f);
 	vrt_text_put_safe(f, lc->path, 200);
-	fprintf(f, " (%s, %" PRIu64 " lines); nothing was traced: every "
-	           "number above is the log's\n",
+	fprintf(f,
+	        " (%s, %" PRIu64 " lines); nothing was traced: every "
+	        "number above is the log's\n",
 	        vrt_enginelog_engine_name(log->engine)
 	                ? vrt_enginelog_engine_name(log->engine)
 	                : "no engine recognised",
@@ -526,8 +535,9 @@ static void logonly_text(FILE *f, const struct vrt_trace *t,
 	fprintf(f, "  requests: %" PRIu64 " request line%s", log->requests,
 	        log->requests == 1 ? "" : "s");
 	if (log->have_running)
-		fprintf(f, "; the engine counted %" PRIu64 " running last (at "
-		           "most %" PRIu64 ")",
+		fprintf(f,
+		        "; the engine counted %" PRIu64 " running last (at "
+		        "most %" PRIu64 ")",
 		        log->running, log->max_running);
 	fputc('\n', f);
 	for (i = 0; i < log->nerrors; i++)

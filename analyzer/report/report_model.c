@@ -241,21 +241,6 @@ static void put_json(void *ctx, const char *line)
 	vrt_json_string(ctx, line);
 }
 
-static void key_uint(struct vrt_json *w, const char *key, uint64_t v)
-{
-	vrt_json_key(w, key);
-	vrt_json_uint(w, v);
-}
-
-static void key_opt(struct vrt_json *w, const char *key, uint64_t v)
-{
-	vrt_json_key(w, key);
-	if (v)
-		vrt_json_uint(w, v);
-	else
-		vrt_json_null(w);
-}
-
 static void key_str(struct vrt_json *w, const char *key, const char *s)
 {
 	vrt_json_key(w, key);
@@ -274,13 +259,14 @@ static void description_json(struct vrt_json *w, const struct vrt_model *m)
 	key_str(w, "model_type", m->model_type);
 	key_str(w, "architecture", m->architecture);
 	key_str(w, "dtype", m->dtype.name);
-	key_uint(w, "layers", m->layers);
-	key_uint(w, "hidden_size", m->hidden);
-	key_uint(w, "heads", m->heads);
-	key_uint(w, "kv_heads", m->kv_heads);
-	key_uint(w, "head_dim", m->head_dim);
-	key_uint(w, "vocab_size", m->vocab);
-	key_opt(w, "context_len", m->context_len);
+	vrt_json_key_uint(w, "layers", m->layers);
+	vrt_json_key_uint(w, "hidden_size", m->hidden);
+	vrt_json_key_uint(w, "heads", m->heads);
+	vrt_json_key_uint(w, "kv_heads", m->kv_heads);
+	vrt_json_key_uint(w, "head_dim", m->head_dim);
+	vrt_json_key_uint(w, "vocab_size", m->vocab);
+	vrt_json_key_uint_or_null(w, "context_len", m->context_len != 0,
+	                          m->context_len);
 	vrt_json_key(w, "kv_dtype");
 	vrt_json_begin_object(w);
 	key_str(w, "k", m->kv_k.name);
@@ -294,37 +280,41 @@ static void description_json(struct vrt_json *w, const struct vrt_model *m)
 		vrt_json_begin_object(w);
 		key_str(w, "kind", vrt_model_kind_name(g->kind));
 		key_str(w, "label", g->label);
-		key_uint(w, "layers", g->layers);
-		key_uint(w, "kv_heads", g->kv_heads);
-		key_uint(w, "k_dim", g->k_dim);
-		key_uint(w, "v_dim", g->v_dim);
-		key_opt(w, "window", g->window);
-		key_opt(w, "cross_tokens", g->cross_tokens);
-		key_uint(w, "kv_bytes_per_token_per_layer",
-		         g->kv_bytes_per_token);
-		key_uint(w, "state_bytes_per_sequence_per_layer",
-		         g->state_bytes);
+		vrt_json_key_uint(w, "layers", g->layers);
+		vrt_json_key_uint(w, "kv_heads", g->kv_heads);
+		vrt_json_key_uint(w, "k_dim", g->k_dim);
+		vrt_json_key_uint(w, "v_dim", g->v_dim);
+		vrt_json_key_uint_or_null(w, "window", g->window != 0,
+		                          g->window);
+		vrt_json_key_uint_or_null(w, "cross_tokens",
+		                          g->cross_tokens != 0,
+		                          g->cross_tokens);
+		vrt_json_key_uint(w, "kv_bytes_per_token_per_layer",
+		                  g->kv_bytes_per_token);
+		vrt_json_key_uint(w, "state_bytes_per_sequence_per_layer",
+		                  g->state_bytes);
 		vrt_json_end_object(w);
 	}
 	vrt_json_end_array(w);
-	key_uint(w, "kv_bytes_per_token", m->kv_bytes_per_token);
-	key_uint(w, "state_bytes_per_sequence", m->state_bytes_per_seq);
+	vrt_json_key_uint(w, "kv_bytes_per_token", m->kv_bytes_per_token);
+	vrt_json_key_uint(w, "state_bytes_per_sequence",
+	                  m->state_bytes_per_seq);
 	vrt_json_key(w, "experts");
 	if (m->experts) {
 		vrt_json_begin_object(w);
-		key_uint(w, "routed", m->experts);
-		key_uint(w, "per_token", m->experts_per_token);
-		key_uint(w, "shared", m->shared_experts);
-		key_uint(w, "moe_layers", m->moe_layers);
+		vrt_json_key_uint(w, "routed", m->experts);
+		vrt_json_key_uint(w, "per_token", m->experts_per_token);
+		vrt_json_key_uint(w, "shared", m->shared_experts);
+		vrt_json_key_uint(w, "moe_layers", m->moe_layers);
 		vrt_json_end_object(w);
 	} else
 		vrt_json_null(w);
 	vrt_json_key(w, "params");
 	vrt_json_begin_object(w);
-	key_uint(w, "total", m->params_total);
-	key_uint(w, "active", m->params_active);
-	key_uint(w, "embedding", m->params_embedding);
-	key_uint(w, "vision", m->params_vision);
+	vrt_json_key_uint(w, "total", m->params_total);
+	vrt_json_key_uint(w, "active", m->params_active);
+	vrt_json_key_uint(w, "embedding", m->params_embedding);
+	vrt_json_key_uint(w, "vision", m->params_vision);
 	vrt_json_end_object(w);
 	vrt_json_key(w, "tied_embeddings");
 	vrt_json_bool(w, m->tied);
@@ -334,12 +324,12 @@ static void description_json(struct vrt_json *w, const struct vrt_model *m)
 	for (i = 0; i < m->nweights; i++) {
 		vrt_json_begin_object(w);
 		key_str(w, "type", m->weights[i].what);
-		key_uint(w, "params", m->weights[i].params);
-		key_uint(w, "bytes", m->weights[i].bytes);
+		vrt_json_key_uint(w, "params", m->weights[i].params);
+		vrt_json_key_uint(w, "bytes", m->weights[i].bytes);
 		vrt_json_end_object(w);
 	}
 	vrt_json_end_array(w);
-	key_uint(w, "weight_bytes", m->weight_bytes);
+	vrt_json_key_uint(w, "weight_bytes", m->weight_bytes);
 	vrt_json_key(w, "notes");
 	vrt_json_begin_array(w);
 	for (i = 0; i < m->nnotes; i++)
@@ -355,16 +345,19 @@ void vrt_report_model_json(struct vrt_json *w, const struct vrt_model_arith *a)
 		return;
 	}
 	vrt_json_begin_object(w);
-	key_uint(w, "kv_bytes_per_token", a->kv_bytes_per_token);
-	key_uint(w, "kv_bytes_per_token_at_context",
-	         a->kv_bytes_per_token_at_context);
-	key_uint(w, "state_bytes_per_sequence", a->state_bytes_per_seq);
-	key_uint(w, "sequence_bytes_at_context", a->seq_bytes_at_context);
-	key_uint(w, "kv_reserve_bytes", a->kv_reserve_bytes);
-	key_uint(w, "kv_reserve_tokens", a->kv_reserve_tokens);
-	key_uint(w, "kv_budget_bytes", a->kv_budget_bytes);
-	key_uint(w, "max_tokens", a->max_tokens);
-	key_opt(w, "context_len", a->context_len);
+	vrt_json_key_uint(w, "kv_bytes_per_token", a->kv_bytes_per_token);
+	vrt_json_key_uint(w, "kv_bytes_per_token_at_context",
+	                  a->kv_bytes_per_token_at_context);
+	vrt_json_key_uint(w, "state_bytes_per_sequence",
+	                  a->state_bytes_per_seq);
+	vrt_json_key_uint(w, "sequence_bytes_at_context",
+	                  a->seq_bytes_at_context);
+	vrt_json_key_uint(w, "kv_reserve_bytes", a->kv_reserve_bytes);
+	vrt_json_key_uint(w, "kv_reserve_tokens", a->kv_reserve_tokens);
+	vrt_json_key_uint(w, "kv_budget_bytes", a->kv_budget_bytes);
+	vrt_json_key_uint(w, "max_tokens", a->max_tokens);
+	vrt_json_key_uint_or_null(w, "context_len", a->context_len != 0,
+	                          a->context_len);
 	vrt_json_key(w, "max_concurrency_at_context");
 	if (a->context_len)
 		vrt_json_uint(w, a->max_concurrency);
@@ -377,12 +370,12 @@ void vrt_report_model_json(struct vrt_json *w, const struct vrt_model_arith *a)
 		vrt_json_uint(w, a->max_context_single);
 	vrt_json_key(w, "context_unbounded");
 	vrt_json_bool(w, a->max_context_single == VRT_MODEL_UNBOUNDED);
-	key_uint(w, "tensor_parallel", a->tp);
-	key_uint(w, "kv_block_tokens", a->block_tokens);
-	key_uint(w, "params", a->params_total);
-	key_uint(w, "params_active", a->params_active);
-	key_uint(w, "expected_weight_bytes", a->expected_weight_bytes);
-	key_uint(w, "observed_weight_bytes", a->observed_weight_bytes);
+	vrt_json_key_uint(w, "tensor_parallel", a->tp);
+	vrt_json_key_uint(w, "kv_block_tokens", a->block_tokens);
+	vrt_json_key_uint(w, "params", a->params_total);
+	vrt_json_key_uint(w, "params_active", a->params_active);
+	vrt_json_key_uint(w, "expected_weight_bytes", a->expected_weight_bytes);
+	vrt_json_key_uint(w, "observed_weight_bytes", a->observed_weight_bytes);
 	vrt_json_key(w, "description");
 	description_json(w, &a->desc);
 	if (a->explain) {
