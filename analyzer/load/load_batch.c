@@ -190,6 +190,24 @@ static struct bsite *bsite_define(struct bstate *b)
 	return &b->sites[slot];
 }
 
+/* A new site's fields from the definitions column (*cd, ending at ed): -1
+ * when its api is out of range; a read past ed sets *bad. */
+static inline int bsite_read(struct bsite *site, const uint8_t **cd,
+                             const uint8_t *ed, int *bad, int kind)
+{
+	uint64_t api = vrt_load_uv(cd, bad), dev = vrt_load_uv(cd, bad);
+	site->aux = vrt_load_uv(cd, bad);
+	site->phase = vrt_load_uv(cd, bad);
+	site->stack = vrt_load_uv(cd, bad);
+	*bad |= *cd > ed;
+	if (api > VRT_API_MAX)
+		return -1;
+	site->api = (uint16_t)api;
+	site->device = vrt_load_raw_device(vrt_unzigzag(dev));
+	site->kind = (uint8_t)kind;
+	return 0;
+}
+
 /* Version 5: slot z goes first in a site's recent sizes, the entries 0
  * to k - 1 before it moving up one (the one at k leaves; k <= 7). One
  * jump and k moves: most sizes are the site's last (k = 0), and a loop
@@ -456,22 +474,12 @@ emit_batch_v(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 				goto malformed;
 			site = &b->sites[c - 1];
 		} else {
-			uint64_t api, dev;
 			if (!(site = bsite_define(b)))
 				return vrt_load_nomem(f, err, "events");
-			api = vrt_load_uv(&cd, &bad);
-			dev = vrt_load_uv(&cd, &bad);
-			site->aux = vrt_load_uv(&cd, &bad);
-			site->phase = vrt_load_uv(&cd, &bad);
-			site->stack = vrt_load_uv(&cd, &bad);
-			bad |= cd > ed;
-			if (api > VRT_API_MAX) {
+			if (bsite_read(site, &cd, ed, &bad, kind)) {
 				why = "api id out of range";
 				goto malformed;
 			}
-			site->api = (uint16_t)api;
-			site->device = vrt_load_raw_device(vrt_unzigzag(dev));
-			site->kind = (uint8_t)kind;
 		}
 		c = vrt_load_uv(&ca[kind], &bad);
 		bad |= ca[kind] > ea[kind];
@@ -517,24 +525,13 @@ emit_batch_v(struct vrt_trace *t, struct run *r, const uint8_t *rec,
 						goto malformed;
 					fs = &b->sites[fc - 1];
 				} else {
-					uint64_t api, dev;
 					if (!(fs = bsite_define(b)))
 						return vrt_load_nomem(f, err,
 						                      "events");
-					api = vrt_load_uv(&cd, &bad);
-					dev = vrt_load_uv(&cd, &bad);
-					fs->aux = vrt_load_uv(&cd, &bad);
-					fs->phase = vrt_load_uv(&cd, &bad);
-					fs->stack = vrt_load_uv(&cd, &bad);
-					bad |= cd > ed;
-					if (api > VRT_API_MAX) {
+					if (bsite_read(fs, &cd, ed, &bad, 1)) {
 						why = "api id out of range";
 						goto malformed;
 					}
-					fs->api = (uint16_t)api;
-					fs->device = vrt_load_raw_device(
-					        vrt_unzigzag(dev));
-					fs->kind = 1;
 				}
 				if (!pairs--)
 					goto malformed;
